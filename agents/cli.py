@@ -1,0 +1,42 @@
+"""The ``erp-sim`` command: one entry point over the three faces of the project.
+
+Subcommands import their module only when used, so ``erp-sim serve`` does not load the
+agent harness and ``erp-sim eval`` does not load the MCP stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+# subcommand -> (module with main(argv) -> int, one-line help)
+COMMANDS = {
+    "demo": ("agents.demo", "Solve one task with the scripted oracle and print the graded result."),
+    "serve": ("erp_sim.mcp_server", "Serve the fake ERP over MCP (stdio, or --http)."),
+    "play": ("envs.play", "Play an episode in the terminal."),
+    "eval": ("agents.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
+    "sweep": ("agents.sweep", "Run a grid over context-policy parameters."),
+    "report": ("agents.report_cli", "Write report.md and plots for a results directory."),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    available = {name: spec for name, spec in COMMANDS.items() if importlib.util.find_spec(spec[0]) is not None}
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in available:
+        parser = argparse.ArgumentParser(prog="erp-sim", description="erp-sim: a Dynamics 365 expense ERP simulator for LLM agents.")
+        sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+        for name, (_, help_text) in available.items():
+            sub.add_parser(name, help=help_text, add_help=False)
+        if argv and argv[0] not in ("-h", "--help"):
+            parser.error(f"unknown command {argv[0]!r}")
+        parser.print_help()
+        return 0 if argv else 2
+    module = importlib.import_module(available[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

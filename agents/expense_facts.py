@@ -1,0 +1,457 @@
+"""Facts an expense-itemization agent needs, read offline from D365-shaped tool responses.
+
+The ERP answers every tool call with a JSON text block shaped like the D365 ERP MCP
+server's: ``{"SessionId", "Result", "Messages": [{"Level", "Text"}], "FormState": {"Name",
+"Caption", "Form": {"Input": [...], "RealInput": [...], "Grid": [{"Name", "Columns",
+"Rows": [{"RowNumber", "Selected", "Values": {...}}], ...}], "Group": [{"Children": {...}}],
+...}, ...}, ...}``. This module folds a transcript into ``ExpenseFacts`` (report, line,
+receipt items, itemization amounts and lines, actions, warnings) and renders them as the
+sections an ACON-style summary has: task, key variables, completed, to-do, guardrails.
+
+Everything here is deterministic and tolerant: a missing piece of a response is skipped,
+a response that is not JSON only contributes its text to the action log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any, Iterator
+
+from pydantic import BaseModel, Field
+
+from agents.tokens import message_text
+from agents.types import Message
+
+CONTAINER_TYPES = ("Group", "Tab", "TabPage", "FastTab")
+REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
+MAX_ACTIONS_SHOWN = 40
+MAX_NOTES = 8
+
+GUARDRAILS = (
+    "Remaining must be exactly 0.00 before the work is done; over-itemizing is a failure.",
+    "One itemized line per receipt item, with its date, subcategory and exact amount (two decimals).",
+    "Save every itemized line, then close the itemization form.",
+    "Touch only the target report and line; never edit or delete other reports or lines.",
+    "Re-read the form (not memory) before acting on an amount: values change after each save.",
+)
+
+
+class ReceiptItem(BaseModel):
+    date: str = ""
+    description: str = ""
+    amount: str = ""
+    subcategory: str = ""
+
+
+class ItemizedLine(BaseModel):
+    date: str = ""
+    subcategory: str = ""
+    amount: str = ""
+    description: str = ""
+    status: str = Field("", description="Saved, New or Modified, as the grid shows it.")
+
+
+class ExpenseFacts(BaseModel):
+    """What the transcript so far has shown about the task; later observations win."""
+
+    report: str = ""
+    line: dict[str, str] = Field(default_factory=dict, description="Values of the selected expense line.")
+    receipt_items: dict[str, ReceiptItem] = Field(default_factory=dict, description="By receipt row number.")
+    itemization_total: str = ""
+    itemization_itemized: str = ""
+    itemization_remaining: str = ""
+    itemized_lines: dict[str, ItemizedLine] = Field(default_factory=dict, description="By itemization row number.")
+    current_form: str = ""
+    current_caption: str = ""
+    forms_seen: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list, description="One line per tool call: call -> result.")
+    notes: list[str] = Field(default_factory=list, description="Latest warnings and errors, deduplicated.")
+    user_messages: list[str] = Field(default_factory=list)
+    open_calls: dict[str, str] = Field(default_factory=dict, description="Calls still waiting for their result.")
+
+
+# -- reading one response ------------------------------------------------------------------
+def parse_response(text: str) -> dict[str, Any] | None:
+    """The JSON object of a tool response, or None when the text is not one.
+
+    Cached by text (the same response is read at many steps); callers must not mutate it.
+    """
+    return _parse_response(text) if text.lstrip().startswith("{") else None
+
+
+@lru_cache(maxsize=4096)
+def _parse_response(text: str) -> dict[str, Any] | None:
+    text = text.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def walk_controls(form: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(control type, control) for every control of a form, descending into containers."""
+    if not isinstance(form, dict):
+        return
+    for control_type, controls in form.items():
+        if not isinstance(controls, list):
+            continue
+        for control in controls:
+            if not isinstance(control, dict):
+                continue
+            yield control_type, control
+            if control_type in CONTAINER_TYPES:
+                yield from walk_controls(control.get("Children"))
+
+
+def find_control(form: Any, name: str) -> dict[str, Any] | None:
+    for _, control in walk_controls(form):
+        if control.get("Name") == name:
+            return control
+    return None
+
+
+def find_grid(form: Any, name: str) -> dict[str, Any] | None:
+    for control_type, control in walk_controls(form):
+        if control_type == "Grid" and control.get("Name") == name:
+            return control
+    return None
+
+
+def grid_rows(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[str, str]]]:
+    """(row number, selected, values) of a grid's rows, values as strings.
+
+    Selection is ``IsSelected`` (our ERP) or ``Selected`` (older samples).
+    """
+    rows = []
+    for index, row in enumerate((grid or {}).get("Rows") or [], start=1):
+        if not isinstance(row, dict):
+            continue
+        values = row.get("Values") if isinstance(row.get("Values"), dict) else {}
+        number = str(row.get("RowNumber", index))
+        selected = bool(row.get("IsSelected", row.get("Selected")))
+        rows.append((number, selected, {str(k): _text(v) for k, v in values.items()}))
+    return rows
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _value(form: Any, name: str) -> str | None:
+    control = find_control(form, name)
+    return None if control is None else _text(control.get("Value"))
+
+
+def _grid_has_more(grid: dict[str, Any]) -> bool:
+    pagination = grid.get("Pagination")
+    if not isinstance(pagination, dict):
+        return False
+    return any(bool(v) for k, v in pagination.items() if k.lower() in ("hasnextpage", "hasmore", "morerows", "hasmorerows"))
+
+
+def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
+    """Fold one parsed tool response into ``facts``."""
+    for message in response.get("Messages") or []:
+        if isinstance(message, dict) and message.get("Level") in ("Warning", "Error"):
+            _note(facts, f"{message['Level']}: {_text(message.get('Text'))}")
+    state = response.get("FormState")
+    if not isinstance(state, dict):
+        return
+    name, caption = _text(state.get("Name")), _text(state.get("Caption"))
+    facts.current_form, facts.current_caption = name, caption
+    if name and name not in facts.forms_seen:
+        facts.forms_seen.append(name)
+    form = state.get("Form")
+    if name == "TrvExpenses":
+        for _, selected, values in grid_rows(find_grid(form, "ExpenseReportsGrid")):
+            if selected and values.get("TrvExpTable_ExpNumber"):
+                facts.report = values["TrvExpTable_ExpNumber"]
+    elif name == "TrvExpenseReport":
+        number = _value(form, "TrvExpTable_ExpNumber") or _first_match(REPORT_NUMBER, caption)
+        if number:
+            facts.report = number
+        for _, selected, values in grid_rows(find_grid(form, "ExpenseLinesGrid")):
+            if selected:
+                facts.line = values
+    elif name == "TrvReceiptViewer":
+        for number, _, values in grid_rows(find_grid(form, "ReceiptItemsGrid")):
+            facts.receipt_items[number] = ReceiptItem(
+                date=values.get("ReceiptItem_Date", ""),
+                description=values.get("ReceiptItem_Description", ""),
+                amount=values.get("ReceiptItem_Amount", ""),
+                subcategory=values.get("ReceiptItem_SubCategory", values.get("ReceiptItem_Subcategory", "")),
+            )
+    elif name == "TrvItemization":
+        for field, control in (
+            ("itemization_total", "ItemizationTotal"),
+            ("itemization_itemized", "ItemizationItemized"),
+            ("itemization_remaining", "ItemizationRemaining"),
+        ):
+            value = _value(form, control)
+            if value is not None:
+                setattr(facts, field, value)
+        grid = find_grid(form, "ItemizationGrid")
+        if grid is not None:
+            rows = grid_rows(grid)
+            for number, _, values in rows:
+                facts.itemized_lines[number] = ItemizedLine(
+                    date=values.get("TrvExpTrans_TransDate", ""),
+                    subcategory=values.get("TrvExpTrans_ExpSubCategory", ""),
+                    amount=values.get("TrvExpTrans_AmountCurr", ""),
+                    description=values.get("TrvExpTrans_Description", ""),
+                    status=values.get("TrvExpTrans_LineStatus", ""),
+                )
+            if not _grid_has_more(grid):
+                shown = {number for number, _, _ in rows}
+                last = max((_row_index(n) for n in shown), default=0)
+                for number in [n for n in facts.itemized_lines if n not in shown and _row_index(n) > last]:
+                    del facts.itemized_lines[number]
+
+
+def _row_index(number: str) -> int:
+    return int(number) if number.isdigit() else 0
+
+
+def _first_match(pattern: re.Pattern[str], text: str) -> str:
+    match = pattern.search(text)
+    return match.group(0) if match else ""
+
+
+def _note(facts: ExpenseFacts, note: str) -> None:
+    if note in facts.notes:
+        facts.notes.remove(note)
+    facts.notes.append(note)
+    del facts.notes[:-MAX_NOTES]
+
+
+# -- reading a transcript ------------------------------------------------------------------
+def compact_arguments(arguments: str, limit: int = 60) -> str:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        return _shorten(arguments, limit)
+    if not isinstance(value, dict):
+        return _shorten(json.dumps(value, ensure_ascii=False), limit)
+    return ", ".join(f"{k}={_shorten(_text(v), limit)}" for k, v in value.items())
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def result_line(content: str) -> str:
+    """One line saying what a tool response reported."""
+    response = parse_response(content)
+    if response is None:
+        return _shorten(content, 100)
+    parts = [_text(response.get("Result"))] if response.get("Result") else []
+    errors = [
+        _text(m.get("Text"))
+        for m in response.get("Messages") or []
+        if isinstance(m, dict) and m.get("Level") == "Error"
+    ]
+    if errors:
+        parts.append("error: " + "; ".join(errors))
+    state = response.get("FormState")
+    if isinstance(state, dict) and state.get("Name"):
+        parts.append(f"form {state['Name']}")
+    return _shorten(" | ".join(parts) or "(no result text)", 160)
+
+
+def observe_messages(facts: ExpenseFacts, messages: list[Message]) -> None:
+    """Fold transcript messages (any roles) into ``facts``, in order."""
+    calls = facts.open_calls
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls[call.get("id", "")] = f"{function.get('name', '?')}({compact_arguments(function.get('arguments', ''))})"
+        elif role == "tool":
+            content = message_text(message.get("content"))
+            call = calls.pop(message.get("tool_call_id", ""), f"{message.get('name', 'tool')}(?)")
+            facts.actions.append(f"{call} -> {result_line(content)}")
+            response = parse_response(content)
+            if response is not None:
+                observe_response(facts, response)
+            elif content.lower().startswith(("error", "toolerror", "invalid")):
+                _note(facts, _shorten(content, 160))
+        elif role == "user":
+            facts.user_messages.append(_shorten(message_text(message.get("content")), 200))
+            del facts.user_messages[:-3]
+
+
+def facts_from_messages(messages: list[Message], task: str = "") -> ExpenseFacts:
+    facts = ExpenseFacts(report=_first_match(REPORT_NUMBER, task))
+    observe_messages(facts, messages)
+    return facts
+
+
+# -- what is left to do --------------------------------------------------------------------
+def _amount(text: str) -> Decimal | None:
+    cleaned = re.sub(r"[^\d.\-]", "", text or "")
+    try:
+        return Decimal(cleaned).quantize(Decimal("0.01")) if cleaned else None
+    except InvalidOperation:
+        return None
+
+
+def missing_receipt_items(facts: ExpenseFacts) -> list[ReceiptItem]:
+    """Receipt items with no saved itemized line of the same amount (a multiset match)."""
+    saved = [
+        _amount(line.amount)
+        for line in facts.itemized_lines.values()
+        if line.status.lower() in ("saved", "")
+    ]
+    missing = []
+    for item in facts.receipt_items.values():
+        amount = _amount(item.amount)
+        if amount is not None and amount in saved:
+            saved.remove(amount)
+        else:
+            missing.append(item)
+    return missing
+
+
+def todo_lines(facts: ExpenseFacts) -> list[str]:
+    todo = []
+    if not facts.report:
+        todo.append("Find the expense report named in the task.")
+    if not facts.line:
+        todo.append("Select the expense line to itemize.")
+    if not facts.receipt_items:
+        todo.append("Open the receipt and read its items.")
+    else:
+        for item in missing_receipt_items(facts):
+            todo.append(f"Itemize receipt item: {item.date} | {item.description} | {item.amount}")
+    unsaved = [n for n, line in facts.itemized_lines.items() if line.status.lower() in ("new", "modified")]
+    if unsaved:
+        todo.append(f"Save itemized rows {', '.join(unsaved)}.")
+    remaining = _amount(facts.itemization_remaining)
+    if remaining is not None and remaining != 0:
+        todo.append(f"Remaining is {facts.itemization_remaining}; bring it to exactly 0.00.")
+    if remaining == 0 and not unsaved and facts.current_form == "TrvItemization":
+        todo.append("Remaining is 0.00 and lines are saved: close the itemization form.")
+    return todo or ["Verify remaining is 0.00 with all lines saved and the form closed, then report to the user."]
+
+
+# -- rendering -----------------------------------------------------------------------------
+def task_line(task: str, limit: int = 400) -> str:
+    return _shorten(task, limit) if task else "(no task instruction)"
+
+
+def key_variable_lines(facts: ExpenseFacts) -> list[str]:
+    lines = []
+    if facts.report:
+        lines.append(f"Report: {facts.report}")
+    if facts.line:
+        lines.append("Line: " + ", ".join(f"{k}={v}" for k, v in facts.line.items()))
+    if facts.receipt_items:
+        lines.append(f"Receipt items ({len(facts.receipt_items)}):")
+        lines += [
+            f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
+            for n, i in facts.receipt_items.items()
+        ]
+    amounts = [
+        (label, value)
+        for label, value in (
+            ("total", facts.itemization_total),
+            ("itemized", facts.itemization_itemized),
+            ("remaining", facts.itemization_remaining),
+        )
+        if value
+    ]
+    if amounts:
+        lines.append("Itemization: " + ", ".join(f"{label} {value}" for label, value in amounts))
+    if facts.itemized_lines:
+        lines.append(f"Itemized lines ({len(facts.itemized_lines)}):")
+        lines += [
+            f"  {n}. {l.date} | {l.subcategory} | {l.amount} | {l.status}" + (f" | {l.description}" if l.description else "")
+            for n, l in facts.itemized_lines.items()
+        ]
+    if facts.current_form:
+        lines.append(f"Current form: {facts.current_form}" + (f" ({facts.current_caption})" if facts.current_caption else ""))
+    return lines or ["(none observed yet)"]
+
+
+def completed_lines(facts: ExpenseFacts) -> list[str]:
+    shown = facts.actions[-MAX_ACTIONS_SHOWN:]
+    earlier = len(facts.actions) - len(shown)
+    lines = [f"({earlier} earlier actions not listed)"] if earlier else []
+    lines += [f"- {action}" for action in shown]
+    return lines or ["(no tool calls yet)"]
+
+
+def guardrail_lines(facts: ExpenseFacts) -> list[str]:
+    lines = [f"- {rule}" for rule in GUARDRAILS]
+    lines += [f"- Seen: {note}" for note in facts.notes]
+    return lines
+
+
+def render_summary(task: str, facts: ExpenseFacts) -> str:
+    """The ACON-style sections, as plain text."""
+    sections = [
+        ("Task", [task_line(task)]),
+        ("Key variables", key_variable_lines(facts)),
+        ("Completed", completed_lines(facts)),
+        ("To-do", [f"- {line}" for line in todo_lines(facts)]),
+        ("Guardrails", guardrail_lines(facts)),
+    ]
+    if facts.user_messages:
+        sections.insert(3, ("User said", [f"- {m}" for m in facts.user_messages]))
+    return "\n\n".join(f"## {title}\n" + "\n".join(lines) for title, lines in sections)
+
+
+def render_observation(content: str, limit: int = 2000) -> str:
+    """A compact, deterministic rewrite of one tool response: result, messages, values, grids.
+
+    Drops what the agent never acts on (session and activity ids, deep links, labels,
+    guidance, button metadata) and keeps every control value and grid row.
+    """
+    response = parse_response(content)
+    if response is None:
+        return content if len(content) <= limit else content[: limit // 2] + "\n…\n" + content[-limit // 2 :]
+    lines = []
+    if response.get("Result"):
+        lines.append(f"Result: {_text(response['Result'])}")
+    for message in response.get("Messages") or []:
+        if isinstance(message, dict):
+            lines.append(f"{message.get('Level', 'Info')}: {_text(message.get('Text'))}")
+    state = response.get("FormState")
+    if isinstance(state, dict):
+        head = f"Form {_text(state.get('Name'))}"
+        if state.get("Caption"):
+            head += f" ({_text(state['Caption'])})"
+        lines.append(head)
+        for control_type, control in walk_controls(state.get("Form")):
+            if control_type == "Grid":
+                lines += _grid_lines(control)
+            elif control_type not in CONTAINER_TYPES and "Value" in control:
+                lines.append(f"  {control.get('Name', '?')} = {_text(control.get('Value'))}")
+        buttons = [b.get("Name") for b in state.get("Buttons") or [] if isinstance(b, dict) and b.get("Name")]
+        if buttons:
+            lines.append("Buttons: " + ", ".join(buttons))
+    if not lines:
+        lines.append(_shorten(content, limit))
+    return "\n".join(lines)
+
+
+def _grid_lines(grid: dict[str, Any]) -> list[str]:
+    rows = grid_rows(grid)
+    columns = [c.get("Name", "?") if isinstance(c, dict) else str(c) for c in grid.get("Columns") or []]
+    lines = [f"  Grid {grid.get('Name', '?')} ({len(rows)} rows): " + " | ".join(columns)]
+    for number, selected, values in rows:
+        cells = [values.get(c, "") for c in columns] if columns else list(values.values())
+        lines.append(f"    {number}{'*' if selected else ''}: " + " | ".join(cells))
+    if _grid_has_more(grid):
+        lines.append("    (more rows on the next page)")
+    return lines

@@ -1,0 +1,238 @@
+"""A chat model on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama, ...).
+
+Native tool calling, streaming off. Retries are ours alone (the openai client's own are
+disabled) so that the number of attempts and the waits between them are known and
+testable: transient failures (429, 408, 5xx, timeouts, lost connections) are retried with
+exponential backoff and no jitter; when retries run out the call raises
+``InfrastructureError``, which evaluation keeps apart from agent failures. Any other 4xx
+raises ``ModelRequestError`` at once, since the same request would fail the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from agents.types import ChatResponse, InfrastructureError, Message, ToolSchema, Usage
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS_CODES = frozenset({408, 429})  # plus every 5xx
+LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
+
+
+class ModelRequestError(RuntimeError):
+    """The server refused the request (a 4xx other than 408/429): not retried.
+
+    A bad key, an unknown model or a prompt longer than the context window: retrying the
+    same request cannot help, and it is not an outage, so it is not an InfrastructureError.
+    """
+
+    def __init__(self, message: str, status_code: int | None = None):
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class OpenAIChatModel:
+    """``ChatModel`` over the ``openai`` package's chat-completions API.
+
+    ``sampling_params`` (temperature, seed and ``extra_params``) are sent with every
+    request and are what a cassette hashes besides the messages and tools. ``extra_params``
+    go in the request body as they are (e.g. ``max_completion_tokens``, ``reasoning_effort``,
+    ``tool_choice``, or a local server's own options), so no client upgrade is needed for them.
+    ``sleep``/``async_sleep`` are injectable so tests do not wait out the backoff. The API key
+    is read from ``api_key_env``; without one, a ``base_url`` on localhost or a private
+    address (a local vLLM/Ollama) gets a placeholder key, anything else is a ValueError.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float | None = None,
+        seed: int | None = None,
+        max_retries: int = 5,
+        timeout: float = 300.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        extra_params: Mapping[str, Any] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.sampling_params: dict[str, Any] = {
+            key: value
+            for key, value in {"temperature": temperature, "seed": seed, **(extra_params or {})}.items()
+            if value is not None
+        }
+        self._api_key = _resolve_api_key(api_key_env, base_url)
+        self._sleep = sleep
+        self._async_sleep = async_sleep
+        self._client = openai.OpenAI(**self._client_options())
+        self._async_client: openai.AsyncOpenAI | None = None
+        self._async_client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params})"
+
+    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        request = self._request(messages, tools)
+        for attempt in range(self.max_retries + 1):
+            try:
+                completion = self._client.chat.completions.create(**request)
+            except openai.APIError as error:
+                self._sleep(self._delay_before_retry(error, attempt))
+            else:
+                return self._to_chat_response(completion)
+        raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        request = self._request(messages, tools)
+        client = self._async_client_for_running_loop()
+        for attempt in range(self.max_retries + 1):
+            try:
+                completion = await client.chat.completions.create(**request)
+            except openai.APIError as error:
+                await self._async_sleep(self._delay_before_retry(error, attempt))
+            else:
+                return self._to_chat_response(completion)
+        raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    def _client_options(self) -> dict[str, Any]:
+        return {"api_key": self._api_key, "base_url": self.base_url, "timeout": self.timeout, "max_retries": 0}
+
+    def _async_client_for_running_loop(self) -> openai.AsyncOpenAI:
+        """One async client per event loop: pooled connections cannot outlive their loop."""
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._async_client_loop is not loop:
+            self._async_client = openai.AsyncOpenAI(**self._client_options())
+            self._async_client_loop = loop
+        return self._async_client
+
+    def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "stream": False}
+        if tools:  # OpenAI rejects an empty tools list
+            request["tools"] = tools
+        if self.sampling_params:
+            request["extra_body"] = self.sampling_params
+        return request
+
+    def _delay_before_retry(self, error: openai.APIError, attempt: int) -> float:
+        """Seconds to wait before the next attempt; raises when the error is final."""
+        status = error.status_code if isinstance(error, openai.APIStatusError) else None
+        transient = isinstance(error, openai.APIConnectionError) or (
+            status is not None and (status in RETRYABLE_STATUS_CODES or status >= 500)
+        )
+        what = f"{self.model} at {self.base_url or 'api.openai.com'}"
+        if not transient:
+            if status is None:  # e.g. a response body the client could not parse
+                raise InfrastructureError(f"{what}: unusable response: {error}") from error
+            raise ModelRequestError(f"{what}: request refused with HTTP {status}: {error}", status) from error
+        attempts = attempt + 1
+        if attempts > self.max_retries:
+            raise InfrastructureError(
+                f"{what}: gave up after {attempts} attempts; last error: {_describe(error)}"
+            ) from error
+        delay = _retry_after_seconds(error)
+        if delay is None:
+            delay = self.backoff_base * 2**attempt
+        delay = min(delay, self.backoff_max)
+        logger.warning("%s: attempt %d failed (%s); retrying in %.1f s", what, attempts, _describe(error), delay)
+        return delay
+
+    def _to_chat_response(self, completion: Any) -> ChatResponse:
+        if not completion.choices:
+            raise InfrastructureError(f"{self.model}: the server returned no choices")
+        usage = completion.usage
+        return ChatResponse(
+            message=assistant_message_to_dict(completion.choices[0].message),
+            usage=Usage(
+                input_tokens=usage.prompt_tokens if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+            ),
+            model=completion.model or self.model,
+        )
+
+
+def assistant_message_to_dict(message: Any) -> Message:
+    """The assistant message as a plain OpenAI dict, without the client's None-valued fields.
+
+    ``content`` is left out when the model only called tools, and is ``""`` when the model
+    said nothing at all; tool-call ``arguments`` stay the JSON string the model wrote.
+    """
+    result: Message = {"role": "assistant"}
+    if message.content is not None:
+        result["content"] = message.content
+    tool_calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.function.name, "arguments": call.function.arguments},
+        }
+        for call in message.tool_calls or []
+        if call.type == "function"
+    ]
+    if tool_calls:
+        result["tool_calls"] = tool_calls
+    elif "content" not in result:
+        result["content"] = ""
+    if getattr(message, "refusal", None):
+        result["refusal"] = message.refusal
+    return result
+
+
+def _resolve_api_key(api_key_env: str, base_url: str | None) -> str:
+    api_key = os.environ.get(api_key_env)
+    if api_key:
+        return api_key
+    if base_url and _is_local(base_url):
+        return LOCAL_SERVER_API_KEY
+    raise ValueError(
+        f"no API key: set the environment variable {api_key_env}, "
+        "or point base_url at a local server (which needs none)"
+    )
+
+
+def _is_local(base_url: str) -> bool:
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
+
+
+def _retry_after_seconds(error: openai.APIError) -> float | None:
+    """The server's Retry-After header in seconds, if it sent a number."""
+    if not isinstance(error, openai.APIStatusError):
+        return None
+    try:
+        return max(0.0, float(error.response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
+def _describe(error: openai.APIError) -> str:
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}: {error.message}"
+    return f"{type(error).__name__}: {error}"

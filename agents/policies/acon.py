@@ -1,0 +1,157 @@
+"""ACON's two compressors (Kang et al., 2025): history compression and observation compression.
+
+ACON compresses only past a threshold, keeps the most recent action-observation turn, and
+writes the compressed text back in place of the original, so later steps build on it:
+``h' = f(h)`` if ``|h| > T_hist``; ``o' = f(o, h)`` if ``|o| > T_obs``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from agents.policies.base import ContextPolicy, PolicyParams
+from agents.policies.folding import SummaryFold, starts_with
+from agents.policies.units import Unit, split_transcript
+from agents.tokens import message_text
+from agents.types import Message
+
+HISTORY_TAG = "<HISTORY_SUMMARY>"
+HISTORY_END_TAG = "</HISTORY_SUMMARY>"
+
+
+def _flatten(units: list[Unit]) -> list[Message]:
+    return [message for unit in units for message in unit.messages]
+
+
+def with_history_block(instruction: Message | None, summary: str) -> Message:
+    """A COPY of the first user message with the summary block appended to its text.
+
+    The only sanctioned change to the instruction: the original text stays a prefix.
+    """
+    block = f"\n\n{HISTORY_TAG}\n{summary}\n{HISTORY_END_TAG}"
+    if instruction is None:
+        return {"role": "user", "content": block.lstrip()}
+    content = instruction.get("content")
+    if isinstance(content, list):
+        return {**instruction, "content": [*content, {"type": "text", "text": block}]}
+    return {**instruction, "content": (content or "") + block}
+
+
+class AconHistoryParams(PolicyParams):
+    t: int = Field(4096, ge=0, description="T_hist: history tokens above which the history is compressed.")
+    k: int = Field(1, ge=0, description="Most recent turns (units) always kept verbatim.")
+    mode: Literal["accumulate", "reset"] = Field(
+        "accumulate", description="accumulate: new summary from previous summary + folded units; reset: from folded units only."
+    )
+
+
+class AconHistory(ContextPolicy):
+    """ACON history compression (T_hist=4096, k=1).
+
+    History = every unit after the instruction, plus the summary block. When its tokens
+    exceed ``t``, all units but the last ``k`` that are not yet summarized are folded into
+    the summary in one summarizer call, and from then on they are shown only through it.
+    The summary sits in a ``<HISTORY_SUMMARY>`` block appended to a copy of the first user
+    message (the original instruction text stays a prefix of it).
+
+    ``mode``: ``accumulate`` (ACON's rule) writes the new summary from the previous summary
+    plus the newly folded units, so knowledge carries forward; ``reset`` writes it from the
+    newly folded units alone and drops the previous summary (an ablation: only the last
+    compression is remembered).
+
+    Compression points depend on when the threshold was crossed, so the policy keeps them
+    as per-episode state; a transcript that does not extend the folded units (another
+    episode, or an upstream policy that rewrote them) starts the state afresh.
+    """
+
+    name: ClassVar[str] = "acon_history"
+    Params: ClassVar[type[PolicyParams]] = AconHistoryParams
+
+    def reset_state(self) -> None:
+        self._fold = SummaryFold()
+        self._folded_units: list[int] = []  # units folded by each summarizer call
+        self._instruction_copy: tuple[Message | None, str, Message] | None = None
+
+    def build_context(self, messages: list[Message]) -> list[Message]:
+        split = split_transcript(messages)
+        folded_messages = [m for batch, _ in self._fold.batches for m in batch]
+        if not starts_with(_flatten(split.units), folded_messages):
+            self.reset_state()
+        done = sum(self._folded_units)
+        rest = split.units[done:]
+        summary = self._fold.batches[-1][1] if self._fold.batches else None
+        history_tokens = sum(self.counter.count_message(m) for unit in rest for m in unit.messages)
+        if summary:
+            history_tokens += self.counter.count_text(summary)
+        fold_count = len(rest) - self.params.k
+        if history_tokens > self.params.t and fold_count > 0:
+            batches = [list(batch) for batch, _ in self._fold.batches] + [_flatten(rest[:fold_count])]
+            task = self.task_text(split.instruction)
+            summary = self._fold.summary(
+                batches,
+                lambda batch, previous: self.record_summary(self.summarizer.summarize_history(task, batch, previous)),
+                chained=self.params.mode == "accumulate",
+            )
+            self._folded_units.append(fold_count)
+            rest = rest[fold_count:]
+        if not summary:
+            return split.join(rest)
+        out = [*split.system, self._instruction_with(split.instruction, summary), *split.pinned]
+        out.extend(_flatten(rest))
+        return out
+
+    def _instruction_with(self, instruction: Message | None, summary: str) -> Message:
+        cached = self._instruction_copy
+        if cached is None or cached[0] is not instruction or cached[1] != summary:
+            cached = (instruction, summary, with_history_block(instruction, summary))
+            self._instruction_copy = cached
+        return cached[2]
+
+
+class AconObservationParams(PolicyParams):
+    t: int = Field(1024, ge=0, description="T_obs: tool-output tokens above which an observation is refined.")
+    recent: int = Field(3, ge=0, description="Units of preceding history given to the refiner as context.")
+
+
+class AconObservation(ContextPolicy):
+    """ACON observation compression (T_obs=1024).
+
+    A tool result whose content exceeds ``t`` tokens is replaced by a refined observation,
+    written by the summarizer from the task, the ``recent`` preceding units (as the model
+    saw them, already refined) and the raw result. Each result is refined once, when it is
+    first seen (as the newest observation), and the refined text replaces it at every later
+    step, as in ACON. The tool call id is kept, so the call/result pairing holds.
+    """
+
+    name: ClassVar[str] = "acon_observation"
+    Params: ClassVar[type[PolicyParams]] = AconObservationParams
+
+    def reset_state(self) -> None:
+        self._refined: dict[tuple[str, str], Message] = {}
+
+    def build_context(self, messages: list[Message]) -> list[Message]:
+        split = split_transcript(messages)
+        task = self.task_text(split.instruction)
+        units: list[Unit] = []
+        for unit in split.units:
+            if unit.kind == "tool":
+                unit = self._refine_unit(unit, task, units[len(units) - self.params.recent :] if self.params.recent else [])
+            units.append(unit)
+        return split.join(units)
+
+    def _refine_unit(self, unit: Unit, task: str, history: list[Unit]) -> Unit:
+        results, changed = [], False
+        for result in unit.tool_results:
+            text = message_text(result.get("content"))
+            if self.counter.count_text(text) > self.params.t:
+                key = (result.get("tool_call_id", ""), text)
+                refined = self._refined.get(key)
+                if refined is None:
+                    answer = self.summarizer.refine_observation(task, result, _flatten(history))
+                    refined = {**result, "content": self.record_summary(answer)}
+                    self._refined[key] = refined
+                result, changed = refined, True
+            results.append(result)
+        return Unit("tool", (unit.messages[0], *results)) if changed else unit

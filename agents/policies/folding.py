@@ -1,0 +1,51 @@
+"""Running summaries that are recomputed only where their input changed.
+
+A policy calls its summarizer on batches of evicted messages; each batch is summarized with
+the previous batch's summary as context. ``SummaryFold`` remembers the batches it already
+summarized (holding the message objects themselves, so a later transcript is compared by
+identity, falling back to equality) and calls the summarizer only for batches after the
+first one that differs. A summarizer that raises leaves nothing cached for that batch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from agents.types import Message
+
+SummarizeBatch = Callable[[list[Message], str | None], str]
+
+
+def same_messages(cached: Sequence[Message], current: Sequence[Message]) -> bool:
+    return len(cached) == len(current) and all(a is b or a == b for a, b in zip(cached, current))
+
+
+def starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    return len(messages) >= len(prefix) and all(a is b or a == b for a, b in zip(prefix, messages))
+
+
+class SummaryFold:
+    """A chain of (batch, summary after that batch) reused across steps of one episode."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[tuple[Message, ...], str]] = []
+
+    def clear(self) -> None:
+        self.batches.clear()
+
+    def summary(self, batches: list[list[Message]], summarize: SummarizeBatch, *, chained: bool = True) -> str | None:
+        """The summary after folding ``batches`` in order (None when there are none).
+
+        ``chained``: pass each batch the previous summary; otherwise summarize each batch
+        alone (the summary returned is then the last batch's).
+        """
+        keep = 0
+        for (cached, _), batch in zip(self.batches, batches):
+            if not same_messages(cached, batch):
+                break
+            keep += 1
+        del self.batches[keep:]
+        for batch in batches[keep:]:
+            previous = self.batches[-1][1] if (self.batches and chained) else None
+            self.batches.append((tuple(batch), summarize(batch, previous)))
+        return self.batches[-1][1] if self.batches else None

@@ -1,0 +1,152 @@
+"""Recency policies: the study's C2, C3 and C4 configurations, and ACON's FIFO baseline."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+
+from agents.policies.base import ContextPolicy, PolicyParams
+from agents.policies.folding import SummaryFold
+from agents.policies.units import Split, Unit, split_transcript
+from agents.types import Message
+
+SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
+SUMMARY_END_TAG = "</EARLIER_STEPS_SUMMARY>"
+
+
+class Full(ContextPolicy):
+    """The full history, unchanged (study C2; C1 is the same with no user model)."""
+
+    name: ClassVar[str] = "full"
+
+
+def _window_start(units: list[Unit], n: int) -> int:
+    """Index where the window of the last ``n`` tool units starts.
+
+    The window runs from the n-th most recent tool unit to the end, so user messages and
+    assistant text between those tool units stay with them. With fewer than ``n`` tool
+    units everything is in the window; with ``n == 0`` it starts after the last tool unit.
+    """
+    if n == 0:
+        for index in range(len(units) - 1, -1, -1):
+            if units[index].kind == "tool":
+                return index + 1
+        return 0
+    seen = 0
+    for index in range(len(units) - 1, -1, -1):
+        if units[index].kind == "tool":
+            seen += 1
+            if seen == n:
+                return index
+    return 0
+
+
+class LastNParams(PolicyParams):
+    n: int = Field(5, ge=0, description="Tool-call units kept (the study's N).")
+
+
+class LastN(ContextPolicy):
+    """Keep the last N tool-call/response units (study C3, N=5).
+
+    Keeps the head (system, first user instruction) and the transcript from the N-th most
+    recent tool unit onwards; user messages and assistant text inside that window stay,
+    everything older is dropped. Nothing replaces what is dropped.
+    """
+
+    name: ClassVar[str] = "last_n"
+    Params: ClassVar[type[PolicyParams]] = LastNParams
+
+    def build_context(self, messages: list[Message]) -> list[Message]:
+        split = split_transcript(messages)
+        return split.join(split.units[_window_start(split.units, self.params.n) :])
+
+
+class FifoParams(PolicyParams):
+    k: int = Field(5, ge=0, description="Most recent turns kept, where a turn is one unit.")
+
+
+class Fifo(ContextPolicy):
+    """First user message plus the last K turns (ACON's FIFO baseline, K=5).
+
+    A turn is one unit: a tool call with its results, an assistant text, or a user message.
+    Unlike ``last_n`` a user reply or an assistant question uses up a turn.
+    """
+
+    name: ClassVar[str] = "fifo"
+    Params: ClassVar[type[PolicyParams]] = FifoParams
+
+    def build_context(self, messages: list[Message]) -> list[Message]:
+        split = split_transcript(messages)
+        k = self.params.k
+        return split.join(split.units[len(split.units) - k :] if k else [])
+
+
+class LastNSummaryParams(PolicyParams):
+    n: int = Field(5, ge=0, description="Tool-call units kept verbatim (the study's N).")
+    w: int = Field(3, description="Summary window W: evicted units folded per summarizer call; -1 = all at once.")
+
+    @field_validator("w")
+    @classmethod
+    def _w_positive_or_all(cls, w: int) -> int:
+        if w == 0 or w < -1:
+            raise ValueError("must be -1 (summarize everything evicted at once) or at least 1")
+        return w
+
+
+class LastNSummary(ContextPolicy):
+    """Last N tool units plus a running summary of the evicted ones (study C4, N=5, W=3).
+
+    What W means here: units that fall out of the last-N window are *evicted*, oldest
+    first. Evicted units are folded into the running summary W at a time: as soon as W
+    evicted units are waiting, one summarizer call turns (previous summary, those W units)
+    into the new summary. Units evicted but not yet folded (at most W-1) stay visible
+    between the summary and the window, so nothing is ever hidden without being summarized;
+    the model therefore sees between N and N+W-1 tool units (more only when user or
+    assistant-text units sit in between). W=1 summarizes at every eviction.
+
+    W=-1: everything evicted so far is summarized at once, from scratch (no previous
+    summary), at every step where the set of evicted units grew; nothing is pending.
+
+    The summary is a user message right after the instruction, between
+    ``<EARLIER_STEPS_SUMMARY>`` tags (a pinned block: policies further down keep it).
+    """
+
+    name: ClassVar[str] = "last_n_summary"
+    Params: ClassVar[type[PolicyParams]] = LastNSummaryParams
+
+    def reset_state(self) -> None:
+        self._fold = SummaryFold()
+
+    def build_context(self, messages: list[Message]) -> list[Message]:
+        split = split_transcript(messages)
+        start = _window_start(split.units, self.params.n)
+        evicted, window = split.units[:start], split.units[start:]
+        w = self.params.w
+        if w == -1:
+            batches = [_flatten(evicted)] if evicted else []
+            pending: list[Unit] = []
+        else:
+            folded = len(evicted) - len(evicted) % w
+            batches = [_flatten(evicted[i : i + w]) for i in range(0, folded, w)]
+            pending = evicted[folded:]
+        task = self.task_text(split.instruction)
+        summary = self._fold.summary(
+            batches,
+            lambda batch, previous: self.record_summary(self.summarizer.summarize_history(task, batch, previous)),
+            chained=w != -1,
+        )
+        return _with_summary(split, summary, [*pending, *window])
+
+
+def _flatten(units: list[Unit]) -> list[Message]:
+    return [message for unit in units for message in unit.messages]
+
+
+def summary_block(summary: str) -> Message:
+    return {"role": "user", "content": f"{SUMMARY_TAG}\n{summary}\n{SUMMARY_END_TAG}"}
+
+
+def _with_summary(split: Split, summary: str | None, units: list[Unit]) -> list[Message]:
+    pinned = [*split.pinned, summary_block(summary)] if summary else split.pinned
+    return split.join(units, pinned=pinned)

@@ -1,0 +1,117 @@
+"""Policy names, spec parsing and the function that builds a wrapper stack."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agents.policies.acon import AconHistory, AconObservation
+from agents.policies.base import ContextPolicy
+from agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
+from agents.policies.recency import Fifo, Full, LastN, LastNSummary
+from agents.policies.spec import LAYER_SEPARATOR, PolicySpecError, coerce_raw, format_layer, parse_layers
+from agents.policies.tool_clearing import ClearToolUses
+from agents.summarizers import Summarizer
+from agents.tokens import TokenCounter
+from agents.types import Agent
+
+POLICIES: dict[str, type[ContextPolicy]] = {
+    cls.name: cls
+    for cls in (
+        Full,
+        LastN,
+        LastNSummary,
+        Fifo,
+        AconHistory,
+        AconObservation,
+        HeadTail,
+        BudgetEviction,
+        WorkingMemoryAnchor,
+        ClearToolUses,
+    )
+}
+
+
+class LayerSpec(BaseModel):
+    name: str = Field(description="Registered policy name.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Validated parameters, every one present.")
+
+    @property
+    def spec(self) -> str:
+        return format_layer(self.name, POLICIES[self.name].Params(**self.params))
+
+
+class PolicySpec(BaseModel):
+    """A parsed policy stack, outermost (first to see the transcript) first."""
+
+    layers: list[LayerSpec]
+
+    @property
+    def spec(self) -> str:
+        return LAYER_SEPARATOR.join(layer.spec for layer in self.layers)
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+def policy_class(name: str) -> type[ContextPolicy]:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, POLICIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PolicySpecError(f"unknown policy {name!r}{hint}; known: {', '.join(POLICIES)}") from None
+
+
+def parse_layer(name: str, raw: dict[str, str]) -> LayerSpec:
+    cls = policy_class(name)
+    fields = cls.Params.model_fields
+    for key in raw:
+        if key not in fields:
+            known = ", ".join(fields) or "none"
+            raise PolicySpecError(f"policy {name!r} has no parameter {key!r}; its parameters: {known}")
+    try:
+        params = cls.Params.model_validate({key: coerce_raw(cls.Params, key, value) for key, value in raw.items()})
+    except PolicySpecError as exc:
+        raise PolicySpecError(f"{name}: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']} (got {raw.get(str(error['loc'][0]), error.get('input'))!r})"
+            if error["loc"]
+            else error["msg"]
+            for error in exc.errors()
+        )
+        raise PolicySpecError(f"{name}: {problems}") from None
+    return LayerSpec(name=name, params=params.model_dump())
+
+
+def parse_policy(spec: str | PolicySpec) -> PolicySpec:
+    """Parse ``"head_tail:chars=800+last_n:n=5"``; raises ``PolicySpecError`` with the reason."""
+    if isinstance(spec, PolicySpec):
+        return spec
+    return PolicySpec(layers=[parse_layer(name, raw) for name, raw in parse_layers(spec)])
+
+
+def wrap(
+    agent: Agent,
+    spec: str | PolicySpec,
+    *,
+    summarizer: Summarizer | None = None,
+    counter: TokenCounter | None = None,
+) -> ContextPolicy:
+    """Wrap ``agent`` in the policies of ``spec``; the first layer is the outermost.
+
+    ``summarizer`` serves every layer that summarizes (default: one ``StructuredSummarizer``
+    shared by the stack, so everything runs offline).
+    """
+    from agents.summarizers import StructuredSummarizer
+
+    parsed = parse_policy(spec)
+    summarizer = summarizer if summarizer is not None else StructuredSummarizer()
+    wrapped: Agent = agent
+    for layer in reversed(parsed.layers):
+        wrapped = POLICIES[layer.name](wrapped, layer.params, summarizer=summarizer, counter=counter)
+    assert isinstance(wrapped, ContextPolicy)
+    return wrapped

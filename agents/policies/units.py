@@ -1,0 +1,147 @@
+"""A transcript as a head plus indivisible units, and the checks every policy's output passes.
+
+Policies never cut inside a unit, so they can never leave a tool result without the call
+that asked for it, or a call without its result:
+
+- head: the leading system (or developer) messages, the first user message (the task
+  instruction) and any policy blocks pinned right after it (a message whose text starts
+  with one of ``PINNED_TAGS``, e.g. a summary or working-memory block a policy inserted),
+  so a policy further down the stack keeps them like the instruction;
+- units, in order: an assistant message with ``tool_calls`` together with the tool results
+  that follow it is ONE unit (kind ``"tool"``); plain assistant text is a unit
+  (``"assistant"``); every later user message is a unit (``"user"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agents.tokens import message_text
+from agents.types import Message
+
+UnitKind = Literal["tool", "assistant", "user"]
+HEAD_ROLES = ("system", "developer")
+PINNED_TAGS = ("<EARLIER_STEPS_SUMMARY>", "<WORKING_MEMORY>")
+
+
+class TranscriptError(ValueError):
+    """The messages do not form a valid OpenAI chat transcript."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Messages that are kept or dropped together."""
+
+    kind: UnitKind
+    messages: tuple[Message, ...]
+
+    @property
+    def tool_results(self) -> tuple[Message, ...]:
+        return self.messages[1:] if self.kind == "tool" else ()
+
+
+@dataclass
+class Split:
+    """A transcript cut into its head and units; ``join`` puts it back together."""
+
+    system: list[Message] = field(default_factory=list)
+    instruction: Message | None = None
+    pinned: list[Message] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+
+    @property
+    def head(self) -> list[Message]:
+        instruction = [self.instruction] if self.instruction is not None else []
+        return [*self.system, *instruction, *self.pinned]
+
+    def join(self, units: list[Unit] | None = None, pinned: list[Message] | None = None) -> list[Message]:
+        """The head (optionally with other pinned blocks) followed by ``units`` (default: all)."""
+        out = [*self.system]
+        if self.instruction is not None:
+            out.append(self.instruction)
+        out.extend(self.pinned if pinned is None else pinned)
+        for unit in self.units if units is None else units:
+            out.extend(unit.messages)
+        return out
+
+
+def is_pinned_block(message: Message) -> bool:
+    return message.get("role") == "user" and message_text(message.get("content")).startswith(PINNED_TAGS)
+
+
+def split_transcript(messages: list[Message]) -> Split:
+    """Cut ``messages`` into head and units. Raises ``TranscriptError`` on an orphan tool result."""
+    split = Split()
+    i, n = 0, len(messages)
+    while i < n and messages[i].get("role") in HEAD_ROLES:
+        split.system.append(messages[i])
+        i += 1
+    if i < n and messages[i].get("role") == "user":
+        split.instruction = messages[i]
+        i += 1
+        while i < n and is_pinned_block(messages[i]):
+            split.pinned.append(messages[i])
+            i += 1
+    units = split.units
+    while i < n:
+        message = messages[i]
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            j = i + 1
+            while j < n and messages[j].get("role") == "tool":
+                j += 1
+            units.append(Unit("tool", tuple(messages[i:j])))
+            i = j
+            continue
+        if role == "tool":
+            raise TranscriptError(f"message {i}: tool result {message.get('tool_call_id')!r} follows no tool call")
+        units.append(Unit("assistant" if role == "assistant" else "user", (message,)))
+        i += 1
+    return split
+
+
+def tool_call_names(unit: Unit) -> dict[str, str]:
+    """Tool call id -> tool name, for the calls of a tool unit."""
+    if unit.kind != "tool":
+        return {}
+    return {
+        call.get("id", ""): (call.get("function") or {}).get("name", "")
+        for call in unit.messages[0].get("tool_calls") or ()
+    }
+
+
+def validate_messages(messages: list[Message]) -> None:
+    """Raise ``TranscriptError`` unless ``messages`` is a chat list an OpenAI server accepts.
+
+    System/developer messages only at the start; every assistant message with tool calls is
+    followed directly by exactly one result per call (any order) and nothing else in between;
+    no tool result anywhere else; roles from the known set.
+    """
+    known = {"system", "developer", "user", "assistant", "tool"}
+    seen_other = False
+    pending: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in known:
+            raise TranscriptError(f"message {i}: unknown role {role!r}")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                raise TranscriptError(f"message {i}: tool result {call_id!r} answers no open tool call")
+            pending.discard(call_id)
+            continue
+        if pending:
+            raise TranscriptError(f"message {i}: tool calls {sorted(pending)} have no result")
+        if role in HEAD_ROLES:
+            if seen_other:
+                raise TranscriptError(f"message {i}: {role} message after the conversation started")
+            continue
+        seen_other = True
+        if role == "assistant" and message.get("tool_calls"):
+            ids = [call.get("id") for call in message["tool_calls"]]
+            if len(set(ids)) != len(ids) or None in ids:
+                raise TranscriptError(f"message {i}: tool call ids missing or repeated: {ids}")
+            pending = set(ids)
+    if pending:
+        raise TranscriptError(f"end of transcript: tool calls {sorted(pending)} have no result")

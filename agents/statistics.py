@@ -1,0 +1,670 @@
+"""Statistics of an offline evaluation: pure functions over the rows of ``results.jsonl``.
+
+A row is one episode (one configuration x task x run), as the eval runner appends it. Rows
+whose ``infra_error`` is set are the model service's fault, not the agent's: every score
+here is computed on *scored* rows only, and the infrastructure errors are counted apart.
+
+Choices, and why
+----------------
+* The unit of replication is a **run**, one pass over the task set. Every per-configuration
+  figure is first reduced to one value per run (a rate, a mean, or a per-benchmark total),
+  then reported as the mean over runs with a **Student t interval**
+  (``scipy.stats.t``, df = runs - 1). Tasks are fixed, so this measures what changes between
+  repetitions of the same benchmark, the way the study reports "5 independent runs"; a
+  run-level mean over dozens of tasks is close to normal even when episodes are skewed.
+  With a single run there is no run-to-run spread, so the interval falls back to a
+  **bootstrap over tasks**, and the method is recorded with each estimate.
+* Differences against a baseline are **paired over tasks** (same task set and task id in
+  both configurations): per-task differences are bounded, discrete and skewed, and there
+  may be only a handful of runs, so their interval is a **BCa bootstrap over tasks**
+  (``scipy.stats.bootstrap``, fixed seed); the test is an exact-when-small **sign-flip
+  permutation test** over tasks (``scipy.stats.permutation_test``), which with one run per
+  task is exactly McNemar's exact test. When no task matches (different task sets), the
+  difference falls back to a Welch t interval and test over run-level rates.
+* ``pass^k`` follows tau-bench: for a task with ``c`` successes out of ``n`` runs, the
+  probability that ``k`` runs drawn without replacement all succeed is C(c,k)/C(n,k);
+  pass^k is its mean over tasks with at least ``k`` scored runs.
+
+Everything is deterministic: rows are put in a canonical order first, and every bootstrap
+or permutation uses its own generator seeded with :data:`SEED`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+Row = Mapping[str, Any]
+TaskKey = tuple[str, str]  # (task_set, task_id)
+
+CONFIDENCE = 0.95
+SEED = 20240607
+N_RESAMPLES = 9999
+
+#: DESIGN.md's failure taxonomy, in its order.
+FAILURE_CATEGORIES = (
+    "stalled_unanswered_question",
+    "premature_termination",
+    "stale_state",
+    "wrong_subcategory",
+    "wrong_amount",
+    "duplicate_line",
+    "over_itemization",
+    "unsaved_or_unclosed_form",
+    "invalid_tool_calls",
+    "step_limit",
+)
+#: Failed episodes the classifier left without a category.
+UNCLASSIFIED = "unclassified"
+
+TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "infra_error")
+
+
+# ---------------------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------------------
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that puts C2 before C10 and n=3 before n=11."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def task_key(row: Row) -> TaskKey:
+    return (str(row.get("task_set", "")), str(row["task_id"]))
+
+
+def _episode_key(row: Row) -> tuple:
+    return (natural_key(str(row["config"])), natural_key(task_key(row)[0]), natural_key(task_key(row)[1]), int(row.get("run", 0)))
+
+
+def is_infra_error(row: Row) -> bool:
+    return bool(row.get("infra_error"))
+
+
+def succeeded(row: Row) -> bool:
+    """The full-itemization outcome; a row without a grade counts as a failure."""
+    return bool((row.get("grade") or {}).get("success"))
+
+
+def canonical_order(rows: Iterable[Row]) -> list[Row]:
+    """Rows sorted by (config, task, run): results do not depend on the order episodes finished in."""
+    return sorted(rows, key=_episode_key)
+
+
+def scored_rows(rows: Iterable[Row]) -> list[Row]:
+    """The rows the agent is scored on: no infrastructure error, one row per episode.
+
+    A resumed run may append an episode again; the last row of an episode wins.
+    """
+    latest: dict[tuple, Row] = {}
+    for row in rows:
+        if not is_infra_error(row):
+            latest[_episode_key(row)] = row
+    return canonical_order(latest.values())
+
+
+def duplicate_count(rows: Iterable[Row]) -> int:
+    """How many scored rows repeat an episode already seen (a runner bug worth showing)."""
+    keys = [_episode_key(row) for row in rows if not is_infra_error(row)]
+    return len(keys) - len(set(keys))
+
+
+def infra_error_rows(rows: Iterable[Row]) -> list[Row]:
+    return canonical_order(row for row in rows if is_infra_error(row))
+
+
+def by_config(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Rows grouped by configuration, configurations in natural order."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[str(row["config"])].append(row)
+    return {name: canonical_order(groups[name]) for name in sorted(groups, key=natural_key)}
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float:
+    """A row field as a float; missing or null fields become NaN so means skip them."""
+    if value is None or isinstance(value, (dict, list)):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _field(*path: str) -> Callable[[Row], float]:
+    def get(row: Row) -> float:
+        value: Any = row
+        for part in path:
+            if not isinstance(value, Mapping):
+                return math.nan
+            value = value.get(part)
+        return _number(value)
+
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported quantity.
+
+    ``per_benchmark`` metrics are totals over the task set (the study's "tokens per
+    benchmark", "hours per benchmark"); the others are means over episodes.
+    """
+
+    key: str
+    label: str
+    per_benchmark: bool
+    value: Callable[[Row], float] = field(compare=False, repr=False)
+    upper: float = math.inf  # intervals are clipped to [0, upper]: a rate cannot pass 100%
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("success", "full itemization rate", False, _field("grade", "success"), upper=1.0),
+    Metric("strict_success", "strict success rate", False, _field("grade", "strict_success"), upper=1.0),
+    Metric("itemized_amount", "mean itemized amount", False, _field("grade", "itemized_fraction")),
+    Metric("input_tokens", "input tokens per benchmark", True, _field("metrics", "input_tokens")),
+    Metric("output_tokens", "output tokens per benchmark", True, _field("metrics", "output_tokens")),
+    Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _field("metrics", "summarizer_tokens")),
+    Metric("peak_tokens", "peak tokens per episode", False, _field("metrics", "peak_tokens")),
+    Metric("dependency", "dependency per episode", False, _field("metrics", "dependency")),
+    Metric("steps", "steps per episode", False, _field("metrics", "steps")),
+    Metric("wall_time_s", "wall time per benchmark (s)", True, _field("timing", "wall_time_s")),
+)
+METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    array = np.asarray(values, dtype=float)
+    finite = array[np.isfinite(array)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def run_values(rows: Sequence[Row], metric: Metric, n_tasks: int) -> dict[int, float]:
+    """One value per run: the mean over the run's scored episodes, times ``n_tasks`` for totals.
+
+    Scaling the mean (instead of summing) keeps per-benchmark totals comparable when an
+    infrastructure error removed an episode from a run; with complete runs it is the sum.
+    """
+    per_run: dict[int, list[float]] = defaultdict(list)
+    for row in rows:
+        per_run[int(row.get("run", 0))].append(metric.value(row))
+    scale = n_tasks if metric.per_benchmark else 1
+    return {run: _nanmean(values) * scale for run, values in sorted(per_run.items())}
+
+
+def task_values(rows: Sequence[Row], metric: Metric) -> dict[TaskKey, float]:
+    """One value per task: the mean over that task's scored runs."""
+    per_task: dict[TaskKey, list[float]] = defaultdict(list)
+    for row in rows:
+        per_task[task_key(row)].append(metric.value(row))
+    return {task: _nanmean(values) for task, values in sorted(per_task.items(), key=lambda item: tuple(map(natural_key, item[0])))}
+
+
+# ---------------------------------------------------------------------------------------
+# Intervals
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its 95% interval, the number of units behind it, and how."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    method: str
+
+    @property
+    def has_interval(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def clipped(self, low: float, high: float) -> "Estimate":
+        """The interval cut to a quantity's feasible range (a t interval is symmetric and
+        can cross 0% or 100% when runs are few and rates extreme)."""
+        if not self.has_interval:
+            return self
+        return Estimate(self.mean, min(max(self.low, low), high), min(max(self.high, low), high), self.n, self.method)
+
+
+def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """Mean and Student t interval: mean +- t_{(1+c)/2, n-1} * s / sqrt(n), s with ddof=1."""
+    array = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    n = int(array.size)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, "t")
+    mean = float(array.mean())
+    if n < 2:
+        return Estimate(mean, math.nan, math.nan, n, "t")
+    sem = float(stats.sem(array))
+    if sem == 0.0:  # scipy rejects scale=0; the interval of identical runs is the point
+        return Estimate(mean, mean, mean, n, "t")
+    low, high = stats.t.interval(confidence, df=n - 1, loc=mean, scale=sem)
+    return Estimate(mean, float(low), float(high), n, "t")
+
+
+def _bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool) -> tuple[float, float, str]:
+    """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = stats.bootstrap(
+                tuple(samples),
+                statistic,
+                n_resamples=N_RESAMPLES,
+                paired=paired,
+                vectorized=True,
+                confidence_level=CONFIDENCE,
+                method=method,
+                rng=np.random.default_rng(SEED),
+            )
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            return low, high, f"bootstrap {method}"
+    return math.nan, math.nan, "bootstrap"
+
+
+def bootstrap_mean(values: Iterable[float], scale: float = 1.0) -> Estimate:
+    """Mean (times ``scale``) with a BCa bootstrap interval over the given units."""
+    array = np.asarray([v for v in values if math.isfinite(v)], dtype=float) * scale
+    n = int(array.size)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, "bootstrap")
+    mean = float(array.mean())
+    if n < 2:
+        return Estimate(mean, math.nan, math.nan, n, "bootstrap")
+    if np.all(array == array[0]):
+        return Estimate(mean, mean, mean, n, "bootstrap")
+    low, high, method = _bootstrap((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
+    return Estimate(mean, low, high, n, method)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-configuration summary
+# ---------------------------------------------------------------------------------------
+
+
+def _joined(rows: Iterable[Row], key: str) -> str:
+    return " / ".join(sorted({str(row.get(key, "")) for row in rows}, key=natural_key))
+
+
+@dataclass(frozen=True)
+class ConfigSummary:
+    """Everything reported about one configuration."""
+
+    config: str
+    policy: str
+    agent: str
+    user: str
+    task_set: str
+    n_tasks: int  # tasks attempted, infrastructure errors included: the benchmark's size
+    n_runs: int
+    n_episodes: int  # scored episodes
+    n_infra_errors: int
+    incomplete_runs: int  # runs with fewer scored episodes than tasks
+    estimates: dict[str, Estimate]
+
+    @property
+    def interval_method(self) -> str:
+        if self.n_episodes == 0:
+            return "–"
+        if self.n_runs >= 2:
+            return f"t over {self.n_runs} runs"
+        return f"bootstrap over {self.n_tasks} tasks"
+
+
+def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
+    """Mean and 95% interval of every metric in :data:`METRICS` for one configuration's rows."""
+    rows = canonical_order(rows)
+    scored = scored_rows(rows)
+    n_tasks = len({task_key(row) for row in rows})
+    runs = sorted({int(row.get("run", 0)) for row in scored})
+    estimates = {}
+    for metric in METRICS:
+        if len(runs) >= 2:
+            estimates[metric.key] = t_interval(run_values(scored, metric, n_tasks).values())
+        else:  # one run: only task-to-task spread is left to show
+            scale = n_tasks if metric.per_benchmark else 1
+            estimates[metric.key] = bootstrap_mean(task_values(scored, metric).values(), scale=scale)
+        estimates[metric.key] = estimates[metric.key].clipped(0.0, metric.upper)
+    per_run = Counter(int(row.get("run", 0)) for row in scored)
+    return ConfigSummary(
+        config=str(rows[0]["config"]) if rows else "",
+        policy=_joined(rows, "policy"),
+        agent=_joined(rows, "agent"),
+        user=_joined(rows, "user"),
+        task_set=_joined(rows, "task_set"),
+        n_tasks=n_tasks,
+        n_runs=len(runs),
+        n_episodes=len(scored),
+        n_infra_errors=sum(is_infra_error(row) for row in rows),
+        incomplete_runs=sum(count < n_tasks for count in per_run.values()),
+        estimates=estimates,
+    )
+
+
+def summarize(rows: Iterable[Row]) -> dict[str, ConfigSummary]:
+    """:func:`summarize_config` for every configuration, in natural order."""
+    return {name: summarize_config(group) for name, group in by_config(rows).items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Differences against a baseline
+# ---------------------------------------------------------------------------------------
+
+
+def cohens_h(p1: float, p2: float) -> float:
+    """Cohen's h = 2 asin(sqrt(p1)) - 2 asin(sqrt(p2)): a difference of proportions on a
+    variance-stabilised scale (|h| 0.2 small, 0.5 medium, 0.8 large)."""
+    return 2 * math.asin(math.sqrt(p1)) - 2 * math.asin(math.sqrt(p2))
+
+
+def effect_size_label(h: float) -> str:
+    """Cohen's conventional reading of |h|."""
+    if not math.isfinite(h):
+        return ""
+    size = abs(h)
+    return "negligible" if size < 0.2 else "small" if size < 0.5 else "medium" if size < 0.8 else "large"
+
+
+def default_baseline(configs: Sequence[str]) -> str:
+    """The study's baseline, C2 (full context), when present; else the first configuration."""
+    return "C2" if "C2" in configs else sorted(configs, key=natural_key)[0]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One configuration against the baseline.
+
+    ``success_diff`` is in rate units (0.1 = 10 percentage points); the token changes are
+    relative (-0.6 = 60% fewer tokens than the baseline).
+    """
+
+    config: str
+    baseline: str
+    paired: bool
+    n_tasks: int  # matched tasks when paired
+    success_diff: Estimate
+    cohens_h: float
+    better: int  # tasks where the config's success rate is higher (paired only)
+    worse: int
+    tied: int
+    p_value: float
+    test: str
+    input_tokens_change: Estimate
+    peak_tokens_change: Estimate
+
+
+def _sign_flip_pvalue(differences: np.ndarray) -> float:
+    """Two-sided paired permutation test of mean difference 0 by sign flips.
+
+    Zero differences are unchanged by a flip, so they are dropped: the test is then exact
+    whenever 2^nonzero <= N_RESAMPLES, and with 0/1 outcomes it equals McNemar's exact test.
+    """
+    nonzero = differences[differences != 0]
+    if nonzero.size <= 1:  # both sign patterns of a single difference are as extreme
+        return 1.0
+    result = stats.permutation_test(
+        (nonzero,),
+        lambda x, axis: np.mean(x, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=N_RESAMPLES,
+        alternative="two-sided",
+        rng=np.random.default_rng(SEED),
+    )
+    return float(min(1.0, result.pvalue))
+
+
+def _relative_change(baseline: np.ndarray, other: np.ndarray) -> Estimate:
+    """Paired bootstrap over tasks of sum(other) / sum(baseline) - 1."""
+
+    def ratio(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sum(c, axis=axis) / np.sum(b, axis=axis) - 1
+
+    keep = np.isfinite(baseline) & np.isfinite(other)
+    baseline, other = baseline[keep], other[keep]
+    n = int(baseline.size)
+    if n == 0 or baseline.sum() == 0:
+        return Estimate(math.nan, math.nan, math.nan, n, "bootstrap")
+    point = float(ratio(baseline, other))
+    if n < 2:
+        return Estimate(point, math.nan, math.nan, n, "bootstrap")
+    low, high, method = _bootstrap((baseline, other), ratio, paired=True)
+    return Estimate(point, low, high, n, method)
+
+
+def _ratio_of_means(baseline: Sequence[float], other: Sequence[float]) -> Estimate:
+    b, c = _nanmean(baseline), _nanmean(other)
+    value = c / b - 1 if b else math.nan
+    return Estimate(value, math.nan, math.nan, 0, "ratio of means")
+
+
+def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
+    """One configuration's scored rows against the baseline's (see the module docstring)."""
+    success, tokens, peak = METRIC_BY_KEY["success"], METRIC_BY_KEY["input_tokens"], METRIC_BY_KEY["peak_tokens"]
+    config, baseline = str(rows[0]["config"]), str(baseline_rows[0]["config"])
+    p_other, p_base = task_values(rows, success), task_values(baseline_rows, success)
+    matched = [task for task in p_base if task in p_other]
+    if matched:
+        b, c = np.array([p_base[t] for t in matched]), np.array([p_other[t] for t in matched])
+        d = c - b
+        if np.all(d == d[0]):
+            diff = Estimate(float(d.mean()), float(d[0]), float(d[0]), len(d), "bootstrap")
+        else:
+            low, high, method = _bootstrap((d,), lambda x, axis: np.mean(x, axis=axis), paired=False)
+            diff = Estimate(float(d.mean()), low, high, len(d), method)
+        tok_b, tok_c = task_values(baseline_rows, tokens), task_values(rows, tokens)
+        peak_b, peak_c = task_values(baseline_rows, peak), task_values(rows, peak)
+        return Comparison(
+            config=config,
+            baseline=baseline,
+            paired=True,
+            n_tasks=len(matched),
+            success_diff=diff,
+            cohens_h=cohens_h(float(c.mean()), float(b.mean())),
+            better=int((d > 0).sum()),
+            worse=int((d < 0).sum()),
+            tied=int((d == 0).sum()),
+            p_value=_sign_flip_pvalue(d),
+            test="sign-flip permutation over tasks",
+            input_tokens_change=_relative_change(np.array([tok_b[t] for t in matched]), np.array([tok_c[t] for t in matched])),
+            peak_tokens_change=_relative_change(np.array([peak_b[t] for t in matched]), np.array([peak_c[t] for t in matched])),
+        )
+    # No shared task: compare the run-level rates as independent samples (Welch).
+    n_tasks_c = len({task_key(r) for r in rows})
+    n_tasks_b = len({task_key(r) for r in baseline_rows})
+    runs_c = list(run_values(rows, success, n_tasks_c).values())
+    runs_b = list(run_values(baseline_rows, success, n_tasks_b).values())
+    p_c, p_b = _nanmean(runs_c), _nanmean(runs_b)
+    low = high = p_value = math.nan
+    if len(runs_c) >= 2 and len(runs_b) >= 2 and (np.std(runs_c) > 0 or np.std(runs_b) > 0):
+        with warnings.catch_warnings():  # a constant sample (all runs equal) is fine for Welch
+            warnings.simplefilter("ignore", RuntimeWarning)
+            welch = stats.ttest_ind(runs_c, runs_b, equal_var=False)
+            interval = welch.confidence_interval(CONFIDENCE)
+        low, high, p_value = float(interval.low), float(interval.high), float(welch.pvalue)
+    return Comparison(
+        config=config,
+        baseline=baseline,
+        paired=False,
+        n_tasks=0,
+        success_diff=Estimate(p_c - p_b, low, high, min(len(runs_c), len(runs_b)), "Welch t"),
+        cohens_h=cohens_h(p_c, p_b),
+        better=0,
+        worse=0,
+        tied=0,
+        p_value=p_value,
+        test="Welch t over runs",
+        input_tokens_change=_ratio_of_means(
+            list(run_values(baseline_rows, tokens, n_tasks_b).values()), list(run_values(rows, tokens, n_tasks_c).values())
+        ),
+        peak_tokens_change=_ratio_of_means(
+            list(task_values(baseline_rows, peak).values()), list(task_values(rows, peak).values())
+        ),
+    )
+
+
+def compare_to_baseline(rows: Iterable[Row], baseline: str | None = None) -> list[Comparison]:
+    """Every other configuration against ``baseline`` (default: :func:`default_baseline`)."""
+    groups = by_config(scored_rows(rows))
+    if not groups:
+        return []
+    baseline = baseline or default_baseline(list(groups))
+    if baseline not in groups:
+        raise ValueError(f"baseline {baseline!r} is not among the configurations {list(groups)}")
+    return [compare(group, groups[baseline]) for name, group in groups.items() if name != baseline]
+
+
+# ---------------------------------------------------------------------------------------
+# pass^k
+# ---------------------------------------------------------------------------------------
+
+
+def pass_hat_k(rows: Iterable[Row], k: int) -> float:
+    """tau-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
+
+    ``n`` is a task's number of scored runs and ``c`` its successes, so each term is the
+    chance that ``k`` of its runs drawn without replacement all succeed. Tasks with fewer
+    than ``k`` scored runs are left out; NaN if none is left.
+    """
+    outcomes: dict[TaskKey, list[bool]] = defaultdict(list)
+    for row in scored_rows(rows):
+        outcomes[task_key(row)].append(succeeded(row))
+    terms = [math.comb(sum(o), k) / math.comb(len(o), k) for o in outcomes.values() if len(o) >= k]
+    return float(np.mean(terms)) if terms else math.nan
+
+
+def pass_hat_k_curve(rows: Iterable[Row]) -> dict[int, float]:
+    """pass^k for k = 1 .. the largest number of scored runs of any task."""
+    scored = scored_rows(rows)
+    runs_per_task = Counter(task_key(row) for row in scored)
+    k_max = max(runs_per_task.values(), default=0)
+    return {k: pass_hat_k(scored, k) for k in range(1, k_max + 1)}
+
+
+# ---------------------------------------------------------------------------------------
+# Failure taxonomy and terminations
+# ---------------------------------------------------------------------------------------
+
+
+def failure_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
+    """Per configuration, scored episodes by failure category (DESIGN.md's taxonomy first,
+    then any other category seen, then failed episodes left :data:`UNCLASSIFIED`)."""
+    result = {}
+    for name, group in by_config(scored_rows(rows)).items():
+        counts = Counter()
+        for row in group:
+            category = row.get("failure_category")
+            if category:
+                counts[str(category)] += 1
+            elif not succeeded(row):
+                counts[UNCLASSIFIED] += 1
+        result[name] = dict(counts)
+    return result
+
+
+def category_order(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Taxonomy order for a failure table: known categories, unknown ones, unclassified."""
+    seen = {category for per_config in counts.values() for category in per_config}
+    extra = sorted(seen - set(FAILURE_CATEGORIES) - {UNCLASSIFIED})
+    return [*FAILURE_CATEGORIES, *extra, *([UNCLASSIFIED] if UNCLASSIFIED in seen else [])]
+
+
+def termination_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
+    """Per configuration, scored episodes by termination reason."""
+    return {
+        name: dict(Counter(str(row.get("termination")) for row in group))
+        for name, group in by_config(scored_rows(rows)).items()
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# N x W sweeps
+# ---------------------------------------------------------------------------------------
+
+_PARAM = re.compile(r"(?<![\w.])([nw])=(\d+)")
+
+
+def parse_n_w(policy: str) -> tuple[int, int] | None:
+    """``(N, W)`` from a policy spec such as ``last_n_summary:n=5,w=3``; None if either is missing."""
+    found = dict(_PARAM.findall(policy))
+    if "n" in found and "w" in found:
+        return int(found["n"]), int(found["w"])
+    return None
+
+
+def sweep_family(policy: str) -> str:
+    """The spec with N and W blanked: configurations of one sweep share it."""
+    return _PARAM.sub(lambda m: f"{m.group(1)}=*", policy)
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """Configurations that differ only in N and W (same policy otherwise, agent, user, tasks)."""
+
+    family: str
+    agent: str
+    user: str
+    task_set: str
+    n_values: tuple[int, ...]
+    w_values: tuple[int, ...]
+    cells: dict[tuple[int, int], str]  # (N, W) -> configuration
+    shadowed: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)  # same point, not shown
+
+    def matrix(self, summaries: Mapping[str, ConfigSummary], metric: str = "success") -> np.ndarray:
+        """len(n_values) x len(w_values) array of a metric's means, NaN where no configuration ran."""
+        grid = np.full((len(self.n_values), len(self.w_values)), math.nan)
+        for (n, w), config in self.cells.items():
+            grid[self.n_values.index(n), self.w_values.index(w)] = summaries[config].estimates[metric].mean
+        return grid
+
+
+def sweep_grids(summaries: Mapping[str, ConfigSummary]) -> list[SweepGrid]:
+    """The N x W grids among the configurations: a family with at least two (N, W) points.
+
+    If two configurations share a point (say a preset C4 and the sweep's n=5,w=3), the first
+    in natural order fills the cell and the others are listed in ``shadowed``.
+    """
+    families: dict[tuple[str, str, str, str], dict[tuple[int, int], list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name, summary in summaries.items():
+        point = parse_n_w(summary.policy)
+        if point is None:
+            continue
+        key = (sweep_family(summary.policy), summary.agent, summary.user, summary.task_set)
+        families[key][point].append(name)
+    grids = []
+    for (family, agent, user, task_set), points in sorted(families.items(), key=lambda item: natural_key(" ".join(item[0]))):
+        if len(points) < 2:
+            continue
+        ordered = {point: sorted(names, key=natural_key) for point, names in sorted(points.items())}
+        cells = {point: names[0] for point, names in ordered.items()}
+        grids.append(
+            SweepGrid(
+                family=family,
+                agent=agent,
+                user=user,
+                task_set=task_set,
+                n_values=tuple(sorted({n for n, _ in cells})),
+                w_values=tuple(sorted({w for _, w in cells})),
+                cells=cells,
+                shadowed={point: tuple(names[1:]) for point, names in ordered.items() if len(names) > 1},
+            )
+        )
+    return grids

@@ -1,0 +1,77 @@
+"""The shapes every part of the harness agrees on.
+
+Messages are plain OpenAI chat-completions dicts (``{"role": "system"|"user"|"assistant"|"tool",
+...}``), so a transcript can be sent to any OpenAI-compatible server, exported for
+fine-tuning, and read by a person without translation. Assistant tool calls use the
+OpenAI shape ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``
+and tool results are ``{"role": "tool", "tool_call_id", "name", "content"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]  # OpenAI function-tool schema: {"type": "function", "function": {...}}
+
+
+class InfrastructureError(RuntimeError):
+    """The model service failed (rate limit, 5xx, timeout) after bounded retries.
+
+    Not the agent's fault: evaluation records such episodes apart and retries them on resume.
+    """
+
+
+class Usage(BaseModel):
+    """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
+
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
+    output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ChatResponse(BaseModel):
+    """One model answer: an assistant message (text and/or tool calls) plus its usage."""
+
+    message: Message = Field(description="OpenAI assistant message: role, content, optional tool_calls.")
+    usage: Usage = Field(default_factory=Usage)
+    model: str = Field("", description="The model that answered.")
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Messages and tools in, one assistant message out. Sync and async."""
+
+    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse: ...
+
+    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse: ...
+
+
+class AgentStep(BaseModel):
+    """What an agent did at one step, and what it cost."""
+
+    message: Message = Field(description="The assistant message it produced (text and/or tool calls).")
+    shown: list[Message] = Field(default_factory=list, description="The messages the model was shown, after every context policy.")
+    usage: Usage = Field(default_factory=Usage, description="Tokens of the agent's own model call.")
+    summarizer_usage: Usage = Field(default_factory=Usage, description="Tokens spent by summarizers inside context policies this step.")
+    summarizer_calls: int = Field(0, ge=0, description="Summarizer calls made this step.")
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Decides the next assistant message from a transcript.
+
+    The runner keeps the full transcript and passes it whole each step; context policies
+    wrap an agent (like Gymnasium wrappers wrap envs) and pass a transformed transcript on.
+    """
+
+    def reset(self) -> None: ...
+
+    def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep: ...

@@ -1,0 +1,156 @@
+"""SQLite plumbing: a template database per task, copied per session; read-only SQL; state hash.
+
+Building a task's database (DDL + a few hundred rows) costs ~15 ms, so it is done once per
+task and cached; each session gets its own in-memory copy through SQLite's backup API
+(tens of microseconds), which keeps ``open_session`` far under its 5 ms budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import OrderedDict
+from functools import lru_cache
+
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from erp_sim.errors import ValidationError
+from erp_sim.models import TABLES
+from erp_sim.tasks import Task
+from erp_sim.world import build_rows
+
+TABLE_NAMES = [model.__tablename__ for model in TABLES]
+SQL_MAX_ROWS = 200
+SQL_MAX_STEPS = 2_000_000  # VM steps before a query is interrupted (runaway joins)
+_TEMPLATE_CACHE_SIZE = 256
+_templates: "OrderedDict[tuple[str, int], sqlite3.Connection]" = OrderedDict()
+
+
+@lru_cache(maxsize=1)
+def schema_ddl() -> tuple[str, ...]:
+    dialect = sqlite_dialect.dialect()
+    tables = [str(CreateTable(model.__table__).compile(dialect=dialect)) for model in TABLES]
+    indexes = [str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in model.__table__.indexes]
+    return tuple(tables + sorted(indexes))
+
+
+def _new_connection() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _build_template(task: Task) -> sqlite3.Connection:
+    conn = _new_connection()
+    for ddl in schema_ddl():
+        conn.execute(ddl)
+    rows = build_rows(task)
+    conn.execute("BEGIN")
+    for table in TABLE_NAMES:
+        records = rows[table]
+        if records:
+            columns = list(records[0])
+            conn.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [tuple(r[c] for c in columns) for r in records],
+            )
+    conn.execute("COMMIT")
+    return conn
+
+
+def open_database(task: Task) -> sqlite3.Connection:
+    """A fresh in-memory copy of the task's template database."""
+    key = (task.task_id + "/" + task.task_set, task.seed)
+    template = _templates.get(key)
+    if template is None:
+        template = _build_template(task)
+        _templates[key] = template
+        if len(_templates) > _TEMPLATE_CACHE_SIZE:
+            _templates.popitem(last=False)[1].close()
+    else:
+        _templates.move_to_end(key)
+    conn = _new_connection()
+    template.backup(conn)
+    return conn
+
+
+def table_dump(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+    """Every row of every table, ordered by id: the basis of grading diffs and the state hash."""
+    return {table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")] for table in TABLE_NAMES}
+
+
+def state_hash(conn: sqlite3.Connection) -> str:
+    digest = hashlib.sha256()
+    for table, rows in table_dump(conn).items():
+        digest.update(table.encode())
+        for row in rows:
+            digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+# --- read-only SQL for data_find_entities_sql -----------------------------------------------
+_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
+_FORBIDDEN_FUNCTIONS = {"load_extension", "readfile", "writefile", "randomblob", "zeroblob"}
+
+
+def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
+    if action not in _ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _FORBIDDEN_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def run_select(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[list], bool]:
+    """Run one read-only SELECT. Returns (columns, rows, truncated).
+
+    SQLite's authorizer, not a regex, decides what is a read: ATTACH, PRAGMA, writes, DDL
+    and extension loading are denied wherever they appear. One statement only.
+    """
+    statement = sql.strip().rstrip(";").strip()
+    if not statement:
+        raise ValidationError("sqlQuery: empty query.")
+    if not sqlite3.complete_statement(statement + ";") or ";" in _strip_string_literals(statement):
+        raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
+    if not statement.split(None, 1)[0].upper() in {"SELECT", "WITH"}:
+        raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
+    steps = [0]
+
+    def guard() -> int:
+        steps[0] += 1
+        return 1 if steps[0] * 1000 > SQL_MAX_STEPS else 0
+
+    conn.set_authorizer(_authorizer)
+    conn.set_progress_handler(guard, 1000)
+    try:
+        cursor = conn.execute(statement)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchmany(SQL_MAX_ROWS + 1)
+    except sqlite3.DatabaseError as exc:
+        message = str(exc)
+        if "not authorized" in message:
+            message = "not authorized: only read-only SELECT queries on the expense tables are allowed"
+        elif "interrupted" in message:
+            message = f"query interrupted after {SQL_MAX_STEPS:,} steps; add filters or a LIMIT"
+        raise ValidationError(f"sqlQuery: {message}.") from None
+    except sqlite3.Warning as exc:  # e.g. "You can only execute one statement at a time."
+        raise ValidationError(f"sqlQuery: {exc}") from None
+    finally:
+        conn.set_authorizer(None)
+        conn.set_progress_handler(None, 0)
+    truncated = len(rows) > SQL_MAX_ROWS
+    return columns, [list(r) for r in rows[:SQL_MAX_ROWS]], truncated
+
+
+def _strip_string_literals(sql: str) -> str:
+    out, quote = [], None
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -1,0 +1,388 @@
+"""The form runtime: what every simulated D365 form shares.
+
+A form definition (one module per form) says what differs: its sections (groups, tab
+pages, fast tabs) of controls, its grids and where their rows come from, its buttons and
+what clicking them does, and how it saves. This module owns the rest: grid filtering,
+sorting, paging (25 rows, ``LoadNextPage``), row selection, tabs, and rendering the form
+state in the real server's shape at either verbosity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from erp_sim.errors import FormStateError, NotFoundError, ValidationError
+
+if TYPE_CHECKING:
+    from erp_sim.session import ErpSession
+
+PAGE_SIZE = 25
+CONTROL_KINDS = ("Input", "RealInput", "DateInput", "Combobox", "Checkbox")
+
+
+@dataclass
+class Control:
+    name: str
+    label: str
+    kind: str  # one of CONTROL_KINDS
+    value: Any
+    editable: bool = False
+    required: bool = False
+    help: str = ""
+    data_field: str = ""
+    options: list[str] | None = None  # Combobox values (also what form_open_lookup shows)
+
+
+@dataclass
+class Column:
+    name: str
+    label: str
+    data_type: str = "String"
+
+
+@dataclass
+class GridRow:
+    key: Any  # record id (or pending-row key) behind the row
+    values: dict[str, str]
+
+
+@dataclass
+class Grid:
+    name: str
+    label: str
+    columns: list[Column]
+    rows: list[GridRow]
+
+
+@dataclass
+class Section:
+    """A container of controls and grids: Group, TabPage or FastTab (the last two collapse)."""
+
+    name: str
+    label: str
+    kind: str = "Group"
+    controls: list[Control] = field(default_factory=list)
+    grids: list[Grid] = field(default_factory=list)
+
+
+@dataclass
+class Button:
+    name: str
+    label: str
+    enabled: bool = True
+    help: str = ""
+
+
+@dataclass
+class GridState:
+    page: int = 0
+    filters: dict[str, str] = field(default_factory=dict)  # column -> case-insensitive "contains"
+    sort: tuple[str, bool] | None = None  # (column, descending)
+    selected_key: Any = None
+    marked: set = field(default_factory=set)
+
+
+@dataclass
+class OpenForm:
+    """One form on the navigation stack, with everything the user changed but did not save."""
+
+    name: str
+    context: dict[str, Any] = field(default_factory=dict)
+    grids: dict[str, GridState] = field(default_factory=dict)
+    collapsed: set[str] = field(default_factory=set)
+    quick_filter: str = ""
+    pending: dict[str, Any] = field(default_factory=dict)  # form-specific unsaved edits
+    close_warned: bool = False
+
+    def grid_state(self, grid: str) -> GridState:
+        return self.grids.setdefault(grid, GridState())
+
+
+class FormDefinition:
+    """Base of every form. Subclasses implement only what differs."""
+
+    name: str = ""
+    menu_item: str | None = None
+    primary_grid: str | None = None  # the grid form_filter_form filters
+    guidance: list[str] = []
+    links: list[tuple[str, str]] = []  # (label, menu item)
+
+    # --- what subclasses describe ---
+    def caption(self, session: "ErpSession", form: OpenForm) -> str:
+        return self.name
+
+    def summary(self, session: "ErpSession", form: OpenForm) -> str:
+        return ""
+
+    def sections(self, session: "ErpSession", form: OpenForm) -> list[Section]:
+        return []
+
+    def buttons(self, session: "ErpSession", form: OpenForm) -> list[Button]:
+        return []
+
+    def click(self, session: "ErpSession", form: OpenForm, button: str) -> str:
+        raise NotFoundError(f"Button {button!r} does not exist on form {self.name}.")
+
+    def set_value(self, session: "ErpSession", form: OpenForm, control: Control, value: Any) -> None:
+        raise FormStateError(f"Control {control.name} is read-only.")
+
+    def has_unsaved_changes(self, form: OpenForm) -> bool:
+        return bool(form.pending)
+
+    def save(self, session: "ErpSession", form: OpenForm) -> str:
+        if not self.has_unsaved_changes(form):
+            return "There were no changes to save."
+        raise FormStateError(f"Form {self.name} cannot be saved.")
+
+    def discard(self, form: OpenForm) -> None:
+        form.pending.clear()
+
+    def on_select(self, session: "ErpSession", form: OpenForm, grid: str, key: Any) -> None:
+        """Hook after a row is selected (e.g. the itemization form edits the selected row)."""
+
+    # --- shared machinery ---
+    def all_sections(self, session: "ErpSession", form: OpenForm) -> list[Section]:
+        """The form's sections; computed once per render (the session memoizes while rendering)."""
+        return session.memo(("sections", id(form)), lambda: self.sections(session, form))
+
+    def controls(self, session: "ErpSession", form: OpenForm) -> list[Control]:
+        return [c for s in self.all_sections(session, form) for c in s.controls]
+
+    def control(self, session: "ErpSession", form: OpenForm, name: str) -> Control:
+        for control in self.controls(session, form):
+            if control.name.lower() == str(name).lower():
+                return control
+        names = ", ".join(c.name for c in self.controls(session, form)) or "none"
+        raise NotFoundError(f"Control {name!r} does not exist on form {self.name}. Controls: {names}.")
+
+    def grid(self, session: "ErpSession", form: OpenForm, name: str | None) -> Grid:
+        grids = [g for s in self.all_sections(session, form) for g in s.grids]
+        if name is None and len(grids) == 1:
+            return grids[0]
+        for grid in grids:
+            if name is not None and grid.name.lower() == name.lower():
+                return grid
+        names = ", ".join(g.name for g in grids) or "none"
+        raise NotFoundError(f"Grid {name!r} does not exist on form {self.name}. Grids: {names}.")
+
+    def view(self, form: OpenForm, grid: Grid) -> list[GridRow]:
+        """The grid's rows after filters (column filters and the form's quick filter) and sort."""
+        state = form.grid_state(grid.name)
+        rows = grid.rows
+        for column, text in state.filters.items():
+            rows = [r for r in rows if text.lower() in r.values.get(column, "").lower()]
+        if form.quick_filter and grid.name == self.primary_grid:
+            needle = form.quick_filter.lower()
+            rows = [r for r in rows if any(needle in v.lower() for v in r.values.values())]
+        if state.sort:
+            column, descending = state.sort
+            data_type = next((c.data_type for c in grid.columns if c.name == column), "String")
+            rows = sorted(rows, key=lambda r: _sort_key(r.values.get(column, ""), data_type), reverse=descending)
+        return rows
+
+    def page_rows(self, form: OpenForm, grid: Grid) -> tuple[list[GridRow], int, int]:
+        """(rows on the current page, number of the first row on it, total rows)."""
+        rows = self.view(form, grid)
+        state = form.grid_state(grid.name)
+        last_page = max(0, (len(rows) - 1) // PAGE_SIZE)
+        state.page = min(state.page, last_page)
+        start = state.page * PAGE_SIZE
+        return rows[start:start + PAGE_SIZE], start + 1, len(rows)
+
+    def selected_row(self, session: "ErpSession", form: OpenForm, grid_name: str) -> GridRow | None:
+        state = form.grid_state(grid_name)
+        if state.selected_key is None:
+            return None
+        grid = self.grid(session, form, grid_name)
+        return next((r for r in grid.rows if r.key == state.selected_key), None)
+
+    def select_row(self, session: "ErpSession", form: OpenForm, grid_name: str | None, row_number: str, marking: str | None) -> str:
+        grid = self.grid(session, form, grid_name)
+        try:
+            number = int(str(row_number).strip())
+        except ValueError:
+            raise ValidationError(f"rowNumber: {row_number!r} is not a row number; use the RowNumber shown in the grid.") from None
+        rows, first, total = self.page_rows(form, grid)
+        if total == 0:
+            raise FormStateError(f"Grid {grid.name} has no rows.")
+        if not first <= number < first + len(rows):
+            raise ValidationError(
+                f"rowNumber: row {number} is not on the current page of {grid.name} (rows {first}-{first + len(rows) - 1} "
+                f"of {total}); use actionId LoadNextPage on the grid to page."
+            )
+        row = rows[number - first]
+        state = form.grid_state(grid.name)
+        state.selected_key = row.key
+        if marking and marking.lower() == "marked":
+            state.marked.add(row.key)
+        elif marking and marking.lower() == "unmarked":
+            state.marked.discard(row.key)
+        self.on_select(session, form, grid.name, row.key)
+        return f"Row {number} of grid {grid.name} was selected."
+
+    def grid_action(self, session: "ErpSession", form: OpenForm, grid_name: str, action_id: str) -> str:
+        grid = self.grid(session, form, grid_name)
+        state = form.grid_state(grid.name)
+        _, _, total = self.page_rows(form, grid)
+        pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+        action = action_id.strip().lower()
+        if action == "loadnextpage":
+            if state.page + 1 >= pages:
+                return f"Grid {grid.name} is already showing its last page ({total} rows)."
+            state.page += 1
+        elif action == "loadpreviouspage":
+            if state.page == 0:
+                return f"Grid {grid.name} is already showing its first page."
+            state.page -= 1
+        else:
+            raise NotFoundError(f"actionId {action_id!r} is not available on grid {grid.name}; use LoadNextPage or LoadPreviousPage.")
+        first = state.page * PAGE_SIZE + 1
+        return f"Grid {grid.name} now shows rows {first}-{min(total, first + PAGE_SIZE - 1)} of {total}."
+
+    def filter_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, value: str) -> str:
+        grid = self.grid(session, form, grid_name)
+        names = {c.name.lower(): c.name for c in grid.columns}
+        if column.lower() not in names:
+            raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+        state = form.grid_state(grid.name)
+        state.page = 0
+        if value:
+            state.filters[names[column.lower()]] = value
+        else:
+            state.filters.pop(names[column.lower()], None)
+        _, _, total = self.page_rows(form, grid)
+        return f"Grid {grid.name} was filtered: {total} matching row(s)."
+
+    def sort_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, descending: bool) -> str:
+        grid = self.grid(session, form, grid_name)
+        names = {c.name.lower(): c.name for c in grid.columns}
+        if column.lower() not in names:
+            raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+        state = form.grid_state(grid.name)
+        state.sort, state.page = (names[column.lower()], descending), 0
+        return f"Grid {grid.name} was sorted by {names[column.lower()]} {'descending' if descending else 'ascending'}."
+
+    def toggle_section(self, session: "ErpSession", form: OpenForm, name: str, action: str) -> str:
+        sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in ("TabPage", "FastTab")}
+        if name.lower() not in sections:
+            raise NotFoundError(f"Tab {name!r} does not exist on form {self.name}. Tabs: {', '.join(s.name for s in sections.values()) or 'none'}.")
+        section = sections[name.lower()]
+        if action.lower() == "open":
+            form.collapsed.discard(section.name)
+            return f"Tab {section.name} was opened."
+        if action.lower() == "close":
+            form.collapsed.add(section.name)
+            return f"Tab {section.name} was closed."
+        raise ValidationError(f"tabAction: expected Open or Close, got {action!r}.")
+
+
+def _sort_key(value: str, data_type: str):
+    if data_type == "Real":
+        try:
+            return (0, float(value.replace(",", "")), "")
+        except ValueError:
+            return (1, 0.0, value)
+    return (0, 0.0, value.lower())
+
+
+# --- rendering -------------------------------------------------------------------------------
+def render_control(control: Control, verbose: bool) -> dict:
+    if not verbose:
+        out = {"Name": control.name, "Label": control.label, "Value": control.value}
+        if control.editable:
+            out["IsEditable"] = True
+        return out
+    out = {
+        "Name": control.name,
+        "Label": control.label,
+        "Value": control.value,
+        "IsEnabled": True,
+        "IsEditable": control.editable,
+        "IsRequired": control.required,
+        "IsVisible": True,
+        "HelpText": control.help,
+        "DataField": control.data_field,
+    }
+    if control.options is not None:
+        out["Options"] = control.options
+    return out
+
+
+def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose: bool) -> dict:
+    rows, first, total = definition.page_rows(form, grid)
+    state = form.grid_state(grid.name)
+    rendered_rows = []
+    for offset, row in enumerate(rows):
+        item: dict[str, Any] = {"RowNumber": str(first + offset)}
+        if row.key == state.selected_key:
+            item["IsSelected"] = True
+        if row.key in state.marked:
+            item["IsMarked"] = True
+        item["Values"] = row.values
+        rendered_rows.append(item)
+    has_next = first + len(rows) - 1 < total
+    out: dict[str, Any] = {"Name": grid.name, "Label": grid.label}
+    if verbose:
+        out["Columns"] = [{"Name": c.name, "Label": c.label, "DataType": c.data_type, "IsSortable": True, "IsFilterable": True}
+                          for c in grid.columns]
+    else:
+        out["Columns"] = [c.name for c in grid.columns]
+    out["Rows"] = rendered_rows
+    out["Pagination"] = {"FirstRow": first if rows else 0, "LastRow": first + len(rows) - 1 if rows else 0,
+                         "TotalRows": total, "PageSize": PAGE_SIZE, "HasNextPage": has_next}
+    if verbose or has_next:
+        out["ActionIds"] = (["LoadNextPage"] if has_next else []) + (["LoadPreviousPage"] if state.page > 0 else [])
+    if state.filters:
+        out["Filters"] = dict(state.filters)
+    if state.sort and verbose:
+        out["SortedBy"] = {"Column": state.sort[0], "Descending": state.sort[1]}
+    return out
+
+
+def render_children(definition: FormDefinition, form: OpenForm, section: Section, verbose: bool) -> dict:
+    children: dict[str, Any] = {}
+    for control in section.controls:
+        children.setdefault(control.kind, []).append(render_control(control, verbose))
+    if section.grids:
+        children["Grid"] = [render_grid(definition, form, g, verbose) for g in section.grids]
+    return children
+
+
+def render_form_state(session: "ErpSession", form: OpenForm, definition: FormDefinition, verbose: bool) -> dict:
+    body: dict[str, Any] = {}
+    tab_pages = []
+    for section in definition.all_sections(session, form):
+        expanded = section.name not in form.collapsed
+        rendered: dict[str, Any] = {"Name": section.name, "Label": section.label}
+        if section.kind in ("TabPage", "FastTab"):
+            rendered["IsExpanded"] = expanded
+        if expanded:
+            rendered["Children"] = render_children(definition, form, section, verbose)
+        if section.kind == "TabPage":
+            tab_pages.append(rendered)
+        else:
+            body.setdefault(section.kind, []).append(rendered)
+    if tab_pages:
+        body.setdefault("Tab", []).append({"Name": f"{definition.name}Tab", "Children": {"TabPage": tab_pages}})
+    buttons = definition.buttons(session, form)
+    state: dict[str, Any] = {
+        "Name": definition.name,
+        "Caption": definition.caption(session, form),
+        "Company": session.company,
+        "Summary": definition.summary(session, form),
+        "Form": body,
+    }
+    if verbose:
+        state["Buttons"] = [{"Name": b.name, "Label": b.label, "IsEnabled": b.enabled, "HelpText": b.help} for b in buttons]
+        state["Links"] = [{"Label": label, "MenuItemName": item} for label, item in definition.links]
+        state["Guidance"] = list(definition.guidance)
+        state["NavigationPath"] = [f.name for f in session.forms]
+        state["HasUnsavedChanges"] = definition.has_unsaved_changes(form)
+    else:
+        state["Buttons"] = [b.name for b in buttons if b.enabled]
+        if definition.has_unsaved_changes(form):
+            state["HasUnsavedChanges"] = True
+    return state
+
+

@@ -1,0 +1,70 @@
+"""TrvExpenses: the worker's expense reports (Expense management > My expenses > Expense reports)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from erp_sim.errors import FormStateError
+from erp_sim.forms.base import Button, Column, FormDefinition, Grid, GridRow, OpenForm, Section, Control
+from erp_sim.money import ZERO, display_money
+
+GRID = "ExpenseReportsGrid"
+
+
+class ExpenseReportList(FormDefinition):
+    name = "TrvExpenses"
+    menu_item = "TrvExpenses"
+    primary_grid = GRID
+    guidance = [
+        "Select a report in ExpenseReportsGrid with form_select_grid_row, then click EditReport to open it.",
+        "Filter the grid with form_filter_grid (gridColumnName TrvExpTable_ExpNumber) or form_filter_form.",
+        "The grid shows 25 reports per page; click the grid with actionId LoadNextPage for more.",
+    ]
+    links = [("Expense categories", "TrvCostType"), ("Expense subcategories", "TrvExpSubCategory")]
+
+    def caption(self, session, form):
+        return "Expense reports"
+
+    def summary(self, session, form):
+        total = session.db.execute("SELECT COUNT(*) FROM expense_report").fetchone()[0]
+        return f"{total} expense report(s) for {session.task.worker_name}."
+
+    def sections(self, session, form):
+        amounts = {}
+        for report_id, amount in session.db.execute("SELECT report_id, amount FROM expense_line WHERE line_type != 'ItemizedLine'"):
+            amounts[report_id] = amounts.get(report_id, ZERO) + Decimal(amount)
+        rows = [
+            GridRow(r["id"], {
+                "TrvExpTable_ExpNumber": r["report_number"],
+                "TrvExpTable_Txt": r["purpose"],
+                "TrvExpTable_ApprovalStatus": r["status"],
+                "TrvExpTable_CreatedDate": r["created_date"],
+                "TrvExpTable_TotalAmount": display_money(amounts.get(r["id"], ZERO)),
+            })
+            for r in session.db.execute("SELECT * FROM expense_report ORDER BY report_number")
+        ]
+        columns = [Column("TrvExpTable_ExpNumber", "Expense report number"), Column("TrvExpTable_Txt", "Purpose"),
+                   Column("TrvExpTable_ApprovalStatus", "Approval status"),
+                   Column("TrvExpTable_CreatedDate", "Created date", "Date"), Column("TrvExpTable_TotalAmount", "Total amount", "Real")]
+        quick = Control("QuickFilter", "Filter", "Input", form.quick_filter, editable=True,
+                        help="Type to filter all columns of the grid (form_filter_form).")
+        return [Section("FilterGroup", "Filter", controls=[quick]),
+                Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)])]
+
+    def buttons(self, session, form):
+        selected = form.grid_state(GRID).selected_key is not None
+        return [Button("EditReport", "Edit", selected, "Open the selected expense report.")]
+
+    def click(self, session, form, button):
+        if button.lower() != "editreport":
+            return super().click(session, form, button)
+        report_id = form.grid_state(GRID).selected_key
+        if report_id is None:
+            raise FormStateError("Select an expense report in ExpenseReportsGrid first (form_select_grid_row).")
+        return session.open_form("TrvExpenseReport", {"report_id": report_id})
+
+    def set_value(self, session, form, control, value):
+        if control.name != "QuickFilter":
+            return super().set_value(session, form, control, value)
+        form.quick_filter = str(value)
+        form.grid_state(GRID).page = 0

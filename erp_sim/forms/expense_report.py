@@ -1,0 +1,182 @@
+"""TrvExpenseReport: one expense report, its lines grid and the selected line's details."""
+
+from __future__ import annotations
+
+from erp_sim import ledger
+from erp_sim.catalog import CATEGORIES
+from erp_sim.errors import FormStateError
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.money import ZERO, display_money, parse_money
+
+GRID = "ExpenseLinesGrid"
+# Editable line controls -> ledger field names.
+LINE_FIELDS = {"TrvExpTrans_MerchantId": "merchant", "TrvExpTrans_AmountCurr": "amount", "TrvExpTrans_Txt2": "description"}
+
+
+def itemization_status(session, line) -> str:
+    if line["line_type"] == "ItemizedLine" or not CATEGORIES[line["category_id"]].itemize:
+        return ""
+    summary = ledger.itemization_summary(session.db, line["id"])
+    if summary.line_count == 0:
+        return "Not itemized"
+    if summary.remaining == ZERO:
+        return "Fully itemized"
+    return f"Remaining {display_money(summary.remaining)}"
+
+
+class ExpenseReportForm(FormDefinition):
+    name = "TrvExpenseReport"
+    guidance = [
+        "Select the expense line in ExpenseLinesGrid (form_select_grid_row) to see its details.",
+        "Click ViewReceipt to read the receipt attached to the selected line.",
+        "Click Itemize to open the itemization form for the selected line.",
+        "Itemized lines are listed in the itemization form (Itemize), not in this grid.",
+    ]
+    links = [("Expense reports", "TrvExpenses")]
+
+    def report(self, session, form):
+        return ledger.report_by_id(session.db, form.context["report_id"])
+
+    def caption(self, session, form):
+        report = self.report(session, form)
+        return f"Expense report {report['report_number']} - {report['purpose']}"
+
+    def summary(self, session, form):
+        report = self.report(session, form)
+        lines = [l for l in ledger.report_lines(session.db, report["id"]) if l["line_type"] != "ItemizedLine"]
+        return f"Expense report {report['report_number']} ({report['status']}) with {len(lines)} expense line(s)."
+
+    def selected_line(self, session, form):
+        key = form.grid_state(GRID).selected_key
+        return ledger.line_by_id(session.db, key) if key is not None else None
+
+    def _line_value(self, form, line, field):
+        return form.pending.get("lines", {}).get(line["id"], {}).get(field, line[field])
+
+    def sections(self, session, form):
+        report = self.report(session, form)
+        lines = ledger.report_lines(session.db, report["id"])
+        total = sum((ledger.parse_money(l["amount"], "amount") for l in lines if l["line_type"] != "ItemizedLine"), ZERO)
+        purpose = form.pending.get("report", {}).get("purpose", report["purpose"])
+        header = [
+            Control("TrvExpTable_ExpNumber", "Expense report number", "Input", report["report_number"], data_field="ExpNumber"),
+            Control("TrvExpTable_Txt", "Purpose", "Input", purpose, editable=report["status"] == "Draft", required=True,
+                    data_field="Txt", help="The business purpose of the trip."),
+            Control("TrvExpTable_ApprovalStatus", "Approval status", "Combobox", report["status"], data_field="ApprovalStatus"),
+            Control("TrvExpTable_CreatingWorker", "Created by", "Input", session.task.worker_name, data_field="CreatingWorker"),
+            Control("TrvExpTable_Destination", "Destination", "Input", report["destination"], data_field="Destination"),
+            Control("TrvExpTable_TotalAmount", "Total amount", "RealInput", display_money(total), data_field="TotalAmount"),
+        ]
+        # Header lines only: itemized lines are worked in the itemization form, as in D365.
+        rows = [
+            GridRow(l["id"], {
+                "TrvExpTrans_LineNum": str(l["line_number"]),
+                "TrvExpTrans_TransDate": l["transaction_date"],
+                "TrvExpTrans_CostType": l["category_id"],
+                "TrvExpTrans_MerchantId": str(self._line_value(form, l, "merchant")),
+                "TrvExpTrans_AmountCurr": display_money(ledger.parse_money(l["amount"], "amount")),
+                "TrvExpTrans_CurrencyCode": l["currency"],
+                "TrvExpTrans_LineType": l["line_type"],
+                "TrvExpTrans_ExpSubCategory": l["subcategory"] or "",
+                "TrvExpTrans_ItemizationStatus": itemization_status(session, l),
+            })
+            for l in lines if l["line_type"] != "ItemizedLine"
+        ]
+        columns = [Column("TrvExpTrans_LineNum", "Line", "Integer"), Column("TrvExpTrans_TransDate", "Date", "Date"),
+                   Column("TrvExpTrans_CostType", "Expense category"), Column("TrvExpTrans_MerchantId", "Merchant"),
+                   Column("TrvExpTrans_AmountCurr", "Amount", "Real"), Column("TrvExpTrans_CurrencyCode", "Currency"),
+                   Column("TrvExpTrans_LineType", "Line type"), Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
+                   Column("TrvExpTrans_ItemizationStatus", "Itemization")]
+        sections = [
+            Section("HeaderGroup", "Expense report", controls=header),
+            Section("LinesTabPage", "Expense lines", "TabPage", grids=[Grid(GRID, "Expense lines", columns, rows)]),
+        ]
+        line = self.selected_line(session, form)
+        if line is not None:
+            sections.append(Section("LineDetailsFastTab", "Line details", "FastTab", controls=self._line_controls(session, form, report, line)))
+        return sections
+
+    def _line_controls(self, session, form, report, line) -> list[Control]:
+        editable = report["status"] == "Draft" and line["line_type"] != "ItemizedLine"
+        receipt = ledger.receipt_of_line(session.db, line["id"])
+        pending_amount = form.pending.get("lines", {}).get(line["id"], {}).get("amount")
+        controls = [
+            Control("TrvExpTrans_CostType", "Expense category", "Input", line["category_id"], data_field="CostType"),
+            Control("TrvExpTrans_MerchantId", "Merchant", "Input", self._line_value(form, line, "merchant"), editable, data_field="MerchantId"),
+            Control("TrvExpTrans_TransDate", "Date", "DateInput", line["transaction_date"], data_field="TransDate"),
+            Control("TrvExpTrans_AmountCurr", "Amount", "RealInput",
+                    pending_amount if pending_amount is not None else display_money(ledger.parse_money(line["amount"], "amount")),
+                    editable and line["line_type"] == "Default", required=True, data_field="AmountCurr",
+                    help="Transaction amount in the transaction currency."),
+            Control("TrvExpTrans_CurrencyCode", "Currency", "Input", line["currency"], data_field="CurrencyCode"),
+            Control("TrvExpTrans_LineType", "Line type", "Combobox", line["line_type"], data_field="LineType"),
+            Control("TrvExpTrans_Txt2", "Description", "Input", self._line_value(form, line, "description"), editable, data_field="Txt2"),
+            Control("TrvExpTrans_ReceiptAttached", "Receipt attached", "Checkbox", receipt is not None, data_field="ReceiptsAttached"),
+        ]
+        if line["line_type"] != "ItemizedLine" and CATEGORIES[line["category_id"]].itemize:
+            summary = ledger.itemization_summary(session.db, line["id"])
+            controls += [
+                Control("TrvExpTrans_ItemizedAmount", "Itemized amount", "RealInput", display_money(summary.itemized)),
+                Control("TrvExpTrans_RemainingAmount", "Remaining amount", "RealInput", display_money(summary.remaining)),
+            ]
+        return controls
+
+    def buttons(self, session, form):
+        report = self.report(session, form)
+        line = self.selected_line(session, form)
+        itemizable = (line is not None and line["line_type"] != "ItemizedLine" and CATEGORIES[line["category_id"]].itemize)
+        has_receipt = line is not None and ledger.receipt_of_line(session.db, line["id"]) is not None
+        return [
+            Button("Itemize", "Itemize", itemizable and report["status"] == "Draft", "Open the itemization form for the selected line."),
+            Button("ViewReceipt", "Receipts", has_receipt, "View the receipt attached to the selected line."),
+            Button("SubmitReport", "Submit", report["status"] == "Draft", "Submit the expense report for approval."),
+        ]
+
+    def click(self, session, form, button):
+        key = button.lower()
+        if key == "submitreport":
+            if self.has_unsaved_changes(form):
+                raise FormStateError("Save or discard the changes on this form before submitting.")
+            with ledger.transaction(session.db):
+                ledger.submit_report(session.db, form.context["report_id"])
+            return "The expense report was submitted for approval."
+        if key not in ("itemize", "viewreceipt"):
+            return super().click(session, form, button)
+        line = self.selected_line(session, form)
+        if line is None:
+            raise FormStateError("Select an expense line in ExpenseLinesGrid first (form_select_grid_row).")
+        if key == "viewreceipt":
+            receipt = ledger.receipt_of_line(session.db, line["id"])
+            if receipt is None:
+                raise FormStateError(f"Line {line['line_number']} has no receipt attached.")
+            return session.open_form("TrvReceiptViewer", {"receipt_id": receipt["id"]})
+        if line["line_type"] == "ItemizedLine":
+            raise FormStateError("The selected line is an itemized line; select its header line to itemize.")
+        if not CATEGORIES[line["category_id"]].itemize:
+            raise FormStateError(f"Expense category {line['category_id']} is not itemized.")
+        if self.report(session, form)["status"] != "Draft":
+            raise FormStateError("Only lines of Draft expense reports can be itemized.")
+        return session.open_form("TrvItemization", {"line_id": line["id"]})
+
+    def set_value(self, session, form, control, value):
+        if not control.editable:
+            return super().set_value(session, form, control, value)
+        if control.name == "TrvExpTable_Txt":
+            form.pending.setdefault("report", {})["purpose"] = ledger.parse_text(value, control.name)
+            return
+        line = self.selected_line(session, form)
+        field = LINE_FIELDS[control.name]
+        parsed = display_money(parse_money(value, control.name)) if field == "amount" else ledger.parse_text(value, control.name)
+        form.pending.setdefault("lines", {}).setdefault(line["id"], {})[field] = parsed
+
+    def save(self, session, form):
+        if not self.has_unsaved_changes(form):
+            return "There were no changes to save."
+        controls = {field: name for name, field in LINE_FIELDS.items()}
+        with ledger.transaction(session.db):
+            if "purpose" in form.pending.get("report", {}):
+                ledger.update_report_purpose(session.db, form.context["report_id"], form.pending["report"]["purpose"], "TrvExpTable_Txt")
+            for line_id, changes in form.pending.get("lines", {}).items():
+                ledger.update_line_fields(session.db, line_id, changes, controls)
+        form.pending.clear()
+        return "The expense report was saved."

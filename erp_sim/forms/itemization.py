@@ -1,0 +1,221 @@
+"""TrvItemization: split one expense line into itemized lines until the remaining amount is 0.00.
+
+Unsaved rows live in the form (``form.pending["rows"]``) until ``form_save_form``; the
+Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
+nothing: one invalid row names itself and nothing is written.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from erp_sim import ledger
+from erp_sim.catalog import CATEGORIES
+from erp_sim.errors import FormStateError, ValidationError
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.money import ZERO, display_money, money_text, parse_money
+
+GRID = "ItemizationGrid"
+# Row controls -> ledger value keys.
+ROW_CONTROLS = {"TrvExpTrans_ExpSubCategory": "subcategory", "TrvExpTrans_TransDate": "transaction_date",
+                "TrvExpTrans_AmountCurr": "amount", "TrvExpTrans_Description": "description"}
+CONTROL_OF = {key: name for name, key in ROW_CONTROLS.items()}
+
+
+def _rows(form: OpenForm) -> dict:
+    return form.pending.setdefault("rows", {})
+
+
+def _saved_values(line) -> dict:
+    return {"subcategory": line["subcategory"], "transaction_date": line["transaction_date"],
+            "amount": line["amount"], "description": line["description"]}
+
+
+class ItemizationForm(FormDefinition):
+    name = "TrvItemization"
+    guidance = [
+        "NewLine adds a row; set TrvExpTrans_ExpSubCategory, TrvExpTrans_TransDate and TrvExpTrans_AmountCurr on the selected row.",
+        "Rows are stored by form_save_form; Itemized and Remaining count saved rows only.",
+        "Done when Remaining is exactly 0.00 and the form is closed (form_close_form).",
+    ]
+
+    def header(self, session, form):
+        return ledger.line_by_id(session.db, form.context["line_id"])
+
+    def caption(self, session, form):
+        header = self.header(session, form)
+        return f"Itemize expense - line {header['line_number']} {header['category_id']} {header['merchant']}"
+
+    def summary(self, session, form):
+        summary = ledger.itemization_summary(session.db, form.context["line_id"])
+        unsaved = len(_rows(form))
+        return (f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
+                f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s).")
+
+    def has_unsaved_changes(self, form):
+        return bool(form.pending.get("rows"))
+
+    def discard(self, form):
+        form.pending.pop("rows", None)
+        state = form.grid_state(GRID)
+        if isinstance(state.selected_key, str):
+            state.selected_key = None
+
+    def row_values(self, session, form) -> list[tuple[object, dict, str]]:
+        """(key, values, status) per grid row: saved lines (with unsaved edits applied), then new rows."""
+        pending = _rows(form)
+        out = []
+        for line in ledger.itemized_lines(session.db, form.context["line_id"]):
+            saved = _saved_values(line)
+            edit = pending.get(line["id"])
+            out.append((line["id"], {**saved, **edit["values"]} if edit else saved, "Modified" if edit else "Saved"))
+        out += [(key, row["values"], "New") for key, row in pending.items() if isinstance(key, str)]
+        return out
+
+    def sections(self, session, form):
+        header = self.header(session, form)
+        summary = ledger.itemization_summary(session.db, header["id"])
+        expense = [
+            Control("HeaderCostType", "Expense category", "Input", header["category_id"]),
+            Control("HeaderMerchant", "Merchant", "Input", header["merchant"]),
+            Control("HeaderTransDate", "Date", "DateInput", header["transaction_date"]),
+        ]
+        totals = [
+            Control("ItemizationTotal", "Total", "RealInput", display_money(summary.total), help="Amount of the expense line."),
+            Control("ItemizationItemized", "Itemized", "RealInput", display_money(summary.itemized), help="Sum of saved itemized lines."),
+            Control("ItemizationRemaining", "Remaining", "RealInput", display_money(summary.remaining),
+                    help="Total minus itemized. Must be exactly 0.00 when done."),
+        ]
+        rows = [GridRow(key, {"TrvExpTrans_TransDate": values["transaction_date"] or "",
+                              "TrvExpTrans_ExpSubCategory": values["subcategory"] or "",
+                              "TrvExpTrans_AmountCurr": display_money(Decimal(values["amount"])) if values["amount"] else "",
+                              "TrvExpTrans_LineStatus": status})
+                for key, values, status in self.row_values(session, form)]
+        columns = [Column("TrvExpTrans_TransDate", "Date", "Date"), Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
+                   Column("TrvExpTrans_AmountCurr", "Amount", "Real"), Column("TrvExpTrans_LineStatus", "Status")]
+        sections = [Section("ExpenseGroup", "Expense", controls=expense), Section("TotalsGroup", "Totals", controls=totals),
+                    Section("LinesGroup", "Itemized lines", grids=[Grid(GRID, "Itemized lines", columns, rows)])]
+        selected = self._selected(session, form)
+        if selected is not None:
+            sections.append(Section("LineDetailsGroup", "Selected line", controls=self._row_controls(header, selected[1])))
+        return sections
+
+    def _row_controls(self, header, values) -> list[Control]:
+        amount = values["amount"]
+        return [
+            Control("TrvExpTrans_ExpSubCategory", "Subcategory", "Combobox", values["subcategory"] or "", True, True,
+                    f"One of the {header['category_id']} subcategories.", "ExpSubCategory",
+                    options=list(CATEGORIES[header["category_id"]].subcategories)),
+            Control("TrvExpTrans_TransDate", "Date", "DateInput", values["transaction_date"] or "", True, True,
+                    "Date of the charge.", "TransDate"),
+            Control("TrvExpTrans_AmountCurr", "Amount", "RealInput", display_money(Decimal(amount)) if amount else "",
+                    True, True, "Amount of the charge, two decimals.", "AmountCurr"),
+            Control("TrvExpTrans_Description", "Description", "Input", values["description"] or "", True, False,
+                    "Optional note.", "Txt2"),
+        ]
+
+    def _selected(self, session, form):
+        """(key, values, status) of the selected row, or None; reads one row, not the grid."""
+        key = form.grid_state(GRID).selected_key
+        edit = _rows(form).get(key)
+        if isinstance(key, str):
+            return (key, edit["values"], "New") if edit else None
+        if key is None:
+            return None
+        line = session.db.execute("SELECT * FROM expense_line WHERE id = ? AND parent_line_id = ?",
+                                  (key, form.context["line_id"])).fetchone()
+        if line is None:
+            return None
+        saved = _saved_values(line)
+        return (key, {**saved, **edit["values"]}, "Modified") if edit else (key, saved, "Saved")
+
+    def buttons(self, session, form):
+        selected = self._selected(session, form) is not None
+        return [Button("NewLine", "New", True, "Add a new itemized line and select it."),
+                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line."),
+                Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line.")]
+
+    def click(self, session, form, button):
+        key = button.lower()
+        if key == "newline":
+            form.pending["next_row"] = form.pending.get("next_row", 0) + 1
+            row_key = f"new-{form.pending['next_row']}"
+            header = self.header(session, form)
+            _rows(form)[row_key] = {"values": {"subcategory": None, "transaction_date": header["transaction_date"],
+                                               "amount": None, "description": ""}}
+            form.grid_state(GRID).selected_key = row_key
+            self._show_row(session, form, row_key)
+            return "A new itemized line was added and selected. Set its subcategory, date and amount, then save."
+        if key == "deleteline":
+            selected = self._selected(session, form)
+            if selected is None:
+                raise FormStateError("Select a row in ItemizationGrid first (form_select_grid_row).")
+            row_key = selected[0]
+            if isinstance(row_key, str):
+                del _rows(form)[row_key]
+            else:
+                with ledger.transaction(session.db):
+                    ledger.delete_itemized_line(session.db, row_key)
+                _rows(form).pop(row_key, None)
+            form.grid_state(GRID).selected_key = None
+            return "The itemized line was deleted."
+        if key == "viewreceipt":
+            receipt = ledger.receipt_of_line(session.db, form.context["line_id"])
+            if receipt is None:
+                raise FormStateError("The expense line has no receipt attached.")
+            return session.open_form("TrvReceiptViewer", {"receipt_id": receipt["id"]})
+        return super().click(session, form, button)
+
+    def _show_row(self, session, form, row_key) -> None:
+        """Page the grid so the given row is visible (as D365 scrolls to a new row)."""
+        keys = [r.key for r in self.view(form, self.grid(session, form, GRID))]
+        if row_key in keys:
+            form.grid_state(GRID).page = keys.index(row_key) // 25
+
+    def set_value(self, session, form, control, value):
+        if control.name not in ROW_CONTROLS:
+            return super().set_value(session, form, control, value)
+        selected = self._selected(session, form)
+        if selected is None:
+            raise FormStateError("No itemized line is selected: click NewLine or select a row in ItemizationGrid first.")
+        row_key, values, _ = selected
+        field = ROW_CONTROLS[control.name]
+        header = self.header(session, form)
+        if field == "subcategory":
+            parsed = ledger.parse_subcategory(value, header["category_id"], control.name)
+        elif field == "transaction_date":
+            parsed = ledger.parse_date(value, control.name)
+        elif field == "amount":
+            parsed = money_text(parse_money(value, control.name))
+        else:
+            parsed = ledger.parse_text(value, control.name)
+        row = _rows(form).setdefault(row_key, {"values": dict(values)})
+        row["values"][field] = parsed
+
+    def save(self, session, form):
+        pending = _rows(form)
+        if not pending:
+            return "There were no changes to save."
+        header = self.header(session, form)
+        numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
+        with ledger.transaction(session.db):
+            for key, row in pending.items():
+                try:
+                    values = ledger.validate_itemized_values(header, row["values"], CONTROL_OF)
+                except ValidationError as exc:
+                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved.") from None
+                if isinstance(key, str):
+                    new_id = ledger.create_itemized_line(session.db, header["id"], values)
+                    if form.grid_state(GRID).selected_key == key:
+                        form.grid_state(GRID).selected_key = new_id
+                else:
+                    ledger.update_itemized_line(session.db, key, values)
+        count = len(pending)
+        form.pending.pop("rows")
+        summary = ledger.itemization_summary(session.db, header["id"])
+        if summary.remaining < ZERO:
+            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}.")
+        elif summary.remaining == ZERO:
+            session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
+        return (f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
+                f"remaining {display_money(summary.remaining)}.")

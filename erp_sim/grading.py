@@ -1,0 +1,115 @@
+"""Grading an episode from the final ERP state (and the open forms), never from the transcript.
+
+- ``success``: the study's "full itemization": remaining exactly 0.00, no unsaved rows, and
+  the itemization form of the target line closed.
+- ``itemized_fraction``: saved itemized amount / header amount (the study's "mean itemized amount").
+- ``strict_success``: success, and the saved lines equal the receipt's charges as a multiset of
+  (subcategory, date, amount). The study scores only the remainder; we report both.
+- ``collateral``: every change outside the target line's itemization, like AppWorld's DB diffs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from erp_sim import ledger
+from erp_sim.database import TABLE_NAMES, open_database, table_dump
+from erp_sim.money import ZERO, money_text
+
+if TYPE_CHECKING:
+    from erp_sim.session import ErpSession
+
+Charge = tuple[str, str, str]  # (subcategory, date, amount)
+
+
+class Grade(BaseModel):
+    success: bool = Field(description="Remaining exactly 0.00, all rows saved, itemization form closed.")
+    strict_success: bool = Field(description="Success and saved lines equal the receipt items as a multiset.")
+    itemized_fraction: float = Field(description="Saved itemized amount / header amount.")
+    header_amount: str = Field(description="Amount of the target line.")
+    itemized_amount: str = Field(description="Sum of saved itemized lines.")
+    remaining_amount: str = Field(description="Header amount minus saved itemized lines.")
+    saved_lines: int = Field(description="Saved itemized lines of the target line.")
+    expected_lines: int = Field(description="Charges on the receipt.")
+    unsaved_rows: int = Field(description="Unsaved rows in an open itemization form of the target line.")
+    itemization_form_open: bool = Field(description="An itemization form of the target line is still open.")
+    missing_charges: list[Charge] = Field(default_factory=list, description="Receipt charges with no matching saved line.")
+    unexpected_lines: list[Charge] = Field(default_factory=list, description="Saved lines matching no receipt charge.")
+    collateral: list[str] = Field(default_factory=list, description="Changes outside the target line's itemization.")
+
+
+def target_line_id(session: "ErpSession") -> int:
+    task = session.task
+    row = session.db.execute(
+        "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
+        "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine'",
+        (task.report_number, task.line_number)).fetchone()
+    return int(row[0])
+
+
+def grade_session(session: "ErpSession") -> Grade:
+    task = session.task
+    line_id = target_line_id(session)
+    summary = ledger.itemization_summary(session.db, line_id)
+    itemization_forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") == line_id]
+    unsaved = sum(len(f.pending.get("rows", {})) for f in itemization_forms)
+    saved = Counter((r["subcategory"], r["transaction_date"], r["amount"]) for r in ledger.itemized_lines(session.db, line_id))
+    expected = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in task.receipt_items)
+    success = summary.remaining == ZERO and summary.line_count > 0 and unsaved == 0 and not itemization_forms
+    return Grade(
+        success=success,
+        strict_success=success and saved == expected,
+        itemized_fraction=float(summary.itemized / summary.total) if summary.total else 0.0,
+        header_amount=money_text(summary.total),
+        itemized_amount=money_text(summary.itemized),
+        remaining_amount=money_text(summary.remaining),
+        saved_lines=summary.line_count,
+        expected_lines=len(task.receipt_items),
+        unsaved_rows=unsaved,
+        itemization_form_open=bool(itemization_forms),
+        missing_charges=sorted((expected - saved).elements()),
+        unexpected_lines=sorted((saved - expected).elements()),
+        collateral=collateral_changes(session, line_id),
+    )
+
+
+def collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
+    """Row-level diff against the task's initial database, minus the target's own itemization."""
+    initial_db = open_database(session.task)
+    try:
+        before = table_dump(initial_db)
+    finally:
+        initial_db.close()
+    after = table_dump(session.db)
+    columns = {t: [d[1] for d in session.db.execute(f"PRAGMA table_info({t})")] for t in TABLE_NAMES}
+    changes = []
+    for table in TABLE_NAMES:
+        old, new = {r[0]: r for r in before[table]}, {r[0]: r for r in after[table]}
+        cols = columns[table]
+        for rec_id in sorted(old.keys() | new.keys()):
+            a, b = old.get(rec_id), new.get(rec_id)
+            if a == b:
+                continue
+            if table == "expense_line" and _within_itemization(a, b, cols, line_id):
+                continue
+            if a is None:
+                changes.append(f"{table} RecId {rec_id} created")
+            elif b is None:
+                changes.append(f"{table} RecId {rec_id} deleted")
+            else:
+                diffs = [f"{c}: {x!r} -> {y!r}" for c, x, y in zip(cols, a, b) if x != y]
+                changes.append(f"{table} RecId {rec_id} changed ({'; '.join(diffs)})")
+    return changes
+
+
+def _within_itemization(old, new, cols: list[str], line_id: int) -> bool:
+    parent = cols.index("parent_line_id")
+    if all(row is None or row[parent] == line_id for row in (old, new)):
+        return True
+    if old is not None and new is not None and old[0] == line_id:  # the header's own line type may flip
+        return all(x == y or c == "line_type" for c, x, y in zip(cols, old, new))
+    return False

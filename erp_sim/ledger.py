@@ -1,0 +1,261 @@
+"""Reads and business-rule writes on the expense tables, shared by forms, data tools and actions.
+
+Every write goes through a function here, inside ``transaction``, so a form save, an OData
+create and an action obey the same rules and either apply whole or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Iterator
+
+from erp_sim.catalog import CATEGORIES
+from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
+from erp_sim.money import ZERO, money_text, parse_money
+
+MAX_TEXT = 250  # D365's Description/Name fields are short strings
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """All-or-nothing writes (SAVEPOINT so callers may nest)."""
+    db.execute("SAVEPOINT erp_write")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK TO erp_write")
+        db.execute("RELEASE erp_write")
+        raise
+    db.execute("RELEASE erp_write")
+
+
+# --- reads -----------------------------------------------------------------------------------
+def report_by_id(db: sqlite3.Connection, report_id: int) -> sqlite3.Row:
+    row = db.execute("SELECT * FROM expense_report WHERE id = ?", (report_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense report with RecId {report_id} does not exist.")
+    return row
+
+
+def report_by_number(db: sqlite3.Connection, number: str) -> sqlite3.Row:
+    row = db.execute("SELECT * FROM expense_report WHERE report_number = ?", (str(number).strip().upper(),)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense report {number!r} does not exist.")
+    return row
+
+
+def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
+    row = db.execute("SELECT * FROM expense_line WHERE id = ?", (line_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense line with RecId {line_id} does not exist.")
+    return row
+
+
+def report_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:
+    """Lines in display order: each header line followed by its itemized lines."""
+    rows = db.execute("SELECT * FROM expense_line WHERE report_id = ? ORDER BY line_number, parent_line_id IS NOT NULL, id",
+                      (report_id,)).fetchall()
+    return rows
+
+
+def itemized_lines(db: sqlite3.Connection, header_id: int) -> list[sqlite3.Row]:
+    return db.execute("SELECT * FROM expense_line WHERE parent_line_id = ? ORDER BY id", (header_id,)).fetchall()
+
+
+def receipt_of_line(db: sqlite3.Connection, line_id: int) -> sqlite3.Row | None:
+    return db.execute("SELECT * FROM receipt WHERE expense_line_id = ?", (line_id,)).fetchone()
+
+
+def receipt_items(db: sqlite3.Connection, receipt_id: int) -> list[sqlite3.Row]:
+    return db.execute("SELECT * FROM receipt_item WHERE receipt_id = ? ORDER BY item_number", (receipt_id,)).fetchall()
+
+
+@dataclass(frozen=True)
+class ItemizationSummary:
+    total: Decimal
+    itemized: Decimal
+    line_count: int
+
+    @property
+    def remaining(self) -> Decimal:
+        """The itemization rule: header amount minus the sum of saved itemized lines."""
+        return self.total - self.itemized
+
+
+def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSummary:
+    header = line_by_id(db, header_id)
+    amounts = [Decimal(r["amount"]) for r in itemized_lines(db, header_id)]
+    return ItemizationSummary(Decimal(header["amount"]), sum(amounts, ZERO), len(amounts))
+
+
+# --- value parsing shared by forms and data tools ----------------------------------------------
+def parse_date(value: object, control: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{control}: expected a date string like 2026-03-14, got {type(value).__name__}.")
+    text = value.strip()
+    if len(text) > 32:
+        raise ValidationError(f"{control}: date text is too long.")
+    for parse in (date.fromisoformat, _us_date):
+        try:
+            return parse(text).isoformat()
+        except ValueError:
+            continue
+    raise ValidationError(f"{control}: {value!r} is not a valid date; use YYYY-MM-DD or M/D/YYYY.")
+
+
+def _us_date(text: str) -> date:
+    month, day, year = (int(p) for p in text.split("/"))
+    return date(year, month, day)
+
+
+def parse_text(value: object, control: str, *, limit: int = MAX_TEXT) -> str:
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ValidationError(f"{control}: expected text, got {type(value).__name__}.")
+    text = str(value)
+    if len(text) > limit:
+        raise ValidationError(f"{control}: text is {len(text)} characters; the field holds at most {limit}.")
+    return text
+
+
+def parse_subcategory(value: object, category_id: str, control: str) -> str:
+    """Case-insensitive match against the category's subcategories; the canonical name is stored."""
+    text = parse_text(value, control).strip()
+    names = CATEGORIES[category_id].subcategories
+    for name in names:
+        if name.lower() == text.lower():
+            return name
+    raise ValidationError(
+        f"{control}: the value {text!r} is not found in the related table of {category_id} subcategories. "
+        f"Valid values: {', '.join(names)}."
+    )
+
+
+# --- writes -----------------------------------------------------------------------------------
+def _draft_report_of(db: sqlite3.Connection, line: sqlite3.Row) -> sqlite3.Row:
+    report = report_by_id(db, line["report_id"])
+    if report["status"] != "Draft":
+        raise BusinessRuleError(
+            f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed."
+        )
+    return report
+
+
+def _itemizable_header(db: sqlite3.Connection, header_id: int) -> sqlite3.Row:
+    header = line_by_id(db, header_id)
+    if header["line_type"] == "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {header_id} is itself an itemized line; itemize its header line instead.")
+    if not CATEGORIES[header["category_id"]].itemize:
+        raise BusinessRuleError(f"Expense category {header['category_id']} does not support itemization.")
+    _draft_report_of(db, header)
+    return header
+
+
+@dataclass(frozen=True)
+class ItemizedValues:
+    subcategory: str
+    transaction_date: str
+    amount: Decimal
+    description: str = ""
+
+
+def validate_itemized_values(header: sqlite3.Row, raw: dict[str, object], controls: dict[str, str]) -> ItemizedValues:
+    """Check a full set of itemized-line values. ``controls`` names each field as the caller shows it."""
+    missing = [controls[k] for k in ("subcategory", "transaction_date", "amount") if raw.get(k) in (None, "")]
+    if missing:
+        raise ValidationError(f"Field(s) {', '.join(missing)} must be filled in.")
+    amount = parse_money(raw["amount"], controls["amount"])
+    if amount == ZERO:
+        raise ValidationError(f"{controls['amount']}: an itemized line must have an amount greater than 0.00.")
+    return ItemizedValues(
+        subcategory=parse_subcategory(raw["subcategory"], header["category_id"], controls["subcategory"]),
+        transaction_date=parse_date(raw["transaction_date"], controls["transaction_date"]),
+        amount=amount,
+        description=parse_text(raw.get("description") or "", controls.get("description", "Description")),
+    )
+
+
+def create_itemized_line(db: sqlite3.Connection, header_id: int, values: ItemizedValues) -> int:
+    header = _itemizable_header(db, header_id)
+    cursor = db.execute(
+        "INSERT INTO expense_line (report_id, line_number, category_id, merchant, transaction_date, amount, currency,"
+        " line_type, parent_line_id, subcategory, description) VALUES (?, ?, ?, ?, ?, ?, ?, 'ItemizedLine', ?, ?, ?)",
+        (header["report_id"], header["line_number"], header["category_id"], header["merchant"], values.transaction_date,
+         money_text(values.amount), header["currency"], header_id, values.subcategory, values.description),
+    )
+    db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
+    return int(cursor.lastrowid)
+
+
+def _itemized_line(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
+    line = line_by_id(db, line_id)
+    if line["line_type"] != "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {line_id} is not an itemized line.")
+    _draft_report_of(db, line)
+    return line
+
+
+def update_itemized_line(db: sqlite3.Connection, line_id: int, values: ItemizedValues) -> None:
+    _itemized_line(db, line_id)
+    db.execute("UPDATE expense_line SET subcategory = ?, transaction_date = ?, amount = ?, description = ? WHERE id = ?",
+               (values.subcategory, values.transaction_date, money_text(values.amount), values.description, line_id))
+
+
+def delete_itemized_line(db: sqlite3.Connection, line_id: int) -> None:
+    line = _itemized_line(db, line_id)
+    db.execute("DELETE FROM expense_line WHERE id = ?", (line_id,))
+    if not itemized_lines(db, line["parent_line_id"]):
+        db.execute("UPDATE expense_line SET line_type = 'Default' WHERE id = ?", (line["parent_line_id"],))
+
+
+# Fields of a header (non-itemized) line that a user may edit, and their parsers.
+EDITABLE_LINE_FIELDS = {"merchant": parse_text, "description": parse_text, "amount": parse_money}
+
+
+def update_line_fields(db: sqlite3.Connection, line_id: int, changes: dict[str, object], controls: dict[str, str]) -> None:
+    line = line_by_id(db, line_id)
+    if line["line_type"] == "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {line_id} is an itemized line; edit it in the itemization form.")
+    _draft_report_of(db, line)
+    for field, value in changes.items():
+        if field not in EDITABLE_LINE_FIELDS:
+            raise ValidationError(f"{controls.get(field, field)}: the field cannot be edited.")
+        parsed = EDITABLE_LINE_FIELDS[field](value, controls.get(field, field))
+        if field == "amount":
+            if line["line_type"] == "ItemizedHeader":
+                raise BusinessRuleError("The amount of an itemized expense cannot be changed; delete its itemized lines first.")
+            parsed = money_text(parsed)
+        db.execute(f"UPDATE expense_line SET {field} = ? WHERE id = ?", (parsed, line_id))
+
+
+def update_report_purpose(db: sqlite3.Connection, report_id: int, purpose: object, control: str) -> None:
+    report = report_by_id(db, report_id)
+    if report["status"] != "Draft":
+        raise BusinessRuleError(f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed.")
+    db.execute("UPDATE expense_report SET purpose = ? WHERE id = ?", (parse_text(purpose, control), report_id))
+
+
+def report_problems(db: sqlite3.Connection, report_id: int) -> list[str]:
+    """What blocks submission: itemizable lines whose itemization does not add up to zero."""
+    problems = []
+    for line in report_lines(db, report_id):
+        if line["line_type"] == "ItemizedLine" or not CATEGORIES[line["category_id"]].itemize:
+            continue
+        summary = itemization_summary(db, line["id"])
+        if summary.remaining != ZERO:
+            problems.append(f"Line {line['line_number']} ({line['category_id']}, {line['merchant']}): "
+                            f"{money_text(summary.remaining)} of {money_text(summary.total)} is not itemized.")
+    return problems
+
+
+def submit_report(db: sqlite3.Connection, report_id: int) -> None:
+    report = report_by_id(db, report_id)
+    if report["status"] != "Draft":
+        raise BusinessRuleError(f"Expense report {report['report_number']} is already {report['status']}.")
+    problems = report_problems(db, report_id)
+    if problems:
+        raise BusinessRuleError("The expense report cannot be submitted: " + " ".join(problems))
+    db.execute("UPDATE expense_report SET status = 'Submitted' WHERE id = ?", (report_id,))

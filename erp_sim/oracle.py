@@ -1,0 +1,94 @@
+"""A scripted oracle that solves any task through the tools only, reading only responses.
+
+It knows what the instruction says (report number, line number, expense type) and the
+mapping from receipt wording to subcategory (what the study's system prompt taught GPT-5),
+and nothing else: the receipt charges come from the receipt viewer's grid. Written as a
+generator: it yields ``(tool, arguments)`` and is sent each response text back, so the same
+oracle drives an ``ErpSession`` directly, a Gymnasium env, or an MCP client.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Generator
+
+from erp_sim import formstate
+from erp_sim.catalog import wording_to_subcategory
+from erp_sim.tasks import Task
+
+Call = tuple[str, dict[str, Any]]
+
+
+class OracleError(RuntimeError):
+    """The oracle met a response it did not expect (a simulator bug, or injected faults)."""
+
+
+def _rows_until(response_text: str, grid: str, match) -> tuple[dict | None, dict]:
+    state = formstate.parse_response(response_text).get("FormState")
+    return next((r for r in formstate.grid_rows(state, grid) if match(r)), None), state
+
+
+def oracle_calls(task: Task) -> Generator[Call, str, None]:
+    """Yield the calls that solve ``task``; receive each response text via ``send``."""
+    yield "form_find_menu_item", {"menuItemFilter": "expense reports"}
+    yield "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
+    response = yield "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber",
+                                          "filterValue": task.report_number}
+    row, _ = _rows_until(response, "ExpenseReportsGrid", lambda r: r["TrvExpTable_ExpNumber"] == task.report_number)
+    if row is None:
+        raise OracleError(f"report {task.report_number} not in the filtered list")
+    yield "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": row["RowNumber"]}
+    response = yield "form_click_control", {"controlName": "EditReport"}
+
+    def is_target(r: dict) -> bool:
+        return r["TrvExpTrans_LineNum"] == str(task.line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine"
+
+    row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
+    while row is None:
+        if not formstate.has_next_page(state, "ExpenseLinesGrid"):
+            raise OracleError(f"line {task.line_number} not found on report {task.report_number}")
+        response = yield "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
+        row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
+    yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row["RowNumber"]}
+
+    response = yield "form_click_control", {"controlName": "ViewReceipt"}
+    state = formstate.parse_response(response).get("FormState")
+    charges = formstate.grid_rows(state, "ReceiptItemsGrid")
+    while formstate.has_next_page(state, "ReceiptItemsGrid"):
+        response = yield "form_click_control", {"controlName": "ReceiptItemsGrid", "actionId": "LoadNextPage"}
+        state = formstate.parse_response(response).get("FormState")
+        charges += formstate.grid_rows(state, "ReceiptItemsGrid")
+    if not charges:
+        raise OracleError("the receipt shows no charges")
+    yield "form_close_form", {}
+
+    yield "form_click_control", {"controlName": "Itemize"}
+    mapping = wording_to_subcategory(task.expense_type)
+    for charge in charges:
+        yield "form_click_control", {"controlName": "NewLine"}
+        yield "form_set_control_values", {"controlValues": [
+            {"controlName": "TrvExpTrans_ExpSubCategory", "value": mapping[charge["ReceiptItem_Description"]]},
+            {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
+            {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"].replace(",", "")},
+        ]}
+    response = yield "form_save_form", {}
+    remaining = formstate.control_value(formstate.parse_response(response).get("FormState"), "ItemizationRemaining")
+    if remaining is None or Decimal(str(remaining).replace(",", "")) != 0:
+        raise OracleError(f"remaining after save is {remaining!r}, not 0.00")
+    yield "form_close_form", {}
+
+
+def run_oracle(session) -> list:
+    """Drive ``oracle_calls`` on an ``ErpSession``; returns the responses. Raises OracleError on any error response."""
+    calls = oracle_calls(session.task)
+    responses = []
+    try:
+        name, arguments = next(calls)
+        while True:
+            response = session.call(name, arguments)
+            responses.append(response)
+            if response.is_error:
+                raise OracleError(f"{name} failed: {response.envelope['Result']}")
+            name, arguments = calls.send(response.text)
+    except StopIteration:
+        return responses

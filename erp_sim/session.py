@@ -1,0 +1,216 @@
+"""An ERP session: one task's database, the form stack, and the one place tool calls are answered.
+
+``ErpSession.call(name, arguments)`` validates the arguments against the tool's pydantic
+model, runs the tool, and renders the response in the real server's JSON shape. Every
+``ErpError`` and every argument error becomes an error response in that same shape;
+nothing raises out of ``call``. Writes are transactional (``ledger.transaction``) and form
+edits are only copied into the database at save, so a failed call changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, Field
+
+from erp_sim.database import open_database, state_hash
+from erp_sim.errors import ErpError, FormStateError, NotFoundError, ResponseTooLargeError, ValidationError
+from erp_sim.faults import FaultInjector, FaultProfile
+from erp_sim.forms import FORMS, OpenForm
+from erp_sim.forms.base import render_form_state
+from erp_sim.grading import Grade, grade_session
+from erp_sim.tasks import Task
+from erp_sim.tools import TOOLS, Outcome
+
+Verbosity = Literal["default", "compact"]
+VERBOSITIES = ("default", "compact")
+MAX_RESPONSE_CHARS = 160_000  # the real server's limit
+MAX_FORM_DEPTH = 8
+_NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
+BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
+
+
+class ToolResponse(BaseModel):
+    """A tool call's answer: the JSON text the agent sees, and the same content typed."""
+
+    tool: str = Field(description="The tool that was called (as given).")
+    text: str = Field(description="The response text, exactly what the agent sees.")
+    is_error: bool = Field(description="True when the call failed (nothing was changed).")
+    error_code: str | None = Field(None, description="ErpError code, e.g. ValidationError, when is_error.")
+    read_only: bool = Field(True, description="Whether the tool is declared read-only.")
+    envelope: dict[str, Any] = Field(description="The parsed response: SessionId, Result, Messages, FormState, ...")
+
+    @property
+    def result(self) -> str:
+        return self.envelope["Result"]
+
+    @property
+    def form_state(self) -> dict | None:
+        return self.envelope.get("FormState")
+
+
+class ErpSession:
+    """One episode's ERP. Deterministic: same task, options and calls give byte-identical responses."""
+
+    def __init__(self, task: Task, *, verbosity: Verbosity = "default", faults: "FaultProfile | str | float | None" = None,
+                 instance: int = 0):
+        if verbosity not in VERBOSITIES:
+            raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
+        self.task = task
+        self.verbosity = verbosity
+        self.company = "USMF"
+        self.db = open_database(task)
+        self.forms: list[OpenForm] = []
+        self.call_count = 0
+        self.session_id = str(uuid.uuid5(_NAMESPACE, f"{task.task_set}/{task.task_id}/{task.seed}/{instance}"))
+        profile = FaultProfile.parse(faults)
+        self.faults = FaultInjector(profile, task.seed) if profile and profile.rate > 0 else None
+        self._messages: list[dict] = []
+        self._memo: dict | None = None  # active only while rendering a response (read-only)
+
+    # --- used by forms and tools ---
+    def memo(self, key, compute):
+        """Cache ``compute()`` for the rest of the current render; plain call otherwise."""
+        if self._memo is None:
+            return compute()
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def add_message(self, level: str, text: str) -> None:
+        self._messages.append({"Level": level, "Text": text})
+
+    def open_form(self, name: str, context: dict) -> str:
+        if len(self.forms) >= MAX_FORM_DEPTH:
+            raise FormStateError(f"At most {MAX_FORM_DEPTH} forms can be open; close some with form_close_form.")
+        definition = FORMS[name]
+        self.forms.append(OpenForm(name=name, context=dict(context)))
+        return f"Form {definition.caption(self, self.forms[-1])} ({name}) was opened."
+
+    def close_form(self) -> str:
+        if not self.forms:
+            raise FormStateError("No form is open.")
+        form = self.forms[-1]
+        definition = FORMS[form.name]
+        if definition.has_unsaved_changes(form) and not form.close_warned:
+            form.close_warned = True
+            self.add_message("Warning", "The form has unsaved changes. Save them with form_save_form, or call form_close_form "
+                                        "again to discard them.")
+            return f"Form {form.name} was not closed: it has unsaved changes."
+        discarded = definition.has_unsaved_changes(form)
+        definition.discard(form)
+        self.forms.pop()
+        if discarded:
+            self.add_message("Warning", "Unsaved changes were discarded.")
+        back = f" Back on {self.forms[-1].name}." if self.forms else ""
+        return f"Form {form.name} was closed.{back}"
+
+    # --- the one entry point ---
+    def call(self, name: str, arguments: "dict[str, Any] | str | None" = None) -> ToolResponse:
+        """Run a tool by name. Never raises for bad input: errors come back as error responses."""
+        self.call_count += 1
+        self._messages = []
+        tool = TOOLS.get(name) if isinstance(name, str) else None
+        top = self.forms[-1] if self.forms else None
+        warned_before = top.close_warned if top else False
+        try:
+            if tool is None:
+                raise NotFoundError(f"Unknown tool {str(name)[:100]!r}. Tools: {', '.join(TOOLS)}.")
+            args = tool.args_model.model_validate(_parse_arguments(arguments))
+            if self.faults:
+                self.faults.maybe_fail()
+            outcome = tool.fn(self, args)
+        except pydantic.ValidationError as exc:
+            return self._error(name, tool, ValidationError(_describe_validation_error(name, exc)))
+        except ErpError as exc:
+            return self._error(name, tool, exc)
+        if top is not None and top in self.forms and warned_before and name != "form_close_form":
+            top.close_warned = False  # a discard needs two closes in a row
+        return self._respond(name, tool, outcome)
+
+    # --- responses ---
+    def _envelope(self, result: str, payload: dict | None) -> dict:
+        envelope: dict[str, Any] = {"SessionId": self.session_id, "Result": result, "Messages": list(self._messages)}
+        if payload:
+            envelope.update(payload)
+        envelope["FormState"] = self._form_state()
+        envelope["MCPActivityId"] = str(uuid.uuid5(_NAMESPACE, f"{self.session_id}/{self.call_count}"))
+        envelope["DeepLinks"] = self._deep_links()
+        return envelope
+
+    def _form_state(self) -> dict | None:
+        if not self.forms:
+            return None
+        form = self.forms[-1]
+        self._memo = {}
+        try:
+            return render_form_state(self, form, FORMS[form.name], self.verbosity == "default")
+        finally:
+            self._memo = None
+
+    def _deep_links(self) -> list[dict]:
+        if not self.forms:
+            return []
+        form = self.forms[-1]
+        return [{"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}]
+
+    def _render(self, envelope: dict) -> str:
+        if self.verbosity == "default":
+            return json.dumps(envelope, ensure_ascii=False)
+        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+    def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
+        envelope = self._envelope(outcome.result, outcome.payload)
+        text = self._render(envelope)
+        if len(text) > MAX_RESPONSE_CHARS:
+            return self._error(name, tool, ResponseTooLargeError(
+                f"The response has {len(text):,} characters, over the limit of {MAX_RESPONSE_CHARS:,}. Narrow the request "
+                f"($top, $select, a WHERE clause or a grid filter)."))
+        return ToolResponse(tool=name, text=text, is_error=False, read_only=tool.read_only, envelope=envelope)
+
+    def _error(self, name, tool, exc: ErpError) -> ToolResponse:
+        message = str(exc)
+        self._messages.append({"Level": "Error", "Text": message})
+        envelope = self._envelope(f"Error: {message}", {"Error": {"Code": exc.code, "Message": message}})
+        return ToolResponse(tool=str(name)[:200], text=self._render(envelope), is_error=True, error_code=exc.code,
+                            read_only=tool.read_only if tool else True, envelope=envelope)
+
+    # --- for graders, tests and evaluators (never shown to the agent) ---
+    def grade(self) -> Grade:
+        return grade_session(self)
+
+    def state_hash(self) -> str:
+        return state_hash(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _parse_arguments(arguments: "dict | str | None") -> dict:
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        if len(arguments) > 200_000:
+            raise ValidationError(f"The arguments are {len(arguments):,} characters long; the limit is 200,000.")
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"The arguments are not valid JSON: {exc.msg} at position {exc.pos}.") from None
+    if not isinstance(arguments, dict):
+        raise ValidationError(f"The arguments must be a JSON object, got {type(arguments).__name__}.")
+    return arguments
+
+
+def _describe_validation_error(tool: str, exc: pydantic.ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False)[:5]:
+        location = ".".join(str(p) for p in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{location}: unexpected argument")
+        else:
+            got = repr(error.get("input"))
+            problems.append(f"{location}: {error['msg']} (got {got[:60] + '...' if len(got) > 60 else got})")
+    return f"Invalid arguments for {tool}: " + "; ".join(problems) + "."

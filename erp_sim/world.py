@@ -1,0 +1,124 @@
+"""Build the rows of a task's ERP: the target report and line, its receipt, and distractors.
+
+The worker owns 27-34 reports (so the report list needs ``LoadNextPage``), with lines of
+several categories; some itemizable lines on other reports are already itemized, the
+target report carries a few other lines. Everything derives from the task seed.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+from decimal import Decimal
+
+from erp_sim.catalog import CATEGORIES, RECEIPT_WORDING
+from erp_sim.money import CENT
+from erp_sim.taskgen import LAYOUTS, MERCHANT_KINDS, DOCUMENT_PREFIX, _faker
+from erp_sim.tasks import Task
+
+Rows = dict[str, list[dict]]
+
+PURPOSES = ["Customer visit", "Sales kickoff", "Quarterly business review", "Partner workshop", "Training",
+            "Trade show", "Site inspection", "Board meeting", "Recruiting event", "Project go-live"]
+COMPANY = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
+
+
+class _Builder:
+    def __init__(self, task: Task):
+        self.task = task
+        self.rng = random.Random(task.seed * 7919 + 17)
+        self.fake = _faker()
+        self.fake.seed_instance(task.seed + 1)
+        self.rows: Rows = {name: [] for name in
+                           ["company", "worker", "expense_category", "expense_subcategory", "expense_report",
+                            "expense_line", "receipt", "receipt_item"]}
+        self.next_id = {name: 1 for name in self.rows}
+
+    def add(self, table: str, **values) -> int:
+        values = {"id": self.next_id[table], **values}
+        self.next_id[table] += 1
+        self.rows[table].append(values)
+        return values["id"]
+
+    def catalog(self) -> None:
+        self.rows["company"].append(dict(COMPANY))
+        for spec in CATEGORIES.values():
+            self.add("expense_category", category_id=spec.category_id, name=spec.name, itemize=spec.itemize)
+            for sub in spec.subcategories:
+                self.add("expense_subcategory", category_id=spec.category_id, name=sub)
+
+    def line(self, report_id: int, number: int, category: str, merchant: str, day: date, amount: Decimal, **extra) -> int:
+        return self.add("expense_line", report_id=report_id, line_number=number, category_id=category, merchant=merchant,
+                        transaction_date=day.isoformat(), amount=str(amount), currency="USD",
+                        line_type=extra.get("line_type", "Default"), parent_line_id=extra.get("parent_line_id"),
+                        subcategory=extra.get("subcategory"), description=extra.get("description", ""))
+
+    def receipt(self, line_id: int, category: str, merchant: str, charges: list[tuple[date, str, Decimal]]) -> None:
+        total = sum((c[2] for c in charges), Decimal("0")).quantize(CENT)
+        receipt_id = self.add("receipt", expense_line_id=line_id,
+                              document_number=f"{DOCUMENT_PREFIX[category]}-{self.rng.randint(10000, 99999)}",
+                              merchant=merchant, issued_date=max(c[0] for c in charges).isoformat(), total=str(total), currency="USD")
+        wording = {sub: self.rng.choice(words) for sub, words in RECEIPT_WORDING[category].items()}
+        for n, (day, sub, amount) in enumerate(charges, start=1):
+            self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=day.isoformat(),
+                     description=wording[sub], amount=str(amount))
+
+    def target_receipt(self, line_id: int) -> None:
+        task = self.task
+        receipt_id = self.add("receipt", expense_line_id=line_id, document_number=task.document_number, merchant=task.merchant,
+                              issued_date=task.transaction_date, total=task.header_amount, currency=task.currency)
+        for n, item in enumerate(task.receipt_items, start=1):
+            self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=item.date,
+                     description=item.description, amount=item.amount)
+
+    def distractor_line(self, report_id: int, number: int, day: date, *, itemized: bool) -> None:
+        rng = self.rng
+        category = rng.choice(["Taxi", "Mileage", "Supplies", "Meals", "Hotel", "CarRental", "Airfare", "Conference"])
+        if not CATEGORIES[category].itemize:
+            amount = Decimal(rng.randint(800, 9500)) / 100
+            self.line(report_id, number, category, self.fake.company(), day, amount.quantize(CENT))
+            return
+        charges = LAYOUTS[category](rng, day, rng.randint(3, 6))
+        merchant = f"{self.fake.last_name()} {rng.choice(MERCHANT_KINDS[category])}"
+        total = sum((c[2] for c in charges), Decimal("0")).quantize(CENT)
+        line_id = self.line(report_id, number, category, merchant, max(c[0] for c in charges), total,
+                            line_type="ItemizedHeader" if itemized else "Default")
+        self.receipt(line_id, category, merchant, charges)
+        if itemized:
+            for day_, sub, amount in charges:
+                self.line(report_id, number, category, merchant, day_, amount, line_type="ItemizedLine",
+                          parent_line_id=line_id, subcategory=sub)
+
+    def build(self) -> Rows:
+        task, rng = self.task, self.rng
+        self.catalog()
+        worker_id = self.add("worker", personnel_number=task.personnel_number, name=task.worker_name,
+                             email=task.worker_name.lower().replace(" ", ".") + "@contoso.com")
+        report_count = rng.randint(27, 34)
+        target_position = rng.randrange(report_count)
+        target_number = int(task.report_number.split("-")[1])
+        first_number = max(1, target_number - target_position)
+        start = date.fromisoformat(task.transaction_date) - timedelta(days=7 * target_position + 14)
+        for position in range(report_count):
+            number = first_number + position
+            created = start + timedelta(days=7 * position)
+            is_target = number == target_number
+            status = "Draft" if is_target else rng.choice(["Approved", "Approved", "Submitted", "Draft"])
+            report_id = self.add("expense_report", report_number=f"EXP-{number:06d}", worker_id=worker_id,
+                                 purpose=rng.choice(PURPOSES), destination=self.fake.city(), status=status,
+                                 created_date=created.isoformat())
+            line_count = max(task.line_number + rng.randint(0, 2), 2) if is_target else rng.randint(1, 4)
+            for line_number in range(1, line_count + 1):
+                if is_target and line_number == task.line_number:
+                    line_id = self.line(report_id, line_number, task.expense_type, task.merchant,
+                                        date.fromisoformat(task.transaction_date), task.header_decimal)
+                    self.target_receipt(line_id)
+                else:
+                    self.distractor_line(report_id, line_number, created + timedelta(days=rng.randint(0, 5)),
+                                         itemized=status != "Draft" or rng.random() < 0.5)
+        return self.rows
+
+
+def build_rows(task: Task) -> Rows:
+    """All rows of the task's ERP, table by table, ids sequential from 1."""
+    return _Builder(task).build()

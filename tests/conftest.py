@@ -1,0 +1,23 @@
+"""Shared fixtures. Tests run offline; nothing here needs an API key or the network."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["fake_openai_server"]
+
+
+@pytest.fixture
+def hotel_task():
+    from erp_sim import get_task
+
+    return get_task("hotel_50", "hotel-010")
+
+
+@pytest.fixture
+def session(hotel_task):
+    from erp_sim import ErpSession
+
+    s = ErpSession(hotel_task)
+    yield s
+    s.close()

@@ -1,0 +1,192 @@
+"""A scripted OpenAI-compatible server on loopback, for offline tests of the model layer.
+
+It answers ``POST /v1/chat/completions`` from a queue of scripted replies (text or tool
+calls, with usage), can fail a given number of times (``fail``) or on every request
+(``fail_always``), can answer late (``delay``) to provoke client timeouts, and keeps every
+request body it received in ``requests`` (failed attempts included). When the queue is
+empty it answers 400 "no scripted reply left", which the client does not retry, so a
+test that scripted too few replies fails at once with a clear message.
+
+Use it from a test module (``tests/`` is on ``sys.path`` under pytest's default import mode)::
+
+    from fake_openai_server import FakeOpenAIServer, fake_openai_server  # noqa: F401  (fixture)
+
+    def test_something(fake_openai_server):
+        fake_openai_server.reply_text("hello")
+        model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url)
+
+or, for every test, ``pytest_plugins = ["fake_openai_server"]`` in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class ScriptedReply:
+    """One HTTP answer: a status, a JSON body, extra headers, and how long to wait first."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class FakeOpenAIServer:
+    """A threaded ``http.server`` on 127.0.0.1 and a free port; a context manager."""
+
+    def __init__(self, model: str = "fake-model"):
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._replies: deque[ScriptedReply] = deque()
+        self._failure_on_every_request: ScriptedReply | None = None
+        self._lock = threading.Lock()
+        self._completion_count = 0
+        self._tool_call_count = 0
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai-server", daemon=True
+        )  # a short poll so that stop() returns at once
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "FakeOpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # --- scripting -------------------------------------------------------------------
+
+    def reply_text(self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, delay: float = 0.0) -> None:
+        """Queue an assistant answer in plain text."""
+        message = {"role": "assistant", "content": content}
+        self._queue(ScriptedReply(200, self._completion(message, "stop", prompt_tokens, completion_tokens), delay=delay))
+
+    def reply_tool_calls(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        *,
+        content: str | None = None,
+        prompt_tokens: int = 10,
+        completion_tokens: int = 5,
+        delay: float = 0.0,
+    ) -> None:
+        """Queue an assistant answer that calls tools: ``[(name, arguments), ...]``, ids ``call_1``, ``call_2``..."""
+        tool_calls = []
+        for name, arguments in calls:
+            with self._lock:
+                self._tool_call_count += 1
+                call_id = f"call_{self._tool_call_count}"
+            tool_calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}})
+        message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
+        self._queue(ScriptedReply(200, self._completion(message, "tool_calls", prompt_tokens, completion_tokens), delay=delay))
+
+    def fail(self, status: int, times: int = 1, *, retry_after: float | None = None) -> None:
+        """Queue ``times`` error answers with this HTTP status (e.g. 429 before a success)."""
+        for _ in range(times):
+            self._queue(_error_reply(status, retry_after))
+
+    def fail_always(self, status: int = 500) -> None:
+        """Answer every request from now on with this error, whatever is queued."""
+        self._failure_on_every_request = _error_reply(status, None)
+
+    def _queue(self, reply: ScriptedReply) -> None:
+        with self._lock:
+            self._replies.append(reply)
+
+    def _completion(self, message: dict[str, Any], finish_reason: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+        with self._lock:
+            self._completion_count += 1
+            number = self._completion_count
+        return {
+            "id": f"chatcmpl-fake-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    # --- serving ---------------------------------------------------------------------
+
+    def _answer(self, path: str, body: dict[str, Any]) -> ScriptedReply:
+        if path != CHAT_COMPLETIONS_PATH:
+            return ScriptedReply(404, _error_body(f"fake server: no route {path}", "not_found"))
+        with self._lock:
+            self.requests.append(body)
+            if self._failure_on_every_request is not None:
+                return self._failure_on_every_request
+            if not self._replies:
+                return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
+            return self._replies.popleft()
+
+
+def _error_reply(status: int, retry_after: float | None) -> ScriptedReply:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    kind = "rate_limit_exceeded" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
+    return ScriptedReply(status, _error_body(f"fake server: scripted HTTP {status}", kind), headers)
+
+
+def _error_body(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+
+
+def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class ChatCompletionsHandler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            reply = server._answer(self.path, body)
+            time.sleep(reply.delay)
+            payload = json.dumps(reply.body).encode()
+            try:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a timeout test): nothing to answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return ChatCompletionsHandler
+
+
+@pytest.fixture
+def fake_openai_server():
+    """A started ``FakeOpenAIServer``, stopped after the test."""
+    with FakeOpenAIServer() as server:
+        yield server

@@ -1,0 +1,238 @@
+"""The simulator through its one entry point, ErpSession.call: happy path, errors, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from erp_sim import ErpSession, TOOLS, get_task, load_task_set, oracle_calls, run_oracle
+from erp_sim.session import MAX_RESPONSE_CHARS
+
+ENVELOPE_KEYS = ["SessionId", "Result", "Messages", "FormState", "MCPActivityId", "DeepLinks"]
+
+
+def open_itemization(session: ErpSession) -> list:
+    """Drive the oracle up to the opened itemization form; returns the charges it read."""
+    calls = oracle_calls(session.task)
+    name, args = next(calls)
+    while True:
+        response = session.call(name, args)
+        assert not response.is_error, response.result
+        if name == "form_click_control" and args.get("controlName") == "Itemize":
+            return response
+        name, args = calls.send(response.text)
+
+
+def test_registry_has_the_22_tool_names_of_the_real_server():
+    assert sorted(TOOLS) == sorted([
+        "form_find_menu_item", "form_open_menu_item", "form_find_controls", "form_set_control_values",
+        "form_click_control", "form_select_grid_row", "form_filter_grid", "form_filter_form", "form_sort_grid_column",
+        "form_open_or_close_tab", "form_open_lookup", "form_save_form", "form_close_form",
+        "data_find_entity_type", "data_get_entity_metadata", "data_find_entities", "data_find_entities_sql",
+        "data_create_entities", "data_update_entities", "data_delete_entities", "api_find_actions", "api_invoke_action"])
+    for tool in TOOLS.values():
+        assert tool.input_schema["type"] == "object" and tool.description
+
+
+def test_response_has_the_real_server_shape(session):
+    response = session.call("form_open_menu_item", {"name": "TrvExpenses"})
+    envelope = json.loads(response.text)
+    assert list(envelope)[:3] == ENVELOPE_KEYS[:3] and set(ENVELOPE_KEYS) <= set(envelope)
+    state = envelope["FormState"]
+    assert {"Name", "Caption", "Company", "Summary", "Form", "Buttons", "Links", "Guidance"} <= set(state)
+    grid = state["Form"]["Group"][1]["Children"]["Grid"][0]
+    assert grid["Name"] == "ExpenseReportsGrid" and len(grid["Rows"]) == 25 and grid["Pagination"]["HasNextPage"]
+    assert response.envelope == envelope and not response.is_error
+
+
+def test_grid_pages_with_load_next_page(session):
+    session.call("form_open_menu_item", {"name": "TrvExpenses"})
+    response = session.call("form_click_control", {"controlName": "ExpenseReportsGrid", "actionId": "LoadNextPage"})
+    rows = response.form_state["Form"]["Group"][1]["Children"]["Grid"][0]["Rows"]
+    assert rows[0]["RowNumber"] == "26"
+    bad = session.call("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "3"})
+    assert bad.is_error and "not on the current page" in bad.result
+
+
+def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
+    open_itemization(session)
+    session.call("form_click_control", {"controlName": "NewLine"})
+    session.call("form_set_control_values", {"controlValues": [
+        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}, {"controlName": "TrvExpTrans_AmountCurr", "value": "10"}]})
+    assert session.grade().unsaved_rows == 1 and session.grade().saved_lines == 0
+    first = session.call("form_close_form", {})
+    assert not first.is_error and "not closed" in first.result and first.form_state["Name"] == "TrvItemization"
+    second = session.call("form_close_form", {})
+    assert "closed" in second.result and second.form_state["Name"] == "TrvExpenseReport"
+    assert session.grade().saved_lines == 0
+
+
+def test_over_itemization_is_allowed_with_a_warning_and_fails(session):
+    open_itemization(session)
+    session.call("form_click_control", {"controlName": "NewLine"})
+    session.call("form_set_control_values", {"controlValues": [
+        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Daily room rate"},
+        {"controlName": "TrvExpTrans_AmountCurr", "value": "99999.00"}]})
+    saved = session.call("form_save_form", {})
+    assert any(m["Level"] == "Warning" and "exceeds" in m["Text"] for m in saved.envelope["Messages"])
+    session.call("form_close_form", {})
+    grade = session.grade()
+    assert not grade.success and grade.remaining_amount.startswith("-") and grade.itemized_fraction > 1
+
+
+@pytest.mark.parametrize("name, arguments, code, fragment", [
+    ("no_such_tool", {}, "NotFound", "Unknown tool"),
+    ("form_open_menu_item", {}, "ValidationError", "name: Field required"),
+    ("form_open_menu_item", {"name": "TrvExpenses", "bogus": 1}, "ValidationError", "bogus: unexpected argument"),
+    ("form_open_menu_item", {"name": 42}, "ValidationError", "name: Input should be a valid string"),
+    ("form_open_menu_item", {"name": "x" * 5000}, "ValidationError", "at most 200 characters"),
+    ("form_open_menu_item", {"name": "NoSuchItem"}, "NotFound", "does not exist"),
+    ("form_open_menu_item", "{not json", "ValidationError", "not valid JSON"),
+    ("form_open_menu_item", "[1, 2]", "ValidationError", "must be a JSON object"),
+    ("form_click_control", {"controlName": "NewLine"}, "InvalidFormState", "No form is open"),
+    ("data_find_entities_sql", {"sqlQuery": "DELETE FROM expense_line"}, "ValidationError", "only read-only SELECT"),
+    ("data_find_entities_sql", {"sqlQuery": "SELECT 1; SELECT 2"}, "ValidationError", "one SELECT"),
+    ("data_find_entities_sql", {"sqlQuery": "ATTACH DATABASE ':memory:' AS x"}, "ValidationError", "only read-only SELECT"),
+    ("data_find_entities_sql", {"sqlQuery": "WITH x AS (SELECT 1) SELECT * FROM pragma_table_info('worker')"}, "ValidationError", "not authorized"),
+    ("form_set_control_values", {"controlValues": []}, "ValidationError", "controlValues"),
+])
+def test_bad_calls_get_error_responses_in_the_same_shape_and_change_nothing(session, name, arguments, code, fragment):
+    before = session.state_hash()
+    response = session.call(name, arguments)
+    assert response.is_error and response.error_code == code
+    assert fragment in response.result, response.result
+    envelope = json.loads(response.text)
+    assert set(ENVELOPE_KEYS) <= set(envelope) and envelope["Error"]["Code"] == code
+    assert envelope["Messages"][-1]["Level"] == "Error"
+    assert session.state_hash() == before
+
+
+@pytest.mark.parametrize("amount, fragment", [
+    ("NaN", "finite"), (float("inf"), "finite"), ("-5", "negative"), ("1.234", "two decimal places"),
+    ("2000000", "exceeds the limit"), ("ten", "not a number"), (True, "expected an amount"), ("0", "greater than 0.00"),
+])
+def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
+    open_itemization(session)
+    session.call("form_click_control", {"controlName": "NewLine"})
+    response = session.call("form_set_control_values", {"controlValues": [
+        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}, {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]})
+    if not response.is_error:  # "0" passes the format check and fails the business rule at save
+        response = session.call("form_save_form", {})
+    assert response.is_error and "TrvExpTrans_AmountCurr" in response.result and fragment in response.result
+    assert session.grade().saved_lines == 0
+
+
+def test_set_control_values_is_all_or_nothing(session):
+    open_itemization(session)
+    session.call("form_click_control", {"controlName": "NewLine"})
+    response = session.call("form_set_control_values", {"controlValues": [
+        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
+        {"controlName": "TrvExpTrans_AmountCurr", "value": "-1"}]})
+    assert response.is_error
+    row = response.form_state["Form"]["Group"][2]["Children"]["Grid"][0]["Rows"][0]["Values"]
+    assert row["TrvExpTrans_ExpSubCategory"] == ""
+
+
+def test_save_is_all_or_nothing_and_names_the_row(session):
+    open_itemization(session)
+    for values in ([("TrvExpTrans_ExpSubCategory", "Room tax"), ("TrvExpTrans_AmountCurr", "10")],
+                   [("TrvExpTrans_ExpSubCategory", "Room tax")]):
+        session.call("form_click_control", {"controlName": "NewLine"})
+        session.call("form_set_control_values", {"controlValues": [{"controlName": c, "value": v} for c, v in values]})
+    before = session.state_hash()
+    response = session.call("form_save_form", {})
+    assert response.is_error and "Row 2" in response.result and "TrvExpTrans_AmountCurr" in response.result
+    assert session.state_hash() == before and session.grade().unsaved_rows == 2
+
+
+def test_wrong_subcategory_is_refused_with_the_valid_values(session):
+    open_itemization(session)
+    session.call("form_click_control", {"controlName": "NewLine"})
+    response = session.call("form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_ExpSubCategory", "value": "Hotel tax"}]})
+    assert response.is_error and "Room tax" in response.result
+    lookup = session.call("form_open_lookup", {"controlName": "TrvExpTrans_ExpSubCategory"})
+    assert "Daily room rate" in lookup.envelope["Lookup"]["Values"]
+
+
+def test_oversized_responses_fail_with_response_too_large(session, monkeypatch):
+    import erp_sim.session
+
+    monkeypatch.setattr(erp_sim.session, "MAX_RESPONSE_CHARS", 2000)  # the real 160,000 limit, scaled down
+    response = session.call("form_open_menu_item", {"name": "TrvExpenses"})
+    assert response.is_error and response.error_code == "ResponseTooLarge" and "2,000" in response.result
+    huge_sql = session.call("data_find_entities_sql", {"sqlQuery": "SELECT printf('%.*c', 100000000, 'x')"})
+    assert huge_sql.is_error or len(huge_sql.text) < MAX_RESPONSE_CHARS
+
+
+def test_same_task_and_calls_give_byte_identical_responses(hotel_task):
+    texts = []
+    for _ in range(2):
+        session = ErpSession(hotel_task)
+        texts.append([r.text for r in run_oracle(session)] + [session.call("no_such_tool", {}).text])
+    assert texts[0] == texts[1]
+    other = ErpSession(hotel_task, instance=1).call("form_find_menu_item", {"menuItemFilter": "expense"})
+    assert json.loads(other.text)["SessionId"] != json.loads(texts[0][0])["SessionId"]
+
+
+def test_data_tools_obey_the_form_rules_and_count_in_the_grade(session):
+    line_id = session.call("data_find_entities", {"odataPath": "ExpenseLines", "odataQueryOptions":
+        f"$filter=ReportNumber eq '{session.task.report_number}' and LineNumber eq {session.task.line_number} and LineType ne 'ItemizedLine'"}
+    ).envelope["Data"]["value"][0]["RecId"]
+    entities = [{"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount}
+                for i in session.task.receipt_items]
+    created = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": entities})
+    assert not created.is_error, created.result
+    grade = session.grade()
+    assert grade.strict_success and grade.collateral == []
+    bad = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [dict(entities[0], Amount="NaN")]})
+    assert bad.is_error and session.grade().saved_lines == len(entities)
+
+
+def test_collateral_changes_are_reported(session):
+    session.call("api_invoke_action", {"actionName": "SubmitExpenseReport", "parameters": {"ReportNumber": session.task.report_number}})
+    other = session.call("data_find_entities", {"odataPath": "ExpenseReports", "odataQueryOptions": "$filter=Status eq 'Draft'&$top=5"})
+    drafts = [r["ReportNumber"] for r in other.envelope["Data"]["value"] if r["ReportNumber"] != session.task.report_number]
+    if drafts:
+        report = drafts[0]
+        session.call("data_update_entities", {"entitySetName": "ExpenseReports", "entities": [{"ReportNumber": report, "Purpose": "Changed"}]})
+        assert any("expense_report" in c and "Changed" in c for c in session.grade().collateral)
+
+
+def test_fault_injection_is_seeded_and_changes_nothing(hotel_task):
+    def run(seed):
+        session = ErpSession(hotel_task, faults=f"rate=0.3,seed={seed}")
+        out = []
+        for _ in range(40):
+            before = session.state_hash()
+            response = session.call("form_find_menu_item", {"menuItemFilter": "expense"})
+            out.append(response.error_code)
+            if response.is_error:
+                assert response.error_code in {"FormBusy", "SessionLost", "RequestTimeout"} and session.state_hash() == before
+        return out
+
+    assert run(1) == run(1) and run(1) != run(2)
+    assert 0 < sum(code is not None for code in run(1)) < 40
+
+
+def test_receipt_option_puts_the_items_in_the_instruction(hotel_task):
+    assert hotel_task.receipt_items[0].description not in hotel_task.instruction()
+    assert hotel_task.receipt_items[0].description in hotel_task.instruction(include_receipt=True)
+
+
+@pytest.mark.parametrize("task_set", ["hotel_50", "expense_types"])
+def test_oracle_solves_every_fixture_task_through_the_tools(task_set):
+    for task in load_task_set(task_set):
+        session = ErpSession(task)
+        run_oracle(session)
+        grade = session.grade()
+        assert grade.success and grade.strict_success and grade.collateral == [], (task.task_id, grade)
+
+
+def test_task_lookup_by_id_and_index_with_clear_errors():
+    assert get_task("hotel_50", 7).task_id == "hotel-007" == get_task("hotel_50", "hotel-007").task_id
+    assert {t.expense_type for t in load_task_set("Meals")} == {"Meals"}
+    with pytest.raises(KeyError, match="Unknown task set"):
+        load_task_set("nope")
+    with pytest.raises(KeyError, match="out of range"):
+        get_task("hotel_50", 50)

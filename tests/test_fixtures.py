@@ -1,0 +1,39 @@
+"""Fixtures are generated from seeds: regenerating them reproduces the checked-in files byte for byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from erp_sim import load_task_set
+from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_generator_reproduces_the_checked_in_fixtures(tmp_path):
+    script = ROOT / "scripts" / "generate_fixtures.py"
+    subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True, capture_output=True)
+    for name in ("hotel_50.jsonl", "expense_types.jsonl"):
+        assert (tmp_path / name).read_bytes() == (ROOT / "fixtures" / name).read_bytes(), name
+
+
+def test_hotel_50_spans_4_to_22_items_over_three_difficulties():
+    tasks = load_task_set("hotel_50")
+    counts = [t.item_count for t in tasks]
+    assert len(tasks) == 50 and min(counts) == 4 and max(counts) == 22 and len(set(counts)) == 19
+    assert set(Counter(t.difficulty for t in tasks)) == {"easy", "medium", "hard"}
+    assert len({t.task_id for t in tasks}) == 50
+
+
+def test_five_expense_types_in_three_families_twenty_each():
+    tasks = load_task_set("expense_types")
+    assert Counter(t.expense_type for t in tasks) == {t: 20 for t in EXPENSE_TYPES}
+    assert {t.family for t in tasks} == {"lodging", "transport", "itemized_bill"}
+    for task in tasks:
+        assert 4 <= task.item_count <= 22
+        assert sum(float(i.amount) for i in task.receipt_items) == float(task.header_amount) or abs(
+            sum(float(i.amount) for i in task.receipt_items) - float(task.header_amount)) < 1e-6
+        assert all(i.subcategory in CATEGORIES[task.expense_type].subcategories for i in task.receipt_items)

@@ -1,0 +1,179 @@
+"""OpenAIChatModel against a scripted OpenAI-compatible server on loopback (no network, no key)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from fake_openai_server import FakeOpenAIServer, fake_openai_server  # noqa: F401  (fixture)
+
+from agents.openai_chat import ModelRequestError, OpenAIChatModel
+from agents.types import ChatModel, InfrastructureError, Usage
+
+MESSAGES = [
+    {"role": "system", "content": "You itemize hotel expenses in D365."},
+    {"role": "user", "content": "Itemize the hotel line of EXP-000123."},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "form_open_menu_item",
+            "description": "Open a menu item.",
+            "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        },
+    }
+]
+
+
+def make_model(server: FakeOpenAIServer, sleeps: list[float], **options) -> OpenAIChatModel:
+    """A model on the fake server that records its backoff waits instead of sleeping."""
+
+    async def record_async_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    return OpenAIChatModel(
+        "fake-model", base_url=server.base_url, sleep=sleeps.append, async_sleep=record_async_sleep, **options
+    )
+
+
+def test_tool_call_answer_becomes_an_openai_assistant_message(fake_openai_server):
+    fake_openai_server.reply_tool_calls(
+        [("form_open_menu_item", {"name": "TrvExpenses"})], prompt_tokens=321, completion_tokens=17
+    )
+    model = make_model(fake_openai_server, [])
+
+    response = model.complete(MESSAGES, TOOLS)
+
+    assert isinstance(model, ChatModel)
+    assert response.message == {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "form_open_menu_item", "arguments": json.dumps({"name": "TrvExpenses"})},
+            }
+        ],
+    }
+    assert response.usage == Usage(input_tokens=321, output_tokens=17)
+    assert response.model == "fake-model"
+    (request,) = fake_openai_server.requests
+    assert request["messages"] == MESSAGES
+    assert request["tools"] == TOOLS
+    assert request["model"] == "fake-model"
+    assert not request.get("stream")
+
+
+def test_text_answer_has_content_and_no_tool_calls(fake_openai_server):
+    fake_openai_server.reply_text("Which report do you mean?")
+    response = make_model(fake_openai_server, []).complete(MESSAGES)
+
+    assert response.message == {"role": "assistant", "content": "Which report do you mean?"}
+    assert "tools" not in fake_openai_server.requests[0]
+
+
+def test_temperature_seed_and_extra_params_reach_the_server(fake_openai_server):
+    fake_openai_server.reply_text("ok")
+    fake_openai_server.reply_text("ok")
+    make_model(
+        fake_openai_server, [], temperature=0.3, seed=7, extra_params={"max_completion_tokens": 64}
+    ).complete(MESSAGES)
+    make_model(fake_openai_server, []).complete(MESSAGES)
+
+    with_params, without_params = fake_openai_server.requests
+    assert (with_params["temperature"], with_params["seed"], with_params["max_completion_tokens"]) == (0.3, 7, 64)
+    assert not {"temperature", "seed", "max_completion_tokens"} & without_params.keys()
+
+
+def test_rate_limit_then_success_retries_once(fake_openai_server):
+    fake_openai_server.fail(429)
+    fake_openai_server.reply_text("done")
+    sleeps: list[float] = []
+
+    response = make_model(fake_openai_server, sleeps).complete(MESSAGES)
+
+    assert response.message["content"] == "done"
+    assert len(fake_openai_server.requests) == 2
+    assert sleeps == [1.0]
+
+
+def test_retry_after_header_sets_the_wait_within_the_cap(fake_openai_server):
+    fake_openai_server.fail(429, retry_after=2.5)
+    fake_openai_server.fail(429, retry_after=999)
+    fake_openai_server.reply_text("done")
+    sleeps: list[float] = []
+
+    make_model(fake_openai_server, sleeps, backoff_max=30.0).complete(MESSAGES)
+
+    assert sleeps == [2.5, 30.0]
+
+
+def test_server_error_until_retries_run_out_raises_infrastructure_error(fake_openai_server):
+    fake_openai_server.fail_always(500)
+    sleeps: list[float] = []
+
+    with pytest.raises(InfrastructureError, match=r"gave up after 4 attempts.*HTTP 500"):
+        make_model(fake_openai_server, sleeps, max_retries=3).complete(MESSAGES)
+
+    assert len(fake_openai_server.requests) == 3 + 1
+    assert sleeps == [1.0, 2.0, 4.0]  # exponential, no jitter
+
+
+def test_client_error_is_not_retried(fake_openai_server):
+    fake_openai_server.fail(400)
+    sleeps: list[float] = []
+
+    with pytest.raises(ModelRequestError, match="HTTP 400") as refused:
+        make_model(fake_openai_server, sleeps).complete(MESSAGES)
+
+    assert refused.value.status_code == 400
+    assert not isinstance(refused.value, InfrastructureError)
+    assert len(fake_openai_server.requests) == 1
+    assert sleeps == []
+
+
+def test_timeout_is_retried(fake_openai_server):
+    fake_openai_server.reply_text("too late", delay=3.0)
+    fake_openai_server.reply_text("in time")
+    sleeps: list[float] = []
+
+    response = make_model(fake_openai_server, sleeps, timeout=0.5).complete(MESSAGES)
+
+    assert response.message["content"] == "in time"
+    assert sleeps == [1.0]
+
+
+def test_unreachable_server_raises_infrastructure_error_after_retries():
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sleeps: list[float] = []
+    model = OpenAIChatModel("fake-model", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, sleep=sleeps.append)
+
+    with pytest.raises(InfrastructureError, match="gave up after 3 attempts"):
+        model.complete(MESSAGES)
+    assert sleeps == [1.0, 2.0]
+
+
+def test_local_server_needs_no_api_key_but_a_remote_one_does(monkeypatch, fake_openai_server):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake_openai_server.reply_text("ok")
+
+    assert make_model(fake_openai_server, []).complete(MESSAGES).message["content"] == "ok"
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        OpenAIChatModel("gpt-5", base_url="https://api.example.com/v1")
+
+
+async def test_async_path_retries_and_parses_tool_calls(fake_openai_server):
+    fake_openai_server.fail(503)
+    fake_openai_server.reply_tool_calls([("form_open_menu_item", {"name": "TrvExpenses"})], content="Opening.")
+    sleeps: list[float] = []
+
+    response = await make_model(fake_openai_server, sleeps, temperature=0.0).acomplete(MESSAGES, TOOLS)
+
+    assert response.message["content"] == "Opening."
+    assert response.message["tool_calls"][0]["function"]["name"] == "form_open_menu_item"
+    assert sleeps == [1.0]
+    assert [request["temperature"] for request in fake_openai_server.requests] == [0.0, 0.0]

@@ -1,0 +1,127 @@
+"""agents.report: report.md and the PNG plots written from a results directory."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from agents import report
+from test_statistics import TASKS, episode, synthetic_rows
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def write_results(directory: Path, rows, tail: str = "") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / report.RESULTS_FILE).write_text("".join(json.dumps(row) + "\n" for row in rows) + tail, encoding="utf-8")
+    return directory
+
+
+def sweep_rows() -> list[dict]:
+    return [
+        episode(f"N{n}W{w}", task, run, task < n + w + run % 2, policy=f"last_n_summary:n={n},w={w}", tokens=100 * n + 10 * w)
+        for n in (3, 5, 7) for w in (1, 3) for task in range(TASKS) for run in range(3)
+    ]
+
+
+@pytest.fixture(scope="module")
+def presets(tmp_path_factory) -> Path:
+    """C2/C3/C4 of test_statistics, plus one infrastructure error and a truncated last line."""
+    rows = synthetic_rows()
+    rows.append(episode("C3", 3, 2, False, policy="last_n:n=5", infra="RateLimitError: 429 after 5 retries"))
+    directory = write_results(tmp_path_factory.mktemp("presets"), rows, tail='{"config": "C4", "task')
+    report.write_report(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    directory = write_results(tmp_path_factory.mktemp("sweep"), sweep_rows())
+    report.write_report(directory)
+    return directory
+
+
+def text(directory: Path) -> str:
+    return (directory / report.REPORT_FILE).read_text(encoding="utf-8")
+
+
+def test_report_has_the_expected_table_rows(presets):
+    md = text(presets)
+    # success: C2 .5 every run (no spread), C3 mean .58 with t interval [.476, .684], C4 .84 [.772, .908]
+    assert "| C2 | 50.0 | 50.0 | 75.0 |" in md
+    assert "| C3 | 58.0 [47.6, 68.4] | 58.0 [47.6, 68.4] | 79.0 [73.8, 84.2] |" in md
+    assert "| C4 | 84.0 [77.2, 90.8] |" in md
+    # tokens per benchmark: C3 runs 22,000 .. 22,400, t interval 22,200 +- 196.3
+    assert "| C3 | 22,200 [22,004, 22,396] |" in md
+    assert "| C3 | `last_n:n=5` | scripted | rule | hotel_50 | 10 | 5 | 50 | 1 | t over 5 runs |" in md
+    assert "## Against the baseline C2" in md
+    assert "| C4 | +34.0 [" in md and "| 4 / 0 / 6 | 0.1250 |" in md
+    against = md.split("## Against the baseline C2")[1].split("## pass^k")[0]
+    assert "| -59.6 [" in against and "| -50.0 |" in against  # C3 tokens 22,200 / 55,000 - 1; peak 100 / 200 - 1
+
+
+def test_report_has_pass_k_failures_reference_and_infra_errors(presets):
+    md = text(presets)
+    assert "| config | pass^1 (%) | pass^2 (%) | pass^3 (%) | pass^4 (%) | pass^5 (%) |" in md
+    assert "| C2 | 50.0 | 50.0 | 50.0 | 50.0 | 50.0 |" in md
+    assert "| C4 | 84.0 | 81.0 |" in md  # (8 + C(2,2)/C(5,2)) / 10 = .81
+    assert "| `stalled_unanswered_question` | 25 | 0 | 0 |" in md
+    assert "| `unclassified` | 0 |" in md
+    assert "| **failed episodes** | 25 | 21 | 8 |" in md
+    assert "STUDY (GPT-5): full itemization" in md and "1,480,996" in md and "91.6 (amount 99.64)" in md
+    assert "| C3 | hotel-003 | 2 | RateLimitError: 429 after 5 retries | yes |" in md
+    assert "1 infrastructure error excluded" in md and "1 unreadable line" in md
+
+
+def test_pngs_are_written_without_a_software_stamp(presets):
+    for name in (report.SUCCESS_VS_TOKENS_PNG, report.PEAK_TOKENS_PNG):
+        data = (presets / name).read_bytes()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 10_000
+        assert b"Software" not in data and b"Matplotlib" not in data
+        assert f"]({name})" in text(presets)
+
+
+def test_heatmap_only_for_sweeps(presets, sweep):
+    assert not list(presets.glob(f"{report.SWEEP_PNG_STEM}*.png"))
+    assert "Sensitivity" not in text(presets)
+    heatmap = sweep / f"{report.SWEEP_PNG_STEM}.png"
+    assert heatmap.read_bytes().startswith(PNG_SIGNATURE)
+    md = text(sweep)
+    assert "## Sensitivity to N and W" in md and "### `last_n_summary:n=*,w=*`" in md
+    assert "| N \\ W | W=1 | W=3 |" in md
+    # N3W1: success if task < 4 + run % 2 -> run rates .4 .5 .4 over three runs
+    assert "| N=3 | 43.3 [" in md
+    assert f"]({heatmap.name})" in md
+
+
+def test_same_rows_give_identical_files(tmp_path, presets):
+    rows = synthetic_rows()
+    rows.append(episode("C3", 3, 2, False, policy="last_n:n=5", infra="RateLimitError: 429 after 5 retries"))
+    random.Random(1).shuffle(rows)  # episodes finish in any order under concurrency
+    again = write_results(tmp_path / "again", rows, tail='{"config": "C4", "task')
+    report.write_report(again)
+    assert (again / report.REPORT_FILE).read_bytes() == (presets / report.REPORT_FILE).read_bytes()
+    for name in (report.SUCCESS_VS_TOKENS_PNG, report.PEAK_TOKENS_PNG):
+        assert (again / name).read_bytes() == (presets / name).read_bytes()
+
+
+def test_explicit_baseline_and_stale_heatmaps(tmp_path):
+    directory = write_results(tmp_path, synthetic_rows())
+    (tmp_path / f"{report.SWEEP_PNG_STEM}.png").write_bytes(b"left over")
+    path = report.write_report(directory, baseline="C4")
+    assert path == tmp_path / report.REPORT_FILE
+    md = text(tmp_path)
+    assert "## Against the baseline C4" in md and "| C2 | -34.0 [" in md
+    assert not (tmp_path / f"{report.SWEEP_PNG_STEM}.png").exists()
+    with pytest.raises(ValueError, match="baseline"):
+        report.write_report(directory, baseline="C7")
+
+
+def test_number_formats():
+    assert report.fmt_number(-0.04, 1) == "0.0"
+    assert report.fmt_number(1_480_996, 0, grouped=True) == "1,480,996"
+    assert report.fmt_p(0.00001) == "< 0.0001"
+    assert report.md_table(("a", "b"), [("x|y", 1)]) == "| a | b |\n|---|---:|\n| x\\|y | 1 |"

@@ -1,0 +1,101 @@
+"""Exact o200k_base counts offline, the message formula, and incremental (cached) counting."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import tokens
+from agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
+
+# Token ids computed once with bpe-openai and checked against tiktoken's published values
+# ("Hello, world!" is [13225, 11, 2375, 0] in o200k_base and [9906, 11, 1917, 0] in cl100k_base).
+KNOWN_O200K = {
+    "hello world": [24912, 2375],
+    "Hello, world!": [13225, 11, 2375, 0],
+    "EXP-000123": [63283, 12, 1302, 7633],
+    "Itemize the hotel expense on report EXP-000123.": [1590, 750, 290, 6372, 29361, 402, 3019, 24457, 12, 1302, 7633, 13],
+    "naïve café 東京": [1503, 9954, 737, 30469, 185244],
+    "": [],
+}
+KNOWN_CL100K = {"hello world": [15339, 1917], "Hello, world!": [9906, 11, 1917, 0]}
+
+
+@pytest.mark.parametrize("text,ids", KNOWN_O200K.items())
+def test_o200k_ids_and_counts(text, ids):
+    assert encode(text) == ids
+    assert count_text(text) == len(ids)
+    assert decode(ids) == text
+
+
+@pytest.mark.parametrize("text,ids", KNOWN_CL100K.items())
+def test_cl100k_is_registered(text, ids):
+    assert encode(text, "cl100k_base") == ids
+    assert count_text(text, "cl100k_base") == len(ids)
+
+
+def test_special_token_text_counts_as_ordinary_text():
+    # A user who types "<|endoftext|>" sends characters, not the special token.
+    assert encode("<|endoftext|>") == [27, 91, 419, 1440, 919, 91, 29]
+    assert count_text("<|endoftext|>") == 7
+
+
+def test_unknown_encoding_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown encoding 'p99k'.*o200k_base"):
+        tokens.get_encoder("p99k")
+
+
+def test_lone_surrogate_does_not_crash():
+    assert count_text("\ud800abc") >= 1
+
+
+def test_very_long_text_is_counted_exactly():
+    # Over bpe-openai's 1M-character / 200k-token limit of encode_ordinary.
+    text = ("hello world " * 100_000).rstrip()
+    assert len(text) > 1_000_000
+    assert count_text(text) == 200_000 == len(encode(text))
+
+
+def test_message_formula():
+    # 3 framing + "user"(1) + "hello world"(2)
+    assert count_message({"role": "user", "content": "hello world"}) == 6
+    # + name: 1 + "bob"(1)
+    assert count_message({"role": "user", "content": "hello world", "name": "bob"}) == 8
+    call = {"id": "call_1", "type": "function", "function": {"name": "form_save_form", "arguments": "{}"}}
+    expected = 3 + 1 + 0 + 3 + count_text("form_save_form") + count_text("{}")
+    assert count_message({"role": "assistant", "content": None, "tool_calls": [call]}) == expected
+    # ids are not counted: two results differing only in tool_call_id count the same
+    a = {"role": "tool", "tool_call_id": "a", "content": "hello world"}
+    b = {"role": "tool", "tool_call_id": "a-much-longer-id", "content": "hello world"}
+    assert count_message(a) == count_message(b) == 3 + count_text("tool") + 2
+    # list content: the text parts count
+    parts = {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": " world"}]}
+    assert count_message(parts) == 6
+    # a list of messages adds 3 tokens of reply priming
+    assert count_messages([{"role": "user", "content": "hello world"}] * 2) == 6 + 6 + 3
+    assert count_messages([]) == 3
+
+
+def test_counting_a_growing_transcript_is_incremental():
+    counter = TokenCounter()
+    transcript = [{"role": "user", "content": f"message number {i}"} for i in range(50)]
+    for n in range(1, 51):
+        counter.count_messages(transcript[:n])
+    assert counter.misses == 50  # each message tokenized once
+    assert counter.hits == sum(range(50))
+
+
+def test_equal_messages_share_a_cache_entry_and_the_cache_is_bounded():
+    counter = TokenCounter(cache_size=10)
+    for i in range(25):
+        counter.count_message({"role": "user", "content": f"text {i}"})
+    assert len(counter._cache) == 10
+    counter.count_message({"role": "user", "content": "text 24"})
+    assert counter.hits == 1
+    # evicted entries are recounted, with the same result
+    assert counter.count_message({"role": "user", "content": "text 0"}) == count_message({"role": "user", "content": "text 0"})
+
+
+def test_count_tools_is_positive_for_a_schema():
+    schema = [{"type": "function", "function": {"name": "form_save_form", "parameters": {"type": "object"}}}]
+    assert TokenCounter().count_tools(schema) > 5
+    assert TokenCounter().count_tools(None) == 0
