@@ -417,6 +417,8 @@ def render_observation(content: str, limit: int = 2000) -> str:
     Drops what the agent never acts on (session and activity ids, deep links, labels,
     guidance, button metadata) and keeps every control value and grid row.
     """
+    if not content.strip():
+        return "(empty response)"
     response = parse_response(content)
     if response is None:
         return content if len(content) <= limit else content[: limit // 2] + "\n…\n" + content[-limit // 2 :]

@@ -1,1 +1,62 @@
-"""Gymnasium environments over erp_sim."""
+"""Gymnasium environments over erp_sim: expense itemization with a simulated user.
+
+    import gymnasium as gym, envs
+    env = gym.make("erp_sim/ExpenseItemization-v0")            # or "envs:erp_sim/..." without the import
+    obs, info = env.reset(seed=0, options={"task_id": "hotel-007"})
+    obs, reward, terminated, truncated, info = env.step(
+        '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}}')
+
+One id per fixture set and per expense type; variants are kwargs of one class
+(``envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
+package only registers ids: the simulator is imported when an env is made or a name below
+is used (importing ``erp_sim`` takes most of a second).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from gymnasium.envs.registration import register
+
+ENTRY_POINT = "envs.expense_env:ExpenseItemizationEnv"
+MAX_EPISODE_STEPS = 200
+
+register(id="erp_sim/ExpenseItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "hotel_50"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/AllExpenseTypes-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "expense_types"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/HotelItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Hotel"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/CarRentalItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "CarRental"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/AirfareItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Airfare"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/MealsItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Meals"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+register(id="erp_sim/ConferenceItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Conference"},
+         max_episode_steps=MAX_EPISODE_STEPS)
+
+ENV_IDS = ("erp_sim/ExpenseItemization-v0", "erp_sim/AllExpenseTypes-v0", "erp_sim/HotelItemization-v0",
+           "erp_sim/CarRentalItemization-v0", "erp_sim/AirfareItemization-v0", "erp_sim/MealsItemization-v0",
+           "erp_sim/ConferenceItemization-v0")
+
+_LAZY = {
+    "ExpenseItemizationEnv": "envs.expense_env",
+    "system_prompt": "envs.prompts",
+    "UserModel": "envs.user_models",
+    "UserReply": "envs.user_models",
+    "UserView": "envs.user_models",
+    "RuleBasedUser": "envs.user_models",
+    "ErpToolEnv": "envs.trl_adapter",
+    "tool_env_class": "envs.trl_adapter",
+    "make_vec": "envs.vector",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'envs' has no attribute {name!r}")
+
+
+__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", *_LAZY]

@@ -39,6 +39,7 @@ class Grade(BaseModel):
     itemization_form_open: bool = Field(description="An itemization form of the target line is still open.")
     missing_charges: list[Charge] = Field(default_factory=list, description="Receipt charges with no matching saved line.")
     unexpected_lines: list[Charge] = Field(default_factory=list, description="Saved lines matching no receipt charge.")
+    duplicate_lines: list[Charge] = Field(default_factory=list, description="Receipt charges saved more often than they appear.")
     collateral: list[str] = Field(default_factory=list, description="Changes outside the target line's itemization.")
 
 
@@ -73,6 +74,7 @@ def grade_session(session: "ErpSession") -> Grade:
         itemization_form_open=bool(itemization_forms),
         missing_charges=sorted((expected - saved).elements()),
         unexpected_lines=sorted((saved - expected).elements()),
+        duplicate_lines=sorted(c for c, n in saved.items() if c in expected for _ in range(n - expected[c])),
         collateral=collateral_changes(session, line_id),
     )
 

@@ -144,7 +144,7 @@ def _draft_report_of(db: sqlite3.Connection, line: sqlite3.Row) -> sqlite3.Row:
     return report
 
 
-def _itemizable_header(db: sqlite3.Connection, header_id: int) -> sqlite3.Row:
+def itemizable_header(db: sqlite3.Connection, header_id: int) -> sqlite3.Row:
     header = line_by_id(db, header_id)
     if header["line_type"] == "ItemizedLine":
         raise BusinessRuleError(f"Line RecId {header_id} is itself an itemized line; itemize its header line instead.")
@@ -179,7 +179,7 @@ def validate_itemized_values(header: sqlite3.Row, raw: dict[str, object], contro
 
 
 def create_itemized_line(db: sqlite3.Connection, header_id: int, values: ItemizedValues) -> int:
-    header = _itemizable_header(db, header_id)
+    header = itemizable_header(db, header_id)
     cursor = db.execute(
         "INSERT INTO expense_line (report_id, line_number, category_id, merchant, transaction_date, amount, currency,"
         " line_type, parent_line_id, subcategory, description) VALUES (?, ?, ?, ?, ?, ?, ?, 'ItemizedLine', ?, ?, ?)",

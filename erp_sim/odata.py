@@ -842,7 +842,7 @@ def _create_itemized(db: sqlite3.Connection, entity: EntitySet, raw: object) -> 
     if values.get("ParentRecId") in (None, ""):
         raise ValidationError("ParentRecId must be filled in: the RecId of the expense line to itemize.")
     header = ledger.line_by_id(db, _rec_id(values.pop("ParentRecId"), "ParentRecId"))
-    ledger._itemizable_header(db, header["id"])  # category, line type and Draft checks before value checks
+    ledger.itemizable_header(db, header["id"])  # category, line type and Draft checks before value checks
     raw_values = {_CREATE_FIELDS[name]: value for name, value in values.items()}
     itemized = ledger.validate_itemized_values(header, raw_values, _CONTROLS)
     return ledger.create_itemized_line(db, header["id"], itemized)

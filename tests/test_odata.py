@@ -145,7 +145,8 @@ def test_filter_null_ne_and_not(db, target):
 
 
 def test_filter_functions_or_parentheses_and_in(db):
-    rows = find(db, "ExpenseLines", "$filter=(contains(Merchant,'INN') or startswith(Category,'car')) and LineType eq 'Default'&$top=200")["value"]
+    text = "(contains(Merchant,'INN') or startswith(Category,'car')) and LineType eq 'Default'"
+    rows = find(db, "ExpenseLines", f"$filter={text}&$top=200")["value"]
     assert rows and all(("inn" in r["Merchant"].lower() or r["Category"] == "CarRental") and r["LineType"] == "Default"
                         for r in rows)
     ends = find(db, "ExpenseSubcategories", "$filter=endswith(Name,'tax') and CategoryId eq 'Hotel'")["value"]
@@ -345,7 +346,8 @@ def test_update_itemized_line_fills_missing_fields_from_the_stored_row(db, targe
 
 def test_update_header_and_default_lines(db, target):
     taxi = line_of(db, "Draft", "Default", itemize=False)
-    [updated] = odata.update_entities(db, "ExpenseLines", [{"RecId": taxi, "Merchant": "Yellow Cab", "Amount": 12, "Description": "airport"}])
+    changes = {"RecId": taxi, "Merchant": "Yellow Cab", "Amount": 12, "Description": "airport"}
+    [updated] = odata.update_entities(db, "ExpenseLines", [changes])
     assert (updated["Merchant"], updated["Amount"], updated["Description"]) == ("Yellow Cab", "12.00", "airport")
     with pytest.raises(ValidationError, match="Subcategory: line RecId .* is a Default line"):
         odata.update_entities(db, "ExpenseLines", [{"RecId": taxi, "Subcategory": "Room tax"}])

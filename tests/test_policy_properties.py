@@ -136,7 +136,7 @@ def _last_n(p, transcript, shown, units_in, units_out):
 
 
 def _fifo(p, transcript, shown, units_in, units_out):
-    assert units_out == (units_in[len(units_in) - p["k"] :] if p["k"] else [])
+    assert units_out == (units_in[max(len(units_in) - p["k"], 0) :] if p["k"] else [])
 
 
 def _last_n_summary(p, transcript, shown, units_in, units_out):
@@ -168,7 +168,7 @@ def _acon_observation(p, transcript, shown, units_in, units_out):
 
 def _head_tail(p, transcript, shown, units_in, units_out):
     tool_indices = [i for i, u in enumerate(units_out) if u.kind == "tool"]
-    old = set(tool_indices[: len(tool_indices) - p["keep_recent"]] if p["keep_recent"] else tool_indices)
+    old = set(tool_indices[: max(len(tool_indices) - p["keep_recent"], 0)])
     for index, (unit_in, unit_out) in enumerate(zip(units_in, units_out)):
         for before, after in zip(unit_in.tool_results, unit_out.tool_results):
             if index not in old or p["tool_chars"]:
@@ -189,9 +189,9 @@ def _budget_eviction(p, transcript, shown, units_in, units_out):
 
 
 def _working_memory_anchor(p, transcript, shown, units_in, units_out):
-    anchors = [i for i, m in enumerate(shown) if message_text(m.get("content")).startswith("<WORKING_MEMORY>")]
-    assert anchors == ([2] if p["at"] == "start" else [len(shown) - 1])
-    assert shown[: anchors[0]] + shown[anchors[0] + 1 :] == transcript
+    at = 2 + len(split_transcript(transcript).pinned) if p["at"] == "start" else len(shown) - 1
+    assert message_text(shown[at]["content"]).startswith("<WORKING_MEMORY>")
+    assert shown[:at] + shown[at + 1 :] == transcript
 
 
 def _clear_tool_uses(p, transcript, shown, units_in, units_out):

@@ -137,7 +137,8 @@ class AconObservation(ContextPolicy):
         units: list[Unit] = []
         for unit in split.units:
             if unit.kind == "tool":
-                unit = self._refine_unit(unit, task, units[len(units) - self.params.recent :] if self.params.recent else [])
+                recent = units[max(len(units) - self.params.recent, 0) :] if self.params.recent else []
+                unit = self._refine_unit(unit, task, recent)
             units.append(unit)
         return split.join(units)
 

@@ -122,7 +122,7 @@ class HeadTail(ContextPolicy):
         split = split_transcript(messages)
         tool_indices = [i for i, unit in enumerate(split.units) if unit.kind == "tool"]
         keep = self.params.keep_recent
-        old = set(tool_indices[: len(tool_indices) - keep] if keep else tool_indices)
+        old = set(tool_indices[: max(len(tool_indices) - keep, 0)])
         units = [self._cut_unit(unit) if i in old else unit for i, unit in enumerate(split.units)]
         return split.join(units)
 

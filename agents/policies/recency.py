@@ -79,7 +79,7 @@ class Fifo(ContextPolicy):
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = split_transcript(messages)
         k = self.params.k
-        return split.join(split.units[len(split.units) - k :] if k else [])
+        return split.join(split.units[max(len(split.units) - k, 0) :] if k else [])
 
 
 class LastNSummaryParams(PolicyParams):

@@ -49,7 +49,7 @@ class ClearToolUses(ContextPolicy):
             if unit.kind == "tool"
             for result in unit.tool_results
         ]
-        old = uses[: len(uses) - self.params.keep] if self.params.keep else uses
+        old = uses[: max(len(uses) - self.params.keep, 0)]
         to_clear: dict[int, set[str]] = {}
         for index, result in old:
             tool = tool_call_names(split.units[index]).get(result.get("tool_call_id", ""), result.get("name", ""))

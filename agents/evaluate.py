@@ -1,0 +1,316 @@
+"""``erp-sim eval``: policies x tasks x runs, one JSON line per episode, resumable, then a report.
+
+With no arguments it runs the embedded default: presets C1-C4 with the scripted agent on
+hotel_50, 5 runs each (the study's design; the scripted agent is deterministic, so its runs
+agree and its numbers are not LLM results). Each finished episode is appended to
+``OUT/results.jsonl`` at once, so a killed run loses at most the episodes in flight and
+``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
+the file is rewritten in canonical order, so two runs of a deterministic agent give
+byte-identical files once the ``timing`` fields are dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from pydantic import BaseModel, Field
+
+from agents.policies import PRESETS, parse_policy, preset
+
+DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
+DEFAULT_OUT = "runs/eval"
+
+
+class EpisodeSpec(BaseModel):
+    """Everything needed to run one episode anywhere (a worker process, a Ray node)."""
+
+    config: str
+    policy: str
+    user: str = Field(description="rule | none | openai:MODEL")
+    agent: str = Field(description="scripted | openai:MODEL | replay:DIR")
+    task_set: str
+    task_id: str
+    run: int
+    seed: int
+    max_steps: int = 200
+    verbosity: str = "default"
+    out_dir: str
+    base_url: str | None = None
+    record_dir: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        return (self.config, self.task_set, self.task_id, self.run)
+
+    @property
+    def episode_name(self) -> str:
+        return f"{self.task_id}-run{self.run}"
+
+
+# --- building the pieces of one episode -------------------------------------------------------
+def _chat_model(name: str, base_url: str | None):
+    from agents.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel(name, base_url=base_url, temperature=0.0)
+
+
+def build_agent(spec: EpisodeSpec):
+    from agents.model_agent import ModelAgent
+    from agents.policies import wrap
+    from agents.scripted import ScriptedAgent
+
+    kind, _, argument = spec.agent.partition(":")
+    cassette = Path(spec.record_dir or argument or ".") / "cassettes" / spec.config / f"{spec.episode_name}.jsonl"
+    if kind == "scripted":
+        inner = ScriptedAgent()
+    elif kind == "openai":
+        model = _chat_model(argument, spec.base_url)
+        if spec.record_dir:
+            from agents.cassette import RecordingModel
+
+            cassette.parent.mkdir(parents=True, exist_ok=True)
+            model = RecordingModel(model, cassette)
+        inner = ModelAgent(model)
+    elif kind == "replay":
+        from agents.cassette import ReplayModel
+
+        inner = ModelAgent(ReplayModel(cassette, strict=True))
+    else:
+        raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
+    return wrap(inner, spec.policy)
+
+
+def build_user(spec: EpisodeSpec):
+    if spec.user in ("rule", "none"):
+        return spec.user
+    kind, _, model = spec.user.partition(":")
+    if kind != "openai" or not model:
+        raise ValueError(f"unknown user {spec.user!r}: use rule, none or openai:MODEL")
+    from agents.llm_user import LLMUser
+
+    return LLMUser(_chat_model(model, spec.base_url))
+
+
+def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
+    """Run one episode, write its trajectory, return its results row."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the ids)
+    from agents.runner import run_episode
+
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
+                   verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
+    try:
+        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy)
+    finally:
+        env.close()
+    relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
+    path = Path(spec.out_dir) / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+        out.write(json.dumps(trajectory.deterministic_dump(), ensure_ascii=False).encode())
+    grade = trajectory.grade
+    return {
+        "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": spec.agent,
+        "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
+        "grade": {k: grade[k] for k in ("success", "strict_success", "itemized_fraction", "remaining_amount", "collateral")},
+        "metrics": trajectory.metrics.model_dump(mode="json"),
+        "termination": trajectory.termination, "failure_category": trajectory.failure_category,
+        "infra_error": trajectory.infra_error, "trajectory": str(relative),
+        "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
+    }
+
+
+# --- planning, resuming, running ---------------------------------------------------------------
+def plan(configs: list[tuple[str, str, str]], task_set: str, task_ids: list[str], runs: int, seed: int,
+         **common: Any) -> list[EpisodeSpec]:
+    """configs: (name, policy spec, user). Seeds: ``seed + run`` (one seed per run, as runs repeat the benchmark)."""
+    return [EpisodeSpec(config=name, policy=policy, user=user, task_set=task_set, task_id=task_id, run=run,
+                        seed=seed + run, **common)
+            for name, policy, user in configs for run in range(runs) for task_id in task_ids]
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Rows of a results file; a torn last line (a killed writer) is skipped."""
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def row_key(row: dict) -> tuple:
+    return (row["config"], row["task_set"], row["task_id"], row["run"])
+
+
+def finished_keys(rows: Iterable[dict]) -> set[tuple]:
+    return {row_key(r) for r in rows if not r.get("infra_error")}
+
+
+def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: int = 1, address: str | None = None) -> Iterator[dict]:
+    """Yield result rows as episodes finish."""
+    if backend == "ray":
+        yield from _execute_ray(specs, address)
+    elif concurrency <= 1:
+        for spec in specs:
+            yield run_spec(spec)
+    else:
+        with ProcessPoolExecutor(max_workers=concurrency) as pool:
+            pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
+            queue = iter(specs[concurrency * 2:])
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(run_spec, nxt))
+
+
+def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict]:
+    try:
+        import ray
+    except ImportError:
+        raise SystemExit("The Ray backend needs Ray: pip install 'erp-sim[ray]'.") from None
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
+    remote = ray.remote(run_spec)
+    pending = [remote.remote(spec) for spec in specs]
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        yield ray.get(done[0])
+
+
+def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
+             concurrency: int = 1, address: str | None = None, quiet: bool = False) -> list[dict]:
+    """Run what is not done yet, appending rows; return all rows in canonical order."""
+    from tqdm import tqdm
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.jsonl"
+    if results.exists() and not resume:
+        raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
+    done = finished_keys(read_rows(results))
+    todo = [spec for spec in specs if spec.key not in done]
+    successes = tokens = finished = 0
+    with tqdm(total=len(todo), disable=quiet, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
+            results.open("a", encoding="utf-8") as out:
+        for row in execute(todo, backend=backend, concurrency=concurrency, address=address):
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.flush()
+            finished += 1
+            successes += bool(row["grade"]["success"])
+            tokens += row["metrics"]["input_tokens"]
+            bar.set_postfix(success=f"{successes / finished:.0%}", tokens=f"{tokens:,}", refresh=False)
+            bar.update()
+    return canonicalize(results, specs)
+
+
+def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
+    """Rewrite the results file in plan order, one row per episode (the latest), atomically."""
+    latest = {row_key(r): r for r in read_rows(results)}
+    order = {spec.key: n for n, spec in enumerate(specs)}
+    rows = sorted(latest.values(), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
+    tmp = results.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(results)
+    return rows
+
+
+# --- command line --------------------------------------------------------------------------------
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default="scripted", help="scripted | openai:MODEL | replay:DIR (default scripted)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users")
+    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (presets C1 keep none)")
+    parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--backend", choices=["local", "ray"], default="local")
+    parser.add_argument("--address", help="Ray cluster address (with --backend ray)")
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument("--verbosity", choices=["default", "compact"], default="default")
+    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents)")
+    parser.add_argument("--baseline", help="configuration the report compares against (default C2 or the first)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def task_ids(tasks: str) -> tuple[str, list[str]]:
+    from erp_sim import load_task_set
+
+    task_set, _, ids = tasks.partition(":")
+    known = [t.task_id for t in load_task_set(task_set)]
+    chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else known
+    unknown = [i for i in chosen if i not in known]
+    if unknown:
+        raise SystemExit(f"unknown task id(s) in {task_set}: {', '.join(unknown)}")
+    return task_set, chosen
+
+
+def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
+    from agents.report import write_report
+
+    if args.record and not args.agent.startswith("openai:"):
+        raise SystemExit("--record needs an openai:MODEL agent")
+    task_set, ids = task_ids(args.tasks)
+    specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
+                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record)
+    started = time.perf_counter()
+    rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
+                    address=args.address, quiet=args.quiet)
+    report = write_report(args.out, baseline=args.baseline)
+    print_table(rows)
+    print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
+    return 0
+
+
+def print_table(rows: list[dict]) -> None:
+    from agents.statistics import summarize
+
+    print(f"\n{'config':<8}{'policy':<28}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/bench':>17}{'peak tok':>10}{'steps':>7}")
+    for name, summary in summarize(rows).items():
+        e = summary.estimates
+        print(f"{name:<8}{summary.policy[:27]:<28}{e['success'].mean:>8.1%}{e['strict_success'].mean:>8.1%}"
+              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}")
+
+
+def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
+    configs = []
+    for name in names:
+        p = preset(name)
+        configs.append((name.upper(), p.policy, "none" if p.user_model == "none" else user))
+    for spec in policies:
+        configs.append((parse_policy(spec).spec, parse_policy(spec).spec, user))
+    return configs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); default C1-C4 "
+                                                        "unless --policy is given")
+    parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
+    add_common_arguments(parser)
+    args = parser.parse_args(argv)
+    names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
+    try:
+        configs = parse_configs([n for n in names if n], args.policy, args.user)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return run_from_args(args, configs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

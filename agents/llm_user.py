@@ -1,0 +1,46 @@
+"""An LLM user: the study's user model (GPT-4.1 guided by a ``user_context``) through any ChatModel.
+
+Implements the env's user-model protocol (``reset(task)``, ``reply(message, view)``), so it
+replaces the rule-based user with ``gym.make(..., user_model=LLMUser(model))``. The prompt is
+``agents/prompts/user_context.md``; the real ERP state is given to the user (it can look at
+the ERP), the conversation so far is replayed as chat turns, roles swapped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envs.user_models import UserReply, UserView, what_is_left
+
+from agents.types import ChatModel, Message, Usage
+
+PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
+END_TOKEN = "###END###"
+
+
+class LLMUser:
+    def __init__(self, model: ChatModel, prompt_path: Path = PROMPT):
+        self.model = model
+        self.template = prompt_path.read_text(encoding="utf-8")
+        self.history: list[Message] = []
+        self.usage = Usage()
+        self.task = None
+
+    def reset(self, task) -> None:
+        self.task, self.history, self.usage = task, [], Usage()
+
+    def reply(self, message: str, view: UserView) -> UserReply:
+        grade = view.grade
+        state = ("complete: all three conditions hold" if grade.success
+                 else "not complete: " + "; ".join(what_is_left(grade)))
+        system = self.template.format(worker_name=self.task.worker_name, instruction=self.task.instruction(),
+                                      end_token=END_TOKEN, state=state)
+        self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
+        response = self.model.complete([{"role": "system", "content": system}, *self.history])
+        text = (response.message.get("content") or "").strip()
+        if not text:
+            raise RuntimeError("The LLM user returned an empty reply.")
+        self.usage = self.usage + response.usage
+        self.history.append({"role": "assistant", "content": text})
+        ends = END_TOKEN in text
+        return UserReply(text.replace(END_TOKEN, "").strip() or "Thanks.", ends_conversation=ends and grade.success)

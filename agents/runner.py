@@ -1,0 +1,101 @@
+"""The episode loop: any agent (with any context policies) on any env, everything recorded.
+
+The runner owns the full transcript. Each step it hands the whole transcript to the agent
+(policies decide what the model sees), turns the assistant message into env actions (one
+``env.step`` per tool call; a text-only message goes to the simulated user), and appends
+the observations as tool results or user messages. Token counts are exact o200k_base counts
+of what the model was shown plus the tool schemas, so offline and LLM runs are comparable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from agents.failures import classify_failure
+from agents.tokens import TokenCounter, get_counter
+from agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
+from agents.types import Agent, InfrastructureError, Message
+
+DEFAULT_MAX_MODEL_CALLS = 400
+EPISODE_ENDED = "The episode has ended; this call was not executed."
+
+
+def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | None = None,
+                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = False,
+                counter: TokenCounter | None = None, policy: str | None = None) -> Trajectory:
+    """Run one episode and return its trajectory (grade, metrics, termination, transcript)."""
+    counter = counter or get_counter()
+    started = time.perf_counter()
+    options = {"task_id": task_id} if task_id else None
+    observation, info = env.reset(seed=seed, options=options)
+    tools = info["tools"]
+    transcript: list[Message] = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}]
+    trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
+                            policy=policy or getattr(agent, "spec", "full"), tools=tools)
+    agent.reset()
+    tool_tokens = counter.count_tools(tools)
+    model_time, done, truncated, termination = 0.0, False, False, None
+    last_info = info
+    while not done and len(trajectory.steps) < max_model_calls:
+        call_started = time.perf_counter()
+        try:
+            step = agent.act(transcript, tools)
+        except InfrastructureError as exc:
+            trajectory.infra_error, termination = str(exc), "infra_error"
+            break
+        model_time += time.perf_counter() - call_started
+        message = step.message
+        transcript.append(message)
+        calls = message.get("tool_calls") or []
+        trajectory.steps.append(StepRecord(
+            index=len(trajectory.steps), shown_messages=len(step.shown),
+            input_tokens=counter.count_messages(step.shown) + tool_tokens, output_tokens=counter.count_message(message),
+            reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
+            summarizer_calls=step.summarizer_calls,
+            summarizer_tokens=step.summarizer_usage.input_tokens + step.summarizer_usage.output_tokens,
+            tool_calls=len(calls)))
+        if keep_shown:
+            trajectory.shown.append(step.shown)
+        if calls:
+            for call in calls:
+                if done:  # keep the transcript valid: every call gets a result
+                    transcript.append(_tool_result(call, EPISODE_ENDED))
+                    continue
+                action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
+                observation, _, terminated, truncated, last_info = env.step(json.dumps(action))
+                transcript.append(_tool_result(call, observation))
+                done = terminated or truncated
+        else:
+            observation, _, terminated, truncated, last_info = env.step(json.dumps({"message": message.get("content") or ""}))
+            if observation:
+                transcript.append({"role": "user", "content": observation})
+            done = terminated or truncated
+    if termination is None:
+        termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
+    trajectory.messages = transcript
+    trajectory.termination = termination
+    trajectory.grade = env.unwrapped.grade().model_dump(mode="json")
+    trajectory.metrics = _metrics(trajectory, last_info)
+    trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
+    trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}
+    return trajectory
+
+
+def _tool_result(call: dict, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": content}
+
+
+def _metrics(trajectory: Trajectory, info: dict[str, Any]) -> EpisodeMetrics:
+    counts = info.get("counts", {})
+    steps = trajectory.steps
+    return EpisodeMetrics(
+        steps=counts.get("steps", 0), model_calls=len(steps), tool_calls=counts.get("tool_calls", 0),
+        invalid_actions=counts.get("invalid_actions", 0), tool_errors=counts.get("tool_errors", 0),
+        user_turns=counts.get("user_turns", 0),
+        input_tokens=sum(s.input_tokens for s in steps), output_tokens=sum(s.output_tokens for s in steps),
+        peak_tokens=max((s.input_tokens for s in steps), default=0),
+        dependency=sum((s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in steps),
+        summarizer_calls=sum(s.summarizer_calls for s in steps), summarizer_tokens=sum(s.summarizer_tokens for s in steps),
+    )

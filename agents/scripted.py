@@ -1,0 +1,218 @@
+"""A deterministic scripted agent: the offline stand-in for an LLM (its numbers are NOT LLM results).
+
+It knows the itemization procedure and the receipt-wording -> subcategory table (what the
+study's system prompt gave GPT-5), and decides each step ONLY from the messages it is shown:
+no memory between steps. So a context policy changes what it can do, as it does for an LLM:
+- it finds the report and line from the instruction and the latest form state;
+- it needs the receipt's charges: from a visible receipt-viewer response, or from the
+  "Receipt items" section of a structured summary. If neither is visible (a pruning policy
+  evicted them) it re-opens the receipt, which costs calls and tokens;
+- it compares the visible itemization grid with the charges to decide what to add, delete,
+  save or close; if the grid it sees is truncated or stale, it makes the mistakes an LLM
+  makes (duplicate or missing lines);
+- like GPT-5 in the study, it asks the user to confirm before adding the first itemized
+  line (``ask_before_itemizing``); with no user model (C1) that question stalls the episode.
+It cannot read observations a policy rewrote into prose (``acon_observation``): it then
+sees no form and starts over from the menu, so results for that policy measure its parser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from decimal import Decimal, InvalidOperation
+
+from erp_sim import formstate
+from erp_sim.catalog import CATEGORIES, wording_to_subcategory
+
+from agents.types import AgentStep, Message, ToolSchema
+
+_REPORT = re.compile(r"\b(EXP-\d{6})\b")
+_LINE = re.compile(r"\bline (\d+)\b")
+_TYPE = re.compile(r"the (\w+) expense")
+_SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
+_SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)
+_CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
+ASK = ("I found {n} charges on the receipt {doc}. Before I create the itemized lines: should I add all of them "
+       "as itemized lines with their subcategory, date and amount?")
+
+Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
+
+
+def _money(text: object) -> str | None:
+    try:
+        return str(Decimal(str(text).replace(",", "")).quantize(Decimal("0.01")))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+class ScriptedAgent:
+    """Implements ``agents.types.Agent``. ``spec`` is "full" until a policy wraps it."""
+
+    spec = "full"
+
+    def __init__(self, *, ask_before_itemizing: bool = True):
+        self.ask_before_itemizing = ask_before_itemizing
+
+    def reset(self) -> None:
+        """Nothing to clear: the agent keeps no state between steps by design."""
+
+    def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
+        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing)
+        if isinstance(decision, str):
+            message: Message = {"role": "assistant", "content": decision}
+        else:
+            name, arguments = decision
+            call_id = "call_" + hashlib.sha1(json.dumps([len(transcript), transcript[-1], name, arguments],
+                                                        sort_keys=True, default=str).encode()).hexdigest()[:16]
+            message = {"role": "assistant", "content": "", "tool_calls": [{
+                "id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+        return AgentStep(message=message, shown=list(transcript))
+
+
+class View:
+    """What the agent can read off the visible messages."""
+
+    def __init__(self, messages: list[Message]):
+        instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        self.report = (_REPORT.search(instruction) or [None, None])[1]
+        self.line = (_LINE.search(instruction) or [None, None])[1]
+        match = _TYPE.search(instruction)
+        self.expense_type = match.group(1) if match and match.group(1) in CATEGORIES else "Hotel"
+        self.mapping = wording_to_subcategory(self.expense_type)
+        self.state: dict | None = None  # FormState of the latest visible tool result
+        self.last_tool: str | None = None
+        self.charges: list[Charge] | None = None
+        self.receipt_document = ""
+        self.confirmed = False
+        self.seen_tool_result = False
+        tool_names = {c["id"]: c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
+        for message in messages[1:]:
+            role, content = message.get("role"), message.get("content") or ""
+            if role == "tool":
+                self.seen_tool_result = True
+                self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
+                envelope = formstate.parse_response(content)
+                self.state = envelope.get("FormState") if envelope else None
+                if self.state and self.state.get("Name") == "TrvReceiptViewer":
+                    self._read_receipt(self.state)
+            elif role == "user" and message is not messages[0]:
+                if _CONFIRMED.search(content):
+                    self.confirmed = True
+                if self.charges is None:
+                    self._read_summary(content)
+
+    def _read_receipt(self, state: dict) -> None:
+        rows = formstate.grid_rows(state, "ReceiptItemsGrid")
+        charges = [(self.mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
+                    _money(r.get("ReceiptItem_Amount")) or "?") for r in rows]
+        if charges:
+            self.charges = charges
+            self.receipt_document = str(formstate.control_value(state, "Receipt_DocumentNumber") or "")
+
+    def _read_summary(self, text: str) -> None:
+        """The "Receipt items" section of a structured summary (agents.expense_facts format)."""
+        block = _SUMMARY_ITEMS.search(text)
+        items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
+        if items:
+            self.charges = [(self.mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items]
+
+    @property
+    def form(self) -> str | None:
+        return self.state.get("Name") if self.state else None
+
+
+def decide(messages: list[Message], *, ask_before_itemizing: bool = True) -> "tuple[str, dict] | str":
+    """The next action: ``(tool, arguments)`` or a text message to the user."""
+    view = View(messages)
+    if view.report is None or view.line is None:
+        return "I could not find the expense report number and line in your message. Which report and line should I itemize?"
+    handlers = {None: _no_form, "TrvExpenses": _report_list, "TrvExpenseReport": _report_form,
+                "TrvReceiptViewer": _receipt_viewer, "TrvItemization": _itemization}
+    return handlers.get(view.form, lambda v, a: ("form_close_form", {}))(view, ask_before_itemizing)
+
+
+def _no_form(view: View, ask: bool):
+    if view.last_tool == "form_find_menu_item":
+        return "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
+    return "form_find_menu_item", {"menuItemFilter": "expense reports"}
+
+
+def _selected(rows: list[dict]) -> dict | None:
+    return next((r for r in rows if r.get("IsSelected")), None)
+
+
+def _report_list(view: View, ask: bool):
+    grid = formstate.grids(view.state).get("ExpenseReportsGrid") or {}
+    rows = grid.get("Rows", [])
+    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTable_ExpNumber") == view.report), None)
+    if target is None:
+        return "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber", "filterValue": view.report}
+    if not target.get("IsSelected"):
+        return "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": target["RowNumber"]}
+    return "form_click_control", {"controlName": "EditReport"}
+
+
+def _report_form(view: View, ask: bool):
+    grid = formstate.grids(view.state).get("ExpenseLinesGrid") or {}
+    rows = grid.get("Rows", [])
+    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTrans_LineNum") == view.line
+                   and r.get("Values", {}).get("TrvExpTrans_LineType") != "ItemizedLine"), None)
+    if target is None:
+        if grid.get("Pagination", {}).get("HasNextPage"):
+            return "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
+        return f"I cannot find line {view.line} on expense report {view.report}. Could you check the line number?"
+    if not target.get("IsSelected"):
+        return "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": target["RowNumber"]}
+    if view.charges is None:
+        return "form_click_control", {"controlName": "ViewReceipt"}
+    return "form_click_control", {"controlName": "Itemize"}
+
+
+def _receipt_viewer(view: View, ask: bool):
+    if formstate.has_next_page(view.state, "ReceiptItemsGrid"):
+        return "form_click_control", {"controlName": "ReceiptItemsGrid", "actionId": "LoadNextPage"}
+    return "form_close_form", {}
+
+
+def _row_charge(values: dict) -> Charge | None:
+    amount = _money(values.get("TrvExpTrans_AmountCurr"))
+    subcategory, day = values.get("TrvExpTrans_ExpSubCategory"), values.get("TrvExpTrans_TransDate")
+    return (subcategory, day, amount) if subcategory and day and amount else None
+
+
+def _itemization(view: View, ask: bool):
+    if view.charges is None:
+        return "form_click_control", {"controlName": "ViewReceipt"}
+    grid = formstate.grids(view.state).get("ItemizationGrid") or {}
+    rows = grid.get("Rows", [])
+    if ask and not rows and not view.confirmed:
+        return ASK.format(n=len(view.charges), doc=view.receipt_document or "attached to the line")
+    complete = Counter(c for r in rows if (c := _row_charge(r.get("Values", {}))))
+    missing = list((Counter(view.charges) - complete).elements())
+    selected = _selected(rows)
+    if selected is not None and _row_charge(selected.get("Values", {})) is None:  # a blank new row
+        if missing:
+            subcategory, day, amount = missing[0]
+            return "form_set_control_values", {"controlValues": [
+                {"controlName": "TrvExpTrans_ExpSubCategory", "value": subcategory},
+                {"controlName": "TrvExpTrans_TransDate", "value": day},
+                {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]}
+        return "form_click_control", {"controlName": "DeleteLine"}
+    if missing:
+        return "form_click_control", {"controlName": "NewLine"}
+    extra = Counter(complete) - Counter(view.charges)
+    if extra:
+        row = next(r for r in rows if _row_charge(r.get("Values", {})) in extra)
+        if not row.get("IsSelected"):
+            return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
+        return "form_click_control", {"controlName": "DeleteLine"}
+    if any(r.get("Values", {}).get("TrvExpTrans_LineStatus") != "Saved" for r in rows):
+        return "form_save_form", {}
+    remaining = _money(formstate.control_value(view.state, "ItemizationRemaining"))
+    if remaining == "0.00":
+        return "form_close_form", {}
+    return (f"All {len(view.charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
+            "Should I investigate the difference?")

@@ -1,0 +1,317 @@
+"""The expense itemization env: one ERP session per episode, tool calls and user messages as text actions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+import gymnasium as gym
+import pydantic
+from gymnasium.error import ResetNeeded
+
+import erp_sim
+from erp_sim import ledger
+from erp_sim.grading import target_line_id
+from envs.prompts import system_prompt
+from envs.spaces import AnyText
+from envs.user_models import UserModel, UserView, make_user_model
+
+MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
+MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
+PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
+ITEMIZATION_FORM = "TrvItemization"
+TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The grade's cheap part (no collateral diff), recomputed only after a write succeeds."""
+
+    success: bool
+    remaining: Decimal
+    header: Decimal
+    saved_lines: int
+    unsaved_rows: int
+    form_open: bool
+
+    def as_info(self) -> dict:
+        return {"success": self.success, "remaining_amount": f"{self.remaining:.2f}",
+                "itemized_fraction": float((self.header - self.remaining) / self.header) if self.header else 0.0,
+                "saved_lines": self.saved_lines, "unsaved_rows": self.unsaved_rows,
+                "itemization_form_open": self.form_open}
+
+    def potential(self) -> Decimal:
+        """1 at success, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
+        if self.success:
+            return Decimal(1)
+        if not self.header:
+            return Decimal(0)
+        return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(self.remaining) / self.header)
+
+
+def measure_progress(session: erp_sim.ErpSession, line_id: int) -> Progress:
+    """Mirrors ``erp_sim.grading.grade_session`` without the collateral diff (a test keeps them equal)."""
+    summary = ledger.itemization_summary(session.db, line_id)
+    forms = [f for f in session.forms if f.name == ITEMIZATION_FORM and f.context.get("line_id") == line_id]
+    unsaved = sum(len(f.pending.get("rows", {})) for f in forms)
+    success = summary.remaining == 0 and summary.line_count > 0 and unsaved == 0 and not forms
+    return Progress(success, summary.remaining, summary.total, summary.line_count, unsaved, bool(forms))
+
+
+def parse_action(action: Any) -> tuple[str, Any]:
+    """Classify an action: ("tool", (name, arguments)), ("message", text) or ("invalid", reason). Never raises."""
+    if isinstance(action, str):
+        if len(action) > MAX_ACTION_CHARS:
+            return "invalid", f"The action is {len(action):,} characters long; the limit is {MAX_ACTION_CHARS:,}."
+        try:
+            action = json.loads(action)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            detail = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            return "invalid", f"The action is not valid JSON ({detail}). {_ACTION_SHAPES}"
+    if not isinstance(action, Mapping):
+        return "invalid", f"The action must be a JSON object, got {type(action).__name__}. {_ACTION_SHAPES}"
+    keys = set(action)
+    if keys == {"message"} and isinstance(action["message"], str):
+        return "message", action["message"]
+    if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
+        arguments = action.get("arguments")
+        if arguments is None or isinstance(arguments, (str, Mapping)):
+            return "tool", (action["name"], dict(arguments) if isinstance(arguments, Mapping) else arguments)
+    shown = ", ".join(sorted(repr(str(k))[:40] for k in keys)[:10]) or "none"
+    return "invalid", f"The action has the wrong shape (keys: {shown}). {_ACTION_SHAPES}"
+
+
+_ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
+                  "to write to the user.")
+
+
+def arguments_valid(name: str, arguments: Any) -> bool:
+    """Whether arguments pass the tool's schema (used only to classify error responses)."""
+    tool = erp_sim.TOOLS.get(name)
+    if tool is None:
+        return False
+    try:
+        tool.args_model.model_validate(json.loads(arguments) if isinstance(arguments, str) else (arguments or {}))
+    except (ValueError, TypeError, RecursionError, pydantic.ValidationError):
+        return False
+    return True
+
+
+class ExpenseItemizationEnv(gym.Env[str, str]):
+    """
+    ## Description
+    An agent itemizes one expense line in a simulated Dynamics 365 Finance and Operations
+    (``erp_sim``), through the 22 tools of the D365 ERP MCP server, while a simulated user
+    (the employee who owns the report) answers its messages. Replays the hotel-expense
+    itemization study offline and deterministically: the same seed and actions give
+    byte-identical observations, rewards and infos.
+
+    ## Action Space
+    ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
+    tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
+    ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
+    Anything else (not JSON, wrong shape, unknown tool, arguments failing the tool's schema)
+    is an invalid action: an error observation, reward 0, the episode goes on.
+
+    ## Observation Space
+    ``AnyText(0, 400000)``: the tool's response exactly as the MCP server sends it (JSON with
+    ``SessionId``, ``Result``, ``Messages``, ``FormState``, ...), the user's reply (plain text),
+    or for an action the env could not parse, a JSON error of the same shape without
+    ``FormState`` (``Error.Code`` is ``InvalidAction``). The first observation is the user's
+    instruction. ``""`` is the observation of a message nobody answers (``user_model=None``).
+
+    ## Starting State
+    ``reset(seed=None, options=None)`` opens a fresh ERP session on one task of the task set:
+    ``options={"task_id": "hotel-007"}`` or ``{"task_index": 7}``, else a task drawn with
+    ``self.np_random``. No form is open.
+
+    ## Rewards
+    ``reward_shaping="none"`` (default): 1.0 on the step that completes the itemization
+    (remaining exactly 0.00, every itemized line saved, the itemization form closed), else 0.0.
+    ``reward_shaping="potential"``: each step earns ``phi(s') - phi(s)`` with ``phi = 1`` at
+    success, else ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals
+    ``phi`` of the last state whatever ends the episode (success, the user, or ``TimeLimit``):
+    partial credit for the itemized share, none for over-itemization beyond the amount.
+
+    ## Episode End
+    Terminated on success; when the user ends the conversation (``user_ended``); when the
+    agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
+    ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
+    Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
+
+    ## Information
+    ``reset`` and ``step`` return fresh dicts with:
+    - ``task``: task_id, task_set, expense_type, family, difficulty, report_number,
+      line_number, header_amount, currency, item_count;
+    - ``grade``: success, remaining_amount, itemized_fraction, saved_lines, unsaved_rows,
+      itemization_form_open (the live state, not the transcript);
+    - ``counts``: steps, tool_calls, invalid_actions, tool_errors, user_turns;
+    - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``.
+    ``reset`` adds ``tools`` (the 22 tools in OpenAI function form) and ``system_prompt``.
+    ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code) and,
+    on the terminating step, ``final_grade`` (``erp_sim.Grade`` as a dict, with strict success
+    and collateral changes). After truncation use ``env.unwrapped.grade()``.
+
+    ## Arguments
+    - ``task_set``: ``"hotel_50"``, ``"expense_types"`` or one expense type (``"Meals"``).
+    - ``verbosity``: ``"default"`` (the faithful, verbose form state) or ``"compact"``.
+    - ``user_model``: ``"rule"`` (``RuleBasedUser``), ``None`` / ``"none"``, or an object with
+      ``reset(task)`` and ``reply(message, view)`` (see ``envs.user_models``).
+    - ``receipt_in_instruction``: list the receipt's charges in the first message.
+    - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
+    - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
+    - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
+    - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, task_set: str = "hotel_50", *, verbosity: str = "default", user_model: Any = "rule",
+                 receipt_in_instruction: bool = False, faults: Any = None,
+                 reward_shaping: Literal["none", "potential"] = "none", max_user_turns: int = 10,
+                 render_mode: str | None = None):
+        if verbosity not in erp_sim.VERBOSITIES:
+            raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
+        if reward_shaping not in ("none", "potential"):
+            raise ValueError(f"reward_shaping must be 'none' or 'potential', got {reward_shaping!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if max_user_turns < 1:
+            raise ValueError(f"max_user_turns must be at least 1, got {max_user_turns}")
+        self.tasks = erp_sim.load_task_set(task_set)
+        self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
+        self.user: UserModel | None = make_user_model(user_model)
+        self.receipt_in_instruction, self.reward_shaping = receipt_in_instruction, reward_shaping
+        self.max_user_turns, self.render_mode = max_user_turns, render_mode
+        self.action_space = AnyText(MAX_ACTION_CHARS)
+        self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
+        self._tools_json = json.dumps(erp_sim.openai_tool_schemas())
+        self.session: erp_sim.ErpSession | None = None
+        self.task: erp_sim.Task | None = None
+
+    # --- Gymnasium API ---
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        self.task = self._choose_task(options or {})
+        self.close()
+        self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
+        self._line_id = target_line_id(self.session)
+        self._progress = measure_progress(self.session, self._line_id)
+        self._potential = self._progress.potential()
+        self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
+        self._termination: str | None = None
+        if self.user is not None:
+            self.user.reset(self.task)
+        self._last_observation = self.task.instruction(include_receipt=self.receipt_in_instruction)
+        info = self._info()
+        info.update(tools=json.loads(self._tools_json), system_prompt=system_prompt(self.task))
+        return self._last_observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if self.session is None:
+            raise ResetNeeded("Call reset() before step().")
+        if self._termination is not None:
+            return self._invalid_action("The episode is over; call reset() to start a new one."), 0.0, True, False, \
+                self._info(kind="invalid")
+        self._counts["steps"] += 1
+        kind, payload = parse_action(action)
+        if kind == "tool":
+            observation, details = self._call_tool(*payload)
+        elif kind == "message":
+            observation, details = self._message_user(payload), {}
+        else:
+            observation, details = self._invalid_action(payload), {}
+        self._last_observation = observation
+        info = self._info(kind=kind, **details)
+        if self._termination is not None:
+            info["final_grade"] = self.grade().model_dump(mode="json")
+        return observation, self._reward(), self._termination is not None, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.session is None:
+            return None
+        grade = self._progress.as_info()
+        return (f"{self._last_observation}\n--- remaining {grade['remaining_amount']}, saved lines {grade['saved_lines']}, "
+                f"unsaved rows {grade['unsaved_rows']}, itemization form open: {grade['itemization_form_open']}\n")
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    # --- for evaluators (never shown to the agent) ---
+    def grade(self) -> erp_sim.Grade:
+        """The full grade of the current ERP state (strict success, collateral changes, ...)."""
+        if self.session is None:
+            raise ResetNeeded("Call reset() before grade().")
+        return self.session.grade()
+
+    # --- helpers ---
+    def _choose_task(self, options: dict) -> erp_sim.Task:
+        if "task_id" in options:
+            return erp_sim.get_task(self.task_set, str(options["task_id"]))
+        if "task_index" in options:
+            return erp_sim.get_task(self.task_set, int(options["task_index"]))
+        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _call_tool(self, name: str, arguments: Any) -> tuple[str, dict]:
+        response = self.session.call(name, arguments)
+        self._counts["tool_calls"] += 1
+        if response.is_error:
+            self._counts["tool_errors"] += 1
+            if name not in erp_sim.TOOLS or (response.error_code == "ValidationError" and not arguments_valid(name, arguments)):
+                self._counts["invalid_actions"] += 1
+        elif not response.read_only:
+            self._progress = measure_progress(self.session, self._line_id)
+            if self._progress.success:
+                self._termination = "success"
+        return response.text, {"tool": response.tool, "is_error": response.is_error, "error_code": response.error_code}
+
+    def _message_user(self, message: str) -> str:
+        self._counts["user_turns"] += 1
+        if self.user is None:
+            self._termination = "stalled"
+            return ""
+        view = UserView(self.task, self._counts["user_turns"], self.session.grade)
+        reply = self.user.reply(message, view)
+        if reply.ends_conversation:
+            self._termination = "user_ended"
+        elif self._counts["user_turns"] >= self.max_user_turns:
+            self._termination = "user_turn_limit"
+        return str(reply.text)
+
+    def _invalid_action(self, reason: str) -> str:
+        self._counts["invalid_actions"] += 1
+        envelope = {"SessionId": self.session.session_id, "Result": f"Error: {reason}",
+                    "Messages": [{"Level": "Error", "Text": reason}], "Error": {"Code": "InvalidAction", "Message": reason}}
+        separators = (", ", ": ") if self.verbosity == "default" else (",", ":")
+        return json.dumps(envelope, ensure_ascii=False, separators=separators)
+
+    def _reward(self) -> float:
+        if self.reward_shaping == "none":
+            return 1.0 if self._termination == "success" else 0.0
+        potential = self._progress.potential()
+        reward, self._potential = potential - self._potential, potential
+        return float(reward)
+
+    def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
+              error_code: str | None = None) -> dict:
+        task = self.task
+        info = {
+            "task": {"task_id": task.task_id, "task_set": task.task_set, "expense_type": task.expense_type,
+                     "family": task.family, "difficulty": task.difficulty, "report_number": task.report_number,
+                     "line_number": task.line_number, "header_amount": task.header_amount, "currency": task.currency,
+                     "item_count": task.item_count},
+            "grade": self._progress.as_info(),
+            "counts": dict(self._counts),
+            "termination_reason": self._termination,
+        }
+        if kind is not None:
+            info["action"] = {"kind": kind, "tool": tool, "is_error": is_error, "error_code": error_code}
+        return info

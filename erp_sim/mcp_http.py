@@ -1,0 +1,112 @@
+"""The HTTP side of the MCP server: streamable HTTP at ``/mcp``, a body-size limit, the evaluator's routes.
+
+Admin routes (registered only when an admin token is configured; they need
+``Authorization: Bearer <admin token>``, never the client token, and are not MCP, so an
+agent cannot reach them through its tools):
+
+- ``GET  /admin/sessions``                  every episode: SessionId, key, task, calls, state
+- ``GET  /admin/sessions/{id}/grade``       a fresh grade (active) or the final one (closed);
+  ``id`` is the ``SessionId`` shown in every tool response, or the client's session key
+- ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from erp_sim.mcp_sessions import EpisodeStore
+
+NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _too_large(max_bytes: int) -> Response:
+    error = {"code": -32600, "message": f"Request body over the limit of {max_bytes:,} bytes; nothing was done."}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=413)
+
+
+class BodySizeLimit:
+    """Answer 413 to request bodies over ``max_bytes`` (declared or streamed) instead of buffering them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await _too_large(self.max_bytes)(scope, receive, send)
+        received, started = 0, False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await _too_large(self.max_bytes)(scope, receive, send)
+
+
+def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
+    """Register the evaluator's routes on ``server`` (served by its HTTP app only)."""
+    expected = admin_token.encode()
+
+    def refused(request: Request) -> Response | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected):
+            return None
+        return JSONResponse({"error": "admin token required"}, status_code=401,
+                            headers={"WWW-Authenticate": 'Bearer realm="erp-sim-admin"'})
+
+    @server.custom_route("/admin/sessions", methods=["GET"], include_in_schema=False)
+    async def list_sessions(request: Request) -> Response:
+        return refused(request) or JSONResponse({"sessions": episodes.summaries()})
+
+    @server.custom_route("/admin/sessions/{ident}/grade", methods=["GET"], include_in_schema=False)
+    async def grade_session(request: Request) -> Response:
+        if (refusal := refused(request)) is not None:
+            return refusal
+        try:
+            return JSONResponse(episodes.grade(request.path_params["ident"]))
+        except KeyError:
+            return JSONResponse({"error": "no such session"}, status_code=404)
+
+    @server.custom_route("/admin/sessions/{ident}/close", methods=["POST"], include_in_schema=False)
+    async def close_session(request: Request) -> Response:
+        if (refusal := refused(request)) is not None:
+            return refusal
+        key = episodes.key_of(request.path_params["ident"])
+        if key is None:
+            return JSONResponse({"error": "no such active session"}, status_code=404)
+        summary = episodes.close(key)
+        episodes.write_grade_file()
+        return JSONResponse(summary)
+
+
+def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None,
+                    json_response: bool = False):
+    """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
+    return server.http_app(path=path, middleware=[Middleware(BodySizeLimit, max_bytes=max_request_bytes)],
+                           json_response=json_response, host_origin_protection="auto",
+                           session_idle_timeout=idle_timeout_s or NEVER_S)

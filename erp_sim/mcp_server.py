@@ -1,0 +1,168 @@
+"""``erp-sim serve``: the simulator as an MCP server that any MCP client can drive.
+
+    erp-sim serve                                     # stdio (one client, one episode)
+    erp-sim serve --http --port 8000                  # streamable HTTP at http://127.0.0.1:8000/mcp
+    erp-sim serve --http --host 0.0.0.0 --allow-remote --auth-token "$T" --admin-token "$A"
+
+The 22 tools come from ``erp_sim.TOOLS`` (see ``erp_sim.mcp_tools``); each client session
+gets its own ``ErpSession`` (``erp_sim.mcp_sessions``); evaluators read grades through the
+admin HTTP routes or ``--grade-file`` (``erp_sim.mcp_http``), which the agent cannot reach.
+In process: ``build_server(...)`` and fastmcp's ``Client(server)``; ``server.episodes`` holds
+the grades.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import os
+import sys
+from pathlib import Path
+
+from fastmcp import FastMCP
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.server.lifespan import lifespan
+
+from erp_sim.faults import FaultProfile
+from erp_sim.mcp_http import add_admin_routes, create_http_app
+from erp_sim.mcp_sessions import EpisodeStore
+from erp_sim.mcp_tools import register
+from erp_sim.session import VERBOSITIES
+
+DEFAULT_IDLE_TIMEOUT_S = 1800.0
+DEFAULT_MAX_REQUEST_BYTES = 1 << 20
+AUTH_TOKEN_ENV, ADMIN_TOKEN_ENV = "ERP_SIM_AUTH_TOKEN", "ERP_SIM_ADMIN_TOKEN"
+INSTRUCTIONS = ("Dynamics 365 Finance & Operations ERP tools (forms, OData-style data, business actions), "
+                "simulated by erp-sim. Each session is one episode of one expense-itemization task: read the "
+                "'itemization_task' prompt or the 'erp-sim://task' resource for the user's request.")
+
+logger = logging.getLogger("erp_sim.mcp")
+
+
+class ErpMcpServer(FastMCP):
+    """A FastMCP server whose ``episodes`` hold every client session's ERP state and grade."""
+
+    def __init__(self, episodes: EpisodeStore, *, max_request_bytes: int, **kwargs):
+        super().__init__(**kwargs)
+        self.episodes = episodes
+        self.max_request_bytes = max_request_bytes
+
+    def streamable_http_app(self, *, json_response: bool = False):
+        """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped."""
+        return create_http_app(self, max_request_bytes=self.max_request_bytes,
+                               idle_timeout_s=self.episodes.idle_timeout_s, json_response=json_response)
+
+
+def build_server(task_set: str = "hotel_50", task_id: "str | int | None" = None, verbosity: str = "default",
+                 seed: int | None = None, faults: "FaultProfile | str | float | None" = None,
+                 auth_token: str | None = None, admin_token: str | None = None,
+                 idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, grade_file: "str | Path | None" = None,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> ErpMcpServer:
+    """An MCP server over ``task_set``.
+
+    ``task_id`` (id or index) pins every session to one task; otherwise each session may pick
+    one (``X-ERP-Task``) or gets the next task of the set, in order, or shuffled by ``seed``.
+    ``auth_token`` guards ``/mcp`` over HTTP; ``admin_token`` enables the admin routes;
+    ``idle_timeout_s`` (None or 0: never) expires idle sessions; ``grade_file`` is rewritten
+    after every change and at exit; ``max_request_bytes`` bounds HTTP bodies and tool arguments.
+    """
+    if admin_token and admin_token == auth_token:
+        raise ValueError("The admin token must differ from the client token.")
+    episodes = EpisodeStore(task_set, task_id, verbosity=verbosity, faults=faults, seed=seed,
+                            idle_timeout_s=idle_timeout_s, grade_file=grade_file)
+
+    @lifespan
+    async def expire_idle_episodes(server):
+        reaper = asyncio.create_task(episodes.reap_forever())
+        try:
+            yield {}
+        finally:
+            reaper.cancel()
+            episodes.close_all()
+
+    auth = StaticTokenVerifier({auth_token: {"client_id": "erp-sim-client", "scopes": []}}) if auth_token else None
+    server = ErpMcpServer(episodes, max_request_bytes=max_request_bytes, name="erp-sim", instructions=INSTRUCTIONS,
+                          auth=auth, lifespan=expire_idle_episodes, mask_error_details=True)
+    register(server, episodes, max_request_bytes)
+    if admin_token:
+        add_admin_routes(server, episodes, admin_token)
+    return server
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="erp-sim serve", description="Serve the ERP simulator over MCP (stdio by default).")
+    p.add_argument("--http", action="store_true", help="Serve streamable HTTP at /mcp instead of stdio.")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote).")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000).")
+    p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
+    p.add_argument("--task-set", default="hotel_50", help="hotel_50, expense_types, or one expense type (default hotel_50).")
+    p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
+    p.add_argument("--seed", type=int, default=None, help="Shuffle the order in which new sessions get tasks.")
+    p.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="Response verbosity.")
+    p.add_argument("--faults", default=None, help='Fault injection, e.g. 0.1 or "rate=0.1,seed=3" (default off).')
+    p.add_argument("--auth-token", default=None, help=f"Bearer token HTTP clients must send (or ${AUTH_TOKEN_ENV}).")
+    p.add_argument("--admin-token", default=None, help=f"Bearer token for /admin routes (or ${ADMIN_TOKEN_ENV}).")
+    p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S,
+                   help="Seconds before an idle session is graded and freed (0: never; default 1800).")
+    p.add_argument("--grade-file", type=Path, default=None, help="Write every session's grade here (JSON) on each change and at exit.")
+    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, help="Largest HTTP body / tool arguments.")
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
+    return p
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``erp-sim serve [options]``; returns the exit code. Logs go to stderr (stdout is the stdio protocol)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV) or None
+    admin_token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV) or None
+    if args.http and not _is_loopback(args.host):
+        if not args.allow_remote:
+            print(f"erp-sim serve: {args.host} is not a loopback address; pass --allow-remote to serve other machines.",
+                  file=sys.stderr)
+            return 2
+        print(f"WARNING: erp-sim serves {args.host}:{args.port}, reachable from other machines (plain HTTP: put TLS in "
+              f"front). " + ("" if auth_token else "No --auth-token: anyone who can connect can use it."), file=sys.stderr)
+    try:
+        server = build_server(args.task_set, args.task, args.verbosity, args.seed, args.faults, auth_token, admin_token,
+                              args.idle_timeout, args.grade_file, args.max_request_bytes)
+    except (KeyError, ValueError) as exc:
+        print(f"erp-sim serve: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.http:
+            _serve_http(server, args.host, args.port, args.log_level, admin=bool(admin_token))
+        else:
+            server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.episodes.close_all()
+    return 0
+
+
+def _serve_http(server: ErpMcpServer, host: str, port: int, log_level: str, *, admin: bool) -> None:
+    import uvicorn
+
+    if server.auth is None:
+        logger.warning("no auth token: any local process can use this server")
+    if not admin:
+        logger.warning("no admin token: /admin routes (grades) are disabled")
+    config = uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level=log_level,
+                            access_log=log_level == "debug", timeout_graceful_shutdown=2, lifespan="on")
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

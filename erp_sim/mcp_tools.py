@@ -1,0 +1,124 @@
+"""The registry's tools, a task prompt and a task resource, served from the caller's ERP episode.
+
+Which episode a request belongs to:
+1. a key the client chose: the ``X-ERP-Session`` HTTP header or ``_meta["erp-sim/session"]``
+   (lets stateless 2026-07-28 clients keep an episode, and any client resume one);
+2. otherwise the MCP session: ``Mcp-Session-Id`` over streamable HTTP, the connection on stdio
+   or in memory (handshake-era protocol, 2025-11-25 and older);
+3. otherwise, for stateless 2026-07-28 requests, the process on stdio and in memory (one client);
+   over HTTP nothing ties two such requests together, so the call is refused with instructions.
+A client may pick its task with ``X-ERP-Task`` / ``_meta["erp-sim/task"]`` (id or index) when
+its episode opens, unless the server pins one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastmcp.exceptions import PromptError, ResourceError, ToolError
+from fastmcp.server.context import Context
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools import Tool
+from fastmcp.tools.base import ToolResult
+from mcp_types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import PrivateAttr
+
+from erp_sim import tools as registry
+from erp_sim.mcp_sessions import Episode, EpisodeError, EpisodeStore
+
+SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
+TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"
+MAX_KEY_CHARS = 128
+
+NO_SESSION = ("This server runs one ERP episode per client session, and this stateless (MCP 2026-07-28) HTTP request "
+              "carries nothing that identifies one. Send the same 'X-ERP-Session: <id of your choice>' header (or "
+              "'_meta': {'erp-sim/session': '<id>'}) with every request, or connect with the 2025-11-25 handshake.")
+
+
+class RegistryTool(Tool):
+    """One ``erp_sim.TOOLS`` entry over MCP: its schema, description and read-only flag, answered by ``ErpSession.call``.
+
+    Arguments are passed through unvalidated so the episode reports bad input exactly as the
+    Gymnasium env does; an error response becomes an MCP tool error (``isError``) carrying
+    the same JSON text.
+    """
+
+    _episodes: EpisodeStore = PrivateAttr()
+    _max_argument_bytes: int = PrivateAttr()
+
+    @classmethod
+    def bind(cls, tool: registry.Tool, episodes: EpisodeStore, max_argument_bytes: int) -> "RegistryTool":
+        bound = cls(name=tool.name, description=tool.description, parameters=json.loads(json.dumps(tool.input_schema)),
+                    annotations=ToolAnnotations(read_only_hint=tool.read_only, open_world_hint=False))
+        bound._episodes, bound._max_argument_bytes = episodes, max_argument_bytes
+        return bound
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        size = len(json.dumps(arguments, ensure_ascii=False).encode())
+        if size > self._max_argument_bytes:
+            raise ToolError(f"The arguments are {size:,} bytes; the limit is {self._max_argument_bytes:,}. Nothing was done.")
+        try:
+            episode = current_episode(self._episodes)
+        except EpisodeError as exc:
+            raise ToolError(str(exc)) from None
+        response = self._episodes.call(episode, self.name, arguments)
+        if response.is_error:
+            raise ToolError(response.text, log_level=logging.DEBUG)
+        return ToolResult(content=response.text)
+
+
+def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:
+    """The episode of the request being served (opened on first use)."""
+    ctx = ctx or get_context()
+    request = ctx.request_context
+    meta = (request.meta or {}) if request is not None else {}
+    headers = request.request.headers if request is not None and request.request is not None else {}
+    key = meta.get(SESSION_META) or headers.get(SESSION_HEADER)
+    task = meta.get(TASK_META) or headers.get(TASK_HEADER)
+    if key is not None:
+        if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
+            raise EpisodeError(f"The session key must be a string of 1 to {MAX_KEY_CHARS} characters.")
+        key = f"client:{key}"
+    elif request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        key = f"mcp:{ctx.session_id}"
+    elif request is not None and request.request is not None:
+        raise EpisodeError(NO_SESSION)
+    else:
+        key = "process"
+    if task is not None and not isinstance(task, (str, int)):
+        raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
+    return episodes.episode(key, task)
+
+
+def task_brief(episodes: EpisodeStore) -> dict[str, str]:
+    """What the agent is asked to do: the user's first message and the subcategory rules it may rely on."""
+    episode = current_episode(episodes)
+    task = episode.session.task
+    return {"session_id": episode.id, "task_set": task.task_set, "task_id": task.task_id,
+            "instruction": task.instruction(), "mapping_rules": task.mapping_rules()}
+
+
+def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
+    """Add the 22 registry tools, the ``itemization_task`` prompt and the ``erp-sim://task`` resource."""
+    for tool in registry.TOOLS.values():
+        server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
+
+    @server.prompt(name="itemization_task", description="The user's request for this session's task, with the "
+                                                         "receipt-wording-to-subcategory rules.")
+    async def itemization_task() -> str:
+        try:
+            brief = task_brief(episodes)
+        except EpisodeError as exc:
+            raise PromptError(str(exc)) from None
+        return f"{brief['instruction']}\n\nSubcategory rules:\n{brief['mapping_rules']}"
+
+    @server.resource("erp-sim://task", name="task", mime_type="application/json",
+                     description="This session's task: id, instruction and subcategory rules (no answers).")
+    async def task_resource() -> str:
+        try:
+            return json.dumps(task_brief(episodes), ensure_ascii=False)
+        except EpisodeError as exc:
+            raise ResourceError(str(exc)) from None

@@ -1,0 +1,89 @@
+"""Benchmark the simulator: one tool call, opening a session, the oracle solving hotel_50.
+
+    python scripts/bench_erp.py [--repeats 7]
+
+Prints medians (this machine is shared and noisy: read medians and ratios, not single runs).
+Targets (issue 2): tool call < 0.5 ms, session open < 5 ms, hotel_50 solved < 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from erp_sim import ErpSession, load_task_set, oracle_calls, run_oracle
+from erp_sim.database import _templates
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def oracle_trace(task) -> list[tuple[str, dict]]:
+    session, calls, trace = ErpSession(task), oracle_calls(task), []
+    name, args = next(calls)
+    try:
+        while True:
+            trace.append((name, args))
+            name, args = calls.send(session.call(name, args).text)
+    except StopIteration:
+        return trace
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    tasks = load_task_set("hotel_50")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+
+    # Session open: first open of a task builds its template (cold); later opens copy it (warm).
+    _templates.clear()
+    cold = []
+    for task in tasks:
+        start = time.perf_counter()
+        ErpSession(task)
+        cold.append(time.perf_counter() - start)
+    warm = []
+    for _ in range(args.repeats):
+        for task in tasks:
+            start = time.perf_counter()
+            ErpSession(task)
+            warm.append(time.perf_counter() - start)
+
+    # One tool call at default verbosity: every call of the oracle's trajectories, replayed.
+    per_call: list[float] = []
+    per_tool: dict[str, list[float]] = {}
+    traces = [(task, oracle_trace(task)) for task in tasks]
+    for _ in range(args.repeats):
+        for task, trace in traces:
+            session = ErpSession(task)
+            for name, arguments in trace:
+                start = time.perf_counter()
+                session.call(name, arguments)
+                elapsed = time.perf_counter() - start
+                per_call.append(elapsed)
+                per_tool.setdefault(name, []).append(elapsed)
+
+    solve = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for task in tasks:
+            run_oracle(ErpSession(task))
+        solve.append(time.perf_counter() - start)
+
+    print(f"{'measure':<44}{'median':>12}{'target':>10}")
+    print(f"{'tool call (all oracle calls, default)':<44}{median_ms(per_call):>10.3f}ms{'< 0.5ms':>10}")
+    print(f"{'session open (warm: template cached)':<44}{median_ms(warm):>10.3f}ms{'< 5ms':>10}")
+    print(f"{'session open (cold: first open of a task)':<44}{median_ms(cold):>10.3f}ms")
+    print(f"{'oracle solves hotel_50 (' + str(sum(len(t) for _, t in traces)) + ' calls)':<44}{statistics.median(solve):>11.3f}s{'< 2s':>10}")
+    print("\nper tool (median ms):")
+    for name, samples in sorted(per_tool.items()):
+        print(f"  {name:<28}{median_ms(samples):>8.3f}  (n={len(samples)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""The Gymnasium envs, driven by the registry: API conformance, determinism, robustness to any action."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.utils.env_checker import check_env, data_equivalence
+
+import envs
+from envs.expense_env import TERMINATION_REASONS, ExpenseItemizationEnv
+
+ENV_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("erp_sim/"))
+FIND_MENU = json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}})
+OPEN_REPORTS = {"name": "form_open_menu_item", "arguments": {"name": "TrvExpenses", "type": "Display"}}
+
+
+def test_registry_has_one_id_per_fixture_set_and_expense_type():
+    from erp_sim.catalog import EXPENSE_TYPES
+
+    assert ENV_IDS == sorted(envs.ENV_IDS)
+    task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}
+    assert task_sets == {"hotel_50", "expense_types", *EXPENSE_TYPES}
+    assert all(gym.spec(env_id).max_episode_steps == envs.MAX_EPISODE_STEPS for env_id in ENV_IDS)
+
+
+def test_pprint_registry_lists_the_ids(capsys):
+    gym.pprint_registry()
+    printed = capsys.readouterr().out
+    assert "===== erp_sim =====" in printed
+    assert all(env_id in printed for env_id in ENV_IDS)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env_passes(env_id):
+    env = gym.make(env_id)
+    check_env(env.unwrapped)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_spec_survives_json_round_trip(env_id):
+    spec = gym.spec(env_id)
+    assert EnvSpec.from_json(spec.to_json()) == spec
+
+
+def test_make_with_module_prefix_in_a_fresh_interpreter():
+    code = ("import gymnasium as gym; env = gym.make('envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
+            "obs, info = env.reset(seed=3); print(env.spec.max_episode_steps, info['task']['expense_type'])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7", "Meals"]
+
+
+def test_import_envs_does_not_import_the_simulator():
+    code = "import sys, envs; print('erp_sim' in sys.modules, 'gymnasium' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["False", "True"], result.stderr
+
+
+def _rollout(env_id: str, seed: int, actions: list) -> list:
+    env = gym.make(env_id)
+    transitions = [env.reset(seed=seed)]
+    for action in actions:
+        transitions.append(env.step(action))
+    env.close()
+    return transitions
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_seed_and_actions_give_identical_transitions(env_id):
+    actions = [FIND_MENU, OPEN_REPORTS, "not json", {"message": "Should I add the missing items?"},
+               '{"name": "form_click_control", "arguments": {"controlName": "EditReport"}}', {"message": "I'm done."}]
+    first, second = _rollout(env_id, 11, actions), _rollout(env_id, 11, actions)
+    for a, b in zip(first, second, strict=True):
+        assert data_equivalence(a, b, exact=True)
+        assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def test_reset_draws_tasks_with_np_random_and_accepts_task_options():
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    drawn = [env.reset(seed=seed)[1]["task"]["task_id"] for seed in range(6)]
+    assert drawn == [env.reset(seed=seed)[1]["task"]["task_id"] for seed in range(6)]
+    assert len(set(drawn)) > 1
+    assert env.reset(options={"task_id": "hotel-007"})[1]["task"]["task_id"] == "hotel-007"
+    assert env.reset(options={"task_index": 7})[1]["task"]["task_id"] == env.unwrapped.tasks[7].task_id
+    with pytest.raises(KeyError):
+        env.reset(options={"task_id": "no-such-task"})
+
+
+def test_reset_info_carries_tools_prompt_task_and_grade():
+    env = gym.make("erp_sim/AllExpenseTypes-v0")
+    obs, info = env.reset(seed=0, options={"task_id": env.unwrapped.tasks[42].task_id})
+    import erp_sim
+
+    assert obs == env.unwrapped.task.instruction()
+    assert info["tools"] == erp_sim.openai_tool_schemas() and len(info["tools"]) == 22
+    assert info["system_prompt"] == envs.system_prompt(env.unwrapped.task)
+    assert info["task"]["header_amount"] == info["grade"]["remaining_amount"]
+    assert info["grade"]["itemized_fraction"] == 0.0 and info["termination_reason"] is None
+    assert info["counts"] == {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "tool_errors": 0, "user_turns": 0}
+
+
+def test_receipt_in_instruction_lists_the_charges():
+    env = gym.make("erp_sim/MealsItemization-v0", receipt_in_instruction=True)
+    obs, _ = env.reset(seed=0)
+    assert all(item.description in obs and item.amount in obs for item in env.unwrapped.task.receipt_items)
+
+
+def test_docstring_and_info_agree():
+    """Every info key returned is documented in the class docstring, and every documented key is returned."""
+    import inspect
+
+    doc = ExpenseItemizationEnv.__doc__
+    section = doc.split("## Information")[1].split("## Arguments")[0]
+    env = gym.make("erp_sim/ExpenseItemization-v0", user_model=None)
+    _, reset_info = env.reset(seed=0)
+    _, _, _, _, step_info = env.step({"message": "Hello?"})
+    returned = set(reset_info) | set(step_info)
+    nested = {k for key in ("task", "grade", "counts", "action") for k in step_info[key]}
+    assert all(re.search(rf"\b{key}\b", section) for key in returned | nested), returned | nested
+    documented = set(re.findall(r"``(\w+)``", section)) - {"reset", "step", "TERMINATION_REASONS"}
+    assert documented == returned
+    assert all(reason in doc for reason in TERMINATION_REASONS)
+    arguments = set(re.findall(r"- ``(\w+)``", doc.split("## Arguments")[1]))
+    assert arguments == set(inspect.signature(ExpenseItemizationEnv).parameters)
+
+
+def test_infos_are_fresh_objects():
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    _, first = env.reset(seed=0)
+    _, _, _, _, second = env.step(FIND_MENU)
+    _, _, _, _, third = env.step(FIND_MENU)
+    for key in ("task", "grade", "counts"):
+        assert first[key] is not second[key] and second[key] is not third[key]
+    first["grade"]["success"] = "mutated"
+    assert env.step(FIND_MENU)[4]["grade"]["success"] is False
+
+
+def test_max_episode_steps_truncates_and_is_overridable():
+    env = gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=3)
+    env.reset(seed=0)
+    results = [env.step(FIND_MENU) for _ in range(3)]
+    assert [r[3] for r in results] == [False, False, True] and not any(r[2] for r in results)
+    assert results[-1][4]["termination_reason"] is None
+
+
+def test_render_ansi():
+    env = gym.make("erp_sim/ExpenseItemization-v0", render_mode="ansi")
+    obs, _ = env.reset(seed=0)
+    assert env.render().startswith(obs) and "remaining" in env.render()
+    plain = gym.make("erp_sim/ExpenseItemization-v0")
+    plain.reset(seed=0)
+    assert plain.render() is None
+
+
+@pytest.mark.parametrize("kwargs", [{"verbosity": "loud"}, {"reward_shaping": "dense"}, {"user_model": "llm"},
+                                    {"max_user_turns": 0}, {"render_mode": "human"}, {"user_model": object()}])
+def test_bad_kwargs_fail_at_construction(kwargs):
+    with pytest.raises((ValueError, TypeError)):
+        gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
+
+
+def test_compact_verbosity_gives_smaller_observations():
+    sizes = {}
+    for verbosity in ("default", "compact"):
+        env = gym.make("erp_sim/ExpenseItemization-v0", verbosity=verbosity)
+        env.reset(seed=0)
+        sizes[verbosity] = len(env.step(OPEN_REPORTS)[0])
+    assert sizes["compact"] < sizes["default"]
+
+
+def test_faults_are_injected_deterministically():
+    def run():
+        env = gym.make("erp_sim/ExpenseItemization-v0", faults="rate=0.5,seed=3")
+        env.reset(seed=0)
+        return [env.step(FIND_MENU)[4]["action"]["error_code"] for _ in range(12)]
+
+    codes = run()
+    assert codes == run()
+    assert any(code for code in codes) and not all(codes)
+
+
+# --- malformed actions -----------------------------------------------------------------------------
+MALFORMED = [
+    "", "   ", "not json", "{", "[]", "null", "42", '"a string"', "{}", '{"name": 3}', '{"name": "form_save_form", "x": 1}',
+    '{"message": 5}', '{"message": "hi", "name": "form_save_form"}', '{"name": "no_such_tool", "arguments": {}}',
+    '{"name": "form_find_menu_item"}', '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 7}}',
+    '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "x", "bogus": 1}}',
+    '{"name": "form_find_menu_item", "arguments": "{not json"}', '{"name": "form_find_menu_item", "arguments": [1]}',
+    '{"name": "form_select_grid_row", "arguments": {"gridName": "G", "rowNumber": 1}}',
+    "[" * 50_000, "x" * 300_000, json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "é" * 10_000}}),
+    "\x00\ud800", {"name": "form_find_menu_item"}, {"arguments": {}}, {1: 2}, 3.5, None, b"{}", ["name"],
+    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": float("nan")}},
+]
+
+
+def test_malformed_actions_never_raise_and_count_as_invalid():
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    for count, action in enumerate(MALFORMED, start=1):
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert obs in env.observation_space and reward == 0.0 and not terminated and not truncated, repr(action)[:80]
+        assert json.loads(obs)["Result"].startswith("Error"), repr(action)[:80]
+        assert info["counts"]["invalid_actions"] == count, repr(action)[:80]
+        assert info["action"]["kind"] in ("invalid", "tool")
+    assert env.step(FIND_MENU)[4]["counts"]["invalid_actions"] == len(MALFORMED)
+
+
+def test_invalid_action_observation_has_the_simulator_error_shape():
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    envelope = json.loads(env.step("oops")[0])
+    assert envelope["Error"]["Code"] == "InvalidAction"
+    assert set(envelope) == {"SessionId", "Result", "Messages", "Error"}
+    simulator_error = json.loads(env.step('{"name": "nope"}')[0])
+    assert {"SessionId", "Result", "Messages", "Error"} <= set(simulator_error)
+
+
+def test_business_errors_are_not_invalid_actions():
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    info = env.step('{"name": "form_save_form", "arguments": {}}')[4]  # no form open: a valid call that fails
+    assert info["action"]["is_error"] and info["counts"]["tool_errors"] == 1 and info["counts"]["invalid_actions"] == 0
+
+
+def test_random_text_actions_never_raise():
+    env = gym.make("erp_sim/ExpenseItemization-v0").unwrapped
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(20):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert obs in env.observation_space and reward == 0.0 and not terminated
+
+
+def test_step_after_the_end_and_before_reset():
+    env = gym.make("erp_sim/ExpenseItemization-v0", user_model=None).unwrapped
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(FIND_MENU)
+    env.reset(seed=0)
+    assert env.step({"message": "?"})[2] is True
+    obs, reward, terminated, truncated, info = env.step(FIND_MENU)
+    assert terminated and reward == 0.0 and json.loads(obs)["Error"]["Code"] == "InvalidAction"
