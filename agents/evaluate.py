@@ -280,11 +280,18 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
 def print_table(rows: list[dict]) -> None:
     from agents.statistics import summarize
 
-    print(f"\n{'config':<8}{'policy':<28}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/bench':>17}{'peak tok':>10}{'steps':>7}")
-    for name, summary in summarize(rows).items():
+    summaries = summarize(rows)
+    width = max([len("config"), *(len(name) for name in summaries)]) + 2
+    show_policy = any(name != s.policy for name, s in summaries.items())
+    policy_header = f"{'policy':<28}" if show_policy else ""
+    print(f"\n{'config':<{width}}{policy_header}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/bench':>17}"
+          f"{'peak tok':>10}{'steps':>7}")
+    for name, summary in summaries.items():
         e = summary.estimates
-        print(f"{name:<8}{summary.policy[:27]:<28}{e['success'].mean:>8.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}")
+        policy = f"{summary.policy[:27]:<28}" if show_policy else ""
+        print(f"{name:<{width}}{policy}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
+              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}"
+              f"{e['steps'].mean:>7.1f}")
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:

@@ -27,7 +27,7 @@ from agents.types import Message
 
 CONTAINER_TYPES = ("Group", "Tab", "TabPage", "FastTab")
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
-MAX_ACTIONS_SHOWN = 40
+MAX_ACTIONS_SHOWN = 15
 MAX_NOTES = 8
 
 GUARDRAILS = (
@@ -288,6 +288,16 @@ def observe_messages(facts: ExpenseFacts, messages: list[Message]) -> None:
         elif role == "user":
             facts.user_messages.append(_shorten(message_text(message.get("content")), 200))
             del facts.user_messages[:-3]
+
+
+def copy_facts(facts: ExpenseFacts) -> ExpenseFacts:
+    """An independent copy, cheaply: containers are copied, their items are replaced, never mutated."""
+    update = {
+        name: type(value)(value)
+        for name, value in facts.__dict__.items()
+        if isinstance(value, (list, dict))
+    }
+    return facts.model_copy(update=update)
 
 
 def facts_from_messages(messages: list[Message], task: str = "") -> ExpenseFacts:

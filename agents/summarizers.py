@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from agents.expense_facts import (
     ExpenseFacts,
+    copy_facts,
     facts_from_messages,
     observe_messages,
     render_observation,
@@ -150,7 +151,7 @@ class StructuredSummarizer:
     def summarize_history(self, task: str, messages: list[Message], previous: str | None = None) -> SummaryResult:
         known = self._facts_by_summary.get(previous) if previous else None
         if known is not None:
-            facts = known.model_copy(deep=True)
+            facts = copy_facts(known)
             observe_messages(facts, messages)
         else:
             facts = facts_from_messages(messages, task)

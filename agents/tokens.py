@@ -143,13 +143,16 @@ def _message_key(message: dict[str, Any]) -> tuple:
     if content is not None and not isinstance(content, str):
         content = json.dumps(content, sort_keys=True, ensure_ascii=False)
     calls = message.get("tool_calls")
-    call_key: tuple = ()
-    if calls:
-        call_key = tuple(
-            (fn.get("name", ""), fn.get("arguments", ""))
-            for fn in (call.get("function") or {} for call in calls)
-        )
-    return (message.get("role", ""), content, message.get("name"), call_key)
+    if not calls:
+        return (message.get("role", ""), content, message.get("name"))
+    call_key = []
+    for call in calls:
+        function = call.get("function") or _NO_FUNCTION
+        call_key.append((function.get("name", ""), function.get("arguments", "")))
+    return (message.get("role", ""), content, message.get("name"), tuple(call_key))
+
+
+_NO_FUNCTION: dict[str, str] = {}
 
 
 class TokenCounter:
@@ -218,6 +221,33 @@ class TokenCounter:
         self._cache.clear()
         self._text_cache.clear()
         self.hits = self.misses = 0
+
+
+class RunningCount:
+    """``count_messages`` for a transcript that grows by appending: only new messages are looked up.
+
+    Remembers the last list it counted (the message objects and their content objects);
+    when the next list starts with the same ones, only the tail is counted. Anything else
+    (a shorter list, a replaced message or content) is counted from scratch.
+    """
+
+    def __init__(self, counter: TokenCounter | None = None):
+        self.counter = counter or get_counter()
+        self._seen: list[tuple[dict[str, Any], Any]] = []
+        self._total = 0
+
+    def __call__(self, messages: list[dict[str, Any]]) -> int:
+        seen = self._seen
+        if len(messages) < len(seen) or not all(
+            m is old and m.get("content") is content for (old, content), m in zip(seen, messages)
+        ):
+            seen.clear()
+            self._total = 0
+        count = self.counter.count_message
+        for message in messages[len(seen) :]:
+            self._total += count(message)
+            seen.append((message, message.get("content")))
+        return self._total + REPLY_PRIMING_TOKENS
 
 
 @cache

@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import gymnasium as gym
-import pydantic
 from gymnasium.error import ResetNeeded
 
 import erp_sim
@@ -28,7 +27,7 @@ TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
 
 @dataclass(frozen=True)
 class Progress:
-    """The grade's cheap part (no collateral diff), recomputed only after a write succeeds."""
+    """The grade's cheap part (no collateral diff), kept current after every tool call."""
 
     success: bool
     remaining: Decimal
@@ -52,50 +51,76 @@ class Progress:
         return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(self.remaining) / self.header)
 
 
-def measure_progress(session: erp_sim.ErpSession, line_id: int) -> Progress:
-    """Mirrors ``erp_sim.grading.grade_session`` without the collateral diff (a test keeps them equal)."""
-    summary = ledger.itemization_summary(session.db, line_id)
+def measure_progress(session: erp_sim.ErpSession, line_id: int, summary: ledger.ItemizationSummary) -> Progress:
+    """Mirrors ``erp_sim.grading.grade_session`` without the collateral diff (a test keeps them equal).
+
+    ``summary`` (the saved lines, a database query) is passed in so callers can reuse it while
+    the database is unchanged; the open forms are read every time (cheap, in memory).
+    """
     forms = [f for f in session.forms if f.name == ITEMIZATION_FORM and f.context.get("line_id") == line_id]
     unsaved = sum(len(f.pending.get("rows", {})) for f in forms)
     success = summary.remaining == 0 and summary.line_count > 0 and unsaved == 0 and not forms
     return Progress(success, summary.remaining, summary.total, summary.line_count, unsaved, bool(forms))
 
 
+_ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
+                  "to write to the user.")
+
+
 def parse_action(action: Any) -> tuple[str, Any]:
-    """Classify an action: ("tool", (name, arguments)), ("message", text) or ("invalid", reason). Never raises."""
-    if isinstance(action, str):
-        if len(action) > MAX_ACTION_CHARS:
-            return "invalid", f"The action is {len(action):,} characters long; the limit is {MAX_ACTION_CHARS:,}."
+    """Classify an action: ("tool", (name, arguments dict)), ("message", text) or ("invalid", reason). Never raises.
+
+    A dict action goes through its JSON text, so dicts and strings behave the same (and values
+    JSON cannot carry are invalid actions, not errors deep in the simulator).
+    """
+    if isinstance(action, Mapping):
         try:
-            action = json.loads(action)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            detail = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            return "invalid", f"The action is not valid JSON ({detail}). {_ACTION_SHAPES}"
-    if not isinstance(action, Mapping):
+            action = json.dumps(action)
+        except (TypeError, ValueError, RecursionError):
+            return "invalid", f"The action cannot be written as JSON. {_ACTION_SHAPES}"
+    if not isinstance(action, str):
+        return "invalid", f"The action must be a JSON string or a dict, got {type(action).__name__}. {_ACTION_SHAPES}"
+    action, problem = _loads(action, "The action")
+    if problem:
+        return "invalid", f"{problem} {_ACTION_SHAPES}"
+    if not isinstance(action, dict):
         return "invalid", f"The action must be a JSON object, got {type(action).__name__}. {_ACTION_SHAPES}"
     keys = set(action)
     if keys == {"message"} and isinstance(action["message"], str):
         return "message", action["message"]
     if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
         arguments = action.get("arguments")
-        if arguments is None or isinstance(arguments, (str, Mapping)):
-            return "tool", (action["name"], dict(arguments) if isinstance(arguments, Mapping) else arguments)
-    shown = ", ".join(sorted(repr(str(k))[:40] for k in keys)[:10]) or "none"
+        if isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
+            arguments, problem = _loads(arguments, "The arguments")
+            if problem:
+                return "invalid", problem
+        if arguments is None or isinstance(arguments, dict):
+            return "tool", (action["name"], arguments or {})
+        return "invalid", f"The arguments must be a JSON object, got {type(arguments).__name__}."
+    shown = ", ".join(sorted(repr(k)[:40] for k in keys)[:10]) or "none"
     return "invalid", f"The action has the wrong shape (keys: {shown}). {_ACTION_SHAPES}"
 
 
-_ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
-                  "to write to the user.")
+def _loads(text: str, what: str) -> tuple[Any, str | None]:
+    if len(text) > MAX_ACTION_CHARS:
+        return None, f"{what} is {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}."
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{what} is not valid JSON ({exc.msg} at position {exc.pos})."
+    except (ValueError, RecursionError) as exc:  # Python refuses integers over 4,300 digits, and deep nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else "a number has too many digits"
+        return None, f"{what} cannot be read ({reason})."
 
 
-def arguments_valid(name: str, arguments: Any) -> bool:
+def arguments_valid(name: str, arguments: dict) -> bool:
     """Whether arguments pass the tool's schema (used only to classify error responses)."""
     tool = erp_sim.TOOLS.get(name)
     if tool is None:
         return False
     try:
-        tool.args_model.model_validate(json.loads(arguments) if isinstance(arguments, str) else (arguments or {}))
-    except (ValueError, TypeError, RecursionError, pydantic.ValidationError):
+        tool.args_model.model_validate(arguments)
+    except ValueError:  # pydantic's ValidationError is a ValueError
         return False
     return True
 
@@ -159,7 +184,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``task_set``: ``"hotel_50"``, ``"expense_types"`` or one expense type (``"Meals"``).
     - ``verbosity``: ``"default"`` (the faithful, verbose form state) or ``"compact"``.
     - ``user_model``: ``"rule"`` (``RuleBasedUser``), ``None`` / ``"none"``, or an object with
-      ``reset(task)`` and ``reply(message, view)`` (see ``envs.user_models``).
+      ``reset(task)`` and ``reply(message, view)`` (see ``envs.user_models``); it is reset with
+      the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
@@ -184,6 +210,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         if max_user_turns < 1:
             raise ValueError(f"max_user_turns must be at least 1, got {max_user_turns}")
+        erp_sim.FaultProfile.parse(faults)  # fail here, not at the first reset
         self.tasks = erp_sim.load_task_set(task_set)
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
         self.user: UserModel | None = make_user_model(user_model)
@@ -201,14 +228,19 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.task = self._choose_task(options or {})
         self.close()
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
-        self._line_id = target_line_id(self.session)
-        self._progress = measure_progress(self.session, self._line_id)
+        self._line_id, self._db_changes = target_line_id(self.session), -1
+        self._refresh_progress()
         self._potential = self._progress.potential()
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
         self._termination: str | None = None
         if self.user is not None:
             self.user.reset(self.task)
         self._last_observation = self.task.instruction(include_receipt=self.receipt_in_instruction)
+        task = self.task
+        self._task_info = {"task_id": task.task_id, "task_set": task.task_set, "expense_type": task.expense_type,
+                           "family": task.family, "difficulty": task.difficulty, "report_number": task.report_number,
+                           "line_number": task.line_number, "header_amount": task.header_amount,
+                           "currency": task.currency, "item_count": task.item_count}
         info = self._info()
         info.update(tools=json.loads(self._tools_json), system_prompt=system_prompt(self.task))
         return self._last_observation, info
@@ -267,11 +299,17 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             self._counts["tool_errors"] += 1
             if name not in erp_sim.TOOLS or (response.error_code == "ValidationError" and not arguments_valid(name, arguments)):
                 self._counts["invalid_actions"] += 1
-        elif not response.read_only:
-            self._progress = measure_progress(self.session, self._line_id)
-            if self._progress.success:
-                self._termination = "success"
+        self._refresh_progress()
+        if self._progress.success:
+            self._termination = "success"
         return response.text, {"tool": response.tool, "is_error": response.is_error, "error_code": response.error_code}
+
+    def _refresh_progress(self) -> None:
+        """Re-query the saved lines only if the database changed (sqlite's change counter moved)."""
+        changes = self.session.db.total_changes
+        if changes != self._db_changes:
+            self._summary, self._db_changes = ledger.itemization_summary(self.session.db, self._line_id), changes
+        self._progress = measure_progress(self.session, self._line_id, self._summary)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1
@@ -302,12 +340,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
               error_code: str | None = None) -> dict:
-        task = self.task
         info = {
-            "task": {"task_id": task.task_id, "task_set": task.task_set, "expense_type": task.expense_type,
-                     "family": task.family, "difficulty": task.difficulty, "report_number": task.report_number,
-                     "line_number": task.line_number, "header_amount": task.header_amount, "currency": task.currency,
-                     "item_count": task.item_count},
+            "task": dict(self._task_info),
             "grade": self._progress.as_info(),
             "counts": dict(self._counts),
             "termination_reason": self._termination,

@@ -159,8 +159,10 @@ def test_render_ansi():
     assert plain.render() is None
 
 
+@pytest.mark.filterwarnings("ignore:.*render_mode:UserWarning")
 @pytest.mark.parametrize("kwargs", [{"verbosity": "loud"}, {"reward_shaping": "dense"}, {"user_model": "llm"},
-                                    {"max_user_turns": 0}, {"render_mode": "human"}, {"user_model": object()}])
+                                    {"max_user_turns": 0}, {"render_mode": "human"}, {"user_model": object()},
+                                    {"faults": "rate=7"}, {"task_set": "Taxis"}])
 def test_bad_kwargs_fail_at_construction(kwargs):
     with pytest.raises((ValueError, TypeError)):
         gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
@@ -196,7 +198,10 @@ MALFORMED = [
     '{"name": "form_select_grid_row", "arguments": {"gridName": "G", "rowNumber": 1}}',
     "[" * 50_000, "x" * 300_000, json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "é" * 10_000}}),
     "\x00\ud800", {"name": "form_find_menu_item"}, {"arguments": {}}, {1: 2}, 3.5, None, b"{}", ["name"],
-    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": float("nan")}},
+    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": float("nan")}}, "1" * 5000,
+    '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "x", "topHitCount": ' + "9" * 5000 + "}}",
+    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": 10**5000}}, {"message": {1, 2}},
+    {"name": "form_find_menu_item", "arguments": '{"menuItemFilter": "x", "topHitCount": 1' + "0" * 5000 + "}"},
 ]
 
 

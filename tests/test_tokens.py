@@ -99,3 +99,18 @@ def test_count_tools_is_positive_for_a_schema():
     schema = [{"type": "function", "function": {"name": "form_save_form", "parameters": {"type": "object"}}}]
     assert TokenCounter().count_tools(schema) > 5
     assert TokenCounter().count_tools(None) == 0
+
+
+def test_running_count_matches_count_messages_and_counts_only_new_messages():
+    counter = TokenCounter()
+    running = tokens.RunningCount(counter)
+    transcript = [{"role": "user", "content": f"message {i}"} for i in range(20)]
+    for n in range(0, 21):
+        assert running(transcript[:n]) == counter.count_messages(transcript[:n])
+    lookups = counter.hits + counter.misses
+    assert running(transcript) == counter.count_messages(transcript)
+    assert counter.hits + counter.misses == lookups + 20  # only count_messages looked anything up
+    edited = list(transcript)
+    edited[3] = {"role": "user", "content": "a different, longer message"}
+    assert running(edited) == counter.count_messages(edited)  # a replaced message: recounted
+    assert running(transcript[:5]) == counter.count_messages(transcript[:5])  # a shorter list: recounted

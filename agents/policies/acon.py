@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import SummaryFold, starts_with
-from agents.policies.units import Unit, split_transcript
+from agents.policies.units import Unit, UnitMemo, split_transcript
 from agents.tokens import message_text
 from agents.types import Message
 
@@ -130,6 +130,7 @@ class AconObservation(ContextPolicy):
 
     def reset_state(self) -> None:
         self._refined: dict[tuple[str, str], Message] = {}
+        self._units = UnitMemo()
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = split_transcript(messages)
@@ -143,6 +144,13 @@ class AconObservation(ContextPolicy):
         return split.join(units)
 
     def _refine_unit(self, unit: Unit, task: str, history: list[Unit]) -> Unit:
+        cached = self._units.get(unit)
+        if cached is None:
+            cached = self._refine_results(unit, task, history)
+            self._units.put(unit, cached)
+        return cached
+
+    def _refine_results(self, unit: Unit, task: str, history: list[Unit]) -> Unit:
         results, changed = [], False
         for result in unit.tool_results:
             text = message_text(result.get("content"))

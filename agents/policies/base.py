@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.policies.spec import format_layer
 from agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
-from agents.tokens import TokenCounter, get_counter
+from agents.tokens import TokenCounter, get_counter, message_text
 from agents.types import Agent, AgentStep, Message, ToolSchema, Usage
 
 
@@ -93,8 +93,7 @@ class ContextPolicy:
         return result.text
 
     def task_text(self, instruction: Message | None) -> str:
-        from agents.tokens import message_text
-
+        """The task as summarizers get it: the text of the first user message."""
         return message_text(instruction.get("content")) if instruction else ""
 
     # -- description ------------------------------------------------------------------------

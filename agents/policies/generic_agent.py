@@ -24,7 +24,7 @@ from agents.expense_facts import (
 )
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import starts_with
-from agents.policies.units import Unit, split_transcript, tool_call_names
+from agents.policies.units import Unit, UnitMemo, split_transcript, tool_call_names
 from agents.tokens import TokenCounter
 from agents.types import Message
 
@@ -117,6 +117,7 @@ class HeadTail(ContextPolicy):
 
     def reset_state(self) -> None:
         self._cut: dict[tuple[str, str], str] = {}
+        self._cut_units = UnitMemo()
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = split_transcript(messages)
@@ -127,6 +128,13 @@ class HeadTail(ContextPolicy):
         return split.join(units)
 
     def _cut_unit(self, unit: Unit) -> Unit:
+        cached = self._cut_units.get(unit)
+        if cached is None:
+            cached = self._cut_results(unit)
+            self._cut_units.put(unit, cached)
+        return cached
+
+    def _cut_results(self, unit: Unit) -> Unit:
         names = tool_call_names(unit)
         results, changed = [], False
         for result in unit.tool_results:

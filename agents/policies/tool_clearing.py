@@ -7,7 +7,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.units import Unit, split_transcript, tool_call_names
+from agents.policies.units import Unit, UnitMemo, split_transcript, tool_call_names
+from agents.tokens import RunningCount
 from agents.types import Message
 
 CLEARED_ARGUMENTS = "{}"
@@ -39,8 +40,12 @@ class ClearToolUses(ContextPolicy):
     name: ClassVar[str] = "clear_tool_uses"
     Params: ClassVar[type[PolicyParams]] = ClearToolUsesParams
 
+    def reset_state(self) -> None:
+        self._cleared = UnitMemo()
+        self._input_tokens = RunningCount(self.counter)
+
     def build_context(self, messages: list[Message]) -> list[Message]:
-        if self.counter.count_messages(messages) <= self.params.trigger:
+        if self._input_tokens(messages) <= self.params.trigger:
             return list(messages)
         split = split_transcript(messages)
         uses = [
@@ -61,12 +66,22 @@ class ClearToolUses(ContextPolicy):
         units = list(split.units)
         freed = 0
         for index, call_ids in to_clear.items():
-            cleared = self._clear_unit(units[index], call_ids)
-            freed += self._tokens(units[index]) - self._tokens(cleared)
-            units[index] = cleared
+            units[index], unit_freed = self._cleared_unit(units[index], frozenset(call_ids))
+            freed += unit_freed
         if freed < self.params.clear_at_least:
             return list(messages)
         return split.join(units)
+
+    def _cleared_unit(self, unit: Unit, call_ids: frozenset[str]) -> tuple[Unit, int]:
+        """The unit with the results of ``call_ids`` cleared, and the tokens that frees (memoized)."""
+        cached = self._cleared.get(unit, call_ids)
+        if cached is None:
+            cleared = self._clear_unit(unit, call_ids)
+            count = self.counter.count_message
+            freed = sum(count(a) - count(b) for a, b in zip(unit.messages, cleared.messages) if a is not b)
+            cached = (cleared, freed)
+            self._cleared.put(unit, cached, call_ids)
+        return cached
 
     def _clear_unit(self, unit: Unit, call_ids: set[str]) -> Unit:
         call = unit.messages[0]
@@ -85,6 +100,3 @@ class ClearToolUses(ContextPolicy):
             for r in unit.tool_results
         )
         return Unit("tool", (call, *results))
-
-    def _tokens(self, unit: Unit) -> int:
-        return sum(map(self.counter.count_message, unit.messages))

@@ -15,7 +15,7 @@ that asked for it, or a call without its result:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from agents.tokens import message_text
 from agents.types import Message
@@ -29,9 +29,8 @@ class TranscriptError(ValueError):
     """The messages do not form a valid OpenAI chat transcript."""
 
 
-@dataclass(frozen=True)
-class Unit:
-    """Messages that are kept or dropped together."""
+class Unit(NamedTuple):
+    """Messages that are kept or dropped together (a tuple: cheap to build, compared by value)."""
 
     kind: UnitKind
     messages: tuple[Message, ...]
@@ -84,6 +83,7 @@ def split_transcript(messages: list[Message]) -> Split:
             split.pinned.append(messages[i])
             i += 1
     units = split.units
+    append = units.append
     while i < n:
         message = messages[i]
         role = message.get("role")
@@ -91,13 +91,13 @@ def split_transcript(messages: list[Message]) -> Split:
             j = i + 1
             while j < n and messages[j].get("role") == "tool":
                 j += 1
-            units.append(Unit("tool", tuple(messages[i:j])))
+            append(Unit("tool", tuple(messages[i:j])))
             i = j
-            continue
-        if role == "tool":
+        elif role == "tool":
             raise TranscriptError(f"message {i}: tool result {message.get('tool_call_id')!r} follows no tool call")
-        units.append(Unit("assistant" if role == "assistant" else "user", (message,)))
-        i += 1
+        else:
+            append(Unit("assistant" if role == "assistant" else "user", (message,)))
+            i += 1
     return split
 
 
@@ -145,3 +145,40 @@ def validate_messages(messages: list[Message]) -> None:
             pending = set(ids)
     if pending:
         raise TranscriptError(f"end of transcript: tool calls {sorted(pending)} have no result")
+
+
+class UnitMemo:
+    """Per-unit results of a policy, reused while the unit is the same.
+
+    A unit counts as the same while its messages are the same objects holding the same
+    content objects: transcripts are append-only, so a policy recomputes only the new
+    units at each step instead of all of them (what keeps long transcripts fast). A
+    message whose content was replaced in place is seen as changed.
+    """
+
+    _MISSING = object()
+
+    def __init__(self, limit: int = 65_536):
+        self.limit = limit
+        self._entries: dict[int, tuple[tuple, object, object]] = {}
+
+    def get(self, unit: Unit, variant: object = None, default: object = None) -> object:
+        entry = self._entries.get(id(unit.messages[0]))
+        if entry is None or entry[1] != variant or not _same_snapshot(entry[0], unit.messages):
+            return default
+        return entry[2]
+
+    def put(self, unit: Unit, value: object, variant: object = None) -> None:
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        snapshot = tuple((m, m.get("content")) for m in unit.messages)
+        self._entries[id(unit.messages[0])] = (snapshot, variant, value)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def _same_snapshot(snapshot: tuple, messages: tuple[Message, ...]) -> bool:
+    return len(snapshot) == len(messages) and all(
+        m is old and m.get("content") is content for (old, content), m in zip(snapshot, messages)
+    )

@@ -1,0 +1,108 @@
+"""Benchmark: the env's step overhead over calling the same tools on an ErpSession directly.
+
+Replays the oracle's call sequence for a few tasks three ways, interleaved task by task so
+drift hits all equally: ``ErpSession.call`` (direct), ``env.step`` on the unwrapped env, and
+``env.step`` through ``gym.make``'s wrapper stack (what users get). Actions are the JSON
+strings an agent would send, so parsing them is part of the env's cost. The last step of an
+episode also puts the full grade (with erp_sim's collateral diff) in ``info``; it is reported
+apart, since it is paid once per episode.
+
+    .venv/bin/python scripts/bench_env.py [--env erp_sim/ExpenseItemization-v0] [--tasks 10] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+
+import gymnasium as gym
+
+import envs  # noqa: F401  (registers the ids)
+import erp_sim
+
+PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")
+
+
+def oracle_sequence(task: erp_sim.Task, verbosity: str) -> list[tuple[str, dict]]:
+    session, calls, sequence = erp_sim.ErpSession(task, verbosity=verbosity), erp_sim.oracle_calls(task), []
+    name, arguments = next(calls)
+    while True:
+        sequence.append((name, arguments))
+        try:
+            name, arguments = calls.send(session.call(name, arguments).text)
+        except StopIteration:
+            session.close()
+            return sequence
+
+
+def time_direct(task: erp_sim.Task, sequence, verbosity: str) -> list[float]:
+    session, times = erp_sim.ErpSession(task, verbosity=verbosity), []
+    for name, arguments in sequence:
+        start = time.perf_counter()
+        session.call(name, arguments)
+        times.append(time.perf_counter() - start)
+    session.close()
+    return times
+
+
+def time_env(env, task: erp_sim.Task, actions: list[str]) -> list[float]:
+    env.reset(options={"task_id": task.task_id})
+    times = []
+    for action in actions:
+        start = time.perf_counter()
+        terminated = env.step(action)[2]
+        times.append(time.perf_counter() - start)
+    assert terminated, "the oracle should finish the task"
+    return times
+
+
+def row(label: str, values: list[float], base: list[float]) -> str:
+    median, mean = statistics.median(values), statistics.fmean(values)
+    return (f"{label:<50} {median * 1e6:>10.1f} {mean * 1e6:>9.1f} {1 / mean:>9,.0f} "
+            f"{median / statistics.median(base) - 1:>+11.1%} {mean / statistics.fmean(base) - 1:>+11.1%}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="erp_sim/ExpenseItemization-v0")
+    parser.add_argument("--tasks", type=int, default=10, help="first N tasks of the env's task set")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--verbosity", default="default", choices=erp_sim.VERBOSITIES)
+    args = parser.parse_args(argv)
+
+    wrapped = gym.make(args.env, verbosity=args.verbosity)
+    unwrapped = gym.make(args.env, verbosity=args.verbosity).unwrapped
+    tasks = wrapped.unwrapped.tasks[: args.tasks]
+    sequences = {t.task_id: oracle_sequence(t, args.verbosity) for t in tasks}
+    actions = {tid: [json.dumps({"name": n, "arguments": a}) for n, a in seq] for tid, seq in sequences.items()}
+    steps = {path: [] for path in PATHS}  # per path: one list of step times per episode
+    for _ in range(args.rounds):
+        for task in tasks:
+            for path, run in zip(PATHS, (lambda: time_direct(task, sequences[task.task_id], args.verbosity),
+                                         lambda: time_env(unwrapped, task, actions[task.task_id]),
+                                         lambda: time_env(wrapped, task, actions[task.task_id]))):
+                gc.collect()
+                steps[path].append(run())
+
+    every = {path: [t for episode in episodes for t in episode] for path, episodes in steps.items()}
+    inner = {path: [t for episode in episodes for t in episode[:-1]] for path, episodes in steps.items()}
+    last = {path: [episode[-1] for episode in episodes] for path, episodes in steps.items()}
+    calls = sum(len(s) for s in sequences.values())
+    print(f"{args.env}, verbosity={args.verbosity}: {len(tasks)} tasks x {args.rounds} rounds, {calls} steps per round\n")
+    print(f"{'path, steps':<50} {'median µs':>10} {'mean µs':>9} {'steps/s':>9} {'ovh median':>11} {'ovh mean':>11}")
+    for label, subset in (("all steps", every), ("all but each episode's last", inner)):
+        for path in PATHS:
+            print(row(f"{path}, {label}", subset[path], subset[PATHS[0]]))
+        print()
+    print(f"last step of an episode (env adds the full grade to info): median {statistics.median(last[PATHS[2]]) * 1e3:.2f} ms "
+          f"vs {statistics.median(last[PATHS[0]]) * 1e3:.2f} ms direct")
+    overhead = statistics.median(every[PATHS[2]]) / statistics.median(every[PATHS[0]]) - 1
+    print(f"env.step overhead (gym.make stack, median over all steps): {overhead:+.1%} (target < +20%)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,198 @@
+"""Benchmark the MCP server: tools/call round trips (stdio, HTTP) next to the in-process call,
+throughput with concurrent HTTP sessions, and memory per idle session.
+
+    .venv/bin/python scripts/bench_mcp.py [--calls 300] [--sessions 32] [--idle-sessions 100] [--json out.json]
+
+Every timed call is the same read-only tool (``form_select_grid_row`` on the expense report
+list, an ~8 kB default-verbosity form state), so transport overhead is what differs.
+Targets (issue 4): stdio < 3 ms median, HTTP < 10 ms median, no errors with 32 sessions,
+< 10 MB per idle session. Clients run in this process, so on a small machine they compete
+with the server for CPU: the figures are upper bounds of the server's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from erp_sim import get_task
+from erp_sim.mcp_sessions import EpisodeStore
+from erp_sim.session import ErpSession
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE = [sys.executable, "-m", "erp_sim.mcp_server"]
+TOKEN = "bench-token"
+OPEN = ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
+CALL = ("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "1"})
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def in_process(calls: int) -> dict:
+    session = ErpSession(get_task("hotel_50", 0))
+    session.call(*OPEN)
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        session.call(*CALL)
+        times.append(time.perf_counter() - start)
+    return {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1])}
+
+
+async def timed_calls(client: Client, calls: int) -> dict:
+    await client.call_tool(*OPEN)
+    times, errors = [], 0
+    for _ in range(calls):
+        start = time.perf_counter()
+        result = await client.call_tool(*CALL)
+        times.append(time.perf_counter() - start)
+        errors += result.is_error
+    return {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1]),
+            "errors": errors}
+
+
+async def over_stdio(calls: int, mode: str) -> dict:
+    params = StdioServerParameters(command=SERVE[0], args=SERVE[1:], cwd=ROOT)
+    async with Client(params, mode=mode) as client:
+        return await timed_calls(client, calls)
+
+
+def http_client(url: str, mode: str = "legacy", key: str | None = None):
+    headers = {"Authorization": f"Bearer {TOKEN}"} | ({"X-ERP-Session": key} if key else {})
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    return http, Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+async def over_http(url: str, calls: int, mode: str) -> dict:
+    http, client = http_client(url, mode, key=f"bench-{mode}")
+    async with http, client:
+        return await timed_calls(client, calls)
+
+
+async def http_throughput(url: str, sessions: int, calls: int) -> dict:
+    async def one(i: int) -> tuple[list[float], int]:
+        http, client = http_client(url)
+        async with http, client:
+            result = await timed_calls(client, calls)
+            return result["median_ms"], result["errors"]
+
+    start = time.perf_counter()
+    outcomes = await asyncio.gather(*(one(i) for i in range(sessions)), return_exceptions=True)
+    wall = time.perf_counter() - start
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    done = [o for o in outcomes if not isinstance(o, BaseException)]
+    return {"sessions": sessions, "calls": sessions * calls, "wall_s": round(wall, 2),
+            "calls_per_s": round(len(done) * calls / wall, 1), "errors": sum(e for _, e in done) + len(failed),
+            "median_of_session_medians_ms": statistics.median(m for m, _ in done) if done else None}
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def memory_in_process(count: int) -> dict:
+    """Episodes opened through the server's store, each after one call (form open), then left idle."""
+    store = EpisodeStore("hotel_50", idle_timeout_s=None)
+    store.call(store.episode("warm-up"), *OPEN)  # templates and caches out of the measurement
+    for i in range(len(store.tasks)):
+        store.call(store.episode(f"warm-{i}"), *OPEN)
+    tracemalloc.start()
+    before_rss, before = rss_bytes(), tracemalloc.take_snapshot()
+    for i in range(count):
+        store.call(store.episode(f"idle-{i}"), *OPEN)
+    after = tracemalloc.take_snapshot()
+    python_heap = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    rss = rss_bytes() - before_rss
+    tracemalloc.stop()
+    store.close_all()
+    return {"sessions": count, "python_heap_kb_per_session": round(python_heap / count / 1024, 1),
+            "rss_kb_per_session": round(rss / count / 1024, 1)}
+
+
+async def memory_of_server(url: str, pid: int, count: int) -> dict:
+    """RSS growth of the HTTP server process over ``count`` open, idle MCP sessions (ERP + transport)."""
+    before = rss_bytes(pid)
+    opened = []
+    try:
+        for i in range(count):
+            http, client = http_client(url)
+            await http.__aenter__()
+            await client.__aenter__()
+            opened.append((http, client))
+            await client.call_tool(*OPEN)
+        await asyncio.sleep(0.5)
+        grown = rss_bytes(pid) - before
+    finally:
+        for http, client in reversed(opened):
+            await client.__aexit__(None, None, None)
+            await http.__aexit__(None, None, None)
+    return {"sessions": count, "rss_kb_per_session": round(grown / count / 1024, 1)}
+
+
+def start_http_server() -> tuple[subprocess.Popen, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(SERVE + ["--http", "--port", str(port), "--auth-token", TOKEN], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the HTTP server did not start")
+
+
+async def run(args) -> dict:
+    report = {"tool": CALL[0], "in_process": in_process(args.calls * 5),
+              "stdio_legacy": await over_stdio(args.calls, "legacy"), "stdio_2026": await over_stdio(args.calls, "auto")}
+    proc, url = start_http_server()
+    try:
+        report["http_legacy"] = await over_http(url, args.calls, "legacy")
+        report["http_2026"] = await over_http(url, args.calls, "auto")
+        report["http_concurrent"] = await http_throughput(url, args.sessions, args.calls // 3)
+        report["memory_server_process"] = await memory_of_server(url, proc.pid, args.idle_sessions)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    report["memory_in_process"] = memory_in_process(args.idle_sessions * 2)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300, help="Timed calls per latency measurement.")
+    parser.add_argument("--sessions", type=int, default=32, help="Concurrent HTTP sessions for throughput.")
+    parser.add_argument("--idle-sessions", type=int, default=100, help="Sessions opened for the memory figure.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    main()

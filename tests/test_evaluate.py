@@ -1,0 +1,117 @@
+"""erp-sim eval / sweep / report: determinism, kill-and-resume, the OpenAI path, infra errors, Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agents.evaluate import main as eval_main, read_rows, row_key
+from agents.report_cli import main as report_main
+from agents.sweep import grid_specs, main as sweep_main
+from test_harness import script_server_with_scripted_agent
+
+SMALL = ["--tasks", "hotel_50:hotel-000,hotel-021", "--runs", "2", "--quiet", "--concurrency", "1"]
+
+
+def deterministic(path: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(path / "results.jsonl")]
+
+
+def test_two_runs_give_byte_identical_deterministic_results_and_a_report(tmp_path, capsys):
+    for name in ("a", "b"):
+        assert eval_main(["--configs", "C1,C3", *SMALL, "--out", str(tmp_path / name), "--concurrency", "2"]) == 0
+    a, b = deterministic(tmp_path / "a"), deterministic(tmp_path / "b")
+    assert json.dumps(a) == json.dumps(b) and len(a) == 8
+    assert {r["config"] for r in a} == {"C1", "C3"}
+    assert all(r["failure_category"] == "stalled_unanswered_question" for r in a if r["config"] == "C1")
+    row = a[0]
+    assert set(row) >= {"config", "policy", "user", "agent", "task_set", "task_id", "run", "seed", "grade", "metrics",
+                        "termination", "failure_category", "infra_error", "trajectory"}
+    assert (tmp_path / "a" / row["trajectory"]).read_bytes() == (tmp_path / "b" / row["trajectory"]).read_bytes()
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert "| C3 |" in report and (tmp_path / "a" / "success_vs_tokens.png").stat().st_size > 1000
+    assert "C3" in capsys.readouterr().out
+    assert report_main([str(tmp_path / "a")]) == 0
+
+
+def test_existing_results_need_resume(tmp_path):
+    out = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
+    eval_main(out)
+    with pytest.raises(SystemExit, match="--resume"):
+        eval_main(out)
+    assert eval_main([*out, "--resume"]) == 0 and len(read_rows(tmp_path / "results.jsonl")) == 1
+
+
+def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
+    args = [sys.executable, "-m", "agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
+            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--runs", "2", "--quiet", "--concurrency", "1",
+            "--out", str(tmp_path)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = len(read_rows(results))
+    assert 4 <= before < 30, "the run must be killed mid-way"
+    subprocess.run([*args, "--resume"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    rows = read_rows(results)
+    counts = Counter(row_key(r) for r in rows)
+    assert len(counts) == 30 and set(counts.values()) == {1}
+
+
+def test_sweep_runs_the_grid_and_reports_a_heatmap(tmp_path):
+    assert grid_specs("last_n_summary", ["n=3,5", "w=1,-1"]) == [
+        "last_n_summary:n=3,w=1", "last_n_summary:n=3,w=-1", "last_n_summary:n=5,w=1", "last_n_summary:n=5,w=-1"]
+    with pytest.raises(Exception):
+        grid_specs("last_n_summary", ["q=1"])
+    assert sweep_main(["--grid", "n=3,5", "--grid", "w=1", "--tasks", "hotel_50:hotel-000", "--quiet", "--out", str(tmp_path)]) == 0
+    assert len(read_rows(tmp_path / "results.jsonl")) == 2 and (tmp_path / "sweep_heatmap.png").exists()
+
+
+def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(tmp_path, fake_openai_server, monkeypatch):
+    monkeypatch.setattr("agents.evaluate._chat_model", _fast_retry_model)
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
+            "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url, "--out", str(tmp_path / "run"),
+            "--record", str(tmp_path / "rec")]
+    fake_openai_server.fail(500, times=2)  # first attempt and its one retry fail: an infrastructure error
+    eval_main(argv)
+    [row] = read_rows(tmp_path / "run" / "results.jsonl")
+    assert row["infra_error"] and row["termination"] == "infra_error"
+    script_server_with_scripted_agent(fake_openai_server, env, "hotel-003")
+    eval_main([*argv, "--resume"])
+    [row] = read_rows(tmp_path / "run" / "results.jsonl")
+    assert row["infra_error"] is None and row["grade"]["success"]
+    # The recorded cassette replays the same episode offline.
+    replay = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
+              "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]
+    fake_openai_server.fail_always(500)
+    eval_main(replay)
+    original, replayed = deterministic(tmp_path / "run"), deterministic(tmp_path / "replay")
+    assert [r | {"agent": ""} for r in original] == [r | {"agent": ""} for r in replayed]
+
+
+def _fast_retry_model(name, base_url):
+    from agents.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel(name, base_url=base_url, temperature=0.0, max_retries=1, backoff_base=0.0)
+
+
+def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
+    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
+    assert eval_main(["--configs", "C3", "--tasks", "hotel_50:hotel-000,hotel-001", "--runs", "1", "--quiet",
+                      "--backend", "ray", "--out", str(tmp_path)]) == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert len(rows) == 2 and all(r["grade"]["success"] for r in rows)

@@ -1,0 +1,126 @@
+"""The agent harness: the runner, the scripted agent, metrics, record/replay through the OpenAI path."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import envs  # noqa: F401  (registers the ids)
+from agents.cassette import ReplayModel, RecordingModel
+from agents.model_agent import ModelAgent
+from agents.openai_chat import OpenAIChatModel
+from agents.policies import wrap
+from agents.runner import run_episode
+from agents.scripted import ScriptedAgent, decide
+from agents.tokens import count_messages
+from agents.trajectory import write_finetuning_jsonl
+from agents.types import InfrastructureError
+from erp_sim import load_task_set
+
+
+@pytest.fixture(scope="module")
+def env():
+    environment = gym.make("erp_sim/ExpenseItemization-v0")
+    yield environment
+    environment.close()
+
+
+def test_scripted_agent_with_full_history_solves_every_hotel_task(env):
+    for task in load_task_set("hotel_50"):
+        trajectory = run_episode(env, ScriptedAgent(), task_id=task.task_id)
+        assert trajectory.termination == "success" and trajectory.grade["strict_success"], task.task_id
+        assert trajectory.failure_category is None
+
+
+def test_scripted_agent_solves_every_expense_type():
+    environment = gym.make("erp_sim/AllExpenseTypes-v0")
+    for task in load_task_set("expense_types"):
+        trajectory = run_episode(environment, ScriptedAgent(), task_id=task.task_id)
+        assert trajectory.grade["strict_success"], task.task_id
+
+
+def test_metrics_are_exact_token_counts_of_what_was_shown(env):
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-005", keep_shown=True)
+    tool_tokens = trajectory.steps[0].input_tokens - count_messages(trajectory.shown[0])
+    assert tool_tokens > 1000  # the 22 tool schemas are part of every input
+    for step, shown in zip(trajectory.steps, trajectory.shown):
+        assert step.input_tokens == count_messages(shown) + tool_tokens
+    metrics = trajectory.metrics
+    assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)
+    assert metrics.peak_tokens == max(s.input_tokens for s in trajectory.steps)
+    assert metrics.dependency == sum((s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in trajectory.steps)
+    assert metrics.model_calls == len(trajectory.steps) and metrics.tool_calls == sum(s.tool_calls for s in trajectory.steps)
+
+
+def test_the_scripted_agent_decides_only_from_what_it_is_shown(env):
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-012", keep_shown=True)
+    # Same visible messages -> same decision, whatever happened before (no hidden memory).
+    for shown in trajectory.shown[::7]:
+        assert decide(shown) == decide(json.loads(json.dumps(shown)))
+
+
+def test_pruning_makes_the_agent_reread_and_a_summary_avoids_it(env):
+    full = run_episode(env, ScriptedAgent(), task_id="hotel-049")
+    pruned = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"), task_id="hotel-049")
+    summarized = run_episode(env, wrap(ScriptedAgent(), "last_n_summary:n=5,w=3"), task_id="hotel-049")
+    assert full.grade["success"] and pruned.grade["success"] and summarized.grade["success"]
+    def rereads(trajectory):
+        return sum("ViewReceipt" in c["function"]["arguments"] for m in trajectory.messages for c in m.get("tool_calls") or [])
+
+    assert rereads(full) == 1 and rereads(pruned) > 3 and rereads(summarized) == 1
+    assert pruned.metrics.input_tokens < full.metrics.input_tokens / 2
+    assert summarized.metrics.peak_tokens < full.metrics.peak_tokens / 3
+
+
+def test_no_user_model_stalls_on_the_agents_question():
+    environment = gym.make("erp_sim/ExpenseItemization-v0", user_model=None)
+    trajectory = run_episode(environment, ScriptedAgent(), task_id="hotel-001")
+    assert trajectory.termination == "stalled" and trajectory.failure_category == "stalled_unanswered_question"
+
+
+def test_trajectory_exports_for_fine_tuning(env, tmp_path):
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-000")
+    path = tmp_path / "ft.jsonl"
+    write_finetuning_jsonl([trajectory], path)
+    record = json.loads(path.read_text())
+    assert set(record) == {"messages", "tools"} and record["messages"][0]["role"] == "system"
+    calls = {c["id"] for m in record["messages"] for c in m.get("tool_calls") or []}
+    assert calls == {m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"}
+
+
+def script_server_with_scripted_agent(server, env, task_id):
+    """Queue on the fake server the replies the scripted agent would give (a stand-in LLM)."""
+    reference = run_episode(env, ScriptedAgent(), task_id=task_id)
+    for message in reference.messages:
+        if message["role"] != "assistant":
+            continue
+        if message.get("tool_calls"):
+            server.reply_tool_calls([(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]])
+        else:
+            server.reply_text(message["content"])
+    return reference
+
+
+def test_openai_path_records_and_replays_an_identical_trajectory(env, fake_openai_server, tmp_path):
+    reference = script_server_with_scripted_agent(fake_openai_server, env, "hotel-004")
+    cassette = tmp_path / "episode.jsonl"
+    model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url, temperature=0, seed=7)
+    recorded = run_episode(env, ModelAgent(RecordingModel(model, cassette)), task_id="hotel-004")
+    assert recorded.grade["success"] and recorded.grade == reference.grade
+    assert recorded.steps[0].reported_input_tokens == 10  # usage as the server reported it
+    assert fake_openai_server.requests[0]["temperature"] == 0 and fake_openai_server.requests[0]["seed"] == 7
+    fake_openai_server.fail_always(500)  # replay must never touch the server
+    replayed = run_episode(env, ModelAgent(ReplayModel(cassette, strict=True)), task_id="hotel-004")
+    assert replayed.deterministic_dump() == recorded.deterministic_dump()
+
+
+def test_infrastructure_errors_end_the_episode_as_infra_error(env, fake_openai_server):
+    fake_openai_server.fail_always(500)
+    model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url, max_retries=1, backoff_base=0.0)
+    trajectory = run_episode(env, ModelAgent(model), task_id="hotel-000")
+    assert trajectory.termination == "infra_error" and trajectory.failure_category is None
+    assert "gave up" in trajectory.infra_error
+    with pytest.raises(InfrastructureError):
+        model.complete([{"role": "user", "content": "x"}])

@@ -1,0 +1,258 @@
+"""The MCP server as a separate process: the official ``mcp`` SDK client over stdio and streamable
+HTTP, raw malformed traffic, auth, the admin routes, 16 concurrent sessions, the MCP Inspector CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from erp_sim import TOOLS, get_task, oracle_calls
+from erp_sim.mcp_server import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE = [sys.executable, "-m", "erp_sim.mcp_server"]
+TOKEN, ADMIN = "client-token-123", "admin-token-456"
+INSPECTOR = "@modelcontextprotocol/inspector@0.15"
+
+
+async def solve(client: Client, task) -> int:
+    """Drive the oracle through an ``mcp`` SDK client; returns the number of calls."""
+    calls, count = oracle_calls(task), 0
+    name, arguments = next(calls)
+    try:
+        while True:
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, result.content[0].text[:400]
+            count += 1
+            name, arguments = calls.send(result.content[0].text)
+    except StopIteration:
+        return count
+
+
+async def task_id_of(client: Client) -> str:
+    return json.loads((await client.read_resource("erp-sim://task")).contents[0].text)["task_id"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(args: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(SERVE + args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=log.open("w"))
+
+
+def wait_for_port(proc: subprocess.Popen, port: int, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(log.read_text())
+
+
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory):
+    port, log = free_port(), tmp_path_factory.mktemp("http") / "server.log"
+    proc = start_server(["--http", "--port", str(port), "--auth-token", TOKEN, "--admin-token", ADMIN], log)
+    try:
+        wait_for_port(proc, port, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def http_client(base: str, *, mode: str = "legacy", headers: dict | None = None, token: str = TOKEN):
+    """An ``mcp`` SDK client over streamable HTTP (the caller closes ``http``)."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}", **(headers or {})}, timeout=30)
+    return http, Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode)
+
+
+def admin_get(base: str, path: str, token: str = ADMIN) -> httpx.Response:
+    return httpx.get(f"{base}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+
+
+# --- stdio ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_stdio_sdk_client_lists_tools_and_completes_a_task(mode, tmp_path):
+    grades = tmp_path / "grades.json"
+    params = StdioServerParameters(command=sys.executable, args=SERVE[1:] + ["--task", "hotel-009", "--grade-file", str(grades)],
+                                   cwd=ROOT)
+    async with Client(params, mode=mode) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == list(TOOLS)
+        assert await task_id_of(client) == "hotel-009"
+        await solve(client, get_task("hotel_50", "hotel-009"))
+    for _ in range(100):  # the server writes its final grade on its way out
+        if grades.exists() and json.loads(grades.read_text())["sessions"][0]["state"] == "closed":
+            break
+        await asyncio.sleep(0.05)
+    session = json.loads(grades.read_text())["sessions"][0]
+    assert session["grade"]["success"] and session["grade"]["strict_success"] and session["state"] == "closed"
+
+
+def test_stdio_survives_malformed_json_rpc():
+    proc = subprocess.Popen(SERVE, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    for message in ["this is not json", "[1, 2", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+                    json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                    json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}),
+                    json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 42}}),
+                    json.dumps({"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}),
+                    json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]:
+        proc.stdin.write(message + "\n")
+        proc.stdin.flush()
+    answers = {}
+    try:
+        while 5 not in answers:
+            message = json.loads(lines.get(timeout=20))
+            answers[message.get("id")] = message
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+    assert answers[2]["result"]["isError"] and "error" in answers[3] and "error" in answers[4]
+    assert len(answers[5]["result"]["tools"]) == len(TOOLS)
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
+def test_mcp_inspector_cli_lists_the_tools():
+    command = ["npx", "-y", INSPECTOR, "--cli", *SERVE, "--method", "tools/list"]
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"{INSPECTOR} did not install or start within 300 s (no npm registry or cache?)")
+    if done.returncode != 0 and any(s in done.stderr for s in ("npm ERR", "npm error", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT")):
+        pytest.skip(f"{INSPECTOR} is unavailable: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stderr
+    assert [t["name"] for t in json.loads(done.stdout)["tools"]] == list(TOOLS)
+
+
+# --- streamable HTTP -----------------------------------------------------------------------------
+def test_http_rejects_missing_and_wrong_tokens(http_url):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Bearer {ADMIN}"}):
+        assert httpx.post(f"{http_url}/mcp", json=body, headers=headers).status_code == 401
+    for token in (None, "wrong", TOKEN):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        assert httpx.get(f"{http_url}/admin/sessions", headers=headers).status_code == 401
+
+
+async def test_http_sdk_client_completes_a_task_and_the_admin_grades_it(http_url):
+    http, client = http_client(http_url)
+    async with http, client:
+        assert len((await client.list_tools()).tools) == len(TOOLS)
+        task = get_task("hotel_50", await task_id_of(client))
+        calls = await solve(client, task)
+        first = await client.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
+    session_id = json.loads(first.content[0].text)["SessionId"]
+    grade = admin_get(http_url, f"/admin/sessions/{session_id}/grade").json()
+    assert grade["task_id"] == task.task_id and grade["calls"] == calls + 1
+    assert grade["grade"]["success"] and grade["grade"]["strict_success"] and not grade["grade"]["collateral"]
+    listed = admin_get(http_url, "/admin/sessions").json()["sessions"]
+    assert session_id in [s["session_id"] for s in listed]
+    assert admin_get(http_url, "/admin/sessions/nope/grade").status_code == 404
+
+
+async def test_http_stateless_clients_name_their_session(http_url):
+    http, client = http_client(http_url, mode="auto", headers={"X-ERP-Session": "modern-1", "X-ERP-Task": "hotel-010"})
+    async with http, client:
+        assert client.session.protocol_version == "2026-07-28"
+        await solve(client, get_task("hotel_50", "hotel-010"))
+    http, anonymous = http_client(http_url, mode="auto")
+    async with http, anonymous:
+        refused = await anonymous.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
+    assert refused.is_error and "X-ERP-Session" in refused.content[0].text
+    closed = httpx.post(f"{http_url}/admin/sessions/modern-1/close", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert closed.json()["grade"]["success"] and closed.json()["state"] == "closed"
+    assert admin_get(http_url, "/admin/sessions/modern-1/grade").json()["state"] == "closed"
+
+
+async def test_http_survives_malformed_and_oversized_requests(http_url):
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=http_url, headers=headers, timeout=10) as raw:
+        assert (await raw.post("/mcp", content=b"{not json")).status_code == 400
+        assert (await raw.post("/mcp", content=b"[1, 2, 3]")).status_code >= 400
+        assert (await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).status_code >= 400
+        oversized = await raw.post("/mcp", content=b"{" + b" " * (2 << 20) + b"}")
+        assert oversized.status_code == 413 and oversized.json()["error"]["code"] == -32600
+    http, client = http_client(http_url)
+    async with http, client:
+        unknown = await client.call_tool("form_launch_rocket", {})
+        huge = await client.call_tool("form_find_menu_item", {"menuItemFilter": "x" * 600_000})
+        fine = await client.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
+    assert unknown.is_error and huge.is_error and not fine.is_error
+
+
+async def test_http_16_concurrent_sessions_each_complete_their_own_task(http_url):
+    async def one_agent() -> tuple[str, str]:
+        http, client = http_client(http_url)
+        async with http, client:
+            task_id = await task_id_of(client)
+            await solve(client, get_task("hotel_50", task_id))
+            response = await client.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
+            return task_id, json.loads(response.content[0].text)["SessionId"]
+
+    results = await asyncio.gather(*(one_agent() for _ in range(16)))
+    assert len({task_id for task_id, _ in results}) == 16  # sessions cycle through the set
+    for task_id, session_id in results:
+        grade = admin_get(http_url, f"/admin/sessions/{session_id}/grade").json()
+        assert grade["task_id"] == task_id and grade["grade"]["strict_success"] and not grade["grade"]["collateral"]
+
+
+def test_binding_beyond_loopback_needs_a_flag_and_warns(tmp_path, capsys):
+    assert main(["--http", "--host", "0.0.0.0"]) == 2
+    assert "--allow-remote" in capsys.readouterr().err
+    port, log = free_port(), tmp_path / "remote.log"
+    proc = start_server(["--http", "--host", "0.0.0.0", "--port", str(port), "--allow-remote"], log)
+    try:
+        wait_for_port(proc, port, log)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert "WARNING" in log.read_text() and "reachable from other machines" in log.read_text()
+
+
+def test_bad_options_exit_cleanly(capsys):
+    assert main(["--task", "hotel-999"]) == 2
+    assert main(["--auth-token", "same", "--admin-token", "same"]) == 2
+    err = capsys.readouterr().err
+    assert "hotel-999" in err and "differ" in err and "Traceback" not in err
+
+
+def test_auth_token_can_come_from_the_environment(tmp_path):
+    port, log = free_port(), tmp_path / "env.log"
+    env = {**os.environ, "ERP_SIM_AUTH_TOKEN": "from-env"}
+    proc = subprocess.Popen(SERVE + ["--http", "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=log.open("w"))
+    try:
+        wait_for_port(proc, port, log)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert httpx.post(f"http://127.0.0.1:{port}/mcp", json=body).status_code == 401
+        ok = httpx.post(f"http://127.0.0.1:{port}/mcp", json=body, headers={"Authorization": "Bearer from-env"})
+        assert ok.status_code != 401
+    finally:
+        proc.terminate()
+        proc.wait(10)
