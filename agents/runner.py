@@ -76,7 +76,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
     trajectory.messages = transcript
     trajectory.termination = termination
-    trajectory.grade = env.unwrapped.grade().model_dump(mode="json")
+    grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
+    trajectory.grade = grade.model_dump(mode="json") if grade is not None else {}
     trajectory.metrics = _metrics(trajectory, last_info)
     trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}

@@ -211,7 +211,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if max_user_turns < 1:
             raise ValueError(f"max_user_turns must be at least 1, got {max_user_turns}")
         erp_sim.FaultProfile.parse(faults)  # fail here, not at the first reset
-        self.tasks = erp_sim.load_task_set(task_set)
+        try:
+            self.tasks = erp_sim.load_task_set(task_set)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
         self.user: UserModel | None = make_user_model(user_model)
         self.receipt_in_instruction, self.reward_shaping = receipt_in_instruction, reward_shaping
@@ -297,7 +300,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self._counts["tool_calls"] += 1
         if response.is_error:
             self._counts["tool_errors"] += 1
-            if name not in erp_sim.TOOLS or (response.error_code == "ValidationError" and not arguments_valid(name, arguments)):
+            schema_error = response.error_code == "ValidationError" and not arguments_valid(name, arguments)
+            if name not in erp_sim.TOOLS or schema_error:
                 self._counts["invalid_actions"] += 1
         self._refresh_progress()
         if self._progress.success:

@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         kwargs["max_episode_steps"] = args.max_steps
     try:
         env = gym.make(args.env, **kwargs)
-        options = {} if args.task is None else {"task_index": int(args.task)} if args.task.isdigit() else {"task_id": args.task}
+        options = {}
+        if args.task is not None:
+            options = {"task_index": int(args.task)} if args.task.isdigit() else {"task_id": args.task}
         observation, info = env.reset(seed=args.seed, options=options)
     except (gym.error.Error, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

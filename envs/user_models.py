@@ -55,10 +55,10 @@ class UserModel(Protocol):
 # --- the rule-based user ---------------------------------------------------------------------
 _ATTACHMENT = re.compile(r"\b(attach\w*|upload\w*|scan\w*|photo|copy of|send (me|us|over)|provide|share|forward)\b")
 _DOCUMENT = re.compile(r"\b(receipts?|folios?|documents?|invoices?|files?|attachments?|bills?|statements?|agreements?)\b")
+_REQUEST = re.compile(r"\?|\b(please|need|needs|require[sd]?|would like|could you|can you|kindly)\b")
 _QUESTION = re.compile(r"\?|^\s*(should|shall|can|could|may|do|does|would|will|is|are|please confirm)\b")
 _CONFIRMATION = re.compile(r"\b(add|adding|missing|create|include|proceed|continue|go ahead|confirm|ok(ay)?)\b")
-_DONE = re.compile(r"\b(done|complete[d]?|finished|all set|fully itemi[sz]ed|itemi[sz]ation is (now )?(complete|done)|"
-                   r"task is (complete|done|finished)|wrapped up)\b")
+_DONE = re.compile(r"\b(done|complete[d]?|finished|all set|fully itemi[sz]ed|wrapped up)\b")
 
 DECLINE_ATTACHMENT = ("I can't send anything else: the receipt is already attached to the expense line in the system. "
                       "Please read the charges from it there and carry on with the itemization.")
@@ -75,10 +75,11 @@ THANKS = "Thanks, I checked: the itemization is complete. That's all I needed."
 class RuleBasedUser:
     """The study's user protocol as rules; deterministic, stateless between messages.
 
-    Precedence: a request for documents is declined; a question about adding items or going on
-    is confirmed; a claim of being done is checked against the real state (end the conversation
-    on success, else say what is left); any other message gets the verification prompt once
-    itemized lines exist, or a prompt to carry on before that.
+    Precedence: a request for documents (attach, upload, send ... a receipt, folio, file) is
+    declined; a question about adding items or going on is confirmed; a claim of being done is
+    checked against the real state (end the conversation on success, else say what is left);
+    any other message gets the verification prompt once itemized lines exist, or a prompt to
+    carry on before that.
     """
 
     def __init__(self) -> None:
@@ -90,7 +91,7 @@ class RuleBasedUser:
     def reply(self, message: str, view: UserView) -> UserReply:
         text = " ".join(str(message).lower().split())
         is_question = bool(_QUESTION.search(text))
-        if _ATTACHMENT.search(text) and _DOCUMENT.search(text):
+        if _ATTACHMENT.search(text) and _DOCUMENT.search(text) and _REQUEST.search(text):
             return UserReply(DECLINE_ATTACHMENT)
         if is_question and _CONFIRMATION.search(text):
             return UserReply(CONFIRM_ADD)

@@ -105,7 +105,7 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
 
 
 def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None,
-                    json_response: bool = False):
+                    json_response: bool = True):
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
     return server.http_app(path=path, middleware=[Middleware(BodySizeLimit, max_bytes=max_request_bytes)],
                            json_response=json_response, host_origin_protection="auto",

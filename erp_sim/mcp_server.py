@@ -49,8 +49,12 @@ class ErpMcpServer(FastMCP):
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
 
-    def streamable_http_app(self, *, json_response: bool = False):
-        """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped."""
+    def streamable_http_app(self, *, json_response: bool = True):
+        """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped.
+
+        Plain JSON responses by default: tools never stream, and skipping SSE halves the server's
+        cost per call (about 2.3 ms instead of 4-5 ms of CPU, measured with scripts/bench_mcp.py).
+        """
         return create_http_app(self, max_request_bytes=self.max_request_bytes,
                                idle_timeout_s=self.episodes.idle_timeout_s, json_response=json_response)
 

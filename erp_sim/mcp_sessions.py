@@ -81,6 +81,7 @@ class EpisodeStore:
         self.finished: OrderedDict[str, dict] = OrderedDict()  # episode id -> final summary
         self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> episode id
         self.opened = 0
+        self._cycled = 0  # sessions that got the next task of the cycle
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
@@ -93,8 +94,8 @@ class EpisodeStore:
                                    f"open a new session for another task.")
             return episode
         if key in self.expired_keys:
-            raise EpisodeError(f"This session's ERP episode ended (idle for more than {self.idle_timeout_s:g} s) and its "
-                               f"state was discarded. Start a new MCP session (or use a new session key).")
+            raise EpisodeError("This session's ERP episode has ended (it was idle too long, or an evaluator closed it) "
+                               "and its state is gone. Start a new MCP session (or use a new session key).")
         task = self._choose_task(requested_task)
         instance = self._per_task[task.task_id]  # a lone client on a task sees the env's SessionId
         self._per_task[task.task_id] += 1
@@ -124,7 +125,8 @@ class EpisodeStore:
             return task
         if self.pinned is not None:
             return self.pinned
-        return self.tasks[self.order[self.opened % len(self.order)]]
+        self._cycled += 1
+        return self.tasks[self.order[(self._cycled - 1) % len(self.order)]]
 
     def _find_task(self, requested: "str | int") -> Task:
         try:
@@ -203,5 +205,8 @@ class EpisodeStore:
             return
         payload = {"task_set": self.task_set, "sessions": self.summaries()}
         tmp = self.grade_file.with_name(self.grade_file.name + ".tmp")
-        tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-        os.replace(tmp, self.grade_file)
+        try:
+            tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+            os.replace(tmp, self.grade_file)
+        except OSError as exc:  # the evaluator's file must never fail the agent's call
+            logger.error("cannot write the grade file %s: %s", self.grade_file, exc)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import uuid
+
+import orjson
 from typing import Any, Literal
 
 import pydantic
@@ -157,10 +159,10 @@ class ErpSession:
         form = self.forms[-1]
         return [{"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}]
 
-    def _render(self, envelope: dict) -> str:
-        if self.verbosity == "default":
-            return json.dumps(envelope, ensure_ascii=False)
-        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    @staticmethod
+    def _render(envelope: dict) -> str:
+        """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json)."""
+        return orjson.dumps(envelope).decode()
 
     def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
         envelope = self._envelope(outcome.result, outcome.payload)

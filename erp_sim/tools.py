@@ -155,25 +155,21 @@ class SetControlValuesArgs(Args):
 def form_set_control_values(session, args: SetControlValuesArgs) -> Outcome:
     """Set values of controls on the open form. Values stay unsaved until form_save_form. All or nothing: if one value is invalid, none is set."""
     form, definition = _top(session)
-    snapshot = _copy_pending(form.pending)
-    quick_filter = form.quick_filter
+    snapshot = form.snapshot()
+    controls = {c.name.lower(): c for c in definition.controls(session, form)}  # looked up once per call
     try:
         for item in args.controlValues:
-            control = definition.control(session, form, item.controlName)
+            control = controls.get(item.controlName.lower())
+            if control is None:
+                definition.control(session, form, item.controlName)  # raises NotFound listing the controls
             if not control.editable:
                 raise FormStateError(f"Control {control.name} is read-only on form {definition.name}.")
             definition.set_value(session, form, control, item.value)
     except Exception:
-        form.pending, form.quick_filter = snapshot, quick_filter
+        form.restore(snapshot)
         raise
     names = ", ".join(item.controlName for item in args.controlValues)
     return Outcome(f"The value(s) of {names} were set.")
-
-
-def _copy_pending(value):
-    if isinstance(value, dict):
-        return {k: _copy_pending(v) for k, v in value.items()}
-    return value
 
 
 class ClickControlArgs(Args):

@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in PATHS:
             print(row(f"{path}, {label}", subset[path], subset[PATHS[0]]))
         print()
-    print(f"last step of an episode (env adds the full grade to info): median {statistics.median(last[PATHS[2]]) * 1e3:.2f} ms "
-          f"vs {statistics.median(last[PATHS[0]]) * 1e3:.2f} ms direct")
+    last_env, last_direct = statistics.median(last[PATHS[2]]) * 1e3, statistics.median(last[PATHS[0]]) * 1e3
+    print(f"last step of an episode (env adds the full grade to info): median {last_env:.2f} ms vs {last_direct:.2f} ms direct")
     overhead = statistics.median(every[PATHS[2]]) / statistics.median(every[PATHS[0]]) - 1
     print(f"env.step overhead (gym.make stack, median over all steps): {overhead:+.1%} (target < +20%)")
     return 0

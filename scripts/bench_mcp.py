@@ -109,22 +109,24 @@ def rss_bytes(pid: int | str = "self") -> int:
 
 
 def memory_in_process(count: int) -> dict:
-    """Episodes opened through the server's store, each after one call (form open), then left idle."""
+    """Episodes opened through the server's store, one call each (a form open), then idle: Python heap
+    (tracemalloc) plus each in-memory SQLite database's pages (SQLite allocates outside tracemalloc)."""
     store = EpisodeStore("hotel_50", idle_timeout_s=None)
-    store.call(store.episode("warm-up"), *OPEN)  # templates and caches out of the measurement
-    for i in range(len(store.tasks)):
+    for i in range(len(store.tasks)):  # task templates and caches out of the measurement
         store.call(store.episode(f"warm-{i}"), *OPEN)
     tracemalloc.start()
-    before_rss, before = rss_bytes(), tracemalloc.take_snapshot()
-    for i in range(count):
-        store.call(store.episode(f"idle-{i}"), *OPEN)
+    before = tracemalloc.take_snapshot()
+    episodes = [store.episode(f"idle-{i}") for i in range(count)]
+    for episode in episodes:
+        store.call(episode, *OPEN)
     after = tracemalloc.take_snapshot()
-    python_heap = sum(s.size_diff for s in after.compare_to(before, "filename"))
-    rss = rss_bytes() - before_rss
     tracemalloc.stop()
+    python_heap = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    pages = sum(e.session.db.execute("PRAGMA page_count").fetchone()[0] * e.session.db.execute("PRAGMA page_size").fetchone()[0]
+                for e in episodes)
     store.close_all()
     return {"sessions": count, "python_heap_kb_per_session": round(python_heap / count / 1024, 1),
-            "rss_kb_per_session": round(rss / count / 1024, 1)}
+            "sqlite_kb_per_session": round(pages / count / 1024, 1)}
 
 
 async def memory_of_server(url: str, pid: int, count: int) -> dict:

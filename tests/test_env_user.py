@@ -67,7 +67,7 @@ def test_rule_user_checks_the_real_state_when_the_agent_claims_it_is_done():
     assert not terminated and f"remaining amount is {header}" in obs and "no itemized line is saved" in obs
 
     play_oracle_until(env, "form_close_form", skip=1)  # saved, but the itemization form is still open
-    obs, _, terminated, _, info = say(env, "The itemization is complete.")
+    obs, _, terminated, _, info = say(env, "I attached every receipt charge as a line; the itemization is complete.")
     assert not terminated and "form is still open" in obs and "remaining amount" not in obs
     assert info["grade"]["remaining_amount"] == "0.00" and info["grade"]["itemization_form_open"]
 

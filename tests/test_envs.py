@@ -251,3 +251,15 @@ def test_step_after_the_end_and_before_reset():
     assert env.step({"message": "?"})[2] is True
     obs, reward, terminated, truncated, info = env.step(FIND_MENU)
     assert terminated and reward == 0.0 and json.loads(obs)["Error"]["Code"] == "InvalidAction"
+
+
+def test_bench_script_runs(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "bench_env.py"
+    spec = importlib.util.spec_from_file_location("bench_env", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--tasks", "1", "--rounds", "1"]) == 0
+    assert "env.step overhead" in capsys.readouterr().out

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.policies import parse_policy, split_transcript, validate_messages, wrap
+from agents.policies.units import IncrementalSplit
 from agents.policies.generic_agent import MARKER
 from agents.tokens import count_messages, count_text, message_text
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
@@ -218,3 +219,27 @@ PROMISES = {
     "working_memory_anchor": _working_memory_anchor,
     "clear_tool_uses": _clear_tool_uses,
 }
+
+
+@SETTINGS
+@given(unit_list=units(max_units=10), cuts=st.lists(st.integers(0, 40), max_size=8))
+def test_incremental_split_equals_a_fresh_split(unit_list, cuts):
+    """Growing message by message (even mid-unit), shrinking, or replacing: same as splitting afresh."""
+    messages = [SYSTEM, INSTRUCTION, *flatten(unit_list)]
+    splitter = IncrementalSplit()
+    lengths = list(range(len(messages) + 1)) + [min(c, len(messages)) for c in cuts]
+    for length in lengths:
+        prefix = messages[:length]
+        if not _orphan_tail(prefix):
+            assert splitter(prefix) == split_transcript(prefix)
+    if len(messages) > 3:
+        replaced = messages[:3] + [dict(messages[3], content="replaced")] + messages[4:]
+        assert splitter(replaced) == split_transcript(replaced)
+
+
+def _orphan_tail(prefix):
+    try:
+        split_transcript(prefix)
+    except ValueError:
+        return True
+    return False

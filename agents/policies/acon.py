@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import SummaryFold, starts_with
-from agents.policies.units import Unit, UnitMemo, split_transcript
+from agents.policies.units import Unit, UnitMemo
 from agents.tokens import message_text
 from agents.types import Message
 
@@ -75,7 +75,7 @@ class AconHistory(ContextPolicy):
         self._instruction_copy: tuple[Message | None, str, Message] | None = None
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         folded_messages = [m for batch, _ in self._fold.batches for m in batch]
         if not starts_with(_flatten(split.units), folded_messages):
             self.reset_state()
@@ -133,7 +133,7 @@ class AconObservation(ContextPolicy):
         self._units = UnitMemo()
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         task = self.task_text(split.instruction)
         units: list[Unit] = []
         for unit in split.units:

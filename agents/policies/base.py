@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from agents.policies.spec import format_layer
+from agents.policies.units import IncrementalSplit, Split
 from agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
 from agents.tokens import TokenCounter, get_counter, message_text
 from agents.types import Agent, AgentStep, Message, ToolSchema, Usage
@@ -60,6 +61,7 @@ class ContextPolicy:
         self.counter = counter if counter is not None else get_counter()
         self._summary_usage = Usage()
         self._summary_calls = 0
+        self._splitter = IncrementalSplit()
         self.reset_state()
 
     # -- the one method a policy overrides -------------------------------------------------
@@ -91,6 +93,10 @@ class ContextPolicy:
         self._summary_usage = self._summary_usage + result.usage
         self._summary_calls += result.calls
         return result.text
+
+    def split_transcript(self, messages: list[Message]) -> Split:
+        """``units.split_transcript``, re-splitting only what is new since the last step."""
+        return self._splitter(messages)
 
     def task_text(self, instruction: Message | None) -> str:
         """The task as summarizers get it: the text of the first user message."""

@@ -24,7 +24,7 @@ from agents.expense_facts import (
 )
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import starts_with
-from agents.policies.units import Unit, UnitMemo, split_transcript, tool_call_names
+from agents.policies.units import Unit, UnitMemo, tool_call_names
 from agents.tokens import TokenCounter
 from agents.types import Message
 
@@ -120,7 +120,7 @@ class HeadTail(ContextPolicy):
         self._cut_units = UnitMemo()
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         tool_indices = [i for i, unit in enumerate(split.units) if unit.kind == "tool"]
         keep = self.params.keep_recent
         old = set(tool_indices[: max(len(tool_indices) - keep, 0)])
@@ -187,7 +187,7 @@ class BudgetEviction(ContextPolicy):
         self._boundary: Message | None = None  # first message of the last evicted unit
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         units = split.units
         if self._evicted and not self._still_valid(units):
             self.reset_state()
@@ -255,7 +255,7 @@ class WorkingMemoryAnchor(ContextPolicy):
         self._facts: ExpenseFacts | None = None
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         task = self.task_text(split.instruction)
         body = [m for unit in split.units for m in unit.messages]
         if self._facts is None or not starts_with(body, self._read):

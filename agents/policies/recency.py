@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import SummaryFold
-from agents.policies.units import Split, Unit, split_transcript
+from agents.policies.units import Split, Unit
 from agents.types import Message
 
 SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
@@ -58,7 +58,7 @@ class LastN(ContextPolicy):
     Params: ClassVar[type[PolicyParams]] = LastNParams
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         return split.join(split.units[_window_start(split.units, self.params.n) :])
 
 
@@ -77,7 +77,7 @@ class Fifo(ContextPolicy):
     Params: ClassVar[type[PolicyParams]] = FifoParams
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         k = self.params.k
         return split.join(split.units[max(len(split.units) - k, 0) :] if k else [])
 
@@ -119,7 +119,7 @@ class LastNSummary(ContextPolicy):
         self._fold = SummaryFold()
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        split = split_transcript(messages)
+        split = self.split_transcript(messages)
         start = _window_start(split.units, self.params.n)
         evicted, window = split.units[:start], split.units[start:]
         w = self.params.w

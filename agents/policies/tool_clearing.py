@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.units import Unit, UnitMemo, split_transcript, tool_call_names
+from agents.policies.units import Unit, UnitMemo, tool_call_names
 from agents.tokens import RunningCount
 from agents.types import Message
 
@@ -47,40 +47,44 @@ class ClearToolUses(ContextPolicy):
     def build_context(self, messages: list[Message]) -> list[Message]:
         if self._input_tokens(messages) <= self.params.trigger:
             return list(messages)
-        split = split_transcript(messages)
-        uses = [
-            (index, result)
-            for index, unit in enumerate(split.units)
-            if unit.kind == "tool"
-            for result in unit.tool_results
-        ]
-        old = uses[: max(len(uses) - self.params.keep, 0)]
-        to_clear: dict[int, set[str]] = {}
-        for index, result in old:
-            tool = tool_call_names(split.units[index]).get(result.get("tool_call_id", ""), result.get("name", ""))
-            if tool in self.params.exclude_tools or result.get("content") == self.params.placeholder:
-                continue
-            to_clear.setdefault(index, set()).add(result.get("tool_call_id", ""))
-        if not to_clear:
-            return list(messages)
+        split = self.split_transcript(messages)
         units = list(split.units)
-        freed = 0
-        for index, call_ids in to_clear.items():
-            units[index], unit_freed = self._cleared_unit(units[index], frozenset(call_ids))
-            freed += unit_freed
-        if freed < self.params.clear_at_least:
+        kept = self.params.keep  # results still to keep, counted from the newest
+        freed, changed = 0, False
+        for index in range(len(units) - 1, -1, -1):
+            unit = units[index]
+            if unit.kind != "tool":
+                continue
+            results = len(unit.messages) - 1
+            old = max(results - kept, 0)  # the unit's first `old` results are candidates
+            kept = max(kept - results, 0)
+            if old:
+                units[index], unit_freed = self._cleared_unit(unit, old)
+                freed += unit_freed
+                changed = changed or units[index] is not unit
+        if not changed or (self.params.clear_at_least and freed < self.params.clear_at_least):
             return list(messages)
         return split.join(units)
 
-    def _cleared_unit(self, unit: Unit, call_ids: frozenset[str]) -> tuple[Unit, int]:
-        """The unit with the results of ``call_ids`` cleared, and the tokens that frees (memoized)."""
-        cached = self._cleared.get(unit, call_ids)
+    def _cleared_unit(self, unit: Unit, old: int) -> tuple[Unit, int]:
+        """The unit with its first ``old`` results cleared (bar exclusions), and the tokens freed.
+
+        Memoized per unit: at each step only units new to the old range are worked on.
+        """
+        cached = self._cleared.get(unit, old)
         if cached is None:
-            cleared = self._clear_unit(unit, call_ids)
+            names = tool_call_names(unit)
+            call_ids = {
+                result.get("tool_call_id", "")
+                for result in unit.tool_results[:old]
+                if names.get(result.get("tool_call_id", ""), result.get("name", "")) not in self.params.exclude_tools
+                and result.get("content") != self.params.placeholder
+            }
+            cleared = self._clear_unit(unit, call_ids) if call_ids else unit
             count = self.counter.count_message
             freed = sum(count(a) - count(b) for a, b in zip(unit.messages, cleared.messages) if a is not b)
             cached = (cleared, freed)
-            self._cleared.put(unit, cached, call_ids)
+            self._cleared.put(unit, cached, old)
         return cached
 
     def _clear_unit(self, unit: Unit, call_ids: set[str]) -> Unit:

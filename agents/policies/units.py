@@ -82,7 +82,13 @@ def split_transcript(messages: list[Message]) -> Split:
         while i < n and is_pinned_block(messages[i]):
             split.pinned.append(messages[i])
             i += 1
-    units = split.units
+    _split_units(messages, i, split.units)
+    return split
+
+
+def _split_units(messages: list[Message], i: int, units: list[Unit]) -> None:
+    """Append the units of ``messages[i:]`` to ``units``."""
+    n = len(messages)
     append = units.append
     while i < n:
         message = messages[i]
@@ -98,7 +104,40 @@ def split_transcript(messages: list[Message]) -> Split:
         else:
             append(Unit("assistant" if role == "assistant" else "user", (message,)))
             i += 1
-    return split
+
+
+class IncrementalSplit:
+    """``split_transcript`` for a transcript that grows by appending: only the tail is re-split.
+
+    Remembers the last transcript (message and content objects); when the next one extends
+    it, the units before the last one are reused and only the rest is split again (the last
+    unit may still be growing). Anything else is split from scratch. Each call returns a new
+    ``Split``, so callers may keep or change what they get.
+    """
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[Message, object]] = []
+        self._split: Split | None = None
+
+    def __call__(self, messages: list[Message]) -> Split:
+        previous = self._split
+        if previous is None or not previous.units or not self._extends(messages):
+            split = split_transcript(messages)
+            self._seen = [(m, m.get("content")) for m in messages]
+        else:
+            units = previous.units[:-1]
+            start = len(self._seen) - len(previous.units[-1].messages)
+            _split_units(messages, start, units)
+            split = Split(previous.system, previous.instruction, previous.pinned, units)
+            self._seen.extend((m, m.get("content")) for m in messages[len(self._seen) :])
+        self._split = split
+        return Split(list(split.system), split.instruction, list(split.pinned), list(split.units))
+
+    def _extends(self, messages: list[Message]) -> bool:
+        seen = self._seen
+        return len(messages) >= len(seen) and all(
+            m is old and m.get("content") is content for (old, content), m in zip(seen, messages)
+        )
 
 
 def tool_call_names(unit: Unit) -> dict[str, str]:

@@ -98,6 +98,13 @@ class OpenForm:
     def grid_state(self, grid: str) -> GridState:
         return self.grids.setdefault(grid, GridState())
 
+    # Forms replace nested edit dicts instead of mutating them, so two levels copy the state.
+    def snapshot(self) -> tuple[dict, str]:
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in self.pending.items()}, self.quick_filter
+
+    def restore(self, snapshot: tuple[dict, str]) -> None:
+        self.pending, self.quick_filter = snapshot
+
 
 class FormDefinition:
     """Base of every form. Subclasses implement only what differs."""
@@ -289,7 +296,7 @@ def _sort_key(value: str, data_type: str):
 # --- rendering -------------------------------------------------------------------------------
 def render_control(control: Control, verbose: bool) -> dict:
     if not verbose:
-        out = {"Name": control.name, "Label": control.label, "Value": control.value}
+        out = {"Name": control.name, "Value": control.value}
         if control.editable:
             out["IsEditable"] = True
         return out
@@ -322,7 +329,7 @@ def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose:
         item["Values"] = row.values
         rendered_rows.append(item)
     has_next = first + len(rows) - 1 < total
-    out: dict[str, Any] = {"Name": grid.name, "Label": grid.label}
+    out: dict[str, Any] = {"Name": grid.name, "Label": grid.label} if verbose else {"Name": grid.name}
     if verbose:
         out["Columns"] = [{"Name": c.name, "Label": c.label, "DataType": c.data_type, "IsSortable": True, "IsFilterable": True}
                           for c in grid.columns]
@@ -354,7 +361,7 @@ def render_form_state(session: "ErpSession", form: OpenForm, definition: FormDef
     tab_pages = []
     for section in definition.all_sections(session, form):
         expanded = section.name not in form.collapsed
-        rendered: dict[str, Any] = {"Name": section.name, "Label": section.label}
+        rendered: dict[str, Any] = {"Name": section.name, "Label": section.label} if verbose else {"Name": section.name}
         if section.kind in ("TabPage", "FastTab"):
             rendered["IsExpanded"] = expanded
         if expanded:

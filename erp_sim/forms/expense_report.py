@@ -162,12 +162,13 @@ class ExpenseReportForm(FormDefinition):
         if not control.editable:
             return super().set_value(session, form, control, value)
         if control.name == "TrvExpTable_Txt":
-            form.pending.setdefault("report", {})["purpose"] = ledger.parse_text(value, control.name)
+            form.pending["report"] = {**form.pending.get("report", {}), "purpose": ledger.parse_text(value, control.name)}
             return
         line = self.selected_line(session, form)
         field = LINE_FIELDS[control.name]
         parsed = display_money(parse_money(value, control.name)) if field == "amount" else ledger.parse_text(value, control.name)
-        form.pending.setdefault("lines", {}).setdefault(line["id"], {})[field] = parsed
+        lines = form.pending.setdefault("lines", {})
+        lines[line["id"]] = {**lines.get(line["id"], {}), field: parsed}
 
     def save(self, session, form):
         if not self.has_unsaved_changes(form):

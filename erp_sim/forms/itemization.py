@@ -189,8 +189,7 @@ class ItemizationForm(FormDefinition):
             parsed = money_text(parse_money(value, control.name))
         else:
             parsed = ledger.parse_text(value, control.name)
-        row = _rows(form).setdefault(row_key, {"values": dict(values)})
-        row["values"][field] = parsed
+        _rows(form)[row_key] = {"values": {**values, field: parsed}}  # replaced, never mutated (see OpenForm.snapshot)
 
     def save(self, session, form):
         pending = _rows(form)
