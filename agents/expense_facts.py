@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -385,8 +386,9 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
     if facts.itemized_lines:
         lines.append(f"Itemized lines ({len(facts.itemized_lines)}):")
         lines += [
-            f"  {n}. {l.date} | {l.subcategory} | {l.amount} | {l.status}" + (f" | {l.description}" if l.description else "")
-            for n, l in facts.itemized_lines.items()
+            f"  {n}. {line.date} | {line.subcategory} | {line.amount} | {line.status}"
+            + (f" | {line.description}" if line.description else "")
+            for n, line in facts.itemized_lines.items()
         ]
     if facts.current_form:
         lines.append(f"Current form: {facts.current_form}" + (f" ({facts.current_caption})" if facts.current_caption else ""))

@@ -165,9 +165,6 @@ class StructuredSummarizer:
         text = render_observation(message_text(observation.get("content")))
         return checked(SummaryResult(text=text, calls=1), "refined observation")
 
-    def facts(self, task: str, messages: list[Message]) -> ExpenseFacts:
-        return facts_from_messages(messages, task)
-
     def _remember(self, text: str, facts: ExpenseFacts) -> None:
         self._facts_by_summary[text] = facts
         self._facts_by_summary.move_to_end(text)

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import cache
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 DEFAULT_ENCODING = "o200k_base"
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING_TOKENS = 3
-DEFAULT_CACHE_SIZE = 65_536
+DEFAULT_CACHE_SIZE = 65_536  # entries (messages, and long texts)
+DEFAULT_CACHE_CHARS = 32_000_000  # characters of text the cache keys may hold, about 8M tokens
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
 
 
@@ -155,15 +157,60 @@ def _message_key(message: dict[str, Any]) -> tuple:
 _NO_FUNCTION: dict[str, str] = {}
 
 
-class TokenCounter:
-    """Counts text and chat messages with one encoding; caches per-message counts (LRU)."""
+class _LRU:
+    """A least-recently-used cache bounded in entries and in the characters its keys hold.
 
-    def __init__(self, encoding: str = DEFAULT_ENCODING, cache_size: int = DEFAULT_CACHE_SIZE):
+    Keys hold message text (exactness needs the text itself, not a hash), so the character
+    bound keeps a long-lived process from pinning every transcript it ever counted.
+    Safe to share between threads: a race can only cost a recount, never a wrong count.
+    """
+
+    def __init__(self, max_entries: int, max_chars: int):
+        self.max_entries, self.max_chars = max_entries, max_chars
+        self._data: OrderedDict[Any, tuple[int, int]] = OrderedDict()
+        self.chars = 0
+
+    def get(self, key: Any) -> int | None:
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        try:
+            self._data.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+        return entry[0]
+
+    def put(self, key: Any, value: int, chars: int) -> None:
+        self._data[key] = (value, chars)
+        self.chars += chars
+        while len(self._data) > self.max_entries or self.chars > self.max_chars:
+            try:
+                _, (_, evicted_chars) = self._data.popitem(last=False)
+            except KeyError:  # emptied by another thread
+                break
+            self.chars -= evicted_chars
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.chars = 0
+
+
+class TokenCounter:
+    """Counts text and chat messages with one encoding; caches counts (bounded LRU)."""
+
+    def __init__(
+        self,
+        encoding: str = DEFAULT_ENCODING,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_chars: int = DEFAULT_CACHE_CHARS,
+    ):
         self.encoding = encoding
         self.encoder = get_encoder(encoding)
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple, int] = OrderedDict()
-        self._text_cache: OrderedDict[str, int] = OrderedDict()
+        self._cache = _LRU(cache_size, cache_chars)
+        self._text_cache = _LRU(cache_size, cache_chars)
         self.hits = 0
         self.misses = 0
 
@@ -174,27 +221,21 @@ class TokenCounter:
         if len(text) < TEXT_CACHE_MIN_CHARS:
             return self.encoder.count(text)
         cached = self._text_cache.get(text)
-        if cached is not None:
-            self._text_cache.move_to_end(text)
-            return cached
-        count = self.encoder.count(text)
-        self._text_cache[text] = count
-        if len(self._text_cache) > self.cache_size:
-            self._text_cache.popitem(last=False)
-        return count
+        if cached is None:
+            cached = self.encoder.count(text)
+            self._text_cache.put(text, cached, len(text))
+        return cached
 
     def count_message(self, message: dict[str, Any]) -> int:
         key = _message_key(message)
         cached = self._cache.get(key)
         if cached is not None:
-            self._cache.move_to_end(key)
             self.hits += 1
             return cached
         self.misses += 1
         count = self._count_uncached(message)
-        self._cache[key] = count
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
+        self._cache.put(key, count, chars)
         return count
 
     def count_messages(self, messages: list[dict[str, Any]]) -> int:

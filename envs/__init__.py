@@ -6,7 +6,8 @@
     obs, reward, terminated, truncated, info = env.step(
         '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}}')
 
-One id per fixture set and per expense type; variants are kwargs of one class
+Vector envs: ``envs.make_vec(env_id, n)`` (async, with the ``shared_memory=False`` that text
+observations need). One id per fixture set and per expense type; variants are kwargs of one class
 (``envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
 package only registers ids: the simulator is imported when an env is made or a name below
 is used (importing ``erp_sim`` takes most of a second).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -13,7 +12,7 @@ from gymnasium.error import ResetNeeded
 
 import erp_sim
 from erp_sim import ledger
-from erp_sim.grading import target_line_id
+from erp_sim.grading import Progress, progress, target_line_id
 from envs.prompts import system_prompt
 from envs.spaces import AnyText
 from envs.user_models import UserModel, UserView, make_user_model
@@ -21,46 +20,26 @@ from envs.user_models import UserModel, UserView, make_user_model
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
-ITEMIZATION_FORM = "TrvItemization"
 TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
 
 
-@dataclass(frozen=True)
-class Progress:
-    """The grade's cheap part (no collateral diff), kept current after every tool call."""
-
-    success: bool
-    remaining: Decimal
-    header: Decimal
-    saved_lines: int
-    unsaved_rows: int
-    form_open: bool
-
-    def as_info(self) -> dict:
-        return {"success": self.success, "remaining_amount": f"{self.remaining:.2f}",
-                "itemized_fraction": float((self.header - self.remaining) / self.header) if self.header else 0.0,
-                "saved_lines": self.saved_lines, "unsaved_rows": self.unsaved_rows,
-                "itemization_form_open": self.form_open}
-
-    def potential(self) -> Decimal:
-        """1 at success, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
-        if self.success:
-            return Decimal(1)
-        if not self.header:
-            return Decimal(0)
-        return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(self.remaining) / self.header)
+def progress_info(state: Progress) -> dict:
+    """The live grade in ``info``: the cheap part of ``erp_sim.Grade``."""
+    summary = state.summary
+    return {"success": state.success, "remaining_amount": f"{summary.remaining:.2f}",
+            "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
+            "saved_lines": summary.line_count, "unsaved_rows": state.unsaved_rows,
+            "itemization_form_open": state.itemization_form_open}
 
 
-def measure_progress(session: erp_sim.ErpSession, line_id: int, summary: ledger.ItemizationSummary) -> Progress:
-    """Mirrors ``erp_sim.grading.grade_session`` without the collateral diff (a test keeps them equal).
-
-    ``summary`` (the saved lines, a database query) is passed in so callers can reuse it while
-    the database is unchanged; the open forms are read every time (cheap, in memory).
-    """
-    forms = [f for f in session.forms if f.name == ITEMIZATION_FORM and f.context.get("line_id") == line_id]
-    unsaved = sum(len(f.pending.get("rows", {})) for f in forms)
-    success = summary.remaining == 0 and summary.line_count > 0 and unsaved == 0 and not forms
-    return Progress(success, summary.remaining, summary.total, summary.line_count, unsaved, bool(forms))
+def potential(state: Progress) -> Decimal:
+    """1 at success, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
+    summary = state.summary
+    if state.success:
+        return Decimal(1)
+    if not summary.total:
+        return Decimal(0)
+    return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(summary.remaining) / summary.total)
 
 
 _ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
@@ -233,7 +212,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id, self._db_changes = target_line_id(self.session), -1
         self._refresh_progress()
-        self._potential = self._progress.potential()
+        self._potential = potential(self._progress)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
         self._termination: str | None = None
         if self.user is not None:
@@ -271,7 +250,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.session is None:
             return None
-        grade = self._progress.as_info()
+        grade = progress_info(self._progress)
         return (f"{self._last_observation}\n--- remaining {grade['remaining_amount']}, saved lines {grade['saved_lines']}, "
                 f"unsaved rows {grade['unsaved_rows']}, itemization form open: {grade['itemization_form_open']}\n")
 
@@ -313,7 +292,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         changes = self.session.db.total_changes
         if changes != self._db_changes:
             self._summary, self._db_changes = ledger.itemization_summary(self.session.db, self._line_id), changes
-        self._progress = measure_progress(self.session, self._line_id, self._summary)
+        self._progress = progress(self.session, self._line_id, self._summary)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1
@@ -338,15 +317,15 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     def _reward(self) -> float:
         if self.reward_shaping == "none":
             return 1.0 if self._termination == "success" else 0.0
-        potential = self._progress.potential()
-        reward, self._potential = potential - self._potential, potential
+        value = potential(self._progress)
+        reward, self._potential = value - self._potential, value
         return float(reward)
 
     def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
               error_code: str | None = None) -> dict:
         info = {
             "task": dict(self._task_info),
-            "grade": self._progress.as_info(),
+            "grade": progress_info(self._progress),
             "counts": dict(self._counts),
             "termination_reason": self._termination,
         }

@@ -25,6 +25,11 @@ SQL_MAX_ROWS = 200
 SQL_MAX_STEPS = 2_000_000  # VM steps before a query is interrupted (runaway joins)
 _TEMPLATE_CACHE_SIZE = 256
 _templates: "OrderedDict[tuple[str, int], sqlite3.Connection]" = OrderedDict()
+_initial_dumps: dict[tuple[str, int], dict[str, list[tuple]]] = {}
+
+
+def _template_key(task: Task) -> tuple[str, int]:
+    return (task.task_set + "/" + task.task_id, task.seed)
 
 
 @lru_cache(maxsize=1)
@@ -41,10 +46,17 @@ def _new_connection() -> sqlite3.Connection:
     return conn
 
 
-def _build_template(task: Task) -> sqlite3.Connection:
+@lru_cache(maxsize=1)
+def _empty_database() -> sqlite3.Connection:
     conn = _new_connection()
     for ddl in schema_ddl():
         conn.execute(ddl)
+    return conn
+
+
+def _build_template(task: Task) -> sqlite3.Connection:
+    conn = _new_connection()
+    _empty_database().backup(conn)  # the schema, copied: cheaper than running the DDL again
     rows = build_rows(task)
     conn.execute("BEGIN")
     for table in TABLE_NAMES:
@@ -61,7 +73,7 @@ def _build_template(task: Task) -> sqlite3.Connection:
 
 def open_database(task: Task) -> sqlite3.Connection:
     """A fresh in-memory copy of the task's template database."""
-    key = (task.task_id + "/" + task.task_set, task.seed)
+    key = _template_key(task)
     template = _templates.get(key)
     if template is None:
         template = _build_template(task)
@@ -73,6 +85,20 @@ def open_database(task: Task) -> sqlite3.Connection:
     conn = _new_connection()
     template.backup(conn)
     return conn
+
+
+def initial_dump(task: Task) -> dict[str, list[tuple]]:
+    """The task's starting rows (what grading diffs against), computed once per template."""
+    key = _template_key(task)
+    if key not in _initial_dumps:
+        conn = open_database(task)
+        try:
+            _initial_dumps[key] = table_dump(conn)
+        finally:
+            conn.close()
+        if len(_initial_dumps) > _TEMPLATE_CACHE_SIZE:
+            _initial_dumps.pop(next(iter(_initial_dumps)))
+    return _initial_dumps[key]
 
 
 def table_dump(conn: sqlite3.Connection) -> dict[str, list[tuple]]:

@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from erp_sim import ledger
-from erp_sim.database import TABLE_NAMES, open_database, table_dump
+from erp_sim.database import TABLE_NAMES, initial_dump, table_dump
 from erp_sim.money import ZERO, money_text
 
 if TYPE_CHECKING:
@@ -52,26 +53,46 @@ def target_line_id(session: "ErpSession") -> int:
     return int(row[0])
 
 
+@dataclass(frozen=True)
+class Progress:
+    """The cheap part of the grade (no line matching, no database diff): what success needs."""
+
+    summary: ledger.ItemizationSummary
+    unsaved_rows: int
+    itemization_form_open: bool
+
+    @property
+    def success(self) -> bool:
+        """The zero-remainder rule: remaining exactly 0.00, lines saved, itemization form closed."""
+        return (self.summary.remaining == ZERO and self.summary.line_count > 0 and self.unsaved_rows == 0
+                and not self.itemization_form_open)
+
+
+def progress(session: "ErpSession", line_id: int, summary: ledger.ItemizationSummary | None = None) -> Progress:
+    """``summary`` may be passed in by callers that know the database has not changed since they read it."""
+    forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") == line_id]
+    return Progress(summary or ledger.itemization_summary(session.db, line_id),
+                    sum(len(f.pending.get("rows", {})) for f in forms), bool(forms))
+
+
 def grade_session(session: "ErpSession") -> Grade:
     task = session.task
     line_id = target_line_id(session)
-    summary = ledger.itemization_summary(session.db, line_id)
-    itemization_forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") == line_id]
-    unsaved = sum(len(f.pending.get("rows", {})) for f in itemization_forms)
+    state = progress(session, line_id)
+    summary = state.summary
     saved = Counter((r["subcategory"], r["transaction_date"], r["amount"]) for r in ledger.itemized_lines(session.db, line_id))
     expected = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in task.receipt_items)
-    success = summary.remaining == ZERO and summary.line_count > 0 and unsaved == 0 and not itemization_forms
     return Grade(
-        success=success,
-        strict_success=success and saved == expected,
+        success=state.success,
+        strict_success=state.success and saved == expected,
         itemized_fraction=float(summary.itemized / summary.total) if summary.total else 0.0,
         header_amount=money_text(summary.total),
         itemized_amount=money_text(summary.itemized),
         remaining_amount=money_text(summary.remaining),
         saved_lines=summary.line_count,
         expected_lines=len(task.receipt_items),
-        unsaved_rows=unsaved,
-        itemization_form_open=bool(itemization_forms),
+        unsaved_rows=state.unsaved_rows,
+        itemization_form_open=state.itemization_form_open,
         missing_charges=sorted((expected - saved).elements()),
         unexpected_lines=sorted((saved - expected).elements()),
         duplicate_lines=sorted(c for c, n in saved.items() if c in expected for _ in range(n - expected[c])),
@@ -81,11 +102,7 @@ def grade_session(session: "ErpSession") -> Grade:
 
 def collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
     """Row-level diff against the task's initial database, minus the target's own itemization."""
-    initial_db = open_database(session.task)
-    try:
-        before = table_dump(initial_db)
-    finally:
-        initial_db.close()
+    before = initial_dump(session.task)
     after = table_dump(session.db)
     columns = {t: [d[1] for d in session.db.execute(f"PRAGMA table_info({t})")] for t in TABLE_NAMES}
     changes = []

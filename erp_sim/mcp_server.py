@@ -19,6 +19,7 @@ import ipaddress
 import logging
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastmcp import FastMCP
@@ -59,10 +60,10 @@ class ErpMcpServer(FastMCP):
                                idle_timeout_s=self.episodes.idle_timeout_s, json_response=json_response)
 
 
-def build_server(task_set: str = "hotel_50", task_id: "str | int | None" = None, verbosity: str = "default",
-                 seed: int | None = None, faults: "FaultProfile | str | float | None" = None,
+def build_server(task_set: str = "hotel_50", task_id: str | int | None = None, verbosity: str = "default",
+                 seed: int | None = None, faults: FaultProfile | str | float | None = None,
                  auth_token: str | None = None, admin_token: str | None = None,
-                 idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, grade_file: "str | Path | None" = None,
+                 idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, grade_file: str | Path | None = None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> ErpMcpServer:
     """An MCP server over ``task_set``.
 
@@ -87,12 +88,19 @@ def build_server(task_set: str = "hotel_50", task_id: "str | int | None" = None,
             episodes.close_all()
 
     auth = StaticTokenVerifier({auth_token: {"client_id": "erp-sim-client", "scopes": []}}) if auth_token else None
-    server = ErpMcpServer(episodes, max_request_bytes=max_request_bytes, name="erp-sim", instructions=INSTRUCTIONS,
-                          auth=auth, lifespan=expire_idle_episodes, mask_error_details=True)
+    server = ErpMcpServer(episodes, max_request_bytes=max_request_bytes, name="erp-sim", version=_package_version(),
+                          instructions=INSTRUCTIONS, auth=auth, lifespan=expire_idle_episodes, mask_error_details=True)
     register(server, episodes, max_request_bytes)
     if admin_token:
         add_admin_routes(server, episodes, admin_token)
     return server
+
+
+def _package_version() -> str:
+    try:
+        return version("erp-sim")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -139,10 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"WARNING: erp-sim serves {args.host}:{args.port}, reachable from other machines (plain HTTP: put TLS in "
               f"front). " + ("" if auth_token else "No --auth-token: anyone who can connect can use it."), file=sys.stderr)
     try:
-        server = build_server(args.task_set, args.task, args.verbosity, args.seed, args.faults, auth_token, admin_token,
-                              args.idle_timeout, args.grade_file, args.max_request_bytes)
-    except (KeyError, ValueError) as exc:
-        print(f"erp-sim serve: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        server = build_server(args.task_set, args.task, verbosity=args.verbosity, seed=args.seed, faults=args.faults,
+                              auth_token=auth_token, admin_token=admin_token, idle_timeout_s=args.idle_timeout,
+                              grade_file=args.grade_file, max_request_bytes=args.max_request_bytes)
+    except (KeyError, ValueError) as exc:  # bad task, task set, fault profile or tokens
+        print(f"erp-sim serve: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}", file=sys.stderr)
         return 2
     try:
         if args.http:

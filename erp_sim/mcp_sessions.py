@@ -17,7 +17,7 @@ import random
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class Episode:
     """One client session's ERP episode."""
 
     key: str
+    number: int  # opening order, from 1
     session: ErpSession
     opened_at: str
     last_used: float
@@ -52,7 +53,7 @@ class Episode:
 
     def summary(self, state: str) -> dict[str, Any]:
         task = self.session.task
-        return {"session_id": self.id, "key": self.key, "state": state, "task_set": task.task_set,
+        return {"session_id": self.id, "number": self.number, "key": self.key, "state": state, "task_set": task.task_set,
                 "task_id": task.task_id, "opened_at": self.opened_at, "calls": self.calls,
                 "idle_s": round(time.monotonic() - self.last_used, 3), "grade": self.grade}
 
@@ -60,9 +61,9 @@ class Episode:
 class EpisodeStore:
     """All episodes of one server; every method runs on the server's event loop (no locks needed)."""
 
-    def __init__(self, task_set: str = "hotel_50", task_id: "str | int | None" = None, *, verbosity: str = "default",
-                 faults: "FaultProfile | str | float | None" = None, seed: int | None = None,
-                 idle_timeout_s: float | None = 1800.0, grade_file: "str | Path | None" = None):
+    def __init__(self, task_set: str = "hotel_50", task_id: str | int | None = None, *, verbosity: str = "default",
+                 faults: FaultProfile | str | float | None = None, seed: int | None = None,
+                 idle_timeout_s: float | None = 1800.0, grade_file: str | Path | None = None):
         if verbosity not in VERBOSITIES:
             raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
         self.task_set = task_set
@@ -85,7 +86,7 @@ class EpisodeStore:
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
-    def episode(self, key: str, requested_task: "str | int | None" = None) -> Episode:
+    def episode(self, key: str, requested_task: str | int | None = None) -> Episode:
         """The key's episode, opened on first use (with the requested task, if the server allows a pick)."""
         episode = self.active.get(key)
         if episode is not None:
@@ -101,7 +102,7 @@ class EpisodeStore:
         self._per_task[task.task_id] += 1
         self.opened += 1
         session = ErpSession(task, verbosity=self.verbosity, faults=self.faults, instance=instance)
-        episode = Episode(key, session, datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic())
+        episode = Episode(key, self.opened, session, datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic())
         self.active[key] = episode
         logger.info("episode %s opened on %s/%s", episode.id, task.task_set, task.task_id)
         if self.grade_file:
@@ -117,7 +118,7 @@ class EpisodeStore:
             self._regrade(episode)
         return response
 
-    def _choose_task(self, requested: "str | int | None") -> Task:
+    def _choose_task(self, requested: str | int | None) -> Task:
         if requested is not None:
             task = self._find_task(requested)
             if self.pinned is not None and task != self.pinned:
@@ -128,7 +129,7 @@ class EpisodeStore:
         self._cycled += 1
         return self.tasks[self.order[(self._cycled - 1) % len(self.order)]]
 
-    def _find_task(self, requested: "str | int") -> Task:
+    def _find_task(self, requested: str | int) -> Task:
         try:
             return get_task(self.task_set, requested)
         except KeyError as exc:
@@ -177,7 +178,9 @@ class EpisodeStore:
 
     # --- for evaluators ---
     def summaries(self) -> list[dict]:
-        return [e.summary("active") for e in self.active.values()] + list(self.finished.values())
+        """Every episode, active or closed (the last ``FINISHED_KEPT``), in opening order."""
+        summaries = [e.summary("active") for e in self.active.values()] + list(self.finished.values())
+        return sorted(summaries, key=lambda s: s["number"])
 
     def key_of(self, ident: str) -> str | None:
         """The key of the active episode named by its SessionId, its key, or the key without its prefix."""

@@ -201,6 +201,8 @@ def _parse_arguments(arguments: "dict | str | None") -> dict:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"The arguments are not valid JSON: {exc.msg} at position {exc.pos}.") from None
+        except ValueError as exc:  # e.g. an integer literal over Python's 4,300-digit limit
+            raise ValidationError(f"The arguments cannot be read: {exc}.") from None
     if not isinstance(arguments, dict):
         raise ValidationError(f"The arguments must be a JSON object, got {type(arguments).__name__}.")
     return arguments
@@ -213,6 +215,12 @@ def _describe_validation_error(tool: str, exc: pydantic.ValidationError) -> str:
         if error["type"] == "extra_forbidden":
             problems.append(f"{location}: unexpected argument")
         else:
-            got = repr(error.get("input"))
+            got = _short_repr(error.get("input"))
             problems.append(f"{location}: {error['msg']} (got {got[:60] + '...' if len(got) > 60 else got})")
     return f"Invalid arguments for {tool}: " + "; ".join(problems) + "."
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"  # repr() refuses ints over 4,300 digits
+    return repr(value)

@@ -1,9 +1,10 @@
 """Benchmark: the env's step overhead over calling the same tools on an ErpSession directly.
 
-Replays the oracle's call sequence for a few tasks three ways, interleaved task by task so
-drift hits all equally: ``ErpSession.call`` (direct), ``env.step`` on the unwrapped env, and
-``env.step`` through ``gym.make``'s wrapper stack (what users get). Actions are the JSON
-strings an agent would send, so parsing them is part of the env's cost. The last step of an
+Replays the oracle's call sequence for a few tasks three ways: ``ErpSession.call`` (direct),
+``env.step`` on the unwrapped env, and ``env.step`` through ``gym.make``'s wrapper stack (what
+users get). The three run in lockstep, each step on every path in rotating order, so drift and
+cache effects hit all equally. Actions are the JSON strings an agent would send, so parsing
+them is part of the env's cost. The last step of an
 episode also puts the full grade (with erp_sim's collateral diff) in ``info``; it is reported
 apart, since it is paid once per episode.
 
@@ -38,24 +39,21 @@ def oracle_sequence(task: erp_sim.Task, verbosity: str) -> list[tuple[str, dict]
             return sequence
 
 
-def time_direct(task: erp_sim.Task, sequence, verbosity: str) -> list[float]:
-    session, times = erp_sim.ErpSession(task, verbosity=verbosity), []
-    for name, arguments in sequence:
-        start = time.perf_counter()
-        session.call(name, arguments)
-        times.append(time.perf_counter() - start)
+def time_episode(task: erp_sim.Task, sequence, actions: list[str], envs_: list, verbosity: str) -> list[list[float]]:
+    """One episode on each path in lockstep, step by step, the order rotating so no path always goes first."""
+    session = erp_sim.ErpSession(task, verbosity=verbosity)
+    for env in envs_:
+        env.reset(options={"task_id": task.task_id})
+    runners = [lambda i: session.call(*sequence[i])] + [lambda i, env=env: env.step(actions[i]) for env in envs_]
+    times, results = [[] for _ in runners], [None] * len(runners)
+    for i in range(len(sequence)):
+        for k in range(len(runners)):
+            path = (i + k) % len(runners)
+            start = time.perf_counter()
+            results[path] = runners[path](i)
+            times[path].append(time.perf_counter() - start)
     session.close()
-    return times
-
-
-def time_env(env, task: erp_sim.Task, actions: list[str]) -> list[float]:
-    env.reset(options={"task_id": task.task_id})
-    times = []
-    for action in actions:
-        start = time.perf_counter()
-        terminated = env.step(action)[2]
-        times.append(time.perf_counter() - start)
-    assert terminated, "the oracle should finish the task"
+    assert all(result[2] for result in results[1:]), "the oracle should finish the task on every env"
     return times
 
 
@@ -81,11 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     steps = {path: [] for path in PATHS}  # per path: one list of step times per episode
     for _ in range(args.rounds):
         for task in tasks:
-            for path, run in zip(PATHS, (lambda: time_direct(task, sequences[task.task_id], args.verbosity),
-                                         lambda: time_env(unwrapped, task, actions[task.task_id]),
-                                         lambda: time_env(wrapped, task, actions[task.task_id]))):
-                gc.collect()
-                steps[path].append(run())
+            gc.collect()
+            for path, episode in zip(PATHS, time_episode(task, sequences[task.task_id], actions[task.task_id],
+                                                         [unwrapped, wrapped], args.verbosity)):
+                steps[path].append(episode)
 
     every = {path: [t for episode in episodes for t in episode] for path, episodes in steps.items()}
     inner = {path: [t for episode in episodes for t in episode[:-1]] for path, episodes in steps.items()}

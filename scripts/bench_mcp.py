@@ -54,22 +54,44 @@ def in_process(calls: int) -> dict:
     return {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1])}
 
 
-async def timed_calls(client: Client, calls: int) -> dict:
+async def timed_calls(client: Client, calls: int, server_pid: int | None = None) -> dict:
+    """Median round trip of ``CALL``; with ``server_pid``, also the server's CPU time per call (robust to a busy machine)."""
     await client.call_tool(*OPEN)
     times, errors = [], 0
+    cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
     for _ in range(calls):
         start = time.perf_counter()
         result = await client.call_tool(*CALL)
         times.append(time.perf_counter() - start)
         errors += result.is_error
-    return {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1]),
-            "errors": errors}
+    report = {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1]),
+              "errors": errors}
+    if server_pid:
+        report["server_cpu_ms_per_call"] = ms((cpu_seconds(server_pid) - cpu_before) / calls)
+    return report
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_child_pid() -> int | None:
+    """The stdio server this process spawned (Linux /proc), for its CPU time."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+            if parent == str(os.getpid()) and b"erp_sim.mcp_server" in (stat.parent / "cmdline").read_bytes():
+                return int(stat.parent.name)
+        except (OSError, IndexError):
+            continue
+    return None
 
 
 async def over_stdio(calls: int, mode: str) -> dict:
     params = StdioServerParameters(command=SERVE[0], args=SERVE[1:], cwd=ROOT)
     async with Client(params, mode=mode) as client:
-        return await timed_calls(client, calls)
+        return await timed_calls(client, calls, server_child_pid())
 
 
 def http_client(url: str, mode: str = "legacy", key: str | None = None):
@@ -78,27 +100,28 @@ def http_client(url: str, mode: str = "legacy", key: str | None = None):
     return http, Client(streamable_http_client(url, http_client=http), mode=mode)
 
 
-async def over_http(url: str, calls: int, mode: str) -> dict:
+async def over_http(url: str, calls: int, mode: str, pid: int) -> dict:
     http, client = http_client(url, mode, key=f"bench-{mode}")
     async with http, client:
-        return await timed_calls(client, calls)
+        return await timed_calls(client, calls, pid)
 
 
-async def http_throughput(url: str, sessions: int, calls: int) -> dict:
-    async def one(i: int) -> tuple[list[float], int]:
+async def http_throughput(url: str, sessions: int, calls: int, pid: int) -> dict:
+    async def one(i: int) -> tuple[float, int]:
         http, client = http_client(url)
         async with http, client:
             result = await timed_calls(client, calls)
             return result["median_ms"], result["errors"]
 
-    start = time.perf_counter()
+    start, cpu_before = time.perf_counter(), cpu_seconds(pid)
     outcomes = await asyncio.gather(*(one(i) for i in range(sessions)), return_exceptions=True)
-    wall = time.perf_counter() - start
+    wall, server_cpu = time.perf_counter() - start, cpu_seconds(pid) - cpu_before
     failed = [o for o in outcomes if isinstance(o, BaseException)]
     done = [o for o in outcomes if not isinstance(o, BaseException)]
     return {"sessions": sessions, "calls": sessions * calls, "wall_s": round(wall, 2),
             "calls_per_s": round(len(done) * calls / wall, 1), "errors": sum(e for _, e in done) + len(failed),
-            "median_of_session_medians_ms": statistics.median(m for m, _ in done) if done else None}
+            "median_of_session_medians_ms": statistics.median(m for m, _ in done) if done else None,
+            "server_cpu_ms_per_call": ms(server_cpu / (sessions * (calls + 1)))}
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -170,9 +193,9 @@ async def run(args) -> dict:
               "stdio_legacy": await over_stdio(args.calls, "legacy"), "stdio_2026": await over_stdio(args.calls, "auto")}
     proc, url = start_http_server()
     try:
-        report["http_legacy"] = await over_http(url, args.calls, "legacy")
-        report["http_2026"] = await over_http(url, args.calls, "auto")
-        report["http_concurrent"] = await http_throughput(url, args.sessions, args.calls // 3)
+        report["http_legacy"] = await over_http(url, args.calls, "legacy", proc.pid)
+        report["http_2026"] = await over_http(url, args.calls, "auto", proc.pid)
+        report["http_concurrent"] = await http_throughput(url, args.sessions, args.calls // 3, proc.pid)
         report["memory_server_process"] = await memory_of_server(url, proc.pid, args.idle_sessions)
     finally:
         proc.terminate()

@@ -6,7 +6,9 @@ and transcript size, a fresh policy and a cold token counter run through every s
 the last ``--steps``; those last steps are timed (``act`` through the whole stack, with an
 inner agent that does nothing, so the time is the policies' own, including counting the
 one new unit). The table shows the median over those steps and ``--repeats``
-fresh runs. Summarizing policies use the deterministic StructuredSummarizer (no LLM).
+fresh runs. Times are CPU time of the benchmarking thread (``time.thread_time``), so other
+processes on a shared box do not inflate them. Summarizing policies use the deterministic
+StructuredSummarizer (no LLM).
 
     .venv/bin/python scripts/bench_policies.py                 # 10k, 100k, 1M tokens
     .venv/bin/python scripts/bench_policies.py --sizes 100000 --policies last_n budget_eviction
@@ -73,6 +75,7 @@ def form_response(step: int, rows: int = 14) -> str:
          "HelpText": "Amount of the expense line, itemized so far, and what remains to itemize."}
         for name in ("ItemizationTotal", "ItemizationItemized", "ItemizationRemaining")
     ]
+    columns = [{"Name": c, "Label": c, "IsSortable": True} for c in grid_rows[0]["Values"]]
     state = {
         "SessionId": f"session-{step}",
         "Result": f"Step {step}: button NewLine was clicked.",
@@ -83,8 +86,8 @@ def form_response(step: int, rows: int = 14) -> str:
             "Company": "USMF",
             "Form": {
                 "Group": [{"Name": "Amounts", "Children": {"RealInput": controls}}],
-                "Grid": [{"Name": "ItemizationGrid", "Columns": [{"Name": c, "Label": c, "IsSortable": True} for c in grid_rows[0]["Values"]],
-                          "Rows": grid_rows, "Pagination": {"HasNextPage": False, "TotalRows": rows}}],
+                "Grid": [{"Name": "ItemizationGrid", "Columns": columns, "Rows": grid_rows,
+                          "Pagination": {"HasNextPage": False, "TotalRows": rows}}],
             },
             "Buttons": [{"Name": b, "Label": b, "IsEnabled": True} for b in ("NewLine", "DeleteLine", "ViewReceipt", "Close")],
             "Guidance": ["Click NewLine to add a row, then set the subcategory, date and amount, then save."],
@@ -131,9 +134,9 @@ def time_policy(spec: str, messages: list[dict], boundaries: list[int], steps: i
                 counter.count_messages(prefix[-3:])  # the runner counts each new message once anyway
                 policy.act(prefix, [])
                 continue
-            start = time.perf_counter()
+            start = time.thread_time()
             policy.act(prefix, [])
-            samples.append(time.perf_counter() - start)
+            samples.append(time.thread_time() - start)
         shown_tokens = count_messages(agent.shown)
     return samples, shown_tokens
 
@@ -148,7 +151,8 @@ def main() -> None:
 
     transcripts = {size: build_transcript(size) for size in args.sizes}
     for size, (messages, boundaries) in transcripts.items():
-        print(f"transcript ~{size:,} tokens: {count_messages(messages):,} tokens, {len(messages)} messages, {len(boundaries)} steps")
+        print(f"transcript ~{size:,} tokens: {count_messages(messages):,} tokens, "
+              f"{len(messages)} messages, {len(boundaries)} steps")
     header = "| policy | " + " | ".join(f"{size:,} tok: ms/step (shown tok)" for size in args.sizes) + " |"
     print()
     print(header)

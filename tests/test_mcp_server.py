@@ -142,6 +142,14 @@ async def test_task_choice_pinned_picked_and_seeded():
     assert orders[0] == list(range(50)) and orders[1] == orders[2] != orders[3]
 
 
+async def test_verbosity_and_faults_reach_every_episode():
+    async with Client(build_server(verbosity="compact", faults="rate=1.0,seed=3")) as client:
+        result = await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"})
+    envelope = json.loads(result.content[0].text)
+    assert result.is_error and envelope["Error"]["Code"] in ("FormBusy", "SessionLost", "RequestTimeout")
+    assert '": ' not in result.content[0].text  # compact JSON
+
+
 async def test_prompt_gives_the_instruction_without_answers():
     async with Client(build_server(task_id=2)) as client:
         prompt = await client.get_prompt("itemization_task")

@@ -11,19 +11,6 @@ import copy
 import json
 
 import pytest
-
-from agents.policies import (
-    PRESETS,
-    ContextPolicy,
-    parse_policy,
-    split_transcript,
-    validate_messages,
-    wrap,
-)
-from agents.policies.generic_agent import MARKER, cut_chars, cut_head_tail
-from agents.summarizers import SummarizerError
-from agents.tokens import count_message, count_messages, count_text, get_counter
-from agents.types import Usage
 from policy_support import (
     INSTRUCTION,
     SYSTEM,
@@ -40,6 +27,19 @@ from policy_support import (
     transcript,
     user,
 )
+
+from agents.policies import (
+    PRESETS,
+    ContextPolicy,
+    parse_policy,
+    split_transcript,
+    validate_messages,
+    wrap,
+)
+from agents.policies.generic_agent import MARKER, cut_chars, cut_head_tail
+from agents.summarizers import SummarizerError
+from agents.tokens import count_message, count_messages, count_text, get_counter
+from agents.types import Usage
 
 BIG = "word " * 100  # one tool result of about 100 tokens
 

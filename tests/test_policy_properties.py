@@ -15,12 +15,12 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
 
 from agents.policies import parse_policy, split_transcript, validate_messages, wrap
-from agents.policies.units import IncrementalSplit
 from agents.policies.generic_agent import MARKER
+from agents.policies.units import IncrementalSplit
 from agents.tokens import count_messages, count_text, message_text
-from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
 
 # POLICY_EXAMPLES=1000 for a deeper search than the default quick run.
 SETTINGS = settings(max_examples=int(os.environ.get("POLICY_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -205,6 +205,16 @@ def _clear_tool_uses(p, transcript, shown, units_in, units_out):
             assert after == before
     if count_messages(transcript) <= p["trigger"]:
         assert shown == transcript
+    elif p["clear_at_least"] == 0:  # over the trigger: every old result not excluded is cleared
+        for index, (before, after) in enumerate(zip(results_in, results_out)):
+            if index < recent and before.get("name") not in p["exclude_tools"]:
+                assert after["content"] == "[cleared]"
+    if p["clear_tool_inputs"]:
+        cleared_ids = {r["tool_call_id"] for r, b in zip(results_out, results_in) if r["content"] == "[cleared]" != b["content"]}
+        for unit in units_out:
+            for call in unit.messages[0].get("tool_calls") or () if unit.kind == "tool" else ():
+                if call["id"] in cleared_ids:
+                    assert call["function"]["arguments"] == "{}"
 
 
 PROMISES = {
@@ -235,6 +245,11 @@ def test_incremental_split_equals_a_fresh_split(unit_list, cuts):
     if len(messages) > 3:
         replaced = messages[:3] + [dict(messages[3], content="replaced")] + messages[4:]
         assert splitter(replaced) == split_transcript(replaced)
+    body = flatten(unit_list)
+    for length in range(len(body) + 1):  # a pinned block that changes at every step
+        pinned = [SYSTEM, INSTRUCTION, {"role": "user", "content": f"<WORKING_MEMORY>step {length}"}]
+        if not _orphan_tail(pinned + body[:length]):
+            assert splitter(pinned + body[:length]) == split_transcript(pinned + body[:length])
 
 
 def _orphan_tail(prefix):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from policy_support import RecordingAgent
 
 from agents.policies import POLICIES, PRESETS, PolicySpecError, parse_policy, preset, wrap
-from policy_support import RecordingAgent
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -98,3 +98,16 @@ def test_presets():
     assert PRESETS["C1"].user_model == "none" and PRESETS["C1"].policy == PRESETS["C2"].policy == "full"
     with pytest.raises(ValueError, match="unknown preset 'C9'"):
         preset("C9")
+
+
+def test_package_table_lists_every_policy_with_its_defaults():
+    import agents.policies as package
+
+    rows = {line.split("|")[1].strip(): line for line in package.__doc__.splitlines() if line.startswith("| ")}
+    for name, cls in POLICIES.items():
+        assert name in rows, f"{name} missing from the table in agents/policies/__init__.py"
+        for field in cls.Params.model_fields:
+            assert f"{field}=" in rows[name] or field == "placeholder", f"{name}.{field} missing from the table"
+        for item in parse_policy(name).spec.partition(":")[2].split(","):
+            if item and not item.startswith("placeholder"):
+                assert item in rows[name].replace(", ", ","), f"{name}: default {item} differs from the table"

@@ -6,18 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
-from agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
-from agents.policies import wrap
-from agents.summarizers import (
-    PROMPTS_DIR,
-    LLMSummarizer,
-    StructuredSummarizer,
-    SummarizerError,
-    load_prompt,
-)
-from agents.tokens import count_text
-from agents.types import ChatResponse, InfrastructureError, Usage
 from policy_support import (
     INSTRUCTION,
     RecordingAgent,
@@ -30,6 +18,18 @@ from policy_support import (
     transcript,
     user,
 )
+
+from agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
+from agents.policies import wrap
+from agents.summarizers import (
+    PROMPTS_DIR,
+    LLMSummarizer,
+    StructuredSummarizer,
+    SummarizerError,
+    load_prompt,
+)
+from agents.tokens import count_text
+from agents.types import ChatResponse, InfrastructureError, Usage
 
 TASK = INSTRUCTION["content"]
 SECTIONS = ("## Task", "## Key variables", "## Completed", "## To-do", "## Guardrails")
@@ -56,7 +56,7 @@ def test_facts_from_d365_responses():
         ("2024-03-02", "Minibar", "15.00"),
     ]
     assert (facts.itemization_total, facts.itemization_itemized, facts.itemization_remaining) == ("360.00", "300.00", "60.00")
-    assert [(l.subcategory, l.status) for l in facts.itemized_lines.values()] == [("Daily room rate", "Saved"), ("City tax", "New")]
+    assert [(line.subcategory, line.status) for line in facts.itemized_lines.values()] == [("Daily room rate", "Saved"), ("City tax", "New")]
     assert [i.description for i in missing_receipt_items(facts)] == ["City tax", "Minibar"]  # City tax is not saved yet
     assert facts.notes == ["Warning: Remaining amount is not zero."]
     assert facts.current_form == "TrvItemization"
@@ -142,7 +142,7 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     assert facts.report == task.report_number
     assert sorted(i.amount for i in facts.receipt_items.values()) == sorted(r.amount for r in task.receipt_items)
     assert facts.itemization_remaining == "0.00"
-    assert sorted(l.amount for l in facts.itemized_lines.values()) == sorted(r.amount for r in task.receipt_items)
+    assert sorted(line.amount for line in facts.itemized_lines.values()) == sorted(r.amount for r in task.receipt_items)
     assert not missing_receipt_items(facts)
 
 

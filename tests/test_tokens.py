@@ -114,3 +114,10 @@ def test_running_count_matches_count_messages_and_counts_only_new_messages():
     edited[3] = {"role": "user", "content": "a different, longer message"}
     assert running(edited) == counter.count_messages(edited)  # a replaced message: recounted
     assert running(transcript[:5]) == counter.count_messages(transcript[:5])  # a shorter list: recounted
+
+
+def test_the_cache_is_bounded_in_characters_too():
+    counter = TokenCounter(cache_chars=10_000)
+    for i in range(50):
+        counter.count_message({"role": "tool", "content": f"{i:04d}" + "x" * 996})
+    assert len(counter._cache) == 10 and counter._cache.chars <= 10_000

@@ -1,8 +1,24 @@
 """Context policies: wrappers that decide what an agent's model sees at each step.
 
-Build a stack from a spec string with ``wrap(agent, "head_tail:chars=800+last_n:n=5")``;
-see ``spec`` for the grammar, ``units`` for the invariants every policy keeps, and
-``presets`` for the study's C1-C4.
+Build a stack from a spec string: ``wrap(agent, "head_tail:chars=800+last_n:n=5")`` (the
+leftmost layer sees the full transcript first). ``spec`` has the grammar, ``units`` the
+invariants every policy keeps, ``presets`` the study's C1-C4.
+
+| spec name | defaults | source | what the model sees |
+|---|---|---|---|
+| full | | study C2 | everything |
+| last_n | n=5 | study C3 | the last n tool-call units (and what lies between them) |
+| last_n_summary | n=5, w=3 | study C4 | the same plus a summary of evicted units, folded w at a time |
+| fifo | k=5 | ACON baseline | the last k units of any kind |
+| acon_history | t=4096, k=1, mode=accumulate | ACON | past t history tokens, all but k units summarized into the instruction |
+| acon_observation | t=1024, recent=3 | ACON | tool results over t tokens replaced by refined ones |
+| head_tail | chars=800, tokens=0, keep_recent=1, tool_chars=, tool_tokens= | GenericAgent | old tool results cut to head + tail |
+| budget_eviction | budget=30000, target=0.6, min_units=3 | GenericAgent | oldest units evicted past the budget |
+| working_memory_anchor | at=start | GenericAgent | plus a task/constraints/progress block |
+| clear_tool_uses | trigger=100000, keep=3, clear_at_least=0, exclude_tools=, clear_tool_inputs=false, placeholder | Anthropic | old tool results replaced by a placeholder |
+
+Summarizing policies use ``wrap(..., summarizer=...)``: an ``LLMSummarizer`` over any chat
+model, or (the default) the offline ``StructuredSummarizer``.
 """
 
 from agents.policies.acon import AconHistory, AconObservation

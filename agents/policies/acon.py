@@ -13,16 +13,12 @@ from pydantic import Field
 
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import SummaryFold, starts_with
-from agents.policies.units import Unit, UnitMemo
+from agents.policies.units import Unit, UnitMemo, flatten
 from agents.tokens import message_text
 from agents.types import Message
 
 HISTORY_TAG = "<HISTORY_SUMMARY>"
 HISTORY_END_TAG = "</HISTORY_SUMMARY>"
-
-
-def _flatten(units: list[Unit]) -> list[Message]:
-    return [message for unit in units for message in unit.messages]
 
 
 def with_history_block(instruction: Message | None, summary: str) -> Message:
@@ -77,7 +73,7 @@ class AconHistory(ContextPolicy):
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
         folded_messages = [m for batch, _ in self._fold.batches for m in batch]
-        if not starts_with(_flatten(split.units), folded_messages):
+        if not starts_with(flatten(split.units), folded_messages):
             self.reset_state()
         done = sum(self._folded_units)
         rest = split.units[done:]
@@ -87,7 +83,7 @@ class AconHistory(ContextPolicy):
             history_tokens += self.counter.count_text(summary)
         fold_count = len(rest) - self.params.k
         if history_tokens > self.params.t and fold_count > 0:
-            batches = [list(batch) for batch, _ in self._fold.batches] + [_flatten(rest[:fold_count])]
+            batches = [list(batch) for batch, _ in self._fold.batches] + [flatten(rest[:fold_count])]
             task = self.task_text(split.instruction)
             summary = self._fold.summary(
                 batches,
@@ -99,7 +95,7 @@ class AconHistory(ContextPolicy):
         if not summary:
             return split.join(rest)
         out = [*split.system, self._instruction_with(split.instruction, summary), *split.pinned]
-        out.extend(_flatten(rest))
+        out.extend(flatten(rest))
         return out
 
     def _instruction_with(self, instruction: Message | None, summary: str) -> Message:
@@ -158,7 +154,7 @@ class AconObservation(ContextPolicy):
                 key = (result.get("tool_call_id", ""), text)
                 refined = self._refined.get(key)
                 if refined is None:
-                    answer = self.summarizer.refine_observation(task, result, _flatten(history))
+                    answer = self.summarizer.refine_observation(task, result, flatten(history))
                     refined = {**result, "content": self.record_summary(answer)}
                     self._refined[key] = refined
                 result, changed = refined, True

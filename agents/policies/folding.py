@@ -9,7 +9,7 @@ first one that differs. A summarizer that raises leaves nothing cached for that 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from agents.types import Message
 
@@ -17,11 +17,12 @@ SummarizeBatch = Callable[[list[Message], str | None], str]
 
 
 def same_messages(cached: Sequence[Message], current: Sequence[Message]) -> bool:
-    return len(cached) == len(current) and all(a is b or a == b for a, b in zip(cached, current))
+    """Equal message sequences; tuple comparison tries identity first, at C speed."""
+    return len(cached) == len(current) and tuple(cached) == tuple(current)
 
 
 def starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
-    return len(messages) >= len(prefix) and all(a is b or a == b for a, b in zip(prefix, messages))
+    return len(messages) >= len(prefix) and tuple(messages[: len(prefix)]) == tuple(prefix)
 
 
 class SummaryFold:

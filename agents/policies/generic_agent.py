@@ -14,8 +14,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from agents.expense_facts import (
-    ExpenseFacts,
     GUARDRAILS,
+    ExpenseFacts,
     facts_from_messages,
     key_variable_lines,
     observe_messages,
@@ -24,7 +24,7 @@ from agents.expense_facts import (
 )
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import starts_with
-from agents.policies.units import Unit, UnitMemo, tool_call_names
+from agents.policies.units import Unit, UnitMemo, flatten, tool_call_names
 from agents.tokens import TokenCounter
 from agents.types import Message
 
@@ -42,7 +42,7 @@ class HeadTailParams(PolicyParams):
     tool_tokens: dict[str, int] = Field(default_factory=dict, description="Per-tool token caps, overriding tokens.")
 
     @model_validator(mode="after")
-    def _caps_not_negative(self) -> "HeadTailParams":
+    def _caps_not_negative(self) -> HeadTailParams:
         for name, cap in {**self.tool_chars, **self.tool_tokens}.items():
             if cap < 0:
                 raise ValueError(f"cap for tool {name!r} must be >= 0, got {cap}")
@@ -257,7 +257,7 @@ class WorkingMemoryAnchor(ContextPolicy):
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
         task = self.task_text(split.instruction)
-        body = [m for unit in split.units for m in unit.messages]
+        body = flatten(split.units)
         if self._facts is None or not starts_with(body, self._read):
             self._facts, self._read = facts_from_messages([], task), []
         observe_messages(self._facts, body[len(self._read) :])

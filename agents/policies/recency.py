@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from agents.policies.base import ContextPolicy, PolicyParams
 from agents.policies.folding import SummaryFold
-from agents.policies.units import Split, Unit
+from agents.policies.units import Split, Unit, flatten
 from agents.types import Message
 
 SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
@@ -124,11 +124,11 @@ class LastNSummary(ContextPolicy):
         evicted, window = split.units[:start], split.units[start:]
         w = self.params.w
         if w == -1:
-            batches = [_flatten(evicted)] if evicted else []
+            batches = [flatten(evicted)] if evicted else []
             pending: list[Unit] = []
         else:
             folded = len(evicted) - len(evicted) % w
-            batches = [_flatten(evicted[i : i + w]) for i in range(0, folded, w)]
+            batches = [flatten(evicted[i : i + w]) for i in range(0, folded, w)]
             pending = evicted[folded:]
         task = self.task_text(split.instruction)
         summary = self._fold.summary(
@@ -137,10 +137,6 @@ class LastNSummary(ContextPolicy):
             chained=w != -1,
         )
         return _with_summary(split, summary, [*pending, *window])
-
-
-def _flatten(units: list[Unit]) -> list[Message]:
-    return [message for unit in units for message in unit.messages]
 
 
 def summary_block(summary: str) -> Message:

@@ -77,14 +77,20 @@ def parse_layer(name: str, raw: dict[str, str]) -> LayerSpec:
     except PolicySpecError as exc:
         raise PolicySpecError(f"{name}: {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']} (got {raw.get(str(error['loc'][0]), error.get('input'))!r})"
-            if error["loc"]
-            else error["msg"]
-            for error in exc.errors()
-        )
-        raise PolicySpecError(f"{name}: {problems}") from None
+        raise PolicySpecError(f"{name}: {_describe(exc, raw)}") from None
     return LayerSpec(name=name, params=params.model_dump())
+
+
+def _describe(exc: ValidationError, raw: dict[str, str]) -> str:
+    """Pydantic's errors as 'param: message (got 'value')', one per problem."""
+    problems = []
+    for error in exc.errors():
+        if not error["loc"]:
+            problems.append(error["msg"])
+            continue
+        key = str(error["loc"][0])
+        problems.append(f"{key}: {error['msg']} (got {raw.get(key, error.get('input'))!r})")
+    return "; ".join(problems)
 
 
 def parse_policy(spec: str | PolicySpec) -> PolicySpec:

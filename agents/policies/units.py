@@ -14,7 +14,10 @@ that asked for it, or a call without its result:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate, compress, count, islice
+from operator import is_not, methodcaller
 from typing import Literal, NamedTuple
 
 from agents.tokens import message_text
@@ -71,6 +74,13 @@ def is_pinned_block(message: Message) -> bool:
 
 def split_transcript(messages: list[Message]) -> Split:
     """Cut ``messages`` into head and units. Raises ``TranscriptError`` on an orphan tool result."""
+    split, i = _split_head(messages)
+    _split_units(messages, i, split.units)
+    return split
+
+
+def _split_head(messages: list[Message]) -> tuple[Split, int]:
+    """The head of ``messages`` (system, instruction, pinned blocks) and where the units start."""
     split = Split()
     i, n = 0, len(messages)
     while i < n and messages[i].get("role") in HEAD_ROLES:
@@ -82,8 +92,7 @@ def split_transcript(messages: list[Message]) -> Split:
         while i < n and is_pinned_block(messages[i]):
             split.pinned.append(messages[i])
             i += 1
-    _split_units(messages, i, split.units)
-    return split
+    return split, i
 
 
 def _split_units(messages: list[Message], i: int, units: list[Unit]) -> None:
@@ -106,38 +115,61 @@ def _split_units(messages: list[Message], i: int, units: list[Unit]) -> None:
             i += 1
 
 
-class IncrementalSplit:
-    """``split_transcript`` for a transcript that grows by appending: only the tail is re-split.
+def common_prefix(a: list, b: list, start: int = 0) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` by identity (checked from ``start``).
 
-    Remembers the last transcript (message and content objects); when the next one extends
-    it, the units before the last one are reused and only the rest is split again (the last
-    unit may still be growing). Anything else is split from scratch. Each call returns a new
-    ``Split``, so callers may keep or change what they get.
+    Written with C-level iterators: it runs on every message of long transcripts at each step.
+    """
+    end = min(len(a), len(b))
+    differences = compress(count(start), map(is_not, islice(a, start, end), islice(b, start, end)))
+    return next(differences, end)
+
+
+_content = methodcaller("get", "content")
+
+
+class IncrementalSplit:
+    """``split_transcript`` for a transcript that grows by appending: only what changed is re-split.
+
+    Remembers the last transcript (message and content objects). The next one is compared
+    to it after the head (whose pinned blocks may change at every step, like a working-memory
+    block): units lying entirely in the unchanged part are reused, the rest is split again.
+    A growing transcript is thus split in time proportional to what is new; a policy above
+    that rewrites one older unit per step (head_tail cutting the unit that just became old)
+    costs a re-split from that unit on. Each call returns a new ``Split`` the caller may keep.
     """
 
     def __init__(self) -> None:
-        self._seen: list[tuple[Message, object]] = []
+        self._messages: list[Message] = []
+        self._contents: list[object] = []
         self._split: Split | None = None
+        self._ends: list[int] = []  # index after each unit of the last split
 
     def __call__(self, messages: list[Message]) -> Split:
-        previous = self._split
-        if previous is None or not previous.units or not self._extends(messages):
-            split = split_transcript(messages)
-            self._seen = [(m, m.get("content")) for m in messages]
-        else:
-            units = previous.units[:-1]
-            start = len(self._seen) - len(previous.units[-1].messages)
-            _split_units(messages, start, units)
-            split = Split(previous.system, previous.instruction, previous.pinned, units)
-            self._seen.extend((m, m.get("content")) for m in messages[len(self._seen) :])
-        self._split = split
+        split, start = _split_head(messages)
+        contents = list(map(_content, messages))
+        kept = self._reusable_units(messages, contents, start)
+        resume = self._ends[kept - 1] if kept else start
+        split.units = self._split.units[:kept] if kept else []
+        _split_units(messages, resume, split.units)
+        lengths = (len(unit.messages) for unit in split.units[kept:])
+        self._ends = self._ends[:kept] + list(accumulate(lengths, initial=resume))[1:]
+        self._messages, self._contents, self._split = list(messages), contents, split
         return Split(list(split.system), split.instruction, list(split.pinned), list(split.units))
 
-    def _extends(self, messages: list[Message]) -> bool:
-        seen = self._seen
-        return len(messages) >= len(seen) and all(
-            m is old and m.get("content") is content for (old, content), m in zip(seen, messages)
-        )
+    def _reusable_units(self, messages: list[Message], contents: list[object], start: int) -> int:
+        """How many units of the last split lie in the part of ``messages`` that is unchanged."""
+        previous = self._split
+        if previous is None or start != len(previous.head) or not previous.units:
+            return 0
+        same = min(common_prefix(self._messages, messages, start), common_prefix(self._contents, contents, start))
+        # the last unit may still be growing: it is always split again
+        return min(bisect_right(self._ends, same), len(previous.units) - 1)
+
+
+def flatten(units: list[Unit]) -> list[Message]:
+    """The messages of ``units``, in order."""
+    return [message for unit in units for message in unit.messages]
 
 
 def tool_call_names(unit: Unit) -> dict[str, str]:
@@ -190,28 +222,29 @@ class UnitMemo:
     """Per-unit results of a policy, reused while the unit is the same.
 
     A unit counts as the same while its messages are the same objects holding the same
-    content objects: transcripts are append-only, so a policy recomputes only the new
-    units at each step instead of all of them (what keeps long transcripts fast). A
-    message whose content was replaced in place is seen as changed.
+    content objects (checked in O(1) when it is the very Unit object seen before, which
+    ``IncrementalSplit`` hands out for unchanged units). Transcripts are append-only, so
+    a policy recomputes only new units at each step; a message whose content was replaced
+    in place is seen as changed.
     """
-
-    _MISSING = object()
 
     def __init__(self, limit: int = 65_536):
         self.limit = limit
-        self._entries: dict[int, tuple[tuple, object, object]] = {}
+        self._entries: dict[int, tuple[Unit, tuple, object, object]] = {}
 
     def get(self, unit: Unit, variant: object = None, default: object = None) -> object:
         entry = self._entries.get(id(unit.messages[0]))
-        if entry is None or entry[1] != variant or not _same_snapshot(entry[0], unit.messages):
+        if entry is None or entry[2] != variant:
             return default
-        return entry[2]
+        if entry[0] is not unit and not _same_snapshot(entry[1], unit.messages):
+            return default
+        return entry[3]
 
     def put(self, unit: Unit, value: object, variant: object = None) -> None:
         if len(self._entries) >= self.limit:
             self._entries.clear()
         snapshot = tuple((m, m.get("content")) for m in unit.messages)
-        self._entries[id(unit.messages[0])] = (snapshot, variant, value)
+        self._entries[id(unit.messages[0])] = (unit, snapshot, variant, value)
 
     def clear(self) -> None:
         self._entries.clear()
