@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_generator_reproduces_the_checked_in_fixtures(tmp_path):
     script = ROOT / "scripts" / "generate_fixtures.py"
     subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True, capture_output=True)
-    for name in ("hotel_50.jsonl", "expense_types.jsonl"):
+    generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert {"hotel_50.jsonl", "expense_types.jsonl"} <= {str(p) for p in generated}
+    for name in generated:
         assert (tmp_path / name).read_bytes() == (ROOT / "fixtures" / name).read_bytes(), name
 
 
