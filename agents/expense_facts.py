@@ -31,6 +31,7 @@ REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
 MAX_ACTIONS_SHOWN = 15
 MAX_NOTES = 8
 
+RECEIPT_HEADER = (("document", "Receipt_DocumentNumber"), ("merchant", "Receipt_Merchant"), ("total", "Receipt_Total"))
 GUARDRAILS = (
     "Remaining must be exactly 0.00 before the work is done; over-itemizing is a failure.",
     "One itemized line per receipt item, with its date, subcategory and exact amount (two decimals).",
@@ -60,6 +61,7 @@ class ExpenseFacts(BaseModel):
 
     report: str = ""
     line: dict[str, str] = Field(default_factory=dict, description="Values of the selected expense line.")
+    receipt: dict[str, str] = Field(default_factory=dict, description="Receipt header: document number, merchant, total.")
     receipt_items: dict[str, ReceiptItem] = Field(default_factory=dict, description="By receipt row number.")
     itemization_total: str = ""
     itemization_itemized: str = ""
@@ -183,6 +185,10 @@ def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
             if selected:
                 facts.line = values
     elif name == "TrvReceiptViewer":
+        for label, control in RECEIPT_HEADER:
+            value = _value(form, control)
+            if value:
+                facts.receipt[label] = value
         for number, _, values in grid_rows(find_grid(form, "ReceiptItemsGrid")):
             facts.receipt_items[number] = ReceiptItem(
                 date=values.get("ReceiptItem_Date", ""),
@@ -366,6 +372,8 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
         lines.append(f"Report: {facts.report}")
     if facts.line:
         lines.append("Line: " + ", ".join(f"{k}={v}" for k, v in facts.line.items()))
+    if facts.receipt:
+        lines.append("Receipt: " + ", ".join(f"{label} {value}" for label, value in facts.receipt.items()))
     if facts.receipt_items:
         lines.append(f"Receipt items ({len(facts.receipt_items)}):")
         lines += [

@@ -1,12 +1,14 @@
 """A Gymnasium env whose tools come from an MCP server: the same agents and policies, a remote ERP.
 
     env = McpEnv("http://127.0.0.1:8000/mcp", task=get_task("hotel_50", "hotel-007"),
-                 grade=admin_grade("http://127.0.0.1:8000", "hotel-007-session", admin_token))
+                 grade=admin_grade("http://127.0.0.1:8000", admin_token))
     trajectory = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"))
 
 ``server`` is anything fastmcp's ``Client`` accepts: an in-process ``FastMCP`` server, an HTTP
-URL, a stdio command config. Each ``reset`` opens a new MCP session (our server gives every
-session its own ERP episode). Tool calls pass through verbatim; an MCP tool error comes back
+URL, a stdio command config. Each ``reset`` opens a new episode under a fresh session key,
+sent as erp-sim's ``X-ERP-Session`` header (HTTP) and ``_meta["erp-sim/session"]`` (every
+transport), with the task as ``X-ERP-Task`` / ``_meta["erp-sim/task"]``; other servers
+ignore both. Tool calls pass through verbatim; an MCP tool error comes back
 as its text, as from the in-process env. Messages to the user go to an optional user model
 (the env's protocol); without one, a message ends the episode (``stalled``), as in C1.
 ``grade`` is the evaluator's side channel (admin route, grade file, or the in-process store);
@@ -25,7 +27,7 @@ import gymnasium as gym
 from envs.spaces import AnyText
 from envs.user_models import UserView
 
-GradeSource = Callable[[], "dict | None"]
+GradeSource = Callable[[str], "dict | None"]  # session key -> grade dict (or None)
 
 
 class _LoopThread:
@@ -61,7 +63,8 @@ class McpEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, server: Any, *, task=None, instruction: str | None = None, system_prompt: str | None = None,
-                 user_model=None, grade: GradeSource | None = None, call_timeout_s: float = 120.0):
+                 user_model=None, grade: GradeSource | None = None, auth_token: str | None = None,
+                 call_timeout_s: float = 120.0):
         from envs import system_prompt as default_system_prompt
 
         if task is None and instruction is None:
@@ -69,7 +72,9 @@ class McpEnv(gym.Env):
         self.server, self.task, self.user_model, self.grade_source = server, task, user_model, grade
         self.instruction = instruction or task.instruction()
         self.system_prompt = system_prompt or (default_system_prompt(task) if task else "You operate an ERP through its tools.")
-        self.call_timeout_s = call_timeout_s
+        self.call_timeout_s, self.auth_token = call_timeout_s, auth_token
+        self._episodes = 0
+        self.session_key = ""
         self.observation_space = AnyText(400_000)
         self.action_space = AnyText(200_000)
         self._loop = _LoopThread()
@@ -83,7 +88,10 @@ class McpEnv(gym.Env):
         self._disconnect()
         from fastmcp import Client
 
-        self._client = Client(self.server)
+        self._episodes += 1
+        self.session_key = f"mcp-env-{self.task.task_id if self.task else 'remote'}-{self._episodes}"
+        self._meta = {"erp-sim/session": self.session_key, **({"erp-sim/task": self.task.task_id} if self.task else {})}
+        self._client = Client(self._transport(), auth=None if isinstance(self.server, str) else self.auth_token)
         self._loop.run(self._client.__aenter__(), self.call_timeout_s)
         tools = self._loop.run(self._client.list_tools(), self.call_timeout_s)
         self._tools = [{"type": "function", "function": {"name": t.name, "description": t.description or "",
@@ -115,7 +123,8 @@ class McpEnv(gym.Env):
                 arguments = {"__invalid_json__": arguments}
         self._counts["tool_calls"] += 1
         try:
-            result = self._loop.run(self._client.call_tool(parsed["name"], arguments, raise_on_error=False), self.call_timeout_s)
+            call = self._client.call_tool(parsed["name"], arguments, raise_on_error=False, meta=self._meta)
+            result = self._loop.run(call, self.call_timeout_s)
             text = "".join(getattr(block, "text", "") for block in result.content)
             self._counts["tool_errors"] += bool(result.is_error)
         except Exception as exc:  # the transport failed: report it to the agent like a tool error
@@ -142,8 +151,16 @@ class McpEnv(gym.Env):
         """The evaluator's view of the episode's state, or None without a grade source."""
         if self.grade_source is None:
             return None
-        value = self.grade_source()
+        value = self.grade_source(self.session_key)
         return GradeView(value) if value else None
+
+    def _transport(self):
+        if isinstance(self.server, str) and self.server.startswith(("http://", "https://")):
+            from fastmcp.client.transports import StreamableHttpTransport
+
+            headers = {"X-ERP-Session": self.session_key, **({"X-ERP-Task": self.task.task_id} if self.task else {})}
+            return StreamableHttpTransport(self.server, headers=headers, auth=self.auth_token)
+        return self.server
 
     def _info(self) -> dict:
         task = self.task
@@ -163,13 +180,28 @@ class McpEnv(gym.Env):
         self._loop.close()
 
 
-def store_grade(server, task_id: str | None = None) -> GradeSource:
-    """Grade source for an in-process ``erp_sim.mcp_server.build_server`` server: its latest session."""
+def store_grade(server) -> GradeSource:
+    """Grade source for an in-process ``erp_sim.mcp_server.build_server`` server."""
 
-    def read() -> dict | None:
-        sessions = server.episodes.summaries()
-        if not sessions:
+    def read(session_key: str) -> dict | None:
+        try:
+            return server.episodes.grade(session_key)["grade"]
+        except KeyError:  # no call has reached the server yet
             return None
-        return server.episodes.grade(sessions[-1]["session_id"])["grade"]
+
+    return read
+
+
+def admin_grade(base_url: str, admin_token: str, timeout_s: float = 30.0) -> GradeSource:
+    """Grade source for ``erp-sim serve --http --admin-token``: the admin route, never the MCP endpoint."""
+    import httpx
+
+    def read(session_key: str) -> dict | None:
+        response = httpx.get(f"{base_url.rstrip('/')}/admin/sessions/{session_key}/grade", timeout=timeout_s,
+                             headers={"Authorization": f"Bearer {admin_token}"})
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return response.json()["grade"]
 
     return read

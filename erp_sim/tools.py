@@ -11,6 +11,7 @@ style (``gridColumnName``, ``filterValue``, ``controlValues``, ``sqlQuery``, ``e
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Literal, Union
@@ -52,7 +53,8 @@ class Tool:
 
     @property
     def input_schema(self) -> dict:
-        return _schema(self.args_model)
+        """A fresh copy: callers (fastmcp, env infos) may edit what they get."""
+        return copy.deepcopy(_schema(self.args_model))
 
 
 @lru_cache(maxsize=None)

@@ -142,6 +142,8 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     assert facts.report == task.report_number
     assert sorted(i.amount for i in facts.receipt_items.values()) == sorted(r.amount for r in task.receipt_items)
     assert facts.itemization_remaining == "0.00"
+    assert facts.receipt["document"] == task.document_number
+    assert f"Receipt: document {task.document_number}" in StructuredSummarizer().summarize_history(task.instruction(), messages).text
     assert sorted(line.amount for line in facts.itemized_lines.values()) == sorted(r.amount for r in task.receipt_items)
     assert not missing_receipt_items(facts)
 
@@ -152,10 +154,25 @@ SAMPLES = sorted((Path(__file__).parent.parent / "fixtures" / "samples").glob("*
 @pytest.mark.skipif(not SAMPLES, reason="no sample responses under fixtures/samples yet")
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_sample_responses(path):
+    """The simulator's sample responses (both verbosities): facts found, observation compacted."""
     text = path.read_text(encoding="utf-8")
+    form = json.loads(text)["FormState"]["Name"]
     messages = step("c1", text)
+    facts = facts_from_messages(messages)
+    assert facts.current_form == form
+    if form == "TrvExpenseReport":
+        assert facts.report.startswith("EXP-") and facts.report in text
+    elif form == "TrvReceiptViewer":
+        assert len(facts.receipt_items) == text.count('"ReceiptItem_Amount":') > 0
+        assert facts.receipt["document"] in text
+    elif form == "TrvItemization":
+        assert facts.itemization_total and facts.itemization_remaining
+        assert f"Total {facts.itemization_total}" in json.loads(text)["FormState"]["Summary"]
     summarizer = StructuredSummarizer()
-    assert summarizer.refine_observation(TASK, messages[1], []).text.strip()
+    refined = summarizer.refine_observation(TASK, messages[1], []).text
+    assert count_text(refined) < count_text(text)
+    for item in facts.receipt_items.values():
+        assert item.amount in refined
     assert summarizer.summarize_history(TASK, messages).text.strip()
 
 
