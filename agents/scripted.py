@@ -12,8 +12,9 @@ no memory between steps. So a context policy changes what it can do, as it does 
   makes (duplicate or missing lines);
 - like GPT-5 in the study, it asks the user to confirm before adding the first itemized
   line (``ask_before_itemizing``); with no user model (C1) that question stalls the episode.
-It cannot read observations a policy rewrote into prose (``acon_observation``): it then
-sees no form and starts over from the menu, so results for that policy measure its parser.
+It reads the raw JSON responses and the prose form that ``acon_observation``'s structured
+refinement writes (``agents.expense_facts.render_observation``); text it cannot read at all
+counts as no form, and it starts over from the menu.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _TYPE = re.compile(r"the (\w+) expense")
 _SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
 _SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)
 _CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
-ASK = ("I found {n} charges on the receipt {doc}. Before I create the itemized lines: should I add all of them "
+ASK = ("I found {n} charges on the receipt{doc}. Before I create the itemized lines: should I add all of them "
        "as itemized lines with their subcategory, date and amount?")
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
@@ -95,7 +96,7 @@ class View:
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
                 envelope = formstate.parse_response(content)
-                self.state = envelope.get("FormState") if envelope else None
+                self.state = envelope.get("FormState") if envelope else parse_refined(content)
                 if self.state and self.state.get("Name") == "TrvReceiptViewer":
                     self._read_receipt(self.state)
             elif role == "user" and message is not messages[0]:
@@ -122,6 +123,35 @@ class View:
     @property
     def form(self) -> str | None:
         return self.state.get("Name") if self.state else None
+
+
+_REFINED_FORM = re.compile(r"^Form (\w+)")
+_REFINED_CONTROL = re.compile(r"^  (\w+) = (.*)$")
+_REFINED_GRID = re.compile(r"^  Grid (\w+) \(\d+ rows\): (.*)$")
+_REFINED_ROW = re.compile(r"^    (\d+)(\*?): (.*)$")
+
+
+def parse_refined(text: str) -> dict | None:
+    """A FormState-shaped dict from a refined observation (see ``render_observation``), or None."""
+    state: dict | None = None
+    grid: dict | None = None
+    for line in text.splitlines():
+        if match := _REFINED_FORM.match(line):
+            state = {"Name": match.group(1), "Form": {"Input": [], "Grid": []}}
+        elif state is None:
+            continue
+        elif match := _REFINED_GRID.match(line):
+            grid = {"Name": match.group(1), "Columns": match.group(2).split(" | "), "Rows": [], "Pagination": {}}
+            state["Form"]["Grid"].append(grid)
+        elif grid is not None and (match := _REFINED_ROW.match(line)):
+            values = dict(zip(grid["Columns"], match.group(3).split(" | ")))
+            grid["Rows"].append({"RowNumber": match.group(1), "IsSelected": bool(match.group(2)), "Values": values})
+        elif grid is not None and line.strip() == "(more rows on the next page)":
+            grid["Pagination"]["HasNextPage"] = True
+        elif match := _REFINED_CONTROL.match(line):
+            state["Form"]["Input"].append({"Name": match.group(1), "Value": match.group(2)})
+            grid = None
+    return state
 
 
 def decide(messages: list[Message], *, ask_before_itemizing: bool = True) -> "tuple[str, dict] | str":
@@ -189,7 +219,7 @@ def _itemization(view: View, ask: bool):
     grid = formstate.grids(view.state).get("ItemizationGrid") or {}
     rows = grid.get("Rows", [])
     if ask and not rows and not view.confirmed:
-        return ASK.format(n=len(view.charges), doc=view.receipt_document or "attached to the line")
+        return ASK.format(n=len(view.charges), doc=f" {view.receipt_document}" if view.receipt_document else "")
     complete = Counter(c for r in rows if (c := _row_charge(r.get("Values", {}))))
     missing = list((Counter(view.charges) - complete).elements())
     selected = _selected(rows)
