@@ -204,7 +204,8 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
     done = finished_keys(read_rows(results))
     todo = [spec for spec in specs if spec.key not in done]
     successes = tokens = finished = 0
-    with tqdm(total=len(todo), disable=quiet, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
+    # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
+    with tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
             results.open("a", encoding="utf-8") as out:
         for row in execute(todo, backend=backend, concurrency=concurrency, address=address):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -21,3 +21,18 @@ def session(hotel_task):
     s = ErpSession(hotel_task)
     yield s
     s.close()
+
+
+@pytest.fixture(scope="module")
+def task():
+    """A small generated hotel task (independent of the checked-in fixtures)."""
+    from erp_sim.taskgen import generate_task
+
+    return generate_task("t", 0, "Hotel", seed=1000, item_count=6)
+
+
+@pytest.fixture
+def db(task):
+    from erp_sim import database
+
+    return database.open_database(task)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, fake_openai_server  # noqa: F401  (fixture)
+from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
 from agents.cassette import CassetteMissError, RecordingModel, ReplayModel, read_cassette, request_key
 from agents.openai_chat import OpenAIChatModel

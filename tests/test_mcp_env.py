@@ -8,7 +8,6 @@ import sys
 import time
 
 import httpx
-import pytest
 
 from agents.mcp_env import McpEnv, admin_grade, store_grade
 from agents.policies import wrap

@@ -9,17 +9,8 @@ import pytest
 
 from erp_sim import database, ledger, odata
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
-from erp_sim.taskgen import generate_task
 
 
-@pytest.fixture(scope="module")
-def task():
-    return generate_task("t", 0, "Hotel", seed=1000, item_count=6)
-
-
-@pytest.fixture
-def db(task):
-    return database.open_database(task)
 
 
 def scalar(db, sql, *params):

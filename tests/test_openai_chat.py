@@ -6,7 +6,7 @@ import json
 import socket
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, fake_openai_server  # noqa: F401  (fixture)
+from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
 from agents.openai_chat import ModelRequestError, OpenAIChatModel
 from agents.types import ChatModel, InfrastructureError, Usage

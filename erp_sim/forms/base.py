@@ -249,26 +249,22 @@ class FormDefinition:
 
     def filter_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, value: str) -> str:
         grid = self.grid(session, form, grid_name)
-        names = {c.name.lower(): c.name for c in grid.columns}
-        if column.lower() not in names:
-            raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+        column = _column_name(grid, column)
         state = form.grid_state(grid.name)
         state.page = 0
         if value:
-            state.filters[names[column.lower()]] = value
+            state.filters[column] = value
         else:
-            state.filters.pop(names[column.lower()], None)
+            state.filters.pop(column, None)
         _, _, total = self.page_rows(form, grid)
         return f"Grid {grid.name} was filtered: {total} matching row(s)."
 
     def sort_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, descending: bool) -> str:
         grid = self.grid(session, form, grid_name)
-        names = {c.name.lower(): c.name for c in grid.columns}
-        if column.lower() not in names:
-            raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+        column = _column_name(grid, column)
         state = form.grid_state(grid.name)
-        state.sort, state.page = (names[column.lower()], descending), 0
-        return f"Grid {grid.name} was sorted by {names[column.lower()]} {'descending' if descending else 'ascending'}."
+        state.sort, state.page = (column, descending), 0
+        return f"Grid {grid.name} was sorted by {column} {'descending' if descending else 'ascending'}."
 
     def toggle_section(self, session: "ErpSession", form: OpenForm, name: str, action: str) -> str:
         sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in ("TabPage", "FastTab")}
@@ -282,6 +278,14 @@ class FormDefinition:
             form.collapsed.add(section.name)
             return f"Tab {section.name} was closed."
         raise ValidationError(f"tabAction: expected Open or Close, got {action!r}.")
+
+
+def _column_name(grid: Grid, column: str) -> str:
+    """The column's canonical name, matched case-insensitively, or NotFound listing the columns."""
+    names = {c.name.lower(): c.name for c in grid.columns}
+    if column.lower() not in names:
+        raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+    return names[column.lower()]
 
 
 def _sort_key(value: str, data_type: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, FormDefinition, Grid, GridRow, OpenForm, Section, Control
+from erp_sim.forms.base import Button, Column, FormDefinition, Grid, GridRow, Section, Control
 from erp_sim.money import ZERO, display_money
 
 GRID = "ExpenseReportsGrid"

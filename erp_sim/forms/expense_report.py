@@ -5,7 +5,7 @@ from __future__ import annotations
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, Section
 from erp_sim.money import ZERO, display_money, parse_money
 
 GRID = "ExpenseLinesGrid"
