@@ -599,7 +599,7 @@ def termination_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
 # N x W sweeps
 # ---------------------------------------------------------------------------------------
 
-_PARAM = re.compile(r"(?<![\w.])([nw])=(\d+)")
+_PARAM = re.compile(r"(?<![\w.])([nw])=(-?\d+)")  # W=-1: summarize everything evicted at once
 
 
 def parse_n_w(policy: str) -> tuple[int, int] | None:

@@ -72,6 +72,7 @@ class ErpSession:
         self.faults = FaultInjector(profile, task.seed) if profile and profile.rate > 0 else None
         self._messages: list[dict] = []
         self._memo: dict | None = None  # active only while rendering a response (read-only)
+        self._read_cache: dict[str, tuple[int, Any]] = {}
 
     # --- used by forms and tools ---
     def memo(self, key, compute):
@@ -84,6 +85,17 @@ class ErpSession:
 
     def add_message(self, level: str, text: str) -> None:
         self._messages.append({"Level": level, "Text": text})
+
+    def cached_read(self, key: str, compute):
+        """Cache a pure function of the database until its next write (sqlite's change counter moves).
+
+        Callers must not mutate what they get back.
+        """
+        version = self.db.total_changes
+        hit = self._read_cache.get(key)
+        if hit is None or hit[0] != version:
+            hit = self._read_cache[key] = (version, compute())
+        return hit[1]
 
     def open_form(self, name: str, context: dict) -> str:
         if len(self.forms) >= MAX_FORM_DEPTH:

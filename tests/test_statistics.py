@@ -247,6 +247,7 @@ def test_failure_counts_per_configuration():
 def test_parse_n_w_and_family():
     assert st.parse_n_w("last_n_summary:n=5,w=3") == (5, 3)
     assert st.parse_n_w("last_n_summary:w=1,n=9,summarizer=structured") == (9, 1)
+    assert st.parse_n_w("last_n_summary:n=5,w=-1") == (5, -1)  # W=-1: everything evicted at once
     assert st.parse_n_w("last_n:n=5") is None
     assert st.parse_n_w("budget:window=3,max_n=2") is None
     assert st.sweep_family("last_n_summary:n=5,w=3") == st.sweep_family("last_n_summary:n=9,w=1") == "last_n_summary:n=*,w=*"

@@ -30,10 +30,22 @@ class ExpenseReportList(FormDefinition):
         return f"{total} expense report(s) for {session.task.worker_name}."
 
     def sections(self, session, form):
-        amounts = {}
-        for report_id, amount in session.db.execute("SELECT report_id, amount FROM expense_line WHERE line_type != 'ItemizedLine'"):
-            amounts[report_id] = amounts.get(report_id, ZERO) + Decimal(amount)
-        rows = [
+        rows = session.cached_read("report-list-rows", lambda: self._rows(session))
+        columns = [Column("TrvExpTable_ExpNumber", "Expense report number"), Column("TrvExpTable_Txt", "Purpose"),
+                   Column("TrvExpTable_ApprovalStatus", "Approval status"),
+                   Column("TrvExpTable_CreatedDate", "Created date", "Date"), Column("TrvExpTable_TotalAmount", "Total amount", "Real")]
+        quick = Control("QuickFilter", "Filter", "Input", form.quick_filter, editable=True,
+                        help="Type to filter all columns of the grid (form_filter_form).")
+        return [Section("FilterGroup", "Filter", controls=[quick]),
+                Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)])]
+
+    @staticmethod
+    def _rows(session) -> list[GridRow]:
+        # Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
+        amounts = {report_id: Decimal(cents) / 100 for report_id, cents in session.db.execute(
+            "SELECT report_id, SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)) FROM expense_line "
+            "WHERE line_type != 'ItemizedLine' GROUP BY report_id")}
+        return [
             GridRow(r["id"], {
                 "TrvExpTable_ExpNumber": r["report_number"],
                 "TrvExpTable_Txt": r["purpose"],
@@ -43,13 +55,6 @@ class ExpenseReportList(FormDefinition):
             })
             for r in session.db.execute("SELECT * FROM expense_report ORDER BY report_number")
         ]
-        columns = [Column("TrvExpTable_ExpNumber", "Expense report number"), Column("TrvExpTable_Txt", "Purpose"),
-                   Column("TrvExpTable_ApprovalStatus", "Approval status"),
-                   Column("TrvExpTable_CreatedDate", "Created date", "Date"), Column("TrvExpTable_TotalAmount", "Total amount", "Real")]
-        quick = Control("QuickFilter", "Filter", "Input", form.quick_filter, editable=True,
-                        help="Type to filter all columns of the grid (form_filter_form).")
-        return [Section("FilterGroup", "Filter", controls=[quick]),
-                Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)])]
 
     def buttons(self, session, form):
         selected = form.grid_state(GRID).selected_key is not None
