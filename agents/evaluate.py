@@ -35,7 +35,7 @@ class EpisodeSpec(BaseModel):
     config: str
     policy: str
     user: str = Field(description="rule | none | openai:MODEL")
-    agent: str = Field(description="scripted | openai:MODEL | replay:DIR")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
     task_set: str
     task_id: str
     run: int
@@ -70,7 +70,7 @@ def build_agent(spec: EpisodeSpec):
     kind, _, argument = spec.agent.partition(":")
     cassette = Path(spec.record_dir or argument or ".") / "cassettes" / spec.config / f"{spec.episode_name}.jsonl"
     if kind == "scripted":
-        inner = ScriptedAgent()
+        inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
     elif kind == "openai":
         model = _chat_model(argument, spec.base_url)
         if spec.record_dir:
@@ -86,6 +86,19 @@ def build_agent(spec: EpisodeSpec):
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
     return wrap(inner, spec.policy)
+
+
+def _scripted_recall(argument: str) -> float | None:
+    """``scripted`` or ``scripted:recall=H`` (the synthetic misreading model, H tokens)."""
+    if not argument:
+        return None
+    key, _, value = argument.partition("=")
+    try:
+        if key.strip() == "recall":
+            return float(value)
+    except ValueError:
+        pass
+    raise ValueError(f"scripted agent options: recall=TOKENS (e.g. scripted:recall=2e6), got {argument!r}")
 
 
 def build_user(spec: EpisodeSpec):
@@ -231,7 +244,8 @@ def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
 
 # --- command line --------------------------------------------------------------------------------
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", default="scripted", help="scripted | openai:MODEL | replay:DIR (default scripted)")
+    parser.add_argument("--agent", default="scripted",
+                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (default scripted)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users")
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (presets C1 keep none)")
     parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")

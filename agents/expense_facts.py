@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from erp_sim.formstate import CONTAINER_TYPES, find_control, find_grid, parse_response, walk_controls
+
 from agents.tokens import message_text
 from agents.types import Message
 
-CONTAINER_TYPES = ("Group", "Tab", "TabPage", "FastTab")
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
 MAX_ACTIONS_SHOWN = 15
 MAX_NOTES = 8
@@ -76,56 +75,7 @@ class ExpenseFacts(BaseModel):
     open_calls: dict[str, str] = Field(default_factory=dict, description="Calls still waiting for their result.")
 
 
-# -- reading one response ------------------------------------------------------------------
-def parse_response(text: str) -> dict[str, Any] | None:
-    """The JSON object of a tool response, or None when the text is not one.
-
-    Cached by text (the same response is read at many steps); callers must not mutate it.
-    """
-    return _parse_response(text) if text.lstrip().startswith("{") else None
-
-
-@lru_cache(maxsize=4096)
-def _parse_response(text: str) -> dict[str, Any] | None:
-    text = text.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def walk_controls(form: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(control type, control) for every control of a form, descending into containers."""
-    if not isinstance(form, dict):
-        return
-    for control_type, controls in form.items():
-        if not isinstance(controls, list):
-            continue
-        for control in controls:
-            if not isinstance(control, dict):
-                continue
-            yield control_type, control
-            if control_type in CONTAINER_TYPES:
-                yield from walk_controls(control.get("Children"))
-
-
-def find_control(form: Any, name: str) -> dict[str, Any] | None:
-    for _, control in walk_controls(form):
-        if control.get("Name") == name:
-            return control
-    return None
-
-
-def find_grid(form: Any, name: str) -> dict[str, Any] | None:
-    for control_type, control in walk_controls(form):
-        if control_type == "Grid" and control.get("Name") == name:
-            return control
-    return None
-
-
+# -- reading one response: erp_sim.formstate is the one reader of the response shape ----------
 def grid_rows(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[str, str]]]:
     """(row number, selected, values) of a grid's rows, values as strings.
 

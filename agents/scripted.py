@@ -15,19 +15,31 @@ no memory between steps. So a context policy changes what it can do, as it does 
 It reads the raw JSON responses and the prose form that ``acon_observation``'s structured
 refinement writes (``agents.expense_facts.render_observation``); text it cannot read at all
 counts as no form, and it starts over from the menu.
+
+By default its recall is perfect. ``recall_horizon=H`` (tokens) adds one synthetic failure
+mode, for studies that want policies to differ in accuracy offline: each receipt charge is
+misread (its cents transposed) when ``u < 1 - exp(-d / H)``, where ``d`` is how many tokens
+of context lie after the message it is read from, and ``u`` is a uniform draw fixed per
+(seed, instruction, charge). Facts far back in a long context are misread more often; a
+fresh re-read (or a summary near the end) reads them right. The draw is fixed per charge, so
+an agent that keeps reading from far back keeps the same misreading, as LLMs do. This is a
+documented toy model of "context rot", not a calibrated model of any LLM.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
+from agents.tokens import count_messages
 from agents.types import AgentStep, Message, ToolSchema
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
@@ -49,19 +61,45 @@ def _money(text: object) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Recall:
+    """The synthetic misreading model (see the module docstring)."""
+
+    horizon: float  # tokens
+    seed: int = 0
+
+    def misread(self, instruction: str, index: int, distance: int) -> bool:
+        digest = hashlib.sha256(f"{self.seed}/{instruction}/{index}".encode()).digest()
+        uniform = int.from_bytes(digest[:8], "big") / 2**64
+        return uniform < 1 - math.exp(-distance / self.horizon)
+
+
+def misread_amount(amount: str) -> str:
+    """The misreading: the two cent digits swapped (43.81 -> 43.18), or one more unit if they match."""
+    if not re.fullmatch(r"\d+\.\d\d", amount):
+        return amount
+    whole, cents = amount.split(".")
+    if cents[0] != cents[1]:
+        return f"{whole}.{cents[1]}{cents[0]}"
+    return f"{int(whole) + 1}.{cents}"
+
+
 class ScriptedAgent:
     """Implements ``agents.types.Agent``. ``spec`` is "full" until a policy wraps it."""
 
     spec = "full"
 
-    def __init__(self, *, ask_before_itemizing: bool = True):
+    def __init__(self, *, ask_before_itemizing: bool = True, recall_horizon: float | None = None, seed: int = 0):
+        if recall_horizon is not None and recall_horizon <= 0:
+            raise ValueError("recall_horizon must be a positive number of tokens")
         self.ask_before_itemizing = ask_before_itemizing
+        self.recall = Recall(recall_horizon, seed) if recall_horizon else None
 
     def reset(self) -> None:
         """Nothing to clear: the agent keeps no state between steps by design."""
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
-        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing)
+        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing, recall=self.recall)
         if isinstance(decision, str):
             message: Message = {"role": "assistant", "content": decision}
         else:
@@ -76,7 +114,7 @@ class ScriptedAgent:
 class View:
     """What the agent can read off the visible messages."""
 
-    def __init__(self, messages: list[Message]):
+    def __init__(self, messages: list[Message], recall: Recall | None = None):
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
         self.report = (_REPORT.search(instruction) or [None, None])[1]
         self.line = (_LINE.search(instruction) or [None, None])[1]
@@ -86,39 +124,47 @@ class View:
         self.state: dict | None = None  # FormState of the latest visible tool result
         self.last_tool: str | None = None
         self.charges: list[Charge] | None = None
+        charges_at = 0  # index of the message the charges were read from
         self.receipt_document = ""
         self.confirmed = False
         self.seen_tool_result = False
         tool_names = {c["id"]: c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
-        for message in messages[1:]:
+        for position, message in enumerate(messages[1:], start=1):
             role, content = message.get("role"), message.get("content") or ""
             if role == "tool":
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
                 envelope = formstate.parse_response(content)
-                self.state = envelope.get("FormState") if envelope else parse_refined(content)
-                if self.state and self.state.get("Name") == "TrvReceiptViewer":
-                    self._read_receipt(self.state)
+                self.state = formstate.form_state(content) if envelope else parse_refined(content)
+                if self.state and self.state.get("Name") == "TrvReceiptViewer" and self._read_receipt(self.state):
+                    charges_at = position
             elif role == "user" and message is not messages[0]:
                 if _CONFIRMED.search(content):
                     self.confirmed = True
-                if self.charges is None:
-                    self._read_summary(content)
+                if self.charges is None and self._read_summary(content):
+                    charges_at = position
 
-    def _read_receipt(self, state: dict) -> None:
+        if recall is not None and self.charges:
+            distance = count_messages(messages[charges_at + 1:])
+            self.charges = [(sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
+                            for n, (sub, day, amount) in enumerate(self.charges)]
+
+    def _read_receipt(self, state: dict) -> bool:
         rows = formstate.grid_rows(state, "ReceiptItemsGrid")
         charges = [(self.mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
                     _money(r.get("ReceiptItem_Amount")) or "?") for r in rows]
         if charges:
             self.charges = charges
             self.receipt_document = str(formstate.control_value(state, "Receipt_DocumentNumber") or "")
+        return bool(charges)
 
-    def _read_summary(self, text: str) -> None:
+    def _read_summary(self, text: str) -> bool:
         """The "Receipt items" section of a structured summary (agents.expense_facts format)."""
         block = _SUMMARY_ITEMS.search(text)
         items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
         if items:
             self.charges = [(self.mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items]
+        return bool(items)
 
     @property
     def form(self) -> str | None:
@@ -154,9 +200,10 @@ def parse_refined(text: str) -> dict | None:
     return state
 
 
-def decide(messages: list[Message], *, ask_before_itemizing: bool = True) -> "tuple[str, dict] | str":
+def decide(messages: list[Message], *, ask_before_itemizing: bool = True,
+           recall: Recall | None = None) -> "tuple[str, dict] | str":
     """The next action: ``(tool, arguments)`` or a text message to the user."""
-    view = View(messages)
+    view = View(messages, recall)
     if view.report is None or view.line is None:
         return "I could not find the expense report number and line in your message. Which report and line should I itemize?"
     handlers = {None: _no_form, "TrvExpenses": _report_list, "TrvExpenseReport": _report_form,

@@ -24,7 +24,7 @@ class OracleError(RuntimeError):
 
 
 def _rows_until(response_text: str, grid: str, match) -> tuple[dict | None, dict]:
-    state = formstate.parse_response(response_text).get("FormState")
+    state = formstate.form_state(response_text)
     return next((r for r in formstate.grid_rows(state, grid) if match(r)), None), state
 
 
@@ -52,11 +52,11 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
     yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row["RowNumber"]}
 
     response = yield "form_click_control", {"controlName": "ViewReceipt"}
-    state = formstate.parse_response(response).get("FormState")
+    state = formstate.form_state(response)
     charges = formstate.grid_rows(state, "ReceiptItemsGrid")
     while formstate.has_next_page(state, "ReceiptItemsGrid"):
         response = yield "form_click_control", {"controlName": "ReceiptItemsGrid", "actionId": "LoadNextPage"}
-        state = formstate.parse_response(response).get("FormState")
+        state = formstate.form_state(response)
         charges += formstate.grid_rows(state, "ReceiptItemsGrid")
     if not charges:
         raise OracleError("the receipt shows no charges")
@@ -72,7 +72,7 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
             {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"].replace(",", "")},
         ]}
     response = yield "form_save_form", {}
-    remaining = formstate.control_value(formstate.parse_response(response).get("FormState"), "ItemizationRemaining")
+    remaining = formstate.control_value(formstate.form_state(response), "ItemizationRemaining")
     if remaining is None or Decimal(str(remaining).replace(",", "")) != 0:
         raise OracleError(f"remaining after save is {remaining!r}, not 0.00")
     yield "form_close_form", {}

@@ -124,3 +124,32 @@ def test_infrastructure_errors_end_the_episode_as_infra_error(env, fake_openai_s
     assert "gave up" in trajectory.infra_error
     with pytest.raises(InfrastructureError):
         model.complete([{"role": "user", "content": "x"}])
+
+
+def test_recall_model_misreads_far_back_facts_deterministically(env):
+    from agents.scripted import Recall, misread_amount
+
+    assert misread_amount("43.81") == "43.18" and misread_amount("12.00") == "13.00" and misread_amount("?") == "?"
+    recall = Recall(horizon=50_000, seed=3)
+    for index in range(30):  # monotone in distance: once misread at d, misread at every larger d
+        flips = [recall.misread("task", index, d) for d in range(0, 400_000, 10_000)]
+        assert flips == sorted(flips)
+    assert not any(recall.misread("task", i, 0) for i in range(50))  # a fresh read is always right
+
+    def run(seed, spec="full"):
+        agent = wrap(ScriptedAgent(recall_horizon=20_000, seed=seed), spec)
+        return run_episode(env, agent, task_id="hotel-049")
+
+    first, again = run(1), run(1)
+    assert first.deterministic_dump() == again.deterministic_dump()
+    assert not first.grade["success"] and first.failure_category in {"wrong_amount", "over_itemization"}
+    pruned = run(1, "last_n:n=2")  # re-reading keeps the receipt close: fewer misreadings
+    assert len(pruned.grade["unexpected_lines"]) < len(first.grade["unexpected_lines"])
+
+
+def test_eval_parses_scripted_agent_options():
+    from agents.evaluate import _scripted_recall
+
+    assert _scripted_recall("") is None and _scripted_recall("recall=2e6") == 2e6
+    with pytest.raises(ValueError, match="recall=TOKENS"):
+        _scripted_recall("recal=1")
