@@ -22,24 +22,19 @@ from gymnasium.envs.registration import register
 ENTRY_POINT = "envs.expense_env:ExpenseItemizationEnv"
 MAX_EPISODE_STEPS = 200
 
-register(id="erp_sim/ExpenseItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "hotel_50"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/AllExpenseTypes-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "expense_types"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/HotelItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Hotel"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/CarRentalItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "CarRental"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/AirfareItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Airfare"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/MealsItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Meals"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-register(id="erp_sim/ConferenceItemization-v0", entry_point=ENTRY_POINT, kwargs={"task_set": "Conference"},
-         max_episode_steps=MAX_EPISODE_STEPS)
-
-ENV_IDS = ("erp_sim/ExpenseItemization-v0", "erp_sim/AllExpenseTypes-v0", "erp_sim/HotelItemization-v0",
-           "erp_sim/CarRentalItemization-v0", "erp_sim/AirfareItemization-v0", "erp_sim/MealsItemization-v0",
-           "erp_sim/ConferenceItemization-v0")
+# One id per fixture set and per expense type; each is the same class with its task set.
+ENV_TASK_SETS = {
+    "erp_sim/ExpenseItemization-v0": "hotel_50",
+    "erp_sim/AllExpenseTypes-v0": "expense_types",
+    "erp_sim/HotelItemization-v0": "Hotel",
+    "erp_sim/CarRentalItemization-v0": "CarRental",
+    "erp_sim/AirfareItemization-v0": "Airfare",
+    "erp_sim/MealsItemization-v0": "Meals",
+    "erp_sim/ConferenceItemization-v0": "Conference",
+}
+for _env_id, _task_set in ENV_TASK_SETS.items():
+    register(id=_env_id, entry_point=ENTRY_POINT, kwargs={"task_set": _task_set}, max_episode_steps=MAX_EPISODE_STEPS)
+ENV_IDS = tuple(ENV_TASK_SETS)
 
 _LAZY = {
     "ExpenseItemizationEnv": "envs.expense_env",
