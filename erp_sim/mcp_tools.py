@@ -51,7 +51,7 @@ class RegistryTool(Tool):
 
     @classmethod
     def bind(cls, tool: registry.Tool, episodes: EpisodeStore, max_argument_bytes: int) -> RegistryTool:
-        bound = cls(name=tool.name, description=tool.description, parameters=json.loads(json.dumps(tool.input_schema)),
+        bound = cls(name=tool.name, description=tool.description, parameters=tool.input_schema,
                     annotations=ToolAnnotations(read_only_hint=tool.read_only, open_world_hint=False))
         bound._episodes, bound._max_argument_bytes = episodes, max_argument_bytes
         return bound
