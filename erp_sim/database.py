@@ -18,7 +18,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from erp_sim.errors import ValidationError
 from erp_sim.models import TABLES
 from erp_sim.tasks import Task
-from erp_sim.world import build_rows
+from erp_sim.world import build_rows, catalog_rows
 
 TABLE_NAMES = [model.__tablename__ for model in TABLES]
 SQL_MAX_ROWS = 200
@@ -46,21 +46,9 @@ def _new_connection() -> sqlite3.Connection:
     return conn
 
 
-@lru_cache(maxsize=1)
-def _empty_database() -> sqlite3.Connection:
-    conn = _new_connection()
-    for ddl in schema_ddl():
-        conn.execute(ddl)
-    return conn
-
-
-def _build_template(task: Task) -> sqlite3.Connection:
-    conn = _new_connection()
-    _empty_database().backup(conn)  # the schema, copied: cheaper than running the DDL again
-    rows = build_rows(task)
+def _insert(conn: sqlite3.Connection, rows: dict[str, list[dict]]) -> None:
     conn.execute("BEGIN")
-    for table in TABLE_NAMES:
-        records = rows[table]
+    for table, records in rows.items():
         if records:
             columns = list(records[0])
             conn.executemany(
@@ -68,6 +56,22 @@ def _build_template(task: Task) -> sqlite3.Connection:
                 [tuple(r[c] for c in columns) for r in records],
             )
     conn.execute("COMMIT")
+
+
+@lru_cache(maxsize=1)
+def _catalog_database() -> sqlite3.Connection:
+    """The schema and the rows every task shares (company, categories, subcategories)."""
+    conn = _new_connection()
+    for ddl in schema_ddl():
+        conn.execute(ddl)
+    _insert(conn, catalog_rows())
+    return conn
+
+
+def _build_template(task: Task) -> sqlite3.Connection:
+    conn = _new_connection()
+    _catalog_database().backup(conn)  # copied: cheaper than running the DDL and catalog inserts again
+    _insert(conn, build_rows(task))
     return conn
 
 

@@ -37,9 +37,7 @@ class _Builder:
     def __init__(self, task: Task):
         self.task = task
         self.rng = random.Random(task.seed * 7919 + 17)
-        self.rows: Rows = {name: [] for name in
-                           ["company", "worker", "expense_category", "expense_subcategory", "expense_report",
-                            "expense_line", "receipt", "receipt_item"]}
+        self.rows: Rows = {name: [] for name in ["worker", "expense_report", "expense_line", "receipt", "receipt_item"]}
         self.next_id = {name: 1 for name in self.rows}
 
     def add(self, table: str, **values) -> int:
@@ -47,13 +45,6 @@ class _Builder:
         self.next_id[table] += 1
         self.rows[table].append(values)
         return values["id"]
-
-    def catalog(self) -> None:
-        self.rows["company"].append(dict(COMPANY))
-        for spec in CATEGORIES.values():
-            self.add("expense_category", category_id=spec.category_id, name=spec.name, itemize=spec.itemize)
-            for sub in spec.subcategories:
-                self.add("expense_subcategory", category_id=spec.category_id, name=sub)
 
     def line(self, report_id: int, number: int, category: str, merchant: str, day: date, amount: Decimal, **extra) -> int:
         return self.add("expense_line", report_id=report_id, line_number=number, category_id=category, merchant=merchant,
@@ -100,7 +91,6 @@ class _Builder:
 
     def build(self) -> Rows:
         task, rng = self.task, self.rng
-        self.catalog()
         worker_id = self.add("worker", personnel_number=task.personnel_number, name=task.worker_name,
                              email=task.worker_name.lower().replace(" ", ".") + "@contoso.com")
         report_count = rng.randint(27, 34)
@@ -128,6 +118,15 @@ class _Builder:
         return self.rows
 
 
+def catalog_rows() -> Rows:
+    """The rows every task shares: the company, the categories and their subcategories."""
+    categories = [{"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
+                  for n, spec in enumerate(CATEGORIES.values(), start=1)]
+    subcategories = [{"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories]
+    return {"company": [dict(COMPANY)], "expense_category": categories,
+            "expense_subcategory": [{"id": n, **row} for n, row in enumerate(subcategories, start=1)]}
+
+
 def build_rows(task: Task) -> Rows:
-    """All rows of the task's ERP, table by table, ids sequential from 1."""
+    """The task's own rows (worker, reports, lines, receipts), table by table, ids sequential from 1."""
     return _Builder(task).build()
