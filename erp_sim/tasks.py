@@ -9,6 +9,8 @@ rest of the ERP (other reports, other lines, distractors) is rebuilt from the se
 from __future__ import annotations
 
 import json
+import os
+import sys
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from erp_sim.catalog import mapping_rules_text
 
-FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
+def _fixtures_dir() -> Path:
+    """$ERP_SIM_FIXTURES, else the repository's fixtures/ (editable installs), else the installed copy."""
+    if os.environ.get("ERP_SIM_FIXTURES"):
+        return Path(os.environ["ERP_SIM_FIXTURES"])
+    in_repository = Path(__file__).resolve().parent.parent / "fixtures"
+    return in_repository if in_repository.is_dir() else Path(sys.prefix) / "share" / "erp-sim" / "fixtures"
+
+
+FIXTURES_DIR = _fixtures_dir()
 
 # Task sets shipped in fixtures/. Each expense-type set is a filtered view of expense_types.
 TASK_SET_FILES = {"hotel_50": "hotel_50.jsonl", "expense_types": "expense_types.jsonl"}
