@@ -143,7 +143,7 @@ def run_select(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[list
         raise ValidationError("sqlQuery: empty query.")
     if not sqlite3.complete_statement(statement + ";") or ";" in _strip_string_literals(statement):
         raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
-    if not statement.split(None, 1)[0].upper() in {"SELECT", "WITH"}:
+    if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
         raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
     steps = [0]
 

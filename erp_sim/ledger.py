@@ -55,11 +55,10 @@ def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
     return row
 
 
-def report_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:
-    """Lines in display order: each header line followed by its itemized lines."""
-    rows = db.execute("SELECT * FROM expense_line WHERE report_id = ? ORDER BY line_number, parent_line_id IS NOT NULL, id",
-                      (report_id,)).fetchall()
-    return rows
+def header_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:
+    """A report's expense lines in line order, without itemized lines (those belong to their header)."""
+    return db.execute("SELECT * FROM expense_line WHERE report_id = ? AND line_type != 'ItemizedLine' "
+                      "ORDER BY line_number, id", (report_id,)).fetchall()
 
 
 def itemized_lines(db: sqlite3.Connection, header_id: int) -> list[sqlite3.Row]:
@@ -241,8 +240,8 @@ def update_report_purpose(db: sqlite3.Connection, report_id: int, purpose: objec
 def report_problems(db: sqlite3.Connection, report_id: int) -> list[str]:
     """What blocks submission: itemizable lines whose itemization does not add up to zero."""
     problems = []
-    for line in report_lines(db, report_id):
-        if line["line_type"] == "ItemizedLine" or not CATEGORIES[line["category_id"]].itemize:
+    for line in header_lines(db, report_id):
+        if not CATEGORIES[line["category_id"]].itemize:
             continue
         summary = itemization_summary(db, line["id"])
         if summary.remaining != ZERO:

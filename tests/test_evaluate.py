@@ -15,6 +15,7 @@ import gymnasium as gym
 import pytest
 
 from agents.evaluate import main as eval_main, read_rows, row_key
+from agents.policies import PolicySpecError
 from agents.report_cli import main as report_main
 from agents.sweep import grid_specs, main as sweep_main
 from test_harness import script_server_with_scripted_agent
@@ -73,8 +74,10 @@ def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
 def test_sweep_runs_the_grid_and_reports_a_heatmap(tmp_path):
     assert grid_specs("last_n_summary", ["n=3,5", "w=1,-1"]) == [
         "last_n_summary:n=3,w=1", "last_n_summary:n=3,w=-1", "last_n_summary:n=5,w=1", "last_n_summary:n=5,w=-1"]
-    with pytest.raises(Exception):
+    with pytest.raises(PolicySpecError, match="q"):
         grid_specs("last_n_summary", ["q=1"])
+    with pytest.raises(ValueError, match="NAME=V1"):
+        grid_specs("last_n_summary", ["n"])
     assert sweep_main(["--grid", "n=3,5", "--grid", "w=1", "--tasks", "hotel_50:hotel-000", "--quiet", "--out", str(tmp_path)]) == 0
     assert len(read_rows(tmp_path / "results.jsonl")) == 2 and (tmp_path / "sweep_heatmap.png").exists()
 

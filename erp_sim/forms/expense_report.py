@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError
@@ -43,7 +45,7 @@ class ExpenseReportForm(FormDefinition):
 
     def summary(self, session, form):
         report = self.report(session, form)
-        lines = [l for l in ledger.report_lines(session.db, report["id"]) if l["line_type"] != "ItemizedLine"]
+        lines = ledger.header_lines(session.db, report["id"])
         return f"Expense report {report['report_number']} ({report['status']}) with {len(lines)} expense line(s)."
 
     def selected_line(self, session, form):
@@ -55,8 +57,8 @@ class ExpenseReportForm(FormDefinition):
 
     def sections(self, session, form):
         report = self.report(session, form)
-        lines = ledger.report_lines(session.db, report["id"])
-        total = sum((ledger.parse_money(l["amount"], "amount") for l in lines if l["line_type"] != "ItemizedLine"), ZERO)
+        lines = ledger.header_lines(session.db, report["id"])
+        total = sum((Decimal(line["amount"]) for line in lines), ZERO)
         purpose = form.pending.get("report", {}).get("purpose", report["purpose"])
         header = [
             Control("TrvExpTable_ExpNumber", "Expense report number", "Input", report["report_number"], data_field="ExpNumber"),
@@ -69,18 +71,18 @@ class ExpenseReportForm(FormDefinition):
         ]
         # Header lines only: itemized lines are worked in the itemization form, as in D365.
         rows = [
-            GridRow(l["id"], {
-                "TrvExpTrans_LineNum": str(l["line_number"]),
-                "TrvExpTrans_TransDate": l["transaction_date"],
-                "TrvExpTrans_CostType": l["category_id"],
-                "TrvExpTrans_MerchantId": str(self._line_value(form, l, "merchant")),
-                "TrvExpTrans_AmountCurr": display_money(ledger.parse_money(l["amount"], "amount")),
-                "TrvExpTrans_CurrencyCode": l["currency"],
-                "TrvExpTrans_LineType": l["line_type"],
-                "TrvExpTrans_ExpSubCategory": l["subcategory"] or "",
-                "TrvExpTrans_ItemizationStatus": itemization_status(session, l),
+            GridRow(line["id"], {
+                "TrvExpTrans_LineNum": str(line["line_number"]),
+                "TrvExpTrans_TransDate": line["transaction_date"],
+                "TrvExpTrans_CostType": line["category_id"],
+                "TrvExpTrans_MerchantId": str(self._line_value(form, line, "merchant")),
+                "TrvExpTrans_AmountCurr": display_money(Decimal(line["amount"])),
+                "TrvExpTrans_CurrencyCode": line["currency"],
+                "TrvExpTrans_LineType": line["line_type"],
+                "TrvExpTrans_ExpSubCategory": line["subcategory"] or "",
+                "TrvExpTrans_ItemizationStatus": itemization_status(session, line),
             })
-            for l in lines if l["line_type"] != "ItemizedLine"
+            for line in lines
         ]
         columns = [Column("TrvExpTrans_LineNum", "Line", "Integer"), Column("TrvExpTrans_TransDate", "Date", "Date"),
                    Column("TrvExpTrans_CostType", "Expense category"), Column("TrvExpTrans_MerchantId", "Merchant"),
@@ -105,7 +107,7 @@ class ExpenseReportForm(FormDefinition):
             Control("TrvExpTrans_MerchantId", "Merchant", "Input", self._line_value(form, line, "merchant"), editable, data_field="MerchantId"),
             Control("TrvExpTrans_TransDate", "Date", "DateInput", line["transaction_date"], data_field="TransDate"),
             Control("TrvExpTrans_AmountCurr", "Amount", "RealInput",
-                    pending_amount if pending_amount is not None else display_money(ledger.parse_money(line["amount"], "amount")),
+                    pending_amount if pending_amount is not None else display_money(Decimal(line["amount"])),
                     editable and line["line_type"] == "Default", required=True, data_field="AmountCurr",
                     help="Transaction amount in the transaction currency."),
             Control("TrvExpTrans_CurrencyCode", "Currency", "Input", line["currency"], data_field="CurrencyCode"),
