@@ -311,8 +311,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self._counts["invalid_actions"] += 1
         envelope = {"SessionId": self.session.session_id, "Result": f"Error: {reason}",
                     "Messages": [{"Level": "Error", "Text": reason}], "Error": {"Code": "InvalidAction", "Message": reason}}
-        separators = (", ", ": ") if self.verbosity == "default" else (",", ":")
-        return json.dumps(envelope, ensure_ascii=False, separators=separators)
+        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
 
     def _reward(self) -> float:
         if self.reward_shaping == "none":
