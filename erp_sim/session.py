@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import uuid
-
-import orjson
 from typing import Any, Literal
 
+import orjson
 import pydantic
 from pydantic import BaseModel, Field
 

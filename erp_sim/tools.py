@@ -161,9 +161,7 @@ def form_set_control_values(session, args: SetControlValuesArgs) -> Outcome:
     controls = {c.name.lower(): c for c in definition.controls(session, form)}  # looked up once per call
     try:
         for item in args.controlValues:
-            control = controls.get(item.controlName.lower())
-            if control is None:
-                definition.control(session, form, item.controlName)  # raises NotFound listing the controls
+            control = controls.get(item.controlName.lower()) or definition.control(session, form, item.controlName)
             if not control.editable:
                 raise FormStateError(f"Control {control.name} is read-only on form {definition.name}.")
             definition.set_value(session, form, control, item.value)

@@ -10,13 +10,13 @@ from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, Section
 from erp_sim.money import ZERO, display_money, parse_money
 
-GRID = "ExpenseLinesGrid"
+GRID = "ExpenseLinesGrid"  # header lines only (ledger.header_lines): a selected line is never an itemized one
 # Editable line controls -> ledger field names.
 LINE_FIELDS = {"TrvExpTrans_MerchantId": "merchant", "TrvExpTrans_AmountCurr": "amount", "TrvExpTrans_Txt2": "description"}
 
 
 def itemization_status(session, line) -> str:
-    if line["line_type"] == "ItemizedLine" or not CATEGORIES[line["category_id"]].itemize:
+    if not CATEGORIES[line["category_id"]].itemize:
         return ""
     summary = ledger.itemization_summary(session.db, line["id"])
     if summary.line_count == 0:
@@ -99,7 +99,7 @@ class ExpenseReportForm(FormDefinition):
         return sections
 
     def _line_controls(self, session, form, report, line) -> list[Control]:
-        editable = report["status"] == "Draft" and line["line_type"] != "ItemizedLine"
+        editable = report["status"] == "Draft"
         receipt = ledger.receipt_of_line(session.db, line["id"])
         pending_amount = form.pending.get("lines", {}).get(line["id"], {}).get("amount")
         controls = [
@@ -115,7 +115,7 @@ class ExpenseReportForm(FormDefinition):
             Control("TrvExpTrans_Txt2", "Description", "Input", self._line_value(form, line, "description"), editable, data_field="Txt2"),
             Control("TrvExpTrans_ReceiptAttached", "Receipt attached", "Checkbox", receipt is not None, data_field="ReceiptsAttached"),
         ]
-        if line["line_type"] != "ItemizedLine" and CATEGORIES[line["category_id"]].itemize:
+        if CATEGORIES[line["category_id"]].itemize:
             summary = ledger.itemization_summary(session.db, line["id"])
             controls += [
                 Control("TrvExpTrans_ItemizedAmount", "Itemized amount", "RealInput", display_money(summary.itemized)),
@@ -126,7 +126,7 @@ class ExpenseReportForm(FormDefinition):
     def buttons(self, session, form):
         report = self.report(session, form)
         line = self.selected_line(session, form)
-        itemizable = (line is not None and line["line_type"] != "ItemizedLine" and CATEGORIES[line["category_id"]].itemize)
+        itemizable = line is not None and CATEGORIES[line["category_id"]].itemize
         has_receipt = line is not None and ledger.receipt_of_line(session.db, line["id"]) is not None
         return [
             Button("Itemize", "Itemize", itemizable and report["status"] == "Draft", "Open the itemization form for the selected line."),
@@ -152,8 +152,6 @@ class ExpenseReportForm(FormDefinition):
             if receipt is None:
                 raise FormStateError(f"Line {line['line_number']} has no receipt attached.")
             return session.open_form("TrvReceiptViewer", {"receipt_id": receipt["id"]})
-        if line["line_type"] == "ItemizedLine":
-            raise FormStateError("The selected line is an itemized line; select its header line to itemize.")
         if not CATEGORIES[line["category_id"]].itemize:
             raise FormStateError(f"Expense category {line['category_id']} is not itemized.")
         if self.report(session, form)["status"] != "Draft":
