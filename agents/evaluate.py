@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, Field
 
 from agents.policies import PRESETS, parse_policy, preset
-
+from agents.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 DEFAULT_OUT = "runs/eval"
 
@@ -152,15 +152,8 @@ def plan(configs: list[tuple[str, str, str]], task_set: str, task_ids: list[str]
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Rows of a results file; a torn last line (a killed writer) is skipped."""
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    """Rows of a results file (none if it does not exist yet); a torn last line is skipped."""
+    return load_results(path.parent, path.name)[0] if path.exists() else []
 
 
 def row_key(row: dict) -> tuple:
@@ -211,7 +204,7 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
     from tqdm import tqdm
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = out_dir / "results.jsonl"
+    results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
         raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
     done = finished_keys(read_rows(results))
@@ -276,8 +269,6 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
 
 
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
-    from agents.report import write_report
-
     if args.record and not args.agent.startswith("openai:"):
         raise SystemExit("--record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)

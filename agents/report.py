@@ -40,14 +40,14 @@ DASH = "–"
 # ---------------------------------------------------------------------------------------
 
 
-def load_results(results_dir: str | Path) -> tuple[list[dict[str, Any]], int]:
+def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> tuple[list[dict[str, Any]], int]:
     """Rows of ``results.jsonl`` and the number of unreadable lines skipped.
 
     A run killed while writing can leave a truncated last line; the report counts such
     lines instead of failing, and ``--resume`` re-runs their episodes.
     """
     rows, malformed = [], 0
-    with open(Path(results_dir) / RESULTS_FILE, encoding="utf-8") as lines:
+    with open(Path(results_dir) / name, encoding="utf-8") as lines:
         for line in lines:
             if not line.strip():
                 continue
