@@ -13,12 +13,12 @@ import sys
 
 # subcommand -> (module with main(argv) -> int, one-line help)
 COMMANDS = {
-    "demo": ("agents.demo", "Solve one task with the scripted oracle and print the graded result."),
-    "serve": ("erp_sim.mcp_server", "Serve the fake ERP over MCP (stdio, or --http)."),
-    "play": ("envs.play", "Play an episode in the terminal."),
-    "eval": ("agents.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
-    "sweep": ("agents.sweep", "Run a grid over context-policy parameters."),
-    "report": ("agents.report_cli", "Write report.md and plots for a results directory."),
+    "demo": ("erp_sim.agents.demo", "Solve one task with the scripted oracle and print the graded result."),
+    "serve": ("erp_sim.mcp.server", "Serve the fake ERP over MCP (stdio, or --http)."),
+    "play": ("erp_sim.envs.play", "Play an episode in the terminal."),
+    "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
+    "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
+    "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
 }
 
 

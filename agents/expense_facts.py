@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from erp_sim.formstate import CONTAINER_TYPES, find_control, find_grid, parse_response, walk_controls
 
-from agents.tokens import message_text
-from agents.types import Message
+from erp_sim.agents.tokens import message_text
+from erp_sim.agents.types import Message
 
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
 MAX_ACTIONS_SHOWN = 15

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envs.user_models import UserReply, UserView, what_is_left
+from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 
-from agents.types import ChatModel, Message, Usage
+from erp_sim.agents.types import ChatModel, Message, Usage
 
 PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
 END_TOKEN = "###END###"

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from envs.spaces import AnyText
-from envs.user_models import UserView
+from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.user_models import UserView
 
 GradeSource = Callable[[str], "dict | None"]  # session key -> grade dict (or None)
 
@@ -181,7 +181,7 @@ class McpEnv(gym.Env):
 
 
 def store_grade(server) -> GradeSource:
-    """Grade source for an in-process ``erp_sim.mcp_server.build_server`` server."""
+    """Grade source for an in-process ``erp_sim.mcp.server.build_server`` server."""
 
     def read(session_key: str) -> dict | None:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.types import AgentStep, ChatModel, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, ChatModel, Message, ToolSchema
 
 
 class ModelAgent:

@@ -13,10 +13,10 @@ import json
 import time
 from typing import Any
 
-from agents.failures import classify_failure
-from agents.tokens import TokenCounter, get_counter
-from agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
-from agents.types import Agent, InfrastructureError, Message
+from erp_sim.agents.evaluation.failures import classify_failure
+from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
+from erp_sim.agents.types import Agent, InfrastructureError, Message
 
 DEFAULT_MAX_MODEL_CALLS = 400
 EPISODE_ENDED = "The episode has ended; this call was not executed."

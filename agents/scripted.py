@@ -13,7 +13,7 @@ no memory between steps. So a context policy changes what it can do, as it does 
 - like GPT-5 in the study, it asks the user to confirm before adding the first itemized
   line (``ask_before_itemizing``); with no user model (C1) that question stalls the episode.
 It reads the raw JSON responses and the prose form that ``acon_observation``'s structured
-refinement writes (``agents.expense_facts.render_observation``); text it cannot read at all
+refinement writes (``erp_sim.agents.expense_facts.render_observation``); text it cannot read at all
 counts as no form, and it starts over from the menu.
 
 By default its recall is perfect. ``recall_horizon=H`` (tokens) adds one synthetic failure
@@ -39,8 +39,8 @@ from decimal import Decimal, InvalidOperation
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
-from agents.tokens import count_messages
-from agents.types import AgentStep, Message, ToolSchema
+from erp_sim.agents.tokens import count_messages
+from erp_sim.agents.types import AgentStep, Message, ToolSchema
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
 _LINE = re.compile(r"\bline (\d+)\b")
@@ -85,7 +85,7 @@ def misread_amount(amount: str) -> str:
 
 
 class ScriptedAgent:
-    """Implements ``agents.types.Agent``. ``spec`` is "full" until a policy wraps it."""
+    """Implements ``erp_sim.agents.types.Agent``. ``spec`` is "full" until a policy wraps it."""
 
     spec = "full"
 
@@ -159,7 +159,7 @@ class View:
         return bool(charges)
 
     def _read_summary(self, text: str) -> bool:
-        """The "Receipt items" section of a structured summary (agents.expense_facts format)."""
+        """The "Receipt items" section of a structured summary (erp_sim.agents.expense_facts format)."""
         block = _SUMMARY_ITEMS.search(text)
         items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
         if items:

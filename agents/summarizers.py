@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from agents.expense_facts import (
+from erp_sim.agents.expense_facts import (
     ExpenseFacts,
     copy_facts,
     facts_from_messages,
@@ -32,8 +32,8 @@ from agents.expense_facts import (
     render_observation,
     render_summary,
 )
-from agents.tokens import TokenCounter, get_counter, message_text
-from agents.types import ChatModel, InfrastructureError, Message, Usage
+from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
+from erp_sim.agents.types import ChatModel, InfrastructureError, Message, Usage
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 HISTORY_PROMPT = "summarize_history.md"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agents.types import Message, ToolSchema
+from erp_sim.agents.types import Message, ToolSchema
 
 
 class StepRecord(BaseModel):

@@ -1,14 +1,14 @@
 """Gymnasium environments over erp_sim: expense itemization with a simulated user.
 
     import gymnasium as gym, envs
-    env = gym.make("erp_sim/ExpenseItemization-v0")            # or "envs:erp_sim/..." without the import
+    env = gym.make("erp_sim/ExpenseItemization-v0")            # or "erp_sim.envs:erp_sim/..." without the import
     obs, info = env.reset(seed=0, options={"task_id": "hotel-007"})
     obs, reward, terminated, truncated, info = env.step(
         '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}}')
 
-Vector envs: ``envs.make_vec(env_id, n)`` (async, with the ``shared_memory=False`` that text
+Vector envs: ``erp_sim.envs.make_vec(env_id, n)`` (async, with the ``shared_memory=False`` that text
 observations need). One id per fixture set and per expense type; variants are kwargs of one class
-(``envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
+(``erp_sim.envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
 package only registers ids: the simulator is imported when an env is made or a name below
 is used (importing ``erp_sim`` takes most of a second).
 """
@@ -19,7 +19,7 @@ from importlib import import_module
 
 from gymnasium.envs.registration import register
 
-ENTRY_POINT = "envs.expense_env:ExpenseItemizationEnv"
+ENTRY_POINT = "erp_sim.envs.expense_env:ExpenseItemizationEnv"
 MAX_EPISODE_STEPS = 200
 
 # One id per fixture set and per expense type; each is the same class with its task set.
@@ -37,15 +37,15 @@ for _env_id, _task_set in ENV_TASK_SETS.items():
 ENV_IDS = tuple(ENV_TASK_SETS)
 
 _LAZY = {
-    "ExpenseItemizationEnv": "envs.expense_env",
-    "system_prompt": "envs.prompts",
-    "UserModel": "envs.user_models",
-    "UserReply": "envs.user_models",
-    "UserView": "envs.user_models",
-    "RuleBasedUser": "envs.user_models",
-    "ErpToolEnv": "envs.trl_adapter",
-    "tool_env_class": "envs.trl_adapter",
-    "make_vec": "envs.vector",
+    "ExpenseItemizationEnv": "erp_sim.envs.expense_env",
+    "system_prompt": "erp_sim.envs.prompts",
+    "UserModel": "erp_sim.envs.user_models",
+    "UserReply": "erp_sim.envs.user_models",
+    "UserView": "erp_sim.envs.user_models",
+    "RuleBasedUser": "erp_sim.envs.user_models",
+    "ErpToolEnv": "erp_sim.envs.trl_adapter",
+    "tool_env_class": "erp_sim.envs.trl_adapter",
+    "make_vec": "erp_sim.envs.vector",
 }
 
 

@@ -13,9 +13,9 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim import ledger
 from erp_sim.grading import Progress, progress, target_line_id
-from envs.prompts import system_prompt
-from envs.spaces import AnyText
-from envs.user_models import UserModel, UserView, make_user_model
+from erp_sim.envs.prompts import system_prompt
+from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
@@ -163,7 +163,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``task_set``: ``"hotel_50"``, ``"expense_types"`` or one expense type (``"Meals"``).
     - ``verbosity``: ``"default"`` (the faithful, verbose form state) or ``"compact"``.
     - ``user_model``: ``"rule"`` (``RuleBasedUser``), ``None`` / ``"none"``, or an object with
-      ``reset(task)`` and ``reply(message, view)`` (see ``envs.user_models``); it is reset with
+      ``reset(task)`` and ``reply(message, view)`` (see ``erp_sim.envs.user_models``); it is reset with
       the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.

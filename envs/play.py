@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import gymnasium as gym
 
-    import envs  # noqa: F401  (registers the ids)
+    import erp_sim.envs  # noqa: F401  (registers the ids)
     import erp_sim
 
     out = sys.stdout

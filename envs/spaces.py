@@ -8,7 +8,7 @@ samples from a printable charset.
 ``AsyncVectorEnv(shared_memory=True)`` (its default) would encode observations as charset
 indices and, for ``Text``, read the buffer once: every later observation comes back stale.
 ``AnyText`` refuses shared memory, so that mistake fails loudly at construction; use
-``shared_memory=False`` (``envs.make_vec`` does).
+``shared_memory=False`` (``erp_sim.envs.make_vec`` does).
 """
 
 from __future__ import annotations
@@ -39,4 +39,4 @@ class AnyText(Text):
 @create_shared_memory.register(AnyText)
 def _refuse_shared_memory(space: AnyText, n: int = 1, ctx: Any = None):
     raise CustomSpaceError("AnyText observations cannot go through shared memory: create the AsyncVectorEnv with "
-                           "shared_memory=False (envs.make_vec does).")
+                           "shared_memory=False (erp_sim.envs.make_vec does).")

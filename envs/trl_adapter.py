@@ -23,8 +23,8 @@ from typing import Any, Optional, Union
 import gymnasium as gym
 
 import erp_sim
-import envs  # noqa: F401  (registers the ids)
-from envs.prompts import system_prompt
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.envs.prompts import system_prompt
 
 DEFAULT_ENV_ID = "erp_sim/ExpenseItemization-v0"
 RETURNS = "The ERP's JSON response: SessionId, Result, Messages, FormState (the open form's state), ..."

@@ -13,7 +13,7 @@ from typing import Literal
 
 import gymnasium as gym
 
-import envs  # noqa: F401  (registers the ids)
+import erp_sim.envs  # noqa: F401  (registers the ids)
 
 
 def make_vec(env_id: str = "erp_sim/ExpenseItemization-v0", num_envs: int = 2, *,

@@ -21,7 +21,7 @@ import time
 
 import gymnasium as gym
 
-import envs  # noqa: F401  (registers the ids)
+import erp_sim.envs  # noqa: F401  (registers the ids)
 import erp_sim
 
 PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")

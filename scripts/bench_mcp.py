@@ -29,11 +29,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from erp_sim import get_task
-from erp_sim.mcp_sessions import EpisodeStore
+from erp_sim.mcp.sessions import EpisodeStore
 from erp_sim.session import ErpSession
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVE = [sys.executable, "-m", "erp_sim.mcp_server"]
+SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
 TOKEN = "bench-token"
 OPEN = ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
 CALL = ("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "1"})
@@ -81,7 +81,7 @@ def server_child_pid() -> int | None:
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             parent = stat.read_text().rsplit(")", 1)[1].split()[1]
-            if parent == str(os.getpid()) and b"erp_sim.mcp_server" in (stat.parent / "cmdline").read_bytes():
+            if parent == str(os.getpid()) and b"erp_sim.mcp.server" in (stat.parent / "cmdline").read_bytes():
                 return int(stat.parent.name)
         except (OSError, IndexError):
             continue

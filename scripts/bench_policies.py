@@ -22,10 +22,10 @@ import json
 import statistics
 import time
 
-from agents.policies import wrap
-from agents.summarizers import StructuredSummarizer
-from agents.tokens import TokenCounter, count_messages
-from agents.types import AgentStep
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.summarizers import StructuredSummarizer
+from erp_sim.agents.tokens import TokenCounter, count_messages
+from erp_sim.agents.types import AgentStep
 
 POLICIES = [
     "full",

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from agents.types import AgentStep, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, Message, ToolSchema
 
 SYSTEM = {"role": "system", "content": "You itemize expenses in D365 through tools."}
 INSTRUCTION = {"role": "user", "content": "Itemize the hotel expense on report EXP-000123, line 2."}
@@ -196,8 +196,8 @@ class LabelSummarizer:
     """Summaries like ``sum[c1,c2]<-sum[c0]``: which results were folded, onto which summary."""
 
     def __init__(self, fail: bool = False) -> None:
-        from agents.summarizers import SummaryResult
-        from agents.types import Usage
+        from erp_sim.agents.summarizers import SummaryResult
+        from erp_sim.agents.types import Usage
 
         self._result, self._usage = SummaryResult, Usage
         self.history_calls: list[tuple[list[str], str | None]] = []
@@ -205,7 +205,7 @@ class LabelSummarizer:
         self.fail = fail
 
     def summarize_history(self, task, messages, previous=None):
-        from agents.summarizers import SummarizerError
+        from erp_sim.agents.summarizers import SummarizerError
 
         if self.fail:
             raise SummarizerError("summarizer down")
@@ -246,7 +246,7 @@ def labels(messages: list[Message], with_head: bool = True) -> list[str]:
 
 def run(policy, messages: list[Message]) -> list[Message]:
     """Act at every unit boundary of ``messages`` (as a runner would); return the last context shown."""
-    from agents.policies import split_transcript
+    from erp_sim.agents.policies import split_transcript
 
     split = split_transcript(messages)
     head = split.head

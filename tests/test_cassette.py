@@ -7,9 +7,9 @@ import json
 import pytest
 from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
-from agents.cassette import CassetteMissError, RecordingModel, ReplayModel, read_cassette, request_key
-from agents.openai_chat import OpenAIChatModel
-from agents.types import ChatResponse
+from erp_sim.agents.models.cassette import CassetteMissError, RecordingModel, ReplayModel, read_cassette, request_key
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
+from erp_sim.agents.types import ChatResponse
 
 SYSTEM = {"role": "system", "content": "You itemize hotel expenses in D365."}
 INSTRUCTION = {"role": "user", "content": "Itemize the hotel line of EXP-000123."}

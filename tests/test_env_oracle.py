@@ -7,7 +7,7 @@ import json
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401
+import erp_sim.envs  # noqa: F401
 import erp_sim
 
 

@@ -9,7 +9,7 @@ import typing
 import pytest
 
 import erp_sim
-from envs.trl_adapter import ErpToolEnv, reward_func, tool_env_class, training_rows
+from erp_sim.envs.trl_adapter import ErpToolEnv, reward_func, tool_env_class, training_rows
 
 
 def public_methods(obj) -> dict:

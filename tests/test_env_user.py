@@ -5,9 +5,9 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401
+import erp_sim.envs  # noqa: F401
 import erp_sim
-from envs.user_models import (CARRY_ON, CONFIRM_ADD, DECLINE_ATTACHMENT, THANKS, VERIFY, RuleBasedUser, UserModel,
+from erp_sim.envs.user_models import (CARRY_ON, CONFIRM_ADD, DECLINE_ATTACHMENT, THANKS, VERIFY, RuleBasedUser, UserModel,
                               UserReply, UserView)
 
 

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-import envs
+import erp_sim.envs
 
 ENV_ID = "erp_sim/ExpenseItemization-v0"
 ACTIONS = [
@@ -38,9 +38,9 @@ def test_sync_and_async_vector_envs_agree_and_return_fresh_observations():
 
 
 def test_make_vec_defaults_to_the_working_async_path():
-    vector_env = envs.make_vec(ENV_ID, 2)
+    vector_env = erp_sim.envs.make_vec(ENV_ID, 2)
     assert isinstance(vector_env, AsyncVectorEnv) and vector_env.shared_memory is False
-    assert rollout(vector_env) == rollout(envs.make_vec(ENV_ID, 2, vectorization_mode="sync"))
+    assert rollout(vector_env) == rollout(erp_sim.envs.make_vec(ENV_ID, 2, vectorization_mode="sync"))
 
 
 def test_async_with_shared_memory_fails_loudly_instead_of_returning_stale_strings():

@@ -12,8 +12,8 @@ import pytest
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
-import envs
-from envs.expense_env import TERMINATION_REASONS, ExpenseItemizationEnv
+import erp_sim.envs
+from erp_sim.envs.expense_env import TERMINATION_REASONS, ExpenseItemizationEnv
 
 ENV_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("erp_sim/"))
 FIND_MENU = json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}})
@@ -23,10 +23,10 @@ OPEN_REPORTS = {"name": "form_open_menu_item", "arguments": {"name": "TrvExpense
 def test_registry_has_one_id_per_fixture_set_and_expense_type():
     from erp_sim.catalog import EXPENSE_TYPES
 
-    assert ENV_IDS == sorted(envs.ENV_IDS)
+    assert ENV_IDS == sorted(erp_sim.envs.ENV_IDS)
     task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}
     assert task_sets == {"hotel_50", "expense_types", *EXPENSE_TYPES}
-    assert all(gym.spec(env_id).max_episode_steps == envs.MAX_EPISODE_STEPS for env_id in ENV_IDS)
+    assert all(gym.spec(env_id).max_episode_steps == erp_sim.envs.MAX_EPISODE_STEPS for env_id in ENV_IDS)
 
 
 def test_pprint_registry_lists_the_ids(capsys):
@@ -50,7 +50,7 @@ def test_spec_survives_json_round_trip(env_id):
 
 
 def test_make_with_module_prefix_in_a_fresh_interpreter():
-    code = ("import gymnasium as gym; env = gym.make('envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
+    code = ("import gymnasium as gym; env = gym.make('erp_sim.envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
             "obs, info = env.reset(seed=3); print(env.spec.max_episode_steps, info['task']['expense_type'])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -100,7 +100,7 @@ def test_reset_info_carries_tools_prompt_task_and_grade():
 
     assert obs == env.unwrapped.task.instruction()
     assert info["tools"] == erp_sim.openai_tool_schemas() and len(info["tools"]) == 22
-    assert info["system_prompt"] == envs.system_prompt(env.unwrapped.task)
+    assert info["system_prompt"] == erp_sim.envs.system_prompt(env.unwrapped.task)
     assert info["task"]["header_amount"] == info["grade"]["remaining_amount"]
     assert info["grade"]["itemized_fraction"] == 0.0 and info["termination_reason"] is None
     assert info["counts"] == {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "tool_errors": 0, "user_turns": 0}

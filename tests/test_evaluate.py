@@ -14,10 +14,10 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from agents.evaluate import main as eval_main, read_rows, row_key
-from agents.policies import PolicySpecError
-from agents.report_cli import main as report_main
-from agents.sweep import grid_specs, main as sweep_main
+from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows, row_key
+from erp_sim.agents.policies import PolicySpecError
+from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.sweep import grid_specs, main as sweep_main
 from test_harness import script_server_with_scripted_agent
 
 SMALL = ["--tasks", "hotel_50:hotel-000,hotel-021", "--runs", "2", "--quiet", "--concurrency", "1"]
@@ -53,7 +53,7 @@ def test_existing_results_need_resume(tmp_path):
 
 
 def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
-    args = [sys.executable, "-m", "agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
+    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
             "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--runs", "2", "--quiet", "--concurrency", "1",
             "--out", str(tmp_path)]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -83,7 +83,7 @@ def test_sweep_runs_the_grid_and_reports_a_heatmap(tmp_path):
 
 
 def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(tmp_path, fake_openai_server, monkeypatch):
-    monkeypatch.setattr("agents.evaluate._chat_model", _fast_retry_model)
+    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", _fast_retry_model)
     env = gym.make("erp_sim/ExpenseItemization-v0")
     argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
             "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url, "--out", str(tmp_path / "run"),
@@ -106,7 +106,7 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
 
 
 def _fast_retry_model(name, base_url):
-    from agents.openai_chat import OpenAIChatModel
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(name, base_url=base_url, temperature=0.0, max_retries=1, backoff_base=0.0)
 

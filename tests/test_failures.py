@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.failures import CATEGORIES, classify_failure
-from agents.trajectory import EpisodeMetrics, Trajectory
+from erp_sim.agents.evaluation.failures import CATEGORIES, classify_failure
+from erp_sim.agents.trajectory import EpisodeMetrics, Trajectory
 
 CHARGE, OTHER = ("Room tax", "2026-03-02", "12.50"), ("Daily room rate", "2026-03-02", "129.00")
 

@@ -7,16 +7,16 @@ import json
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401  (registers the ids)
-from agents.cassette import ReplayModel, RecordingModel
-from agents.model_agent import ModelAgent
-from agents.openai_chat import OpenAIChatModel
-from agents.policies import wrap
-from agents.runner import run_episode
-from agents.scripted import ScriptedAgent, decide
-from agents.tokens import count_messages
-from agents.trajectory import write_finetuning_jsonl
-from agents.types import InfrastructureError
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.agents.models.cassette import ReplayModel, RecordingModel
+from erp_sim.agents.model_agent import ModelAgent
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent, decide
+from erp_sim.agents.tokens import count_messages
+from erp_sim.agents.trajectory import write_finetuning_jsonl
+from erp_sim.agents.types import InfrastructureError
 from erp_sim import load_task_set
 
 
@@ -127,7 +127,7 @@ def test_infrastructure_errors_end_the_episode_as_infra_error(env, fake_openai_s
 
 
 def test_recall_model_misreads_far_back_facts_deterministically(env):
-    from agents.scripted import Recall, misread_amount
+    from erp_sim.agents.scripted import Recall, misread_amount
 
     assert misread_amount("43.81") == "43.18" and misread_amount("12.00") == "13.00" and misread_amount("?") == "?"
     recall = Recall(horizon=50_000, seed=3)
@@ -148,7 +148,7 @@ def test_recall_model_misreads_far_back_facts_deterministically(env):
 
 
 def test_eval_parses_scripted_agent_options():
-    from agents.evaluate import _scripted_recall
+    from erp_sim.agents.evaluation.evaluate import _scripted_recall
 
     assert _scripted_recall("") is None and _scripted_recall("recall=2e6") == 2e6
     with pytest.raises(ValueError, match="recall=TOKENS"):

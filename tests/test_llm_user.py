@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-import envs  # noqa: F401
-from agents.llm_user import END_TOKEN, LLMUser
-from agents.openai_chat import OpenAIChatModel
-from agents.runner import run_episode
-from agents.scripted import ScriptedAgent
+import erp_sim.envs  # noqa: F401
+from erp_sim.agents.llm_user import END_TOKEN, LLMUser
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
 
 
 def test_llm_user_answers_the_agent_and_sees_the_real_state(fake_openai_server):

@@ -9,13 +9,13 @@ import time
 
 import httpx
 
-from agents.mcp_env import McpEnv, admin_grade, store_grade
-from agents.policies import wrap
-from agents.runner import run_episode
-from agents.scripted import ScriptedAgent
-from envs.user_models import RuleBasedUser
+from erp_sim.agents.mcp_env import McpEnv, admin_grade, store_grade
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.envs.user_models import RuleBasedUser
 from erp_sim import get_task
-from erp_sim.mcp_server import build_server
+from erp_sim.mcp.server import build_server
 
 
 def test_scripted_agent_with_a_policy_solves_tasks_in_process_one_episode_per_reset():
@@ -49,7 +49,7 @@ def free_port() -> int:
 
 def test_over_streamable_http_with_tokens_and_the_admin_grade_route(tmp_path):
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "erp_sim.mcp_server", "--http", "--port", str(port),
+    server = subprocess.Popen([sys.executable, "-m", "erp_sim.mcp.server", "--http", "--port", str(port),
                                "--auth-token", "client-secret", "--admin-token", "admin-secret", "--log-level", "warning"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

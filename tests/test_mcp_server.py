@@ -11,7 +11,7 @@ from fastmcp import Client
 from fastmcp.utilities.json_schema import dereference_refs
 
 from erp_sim import TOOLS, ErpSession, get_task, oracle_calls
-from erp_sim.mcp_server import build_server
+from erp_sim.mcp.server import build_server
 
 
 async def solve(client: Client, task, meta: dict | None = None) -> list[str]:

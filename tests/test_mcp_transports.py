@@ -22,10 +22,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from erp_sim import TOOLS, get_task, oracle_calls
-from erp_sim.mcp_server import main
+from erp_sim.mcp.server import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVE = [sys.executable, "-m", "erp_sim.mcp_server"]
+SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
 TOKEN, ADMIN = "client-token-123", "admin-token-456"
 INSPECTOR = "@modelcontextprotocol/inspector@0.15"
 

@@ -8,8 +8,8 @@ import socket
 import pytest
 from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
-from agents.openai_chat import ModelRequestError, OpenAIChatModel
-from agents.types import ChatModel, InfrastructureError, Usage
+from erp_sim.agents.models.openai_chat import ModelRequestError, OpenAIChatModel
+from erp_sim.agents.types import ChatModel, InfrastructureError, Usage
 
 MESSAGES = [
     {"role": "system", "content": "You itemize hotel expenses in D365."},

@@ -28,7 +28,7 @@ from policy_support import (
     user,
 )
 
-from agents.policies import (
+from erp_sim.agents.policies import (
     PRESETS,
     ContextPolicy,
     parse_policy,
@@ -36,10 +36,10 @@ from agents.policies import (
     validate_messages,
     wrap,
 )
-from agents.policies.generic_agent import MARKER, cut_chars, cut_head_tail
-from agents.summarizers import SummarizerError
-from agents.tokens import count_message, count_messages, count_text, get_counter
-from agents.types import Usage
+from erp_sim.agents.policies.generic_agent import MARKER, cut_chars, cut_head_tail
+from erp_sim.agents.summarizers import SummarizerError
+from erp_sim.agents.tokens import count_message, count_messages, count_text, get_counter
+from erp_sim.agents.types import Usage
 
 BIG = "word " * 100  # one tool result of about 100 tokens
 

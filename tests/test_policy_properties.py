@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
 
-from agents.policies import parse_policy, split_transcript, validate_messages, wrap
-from agents.policies.generic_agent import MARKER
-from agents.policies.units import IncrementalSplit
-from agents.tokens import count_messages, count_text, message_text
+from erp_sim.agents.policies import parse_policy, split_transcript, validate_messages, wrap
+from erp_sim.agents.policies.generic_agent import MARKER
+from erp_sim.agents.policies.units import IncrementalSplit
+from erp_sim.agents.tokens import count_messages, count_text, message_text
 
 # POLICY_EXAMPLES=1000 for a deeper search than the default quick run.
 SETTINGS = settings(max_examples=int(os.environ.get("POLICY_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_support import RecordingAgent
 
-from agents.policies import POLICIES, PRESETS, PolicySpecError, parse_policy, preset, wrap
+from erp_sim.agents.policies import POLICIES, PRESETS, PolicySpecError, parse_policy, preset, wrap
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -101,7 +101,7 @@ def test_presets():
 
 
 def test_package_table_lists_every_policy_with_its_defaults():
-    import agents.policies as package
+    import erp_sim.agents.policies as package
 
     rows = {line.split("|")[1].strip(): line for line in package.__doc__.splitlines() if line.startswith("| ")}
     for name, cls in POLICIES.items():

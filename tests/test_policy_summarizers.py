@@ -19,17 +19,17 @@ from policy_support import (
     user,
 )
 
-from agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
-from agents.policies import wrap
-from agents.summarizers import (
+from erp_sim.agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.summarizers import (
     PROMPTS_DIR,
     LLMSummarizer,
     StructuredSummarizer,
     SummarizerError,
     load_prompt,
 )
-from agents.tokens import count_text
-from agents.types import ChatResponse, InfrastructureError, Usage
+from erp_sim.agents.tokens import count_text
+from erp_sim.agents.types import ChatResponse, InfrastructureError, Usage
 
 TASK = INSTRUCTION["content"]
 SECTIONS = ("## Task", "## Key variables", "## Completed", "## To-do", "## Guardrails")

@@ -1,4 +1,4 @@
-"""agents.report: report.md and the PNG plots written from a results directory."""
+"""erp_sim.agents.evaluation.report: report.md and the PNG plots written from a results directory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import report
+from erp_sim.agents.evaluation import report
 from test_statistics import TASKS, episode, synthetic_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

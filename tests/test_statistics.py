@@ -1,4 +1,4 @@
-"""agents.statistics on synthetic results whose figures can be worked out by hand."""
+"""erp_sim.agents.evaluation.statistics on synthetic results whose figures can be worked out by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from agents import statistics as st
+from erp_sim.agents.evaluation import statistics as st
 
 T_975_DF4 = 2.7764451051977987  # Student t quantile 0.975 with 4 degrees of freedom (tables)
 TASKS, RUNS = 10, 5

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents import tokens
-from agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
+from erp_sim.agents import tokens
+from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
 
 # Token ids computed once with bpe-openai and checked against tiktoken's published values
 # ("Hello, world!" is [13225, 11, 2375, 0] in o200k_base and [9906, 11, 1917, 0] in cl100k_base).

@@ -21,15 +21,15 @@ Summarizing policies use ``wrap(..., summarizer=...)``: an ``LLMSummarizer`` ove
 model, or (the default) the offline ``StructuredSummarizer``.
 """
 
-from agents.policies.acon import AconHistory, AconObservation
-from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
-from agents.policies.presets import PRESETS, Preset, preset
-from agents.policies.recency import Fifo, Full, LastN, LastNSummary
-from agents.policies.registry import POLICIES, LayerSpec, PolicySpec, parse_policy, wrap
-from agents.policies.spec import PolicySpecError
-from agents.policies.tool_clearing import ClearToolUses
-from agents.policies.units import Split, TranscriptError, Unit, split_transcript, validate_messages
+from erp_sim.agents.policies.acon import AconHistory, AconObservation
+from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
+from erp_sim.agents.policies.presets import PRESETS, Preset, preset
+from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
+from erp_sim.agents.policies.registry import POLICIES, LayerSpec, PolicySpec, parse_policy, wrap
+from erp_sim.agents.policies.spec import PolicySpecError
+from erp_sim.agents.policies.tool_clearing import ClearToolUses
+from erp_sim.agents.policies.units import Split, TranscriptError, Unit, split_transcript, validate_messages
 
 __all__ = [
     "AconHistory",

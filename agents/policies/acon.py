@@ -11,11 +11,11 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.folding import SummaryFold, starts_with
-from agents.policies.units import Unit, UnitMemo, flatten
-from agents.tokens import message_text
-from agents.types import Message
+from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.folding import SummaryFold, starts_with
+from erp_sim.agents.policies.units import Unit, UnitMemo, flatten
+from erp_sim.agents.tokens import message_text
+from erp_sim.agents.types import Message
 
 HISTORY_TAG = "<HISTORY_SUMMARY>"
 HISTORY_END_TAG = "</HISTORY_SUMMARY>"

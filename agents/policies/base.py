@@ -4,7 +4,7 @@ Like a Gymnasium wrapper, a policy passes everything through to the agent it wra
 overrides one method, ``build_context(messages) -> messages``. ``act`` applies it, calls the
 inner agent with the result and adds the summarizer calls and tokens spent while building
 it to the returned ``AgentStep``. Policies stack: ``str(policy)`` shows the whole stack,
-outermost first, and ``policy.spec`` is its spec string (see ``agents.policies.spec``).
+outermost first, and ``policy.spec`` is its spec string (see ``erp_sim.agents.policies.spec``).
 
 Rules every policy keeps (tested on random transcripts):
 - the system prompt and the first user instruction are passed on verbatim (the one
@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.policies.spec import format_layer
-from agents.policies.units import IncrementalSplit, Split
-from agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
-from agents.tokens import TokenCounter, get_counter, message_text
-from agents.types import Agent, AgentStep, Message, ToolSchema, Usage
+from erp_sim.agents.policies.spec import format_layer
+from erp_sim.agents.policies.units import IncrementalSplit, Split
+from erp_sim.agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
+from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
+from erp_sim.agents.types import Agent, AgentStep, Message, ToolSchema, Usage
 
 
 class PolicyParams(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from agents.types import Message
+from erp_sim.agents.types import Message
 
 SummarizeBatch = Callable[[list[Message], str | None], str]
 

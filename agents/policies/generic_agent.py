@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from agents.expense_facts import (
+from erp_sim.agents.expense_facts import (
     GUARDRAILS,
     ExpenseFacts,
     facts_from_messages,
@@ -22,11 +22,11 @@ from agents.expense_facts import (
     task_line,
     todo_lines,
 )
-from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.folding import starts_with
-from agents.policies.units import Unit, UnitMemo, flatten, tool_call_names
-from agents.tokens import TokenCounter
-from agents.types import Message
+from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.folding import starts_with
+from erp_sim.agents.policies.units import Unit, UnitMemo, flatten, tool_call_names
+from erp_sim.agents.tokens import TokenCounter
+from erp_sim.agents.types import Message
 
 MARKER = "\n[... {omitted} characters omitted ...]\n"
 ANCHOR_TAG = "<WORKING_MEMORY>"
@@ -240,7 +240,7 @@ class WorkingMemoryAnchor(ContextPolicy):
     """Re-inject a working-memory block (task, constraints, progress) at every step (GenericAgent).
 
     The block is derived from every observation of the transcript this policy receives by
-    the structured fact extractor (``agents.expense_facts``), so it needs no model and stays
+    the structured fact extractor (``erp_sim.agents.expense_facts``), so it needs no model and stays
     correct after later policies evict the observations it came from. It is a user message
     between ``<WORKING_MEMORY>`` tags, right after the instruction (``at=start``, a pinned
     block that later policies keep) or at the very end (``at=end``). Facts are folded

@@ -6,10 +6,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.folding import SummaryFold
-from agents.policies.units import Split, Unit, flatten
-from agents.types import Message
+from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.folding import SummaryFold
+from erp_sim.agents.policies.units import Split, Unit, flatten
+from erp_sim.agents.types import Message
 
 SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
 SUMMARY_END_TAG = "</EARLIER_STEPS_SUMMARY>"

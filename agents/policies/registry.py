@@ -7,15 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.policies.acon import AconHistory, AconObservation
-from agents.policies.base import ContextPolicy
-from agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
-from agents.policies.recency import Fifo, Full, LastN, LastNSummary
-from agents.policies.spec import LAYER_SEPARATOR, PolicySpecError, coerce_raw, format_layer, parse_layers
-from agents.policies.tool_clearing import ClearToolUses
-from agents.summarizers import Summarizer
-from agents.tokens import TokenCounter
-from agents.types import Agent
+from erp_sim.agents.policies.acon import AconHistory, AconObservation
+from erp_sim.agents.policies.base import ContextPolicy
+from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
+from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
+from erp_sim.agents.policies.spec import LAYER_SEPARATOR, PolicySpecError, coerce_raw, format_layer, parse_layers
+from erp_sim.agents.policies.tool_clearing import ClearToolUses
+from erp_sim.agents.summarizers import Summarizer
+from erp_sim.agents.tokens import TokenCounter
+from erp_sim.agents.types import Agent
 
 POLICIES: dict[str, type[ContextPolicy]] = {
     cls.name: cls
@@ -112,7 +112,7 @@ def wrap(
     ``summarizer`` serves every layer that summarizes (default: one ``StructuredSummarizer``
     shared by the stack, so everything runs offline).
     """
-    from agents.summarizers import StructuredSummarizer
+    from erp_sim.agents.summarizers import StructuredSummarizer
 
     parsed = parse_policy(spec)
     summarizer = summarizer if summarizer is not None else StructuredSummarizer()

@@ -6,10 +6,10 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agents.policies.base import ContextPolicy, PolicyParams
-from agents.policies.units import Unit, UnitMemo, tool_call_names
-from agents.tokens import RunningCount
-from agents.types import Message
+from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.units import Unit, UnitMemo, tool_call_names
+from erp_sim.agents.tokens import RunningCount
+from erp_sim.agents.types import Message
 
 CLEARED_ARGUMENTS = "{}"
 

@@ -20,8 +20,8 @@ from itertools import accumulate, compress, count, islice
 from operator import is_not, methodcaller
 from typing import Literal, NamedTuple
 
-from agents.tokens import message_text
-from agents.types import Message
+from erp_sim.agents.tokens import message_text
+from erp_sim.agents.types import Message
 
 UnitKind = Literal["tool", "assistant", "user"]
 HEAD_ROLES = ("system", "developer")

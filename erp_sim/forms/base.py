@@ -9,13 +9,30 @@ state in the real server's shape at either verbosity.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
+from erp_sim.tasks import Task
 
-if TYPE_CHECKING:
-    from erp_sim.session import ErpSession
+
+class FormHost(Protocol):
+    """What a form needs from the session that hosts it (``erp_sim.session.ErpSession``).
+
+    Forms depend on this protocol, not on the session module, so the session can import the
+    forms without a cycle.
+    """
+
+    task: Task
+    company: str
+    db: sqlite3.Connection
+    forms: list["OpenForm"]
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any: ...
+    def cached_read(self, key: str, compute: Callable[[], Any]) -> Any: ...
+    def add_message(self, level: str, text: str) -> None: ...
+    def open_form(self, name: str, context: dict) -> str: ...
 
 PAGE_SIZE = 25
 CONTROL_KINDS = ("Input", "RealInput", "DateInput", "Combobox", "Checkbox")
@@ -116,28 +133,28 @@ class FormDefinition:
     links: list[tuple[str, str]] = []  # (label, menu item)
 
     # --- what subclasses describe ---
-    def caption(self, session: "ErpSession", form: OpenForm) -> str:
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         return self.name
 
-    def summary(self, session: "ErpSession", form: OpenForm) -> str:
+    def summary(self, session: FormHost, form: OpenForm) -> str:
         return ""
 
-    def sections(self, session: "ErpSession", form: OpenForm) -> list[Section]:
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         return []
 
-    def buttons(self, session: "ErpSession", form: OpenForm) -> list[Button]:
+    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         return []
 
-    def click(self, session: "ErpSession", form: OpenForm, button: str) -> str:
+    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         raise NotFoundError(f"Button {button!r} does not exist on form {self.name}.")
 
-    def set_value(self, session: "ErpSession", form: OpenForm, control: Control, value: Any) -> None:
+    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
         raise FormStateError(f"Control {control.name} is read-only.")
 
     def has_unsaved_changes(self, form: OpenForm) -> bool:
         return bool(form.pending)
 
-    def save(self, session: "ErpSession", form: OpenForm) -> str:
+    def save(self, session: FormHost, form: OpenForm) -> str:
         if not self.has_unsaved_changes(form):
             return "There were no changes to save."
         raise FormStateError(f"Form {self.name} cannot be saved.")
@@ -145,25 +162,25 @@ class FormDefinition:
     def discard(self, form: OpenForm) -> None:
         form.pending.clear()
 
-    def on_select(self, session: "ErpSession", form: OpenForm, grid: str, key: Any) -> None:
+    def on_select(self, session: FormHost, form: OpenForm, grid: str, key: Any) -> None:
         """Hook after a row is selected (e.g. the itemization form edits the selected row)."""
 
     # --- shared machinery ---
-    def all_sections(self, session: "ErpSession", form: OpenForm) -> list[Section]:
+    def all_sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         """The form's sections; computed once per render (the session memoizes while rendering)."""
         return session.memo(("sections", id(form)), lambda: self.sections(session, form))
 
-    def controls(self, session: "ErpSession", form: OpenForm) -> list[Control]:
+    def controls(self, session: FormHost, form: OpenForm) -> list[Control]:
         return [c for s in self.all_sections(session, form) for c in s.controls]
 
-    def control(self, session: "ErpSession", form: OpenForm, name: str) -> Control:
+    def control(self, session: FormHost, form: OpenForm, name: str) -> Control:
         for control in self.controls(session, form):
             if control.name.lower() == str(name).lower():
                 return control
         names = ", ".join(c.name for c in self.controls(session, form)) or "none"
         raise NotFoundError(f"Control {name!r} does not exist on form {self.name}. Controls: {names}.")
 
-    def grid(self, session: "ErpSession", form: OpenForm, name: str | None) -> Grid:
+    def grid(self, session: FormHost, form: OpenForm, name: str | None) -> Grid:
         grids = [g for s in self.all_sections(session, form) for g in s.grids]
         if name is None and len(grids) == 1:
             return grids[0]
@@ -197,14 +214,14 @@ class FormDefinition:
         start = state.page * PAGE_SIZE
         return rows[start:start + PAGE_SIZE], start + 1, len(rows)
 
-    def selected_row(self, session: "ErpSession", form: OpenForm, grid_name: str) -> GridRow | None:
+    def selected_row(self, session: FormHost, form: OpenForm, grid_name: str) -> GridRow | None:
         state = form.grid_state(grid_name)
         if state.selected_key is None:
             return None
         grid = self.grid(session, form, grid_name)
         return next((r for r in grid.rows if r.key == state.selected_key), None)
 
-    def select_row(self, session: "ErpSession", form: OpenForm, grid_name: str | None, row_number: str, marking: str | None) -> str:
+    def select_row(self, session: FormHost, form: OpenForm, grid_name: str | None, row_number: str, marking: str | None) -> str:
         grid = self.grid(session, form, grid_name)
         try:
             number = int(str(row_number).strip())
@@ -228,7 +245,7 @@ class FormDefinition:
         self.on_select(session, form, grid.name, row.key)
         return f"Row {number} of grid {grid.name} was selected."
 
-    def grid_action(self, session: "ErpSession", form: OpenForm, grid_name: str, action_id: str) -> str:
+    def grid_action(self, session: FormHost, form: OpenForm, grid_name: str, action_id: str) -> str:
         grid = self.grid(session, form, grid_name)
         state = form.grid_state(grid.name)
         _, _, total = self.page_rows(form, grid)
@@ -247,7 +264,7 @@ class FormDefinition:
         first = state.page * PAGE_SIZE + 1
         return f"Grid {grid.name} now shows rows {first}-{min(total, first + PAGE_SIZE - 1)} of {total}."
 
-    def filter_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, value: str) -> str:
+    def filter_grid(self, session: FormHost, form: OpenForm, grid_name: str, column: str, value: str) -> str:
         grid = self.grid(session, form, grid_name)
         column = _column_name(grid, column)
         state = form.grid_state(grid.name)
@@ -259,14 +276,14 @@ class FormDefinition:
         _, _, total = self.page_rows(form, grid)
         return f"Grid {grid.name} was filtered: {total} matching row(s)."
 
-    def sort_grid(self, session: "ErpSession", form: OpenForm, grid_name: str, column: str, descending: bool) -> str:
+    def sort_grid(self, session: FormHost, form: OpenForm, grid_name: str, column: str, descending: bool) -> str:
         grid = self.grid(session, form, grid_name)
         column = _column_name(grid, column)
         state = form.grid_state(grid.name)
         state.sort, state.page = (column, descending), 0
         return f"Grid {grid.name} was sorted by {column} {'descending' if descending else 'ascending'}."
 
-    def toggle_section(self, session: "ErpSession", form: OpenForm, name: str, action: str) -> str:
+    def toggle_section(self, session: FormHost, form: OpenForm, name: str, action: str) -> str:
         sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in ("TabPage", "FastTab")}
         if name.lower() not in sections:
             raise NotFoundError(f"Tab {name!r} does not exist on form {self.name}. Tabs: {', '.join(s.name for s in sections.values()) or 'none'}.")
@@ -360,7 +377,7 @@ def render_children(definition: FormDefinition, form: OpenForm, section: Section
     return children
 
 
-def render_form_state(session: "ErpSession", form: OpenForm, definition: FormDefinition, verbose: bool) -> dict:
+def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinition, verbose: bool) -> dict:
     body: dict[str, Any] = {}
     tab_pages = []
     for section in definition.all_sections(session, form):

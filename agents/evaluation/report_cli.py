@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from agents.report import load_results, write_report
+from erp_sim.agents.evaluation.report import load_results, write_report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,8 +23,8 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
-from agents.policies import PRESETS, parse_policy, preset
-from agents.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.policies import PRESETS, parse_policy, preset
+from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 DEFAULT_OUT = "runs/eval"
 
@@ -57,15 +57,15 @@ class EpisodeSpec(BaseModel):
 
 # --- building the pieces of one episode -------------------------------------------------------
 def _chat_model(name: str, base_url: str | None):
-    from agents.openai_chat import OpenAIChatModel
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(name, base_url=base_url, temperature=0.0)
 
 
 def build_agent(spec: EpisodeSpec):
-    from agents.model_agent import ModelAgent
-    from agents.policies import wrap
-    from agents.scripted import ScriptedAgent
+    from erp_sim.agents.model_agent import ModelAgent
+    from erp_sim.agents.policies import wrap
+    from erp_sim.agents.scripted import ScriptedAgent
 
     kind, _, argument = spec.agent.partition(":")
     cassette = Path(spec.record_dir or argument or ".") / "cassettes" / spec.config / f"{spec.episode_name}.jsonl"
@@ -74,13 +74,13 @@ def build_agent(spec: EpisodeSpec):
     elif kind == "openai":
         model = _chat_model(argument, spec.base_url)
         if spec.record_dir:
-            from agents.cassette import RecordingModel
+            from erp_sim.agents.models.cassette import RecordingModel
 
             cassette.parent.mkdir(parents=True, exist_ok=True)
             model = RecordingModel(model, cassette)
         inner = ModelAgent(model)
     elif kind == "replay":
-        from agents.cassette import ReplayModel
+        from erp_sim.agents.models.cassette import ReplayModel
 
         inner = ModelAgent(ReplayModel(cassette, strict=True))
     else:
@@ -107,7 +107,7 @@ def build_user(spec: EpisodeSpec):
     kind, _, model = spec.user.partition(":")
     if kind != "openai" or not model:
         raise ValueError(f"unknown user {spec.user!r}: use rule, none or openai:MODEL")
-    from agents.llm_user import LLMUser
+    from erp_sim.agents.llm_user import LLMUser
 
     return LLMUser(_chat_model(model, spec.base_url))
 
@@ -116,8 +116,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     """Run one episode, write its trajectory, return its results row."""
     import gymnasium as gym
 
-    import envs  # noqa: F401  (registers the ids)
-    from agents.runner import run_episode
+    import erp_sim.envs  # noqa: F401  (registers the ids)
+    from erp_sim.agents.runner import run_episode
 
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
@@ -284,7 +284,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
 
 
 def print_table(rows: list[dict]) -> None:
-    from agents.statistics import summarize
+    from erp_sim.agents.evaluation.statistics import summarize
 
     summaries = summarize(rows)
     width = max([len("config"), *(len(name) for name in summaries)]) + 2

@@ -27,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from erp_sim import tools as registry
-from erp_sim.mcp_sessions import Episode, EpisodeError, EpisodeStore
+from erp_sim.mcp.sessions import Episode, EpisodeError, EpisodeStore
 
 SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
 TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from agents.evaluate import add_common_arguments, run_from_args
-from agents.policies import parse_policy
+from erp_sim.agents.evaluation.evaluate import add_common_arguments, run_from_args
+from erp_sim.agents.policies import parse_policy
 
 
 def grid_specs(family: str, grid: list[str], fixed: str = "") -> list[str]:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from erp_sim.mcp_sessions import EpisodeStore
+from erp_sim.mcp.sessions import EpisodeStore
 
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
 

@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from decimal import Decimal
 
-from agents.trajectory import Trajectory
+from erp_sim.agents.trajectory import Trajectory
 
 CATEGORIES = ("stalled_unanswered_question", "step_limit", "invalid_tool_calls", "over_itemization", "duplicate_line",
               "wrong_subcategory", "wrong_amount", "unsaved_or_unclosed_form", "stale_state", "premature_termination")

@@ -1,6 +1,6 @@
 """ERP episodes behind the MCP server: one ``ErpSession`` per client session, never shared.
 
-Transport-agnostic: ``erp_sim.mcp_tools`` turns an MCP request into a session key, and this
+Transport-agnostic: ``erp_sim.mcp.tools`` turns an MCP request into a session key, and this
 store maps keys to episodes. It also decides which task an episode works on (a pinned task,
 the client's pick, or the next task of a fixed cycle), expires idle episodes (grading them
 first and freeing their database), and keeps the grades an evaluator reads (the admin HTTP

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.types import ChatModel, ChatResponse, Message, ToolSchema
+from erp_sim.agents.types import ChatModel, ChatResponse, Message, ToolSchema
 
 EXCERPT_CHARS = 80
 

@@ -4,9 +4,9 @@
     erp-sim serve --http --port 8000                  # streamable HTTP at http://127.0.0.1:8000/mcp
     erp-sim serve --http --host 0.0.0.0 --allow-remote --auth-token "$T" --admin-token "$A"
 
-The 22 tools come from ``erp_sim.TOOLS`` (see ``erp_sim.mcp_tools``); each client session
-gets its own ``ErpSession`` (``erp_sim.mcp_sessions``); evaluators read grades through the
-admin HTTP routes or ``--grade-file`` (``erp_sim.mcp_http``), which the agent cannot reach.
+The 22 tools come from ``erp_sim.TOOLS`` (see ``erp_sim.mcp.tools``); each client session
+gets its own ``ErpSession`` (``erp_sim.mcp.sessions``); evaluators read grades through the
+admin HTTP routes or ``--grade-file`` (``erp_sim.mcp.http``), which the agent cannot reach.
 In process: ``build_server(...)`` and fastmcp's ``Client(server)``; ``server.episodes`` holds
 the grades.
 """
@@ -27,9 +27,9 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.lifespan import lifespan
 
 from erp_sim.faults import FaultProfile
-from erp_sim.mcp_http import add_admin_routes, create_http_app
-from erp_sim.mcp_sessions import EpisodeStore
-from erp_sim.mcp_tools import register
+from erp_sim.mcp.http import add_admin_routes, create_http_app
+from erp_sim.mcp.sessions import EpisodeStore
+from erp_sim.mcp.tools import register
 from erp_sim.session import VERBOSITIES
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0

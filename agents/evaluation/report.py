@@ -1,7 +1,7 @@
 """The evaluation report: ``report.md`` and PNG plots from ``DIR/results.jsonl``.
 
 ``write_report(DIR)`` is what ``erp-sim report DIR`` (and the end of ``erp-sim eval``) calls.
-All numbers come from :mod:`agents.statistics`; this module only formats and draws them.
+All numbers come from :mod:`erp_sim.agents.evaluation.statistics`; this module only formats and draws them.
 The output is a pure function of the rows: no timestamps, no absolute paths, rows put in
 a canonical order, floats rounded by one set of formatters, PNGs saved without the
 "Software" stamp, so re-running the report on the same results gives identical files.
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents import statistics as st
+from erp_sim.agents.evaluation import statistics as st
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"

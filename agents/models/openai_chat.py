@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from agents.types import ChatResponse, InfrastructureError, Message, ToolSchema, Usage
+from erp_sim.agents.types import ChatResponse, InfrastructureError, Message, ToolSchema, Usage
 
 logger = logging.getLogger(__name__)
 

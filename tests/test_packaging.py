@@ -1,0 +1,51 @@
+"""The folders envs/ and agents/ install as erp_sim.envs and erp_sim.agents, never as top-level names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, cwd: Path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env})
+
+
+def test_no_generic_top_level_names_are_installed(tmp_path):
+    done = run_python("import importlib.util as u; import erp_sim.envs, erp_sim.agents.runner;"
+                      "print(u.find_spec('agents'), u.find_spec('envs'))", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "None"]
+
+
+def test_from_the_repository_root_agents_is_another_package(tmp_path):
+    # Without another `agents` installed, the repository's folder does not pose as one ...
+    alone = run_python("import agents", cwd=ROOT)
+    assert "No module named 'agents' (this folder installs as erp_sim.agents)" in alone.stderr
+    # ... and with one installed (a stand-in for OpenAI's Agents SDK), that one is imported.
+    sdk = tmp_path / "site" / "agents"
+    sdk.mkdir(parents=True)
+    (sdk / "__init__.py").write_text("Agent = 'the SDK'\n")
+    (sdk / "mcp.py").write_text("MCPServerStdio = 'stdio client'\n")
+    done = run_python("from agents import Agent; from agents.mcp import MCPServerStdio; import erp_sim.agents.runner;"
+                      "print(Agent, '/', MCPServerStdio)", cwd=ROOT, PYTHONPATH=str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the SDK / stdio client"
+
+
+def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("erp_sim-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
+    assert top_level == {"erp_sim"}
+    for module in ("erp_sim/envs/expense_env.py", "erp_sim/agents/__init__.py", "erp_sim/agents/evaluation/evaluate.py",
+                   "erp_sim/agents/models/openai_chat.py", "erp_sim/agents/prompts/user_context.md", "erp_sim/mcp/server.py"):
+        assert module in names
