@@ -21,8 +21,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from erp_sim import TOOLS, get_task, oracle_calls
+from erp_sim import TOOLS, get_task
 from erp_sim.mcp.server import main
+
+from agents_sdk_checks import solve as solve_with
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
@@ -32,16 +34,7 @@ INSPECTOR = "@modelcontextprotocol/inspector@0.15"
 
 async def solve(client: Client, task) -> int:
     """Drive the oracle through an ``mcp`` SDK client; returns the number of calls."""
-    calls, count = oracle_calls(task), 0
-    name, arguments = next(calls)
-    try:
-        while True:
-            result = await client.call_tool(name, arguments)
-            assert not result.is_error, result.content[0].text[:400]
-            count += 1
-            name, arguments = calls.send(result.content[0].text)
-    except StopIteration:
-        return count
+    return await solve_with(client.call_tool, task)
 
 
 async def task_id_of(client: Client) -> str:
