@@ -1,14 +1,13 @@
 """The ``erp-sim`` command: one entry point over the three faces of the project.
 
-Subcommands import their module only when used, so ``erp-sim serve`` does not load the
-agent harness and ``erp-sim eval`` does not load the MCP stack.
+Subcommands import their module only when used, so ``erp-sim --help`` loads nothing heavy,
+``erp-sim serve`` does not load the agent harness and ``erp-sim eval`` does not load the MCP stack.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
 # subcommand -> (module with main(argv) -> int, one-line help)
@@ -24,7 +23,9 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    available = {name: spec for name, spec in COMMANDS.items() if importlib.util.find_spec(spec[0]) is not None}
+    # Every command ships in the one wheel; its module is imported only when it runs (finding it
+    # here would import its package: Gymnasium and NumPy for `play`, just to print the help).
+    available = COMMANDS
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in available:
         parser = argparse.ArgumentParser(prog="erp-sim", description="erp-sim: a Dynamics 365 expense ERP simulator for LLM agents.")
         sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 import erp_sim
-from erp_sim import ledger
-from erp_sim.grading import Progress, progress, target_line_id
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
+
+if TYPE_CHECKING:
+    from erp_sim.grading import Progress
 
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
@@ -209,6 +210,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.close()
+        from erp_sim.grading import target_line_id  # with the database layer: at the first reset, not at gym.make
+
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id, self._db_changes = target_line_id(self.session), -1
         self._refresh_progress()
@@ -289,6 +292,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _refresh_progress(self) -> None:
         """Re-query the saved lines only if the database changed (sqlite's change counter moved)."""
+        from erp_sim import ledger
+        from erp_sim.grading import progress
+
         changes = self.session.db.total_changes
         if changes != self._db_changes:
             self._summary, self._db_changes = ledger.itemization_summary(self.session.db, self._line_id), changes

@@ -9,17 +9,57 @@
 
 from __future__ import annotations
 
-from erp_sim.errors import ErpError
-from erp_sim.faults import FaultProfile
-from erp_sim.grading import Grade, grade_session
-from erp_sim.oracle import OracleError, oracle_calls, run_oracle
-from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
-from erp_sim.tasks import Task, get_task, load_task_set
-from erp_sim.tools import TOOLS, Tool, openai_tool_schemas
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+# Public names and the module that holds each. They load on first use, so `import erp_sim` (and
+# every `erp-sim` command, Gymnasium's registration) does not pay for SQLAlchemy and Faker up front.
+_LAZY = {
+    "ErpError": "erp_sim.errors",
+    "FaultProfile": "erp_sim.faults",
+    "Grade": "erp_sim.grading",
+    "grade_session": "erp_sim.grading",
+    "OracleError": "erp_sim.oracle",
+    "oracle_calls": "erp_sim.oracle",
+    "run_oracle": "erp_sim.oracle",
+    "VERBOSITIES": "erp_sim.session",
+    "ErpSession": "erp_sim.session",
+    "ToolResponse": "erp_sim.session",
+    "Task": "erp_sim.tasks",
+    "get_task": "erp_sim.tasks",
+    "load_task_set": "erp_sim.tasks",
+    "TOOLS": "erp_sim.tools",
+    "Tool": "erp_sim.tools",
+    "openai_tool_schemas": "erp_sim.tools",
+}
+
+if TYPE_CHECKING:
+    from erp_sim.errors import ErpError
+    from erp_sim.faults import FaultProfile
+    from erp_sim.grading import Grade, grade_session
+    from erp_sim.oracle import OracleError, oracle_calls, run_oracle
+    from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
+    from erp_sim.tasks import Task, get_task, load_task_set
+    from erp_sim.tools import TOOLS, Tool, openai_tool_schemas
 
 
-def open_session(task_set: str = "hotel_50", task: "str | int | Task" = 0, **options) -> ErpSession:
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'erp_sim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def open_session(task_set: str = "hotel_50", task: "str | int | Task" = 0, **options) -> "ErpSession":
     """Open a session on a task, given by id (``hotel-007``), index, or ``Task``. Options go to ``ErpSession``."""
+    from erp_sim.session import ErpSession
+    from erp_sim.tasks import Task, get_task
+
     if not isinstance(task, Task):
         task = get_task(task_set, task)
     return ErpSession(task, **options)

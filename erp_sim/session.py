@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import pydantic
 from pydantic import BaseModel, Field
 
-from erp_sim.database import open_database, state_hash
 from erp_sim.errors import ErpError, FormStateError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
-from erp_sim.grading import Grade, grade_session
 from erp_sim.tasks import Task
 from erp_sim.tools import TOOLS, Outcome
+
+if TYPE_CHECKING:
+    from erp_sim.grading import Grade
 
 Verbosity = Literal["default", "compact"]
 VERBOSITIES = ("default", "compact")
@@ -63,6 +64,8 @@ class ErpSession:
         self.task = task
         self.verbosity = verbosity
         self.company = "USMF"
+        from erp_sim.database import open_database  # SQLAlchemy and Faker load with the first session
+
         self.db = open_database(task)
         self.forms: list[OpenForm] = []
         self.call_count = 0
@@ -193,9 +196,13 @@ class ErpSession:
 
     # --- for graders, tests and evaluators (never shown to the agent) ---
     def grade(self) -> Grade:
+        from erp_sim.grading import grade_session
+
         return grade_session(self)
 
     def state_hash(self) -> str:
+        from erp_sim.database import state_hash
+
         return state_hash(self.db)
 
     def close(self) -> None:

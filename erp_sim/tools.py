@@ -19,9 +19,17 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from typing_extensions import Annotated
 
-from erp_sim import actions, odata
+from erp_sim import actions
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms import FORMS, MENU_ITEMS
+
+
+def _odata():
+    """The data tools' module, imported at their first call: it builds its entity sets from the
+    SQLModel tables, and SQLAlchemy costs most of a second that gym.make and --help need not pay."""
+    from erp_sim import odata
+
+    return odata
 
 if TYPE_CHECKING:
     from erp_sim.session import ErpSession
@@ -302,7 +310,7 @@ class FindEntityTypeArgs(Args):
 @tool("data_find_entity_type", FindEntityTypeArgs, read_only=True)
 def data_find_entity_type(session, args: FindEntityTypeArgs) -> Outcome:
     """Find OData entity sets by name or label."""
-    hits = odata.find_entity_sets(args.tableSearchFilter)[: args.topHitCount]
+    hits = _odata().find_entity_sets(args.tableSearchFilter)[: args.topHitCount]
     return Outcome(f"Found {len(hits)} entity set(s) matching {args.tableSearchFilter!r}.", {"EntitySets": hits})
 
 
@@ -313,7 +321,7 @@ class EntityMetadataArgs(Args):
 @tool("data_get_entity_metadata", EntityMetadataArgs, read_only=True)
 def data_get_entity_metadata(session, args: EntityMetadataArgs) -> Outcome:
     """Describe an entity set: key, properties with types and descriptions, and the rules for writes."""
-    metadata = odata.entity_metadata(args.entitySetName)
+    metadata = _odata().entity_metadata(args.entitySetName)
     return Outcome(f"Metadata of {metadata['Name']}.", {"Metadata": metadata})
 
 
@@ -326,7 +334,7 @@ class FindEntitiesArgs(Args):
 @tool("data_find_entities", FindEntitiesArgs, read_only=True)
 def data_find_entities(session, args: FindEntitiesArgs) -> Outcome:
     """Query an entity set with OData options ($filter with eq/ne/gt/ge/lt/le, and/or/not, contains/startswith; $select; $orderby; $top; $skip; $count)."""
-    payload = odata.find_entities(session.db, args.odataPath, args.odataQueryOptions)
+    payload = _odata().find_entities(session.db, args.odataPath, args.odataQueryOptions)
     return Outcome(f"Found {len(payload['value'])} record(s) in {payload['EntitySet']}.", {"Data": payload})
 
 
@@ -338,7 +346,7 @@ class FindEntitiesSqlArgs(Args):
 @tool("data_find_entities_sql", FindEntitiesSqlArgs, read_only=True)
 def data_find_entities_sql(session, args: FindEntitiesSqlArgs) -> Outcome:
     """Run one read-only SQL SELECT on the expense tables (at most 200 rows)."""
-    payload = odata.run_sql(session.db, args.sqlQuery)
+    payload = _odata().run_sql(session.db, args.sqlQuery)
     return Outcome(f"The query returned {len(payload['Rows'])} row(s).", {"Data": payload})
 
 
@@ -353,7 +361,7 @@ class CreateEntitiesArgs(Args):
 @tool("data_create_entities", CreateEntitiesArgs, read_only=False)
 def data_create_entities(session, args: CreateEntitiesArgs) -> Outcome:
     """Create records under the same business rules as the forms (all or nothing)."""
-    created = odata.create_entities(session.db, args.entitySetName, args.entities)
+    created = _odata().create_entities(session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(created)} record(s) created in {args.entitySetName}.", {"Data": {"value": created}})
 
 
@@ -365,7 +373,7 @@ class UpdateEntitiesArgs(Args):
 @tool("data_update_entities", UpdateEntitiesArgs, read_only=False)
 def data_update_entities(session, args: UpdateEntitiesArgs) -> Outcome:
     """Update records under the same business rules as the forms (all or nothing)."""
-    updated = odata.update_entities(session.db, args.entitySetName, args.entities)
+    updated = _odata().update_entities(session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(updated)} record(s) updated in {args.entitySetName}.", {"Data": {"value": updated}})
 
 
@@ -377,7 +385,7 @@ class DeleteEntitiesArgs(Args):
 @tool("data_delete_entities", DeleteEntitiesArgs, read_only=False)
 def data_delete_entities(session, args: DeleteEntitiesArgs) -> Outcome:
     """Delete records under the same business rules as the forms (all or nothing)."""
-    odata.delete_entities(session.db, args.entitySetName, args.keys)
+    _odata().delete_entities(session.db, args.entitySetName, args.keys)
     return Outcome(f"{len(args.keys)} record(s) deleted from {args.entitySetName}.")
 
 
