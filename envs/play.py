@@ -1,29 +1,44 @@
 """Play one episode in the terminal: type tool calls or messages, read the ERP's answers.
 
     erp-sim play --env erp_sim/MealsItemization-v0 --task 3
-    > form_find_menu_item {"menuItemFilter": "expense"}
-    > say I'm done, the remaining amount is 0.00.
-    > grade
+    erp[step 0]> tools
+    erp[step 0]> form_find_menu_item {"menuItemFilter": "expense"}
+    erp[step 1]> say I'm done, the remaining amount is 0.00.
 
-Reads commands from stdin, so a session can be scripted: ``printf 'help\\nquit\\n' | erp-sim play``.
+Only tool calls and messages to the user take a step; every other command (help, tools, prompt,
+task, raw, grade) is answered here, and an unknown word or a stray escape sequence is refused
+without reaching the ERP. In a terminal the prompt has GNU readline's line editing, history (Up
+and Down) and Tab completion of commands and tool names: the standard library's readline does
+all of this, so no extra dependency (prompt_toolkit would add one for features we do not use).
+Input that is not a terminal is read line by line, so a session can be scripted:
+``printf 'help\\nquit\\n' | erp-sim play``.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 
 HELP = """\
-Commands:
+Commands (only tool calls and 'say' take a step):
   <tool> {json arguments}   call a tool, e.g. form_open_menu_item {"name": "TrvExpenses"}
   <tool>                    call a tool without arguments, e.g. form_save_form
   {"name": ..., ...}        a raw action: {"name": tool, "arguments": {...}} or {"message": text}
   say <text>                send a message to the user
-  tools                     list the tools
+  tools [name]              list the tools with their arguments, or one tool in full
+  prompt                    show the agent's system prompt (procedure, subcategories, wording table)
+  task                      show the task (the user's first message) again
+  raw                       show the last response as the agent sees it (JSON)
   grade                     show the grade of the current state
   help                      show this help
-  quit                      end the episode (also end of input)"""
+  quit                      end the episode (also Ctrl-D)
+Line editing: arrows, Ctrl-A/Ctrl-E, Up/Down for history, Tab completes commands and tool names."""
+
+LOCAL_COMMANDS = ("help", "tools", "prompt", "task", "raw", "grade", "quit")
+ALIASES = {"?": "help", "exit": "quit"}
+CELL_WIDTH = 28  # longer cells are cut with "~" in tables; `raw` shows them whole
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,25 +51,198 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--receipt", action="store_true", help="list the receipt's charges in the instruction")
     parser.add_argument("--faults", help='fault profile, e.g. 0.1 or "rate=0.1,seed=3"')
     parser.add_argument("--max-steps", type=int, help="override max_episode_steps")
-    parser.add_argument("--raw", action="store_true", help="print responses exactly as sent (default: indented JSON)")
+    parser.add_argument("--raw", action="store_true", help="print responses exactly as sent (default: a readable view)")
     return parser
 
 
-def parse_command(line: str):
-    """A typed line -> ("action", action) | ("say", text) | (command, None) | ("error", message)."""
+def parse_command(line: str, tool_names) -> tuple[str, object]:
+    """A typed line -> ("action", action) | ("say", text) | (command, argument) | ("error", message)."""
     text = line.strip()
-    word, _, rest = text.partition(" ")
     if not text:
         return "empty", None
-    if word.lower() in ("help", "?", "quit", "exit", "grade", "tools") and not rest:
-        return word.lower().replace("?", "help").replace("exit", "quit"), None
-    if word.lower() == "say":
-        return "action", {"message": rest.strip()}
+    if any(ord(ch) < 32 and ch != "\t" or ord(ch) == 127 for ch in text):
+        return "error", "Ignored a line with control characters or a terminal escape sequence; nothing was sent."
+    word, _, rest = text.partition(" ")
+    rest = rest.strip()
+    command = ALIASES.get(word.lower(), word.lower())
+    if command in LOCAL_COMMANDS and (not rest or command == "tools"):
+        return command, rest or None
+    if command == "say":
+        return ("action", {"message": rest}) if rest else ("error", "Say what? e.g. say Should I add all charges?")
     if text.startswith("{"):
+        try:
+            action = json.loads(text)
+        except ValueError as exc:
+            return "error", f"Not valid JSON ({exc}); nothing was sent."
+        if not isinstance(action, dict) or ("name" not in action and "message" not in action):
+            return "error", 'A raw action is {"name": tool, "arguments": {...}} or {"message": text}.'
+        if "name" in action and action["name"] not in tool_names:
+            return "error", unknown(str(action["name"]), tool_names)
         return "action", text
-    if rest.strip() and not rest.strip().startswith("{"):
+    if word not in tool_names:
+        return "error", unknown(word, tool_names)
+    if rest and not rest.startswith("{"):
         return "error", "Arguments must be a JSON object, e.g. form_find_menu_item {\"menuItemFilter\": \"expense\"}."
-    return "action", json.dumps({"name": word, "arguments": rest.strip() or {}})
+    return "action", json.dumps({"name": word, "arguments": rest or {}})
+
+
+def unknown(word: str, tool_names) -> str:
+    close = difflib.get_close_matches(word, [*LOCAL_COMMANDS, "say", *tool_names], n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
+    return f"Unknown command or tool {word!r}; nothing was sent.{hint} Type 'help' for commands, 'tools' for tools."
+
+
+# --- tools from the registry ---------------------------------------------------------------------
+def type_of(schema: dict, defs: dict) -> str:
+    """A JSON schema as a short type: string, list[...], {field: type}, a|b."""
+    if "$ref" in schema:
+        target = defs[schema["$ref"].rsplit("/", 1)[-1]]
+        return "{" + ", ".join(f"{name}: {type_of(prop, defs)}" for name, prop in target.get("properties", {}).items()) + "}"
+    if "anyOf" in schema:
+        return "|".join(type_of(option, defs) for option in schema["anyOf"])
+    if "enum" in schema:
+        return "|".join(json.dumps(value) for value in schema["enum"])
+    if schema.get("type") == "array":
+        return f"list[{type_of(schema.get('items', {}), defs)}]"
+    return str(schema.get("type", "any"))
+
+
+def tool_signature(parameters: dict) -> list[tuple[str, str, str]]:
+    """(name, type, description) per argument; optional ones end in '?'."""
+    required, defs = set(parameters.get("required", ())), parameters.get("$defs", {})
+    return [(name + ("" if name in required else "?"), type_of(prop, defs), prop.get("description", ""))
+            for name, prop in parameters.get("properties", {}).items()]
+
+
+def describe_tools(tools: list[dict], name: str | None = None) -> str:
+    functions = [tool["function"] for tool in tools]
+    if name:
+        chosen = [f for f in functions if f["name"] == name]
+        if not chosen:
+            return unknown(name, [f["name"] for f in functions]).replace("; nothing was sent", "")
+        function = chosen[0]
+        lines = [f"{function['name']}: {function['description']}", "Arguments (? = optional):"]
+        lines += [f"  {arg}: {kind}\n      {text}" for arg, kind, text in tool_signature(function["parameters"])] or ["  (none)"]
+        return "\n".join(lines)
+    lines = []
+    for function in functions:
+        arguments = ", ".join(f"{arg}: {kind}" for arg, kind, _ in tool_signature(function["parameters"]))
+        lines.append(f"  {function['name']}({arguments})\n      {function['description'].split('. ')[0].rstrip('.')}.")
+    return "\n".join(lines) + "\n'tools NAME' shows one tool with its arguments' descriptions."
+
+
+# --- a readable view of a response ---------------------------------------------------------------
+def table(columns: list[tuple[str, str]], rows: list[dict]) -> list[str]:
+    """Rows as a text table; columns are (key, header) pairs."""
+    def cell(value) -> str:
+        text = "" if value is None else str(value)
+        return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "~"
+
+    cells = [[cell(row.get(key)) for key, _ in columns] for row in rows]
+    widths = [max([len(header)] + [len(line[i]) for line in cells]) for i, (_, header) in enumerate(columns)]
+    render = lambda values: "  " + " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
+    return [render([header for _, header in columns]), "  " + "-+-".join("-" * w for w in widths),
+            *(render(line) for line in cells)]
+
+
+def pages(pagination: dict | None, shown: int) -> str:
+    if not isinstance(pagination, dict) or "TotalRows" not in pagination:
+        return f"{shown} row(s)"
+    text = f"rows {pagination.get('FirstRow')}-{pagination.get('LastRow')} of {pagination['TotalRows']}"
+    more = [action for key, action in (("HasPreviousPage", "LoadPreviousPage"), ("HasNextPage", "LoadNextPage"))
+            if pagination.get(key)]
+    return text + (f" (more: actionId {' / '.join(more)})" if more else "") if pagination["TotalRows"] else "no rows"
+
+
+def form_lines(node, lines: list[str]) -> None:
+    """Controls as `Label [Name] = Value` (* editable), grids as tables, buttons on one line."""
+    if isinstance(node, list):
+        for item in node:
+            form_lines(item, lines)
+        return
+    if not isinstance(node, dict):
+        return
+    if "Rows" in node and "Columns" in node:
+        rows = [{**row, **row.get("Values", {})} for row in node["Rows"] or []]
+        lines.append(f"Grid {node.get('Name')} ({node.get('Label', '')}): {pages(node.get('Pagination'), len(rows))}")
+        if rows:
+            columns = [("RowNumber", "Row")] + [(c["Name"], c.get("Label") or c["Name"]) for c in node["Columns"]]
+            lines += table(columns, rows)
+        lines.append("  columns: " + ", ".join(c["Name"] for c in node["Columns"]))
+        return
+    if "Value" in node and "Name" in node:
+        if node.get("IsVisible", True):
+            mark = "*" if node.get("IsEditable") else " "
+            lines.append(f" {mark}{node.get('Label') or node['Name']} [{node['Name']}] = {node['Value']!r}")
+        return
+    for key, value in node.items():
+        if key == "Buttons" and isinstance(value, list):
+            lines.append("Buttons: " + ", ".join(b["Name"] + ("" if b.get("IsEnabled", True) else " (disabled)")
+                                                 for b in value))
+        elif isinstance(value, (dict, list)):
+            form_lines(value, lines)
+
+
+def readable(observation: str) -> str:
+    """The result, messages, other payloads as tables and the form's controls and grids."""
+    try:
+        response = json.loads(observation)
+    except ValueError:
+        return observation  # a user's reply, or plain text
+    if not isinstance(response, dict):
+        return json.dumps(response, indent=2, ensure_ascii=False)
+    error = response.get("Error") or {}
+    lines = [f"Error {error.get('Code')}: {error.get('Message')}" if error else f"Result: {response.get('Result', '')}"]
+    for message in response.get("Messages") or []:
+        if isinstance(message, dict) and message.get("Text") != error.get("Message"):
+            lines.append(f"{message.get('Level', 'Info')}: {message.get('Text')}")
+    for key, value in response.items():
+        if key in ("SessionId", "Result", "Messages", "Error", "FormState", "MCPActivityId", "DeepLinks"):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("Columns"), list) and isinstance(value.get("Rows"), list):
+            value = [dict(zip(value["Columns"], row)) for row in value["Rows"]]  # SQL results: columns + row lists
+        if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+            lines.append(f"{key}: {len(value)} row(s)")
+            lines += table([(column, column) for column in dict.fromkeys(k for row in value for k in row)], value)
+        else:
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    form = response.get("FormState")
+    if form:
+        lines.append(f"Form {form.get('Caption')} ({form.get('Name')}){': ' + form['Summary'] if form.get('Summary') else ''}")
+        form_lines({"Form": form.get("Form"), "Buttons": form.get("Buttons") or []}, lines)
+        if form.get("HasUnsavedChanges"):
+            lines.append("Unsaved changes: save with form_save_form")
+        for guidance in form.get("Guidance") or []:
+            lines.append(f"Guidance: {guidance}")
+        lines.append("(* editable; 'raw' shows the full JSON)")
+    return "\n".join(lines)
+
+
+# --- the terminal loop ---------------------------------------------------------------------------
+def line_reader(words: list[str]):
+    """A function prompt -> line or None at end of input; readline editing when stdin is a terminal."""
+    if not sys.stdin.isatty():
+        return lambda prompt: sys.stdin.readline() or None
+    try:
+        import readline
+    except ImportError:  # e.g. Windows without pyreadline: plain input() still works
+        readline = None
+    if readline is not None:
+        readline.set_completer(lambda text, state: ([w + " " for w in words if w.startswith(text)] + [None])[state])
+        readline.set_completer_delims(" ")
+        readline.parse_and_bind("tab: complete")
+
+    def read(prompt: str) -> str | None:
+        while True:
+            try:
+                return input(prompt)
+            except EOFError:
+                print()
+                return None
+            except KeyboardInterrupt:  # Ctrl-C clears the line, as in a shell; quit or Ctrl-D ends
+                print("^C (type quit or press Ctrl-D to end)")
+
+    return read
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +250,6 @@ def main(argv: list[str] | None = None) -> int:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
-    import erp_sim
 
     out = sys.stdout
     kwargs = {"verbosity": args.verbosity, "user_model": args.user, "receipt_in_instruction": args.receipt,
@@ -78,30 +265,41 @@ def main(argv: list[str] | None = None) -> int:
     except (gym.error.Error, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    task = info["task"]
+    task, tools, system_prompt, instruction = info["task"], info["tools"], info["system_prompt"], observation
+    tool_names = [tool["function"]["name"] for tool in tools]
     print(f"Task {task['task_id']} ({task['expense_type']}, {task['difficulty']}, {task['item_count']} receipt charges). "
           "Type 'help' for commands.\n", file=out)
     print(f"USER: {observation}\n", file=out)
-    reason = None
-    for line in sys.stdin:
-        kind, payload = parse_command(line)
+    read = line_reader([*LOCAL_COMMANDS, "say", *tool_names])
+    last_response, steps, reason = None, 0, None
+    while (line := read(f"erp[step {steps}]> ")) is not None:
+        kind, payload = parse_command(line, tool_names)
         if kind == "quit":
             reason = "quit"
             break
         if kind == "help":
             print(HELP, file=out)
         elif kind == "tools":
-            print("\n".join(f"  {t.name}: {t.description}" for t in erp_sim.TOOLS.values()), file=out)
+            print(describe_tools(tools, payload), file=out)
+        elif kind == "prompt":
+            print(system_prompt, file=out)
+        elif kind == "task":
+            print(f"USER: {instruction}", file=out)
+        elif kind == "raw":
+            print(last_response if last_response is not None else "No tool call yet.", file=out)
         elif kind == "grade":
             print(format_grade(env.unwrapped.grade()), file=out)
         elif kind == "error":
             print(payload, file=out)
         elif kind == "action":
             observation, reward, terminated, truncated, info = env.step(payload)
-            speaker = "USER" if info["action"]["kind"] == "message" else "ERP"
-            print(f"{speaker}: {observation if args.raw else pretty(observation)}", file=out)
-            print(f"[reward {reward:g}, remaining {info['grade']['remaining_amount']}, step {info['counts']['steps']}]\n",
-                  file=out)
+            steps = info["counts"]["steps"]
+            if info["action"]["kind"] == "message":
+                print(f"USER: {observation}", file=out)
+            else:
+                last_response = observation
+                print(f"ERP: {observation}" if args.raw else readable(observation), file=out)
+            print(f"[reward {reward:g}, remaining {info['grade']['remaining_amount']}, step {steps}]\n", file=out)
             if terminated or truncated:
                 reason = info["termination_reason"] or "step limit"
                 break
@@ -109,14 +307,6 @@ def main(argv: list[str] | None = None) -> int:
     print(format_grade(env.unwrapped.grade()), file=out)
     env.close()
     return 0
-
-
-def pretty(observation: str) -> str:
-    """Indented JSON for people; plain text (user replies) unchanged."""
-    try:
-        return json.dumps(json.loads(observation), indent=2, ensure_ascii=False)
-    except ValueError:
-        return observation
 
 
 def format_grade(grade) -> str:
