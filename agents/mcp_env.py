@@ -65,7 +65,7 @@ class McpEnv(gym.Env):
     def __init__(self, server: Any, *, task=None, instruction: str | None = None, system_prompt: str | None = None,
                  user_model=None, grade: GradeSource | None = None, auth_token: str | None = None,
                  call_timeout_s: float = 120.0):
-        from envs import system_prompt as default_system_prompt
+        from erp_sim.envs import system_prompt as default_system_prompt
 
         if task is None and instruction is None:
             raise ValueError("McpEnv needs a task (from erp_sim fixtures) or an instruction text")

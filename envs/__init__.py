@@ -1,6 +1,6 @@
 """Gymnasium environments over erp_sim: expense itemization with a simulated user.
 
-    import gymnasium as gym, envs
+    import gymnasium as gym, erp_sim.envs
     env = gym.make("erp_sim/ExpenseItemization-v0")            # or "erp_sim.envs:erp_sim/..." without the import
     obs, info = env.reset(seed=0, options={"task_id": "hotel-007"})
     obs, reward, terminated, truncated, info = env.step(
@@ -52,7 +52,7 @@ _LAZY = {
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'envs' has no attribute {name!r}")
+    raise AttributeError(f"module 'erp_sim.envs' has no attribute {name!r}")
 
 
 __all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", *_LAZY]

@@ -53,3 +53,19 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
     for module in ("erp_sim/envs/expense_env.py", "erp_sim/agents/__init__.py", "erp_sim/agents/evaluation/evaluate.py",
                    "erp_sim/agents/models/openai_chat.py", "erp_sim/agents/prompts/user_context.md", "erp_sim/mcp/server.py"):
         assert module in names
+
+
+def test_no_module_imports_the_folders_by_their_top_level_names():
+    # From the repository root `envs` and `agents` resolve to the folders, so such an import passes
+    # the tests there and fails in every installed copy.
+    import ast
+
+    offenders = []
+    for path in [*ROOT.glob("erp_sim/**/*.py"), *ROOT.glob("envs/**/*.py"), *ROOT.glob("agents/**/*.py"),
+                 *ROOT.glob("scripts/*.py"), *ROOT.glob("tests/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name in names
+                          if name.split(".")[0] in ("envs", "agents") and path.name != "agents_sdk_checks.py"]
+    assert offenders == []
