@@ -28,6 +28,7 @@ CASES = {
         work="import sys, contextlib, io; sys.argv = ['erp-sim', '--help']; from erp_sim.agents.cli import main; "
              "f = io.StringIO(); ctx = contextlib.redirect_stdout(f); ctx.__enter__(); main(); ctx.__exit__(None, None, None)")],
     "erp-sim --help (script)": [CLI, "--help"],
+    "import gymnasium (alone)": [sys.executable, "-c", TIMED.format(work="import gymnasium")],
     "first gym.make": [sys.executable, "-c", TIMED.format(
         work="import gymnasium as gym, erp_sim.envs; gym.make('erp_sim/ExpenseItemization-v0')")],
     "first gym.make + reset": [sys.executable, "-c", TIMED.format(
