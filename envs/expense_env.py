@@ -21,6 +21,7 @@ MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
+REWARDS = ("success", "strict")
 
 
 def progress_info(state: Progress) -> dict:
@@ -32,10 +33,15 @@ def progress_info(state: Progress) -> dict:
             "itemization_form_open": state.itemization_form_open}
 
 
-def potential(state: Progress) -> Decimal:
-    """1 at success, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
+def rewarded(state: Progress, reward: str) -> bool:
+    """Whether the state earns the reward in force: the study's success, or strict success."""
+    return state.strict_success if reward == "strict" else state.success
+
+
+def potential(state: Progress, reward: str = "success") -> Decimal:
+    """1 when the reward in force is earned, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
     summary = state.summary
-    if state.success:
+    if rewarded(state, reward):
         return Decimal(1)
     if not summary.total:
         return Decimal(0)
@@ -133,15 +139,25 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``self.np_random``. No form is open.
 
     ## Rewards
-    ``reward_shaping="none"`` (default): 1.0 on the step that completes the itemization
-    (remaining exactly 0.00, every itemized line saved, the itemization form closed), else 0.0.
-    ``reward_shaping="potential"``: each step earns ``phi(s') - phi(s)`` with ``phi = 1`` at
-    success, else ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals
-    ``phi`` of the last state whatever ends the episode (success, the user, or ``TimeLimit``):
-    partial credit for the itemized share, none for over-itemization beyond the amount.
+    Everything is judged against the task's original facts (its header amount and currency),
+    never against amounts the agent rewrote in the ERP; any change outside the target line's
+    itemization (``collateral``) fails both rewards.
+    ``reward="success"`` (default, what the study measured): 1.0 on the step that completes the
+    itemization (saved lines add up to the task's amount, remaining exactly 0.00, no unsaved
+    rows, the itemization form closed, no collateral change), else 0.0.
+    ``reward="strict"``: as ``"success"``, and the saved lines must equal the receipt's charges as
+    a multiset of (subcategory, date, amount); one line with the whole amount earns nothing.
+    Train on ``"strict"``: ``"success"`` can be earned by a wrong itemization that adds up.
+    The episode ends at the study's success under either reward; ``info["reward"]`` names the
+    reward in force.
+    ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
+    step earns ``phi(s') - phi(s)`` with ``phi = 1`` when the reward in force is earned, else
+    ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals ``phi`` of the
+    last state whatever ends the episode (success, the user, or ``TimeLimit``): partial credit
+    for the itemized share, none for over-itemization beyond the amount.
 
     ## Episode End
-    Terminated on success; when the user ends the conversation (``user_ended``); when the
+    Terminated on the study's success (under either reward); when the user ends the conversation (``user_ended``); when the
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
     Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
@@ -153,7 +169,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``grade``: success, remaining_amount, itemized_fraction, saved_lines, unsaved_rows,
       itemization_form_open (the live state, not the transcript);
     - ``counts``: steps, tool_calls, invalid_actions, tool_errors, user_turns;
-    - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``.
+    - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``;
+    - ``reward``: the reward in force, ``"success"`` or ``"strict"``.
     ``reset`` adds ``tools`` (the 22 tools in OpenAI function form) and ``system_prompt``.
     ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code) and,
     on the terminating step, ``final_grade`` (``erp_sim.Grade`` as a dict, with strict success
@@ -167,6 +184,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
       the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
+    - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
     - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
@@ -179,10 +197,13 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def __init__(self, task_set: str = "hotel_50", *, verbosity: str = "default", user_model: Any = "rule",
                  receipt_in_instruction: bool = False, faults: Any = None,
+                 reward: Literal["success", "strict"] = "success",
                  reward_shaping: Literal["none", "potential"] = "none", max_user_turns: int = 10,
                  render_mode: str | None = None):
         if verbosity not in erp_sim.VERBOSITIES:
             raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward_shaping not in ("none", "potential"):
             raise ValueError(f"reward_shaping must be 'none' or 'potential', got {reward_shaping!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -196,7 +217,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(exc.args[0]) from None
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
         self.user: UserModel | None = make_user_model(user_model)
-        self.receipt_in_instruction, self.reward_shaping = receipt_in_instruction, reward_shaping
+        self.receipt_in_instruction, self.reward, self.reward_shaping = receipt_in_instruction, reward, reward_shaping
         self.max_user_turns, self.render_mode = max_user_turns, render_mode
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
@@ -212,7 +233,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id, self._db_changes = target_line_id(self.session), -1
         self._refresh_progress()
-        self._potential = potential(self._progress)
+        self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
         self._termination: str | None = None
         if self.user is not None:
@@ -315,8 +336,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _reward(self) -> float:
         if self.reward_shaping == "none":
-            return 1.0 if self._termination == "success" else 0.0
-        value = potential(self._progress)
+            return 1.0 if self._termination == "success" and rewarded(self._progress, self.reward) else 0.0
+        value = potential(self._progress, self.reward)
         reward, self._potential = value - self._potential, value
         return float(reward)
 
@@ -327,6 +348,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             "grade": progress_info(self._progress),
             "counts": dict(self._counts),
             "termination_reason": self._termination,
+            "reward": self.reward,
         }
         if kind is not None:
             info["action"] = {"kind": kind, "tool": tool, "is_error": is_error, "error_code": error_code}
