@@ -17,15 +17,19 @@ def _step(env, name, arguments):
     return env.step(json.dumps({"name": name, "arguments": arguments}))
 
 
-def _itemize(env, charges):
-    """Open the target line's itemization through the report form and save ``charges`` (sub, date, amount)."""
-    task = env.unwrapped.task
-    calls = erp_sim.oracle_calls(task)
+def _oracle_until(env, control: str) -> None:
+    """Play the oracle's calls up to (not including) its click on ``control``."""
+    calls = erp_sim.oracle_calls(env.unwrapped.task)
     name, arguments = next(calls)
-    while name != "form_click_control" or arguments.get("controlName") != "Itemize":
+    while name != "form_click_control" or arguments.get("controlName") != control:
         observation, *_ = _step(env, name, arguments)
         name, arguments = calls.send(observation)
-    _step(env, name, arguments)
+
+
+def _itemize(env, charges):
+    """Open the target line's itemization through the report form and save ``charges`` (sub, date, amount)."""
+    _oracle_until(env, "Itemize")
+    _step(env, "form_click_control", {"controlName": "Itemize"})
     for sub, day, amount in charges:
         _step(env, "form_click_control", {"controlName": "NewLine"})
         observation, *_ = _step(env, "form_set_control_values", {"controlValues": [
@@ -65,11 +69,7 @@ def test_rewriting_the_amount_through_the_report_form_earns_nothing():
     env = gym.make("erp_sim/ExpenseItemization-v0")
     env.reset(options={"task_index": 1})
     task = env.unwrapped.task
-    calls = erp_sim.oracle_calls(task)
-    name, arguments = next(calls)
-    while name != "form_click_control" or arguments.get("controlName") != "ViewReceipt":
-        observation, *_ = _step(env, name, arguments)
-        name, arguments = calls.send(observation)
+    _oracle_until(env, "ViewReceipt")
     observation, _, _, _, info = _step(env, "form_set_control_values", {"controlValues": [
         {"controlName": "TrvExpTrans_AmountCurr", "value": "20.00"}]})
     assert not info["action"]["is_error"], observation
