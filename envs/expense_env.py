@@ -13,6 +13,7 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim import ledger
 from erp_sim.grading import Progress, progress, target_line_id
+from erp_sim.session import call_problem, json_value_problem
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
@@ -62,7 +63,8 @@ def parse_action(action: Any) -> tuple[str, Any]:
         try:
             action = json.dumps(action)
         except (TypeError, ValueError, RecursionError):
-            return "invalid", f"The action cannot be written as JSON. {_ACTION_SHAPES}"
+            problem = json_value_problem(dict(action), "action") or "it holds a value JSON cannot carry."
+            return "invalid", f"The action cannot be written as JSON: {problem} {_ACTION_SHAPES}"
     if not isinstance(action, str):
         return "invalid", f"The action must be a JSON string or a dict, got {type(action).__name__}. {_ACTION_SHAPES}"
     action, problem = _loads(action, "The action")
@@ -72,7 +74,8 @@ def parse_action(action: Any) -> tuple[str, Any]:
         return "invalid", f"The action must be a JSON object, got {type(action).__name__}. {_ACTION_SHAPES}"
     keys = set(action)
     if keys == {"message"} and isinstance(action["message"], str):
-        return "message", action["message"]
+        problem = json_value_problem(action["message"], "message")
+        return ("invalid", problem) if problem else ("message", action["message"])
     if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
         arguments = action.get("arguments")
         if isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
@@ -98,18 +101,6 @@ def _loads(text: str, what: str) -> tuple[Any, str | None]:
         return None, f"{what} cannot be read ({reason})."
 
 
-def arguments_valid(name: str, arguments: dict) -> bool:
-    """Whether arguments pass the tool's schema (used only to classify error responses)."""
-    tool = erp_sim.TOOLS.get(name)
-    if tool is None:
-        return False
-    try:
-        tool.args_model.model_validate(arguments)
-    except ValueError:  # pydantic's ValidationError is a ValueError
-        return False
-    return True
-
-
 class ExpenseItemizationEnv(gym.Env[str, str]):
     """
     ## Description
@@ -123,8 +114,20 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
     tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
     ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
-    Anything else (not JSON, wrong shape, unknown tool, arguments failing the tool's schema)
-    is an invalid action: an error observation, reward 0, the episode goes on.
+
+    Every action is one of three kinds, the same in the observation, ``info["action"]`` and
+    ``info["counts"]``:
+    - ``invalid``: the env could not turn it into a tool call the ERP accepts or a message: not
+      JSON, the wrong shape, an unknown tool, arguments failing the tool's schema or holding
+      what JSON tools refuse (NUL characters, lone surrogates, integers too long to print), a
+      message with such text, or any action after the episode ended. The observation is an error of the ERP's shape with
+      ``Error.Code == "InvalidAction"`` and the reason; ``info["action"]`` has
+      ``is_error=True, error_code="InvalidAction"``; it counts in ``invalid_actions`` only.
+      Nothing reaches the ERP; reward 0; the episode goes on.
+    - ``tool``: a well-formed call the ERP answered. ``is_error``/``error_code`` are the ERP's
+      (a business rule, a form state, an injected fault); it counts in ``tool_calls``, and in
+      ``tool_errors`` when the ERP answered with an error.
+    - ``message``: a message to the user; it counts in ``user_turns``.
 
     ## Observation Space
     ``AnyText(0, 400000)``: the tool's response exactly as the MCP server sends it (JSON with
@@ -172,7 +175,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``;
     - ``reward``: the reward in force, ``"success"`` or ``"strict"``.
     ``reset`` adds ``tools`` (the 22 tools in OpenAI function form) and ``system_prompt``.
-    ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code) and,
+    ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code; see
+    Action Space) and,
     on the terminating step, ``final_grade`` (``erp_sim.Grade`` as a dict, with strict success
     and collateral changes). After truncation use ``env.unwrapped.grade()``.
 
@@ -256,12 +260,17 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
                 self._info(kind="invalid")
         self._counts["steps"] += 1
         kind, payload = parse_action(action)
+        tool_name = payload[0] if kind == "tool" else None
+        if kind == "tool":
+            problem = call_problem(*payload)
+            if problem:
+                kind, payload = "invalid", problem
         if kind == "tool":
             observation, details = self._call_tool(*payload)
         elif kind == "message":
             observation, details = self._message_user(payload), {}
         else:
-            observation, details = self._invalid_action(payload), {}
+            observation, details = self._invalid_action(payload), {"tool": tool_name}
         self._last_observation = observation
         info = self._info(kind=kind, **details)
         if self._termination is not None:
@@ -300,9 +309,6 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self._counts["tool_calls"] += 1
         if response.is_error:
             self._counts["tool_errors"] += 1
-            schema_error = response.error_code == "ValidationError" and not arguments_valid(name, arguments)
-            if name not in erp_sim.TOOLS or schema_error:
-                self._counts["invalid_actions"] += 1
         self._refresh_progress()
         if self._progress.success:
             self._termination = "success"
@@ -350,6 +356,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             "termination_reason": self._termination,
             "reward": self.reward,
         }
-        if kind is not None:
+        if kind == "invalid":
+            info["action"] = {"kind": kind, "tool": tool, "is_error": True, "error_code": "InvalidAction"}
+        elif kind is not None:
             info["action"] = {"kind": kind, "tool": tool, "is_error": is_error, "error_code": error_code}
         return info
