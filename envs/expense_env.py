@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
@@ -23,6 +24,8 @@ MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error respon
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
 REWARDS = ("success", "strict")
+RESET_OPTIONS = ('Valid options: {"task_id": "<id>"} (a task of the env\'s task set) or {"task_index": <int>}; '
+                 "None draws a task with the env's seed.")
 
 
 def progress_info(state: Progress) -> dict:
@@ -138,8 +141,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     ## Starting State
     ``reset(seed=None, options=None)`` opens a fresh ERP session on one task of the task set:
-    ``options={"task_id": "hotel-007"}`` or ``{"task_index": 7}``, else a task drawn with
-    ``self.np_random``. No form is open.
+    ``options={"task_id": "hotel-007"}`` or ``{"task_index": 7}`` (an int), else a task drawn with
+    ``self.np_random``. No form is open. Any other key, both keys, an id not in the task set, or an
+    index that is not an int in range raises ``ValueError`` naming the valid options, before
+    anything changes: the env stays as it was and the next valid ``reset`` works.
 
     ## Rewards
     Everything is judged against the task's original facts (its header amount and currency),
@@ -231,8 +236,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
         super().reset(seed=seed)
-        self.task = self._choose_task(options or {})
+        self.task = chosen or self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.close()
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id, self._db_changes = target_line_id(self.session), -1
@@ -297,12 +303,32 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return self.session.grade()
 
     # --- helpers ---
-    def _choose_task(self, options: dict) -> erp_sim.Task:
+    def _task_from_options(self, options: Any) -> erp_sim.Task | None:
+        """The task ``options`` names, None to draw one, or ValueError naming the valid options."""
+        if options is None:
+            return None
+        if not isinstance(options, Mapping):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}. {RESET_OPTIONS}")
+        unknown = sorted(repr(key)[:60] for key in options if key not in ("task_id", "task_index"))
+        if unknown:
+            raise ValueError(f"Unknown reset option(s) {', '.join(unknown)}. {RESET_OPTIONS}")
+        if len(options) > 1:
+            raise ValueError(f"Give task_id or task_index, not both. {RESET_OPTIONS}")
         if "task_id" in options:
-            return erp_sim.get_task(self.task_set, str(options["task_id"]))
+            task_id = options["task_id"]
+            match = next((t for t in self.tasks if t.task_id == task_id), None) if isinstance(task_id, str) else None
+            if match is None:
+                shown = ", ".join(t.task_id for t in self.tasks[:3])
+                raise ValueError(f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(self.tasks)} "
+                                 f"ids are {shown}, ... (env.unwrapped.tasks).")
+            return match
         if "task_index" in options:
-            return erp_sim.get_task(self.task_set, int(options["task_index"]))
-        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+            index = options["task_index"]
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(self.tasks):
+                raise ValueError(f"task_index must be an int from 0 to {len(self.tasks) - 1} ({self.task_set!r} has "
+                                 f"{len(self.tasks)} tasks), got {repr(index)[:80]}.")
+            return self.tasks[int(index)]
+        return None
 
     def _call_tool(self, name: str, arguments: Any) -> tuple[str, dict]:
         response = self.session.call(name, arguments)

@@ -89,7 +89,7 @@ def test_reset_draws_tasks_with_np_random_and_accepts_task_options():
     assert len(set(drawn)) > 1
     assert env.reset(options={"task_id": "hotel-007"})[1]["task"]["task_id"] == "hotel-007"
     assert env.reset(options={"task_index": 7})[1]["task"]["task_id"] == env.unwrapped.tasks[7].task_id
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="is not a task of"):
         env.reset(options={"task_id": "no-such-task"})
 
 
