@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -104,6 +106,22 @@ def _loads(text: str, what: str) -> tuple[Any, str | None]:
         return None, f"{what} cannot be read ({reason})."
 
 
+@dataclass(frozen=True)
+class EnvSnapshot:
+    """An episode's saved state, opaque and picklable: give it to ``restore`` of an env of the same task set."""
+
+    task_set: str
+    data: bytes  # the pickled episode state (the ERP session travels as SQLite bytes)
+
+    def __repr__(self) -> str:
+        return f"EnvSnapshot(task_set={self.task_set!r}, {len(self.data):,} bytes)"
+
+
+# What an episode is: everything reset() sets and step() changes (the user model, as it may keep state).
+EPISODE_STATE = ("session", "task", "_line_id", "_summary", "_progress", "_potential", "_counts", "_termination",
+                 "_last_observation", "_task_info", "user", "_np_random", "_np_random_seed")
+
+
 class ExpenseItemizationEnv(gym.Env[str, str]):
     """
     ## Description
@@ -197,6 +215,16 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
     - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
+
+    ## Snapshots, pickling, vector envs
+    ``env.unwrapped.snapshot()`` returns an opaque, picklable ``EnvSnapshot`` of the episode (the
+    ERP database as SQLite bytes, the open forms, counters, user model, RNG); ``restore(snapshot)``
+    resumes from it, as often as wanted, so tree search and best-of-n branch without replaying.
+    The steps after a restore equal the steps after the snapshot. ``TimeLimit``'s step count
+    lives in the wrapper, not in the snapshot: to branch with truncation, deepcopy the wrapped env.
+    ``copy.deepcopy(env)`` and ``pickle`` work mid-episode, and so does
+    ``gym.make_vec(..., vectorization_mode="async")`` with the spawn start method
+    (``vector_kwargs={"context": "spawn", "shared_memory": False}``).
 
     ## Version History
     - v0: initial version.
@@ -301,6 +329,29 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if self.session is None:
             raise ResetNeeded("Call reset() before grade().")
         return self.session.grade()
+
+    # --- for tree search and best-of-n (never shown to the agent) ---
+    def snapshot(self) -> EnvSnapshot:
+        """The episode's state, to ``restore`` later (also in another process: it pickles). The steps after a
+        restore equal the steps after the snapshot. The user model must pickle (``"rule"`` and ``None`` do)."""
+        if self.session is None:
+            raise ResetNeeded("Call reset() before snapshot().")
+        return EnvSnapshot(self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}))
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        """Resume from ``snapshot`` (this env's current episode is closed); the snapshot stays reusable."""
+        if not isinstance(snapshot, EnvSnapshot):
+            raise TypeError(f"restore() takes an EnvSnapshot from snapshot(), got {type(snapshot).__name__}.")
+        if snapshot.task_set != self.task_set:
+            raise ValueError(f"The snapshot is of task set {snapshot.task_set!r}; this env plays {self.task_set!r}.")
+        state = pickle.loads(snapshot.data)
+        self.close()
+        self.__dict__.update(state)
+        self._db_changes = -1  # a new connection: its change counter starts again
+
+    def __setstate__(self, state: dict) -> None:  # pickle and deepcopy: the session's connection is new
+        self.__dict__.update(state)
+        self._db_changes = -1
 
     # --- helpers ---
     def _task_from_options(self, options: Any) -> erp_sim.Task | None:

@@ -91,6 +91,18 @@ def open_database(task: Task) -> sqlite3.Connection:
     return conn
 
 
+def database_bytes(conn: sqlite3.Connection) -> bytes:
+    """The whole database as bytes (SQLite's serialize): what pickling a session stores."""
+    return conn.serialize()
+
+
+def database_from_bytes(data: bytes) -> sqlite3.Connection:
+    """A fresh in-memory connection holding ``database_bytes``' output, set up like ``open_database``'s."""
+    conn = _new_connection()
+    conn.deserialize(data)
+    return conn
+
+
 def initial_dump(task: Task) -> dict[str, list[tuple]]:
     """The task's starting rows (what grading diffs against), computed once per template."""
     key = _template_key(task)

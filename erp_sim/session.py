@@ -17,7 +17,7 @@ import orjson
 import pydantic
 from pydantic import BaseModel, Field
 
-from erp_sim.database import open_database, state_hash
+from erp_sim.database import database_bytes, database_from_bytes, open_database, state_hash
 from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
@@ -206,6 +206,17 @@ class ErpSession:
 
     def close(self) -> None:
         self.db.close()
+
+    # --- pickling and copying (tree search, vector envs): the database travels as SQLite bytes ---
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["db"] = database_bytes(self.db)
+        state["_memo"], state["_read_cache"] = None, {}  # caches are keyed by the connection's change counter
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.db = database_from_bytes(state["db"])
 
 
 def call_problem(name: object, arguments: "dict[str, Any] | str | None") -> str | None:
