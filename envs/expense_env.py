@@ -6,17 +6,18 @@ import json
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from decimal import Decimal
 from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
+from pydantic import BaseModel
 from gymnasium.error import ResetNeeded
 
 import erp_sim
-from erp_sim import ledger
-from erp_sim.grading import Progress, progress, target_line_id
-from erp_sim.session import call_problem, json_value_problem
+from erp_sim.grading import Progress, expected_charges, grade_dict, grade_session, initial_rows, progress, target_line_id
+from erp_sim.session import json_value_problem, parse_call
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
@@ -30,13 +31,18 @@ RESET_OPTIONS = ('Valid options: {"task_id": "<id>"} (a task of the env\'s task 
                  "None draws a task with the env's seed.")
 
 
-def progress_info(state: Progress) -> dict:
-    """The live grade in ``info``: the cheap part of ``erp_sim.Grade``."""
+@lru_cache(maxsize=64)  # Progress is frozen and, while nothing changes, the same object step after step
+def _progress_info(state: Progress) -> dict:
     summary = state.summary
     return {"success": state.success, "remaining_amount": f"{summary.remaining:.2f}",
             "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
             "saved_lines": summary.line_count, "unsaved_rows": state.unsaved_rows,
             "itemization_form_open": state.itemization_form_open}
+
+
+def progress_info(state: Progress) -> dict:
+    """The live grade in ``info``: the cheap part of ``erp_sim.Grade`` (a fresh dict each time)."""
+    return dict(_progress_info(state))
 
 
 def rewarded(state: Progress, reward: str) -> bool:
@@ -118,7 +124,7 @@ class EnvSnapshot:
 
 
 # What an episode is: everything reset() sets and step() changes (the user model, as it may keep state).
-EPISODE_STATE = ("session", "task", "_line_id", "_summary", "_progress", "_potential", "_counts", "_termination",
+EPISODE_STATE = ("session", "task", "_line_id", "_progress", "_potential", "_counts", "_termination",
                  "_last_observation", "_task_info", "user", "_np_random", "_np_random_seed")
 
 
@@ -269,7 +275,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.task = chosen or self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.close()
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
-        self._line_id, self._db_changes = target_line_id(self.session), -1
+        self._line_id = target_line_id(self.session)
+        initial_rows(self.task), expected_charges(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
@@ -296,9 +303,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         kind, payload = parse_action(action)
         tool_name = payload[0] if kind == "tool" else None
         if kind == "tool":
-            problem = call_problem(*payload)
-            if problem:
-                kind, payload = "invalid", problem
+            try:
+                payload = parse_call(*payload)
+            except erp_sim.ErpError as exc:
+                kind, payload = "invalid", str(exc)
         if kind == "tool":
             observation, details = self._call_tool(*payload)
         elif kind == "message":
@@ -308,7 +316,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self._last_observation = observation
         info = self._info(kind=kind, **details)
         if self._termination is not None:
-            info["final_grade"] = self.grade().model_dump(mode="json")
+            info["final_grade"] = grade_dict(self.session, self._line_id, self._progress)
         return observation, self._reward(), self._termination is not None, False, info
 
     def render(self) -> str | None:
@@ -328,7 +336,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         """The full grade of the current ERP state (strict success, collateral changes, ...)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before grade().")
-        return self.session.grade()
+        self._refresh_progress()  # cheap when nothing changed; exact if the session was driven directly
+        return grade_session(self.session, self._line_id, self._progress)
 
     # --- for tree search and best-of-n (never shown to the agent) ---
     def snapshot(self) -> EnvSnapshot:
@@ -347,11 +356,6 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         state = pickle.loads(snapshot.data)
         self.close()
         self.__dict__.update(state)
-        self._db_changes = -1  # a new connection: its change counter starts again
-
-    def __setstate__(self, state: dict) -> None:  # pickle and deepcopy: the session's connection is new
-        self.__dict__.update(state)
-        self._db_changes = -1
 
     # --- helpers ---
     def _task_from_options(self, options: Any) -> erp_sim.Task | None:
@@ -381,8 +385,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             return self.tasks[int(index)]
         return None
 
-    def _call_tool(self, name: str, arguments: Any) -> tuple[str, dict]:
-        response = self.session.call(name, arguments)
+    def _call_tool(self, tool: erp_sim.Tool, arguments: BaseModel) -> tuple[str, dict]:
+        response = self.session.call_parsed(tool, arguments)
         self._counts["tool_calls"] += 1
         if response.is_error:
             self._counts["tool_errors"] += 1
@@ -392,11 +396,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return response.text, {"tool": response.tool, "is_error": response.is_error, "error_code": response.error_code}
 
     def _refresh_progress(self) -> None:
-        """Re-query the saved lines only if the database changed (sqlite's change counter moved)."""
-        changes = self.session.db.total_changes
-        if changes != self._db_changes:
-            self._summary, self._db_changes = ledger.itemization_summary(self.session.db, self._line_id), changes
-        self._progress = progress(self.session, self._line_id, self._summary)
+        """Cheap: grading caches its database reads until the next write."""
+        self._progress = progress(self.session, self._line_id)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1

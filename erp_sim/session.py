@@ -24,7 +24,7 @@ from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
 from erp_sim.grading import Grade, grade_session
 from erp_sim.tasks import Task
-from erp_sim.tools import TOOLS, Outcome
+from erp_sim.tools import TOOLS, Outcome, Tool
 
 Verbosity = Literal["default", "compact"]
 VERBOSITIES = ("default", "compact")
@@ -124,26 +124,34 @@ class ErpSession:
     # --- the one entry point ---
     def call(self, name: str, arguments: "dict[str, Any] | str | None" = None) -> ToolResponse:
         """Run a tool by name. Never raises for bad input: errors come back as error responses."""
-        self.call_count += 1
-        self._messages = []
-        tool = TOOLS.get(name) if isinstance(name, str) else None
+        try:
+            tool, args = parse_call(name, arguments)
+        except ErpError as exc:
+            self._start_call()
+            return self._error(name, TOOLS.get(name) if isinstance(name, str) else None, exc)
+        return self.call_parsed(tool, args)
+
+    def call_parsed(self, tool: "Tool", args: BaseModel) -> ToolResponse:
+        """Run a tool on arguments ``parse_call`` returned (the env checks actions with it first)."""
+        self._start_call()
         top = self.forms[-1] if self.forms else None
         warned_before = top.close_warned if top else False
         try:
-            if tool is None:
-                raise NotFoundError(_unknown_tool(name))
-            args = validate_arguments(tool, arguments)
             if self.faults:
                 self.faults.maybe_fail()
             outcome = tool.fn(self, args)
         except ErpError as exc:
-            return self._error(name, tool, exc)
+            return self._error(tool.name, tool, exc)
         except Exception as exc:  # a simulator bug: still an answer in the usual shape, and the episode goes on
-            return self._error(name, tool, InternalError(f"The server could not process the request ({type(exc).__name__}). "
-                                                         "Nothing was changed."))
-        if top is not None and top in self.forms and warned_before and name != "form_close_form":
+            return self._error(tool.name, tool, InternalError(
+                f"The server could not process the request ({type(exc).__name__}). Nothing was changed."))
+        if top is not None and top in self.forms and warned_before and tool.name != "form_close_form":
             top.close_warned = False  # a discard needs two closes in a row
-        return self._respond(name, tool, outcome)
+        return self._respond(tool.name, tool, outcome)
+
+    def _start_call(self) -> None:
+        self.call_count += 1
+        self._messages = []
 
     # --- responses ---
     def _envelope(self, result: str, payload: dict | None) -> dict:
@@ -219,17 +227,13 @@ class ErpSession:
         self.db = database_from_bytes(state["db"])
 
 
-def call_problem(name: object, arguments: "dict[str, Any] | str | None") -> str | None:
-    """Why ``call(name, arguments)`` would be refused before reaching the ERP (unknown tool, arguments
-    failing the tool's schema or the JSON checks), or None. What the env counts as an invalid action."""
+def parse_call(name: object, arguments: "dict[str, Any] | str | None") -> "tuple[Tool, BaseModel]":
+    """The tool and its typed arguments, or the ErpError ``call`` would answer with before reaching the ERP
+    (unknown tool, arguments failing the tool's schema or the JSON checks): what the env calls an invalid action."""
     tool = TOOLS.get(name) if isinstance(name, str) else None
-    try:
-        if tool is None:
-            raise NotFoundError(_unknown_tool(name))
-        validate_arguments(tool, arguments)
-    except ErpError as exc:
-        return str(exc)
-    return None
+    if tool is None:
+        raise NotFoundError(_unknown_tool(name))
+    return tool, validate_arguments(tool, arguments)
 
 
 def _unknown_tool(name: object) -> str:

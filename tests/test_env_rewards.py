@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from decimal import Decimal
 
 import gymnasium as gym
@@ -118,6 +119,8 @@ def test_one_line_with_the_whole_amount_earns_success_but_not_strict():
         _, rewards[reward], terminated, _, info = _itemize(env, whole)
         assert terminated and info["termination_reason"] == "success" and info["reward"] == reward
         assert info["final_grade"]["success"] and not info["final_grade"]["strict_success"]
+        assert info["final_grade"] == env.unwrapped.grade().model_dump(mode="json")
+        assert info["final_grade"]["unexpected_lines"] == [list(whole[0])]
     assert rewards == {"success": 1.0, "strict": 0.0}
 
 
@@ -141,3 +144,26 @@ def test_strict_reward_is_earned_by_the_receipts_charges():
 def test_unknown_reward_is_refused():
     with pytest.raises(ValueError, match="reward must be one of"):
         gym.make("erp_sim/ExpenseItemization-v0", reward="dense")
+
+
+def test_the_logged_collateral_diff_equals_the_full_table_diff():
+    from erp_sim.grading import collateral_changes, full_collateral_changes
+
+    session = erp_sim.ErpSession(erp_sim.get_task("hotel_50", 8))
+    line_id = target_line_id(session)
+    erp_sim.run_oracle(session)
+    assert collateral_changes(session, line_id) == full_collateral_changes(session, line_id) == []
+    other = session.db.execute("SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id WHERE "
+                               "l.line_type = 'ItemizedLine' AND r.status = 'Draft' AND l.parent_line_id != ?",
+                               (line_id,)).fetchone()
+    calls = [("data_update_entities", {"entitySetName": "ExpenseLines", "entities": [{"RecId": line_id, "Amount": "5.00"}]}),
+             ("data_update_entities", {"entitySetName": "ExpenseReports",
+                                       "entities": [{"ReportNumber": session.task.report_number, "Purpose": "x"}]})]
+    if other is not None:
+        calls.append(("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [other[0]]}))
+    for name, arguments in calls:
+        failed = session.call(name, arguments).is_error  # the first: an itemized line's amount is locked
+        logged = collateral_changes(session, line_id)
+        assert logged == full_collateral_changes(session, line_id) and (failed or logged)
+    clone = pickle.loads(pickle.dumps(session))  # the log travels with the database
+    assert collateral_changes(clone, line_id) == full_collateral_changes(session, line_id)
