@@ -24,20 +24,9 @@ import gymnasium as gym
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 import erp_sim
+from erp_sim.oracle import oracle_trace
 
 PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")
-
-
-def oracle_sequence(task: erp_sim.Task, verbosity: str) -> list[tuple[str, dict]]:
-    session, calls, sequence = erp_sim.ErpSession(task, verbosity=verbosity), erp_sim.oracle_calls(task), []
-    name, arguments = next(calls)
-    while True:
-        sequence.append((name, arguments))
-        try:
-            name, arguments = calls.send(session.call(name, arguments).text)
-        except StopIteration:
-            session.close()
-            return sequence
 
 
 def time_episode(task: erp_sim.Task, sequence, actions: list[str], envs_: list, verbosity: str) -> list[list[float]]:
@@ -75,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     wrapped = gym.make(args.env, verbosity=args.verbosity)
     unwrapped = gym.make(args.env, verbosity=args.verbosity).unwrapped
     tasks = wrapped.unwrapped.tasks[: args.tasks]
-    sequences = {t.task_id: oracle_sequence(t, args.verbosity) for t in tasks}
+    sequences = {t.task_id: oracle_trace(t, args.verbosity) for t in tasks}
     actions = {tid: [json.dumps({"name": n, "arguments": a}) for n, a in seq] for tid, seq in sequences.items()}
     steps = {path: [] for path in PATHS}  # per path: one list of step times per episode
     for _ in range(args.rounds):

@@ -12,21 +12,12 @@ from gymnasium.utils.env_checker import data_equivalence
 
 import erp_sim
 import erp_sim.envs  # noqa: F401
+from erp_sim.oracle import oracle_trace
 from test_env_vector import ENV_ID, rollout
 
 
-def _oracle_actions(task, count: int | None = None) -> list[str]:
-    """The oracle's first ``count`` calls as JSON actions, driven on a side session."""
-    session = erp_sim.ErpSession(task)
-    calls = erp_sim.oracle_calls(task)
-    actions, (name, arguments) = [], next(calls)
-    while count is None or len(actions) < count:
-        actions.append(json.dumps({"name": name, "arguments": arguments}))
-        try:
-            name, arguments = calls.send(session.call(name, arguments).text)
-        except StopIteration:
-            break
-    return actions
+def _oracle_actions(task) -> list[str]:
+    return [json.dumps({"name": name, "arguments": arguments}) for name, arguments in oracle_trace(task)]
 
 
 def _play(env, actions) -> list:
