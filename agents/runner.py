@@ -17,6 +17,7 @@ from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, InfrastructureError, Message
+from erp_sim.grading import Grade
 
 DEFAULT_MAX_MODEL_CALLS = 400
 EPISODE_ENDED = "The episode has ended; this call was not executed."
@@ -77,7 +78,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     trajectory.messages = transcript
     trajectory.termination = termination
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
-    trajectory.grade = grade.model_dump(mode="json") if grade is not None else {}
+    trajectory.grade = Grade.model_validate(grade) if grade is not None else None  # a remote grade arrives as its JSON dict
     trajectory.metrics = _metrics(trajectory, last_info)
     trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.types import Message, ToolSchema
+from erp_sim.grading import Grade
 
 
 class StepRecord(BaseModel):
@@ -57,7 +57,7 @@ class Trajectory(BaseModel):
     shown: list[list[Message]] = Field(default_factory=list, description="What the model was shown at each call (if kept).")
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
-    grade: dict[str, Any] = Field(default_factory=dict)
+    grade: Grade | None = Field(None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source.")
     termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped or infra_error.")
     failure_category: str | None = None
     infra_error: str | None = None

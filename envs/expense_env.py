@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
+import numpy as np
+from pydantic import BaseModel
 from gymnasium.error import ResetNeeded
 
 import erp_sim
+from erp_sim.session import json_value_problem, parse_call
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
@@ -22,10 +28,13 @@ MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
+REWARDS = ("success", "strict")
+RESET_OPTIONS = ('Valid options: {"task_id": "<id>"} (a task of the env\'s task set) or {"task_index": <int>}; '
+                 "None draws a task with the env's seed.")
 
 
-def progress_info(state: Progress) -> dict:
-    """The live grade in ``info``: the cheap part of ``erp_sim.Grade``."""
+@lru_cache(maxsize=64)  # Progress is frozen and, while nothing changes, the same object step after step
+def _progress_info(state: Progress) -> dict:
     summary = state.summary
     return {"success": state.success, "remaining_amount": f"{summary.remaining:.2f}",
             "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
@@ -33,10 +42,20 @@ def progress_info(state: Progress) -> dict:
             "itemization_form_open": state.itemization_form_open}
 
 
-def potential(state: Progress) -> Decimal:
-    """1 at success, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
+def progress_info(state: Progress) -> dict:
+    """The live grade in ``info``: the cheap part of ``erp_sim.Grade`` (a fresh dict each time)."""
+    return dict(_progress_info(state))
+
+
+def rewarded(state: Progress, reward: str) -> bool:
+    """Whether the state earns the reward in force: the study's success, or strict success."""
+    return state.strict_success if reward == "strict" else state.success
+
+
+def potential(state: Progress, reward: str = "success") -> Decimal:
+    """1 when the reward in force is earned, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
     summary = state.summary
-    if state.success:
+    if rewarded(state, reward):
         return Decimal(1)
     if not summary.total:
         return Decimal(0)
@@ -57,7 +76,8 @@ def parse_action(action: Any) -> tuple[str, Any]:
         try:
             action = json.dumps(action)
         except (TypeError, ValueError, RecursionError):
-            return "invalid", f"The action cannot be written as JSON. {_ACTION_SHAPES}"
+            problem = json_value_problem(dict(action), "action") or "it holds a value JSON cannot carry."
+            return "invalid", f"The action cannot be written as JSON: {problem} {_ACTION_SHAPES}"
     if not isinstance(action, str):
         return "invalid", f"The action must be a JSON string or a dict, got {type(action).__name__}. {_ACTION_SHAPES}"
     action, problem = _loads(action, "The action")
@@ -67,7 +87,8 @@ def parse_action(action: Any) -> tuple[str, Any]:
         return "invalid", f"The action must be a JSON object, got {type(action).__name__}. {_ACTION_SHAPES}"
     keys = set(action)
     if keys == {"message"} and isinstance(action["message"], str):
-        return "message", action["message"]
+        problem = json_value_problem(action["message"], "message")
+        return ("invalid", problem) if problem else ("message", action["message"])
     if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
         arguments = action.get("arguments")
         if isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
@@ -93,16 +114,20 @@ def _loads(text: str, what: str) -> tuple[Any, str | None]:
         return None, f"{what} cannot be read ({reason})."
 
 
-def arguments_valid(name: str, arguments: dict) -> bool:
-    """Whether arguments pass the tool's schema (used only to classify error responses)."""
-    tool = erp_sim.TOOLS.get(name)
-    if tool is None:
-        return False
-    try:
-        tool.args_model.model_validate(arguments)
-    except ValueError:  # pydantic's ValidationError is a ValueError
-        return False
-    return True
+@dataclass(frozen=True)
+class EnvSnapshot:
+    """An episode's saved state, opaque and picklable: give it to ``restore`` of an env of the same task set."""
+
+    task_set: str
+    data: bytes  # the pickled episode state (the ERP session travels as SQLite bytes)
+
+    def __repr__(self) -> str:
+        return f"EnvSnapshot(task_set={self.task_set!r}, {len(self.data):,} bytes)"
+
+
+# What an episode is: everything reset() sets and step() changes (the user model, as it may keep state).
+EPISODE_STATE = ("session", "task", "_line_id", "_progress", "_potential", "_counts", "_termination",
+                 "_last_observation", "_task_info", "user", "_np_random", "_np_random_seed")
 
 
 class ExpenseItemizationEnv(gym.Env[str, str]):
@@ -118,8 +143,20 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
     tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
     ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
-    Anything else (not JSON, wrong shape, unknown tool, arguments failing the tool's schema)
-    is an invalid action: an error observation, reward 0, the episode goes on.
+
+    Every action is one of three kinds, the same in the observation, ``info["action"]`` and
+    ``info["counts"]``:
+    - ``invalid``: the env could not turn it into a tool call the ERP accepts or a message: not
+      JSON, the wrong shape, an unknown tool, arguments failing the tool's schema or holding
+      what JSON tools refuse (NUL characters, lone surrogates, integers too long to print), a
+      message with such text, or any action after the episode ended. The observation is an error of the ERP's shape with
+      ``Error.Code == "InvalidAction"`` and the reason; ``info["action"]`` has
+      ``is_error=True, error_code="InvalidAction"``; it counts in ``invalid_actions`` only.
+      Nothing reaches the ERP; reward 0; the episode goes on.
+    - ``tool``: a well-formed call the ERP answered. ``is_error``/``error_code`` are the ERP's
+      (a business rule, a form state, an injected fault); it counts in ``tool_calls``, and in
+      ``tool_errors`` when the ERP answered with an error.
+    - ``message``: a message to the user; it counts in ``user_turns``.
 
     ## Observation Space
     ``AnyText(0, 400000)``: the tool's response exactly as the MCP server sends it (JSON with
@@ -130,19 +167,31 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     ## Starting State
     ``reset(seed=None, options=None)`` opens a fresh ERP session on one task of the task set:
-    ``options={"task_id": "hotel-007"}`` or ``{"task_index": 7}``, else a task drawn with
-    ``self.np_random``. No form is open.
+    ``options={"task_id": "hotel-007"}`` or ``{"task_index": 7}`` (an int), else a task drawn with
+    ``self.np_random``. No form is open. Any other key, both keys, an id not in the task set, or an
+    index that is not an int in range raises ``ValueError`` naming the valid options, before
+    anything changes: the env stays as it was and the next valid ``reset`` works.
 
     ## Rewards
-    ``reward_shaping="none"`` (default): 1.0 on the step that completes the itemization
-    (remaining exactly 0.00, every itemized line saved, the itemization form closed), else 0.0.
-    ``reward_shaping="potential"``: each step earns ``phi(s') - phi(s)`` with ``phi = 1`` at
-    success, else ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals
-    ``phi`` of the last state whatever ends the episode (success, the user, or ``TimeLimit``):
-    partial credit for the itemized share, none for over-itemization beyond the amount.
+    Everything is judged against the task's original facts (its header amount and currency),
+    never against amounts the agent rewrote in the ERP; any change outside the target line's
+    itemization (``collateral``) fails both rewards.
+    ``reward="success"`` (default, what the study measured): 1.0 on the step that completes the
+    itemization (saved lines add up to the task's amount, remaining exactly 0.00, no unsaved
+    rows, the itemization form closed, no collateral change), else 0.0.
+    ``reward="strict"``: as ``"success"``, and the saved lines must equal the receipt's charges as
+    a multiset of (subcategory, date, amount); one line with the whole amount earns nothing.
+    Train on ``"strict"``: ``"success"`` can be earned by a wrong itemization that adds up.
+    The episode ends at the study's success under either reward; ``info["reward"]`` names the
+    reward in force.
+    ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
+    step earns ``phi(s') - phi(s)`` with ``phi = 1`` when the reward in force is earned, else
+    ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals ``phi`` of the
+    last state whatever ends the episode (success, the user, or ``TimeLimit``): partial credit
+    for the itemized share, none for over-itemization beyond the amount.
 
     ## Episode End
-    Terminated on success; when the user ends the conversation (``user_ended``); when the
+    Terminated on the study's success (under either reward); when the user ends the conversation (``user_ended``); when the
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
     Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
@@ -154,9 +203,11 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``grade``: success, remaining_amount, itemized_fraction, saved_lines, unsaved_rows,
       itemization_form_open (the live state, not the transcript);
     - ``counts``: steps, tool_calls, invalid_actions, tool_errors, user_turns;
-    - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``.
+    - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``;
+    - ``reward``: the reward in force, ``"success"`` or ``"strict"``.
     ``reset`` adds ``tools`` (the 22 tools in OpenAI function form) and ``system_prompt``.
-    ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code) and,
+    ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code; see
+    Action Space) and,
     on the terminating step, ``final_grade`` (``erp_sim.Grade`` as a dict, with strict success
     and collateral changes). After truncation use ``env.unwrapped.grade()``.
 
@@ -168,9 +219,20 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
       the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
+    - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
     - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
+
+    ## Snapshots, pickling, vector envs
+    ``env.unwrapped.snapshot()`` returns an opaque, picklable ``EnvSnapshot`` of the episode (the
+    ERP database as SQLite bytes, the open forms, counters, user model, RNG); ``restore(snapshot)``
+    resumes from it, as often as wanted, so tree search and best-of-n branch without replaying.
+    The steps after a restore equal the steps after the snapshot. ``TimeLimit``'s step count
+    lives in the wrapper, not in the snapshot: to branch with truncation, deepcopy the wrapped env.
+    ``copy.deepcopy(env)`` and ``pickle`` work mid-episode, and so does
+    ``gym.make_vec(..., vectorization_mode="async")`` with the spawn start method
+    (``vector_kwargs={"context": "spawn", "shared_memory": False}``).
 
     ## Version History
     - v0: initial version.
@@ -180,10 +242,13 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def __init__(self, task_set: str = "hotel_50", *, verbosity: str = "default", user_model: Any = "rule",
                  receipt_in_instruction: bool = False, faults: Any = None,
+                 reward: Literal["success", "strict"] = "success",
                  reward_shaping: Literal["none", "potential"] = "none", max_user_turns: int = 10,
                  render_mode: str | None = None):
         if verbosity not in erp_sim.VERBOSITIES:
             raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward_shaping not in ("none", "potential"):
             raise ValueError(f"reward_shaping must be 'none' or 'potential', got {reward_shaping!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -197,7 +262,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(exc.args[0]) from None
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
         self.user: UserModel | None = make_user_model(user_model)
-        self.receipt_in_instruction, self.reward_shaping = receipt_in_instruction, reward_shaping
+        self.receipt_in_instruction, self.reward, self.reward_shaping = receipt_in_instruction, reward, reward_shaping
         self.max_user_turns, self.render_mode = max_user_turns, render_mode
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
@@ -207,15 +272,17 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
         super().reset(seed=seed)
-        self.task = self._choose_task(options or {})
+        self.task = chosen or self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.close()
-        from erp_sim.grading import target_line_id  # with the database layer: at the first reset, not at gym.make
+        from erp_sim.grading import expected_charges, initial_rows, target_line_id  # at the first reset, not at gym.make
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
-        self._line_id, self._db_changes = target_line_id(self.session), -1
+        self._line_id = target_line_id(self.session)
+        initial_rows(self.task), expected_charges(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
-        self._potential = potential(self._progress)
+        self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
         self._termination: str | None = None
         if self.user is not None:
@@ -238,16 +305,24 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
                 self._info(kind="invalid")
         self._counts["steps"] += 1
         kind, payload = parse_action(action)
+        tool_name = payload[0] if kind == "tool" else None
+        if kind == "tool":
+            try:
+                payload = parse_call(*payload)
+            except erp_sim.ErpError as exc:
+                kind, payload = "invalid", str(exc)
         if kind == "tool":
             observation, details = self._call_tool(*payload)
         elif kind == "message":
             observation, details = self._message_user(payload), {}
         else:
-            observation, details = self._invalid_action(payload), {}
+            observation, details = self._invalid_action(payload), {"tool": tool_name}
         self._last_observation = observation
         info = self._info(kind=kind, **details)
         if self._termination is not None:
-            info["final_grade"] = self.grade().model_dump(mode="json")
+            from erp_sim.grading import grade_dict
+
+            info["final_grade"] = grade_dict(self.session, self._line_id, self._progress)
         return observation, self._reward(), self._termination is not None, False, info
 
     def render(self) -> str | None:
@@ -267,38 +342,72 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         """The full grade of the current ERP state (strict success, collateral changes, ...)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before grade().")
-        return self.session.grade()
+        from erp_sim.grading import grade_session
+
+        self._refresh_progress()  # cheap when nothing changed; exact if the session was driven directly
+        return grade_session(self.session, self._line_id, self._progress)
+
+    # --- for tree search and best-of-n (never shown to the agent) ---
+    def snapshot(self) -> EnvSnapshot:
+        """The episode's state, to ``restore`` later (also in another process: it pickles). The steps after a
+        restore equal the steps after the snapshot. The user model must pickle (``"rule"`` and ``None`` do)."""
+        if self.session is None:
+            raise ResetNeeded("Call reset() before snapshot().")
+        return EnvSnapshot(self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}))
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        """Resume from ``snapshot`` (this env's current episode is closed); the snapshot stays reusable."""
+        if not isinstance(snapshot, EnvSnapshot):
+            raise TypeError(f"restore() takes an EnvSnapshot from snapshot(), got {type(snapshot).__name__}.")
+        if snapshot.task_set != self.task_set:
+            raise ValueError(f"The snapshot is of task set {snapshot.task_set!r}; this env plays {self.task_set!r}.")
+        state = pickle.loads(snapshot.data)
+        self.close()
+        self.__dict__.update(state)
 
     # --- helpers ---
-    def _choose_task(self, options: dict) -> erp_sim.Task:
+    def _task_from_options(self, options: Any) -> erp_sim.Task | None:
+        """The task ``options`` names, None to draw one, or ValueError naming the valid options."""
+        if options is None:
+            return None
+        if not isinstance(options, Mapping):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}. {RESET_OPTIONS}")
+        unknown = sorted(repr(key)[:60] for key in options if key not in ("task_id", "task_index"))
+        if unknown:
+            raise ValueError(f"Unknown reset option(s) {', '.join(unknown)}. {RESET_OPTIONS}")
+        if len(options) > 1:
+            raise ValueError(f"Give task_id or task_index, not both. {RESET_OPTIONS}")
         if "task_id" in options:
-            return erp_sim.get_task(self.task_set, str(options["task_id"]))
+            task_id = options["task_id"]
+            match = next((t for t in self.tasks if t.task_id == task_id), None) if isinstance(task_id, str) else None
+            if match is None:
+                shown = ", ".join(t.task_id for t in self.tasks[:3])
+                raise ValueError(f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(self.tasks)} "
+                                 f"ids are {shown}, ... (env.unwrapped.tasks).")
+            return match
         if "task_index" in options:
-            return erp_sim.get_task(self.task_set, int(options["task_index"]))
-        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+            index = options["task_index"]
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(self.tasks):
+                raise ValueError(f"task_index must be an int from 0 to {len(self.tasks) - 1} ({self.task_set!r} has "
+                                 f"{len(self.tasks)} tasks), got {repr(index)[:80]}.")
+            return self.tasks[int(index)]
+        return None
 
-    def _call_tool(self, name: str, arguments: Any) -> tuple[str, dict]:
-        response = self.session.call(name, arguments)
+    def _call_tool(self, tool: erp_sim.Tool, arguments: BaseModel) -> tuple[str, dict]:
+        response = self.session.call_parsed(tool, arguments)
         self._counts["tool_calls"] += 1
         if response.is_error:
             self._counts["tool_errors"] += 1
-            schema_error = response.error_code == "ValidationError" and not arguments_valid(name, arguments)
-            if name not in erp_sim.TOOLS or schema_error:
-                self._counts["invalid_actions"] += 1
         self._refresh_progress()
         if self._progress.success:
             self._termination = "success"
         return response.text, {"tool": response.tool, "is_error": response.is_error, "error_code": response.error_code}
 
     def _refresh_progress(self) -> None:
-        """Re-query the saved lines only if the database changed (sqlite's change counter moved)."""
-        from erp_sim import ledger
-        from erp_sim.grading import progress
+        """Cheap: grading caches its database reads until the next write."""
+        from erp_sim.grading import progress  # with the database layer: at the first reset, not at gym.make
 
-        changes = self.session.db.total_changes
-        if changes != self._db_changes:
-            self._summary, self._db_changes = ledger.itemization_summary(self.session.db, self._line_id), changes
-        self._progress = progress(self.session, self._line_id, self._summary)
+        self._progress = progress(self.session, self._line_id)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1
@@ -321,8 +430,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _reward(self) -> float:
         if self.reward_shaping == "none":
-            return 1.0 if self._termination == "success" else 0.0
-        value = potential(self._progress)
+            return 1.0 if self._termination == "success" and rewarded(self._progress, self.reward) else 0.0
+        value = potential(self._progress, self.reward)
         reward, self._potential = value - self._potential, value
         return float(reward)
 
@@ -333,7 +442,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             "grade": progress_info(self._progress),
             "counts": dict(self._counts),
             "termination_reason": self._termination,
+            "reward": self.reward,
         }
-        if kind is not None:
+        if kind == "invalid":
+            info["action"] = {"kind": kind, "tool": tool, "is_error": True, "error_code": "InvalidAction"}
+        elif kind is not None:
             info["action"] = {"kind": kind, "tool": tool, "is_error": is_error, "error_code": error_code}
         return info

@@ -68,10 +68,24 @@ def _catalog_database() -> sqlite3.Connection:
     return conn
 
 
+# Triggers log every row a write touches, whatever the path (forms, data tools, actions), so grading
+# diffs only those rows. Not one of TABLE_NAMES: no dump, hash or entity set includes it.
+CHANGE_LOG = "erp_changed_rows"
+
+
+def _change_log_ddl() -> str:
+    triggers = "".join(
+        f"CREATE TRIGGER erp_log_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
+        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs) + "END;"
+        for table in TABLE_NAMES for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"])))
+    return f"CREATE TABLE {CHANGE_LOG} (tbl TEXT NOT NULL, rec_id INTEGER NOT NULL);{triggers}"
+
+
 def _build_template(task: Task) -> sqlite3.Connection:
     conn = _new_connection()
     _catalog_database().backup(conn)  # copied: cheaper than running the DDL and catalog inserts again
     _insert(conn, build_rows(task))
+    conn.executescript(_change_log_ddl())  # after the task's rows: the log starts empty
     return conn
 
 
@@ -88,6 +102,18 @@ def open_database(task: Task) -> sqlite3.Connection:
         _templates.move_to_end(key)
     conn = _new_connection()
     template.backup(conn)
+    return conn
+
+
+def database_bytes(conn: sqlite3.Connection) -> bytes:
+    """The whole database as bytes (SQLite's serialize): what pickling a session stores."""
+    return conn.serialize()
+
+
+def database_from_bytes(data: bytes) -> sqlite3.Connection:
+    """A fresh in-memory connection holding ``database_bytes``' output, set up like ``open_database``'s."""
+    conn = _new_connection()
+    conn.deserialize(data)
     return conn
 
 

@@ -51,3 +51,9 @@ class ResponseTooLargeError(ErpError):
     """The response would exceed the real server's 160,000-character limit."""
 
     code = "ResponseTooLarge"
+
+
+class InternalError(ErpError):
+    """A simulator bug caught at the session boundary: reported as an error response, never raised."""
+
+    code = "InternalError"

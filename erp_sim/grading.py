@@ -1,8 +1,14 @@
 """Grading an episode from the final ERP state (and the open forms), never from the transcript.
 
-- ``success``: the study's "full itemization": remaining exactly 0.00, no unsaved rows, and
-  the itemization form of the target line closed.
-- ``itemized_fraction``: saved itemized amount / header amount (the study's "mean itemized amount").
+Everything is judged against the task's original facts (its header amount and currency, and the
+target line as the task built it), never against what the agent may have rewritten in the ERP:
+
+- ``success``: the study's "full itemization": the saved itemized lines add up to the task's
+  header amount exactly (remaining 0.00), no unsaved rows, the itemization form of the target
+  line closed, and no collateral change. Rewriting the line's amount and itemizing the new
+  amount is a collateral change, so it is not success.
+- ``itemized_fraction``: saved itemized amount / the task's header amount (the study's "mean
+  itemized amount").
 - ``strict_success``: success, and the saved lines equal the receipt's charges as a multiset of
   (subcategory, date, amount). The study scores only the remainder; we report both.
 - ``collateral``: every change outside the target line's itemization, like AppWorld's DB diffs.
@@ -10,15 +16,18 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from erp_sim import ledger
-from erp_sim.database import TABLE_NAMES, initial_dump, table_dump
+from erp_sim.database import CHANGE_LOG, TABLE_NAMES, initial_dump, table_dump
+from erp_sim.models import TABLES
 from erp_sim.money import ZERO, money_text
 
 if TYPE_CHECKING:
@@ -28,12 +37,13 @@ Charge = tuple[str, str, str]  # (subcategory, date, amount)
 
 
 class Grade(BaseModel):
-    success: bool = Field(description="Remaining exactly 0.00, all rows saved, itemization form closed.")
+    success: bool = Field(description="Remaining exactly 0.00 against the task's amount, all rows saved, itemization "
+                                      "form closed, no collateral change.")
     strict_success: bool = Field(description="Success and saved lines equal the receipt items as a multiset.")
     itemized_fraction: float = Field(description="Saved itemized amount / header amount.")
-    header_amount: str = Field(description="Amount of the target line.")
+    header_amount: str = Field(description="The task's amount of the target line (not what the ERP holds now).")
     itemized_amount: str = Field(description="Sum of saved itemized lines.")
-    remaining_amount: str = Field(description="Header amount minus saved itemized lines.")
+    remaining_amount: str = Field(description="The task's header amount minus saved itemized lines.")
     saved_lines: int = Field(description="Saved itemized lines of the target line.")
     expected_lines: int = Field(description="Charges on the receipt.")
     unsaved_rows: int = Field(description="Unsaved rows in an open itemization form of the target line.")
@@ -55,74 +65,176 @@ def target_line_id(session: "ErpSession") -> int:
 
 @dataclass(frozen=True)
 class Progress:
-    """The cheap part of the grade (no line matching, no database diff): what success needs."""
+    """The cheap part of the grade: what success needs. The collateral diff and the line matching run
+    only once everything cheaper already holds (typically once per episode), and are cached per
+    database version."""
 
-    summary: ledger.ItemizationSummary
+    summary: ledger.ItemizationSummary  # total is the task's header amount
     unsaved_rows: int
     itemization_form_open: bool
+    collateral_free: bool  # False also when not checked because something cheaper failed
+    matches_receipt: bool  # saved lines == receipt charges as a multiset; checked only at success
+
+    @property
+    def zero_remainder(self) -> bool:
+        summary = self.summary
+        return (summary.remaining == ZERO and summary.line_count > 0 and self.unsaved_rows == 0
+                and not self.itemization_form_open)
 
     @property
     def success(self) -> bool:
-        """The zero-remainder rule: remaining exactly 0.00, lines saved, itemization form closed."""
-        return (self.summary.remaining == ZERO and self.summary.line_count > 0 and self.unsaved_rows == 0
-                and not self.itemization_form_open)
+        """The study's full itemization, against the task's own amount, with nothing else changed."""
+        return self.zero_remainder and self.collateral_free
+
+    @property
+    def strict_success(self) -> bool:
+        return self.success and self.matches_receipt
 
 
-def progress(session: "ErpSession", line_id: int, summary: ledger.ItemizationSummary | None = None) -> Progress:
-    """``summary`` may be passed in by callers that know the database has not changed since they read it."""
+def progress(session: "ErpSession", line_id: int) -> Progress:
+    """Cheap: it depends only on the database (cached until its next write) and the target's open forms."""
     forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") == line_id]
-    return Progress(summary or ledger.itemization_summary(session.db, line_id),
-                    sum(len(f.pending.get("rows", {})) for f in forms), bool(forms))
+    unsaved, form_open = sum(len(f.pending.get("rows", ())) for f in forms), bool(forms)
+    return session.cached_read(f"grade/progress/{line_id}/{unsaved}/{form_open}",
+                               lambda: _progress(session, line_id, unsaved, form_open))
 
 
-def grade_session(session: "ErpSession") -> Grade:
+def _progress(session: "ErpSession", line_id: int, unsaved: int, form_open: bool) -> Progress:
+    saved, itemized, count = _saved_lines(session, line_id)
+    state = Progress(ledger.ItemizationSummary(session.task.header_decimal, itemized, count), unsaved, form_open, False, False)
+    if not state.zero_remainder:
+        return state
+    collateral_free = not _collateral(session, line_id)
+    matches = collateral_free and saved == expected_charges(session.task)
+    return replace(state, collateral_free=collateral_free, matches_receipt=matches)
+
+
+def _collateral(session: "ErpSession", line_id: int) -> list[str]:
+    """``collateral_changes``, cached until the database next changes (callers must not mutate it)."""
+    return session.cached_read(f"grade/collateral/{line_id}", lambda: collateral_changes(session, line_id))
+
+
+def _saved_lines(session: "ErpSession", line_id: int) -> tuple[Counter, Decimal, int]:
+    """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version."""
+    def read():
+        saved = Counter(tuple(r) for r in session.db.execute(
+            "SELECT subcategory, transaction_date, amount FROM expense_line WHERE parent_line_id = ?", (line_id,)))
+        return saved, sum((Decimal(c[2]) * n for c, n in saved.items()), ZERO), sum(saved.values())
+    return session.cached_read(f"grade/lines/{line_id}", read)
+
+
+_expected: dict[tuple[str, str, int], Counter] = {}
+
+
+def expected_charges(task) -> Counter:
+    """The receipt's charges as a multiset of (subcategory, date, amount), built once per task."""
+    key = (task.task_set, task.task_id, task.seed)
+    if key not in _expected:
+        if len(_expected) >= 256:
+            _expected.pop(next(iter(_expected)))
+        _expected[key] = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in task.receipt_items)
+    return _expected[key]
+
+
+def grade_session(session: "ErpSession", line_id: int | None = None, state: Progress | None = None) -> Grade:
+    """The full grade. ``line_id`` (the target's RecId) and ``state`` (its current ``progress``) may be
+    passed by callers that know them."""
+    return Grade.model_validate(grade_dict(session, line_id, state))
+
+
+def grade_dict(session: "ErpSession", line_id: int | None = None, state: Progress | None = None) -> dict:
+    """The full grade as ``Grade.model_dump(mode="json")`` would give it, without the model's cost (the env
+    puts it in the terminating step's ``info``)."""
     task = session.task
-    line_id = target_line_id(session)
-    state = progress(session, line_id)
+    line_id = target_line_id(session) if line_id is None else line_id
+    state = state or progress(session, line_id)
     summary = state.summary
-    saved = Counter((r["subcategory"], r["transaction_date"], r["amount"]) for r in ledger.itemized_lines(session.db, line_id))
-    expected = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in task.receipt_items)
-    return Grade(
-        success=state.success,
-        strict_success=state.success and saved == expected,
-        itemized_fraction=float(summary.itemized / summary.total) if summary.total else 0.0,
-        header_amount=money_text(summary.total),
-        itemized_amount=money_text(summary.itemized),
-        remaining_amount=money_text(summary.remaining),
-        saved_lines=summary.line_count,
-        expected_lines=len(task.receipt_items),
-        unsaved_rows=state.unsaved_rows,
-        itemization_form_open=state.itemization_form_open,
-        missing_charges=sorted((expected - saved).elements()),
-        unexpected_lines=sorted((saved - expected).elements()),
-        duplicate_lines=sorted(c for c, n in saved.items() if c in expected for _ in range(n - expected[c])),
-        collateral=collateral_changes(session, line_id),
-    )
+    saved, expected = _saved_lines(session, line_id)[0], expected_charges(task)
+    return {
+        "success": state.success,
+        "strict_success": state.success and saved == expected,
+        "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
+        "header_amount": money_text(summary.total),
+        "itemized_amount": money_text(summary.itemized),
+        "remaining_amount": money_text(summary.remaining),
+        "saved_lines": summary.line_count,
+        "expected_lines": len(task.receipt_items),
+        "unsaved_rows": state.unsaved_rows,
+        "itemization_form_open": state.itemization_form_open,
+        "missing_charges": [list(c) for c in sorted((expected - saved).elements())],
+        "unexpected_lines": [list(c) for c in sorted((saved - expected).elements())],
+        "duplicate_lines": [list(c) for c in sorted(c for c, n in saved.items() if c in expected
+                                                     for _ in range(n - expected[c]))],
+        "collateral": list(_collateral(session, line_id)),
+    }
+
+
+def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
+    """The (table, RecId) pairs writes have touched since the task began (some may be unchanged again).
+
+    Logged by triggers in every task database (``database.CHANGE_LOG``), whatever the write path, so the
+    collateral diff reads only touched rows: the full diff of every table cost ~5 ms, more than an
+    episode's whole env overhead."""
+    return [tuple(r) for r in db.execute(f"SELECT DISTINCT tbl, rec_id FROM {CHANGE_LOG} ORDER BY tbl, rec_id")]
 
 
 def collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
     """Row-level diff against the task's initial database, minus the target's own itemization."""
-    before = initial_dump(session.task)
-    after = table_dump(session.db)
-    columns = {t: [d[1] for d in session.db.execute(f"PRAGMA table_info({t})")] for t in TABLE_NAMES}
+    before = initial_rows(session.task)
+    touched: dict[str, list[int]] = {}
+    for table, rec_id in changed_rows(session.db):
+        touched.setdefault(table, []).append(rec_id)
     changes = []
     for table in TABLE_NAMES:
-        old, new = {r[0]: r for r in before[table]}, {r[0]: r for r in after[table]}
-        cols = columns[table]
-        for rec_id in sorted(old.keys() | new.keys()):
-            a, b = old.get(rec_id), new.get(rec_id)
-            if a == b:
-                continue
-            if table == "expense_line" and _within_itemization(a, b, cols, line_id):
-                continue
-            if a is None:
-                changes.append(f"{table} RecId {rec_id} created")
-            elif b is None:
-                changes.append(f"{table} RecId {rec_id} deleted")
-            else:
-                diffs = [f"{c}: {x!r} -> {y!r}" for c, x, y in zip(cols, a, b) if x != y]
-                changes.append(f"{table} RecId {rec_id} changed ({'; '.join(diffs)})")
+        if table not in touched:
+            continue
+        cols = _column_names()[table]
+        now = {r[0]: tuple(r) for r in session.db.execute(
+            f"SELECT * FROM {table} WHERE id IN (SELECT rec_id FROM {CHANGE_LOG} WHERE tbl = ?)", (table,))}
+        for rec_id in touched[table]:
+            changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), now.get(rec_id))
     return changes
+
+
+def full_collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
+    """The same diff over every row of every table (slow; what tests check the logged diff against)."""
+    before = initial_rows(session.task)
+    after = {t: {r[0]: r for r in rows} for t, rows in table_dump(session.db).items()}
+    changes = []
+    for table in TABLE_NAMES:
+        cols = _column_names()[table]
+        for rec_id in sorted(before[table].keys() | after[table].keys()):
+            changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), after[table].get(rec_id))
+    return changes
+
+
+@lru_cache(maxsize=1)
+def _column_names() -> dict[str, list[str]]:
+    return {model.__tablename__: [c.name for c in model.__table__.columns] for model in TABLES}
+
+
+_initial_rows: dict[tuple[str, str, int], dict[str, dict[int, tuple]]] = {}
+
+
+def initial_rows(task) -> dict[str, dict[int, tuple]]:
+    """The task's starting rows by table and RecId, built once per task."""
+    key = (task.task_set, task.task_id, task.seed)
+    if key not in _initial_rows:
+        if len(_initial_rows) >= 256:
+            _initial_rows.pop(next(iter(_initial_rows)))
+        _initial_rows[key] = {t: {r[0]: r for r in rows} for t, rows in initial_dump(task).items()}
+    return _initial_rows[key]
+
+
+def _row_change(table: str, cols: list[str], line_id: int, rec_id: int, a, b) -> list[str]:
+    if a == b or (table == "expense_line" and _within_itemization(a, b, cols, line_id)):
+        return []
+    if a is None:
+        return [f"{table} RecId {rec_id} created"]
+    if b is None:
+        return [f"{table} RecId {rec_id} deleted"]
+    diffs = [f"{c}: {x!r} -> {y!r}" for c, x, y in zip(cols, a, b) if x != y]
+    return [f"{table} RecId {rec_id} changed ({'; '.join(diffs)})"]
 
 
 def _within_itemization(old, new, cols: list[str], line_id: int) -> bool:

@@ -167,8 +167,6 @@ def validate_itemized_values(header: sqlite3.Row, raw: dict[str, object], contro
     if missing:
         raise ValidationError(f"Field(s) {', '.join(missing)} must be filled in.")
     amount = parse_money(raw["amount"], controls["amount"])
-    if amount == ZERO:
-        raise ValidationError(f"{controls['amount']}: an itemized line must have an amount greater than 0.00.")
     return ItemizedValues(
         subcategory=parse_subcategory(raw["subcategory"], header["category_id"], controls["subcategory"]),
         transaction_date=parse_date(raw["transaction_date"], controls["transaction_date"]),

@@ -92,3 +92,20 @@ def run_oracle(session) -> list:
             name, arguments = calls.send(response.text)
     except StopIteration:
         return responses
+
+
+def oracle_trace(task: Task, verbosity: str = "default") -> list[Call]:
+    """The oracle's whole call sequence for ``task``, played on a side session (for replays and benchmarks)."""
+    from erp_sim.session import ErpSession  # the oracle itself only reads responses; this helper needs a session
+
+    session = ErpSession(task, verbosity=verbosity)
+    calls, trace = oracle_calls(task), []
+    name, arguments = next(calls)
+    try:
+        while True:
+            trace.append((name, arguments))
+            name, arguments = calls.send(session.call(name, arguments).text)
+    except StopIteration:
+        return trace
+    finally:
+        session.close()

@@ -17,12 +17,12 @@ import orjson
 import pydantic
 from pydantic import BaseModel, Field
 
-from erp_sim.errors import ErpError, FormStateError, NotFoundError, ResponseTooLargeError, ValidationError
+from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
 from erp_sim.tasks import Task
-from erp_sim.tools import TOOLS, Outcome
+from erp_sim.tools import TOOLS, Outcome, Tool
 
 if TYPE_CHECKING:
     from erp_sim.grading import Grade
@@ -127,25 +127,34 @@ class ErpSession:
     # --- the one entry point ---
     def call(self, name: str, arguments: "dict[str, Any] | str | None" = None) -> ToolResponse:
         """Run a tool by name. Never raises for bad input: errors come back as error responses."""
-        self.call_count += 1
-        self._messages = []
-        tool = TOOLS.get(name) if isinstance(name, str) else None
+        try:
+            tool, args = parse_call(name, arguments)
+        except ErpError as exc:
+            self._start_call()
+            return self._error(name, TOOLS.get(name) if isinstance(name, str) else None, exc)
+        return self.call_parsed(tool, args)
+
+    def call_parsed(self, tool: "Tool", args: BaseModel) -> ToolResponse:
+        """Run a tool on arguments ``parse_call`` returned (the env checks actions with it first)."""
+        self._start_call()
         top = self.forms[-1] if self.forms else None
         warned_before = top.close_warned if top else False
         try:
-            if tool is None:
-                raise NotFoundError(f"Unknown tool {str(name)[:100]!r}. Tools: {', '.join(TOOLS)}.")
-            args = tool.args_model.model_validate(_parse_arguments(arguments))
             if self.faults:
                 self.faults.maybe_fail()
             outcome = tool.fn(self, args)
-        except pydantic.ValidationError as exc:
-            return self._error(name, tool, ValidationError(_describe_validation_error(name, exc)))
         except ErpError as exc:
-            return self._error(name, tool, exc)
-        if top is not None and top in self.forms and warned_before and name != "form_close_form":
+            return self._error(tool.name, tool, exc)
+        except Exception as exc:  # a simulator bug: still an answer in the usual shape, and the episode goes on
+            return self._error(tool.name, tool, InternalError(
+                f"The server could not process the request ({type(exc).__name__}). Nothing was changed."))
+        if top is not None and top in self.forms and warned_before and tool.name != "form_close_form":
             top.close_warned = False  # a discard needs two closes in a row
-        return self._respond(name, tool, outcome)
+        return self._respond(tool.name, tool, outcome)
+
+    def _start_call(self) -> None:
+        self.call_count += 1
+        self._messages = []
 
     # --- responses ---
     def _envelope(self, result: str, payload: dict | None) -> dict:
@@ -175,8 +184,13 @@ class ErpSession:
 
     @staticmethod
     def _render(envelope: dict) -> str:
-        """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json)."""
-        return orjson.dumps(envelope).decode()
+        """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json).
+
+        orjson refuses integers beyond 64 bits; the standard library writes them (same bytes otherwise)."""
+        try:
+            return orjson.dumps(envelope).decode()
+        except TypeError:
+            return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
 
     def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
         envelope = self._envelope(outcome.result, outcome.payload)
@@ -208,6 +222,87 @@ class ErpSession:
     def close(self) -> None:
         self.db.close()
 
+    # --- pickling and copying (tree search, vector envs): the database travels as SQLite bytes ---
+    def __getstate__(self) -> dict:
+        from erp_sim.database import database_bytes
+
+        state = self.__dict__.copy()
+        state["db"] = database_bytes(self.db)
+        state["_memo"], state["_read_cache"] = None, {}  # caches are keyed by the connection's change counter
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        from erp_sim.database import database_from_bytes
+
+        self.__dict__.update(state)
+        self.db = database_from_bytes(state["db"])
+
+
+def parse_call(name: object, arguments: "dict[str, Any] | str | None") -> "tuple[Tool, BaseModel]":
+    """The tool and its typed arguments, or the ErpError ``call`` would answer with before reaching the ERP
+    (unknown tool, arguments failing the tool's schema or the JSON checks): what the env calls an invalid action."""
+    tool = TOOLS.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise NotFoundError(_unknown_tool(name))
+    return tool, validate_arguments(tool, arguments)
+
+
+def _unknown_tool(name: object) -> str:
+    return f"Unknown tool {str(name)[:100]!r}. Tools: {', '.join(TOOLS)}."
+
+
+def validate_arguments(tool, arguments: "dict[str, Any] | str | None") -> BaseModel:
+    """The tool's typed arguments, or a ValidationError naming what is wrong. Never raises anything else."""
+    raw = _parse_arguments(arguments)
+    problem = json_value_problem(raw)
+    if problem:
+        raise ValidationError(f"Invalid arguments for {tool.name}: {problem}")
+    try:
+        return tool.args_model.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(_describe_validation_error(tool.name, exc)) from None
+
+
+MAX_ARGUMENT_DEPTH = 32
+MAX_INT_BITS = 4_000 * 3  # well under Python's 4,300-digit limit on printing integers (~14,000 bits)
+
+
+def json_value_problem(value: Any, path: str = "arguments", depth: int = 0) -> str | None:
+    """What makes ``value`` unfit as tool arguments, or None: only JSON values, no NUL characters
+    or lone surrogates in any text (SQLite and UTF-8 refuse them), no integers too long to print,
+    no nesting deeper than MAX_ARGUMENT_DEPTH. Checked before any tool sees the arguments."""
+    if depth > MAX_ARGUMENT_DEPTH:
+        return f"{path}: nested more than {MAX_ARGUMENT_DEPTH} levels deep."
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{path}: text must not contain NUL characters (\\u0000)."
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path}: text must be valid Unicode (it contains a lone surrogate such as \\ud800)."
+        return None
+    if isinstance(value, int):
+        return f"{path}: the integer has too many digits." if value.bit_length() > MAX_INT_BITS else None
+    if isinstance(value, float):  # NaN and infinities are the tools' to refuse, naming their field
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}: keys must be text, got {type(key).__name__}."
+            problem = json_value_problem(key, f"{path} key", depth + 1) or json_value_problem(item, f"{path}.{key[:40]}", depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_value_problem(item, f"{path}[{index}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    return f"{path}: {type(value).__name__} is not a JSON value."
+
 
 def _parse_arguments(arguments: "dict | str | None") -> dict:
     if arguments is None or arguments == "":
@@ -221,6 +316,8 @@ def _parse_arguments(arguments: "dict | str | None") -> dict:
             raise ValidationError(f"The arguments are not valid JSON: {exc.msg} at position {exc.pos}.") from None
         except ValueError as exc:  # e.g. an integer literal over Python's 4,300-digit limit
             raise ValidationError(f"The arguments cannot be read: {exc}.") from None
+        except RecursionError:
+            raise ValidationError(f"The arguments cannot be read: nested more than {MAX_ARGUMENT_DEPTH} levels deep.") from None
     if not isinstance(arguments, dict):
         raise ValidationError(f"The arguments must be a JSON object, got {type(arguments).__name__}.")
     return arguments

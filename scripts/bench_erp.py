@@ -14,23 +14,13 @@ import platform
 import statistics
 import time
 
-from erp_sim import ErpSession, load_task_set, oracle_calls, run_oracle
+from erp_sim import ErpSession, load_task_set, run_oracle
+from erp_sim.oracle import oracle_trace
 from erp_sim.database import _templates
 
 
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
-
-
-def oracle_trace(task) -> list[tuple[str, dict]]:
-    session, calls, trace = ErpSession(task), oracle_calls(task), []
-    name, args = next(calls)
-    try:
-        while True:
-            trace.append((name, args))
-            name, args = calls.send(session.call(name, args).text)
-    except StopIteration:
-        return trace
 
 
 def main() -> None:

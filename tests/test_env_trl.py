@@ -70,7 +70,7 @@ def test_adapter_messages_the_user_and_handles_bad_values():
     env = ErpToolEnv()
     env.reset(seed=1)
     assert "receipt is already attached" in env.send_message_to_user("Can you attach the receipt?")
-    assert '"InvalidAction"' not in env.form_select_grid_row(gridName="X", rowNumber=5)  # schema error, as the server says
+    assert '"InvalidAction"' in env.form_select_grid_row(gridName="X", rowNumber=5)  # an int: fails the schema
     assert env.info["counts"]["invalid_actions"] == 1
 
 

@@ -89,7 +89,7 @@ def test_reset_draws_tasks_with_np_random_and_accepts_task_options():
     assert len(set(drawn)) > 1
     assert env.reset(options={"task_id": "hotel-007"})[1]["task"]["task_id"] == "hotel-007"
     assert env.reset(options={"task_index": 7})[1]["task"]["task_id"] == env.unwrapped.tasks[7].task_id
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="is not a task of"):
         env.reset(options={"task_id": "no-such-task"})
 
 
@@ -213,7 +213,8 @@ def test_malformed_actions_never_raise_and_count_as_invalid():
         assert obs in env.observation_space and reward == 0.0 and not terminated and not truncated, repr(action)[:80]
         assert json.loads(obs)["Result"].startswith("Error"), repr(action)[:80]
         assert info["counts"]["invalid_actions"] == count, repr(action)[:80]
-        assert info["action"]["kind"] in ("invalid", "tool")
+        assert info["action"]["kind"] == "invalid" and info["action"]["error_code"] == "InvalidAction"
+        assert json.loads(obs)["Error"]["Code"] == "InvalidAction" and info["counts"]["tool_calls"] == 0
     assert env.step(FIND_MENU)[4]["counts"]["invalid_actions"] == len(MALFORMED)
 
 
@@ -223,8 +224,14 @@ def test_invalid_action_observation_has_the_simulator_error_shape():
     envelope = json.loads(env.step("oops")[0])
     assert envelope["Error"]["Code"] == "InvalidAction"
     assert set(envelope) == {"SessionId", "Result", "Messages", "Error"}
-    simulator_error = json.loads(env.step('{"name": "nope"}')[0])
-    assert {"SessionId", "Result", "Messages", "Error"} <= set(simulator_error)
+    for action in ('{"name": "nope"}', '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 3}}',
+                   '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "\\u0000"}}'):
+        observation, _, _, _, info = env.step(action)
+        envelope = json.loads(observation)
+        assert envelope["Error"]["Code"] == "InvalidAction" and set(envelope) == {"SessionId", "Result", "Messages", "Error"}
+        assert info["action"] == {"kind": "invalid", "tool": json.loads(action)["name"], "is_error": True,
+                                  "error_code": "InvalidAction"}
+    assert info["counts"]["invalid_actions"] == 4 and info["counts"]["tool_calls"] == info["counts"]["tool_errors"] == 0
 
 
 def test_business_errors_are_not_invalid_actions():

@@ -109,7 +109,7 @@ def test_bad_calls_get_error_responses_in_the_same_shape_and_change_nothing(sess
 
 
 @pytest.mark.parametrize("amount, fragment", [
-    ("NaN", "finite"), (float("inf"), "finite"), ("-5", "negative"), ("1.234", "two decimal places"),
+    ("NaN", "not a number"), (float("inf"), "finite"), ("-5", "negative"), ("1.234", "two decimal places"),
     ("2000000", "exceeds the limit"), ("ten", "not a number"), (True, "expected an amount"), ("0", "greater than 0.00"),
 ])
 def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
@@ -117,8 +117,6 @@ def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
     session.call("form_click_control", {"controlName": "NewLine"})
     response = session.call("form_set_control_values", {"controlValues": [
         {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}, {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]})
-    if not response.is_error:  # "0" passes the format check and fails the business rule at save
-        response = session.call("form_save_form", {})
     assert response.is_error and "TrvExpTrans_AmountCurr" in response.result and fragment in response.result
     assert session.grade().saved_lines == 0
 

@@ -11,8 +11,9 @@ CHARGE, OTHER = ("Room tax", "2026-03-02", "12.50"), ("Daily room rate", "2026-0
 
 
 def trajectory(termination="user_ended", messages=None, steps=20, invalid=0, **grade) -> Trajectory:
-    base = {"success": False, "remaining_amount": "12.50", "unsaved_rows": 0, "itemization_form_open": False,
-            "missing_charges": [], "unexpected_lines": [], "duplicate_lines": []}
+    base = {"success": False, "strict_success": False, "itemized_fraction": 0.9, "header_amount": "125.00",
+            "itemized_amount": "112.50", "remaining_amount": "12.50", "saved_lines": 1, "expected_lines": 2, "unsaved_rows": 0,
+            "itemization_form_open": False, "missing_charges": [], "unexpected_lines": [], "duplicate_lines": []}
     return Trajectory(task_id="t", task_set="s", termination=termination, messages=messages or [],
                       metrics=EpisodeMetrics(steps=steps, invalid_actions=invalid), grade={**base, **grade})
 

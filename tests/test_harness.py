@@ -30,7 +30,7 @@ def env():
 def test_scripted_agent_with_full_history_solves_every_hotel_task(env):
     for task in load_task_set("hotel_50"):
         trajectory = run_episode(env, ScriptedAgent(), task_id=task.task_id)
-        assert trajectory.termination == "success" and trajectory.grade["strict_success"], task.task_id
+        assert trajectory.termination == "success" and trajectory.grade.strict_success, task.task_id
         assert trajectory.failure_category is None
 
 
@@ -38,7 +38,7 @@ def test_scripted_agent_solves_every_expense_type():
     environment = gym.make("erp_sim/AllExpenseTypes-v0")
     for task in load_task_set("expense_types"):
         trajectory = run_episode(environment, ScriptedAgent(), task_id=task.task_id)
-        assert trajectory.grade["strict_success"], task.task_id
+        assert trajectory.grade.strict_success, task.task_id
 
 
 def test_metrics_are_exact_token_counts_of_what_was_shown(env):
@@ -65,7 +65,7 @@ def test_pruning_makes_the_agent_reread_and_a_summary_avoids_it(env):
     full = run_episode(env, ScriptedAgent(), task_id="hotel-049")
     pruned = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"), task_id="hotel-049")
     summarized = run_episode(env, wrap(ScriptedAgent(), "last_n_summary:n=5,w=3"), task_id="hotel-049")
-    assert full.grade["success"] and pruned.grade["success"] and summarized.grade["success"]
+    assert full.grade.success and pruned.grade.success and summarized.grade.success
     def rereads(trajectory):
         return sum("ViewReceipt" in c["function"]["arguments"] for m in trajectory.messages for c in m.get("tool_calls") or [])
 
@@ -108,7 +108,7 @@ def test_openai_path_records_and_replays_an_identical_trajectory(env, fake_opena
     cassette = tmp_path / "episode.jsonl"
     model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url, temperature=0, seed=7)
     recorded = run_episode(env, ModelAgent(RecordingModel(model, cassette)), task_id="hotel-004")
-    assert recorded.grade["success"] and recorded.grade == reference.grade
+    assert recorded.grade.success and recorded.grade == reference.grade
     assert recorded.steps[0].reported_input_tokens == 10  # usage as the server reported it
     assert fake_openai_server.requests[0]["temperature"] == 0 and fake_openai_server.requests[0]["seed"] == 7
     fake_openai_server.fail_always(500)  # replay must never touch the server
@@ -142,9 +142,9 @@ def test_recall_model_misreads_far_back_facts_deterministically(env):
 
     first, again = run(1), run(1)
     assert first.deterministic_dump() == again.deterministic_dump()
-    assert not first.grade["success"] and first.failure_category in {"wrong_amount", "over_itemization"}
+    assert not first.grade.success and first.failure_category in {"wrong_amount", "over_itemization"}
     pruned = run(1, "last_n:n=2")  # re-reading keeps the receipt close: fewer misreadings
-    assert len(pruned.grade["unexpected_lines"]) < len(first.grade["unexpected_lines"])
+    assert len(pruned.grade.unexpected_lines) < len(first.grade.unexpected_lines)
 
 
 def test_eval_parses_scripted_agent_options():

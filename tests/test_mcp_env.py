@@ -25,7 +25,7 @@ def test_scripted_agent_with_a_policy_solves_tasks_in_process_one_episode_per_re
         env = McpEnv(server, task=task, user_model=RuleBasedUser(), grade=store_grade(server))
         try:
             trajectory = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"))
-            assert trajectory.termination == "success" and trajectory.grade["strict_success"]
+            assert trajectory.termination == "success" and trajectory.grade.strict_success
             assert len(trajectory.tools) == 22 and trajectory.metrics.tool_errors == 0
         finally:
             env.close()
@@ -68,7 +68,7 @@ def test_over_streamable_http_with_tokens_and_the_admin_grade_route(tmp_path):
             trajectory = run_episode(env, wrap(ScriptedAgent(), "last_n_summary:n=5,w=3"))
         finally:
             env.close()
-        assert trajectory.termination == "success" and trajectory.grade["strict_success"]
+        assert trajectory.termination == "success" and trajectory.grade.strict_success
     finally:
         server.terminate()
         server.wait(timeout=30)

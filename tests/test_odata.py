@@ -274,7 +274,7 @@ def test_invalid_row_in_a_batch_writes_nothing(db, target):
     ({"ParentRecId": None}, ValidationError, "ParentRecId must be filled in"),
     ({"Amount": "abc"}, ValidationError, "Amount: 'abc' is not a number"),
     ({"Amount": "1.234"}, ValidationError, "more than two decimal places"),
-    ({"Amount": -5}, ValidationError, "must not be negative"),
+    ({"Amount": -5}, ValidationError, "must be greater than 0.00"),
     ({"Amount": 0}, ValidationError, "greater than 0.00"),
     ({"Amount": float("nan")}, ValidationError, "finite"),
     ({"Amount": 5_000_000}, ValidationError, "exceeds the limit"),

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
+RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
 DEFAULT_OUT = "runs/eval"
 
 
@@ -134,7 +135,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     return {
         "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": spec.agent,
         "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
-        "grade": {k: grade[k] for k in ("success", "strict_success", "itemized_fraction", "remaining_amount", "collateral")},
+        "grade": grade.model_dump(mode="json", include=RESULT_GRADE_FIELDS) if grade is not None else {},
         "metrics": trajectory.metrics.model_dump(mode="json"),
         "termination": trajectory.termination, "failure_category": trajectory.failure_category,
         "infra_error": trajectory.infra_error, "trajectory": str(relative),

@@ -31,7 +31,7 @@ _CLAIMS_ZERO = re.compile(r"remaining[^.\n]{0,40}?\b0\.00\b", re.IGNORECASE)
 
 def classify_failure(trajectory: Trajectory) -> str | None:
     grade = trajectory.grade
-    if grade.get("success"):
+    if grade is not None and grade.success:
         return None
     metrics = trajectory.metrics
     if trajectory.termination == "stalled":
@@ -40,18 +40,20 @@ def classify_failure(trajectory: Trajectory) -> str | None:
         return "step_limit"
     if metrics.steps and metrics.invalid_actions > metrics.steps / 4:
         return "invalid_tool_calls"
-    remaining = Decimal(grade.get("remaining_amount", "0"))
+    if grade is None:  # no grade source: only the transcript can tell
+        return "stale_state" if _claimed_zero(trajectory) else "premature_termination"
+    remaining = Decimal(grade.remaining_amount)
     if remaining < 0:
         return "over_itemization"
-    missing = [tuple(c) for c in grade.get("missing_charges", [])]
-    unexpected = [tuple(c) for c in grade.get("unexpected_lines", [])]
-    if grade.get("duplicate_lines") or any(count > 1 for count in Counter(unexpected).values()):
+    missing = [tuple(c) for c in grade.missing_charges]
+    unexpected = [tuple(c) for c in grade.unexpected_lines]
+    if grade.duplicate_lines or any(count > 1 for count in Counter(unexpected).values()):
         return "duplicate_line"
     if any((d, a) in {(md, ma) for _, md, ma in missing} for _, d, a in unexpected):
         return "wrong_subcategory"
     if any((s, d) in {(ms, md) for ms, md, _ in missing} for s, d, _ in unexpected):
         return "wrong_amount"
-    if remaining == 0 and (grade.get("unsaved_rows") or grade.get("itemization_form_open")):
+    if remaining == 0 and (grade.unsaved_rows or grade.itemization_form_open):
         return "unsaved_or_unclosed_form"
     if _claimed_zero(trajectory):
         return "stale_state"

@@ -1,7 +1,9 @@
 """TrvItemization: split one expense line into itemized lines until the remaining amount is 0.00.
 
-Unsaved rows live in the form (``form.pending["rows"]``) until ``form_save_form``; the
-Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
+Unsaved rows live in the form (``form.pending["rows"]``) until ``form_save_form``: new rows,
+edits of saved lines, and deletions of saved lines (``DeleteLine`` hides the row and marks it;
+the line is deleted at save, and a double close discards the deletion like any other edit).
+The Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
 nothing: one invalid row names itself and nothing is written.
 """
 
@@ -68,6 +70,8 @@ class ItemizationForm(FormDefinition):
         for line in ledger.itemized_lines(session.db, form.context["line_id"]):
             saved = _saved_values(line)
             edit = pending.get(line["id"])
+            if edit and edit.get("deleted"):
+                continue
             out.append((line["id"], {**saved, **edit["values"]} if edit else saved, "Modified" if edit else "Saved"))
         out += [(key, row["values"], "New") for key, row in pending.items() if isinstance(key, str)]
         return out
@@ -124,7 +128,7 @@ class ItemizationForm(FormDefinition):
             return None
         line = session.db.execute("SELECT * FROM expense_line WHERE id = ? AND parent_line_id = ?",
                                   (key, form.context["line_id"])).fetchone()
-        if line is None:
+        if line is None or (edit and edit.get("deleted")):
             return None
         saved = _saved_values(line)
         return (key, {**saved, **edit["values"]}, "Modified") if edit else (key, saved, "Saved")
@@ -151,14 +155,13 @@ class ItemizationForm(FormDefinition):
             if selected is None:
                 raise FormStateError("Select a row in ItemizationGrid first (form_select_grid_row).")
             row_key = selected[0]
+            form.grid_state(GRID).selected_key = None
             if isinstance(row_key, str):
                 del _rows(form)[row_key]
-            else:
-                with ledger.transaction(session.db):
-                    ledger.delete_itemized_line(session.db, row_key)
-                _rows(form).pop(row_key, None)
-            form.grid_state(GRID).selected_key = None
-            return "The itemized line was deleted."
+                return "The new itemized line was removed."
+            _rows(form)[row_key] = {"values": selected[1], "deleted": True}
+            return ("The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
+                    "discards the deletion).")
         if key == "viewreceipt":
             receipt = ledger.receipt_of_line(session.db, form.context["line_id"])
             if receipt is None:
@@ -199,6 +202,11 @@ class ItemizationForm(FormDefinition):
         numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
         with ledger.transaction(session.db):
             for key, row in pending.items():
+                if row.get("deleted"):
+                    ledger.delete_itemized_line(session.db, key)
+            for key, row in pending.items():
+                if row.get("deleted"):
+                    continue
                 try:
                     values = ledger.validate_itemized_values(header, row["values"], CONTROL_OF)
                 except ValidationError as exc:

@@ -57,7 +57,10 @@ class RegistryTool(Tool):
         return bound
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        size = len(json.dumps(arguments, ensure_ascii=False).encode())
+        try:  # lone surrogates and integers too long to print are the session's to refuse, in its usual shape
+            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):
+            size = 0
         if size > self._max_argument_bytes:
             raise ToolError(f"The arguments are {size:,} bytes; the limit is {self._max_argument_bytes:,}. Nothing was done.")
         try:
