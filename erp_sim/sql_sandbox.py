@@ -199,8 +199,7 @@ def run_select(conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = No
         elif "interrupted" in message and budget.reason:
             message = budget.reason
         elif "user-defined function raised exception" in message:
-            message = "a function's argument is out of range (printf width or precision over " \
-                      f"{PRINTF_MAX_WIDTH:,}, or a value too big)"
+            message = getattr(_builtins, "refusal", None) or "a function's argument is out of range"
         raise ValidationError(f"sqlQuery: {message}.") from None
     except sqlite3.Warning as exc:  # e.g. "You can only execute one statement at a time."
         raise ValidationError(f"sqlQuery: {exc}") from None

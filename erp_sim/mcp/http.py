@@ -88,7 +88,7 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
         if (refusal := refused(request)) is not None:
             return refusal
         try:
-            return JSONResponse(episodes.grade(request.path_params["ident"]))
+            return JSONResponse(await episodes.grade_when_free(request.path_params["ident"]))
         except KeyError:
             return JSONResponse({"error": "no such session"}, status_code=404)
 
@@ -97,9 +97,9 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
         if (refusal := refused(request)) is not None:
             return refusal
         key = episodes.key_of(request.path_params["ident"])
-        if key is None:
+        summary = await episodes.close_when_free(key) if key is not None else None
+        if summary is None:
             return JSONResponse({"error": "no such active session"}, status_code=404)
-        summary = episodes.close(key)
         episodes.write_grade_file()
         return JSONResponse(summary)
 

@@ -16,10 +16,13 @@ import os
 import random
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
+import anyio.to_thread
 
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
@@ -28,6 +31,10 @@ from erp_sim.tasks import Task, get_task, load_task_set
 logger = logging.getLogger("erp_sim.mcp")
 
 FINISHED_KEPT = 1024  # grades of closed episodes kept for evaluators (oldest dropped first)
+
+
+ENDED = ("This session's ERP episode has ended (it was idle too long, its MCP session ended, or an evaluator closed "
+         "it) and its state is gone. Start a new MCP session (or use a new session key).")
 
 
 class EpisodeError(Exception):
@@ -45,6 +52,7 @@ class Episode:
     last_used: float
     calls: int = 0
     grade: dict | None = None
+    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one call at a time, in arrival order
 
     @property
     def id(self) -> str:
@@ -59,7 +67,11 @@ class Episode:
 
 
 class EpisodeStore:
-    """All episodes of one server; every method runs on the server's event loop (no locks needed)."""
+    """All episodes of one server.
+
+    Bookkeeping runs on the server's event loop; the ERP work of a call runs on a worker thread,
+    under the episode's lock, so a slow call delays only later calls of its own episode.
+    """
 
     def __init__(self, task_set: str = "hotel_50", task_id: str | int | None = None, *, verbosity: str = "default",
                  faults: FaultProfile | str | float | None = None, seed: int | None = None,
@@ -95,8 +107,7 @@ class EpisodeStore:
                                    f"open a new session for another task.")
             return episode
         if key in self.expired_keys:
-            raise EpisodeError("This session's ERP episode has ended (it was idle too long, or an evaluator closed it) "
-                               "and its state is gone. Start a new MCP session (or use a new session key).")
+            raise EpisodeError(ENDED)
         task = self._choose_task(requested_task)
         instance = self._per_task[task.task_id]  # a lone client on a task sees the env's SessionId
         self._per_task[task.task_id] += 1
@@ -109,13 +120,18 @@ class EpisodeStore:
             self._regrade(episode)
         return episode
 
-    def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
-        """``ErpSession.call``, plus bookkeeping: idle clock, call count, and the grade file after each change."""
-        episode.last_used = time.monotonic()
-        episode.calls += 1
-        response = episode.session.call(name, arguments)
-        if self.grade_file and not response.is_error and not response.read_only:
-            self._regrade(episode)
+    async def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
+        """``ErpSession.call`` off the event loop, in order per episode, plus bookkeeping: idle clock,
+        call count, and the grade file after each change."""
+        async with episode.lock:
+            if self.active.get(episode.key) is not episode:
+                raise EpisodeError(ENDED)
+            episode.last_used = time.monotonic()
+            episode.calls += 1
+            response = await anyio.to_thread.run_sync(episode.session.call, name, arguments)
+            if self.grade_file and not response.is_error and not response.read_only:
+                await anyio.to_thread.run_sync(self._regrade, episode)
+            episode.last_used = time.monotonic()
         return response
 
     def _choose_task(self, requested: str | int | None) -> Task:
@@ -151,12 +167,20 @@ class EpisodeStore:
         logger.info("episode %s closed after %d call(s)", episode.id, episode.calls)
         return summary
 
+    async def close_when_free(self, key: str) -> dict | None:
+        """Close an episode once its running call (if any) is done; None if it had ended meanwhile."""
+        episode = self.active.get(key)
+        if episode is None:
+            return None
+        async with episode.lock:
+            return self.close(key) if self.active.get(key) is episode else None
+
     def reap(self, now: float | None = None) -> list[str]:
         """Close every episode idle for longer than the timeout; returns their ids."""
         if self.idle_timeout_s is None:
             return []
         now = time.monotonic() if now is None else now
-        idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s]
+        idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()]
         closed = [self.close(key)["session_id"] for key in idle]
         if closed:
             self.write_grade_file()
@@ -193,6 +217,14 @@ class EpisodeStore:
             return self._grade(self.active[key])
         closed = next((i for k, i in self.expired_keys.items() if ident in (k, k.partition(":")[2])), ident)
         return self.finished[closed]
+
+    async def grade_when_free(self, ident: str) -> dict:
+        """``grade``, waiting for the episode's running call so the grade never sees half a call."""
+        key = self.key_of(ident)
+        if key is None:
+            return self.grade(ident)
+        async with self.active[key].lock:
+            return self.grade(ident)
 
     def _grade(self, episode: Episode) -> dict:
         episode.grade = episode.session.grade().model_dump(mode="json")

@@ -64,7 +64,10 @@ class RegistryTool(Tool):
             episode = current_episode(self._episodes)
         except EpisodeError as exc:
             raise ToolError(str(exc)) from None
-        response = self._episodes.call(episode, self.name, arguments)
+        try:
+            response = await self._episodes.call(episode, self.name, arguments)
+        except EpisodeError as exc:
+            raise ToolError(str(exc)) from None
         if response.is_error:
             raise ToolError(response.text, log_level=logging.DEBUG)
         return ToolResult(content=response.text)
