@@ -64,3 +64,19 @@ async def test_calls_of_one_episode_keep_their_order():
         results = await asyncio.gather(*calls)
     assert [r.is_error for r in results] == [False, True, False, True]  # the second close finds no form
     assert json.loads(results[3].content[0].text)["Error"]["Code"] == "InvalidFormState"
+
+
+async def test_shared_session_keys_are_an_operator_opt_in():
+    for shared, key in [(False, "client:process:run-1"), (True, "client:run-1")]:
+        server = build_server(shared_session_keys=shared)
+        async with Client(server) as client:
+            await client.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": "run-1"})
+        assert [s["key"] for s in server.episodes.summaries()] == [key]
+
+
+async def test_the_episode_cap_refuses_with_a_clear_error():
+    server = build_server(max_episodes=2)
+    async with Client(server) as client:
+        results = [await client.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": f"k{i}"}) for i in range(3)]
+    assert [r.is_error for r in results] == [False, False, True]
+    assert "2 episodes, its limit" in results[2].content[0].text

@@ -4,15 +4,19 @@ Admin routes (registered only when an admin token is configured; they need
 ``Authorization: Bearer <admin token>``, never the client token, and are not MCP, so an
 agent cannot reach them through its tools):
 
-- ``GET  /admin/sessions``                  every episode: SessionId, key, task, calls, state
+- ``GET  /admin/sessions``                  every episode: handle, SessionId, key, task, calls, state
 - ``GET  /admin/sessions/{id}/grade``       a fresh grade (active) or the final one (closed);
-  ``id`` is the ``SessionId`` shown in every tool response, or the client's session key
+  ``id`` is the episode's ``handle`` (drawn by the server), or the ``SessionId`` shown in every
+  tool response when exactly one episode has it (409 when several do)
 - ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
+
+Ending an MCP session (``DELETE /mcp`` with its ``Mcp-Session-Id``) grades and frees its episodes.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -22,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.sessions import EpisodeStore
 
+logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
 
 
@@ -68,6 +73,28 @@ class BodySizeLimit:
                 await _too_large(self.max_bytes)(scope, receive, send)
 
 
+class EndedSessionsAreGraded:
+    """After a successful ``DELETE`` of an MCP session, grade and free the episodes it opened."""
+
+    def __init__(self, app: ASGIApp, episodes: EpisodeStore, path: str):
+        self.app, self.episodes, self.path = app, episodes, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "DELETE" or scope["path"].rstrip("/") != self.path:
+            return await self.app(scope, receive, send)
+        session_id, status = Headers(scope=scope).get("mcp-session-id"), [0]
+
+        async def watching_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watching_send)
+        if session_id and 200 <= status[0] < 300:
+            closed = await self.episodes.close_owned_by(f"session:{session_id}")
+            logger.info("MCP session ended: %d episode(s) graded and freed", len(closed))
+
+
 def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
     """Register the evaluator's routes on ``server`` (served by its HTTP app only)."""
     expected = admin_token.encode()
@@ -91,22 +118,28 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
             return JSONResponse(await episodes.grade_when_free(request.path_params["ident"]))
         except KeyError:
             return JSONResponse({"error": "no such session"}, status_code=404)
+        except LookupError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
 
     @server.custom_route("/admin/sessions/{ident}/close", methods=["POST"], include_in_schema=False)
     async def close_session(request: Request) -> Response:
         if (refusal := refused(request)) is not None:
             return refusal
-        key = episodes.key_of(request.path_params["ident"])
+        try:
+            key = episodes.key_of(request.path_params["ident"])
+        except LookupError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
         summary = await episodes.close_when_free(key) if key is not None else None
         if summary is None:
             return JSONResponse({"error": "no such active session"}, status_code=404)
-        episodes.write_grade_file()
         return JSONResponse(summary)
 
 
 def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None,
                     json_response: bool = True):
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
-    return server.http_app(path=path, middleware=[Middleware(BodySizeLimit, max_bytes=max_request_bytes)],
+    middleware = [Middleware(BodySizeLimit, max_bytes=max_request_bytes),
+                  Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path)]
+    return server.http_app(path=path, middleware=middleware,
                            json_response=json_response, host_origin_protection="auto",
                            session_idle_timeout=idle_timeout_s or NEVER_S)

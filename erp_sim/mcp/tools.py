@@ -2,7 +2,9 @@
 
 Which episode a request belongs to:
 1. a key the client chose: the ``X-ERP-Session`` HTTP header or ``_meta["erp-sim/session"]``
-   (lets stateless 2026-07-28 clients keep an episode, and any client resume one);
+   (lets stateless 2026-07-28 clients keep an episode); a key belongs to whoever opened it: the
+   MCP session, or for stateless HTTP requests the token's principal, so another client sending
+   the same key gets its own episode (unless the operator shares keys: ``--shared-session-keys``);
 2. otherwise the MCP session: ``Mcp-Session-Id`` over streamable HTTP, the connection on stdio
    or in memory (handshake-era protocol, 2025-11-25 and older);
 3. otherwise, for stateless 2026-07-28 requests, the process on stdio and in memory (one client);
@@ -19,7 +21,7 @@ from typing import Any
 
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.context import Context
-from fastmcp.server.dependencies import get_context
+from fastmcp.server.dependencies import get_access_token, get_context
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from mcp_types import ToolAnnotations
@@ -81,19 +83,26 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
     headers = request.request.headers if request is not None and request.request is not None else {}
     key = meta.get(SESSION_META) or headers.get(SESSION_HEADER)
     task = meta.get(TASK_META) or headers.get(TASK_HEADER)
+    if request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        owner = f"session:{ctx.session_id}"
+    elif request is not None and request.request is not None:
+        token = get_access_token()
+        owner = f"principal:{token.client_id if token else 'anonymous'}"
+    else:
+        owner = "process"
     if key is not None:
         if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
             raise EpisodeError(f"The session key must be a string of 1 to {MAX_KEY_CHARS} characters.")
-        key = f"client:{key}"
-    elif request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        key = f"client:{key}" if episodes.shared_keys else f"client:{owner}:{key}"
+    elif owner.startswith("session:"):
         key = f"mcp:{ctx.session_id}"
-    elif request is not None and request.request is not None:
+    elif owner.startswith("principal:"):
         raise EpisodeError(NO_SESSION)
     else:
         key = "process"
     if task is not None and not isinstance(task, (str, int)):
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
-    return episodes.episode(key, task)
+    return episodes.episode(key, task, owner)
 
 
 def task_brief(episodes: EpisodeStore) -> dict[str, str]:
