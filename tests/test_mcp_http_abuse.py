@@ -85,3 +85,11 @@ async def test_admin_routes_name_episodes_by_server_handles_only(capped_url):
     assert by_handle.json()["handle"] == by_session_id.json()["handle"] == episodes[0]["handle"]
     handles = [s["handle"] for s in await listed(capped_url)]
     assert len(handles) == len(set(handles))
+
+
+async def test_unknown_tools_answer_the_erp_error_json_over_http(capped_url):
+    http, client = http_client(capped_url)
+    async with http, client:
+        unknown = await client.call_tool("form_launch_rocket", {})
+    envelope = json.loads(unknown.content[0].text)
+    assert unknown.is_error and envelope["Error"]["Code"] == "NotFound" and "form_launch_rocket" in envelope["Result"]

@@ -24,11 +24,15 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.server.context import reset_transport, set_transport
 from fastmcp.server.lifespan import lifespan
+from fastmcp.utilities.logging import temporary_log_level
+from mcp.server.stdio import stdio_server
 
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.http import add_admin_routes, create_http_app
 from erp_sim.mcp.sessions import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
+from erp_sim.mcp.stdio import CappedWriter, LimitedLines
 from erp_sim.mcp.tools import register
 from erp_sim.session import VERBOSITIES
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
@@ -51,6 +55,21 @@ class ErpMcpServer(FastMCP):
         super().__init__(**kwargs)
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
+
+    async def run_stdio_async(self, show_banner: bool = False, log_level: str | None = None,
+                              stateless: bool = False) -> None:
+        """fastmcp's stdio runner, with our stdin/stdout (``erp_sim.mcp.stdio``) handed to the SDK transport."""
+        token = set_transport("stdio")
+        try:
+            with temporary_log_level(log_level):
+                async with self._lifespan_manager():
+                    writer = CappedWriter(sys.stdout.fileno())
+                    lines = LimitedLines(sys.stdin.fileno(), writer, self.max_request_bytes)
+                    async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
+                        await self._mcp_server.run(read_stream, write_stream,
+                                                   self._mcp_server.create_initialization_options())
+        finally:
+            reset_transport(token)
 
     def streamable_http_app(self, *, json_response: bool = True):
         """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped.

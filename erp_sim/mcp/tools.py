@@ -22,6 +22,7 @@ from typing import Any
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.context import Context
 from fastmcp.server.dependencies import get_access_token, get_context
+from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from mcp_types import ToolAnnotations
@@ -59,20 +60,34 @@ class RegistryTool(Tool):
         return bound
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        size = len(json.dumps(arguments, ensure_ascii=False).encode())
-        if size > self._max_argument_bytes:
-            raise ToolError(f"The arguments are {size:,} bytes; the limit is {self._max_argument_bytes:,}. Nothing was done.")
-        try:
-            episode = current_episode(self._episodes)
-        except EpisodeError as exc:
-            raise ToolError(str(exc)) from None
-        try:
-            response = await self._episodes.call(episode, self.name, arguments)
-        except EpisodeError as exc:
-            raise ToolError(str(exc)) from None
-        if response.is_error:
-            raise ToolError(response.text, log_level=logging.DEBUG)
-        return ToolResult(content=response.text)
+        return await answer(self._episodes, self.name, arguments, self._max_argument_bytes)
+
+
+async def answer(episodes: EpisodeStore, name: str, arguments: Any, max_argument_bytes: int) -> ToolResult:
+    """The caller's episode answers ``name`` (any name: unknown tools get the ERP's own error JSON)."""
+    size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+    if size > max_argument_bytes:
+        raise ToolError(f"The arguments are {size:,} bytes; the limit is {max_argument_bytes:,}. Nothing was done.")
+    try:
+        response = await episodes.call(current_episode(episodes), name, arguments)
+    except EpisodeError as exc:
+        raise ToolError(str(exc)) from None
+    if response.is_error:
+        raise ToolError(response.text, log_level=logging.DEBUG)
+    return ToolResult(content=response.text)
+
+
+class UnknownToolsAnswerLikeTheErp(Middleware):
+    """A call to a tool the registry lacks gets the D365-shaped error JSON (``NotFound``), as in process,
+    instead of fastmcp's plain ``Unknown tool`` text."""
+
+    def __init__(self, episodes: EpisodeStore, max_argument_bytes: int):
+        self.episodes, self.max_argument_bytes = episodes, max_argument_bytes
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        if context.message.name in registry.TOOLS:
+            return await call_next(context)
+        return await answer(self.episodes, context.message.name, context.message.arguments or {}, self.max_argument_bytes)
 
 
 def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:
@@ -117,6 +132,7 @@ def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
     """Add the 22 registry tools, the ``itemization_task`` prompt and the ``erp-sim://task`` resource."""
     for tool in registry.TOOLS.values():
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
+    server.add_middleware(UnknownToolsAnswerLikeTheErp(episodes, max_argument_bytes))
 
     @server.prompt(name="itemization_task", description="The user's request for this session's task, with the "
                                                          "receipt-wording-to-subcategory rules.")
