@@ -3,12 +3,15 @@ ended sessions graded, stalled sockets, unknown tools."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import time
 
 import pytest
 
 from erp_sim import get_task
-from mcp_support import admin, http_client, http_server
+from mcp_support import TOKEN, admin, free_port, http_client, http_server, start_server, wait_for_port
 
 OPEN = ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
 
@@ -93,3 +96,60 @@ async def test_unknown_tools_answer_the_erp_error_json_over_http(capped_url):
         unknown = await client.call_tool("form_launch_rocket", {})
     envelope = json.loads(unknown.content[0].text)
     assert unknown.is_error and envelope["Error"]["Code"] == "NotFound" and "form_launch_rocket" in envelope["Result"]
+
+
+def stalled_sockets(url: str, count: int, *, with_headers: bool) -> list[socket.socket]:
+    """Connections that send half a request (half the headers, or the headers and half the body) and stall."""
+    host, port = url.removeprefix("http://").split(":")
+    partial = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+               b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n{"
+               if with_headers else b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(partial)
+        sockets.append(sock)
+    return sockets
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """The server closed the connection (after its answer, if any: e.g. 401 for a request without a token)."""
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+async def test_stalled_sockets_are_timed_out_and_never_lock_out_a_real_client(tmp_path):
+    with http_server(tmp_path, "--max-connections", "20", "--http-header-timeout", "2", "--http-body-timeout", "3") as url:
+        stalled = stalled_sockets(url, 40, with_headers=False) + stalled_sockets(url, 40, with_headers=True)
+        try:
+            http, client = http_client(url)
+            async with http, client:  # initializes although 80 stalled sockets outnumber the 20 connections
+                result = await client.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
+            assert not result.is_error
+            await asyncio.sleep(4)  # past both deadlines
+            for sock in stalled:
+                sock.settimeout(10)
+            assert all(closed_by_server(sock) for sock in stalled)
+        finally:
+            for sock in stalled:
+                sock.close()
+
+
+def test_serve_http_prints_its_url_and_auth_state(tmp_path):
+    for args, auth in [([], "auth: OFF"), (["--auth-token", "t0ken"], "auth: bearer token required")]:
+        port, log = free_port(), tmp_path / f"serve{len(args)}.log"
+        proc = start_server(["--http", "--port", str(port), *args], log)  # default log level: warning
+        try:
+            wait_for_port(proc, port, log)
+            time.sleep(0.2)
+            printed = log.read_text()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        assert f"http://127.0.0.1:{port}/mcp" in printed and auth in printed

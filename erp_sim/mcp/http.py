@@ -143,3 +143,71 @@ def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_
     return server.http_app(path=path, middleware=middleware,
                            json_response=json_response, host_origin_protection="auto",
                            session_idle_timeout=idle_timeout_s or NEVER_S)
+
+
+# --- slow and stalled clients -------------------------------------------------------------------------
+DEFAULT_HEADER_TIMEOUT_S, DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS = 10.0, 30.0, 512
+
+
+def guarded_h11(header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+                max_connections: int = DEFAULT_MAX_CONNECTIONS):
+    """uvicorn's h11 protocol with what uvicorn lacks: header and body read deadlines, and a connection cap
+    that sheds stalled connections first.
+
+    uvicorn only times out idle keep-alive connections, and its ``limit_concurrency`` counts half-sent
+    requests too (so stalled sockets would turn real clients away with 503). Here a connection must
+    finish its request headers within ``header_timeout_s`` of its first byte (or of opening) and its
+    body within ``body_timeout_s`` of the headers; over ``max_connections``, the oldest connection with
+    no request in progress is closed to make room, and only if there is none is the new one refused.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._opened, self._guard, self._seen_cycle = self.loop.time(), None, None
+            self._arm(header_timeout_s, "request headers")
+            if len(self.connections) > max_connections:
+                idle = sorted((c for c in self.connections if c is not self and not c._busy()), key=lambda c: c._opened)
+                (idle[0] if idle else self)._drop("over the connection limit")
+
+        def data_received(self, data: bytes) -> None:
+            between_requests = not self._busy()
+            super().data_received(data)
+            if self.cycle is not None and self.cycle is not self._seen_cycle:  # headers complete: now the body
+                self._seen_cycle = self.cycle
+                self._arm(body_timeout_s, "request body")
+            elif between_requests and self._guard is None:  # the next request's first bytes
+                self._arm(header_timeout_s, "request headers")
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _busy(self) -> bool:
+            """A request is in progress: headers in, and its body still arriving or its response not sent."""
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _arm(self, seconds: float, waiting_for: str) -> None:
+            self._disarm()
+            self._guard = self.loop.call_later(seconds, self._late, waiting_for)
+
+        def _disarm(self) -> None:
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+
+        def _late(self, waiting_for: str) -> None:
+            self._guard = None
+            if waiting_for == "request body" and not (self.cycle is not None and self.cycle.more_body):
+                return  # the body arrived; the response may take as long as the call does
+            if waiting_for == "request headers" and self._busy():
+                return
+            self._drop(f"{waiting_for} too slow")
+
+        def _drop(self, reason: str) -> None:
+            logger.info("closing HTTP connection from %s: %s", self.client, reason)
+            self._disarm()
+            self.transport.close()
+
+    return GuardedH11Protocol

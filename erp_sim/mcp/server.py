@@ -30,7 +30,8 @@ from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
 from erp_sim.faults import FaultProfile
-from erp_sim.mcp.http import add_admin_routes, create_http_app
+from erp_sim.mcp.http import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
+                              add_admin_routes, create_http_app, guarded_h11)
 from erp_sim.mcp.sessions import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.stdio import CappedWriter, LimitedLines
 from erp_sim.mcp.tools import register
@@ -159,6 +160,12 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"CPU time per SQL statement of data_find_entities_sql (default {SQL_LIMITS.cpu_seconds:g}).")
     p.add_argument("--sql-memory-mb", type=int, default=SQL_LIMITS.memory_bytes >> 20,
                    help=f"Memory (MiB) one SQL statement may grow SQLite's heap by (default {SQL_LIMITS.memory_bytes >> 20}).")
+    p.add_argument("--http-header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT_S,
+                   help=f"Seconds a client has to send its request headers (default {DEFAULT_HEADER_TIMEOUT_S:g}).")
+    p.add_argument("--http-body-timeout", type=float, default=DEFAULT_BODY_TIMEOUT_S,
+                   help=f"Seconds a client has to send its request body (default {DEFAULT_BODY_TIMEOUT_S:g}).")
+    p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+                   help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     return p
 
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.http:
-            _serve_http(server, args.host, args.port, args.log_level, admin=bool(admin_token))
+            _serve_http(server, args, admin=bool(admin_token))
         else:
             server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
     except KeyboardInterrupt:
@@ -207,15 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _serve_http(server: ErpMcpServer, host: str, port: int, log_level: str, *, admin: bool) -> None:
+def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) -> None:
     import uvicorn
 
-    if server.auth is None:
-        logger.warning("no auth token: any local process can use this server")
-    if not admin:
-        logger.warning("no admin token: /admin routes (grades) are disabled")
-    config = uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level=log_level,
-                            access_log=log_level == "debug", timeout_graceful_shutdown=2, lifespan="on")
+    protocol = guarded_h11(args.http_header_timeout, args.http_body_timeout, args.max_connections)
+    config = uvicorn.Config(server.streamable_http_app(), host=args.host, port=args.port, log_level=args.log_level,
+                            access_log=args.log_level == "debug", timeout_graceful_shutdown=2, lifespan="on",
+                            http=protocol, timeout_keep_alive=5)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    # printed, not logged: the operator needs the URL and the auth state at every log level
+    print(f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
+          f"{'bearer token required' if server.auth is not None else 'OFF, any local process can use it'}; admin routes: "
+          f"{'on' if admin else 'off, no --admin-token'})", file=sys.stderr, flush=True)
     uvicorn.Server(config).run()
 
 
