@@ -75,16 +75,23 @@ async def test_ending_an_mcp_session_grades_and_frees_its_episodes(capped_url):
     assert (await admin(capped_url, f"/admin/sessions/{handle}/grade")).json()["state"] == "closed"
 
 
-async def test_admin_routes_name_episodes_by_server_handles_only(capped_url):
+async def test_admin_routes_never_answer_with_an_ambiguous_episode(capped_url):
     task = get_task("hotel_50", 30)
     http, client = http_client(capped_url, headers={"X-ERP-Session": "victim", "X-ERP-Task": task.task_id})
     async with http, client:
         session_id = json.loads((await client.call_tool(*OPEN)).content[0].text)["SessionId"]
         episodes = [s for s in await listed(capped_url) if s["session_id"] == session_id]
         assert len(episodes) == 1 and episodes[0]["handle"].startswith("ep-") and len(episodes[0]["handle"]) == 19
-        assert (await admin(capped_url, "/admin/sessions/victim/grade")).status_code == 404  # client keys are not names
-        by_handle = await admin(capped_url, f"/admin/sessions/{episodes[0]['handle']}/grade")
-        by_session_id = await admin(capped_url, f"/admin/sessions/{session_id}/grade")
+        by_key = await admin(capped_url, "/admin/sessions/victim/grade")  # one episode has the key: it
+        http_2, attacker = http_client(capped_url, headers={"X-ERP-Session": "victim", "X-ERP-Task": task.task_id})
+        async with http_2, attacker:  # an attacker opens an episode under the same key and task
+            await attacker.call_tool(*OPEN)
+            ambiguous = await admin(capped_url, "/admin/sessions/victim/grade")
+            close_ambiguous = await admin(capped_url, "/admin/sessions/victim/close", "POST")
+            by_handle = await admin(capped_url, f"/admin/sessions/{episodes[0]['handle']}/grade")
+            by_session_id = await admin(capped_url, f"/admin/sessions/{session_id}/grade")
+    assert by_key.json()["handle"] == episodes[0]["handle"]
+    assert ambiguous.status_code == close_ambiguous.status_code == 409 and "handle" in ambiguous.json()["error"]
     assert by_handle.json()["handle"] == by_session_id.json()["handle"] == episodes[0]["handle"]
     handles = [s["handle"] for s in await listed(capped_url)]
     assert len(handles) == len(set(handles))

@@ -7,7 +7,7 @@ agent cannot reach them through its tools):
 - ``GET  /admin/sessions``                  every episode: handle, SessionId, key, task, calls, state
 - ``GET  /admin/sessions/{id}/grade``       a fresh grade (active) or the final one (closed);
   ``id`` is the episode's ``handle`` (drawn by the server), or the ``SessionId`` shown in every
-  tool response when exactly one episode has it (409 when several do)
+  tool response, or the client's session key, when exactly one episode has it (409 when several do)
 - ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
 
 Ending an MCP session (``DELETE /mcp`` with its ``Mcp-Session-Id``) grades and frees its episodes.
@@ -127,6 +127,8 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
             return refusal
         try:
             key = episodes.key_of(request.path_params["ident"])
+        except KeyError:
+            key = None
         except LookupError as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
         summary = await episodes.close_when_free(key) if key is not None else None

@@ -55,6 +55,7 @@ class Episode:
 
     key: str
     owner: str  # who opened it: "session:<MCP session id>", "principal:<client id>" or "process"
+    client_key: str | None  # the X-ERP-Session / _meta key the client chose, if any
     handle: str  # the evaluator's name for it: drawn by the server, unique, never shown to the agent
     number: int  # opening order, from 1
     session: ErpSession
@@ -71,7 +72,8 @@ class Episode:
 
     def summary(self, state: str) -> dict[str, Any]:
         task = self.session.task
-        return {"handle": self.handle, "session_id": self.id, "number": self.number, "key": self.key, "state": state,
+        return {"handle": self.handle, "session_id": self.id, "number": self.number, "key": self.key,
+                "client_key": self.client_key, "state": state,
                 "task_set": task.task_set,
                 "task_id": task.task_id, "opened_at": self.opened_at, "calls": self.calls,
                 "idle_s": round(time.monotonic() - self.last_used, 3), "grade": self.grade}
@@ -115,7 +117,8 @@ class EpisodeStore:
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
-    def episode(self, key: str, requested_task: str | int | None = None, owner: str = "process") -> Episode:
+    def episode(self, key: str, requested_task: str | int | None = None, owner: str = "process",
+                client_key: str | None = None) -> Episode:
         """The key's episode, opened on first use (with the requested task, if the server allows a pick).
 
         ``key`` already carries its owner's namespace (see ``erp_sim.mcp.tools``); ``owner`` is
@@ -140,7 +143,7 @@ class EpisodeStore:
         self._per_task[task.task_id] += 1
         self.opened += 1
         session = ErpSession(task, verbosity=self.verbosity, faults=self.faults, instance=instance)
-        episode = Episode(key, owner, self._new_handle(), self.opened, session,
+        episode = Episode(key, owner, client_key, self._new_handle(), self.opened, session,
                           datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic())
         self.active[key] = episode
         logger.info("episode %s (%s) opened on %s/%s", episode.handle, episode.id, task.task_set, task.task_id)
@@ -241,38 +244,39 @@ class EpisodeStore:
         return sorted(summaries, key=lambda s: s["number"])
 
     def key_of(self, ident: str) -> str | None:
-        """The key of the active episode named by its handle, or by its SessionId when exactly one episode has it.
+        """The key of the active episode named by ``ident`` (see ``find``), or None if it is closed."""
+        found = self.find(ident)
+        return found if found in self.active else None
 
-        Raises ``LookupError`` when a SessionId names several episodes (use the handle)."""
+    def find(self, ident: str) -> str:
+        """What ``ident`` names: an active episode's key or a closed episode's handle.
+
+        ``ident`` is a handle, or a SessionId or client session key that exactly one episode has;
+        ``LookupError`` when several do (name one by its handle), ``KeyError`` when none does."""
         for key, e in self.active.items():
             if e.handle == ident:
                 return key
         if ident in self.finished:
-            return None
-        active = [key for key, e in self.active.items() if e.id == ident]
-        closed = [h for h, summary in self.finished.items() if summary["session_id"] == ident]
-        if len(active) + len(closed) > 1:
-            raise LookupError(f"{len(active) + len(closed)} episodes have SessionId {ident}; name one by its handle.")
-        return active[0] if active else None
+            return ident
+        matches = [key for key, e in self.active.items() if ident in (e.id, e.client_key)]
+        matches += [h for h, summary in self.finished.items() if ident in (summary["session_id"], summary["client_key"])]
+        if len(matches) > 1:
+            raise LookupError(f"{len(matches)} episodes answer to {ident!r}; name one by its handle.")
+        if not matches:
+            raise KeyError(ident)
+        return matches[0]
 
     def grade(self, ident: str) -> dict:
         """A fresh grade of an active episode, or the final one of a closed episode (KeyError if unknown)."""
-        key = self.key_of(ident)
-        if key is not None:
-            return self._grade(self.active[key])
-        if ident in self.finished:
-            return self.finished[ident]
-        return next(summary for summary in self.finished.values() if summary["session_id"] == ident)
+        found = self.find(ident)
+        return self._grade(self.active[found]) if found in self.active else self.finished[found]
 
     async def grade_when_free(self, ident: str) -> dict:
         """``grade``, waiting for the episode's running call so the grade never sees half a call."""
-        key = self.key_of(ident)
-        if key is None:
-            try:
-                return self.grade(ident)
-            except StopIteration:
-                raise KeyError(ident) from None
-        async with self.active[key].lock:
+        found = self.find(ident)
+        if found not in self.active:
+            return self.finished[found]
+        async with self.active[found].lock:
             return self.grade(ident)
 
     def _grade(self, episode: Episode) -> dict:

@@ -105,6 +105,7 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
         owner = f"principal:{token.client_id if token else 'anonymous'}"
     else:
         owner = "process"
+    client_key = key
     if key is not None:
         if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
             raise EpisodeError(f"The session key must be a string of 1 to {MAX_KEY_CHARS} characters.")
@@ -117,7 +118,7 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
         key = "process"
     if task is not None and not isinstance(task, (str, int)):
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
-    return episodes.episode(key, task, owner)
+    return episodes.episode(key, task, owner, client_key)
 
 
 def task_brief(episodes: EpisodeStore) -> dict[str, str]:
