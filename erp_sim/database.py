@@ -15,14 +15,13 @@ from functools import lru_cache
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from erp_sim.errors import ValidationError
 from erp_sim.models import TABLES
+from erp_sim.sql_sandbox import LIMITS, install_functions, run_select  # noqa: F401 (run_select: the SQL tool)
 from erp_sim.tasks import Task
 from erp_sim.world import build_rows, catalog_rows
 
 TABLE_NAMES = [model.__tablename__ for model in TABLES]
-SQL_MAX_ROWS = 200
-SQL_MAX_STEPS = 2_000_000  # VM steps before a query is interrupted (runaway joins)
+SQL_MAX_ROWS = LIMITS.max_rows
 _TEMPLATE_CACHE_SIZE = 256
 _templates: "OrderedDict[tuple[str, int], sqlite3.Connection]" = OrderedDict()
 _initial_dumps: dict[tuple[str, int], dict[str, list[tuple]]] = {}
@@ -102,6 +101,7 @@ def open_database(task: Task) -> sqlite3.Connection:
         _templates.move_to_end(key)
     conn = _new_connection()
     template.backup(conn)
+    install_functions(conn, task.seed, f"{task.transaction_date} 12:00:00")  # the simulated clock: noon of the charge
     return conn
 
 
@@ -143,70 +143,3 @@ def state_hash(conn: sqlite3.Connection) -> str:
         for row in rows:
             digest.update(repr(row).encode())
     return digest.hexdigest()
-
-
-# --- read-only SQL for data_find_entities_sql -----------------------------------------------
-_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
-_FORBIDDEN_FUNCTIONS = {"load_extension", "readfile", "writefile", "randomblob", "zeroblob"}
-
-
-def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
-    if action not in _ALLOWED_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _FORBIDDEN_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-def run_select(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[list], bool]:
-    """Run one read-only SELECT. Returns (columns, rows, truncated).
-
-    SQLite's authorizer, not a regex, decides what is a read: ATTACH, PRAGMA, writes, DDL
-    and extension loading are denied wherever they appear. One statement only.
-    """
-    statement = sql.strip().rstrip(";").strip()
-    if not statement:
-        raise ValidationError("sqlQuery: empty query.")
-    if not sqlite3.complete_statement(statement + ";") or ";" in _strip_string_literals(statement):
-        raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
-    if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
-        raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
-    steps = [0]
-
-    def guard() -> int:
-        steps[0] += 1
-        return 1 if steps[0] * 1000 > SQL_MAX_STEPS else 0
-
-    conn.set_authorizer(_authorizer)
-    conn.set_progress_handler(guard, 1000)
-    try:
-        cursor = conn.execute(statement)
-        columns = [d[0] for d in cursor.description or []]
-        rows = cursor.fetchmany(SQL_MAX_ROWS + 1)
-    except sqlite3.DatabaseError as exc:
-        message = str(exc)
-        if "not authorized" in message:
-            message = "not authorized: only read-only SELECT queries on the expense tables are allowed"
-        elif "interrupted" in message:
-            message = f"query interrupted after {SQL_MAX_STEPS:,} steps; add filters or a LIMIT"
-        raise ValidationError(f"sqlQuery: {message}.") from None
-    except sqlite3.Warning as exc:  # e.g. "You can only execute one statement at a time."
-        raise ValidationError(f"sqlQuery: {exc}") from None
-    finally:
-        conn.set_authorizer(None)
-        conn.set_progress_handler(None, 0)
-    truncated = len(rows) > SQL_MAX_ROWS
-    return columns, [list(r) for r in rows[:SQL_MAX_ROWS]], truncated
-
-
-def _strip_string_literals(sql: str) -> str:
-    out, quote = [], None
-    for ch in sql:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-        else:
-            out.append(ch)
-    return "".join(out)

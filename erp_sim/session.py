@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 Verbosity = Literal["default", "compact"]
 VERBOSITIES = ("default", "compact")
 MAX_RESPONSE_CHARS = 160_000  # the real server's limit
+MAX_ERROR_CHARS = 2_000  # an error message's text (it appears twice in the response)
 MAX_FORM_DEPTH = 8
 _NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
 BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
@@ -203,6 +204,8 @@ class ErpSession:
 
     def _error(self, name, tool, exc: ErpError) -> ToolResponse:
         message = str(exc)
+        if len(message) > MAX_ERROR_CHARS:  # e.g. every unknown property name of a huge request
+            message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS:,} more characters cut)"
         self._messages.append({"Level": "Error", "Text": message})
         envelope = self._envelope(f"Error: {message}", {"Error": {"Code": exc.code, "Message": message}})
         return ToolResponse(tool=str(name)[:200], text=self._render(envelope), is_error=True, error_code=exc.code,

@@ -136,12 +136,12 @@ def memory_in_process(count: int) -> dict:
     (tracemalloc) plus each in-memory SQLite database's pages (SQLite allocates outside tracemalloc)."""
     store = EpisodeStore("hotel_50", idle_timeout_s=None)
     for i in range(len(store.tasks)):  # task templates and caches out of the measurement
-        store.call(store.episode(f"warm-{i}"), *OPEN)
+        store.episode(f"warm-{i}").session.call(*OPEN)
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     episodes = [store.episode(f"idle-{i}") for i in range(count)]
     for episode in episodes:
-        store.call(episode, *OPEN)
+        episode.session.call(*OPEN)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     python_heap = sum(s.size_diff for s in after.compare_to(before, "filename"))

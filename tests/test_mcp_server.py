@@ -123,8 +123,9 @@ async def test_sessions_never_share_state():
     assert not opened.is_error and not again.is_error
     assert closed.is_error and json.loads(closed.content[0].text)["Error"]["Code"] == "InvalidFormState"
     episodes = {e["key"]: e for e in server.episodes.summaries()}
-    assert episodes["client:agent-a"]["session_id"] != episodes["client:agent-b"]["session_id"]
-    assert [episodes[k]["task_id"] for k in ("client:agent-a", "client:agent-b")] == ["car-000", "car-001"]
+    a_key, b_key = "client:process:agent-a", "client:process:agent-b"  # keys live in their owner's namespace
+    assert episodes[a_key]["session_id"] != episodes[b_key]["session_id"]
+    assert [episodes[k]["task_id"] for k in (a_key, b_key)] == ["car-000", "car-001"]
 
 
 async def test_task_choice_pinned_picked_and_seeded():
@@ -173,12 +174,24 @@ async def test_idle_sessions_expire_and_free_their_memory():
     assert server.episodes.grade(episode.id)["state"] == "closed"
 
 
-async def test_grade_file_follows_every_change(tmp_path):
-    path = tmp_path / "grades.json"
+def grade_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_grade_file_follows_every_change_and_survives_restarts(tmp_path):
+    path = tmp_path / "grades.jsonl"
+    path.write_text('{"handle": "ep-from-before-a-crash", "state": "active"}\n')  # never truncated
     server = build_server(task_id=5, grade_file=path)
     async with Client(server) as client:
         await solve(client, get_task("hotel_50", 5))
-        during = json.loads(path.read_text())["sessions"][0]
-    after = json.loads(path.read_text())["sessions"][0]
-    assert during["state"] == "active" and during["grade"]["success"]
-    assert after["state"] == "closed" and after["grade"]["strict_success"] and after["task_id"] == "hotel-005"
+        during = grade_lines(path)
+    after = grade_lines(path)
+    assert during[0]["handle"] == "ep-from-before-a-crash" and len(during) > 2  # one line per write call
+    assert during[-1]["state"] == "active" and during[-1]["grade"]["success"]
+    assert after[:len(during)] == during  # append-only
+    assert after[-1]["state"] == "closed" and after[-1]["grade"]["strict_success"] and after[-1]["task_id"] == "hotel-005"
+    assert after[-1]["handle"] == during[-1]["handle"] != during[0]["handle"]
+    restarted = build_server(task_id=5, grade_file=path)
+    async with Client(restarted) as client:
+        await client.call_tool_mcp("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
+    assert grade_lines(path)[:len(after)] == after and grade_lines(path)[-1]["handle"] != after[-1]["handle"]

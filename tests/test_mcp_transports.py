@@ -8,27 +8,20 @@ import json
 import os
 import queue
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 
 import httpx
-import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from erp_sim import TOOLS, get_task
 from erp_sim.mcp.server import main
+from mcp_support import ADMIN, ROOT, SERVE, TOKEN, admin, free_port, http_client, http_server, start_server, wait_for_port
 
 from agents_sdk_checks import solve as solve_with
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
-TOKEN, ADMIN = "client-token-123", "admin-token-456"
 INSPECTOR = "@modelcontextprotocol/inspector@0.15"
 
 
@@ -41,66 +34,31 @@ async def task_id_of(client: Client) -> str:
     return json.loads((await client.read_resource("erp-sim://task")).contents[0].text)["task_id"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(args: list[str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(SERVE + args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=log.open("w"))
-
-
-def wait_for_port(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(log.read_text())
-
-
 @pytest.fixture(scope="module")
 def http_url(tmp_path_factory):
-    port, log = free_port(), tmp_path_factory.mktemp("http") / "server.log"
-    proc = start_server(["--http", "--port", str(port), "--auth-token", TOKEN, "--admin-token", ADMIN], log)
-    try:
-        wait_for_port(proc, port, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def http_client(base: str, *, mode: str = "legacy", headers: dict | None = None, token: str = TOKEN):
-    """An ``mcp`` SDK client over streamable HTTP (the caller closes ``http``)."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}", **(headers or {})}, timeout=30)
-    return http, Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode)
-
-
-async def admin(base: str, path: str, method: str = "GET") -> httpx.Response:
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10) as http:
-        return await http.request(method, f"{base}{path}")
+    with http_server(tmp_path_factory.mktemp("http")) as url:
+        yield url
 
 
 # --- stdio ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_stdio_sdk_client_lists_tools_and_completes_a_task(mode, tmp_path):
-    grades = tmp_path / "grades.json"
+    grades = tmp_path / "grades.jsonl"
     params = StdioServerParameters(command=sys.executable, args=SERVE[1:] + ["--task", "hotel-009", "--grade-file", str(grades)],
                                    cwd=ROOT)
     async with Client(params, mode=mode) as client:
         assert [t.name for t in (await client.list_tools()).tools] == list(TOOLS)
         assert await task_id_of(client) == "hotel-009"
         await solve(client, get_task("hotel_50", "hotel-009"))
+    def last_grade() -> dict | None:
+        lines = grades.read_text().splitlines() if grades.exists() else []
+        return json.loads(lines[-1]) if lines else None
+
     for _ in range(100):  # the server writes its final grade on its way out
-        if grades.exists() and json.loads(grades.read_text())["sessions"][0]["state"] == "closed":
+        if (last_grade() or {}).get("state") == "closed":
             break
         await asyncio.sleep(0.05)
-    session = json.loads(grades.read_text())["sessions"][0]
+    session = last_grade()
     assert session["grade"]["success"] and session["grade"]["strict_success"] and session["state"] == "closed"
 
 
@@ -178,9 +136,11 @@ async def test_http_stateless_clients_name_their_session(http_url):
     async with http, anonymous:
         refused = await anonymous.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})
     assert refused.is_error and "X-ERP-Session" in refused.content[0].text
-    closed = await admin(http_url, "/admin/sessions/modern-1/close", "POST")
+    listed = (await admin(http_url, "/admin/sessions")).json()["sessions"]
+    handle = next(s["handle"] for s in listed if s["key"].endswith(":modern-1"))
+    closed = await admin(http_url, f"/admin/sessions/{handle}/close", "POST")
     assert closed.json()["grade"]["success"] and closed.json()["state"] == "closed"
-    assert (await admin(http_url, "/admin/sessions/modern-1/grade")).json()["state"] == "closed"
+    assert (await admin(http_url, f"/admin/sessions/{handle}/grade")).json()["state"] == "closed"
 
 
 async def test_http_fastmcp_client_picks_its_task_with_headers(http_url):

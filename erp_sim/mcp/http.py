@@ -4,15 +4,19 @@ Admin routes (registered only when an admin token is configured; they need
 ``Authorization: Bearer <admin token>``, never the client token, and are not MCP, so an
 agent cannot reach them through its tools):
 
-- ``GET  /admin/sessions``                  every episode: SessionId, key, task, calls, state
+- ``GET  /admin/sessions``                  every episode: handle, SessionId, key, task, calls, state
 - ``GET  /admin/sessions/{id}/grade``       a fresh grade (active) or the final one (closed);
-  ``id`` is the ``SessionId`` shown in every tool response, or the client's session key
+  ``id`` is the episode's ``handle`` (drawn by the server), or the ``SessionId`` shown in every
+  tool response, or the client's session key, when exactly one episode has it (409 when several do)
 - ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
+
+Ending an MCP session (``DELETE /mcp`` with its ``Mcp-Session-Id``) grades and frees its episodes.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -22,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.sessions import EpisodeStore
 
+logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
 
 
@@ -68,6 +73,28 @@ class BodySizeLimit:
                 await _too_large(self.max_bytes)(scope, receive, send)
 
 
+class EndedSessionsAreGraded:
+    """After a successful ``DELETE`` of an MCP session, grade and free the episodes it opened."""
+
+    def __init__(self, app: ASGIApp, episodes: EpisodeStore, path: str):
+        self.app, self.episodes, self.path = app, episodes, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "DELETE" or scope["path"].rstrip("/") != self.path:
+            return await self.app(scope, receive, send)
+        session_id, status = Headers(scope=scope).get("mcp-session-id"), [0]
+
+        async def watching_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watching_send)
+        if session_id and 200 <= status[0] < 300:
+            closed = await self.episodes.close_owned_by(f"session:{session_id}")
+            logger.info("MCP session ended: %d episode(s) graded and freed", len(closed))
+
+
 def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
     """Register the evaluator's routes on ``server`` (served by its HTTP app only)."""
     expected = admin_token.encode()
@@ -88,25 +115,101 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
         if (refusal := refused(request)) is not None:
             return refusal
         try:
-            return JSONResponse(episodes.grade(request.path_params["ident"]))
+            return JSONResponse(await episodes.grade_when_free(request.path_params["ident"]))
         except KeyError:
             return JSONResponse({"error": "no such session"}, status_code=404)
+        except LookupError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
 
     @server.custom_route("/admin/sessions/{ident}/close", methods=["POST"], include_in_schema=False)
     async def close_session(request: Request) -> Response:
         if (refusal := refused(request)) is not None:
             return refusal
-        key = episodes.key_of(request.path_params["ident"])
-        if key is None:
+        try:
+            key = episodes.key_of(request.path_params["ident"])
+        except KeyError:
+            key = None
+        except LookupError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        summary = await episodes.close_when_free(key) if key is not None else None
+        if summary is None:
             return JSONResponse({"error": "no such active session"}, status_code=404)
-        summary = episodes.close(key)
-        episodes.write_grade_file()
         return JSONResponse(summary)
 
 
 def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None,
                     json_response: bool = True):
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
-    return server.http_app(path=path, middleware=[Middleware(BodySizeLimit, max_bytes=max_request_bytes)],
+    middleware = [Middleware(BodySizeLimit, max_bytes=max_request_bytes),
+                  Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path)]
+    return server.http_app(path=path, middleware=middleware,
                            json_response=json_response, host_origin_protection="auto",
                            session_idle_timeout=idle_timeout_s or NEVER_S)
+
+
+# --- slow and stalled clients -------------------------------------------------------------------------
+DEFAULT_HEADER_TIMEOUT_S, DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS = 10.0, 30.0, 512
+
+
+def guarded_h11(header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+                max_connections: int = DEFAULT_MAX_CONNECTIONS):
+    """uvicorn's h11 protocol with what uvicorn lacks: header and body read deadlines, and a connection cap
+    that sheds stalled connections first.
+
+    uvicorn only times out idle keep-alive connections, and its ``limit_concurrency`` counts half-sent
+    requests too (so stalled sockets would turn real clients away with 503). Here a connection must
+    finish its request headers within ``header_timeout_s`` of its first byte (or of opening) and its
+    body within ``body_timeout_s`` of the headers; over ``max_connections``, the oldest connection with
+    no request in progress is closed to make room, and only if there is none is the new one refused.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._opened, self._guard, self._seen_cycle = self.loop.time(), None, None
+            self._arm(header_timeout_s, "request headers")
+            if len(self.connections) > max_connections:
+                idle = sorted((c for c in self.connections if c is not self and not c._busy()), key=lambda c: c._opened)
+                (idle[0] if idle else self)._drop("over the connection limit")
+
+        def data_received(self, data: bytes) -> None:
+            between_requests = not self._busy()
+            super().data_received(data)
+            if self.cycle is not None and self.cycle is not self._seen_cycle:  # headers complete: now the body
+                self._seen_cycle = self.cycle
+                self._arm(body_timeout_s, "request body")
+            elif between_requests and self._guard is None:  # the next request's first bytes
+                self._arm(header_timeout_s, "request headers")
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _busy(self) -> bool:
+            """A request is in progress: headers in, and its body still arriving or its response not sent."""
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _arm(self, seconds: float, waiting_for: str) -> None:
+            self._disarm()
+            self._guard = self.loop.call_later(seconds, self._late, waiting_for)
+
+        def _disarm(self) -> None:
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+
+        def _late(self, waiting_for: str) -> None:
+            self._guard = None
+            if waiting_for == "request body" and not (self.cycle is not None and self.cycle.more_body):
+                return  # the body arrived; the response may take as long as the call does
+            if waiting_for == "request headers" and self._busy():
+                return
+            self._drop(f"{waiting_for} too slow")
+
+        def _drop(self, reason: str) -> None:
+            logger.info("closing HTTP connection from %s: %s", self.client, reason)
+            self._disarm()
+            self.transport.close()
+
+    return GuardedH11Protocol

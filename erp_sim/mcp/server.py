@@ -24,13 +24,20 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.server.context import reset_transport, set_transport
 from fastmcp.server.lifespan import lifespan
+from fastmcp.utilities.logging import temporary_log_level
+from mcp.server.stdio import stdio_server
 
 from erp_sim.faults import FaultProfile
-from erp_sim.mcp.http import add_admin_routes, create_http_app
-from erp_sim.mcp.sessions import EpisodeStore
+from erp_sim.mcp.http import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
+                              add_admin_routes, create_http_app, guarded_h11)
+from erp_sim.mcp.sessions import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
+from erp_sim.mcp.stdio import CappedWriter, LimitedLines
 from erp_sim.mcp.tools import register
 from erp_sim.session import VERBOSITIES
+from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
+from erp_sim.sql_sandbox import set_limits as set_sql_limits
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
@@ -50,6 +57,21 @@ class ErpMcpServer(FastMCP):
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
 
+    async def run_stdio_async(self, show_banner: bool = False, log_level: str | None = None,
+                              stateless: bool = False) -> None:
+        """fastmcp's stdio runner, with our stdin/stdout (``erp_sim.mcp.stdio``) handed to the SDK transport."""
+        token = set_transport("stdio")
+        try:
+            with temporary_log_level(log_level):
+                async with self._lifespan_manager():
+                    writer = CappedWriter(sys.stdout.fileno())
+                    lines = LimitedLines(sys.stdin.fileno(), writer, self.max_request_bytes)
+                    async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
+                        await self._mcp_server.run(read_stream, write_stream,
+                                                   self._mcp_server.create_initialization_options())
+        finally:
+            reset_transport(token)
+
     def streamable_http_app(self, *, json_response: bool = True):
         """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped.
 
@@ -64,19 +86,26 @@ def build_server(task_set: str = "hotel_50", task_id: str | int | None = None, v
                  seed: int | None = None, faults: FaultProfile | str | float | None = None,
                  auth_token: str | None = None, admin_token: str | None = None,
                  idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, grade_file: str | Path | None = None,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> ErpMcpServer:
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, max_episodes: int = DEFAULT_MAX_EPISODES,
+                 max_episodes_per_session: int = DEFAULT_MAX_PER_OWNER, shared_session_keys: bool = False,
+                 sql_cpu_seconds: float | None = None, sql_memory_bytes: int | None = None) -> ErpMcpServer:
     """An MCP server over ``task_set``.
 
     ``task_id`` (id or index) pins every session to one task; otherwise each session may pick
     one (``X-ERP-Task``) or gets the next task of the set, in order, or shuffled by ``seed``.
     ``auth_token`` guards ``/mcp`` over HTTP; ``admin_token`` enables the admin routes;
-    ``idle_timeout_s`` (None or 0: never) expires idle sessions; ``grade_file`` is rewritten
-    after every change and at exit; ``max_request_bytes`` bounds HTTP bodies and tool arguments.
+    ``idle_timeout_s`` (None or 0: never) expires idle sessions; ``grade_file`` gets one JSON line
+    per grade (appended, flushed); ``max_request_bytes`` bounds HTTP bodies and tool arguments;
+    ``max_episodes`` / ``max_episodes_per_session`` cap open episodes; ``shared_session_keys`` lets
+    any client reach an episode by its key; ``sql_cpu_seconds`` / ``sql_memory_bytes`` bound each
+    SQL statement (process-wide).
     """
     if admin_token and admin_token == auth_token:
         raise ValueError("The admin token must differ from the client token.")
+    set_sql_limits(sql_cpu_seconds, sql_memory_bytes)
     episodes = EpisodeStore(task_set, task_id, verbosity=verbosity, faults=faults, seed=seed,
-                            idle_timeout_s=idle_timeout_s, grade_file=grade_file)
+                            idle_timeout_s=idle_timeout_s, grade_file=grade_file, max_episodes=max_episodes,
+                            max_per_owner=max_episodes_per_session, shared_keys=shared_session_keys)
 
     @lifespan
     async def expire_idle_episodes(server):
@@ -118,8 +147,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--admin-token", default=None, help=f"Bearer token for /admin routes (or ${ADMIN_TOKEN_ENV}).")
     p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S,
                    help="Seconds before an idle session is graded and freed (0: never; default 1800).")
-    p.add_argument("--grade-file", type=Path, default=None, help="Write every session's grade here (JSON) on each change and at exit.")
+    p.add_argument("--grade-file", type=Path, default=None,
+                   help="Append every grade here as one JSON line (flushed; never truncated; last line per handle wins).")
     p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, help="Largest HTTP body / tool arguments.")
+    p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES,
+                   help=f"Open episodes in all; more are refused (default {DEFAULT_MAX_EPISODES}).")
+    p.add_argument("--max-episodes-per-session", type=int, default=DEFAULT_MAX_PER_OWNER,
+                   help=f"Open episodes per MCP session (distinct session keys; default {DEFAULT_MAX_PER_OWNER}).")
+    p.add_argument("--shared-session-keys", action="store_true",
+                   help="Let any client reach an episode by its X-ERP-Session key (default: only the client that opened it).")
+    p.add_argument("--sql-cpu-seconds", type=float, default=SQL_LIMITS.cpu_seconds,
+                   help=f"CPU time per SQL statement of data_find_entities_sql (default {SQL_LIMITS.cpu_seconds:g}).")
+    p.add_argument("--sql-memory-mb", type=int, default=SQL_LIMITS.memory_bytes >> 20,
+                   help=f"Memory (MiB) one SQL statement may grow SQLite's heap by (default {SQL_LIMITS.memory_bytes >> 20}).")
+    p.add_argument("--http-header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT_S,
+                   help=f"Seconds a client has to send its request headers (default {DEFAULT_HEADER_TIMEOUT_S:g}).")
+    p.add_argument("--http-body-timeout", type=float, default=DEFAULT_BODY_TIMEOUT_S,
+                   help=f"Seconds a client has to send its request body (default {DEFAULT_BODY_TIMEOUT_S:g}).")
+    p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+                   help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     return p
 
@@ -149,13 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = build_server(args.task_set, args.task, verbosity=args.verbosity, seed=args.seed, faults=args.faults,
                               auth_token=auth_token, admin_token=admin_token, idle_timeout_s=args.idle_timeout,
-                              grade_file=args.grade_file, max_request_bytes=args.max_request_bytes)
+                              grade_file=args.grade_file, max_request_bytes=args.max_request_bytes,
+                              max_episodes=args.max_episodes, max_episodes_per_session=args.max_episodes_per_session,
+                              shared_session_keys=args.shared_session_keys, sql_cpu_seconds=args.sql_cpu_seconds,
+                              sql_memory_bytes=args.sql_memory_mb << 20)
     except (KeyError, ValueError) as exc:  # bad task, task set, fault profile or tokens
         print(f"erp-sim serve: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}", file=sys.stderr)
         return 2
     try:
         if args.http:
-            _serve_http(server, args.host, args.port, args.log_level, admin=bool(admin_token))
+            _serve_http(server, args, admin=bool(admin_token))
         else:
             server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
     except KeyboardInterrupt:
@@ -165,15 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _serve_http(server: ErpMcpServer, host: str, port: int, log_level: str, *, admin: bool) -> None:
+def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) -> None:
     import uvicorn
 
-    if server.auth is None:
-        logger.warning("no auth token: any local process can use this server")
-    if not admin:
-        logger.warning("no admin token: /admin routes (grades) are disabled")
-    config = uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level=log_level,
-                            access_log=log_level == "debug", timeout_graceful_shutdown=2, lifespan="on")
+    protocol = guarded_h11(args.http_header_timeout, args.http_body_timeout, args.max_connections)
+    config = uvicorn.Config(server.streamable_http_app(), host=args.host, port=args.port, log_level=args.log_level,
+                            access_log=args.log_level == "debug", timeout_graceful_shutdown=2, lifespan="on",
+                            http=protocol, timeout_keep_alive=5)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    # printed, not logged: the operator needs the URL and the auth state at every log level
+    print(f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
+          f"{'bearer token required' if server.auth is not None else 'OFF, any local process can use it'}; admin routes: "
+          f"{'on' if admin else 'off, no --admin-token'})", file=sys.stderr, flush=True)
     uvicorn.Server(config).run()
 
 

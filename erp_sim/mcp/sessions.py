@@ -5,6 +5,10 @@ store maps keys to episodes. It also decides which task an episode works on (a p
 the client's pick, or the next task of a fixed cycle), expires idle episodes (grading them
 first and freeing their database), and keeps the grades an evaluator reads (the admin HTTP
 routes, ``--grade-file``); nothing here is reachable by the agent.
+
+Abuse limits: at most ``max_episodes`` open episodes in all and ``max_per_owner`` per MCP session;
+an episode belongs to the owner (MCP session, or token principal for stateless requests) that
+opened it, and admin routes name episodes by a handle the server draws, never by client data.
 """
 
 from __future__ import annotations
@@ -14,12 +18,17 @@ import json
 import logging
 import os
 import random
+import secrets
+import threading
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
+import anyio.to_thread
 
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
@@ -28,6 +37,12 @@ from erp_sim.tasks import Task, get_task, load_task_set
 logger = logging.getLogger("erp_sim.mcp")
 
 FINISHED_KEPT = 1024  # grades of closed episodes kept for evaluators (oldest dropped first)
+DEFAULT_MAX_EPISODES = 512  # ~130 KB each when idle
+DEFAULT_MAX_PER_OWNER = 8
+
+
+ENDED = ("This session's ERP episode has ended (it was idle too long, its MCP session ended, or an evaluator closed "
+         "it) and its state is gone. Start a new MCP session (or use a new session key).")
 
 
 class EpisodeError(Exception):
@@ -39,12 +54,16 @@ class Episode:
     """One client session's ERP episode."""
 
     key: str
+    owner: str  # who opened it: "session:<MCP session id>", "principal:<client id>" or "process"
+    client_key: str | None  # the X-ERP-Session / _meta key the client chose, if any
+    handle: str  # the evaluator's name for it: drawn by the server, unique, never shown to the agent
     number: int  # opening order, from 1
     session: ErpSession
     opened_at: str
     last_used: float
     calls: int = 0
     grade: dict | None = None
+    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one call at a time, in arrival order
 
     @property
     def id(self) -> str:
@@ -53,17 +72,25 @@ class Episode:
 
     def summary(self, state: str) -> dict[str, Any]:
         task = self.session.task
-        return {"session_id": self.id, "number": self.number, "key": self.key, "state": state, "task_set": task.task_set,
+        return {"handle": self.handle, "session_id": self.id, "number": self.number, "key": self.key,
+                "client_key": self.client_key, "state": state,
+                "task_set": task.task_set,
                 "task_id": task.task_id, "opened_at": self.opened_at, "calls": self.calls,
                 "idle_s": round(time.monotonic() - self.last_used, 3), "grade": self.grade}
 
 
 class EpisodeStore:
-    """All episodes of one server; every method runs on the server's event loop (no locks needed)."""
+    """All episodes of one server.
+
+    Bookkeeping runs on the server's event loop; the ERP work of a call runs on a worker thread,
+    under the episode's lock, so a slow call delays only later calls of its own episode.
+    """
 
     def __init__(self, task_set: str = "hotel_50", task_id: str | int | None = None, *, verbosity: str = "default",
                  faults: FaultProfile | str | float | None = None, seed: int | None = None,
-                 idle_timeout_s: float | None = 1800.0, grade_file: str | Path | None = None):
+                 idle_timeout_s: float | None = 1800.0, grade_file: str | Path | None = None,
+                 max_episodes: int = DEFAULT_MAX_EPISODES, max_per_owner: int = DEFAULT_MAX_PER_OWNER,
+                 shared_keys: bool = False):
         if verbosity not in VERBOSITIES:
             raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
         self.task_set = task_set
@@ -77,7 +104,11 @@ class EpisodeStore:
         if self.faults is not None:
             FaultInjector(self.faults, 0)  # rejects unknown fault kinds now rather than in every session
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
+        if max_episodes < 1 or max_per_owner < 1:
+            raise ValueError("--max-episodes and --max-episodes-per-session must be at least 1")
+        self.max_episodes, self.max_per_owner, self.shared_keys = max_episodes, max_per_owner, shared_keys
         self.grade_file = Path(grade_file) if grade_file else None
+        self._grade_lock = threading.Lock()  # grade lines come from worker threads
         self.active: dict[str, Episode] = {}
         self.finished: OrderedDict[str, dict] = OrderedDict()  # episode id -> final summary
         self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> episode id
@@ -86,8 +117,13 @@ class EpisodeStore:
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
-    def episode(self, key: str, requested_task: str | int | None = None) -> Episode:
-        """The key's episode, opened on first use (with the requested task, if the server allows a pick)."""
+    def episode(self, key: str, requested_task: str | int | None = None, owner: str = "process",
+                client_key: str | None = None) -> Episode:
+        """The key's episode, opened on first use (with the requested task, if the server allows a pick).
+
+        ``key`` already carries its owner's namespace (see ``erp_sim.mcp.tools``); ``owner`` is
+        counted against the per-session cap when it is an MCP session.
+        """
         episode = self.active.get(key)
         if episode is not None:
             if requested_task is not None and self._find_task(requested_task) != episode.session.task:
@@ -95,27 +131,42 @@ class EpisodeStore:
                                    f"open a new session for another task.")
             return episode
         if key in self.expired_keys:
-            raise EpisodeError("This session's ERP episode has ended (it was idle too long, or an evaluator closed it) "
-                               "and its state is gone. Start a new MCP session (or use a new session key).")
+            raise EpisodeError(ENDED)
+        if len(self.active) >= self.max_episodes:
+            raise EpisodeError(f"The server already runs {self.max_episodes} episodes, its limit; end a session "
+                               f"(or wait for idle ones to expire) and try again.")
+        if owner.startswith("session:") and sum(e.owner == owner for e in self.active.values()) >= self.max_per_owner:
+            raise EpisodeError(f"This MCP session already has {self.max_per_owner} open episodes, the limit per "
+                               f"session; reuse one of its session keys or start a new MCP session.")
         task = self._choose_task(requested_task)
         instance = self._per_task[task.task_id]  # a lone client on a task sees the env's SessionId
         self._per_task[task.task_id] += 1
         self.opened += 1
         session = ErpSession(task, verbosity=self.verbosity, faults=self.faults, instance=instance)
-        episode = Episode(key, self.opened, session, datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic())
+        episode = Episode(key, owner, client_key, self._new_handle(), self.opened, session,
+                          datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic())
         self.active[key] = episode
-        logger.info("episode %s opened on %s/%s", episode.id, task.task_set, task.task_id)
-        if self.grade_file:
-            self._regrade(episode)
+        logger.info("episode %s (%s) opened on %s/%s", episode.handle, episode.id, task.task_set, task.task_id)
         return episode
 
-    def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
-        """``ErpSession.call``, plus bookkeeping: idle clock, call count, and the grade file after each change."""
-        episode.last_used = time.monotonic()
-        episode.calls += 1
-        response = episode.session.call(name, arguments)
-        if self.grade_file and not response.is_error and not response.read_only:
-            self._regrade(episode)
+    def _new_handle(self) -> str:
+        while True:
+            handle = "ep-" + secrets.token_hex(8)
+            if handle not in self.finished and all(e.handle != handle for e in self.active.values()):
+                return handle
+
+    async def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
+        """``ErpSession.call`` off the event loop, in order per episode, plus bookkeeping: idle clock,
+        call count, and the grade file after each change."""
+        async with episode.lock:
+            if self.active.get(episode.key) is not episode:
+                raise EpisodeError(ENDED)
+            episode.last_used = time.monotonic()
+            episode.calls += 1
+            response = await anyio.to_thread.run_sync(episode.session.call, name, arguments)
+            if self.grade_file and not response.is_error and not response.read_only:
+                await anyio.to_thread.run_sync(self._regrade, episode)
+            episode.last_used = time.monotonic()
         return response
 
     def _choose_task(self, requested: str | int | None) -> Task:
@@ -142,25 +193,31 @@ class EpisodeStore:
         self._grade(episode)
         episode.session.close()
         summary = episode.summary("closed")
-        self.finished[episode.id] = summary
+        self.finished[episode.handle] = summary
+        self._append_grade(summary)
         if expire_key:
-            self.expired_keys[key] = episode.id
+            self.expired_keys[key] = episode.handle
         for kept in (self.finished, self.expired_keys):
             while len(kept) > FINISHED_KEPT:
                 kept.popitem(last=False)
         logger.info("episode %s closed after %d call(s)", episode.id, episode.calls)
         return summary
 
+    async def close_when_free(self, key: str) -> dict | None:
+        """Close an episode once its running call (if any) is done; None if it had ended meanwhile."""
+        episode = self.active.get(key)
+        if episode is None:
+            return None
+        async with episode.lock:
+            return self.close(key) if self.active.get(key) is episode else None
+
     def reap(self, now: float | None = None) -> list[str]:
         """Close every episode idle for longer than the timeout; returns their ids."""
         if self.idle_timeout_s is None:
             return []
         now = time.monotonic() if now is None else now
-        idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s]
-        closed = [self.close(key)["session_id"] for key in idle]
-        if closed:
-            self.write_grade_file()
-        return closed
+        idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()]
+        return [self.close(key)["session_id"] for key in idle]
 
     async def reap_forever(self) -> None:
         """Background expiry, so an idle server frees memory too."""
@@ -171,10 +228,14 @@ class EpisodeStore:
             self.reap()
 
     def close_all(self) -> None:
-        """At shutdown: grade and close everything, then write the grade file once more."""
+        """At shutdown: grade and close everything (each closed episode's grade goes to the grade file)."""
         for key in list(self.active):
             self.close(key, expire_key=False)
-        self.write_grade_file()
+
+    async def close_owned_by(self, owner: str) -> list[dict]:
+        """Grade and free every episode of an owner that went away (an MCP session ended with DELETE)."""
+        closed = [await self.close_when_free(key) for key, e in list(self.active.items()) if e.owner == owner]
+        return [summary for summary in closed if summary is not None]
 
     # --- for evaluators ---
     def summaries(self) -> list[dict]:
@@ -183,33 +244,61 @@ class EpisodeStore:
         return sorted(summaries, key=lambda s: s["number"])
 
     def key_of(self, ident: str) -> str | None:
-        """The key of the active episode named by its SessionId, its key, or the key without its prefix."""
-        return next((key for key, e in self.active.items() if ident in (e.id, key, key.partition(":")[2])), None)
+        """The key of the active episode named by ``ident`` (see ``find``), or None if it is closed."""
+        found = self.find(ident)
+        return found if found in self.active else None
+
+    def find(self, ident: str) -> str:
+        """What ``ident`` names: an active episode's key or a closed episode's handle.
+
+        ``ident`` is a handle, or a SessionId or client session key that exactly one episode has;
+        ``LookupError`` when several do (name one by its handle), ``KeyError`` when none does."""
+        for key, e in self.active.items():
+            if e.handle == ident:
+                return key
+        if ident in self.finished:
+            return ident
+        matches = [key for key, e in self.active.items() if ident in (e.id, e.client_key)]
+        matches += [h for h, summary in self.finished.items() if ident in (summary["session_id"], summary["client_key"])]
+        if len(matches) > 1:
+            raise LookupError(f"{len(matches)} episodes answer to {ident!r}; name one by its handle.")
+        if not matches:
+            raise KeyError(ident)
+        return matches[0]
 
     def grade(self, ident: str) -> dict:
         """A fresh grade of an active episode, or the final one of a closed episode (KeyError if unknown)."""
-        key = self.key_of(ident)
-        if key is not None:
-            return self._grade(self.active[key])
-        closed = next((i for k, i in self.expired_keys.items() if ident in (k, k.partition(":")[2])), ident)
-        return self.finished[closed]
+        found = self.find(ident)
+        return self._grade(self.active[found]) if found in self.active else self.finished[found]
+
+    async def grade_when_free(self, ident: str) -> dict:
+        """``grade``, waiting for the episode's running call so the grade never sees half a call."""
+        found = self.find(ident)
+        if found not in self.active:
+            return self.finished[found]
+        async with self.active[found].lock:
+            return self.grade(ident)
 
     def _grade(self, episode: Episode) -> dict:
         episode.grade = episode.session.grade().model_dump(mode="json")
         return episode.summary("active")
 
     def _regrade(self, episode: Episode) -> None:
-        self._grade(episode)
-        self.write_grade_file()
+        self._append_grade(self._grade(episode))
 
-    def write_grade_file(self) -> None:
-        """Atomically replace ``grade_file`` with every episode's latest grade (no-op without one)."""
+    def _append_grade(self, summary: dict) -> None:
+        """Append one JSON line to ``grade_file`` and flush it (no-op without one).
+
+        Append-only: a restart with the same file keeps the grades written before; the last line
+        of a handle is its latest grade (state "closed" once it ended)."""
         if not self.grade_file:
             return
-        payload = {"task_set": self.task_set, "sessions": self.summaries()}
-        tmp = self.grade_file.with_name(self.grade_file.name + ".tmp")
+        line = json.dumps({"task_set": self.task_set, **summary}, ensure_ascii=False) + "\n"
         try:
-            tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-            os.replace(tmp, self.grade_file)
+            with self._grade_lock, self.grade_file.open("a", encoding="utf-8") as out:
+                out.write(line)
+                out.flush()
+                if summary["state"] == "closed":
+                    os.fsync(out.fileno())
         except OSError as exc:  # the evaluator's file must never fail the agent's call
-            logger.error("cannot write the grade file %s: %s", self.grade_file, exc)
+            logger.error("cannot append to the grade file %s: %s", self.grade_file, exc)

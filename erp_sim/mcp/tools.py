@@ -2,7 +2,9 @@
 
 Which episode a request belongs to:
 1. a key the client chose: the ``X-ERP-Session`` HTTP header or ``_meta["erp-sim/session"]``
-   (lets stateless 2026-07-28 clients keep an episode, and any client resume one);
+   (lets stateless 2026-07-28 clients keep an episode); a key belongs to whoever opened it: the
+   MCP session, or for stateless HTTP requests the token's principal, so another client sending
+   the same key gets its own episode (unless the operator shares keys: ``--shared-session-keys``);
 2. otherwise the MCP session: ``Mcp-Session-Id`` over streamable HTTP, the connection on stdio
    or in memory (handshake-era protocol, 2025-11-25 and older);
 3. otherwise, for stateless 2026-07-28 requests, the process on stdio and in memory (one client);
@@ -19,7 +21,8 @@ from typing import Any
 
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.context import Context
-from fastmcp.server.dependencies import get_context
+from fastmcp.server.dependencies import get_access_token, get_context
+from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from mcp_types import ToolAnnotations
@@ -57,20 +60,37 @@ class RegistryTool(Tool):
         return bound
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        try:  # lone surrogates and integers too long to print are the session's to refuse, in its usual shape
-            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        except (ValueError, RecursionError):
-            size = 0
-        if size > self._max_argument_bytes:
-            raise ToolError(f"The arguments are {size:,} bytes; the limit is {self._max_argument_bytes:,}. Nothing was done.")
-        try:
-            episode = current_episode(self._episodes)
-        except EpisodeError as exc:
-            raise ToolError(str(exc)) from None
-        response = self._episodes.call(episode, self.name, arguments)
-        if response.is_error:
-            raise ToolError(response.text, log_level=logging.DEBUG)
-        return ToolResult(content=response.text)
+        return await answer(self._episodes, self.name, arguments, self._max_argument_bytes)
+
+
+async def answer(episodes: EpisodeStore, name: str, arguments: Any, max_argument_bytes: int) -> ToolResult:
+    """The caller's episode answers ``name`` (any name: unknown tools get the ERP's own error JSON)."""
+    try:  # lone surrogates and integers too long to print are the session's to refuse, in its usual shape
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        size = 0
+    if size > max_argument_bytes:
+        raise ToolError(f"The arguments are {size:,} bytes; the limit is {max_argument_bytes:,}. Nothing was done.")
+    try:
+        response = await episodes.call(current_episode(episodes), name, arguments)
+    except EpisodeError as exc:
+        raise ToolError(str(exc)) from None
+    if response.is_error:
+        raise ToolError(response.text, log_level=logging.DEBUG)
+    return ToolResult(content=response.text)
+
+
+class UnknownToolsAnswerLikeTheErp(Middleware):
+    """A call to a tool the registry lacks gets the D365-shaped error JSON (``NotFound``), as in process,
+    instead of fastmcp's plain ``Unknown tool`` text."""
+
+    def __init__(self, episodes: EpisodeStore, max_argument_bytes: int):
+        self.episodes, self.max_argument_bytes = episodes, max_argument_bytes
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        if context.message.name in registry.TOOLS:
+            return await call_next(context)
+        return await answer(self.episodes, context.message.name, context.message.arguments or {}, self.max_argument_bytes)
 
 
 def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:
@@ -81,19 +101,27 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
     headers = request.request.headers if request is not None and request.request is not None else {}
     key = meta.get(SESSION_META) or headers.get(SESSION_HEADER)
     task = meta.get(TASK_META) or headers.get(TASK_HEADER)
+    if request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        owner = f"session:{ctx.session_id}"
+    elif request is not None and request.request is not None:
+        token = get_access_token()
+        owner = f"principal:{token.client_id if token else 'anonymous'}"
+    else:
+        owner = "process"
+    client_key = key
     if key is not None:
         if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
             raise EpisodeError(f"The session key must be a string of 1 to {MAX_KEY_CHARS} characters.")
-        key = f"client:{key}"
-    elif request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        key = f"client:{key}" if episodes.shared_keys else f"client:{owner}:{key}"
+    elif owner.startswith("session:"):
         key = f"mcp:{ctx.session_id}"
-    elif request is not None and request.request is not None:
+    elif owner.startswith("principal:"):
         raise EpisodeError(NO_SESSION)
     else:
         key = "process"
     if task is not None and not isinstance(task, (str, int)):
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
-    return episodes.episode(key, task)
+    return episodes.episode(key, task, owner, client_key)
 
 
 def task_brief(episodes: EpisodeStore) -> dict[str, str]:
@@ -108,6 +136,7 @@ def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
     """Add the 22 registry tools, the ``itemization_task`` prompt and the ``erp-sim://task`` resource."""
     for tool in registry.TOOLS.values():
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
+    server.add_middleware(UnknownToolsAnswerLikeTheErp(episodes, max_argument_bytes))
 
     @server.prompt(name="itemization_task", description="The user's request for this session's task, with the "
                                                          "receipt-wording-to-subcategory rules.")

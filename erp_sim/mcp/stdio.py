@@ -1,0 +1,151 @@
+"""stdio for untrusted clients: the line limit holds while reading, malformed messages get JSON-RPC 2.0
+errors, and replies are capped.
+
+The SDK's stdio transport reads a whole line before any check (a 200 MB line cost 1 GB), and drops
+messages it cannot parse without a reply, so a client waiting on that id hangs. Here ``LimitedLines``
+feeds the SDK only messages it accepts: it answers the rest itself (-32700 parse error, -32600
+invalid request, with the request's id when it has a usable one) and discards an over-long line
+as it streams in. It waits on stdin with the event loop (not a blocked worker thread), so Ctrl-C
+stops a terminal session at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+
+logger = logging.getLogger("erp_sim.mcp")
+
+MAX_REPLY_BYTES = 2 << 20  # tools answer at most 160,000 characters; this bounds everything else
+_CHUNK = 1 << 16
+
+
+def error_reply(code: int, message: str, ident: Any = None) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+
+
+def _usable_id(ident: Any) -> bool:
+    return isinstance(ident, (str, int)) and not isinstance(ident, bool)
+
+
+def problem_of(line: bytes) -> str | None:
+    """None if ``line`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error reply."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return error_reply(-32700, "Parse error: the line is not valid JSON (one JSON-RPC 2.0 message per line).")
+    if isinstance(data, list):
+        return error_reply(-32600, "Invalid Request: batches are not supported; send one message per line.")
+    ident = data.get("id") if isinstance(data, dict) else None
+    well_formed = (isinstance(data, dict) and data.get("jsonrpc") == "2.0"
+                   and ("id" not in data or _usable_id(ident))
+                   and isinstance(data.get("method", ""), str)
+                   and isinstance(data.get("params", {}), dict))
+    if well_formed:
+        try:
+            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            return None
+        except Exception:  # noqa: BLE001 - any rejection gets a reply below
+            pass
+    return error_reply(-32600, 'Invalid Request: a JSON-RPC 2.0 message needs "jsonrpc": "2.0", a string "method", '
+                               'an "id" that is a string or an integer, and "params" (if any) as an object.',
+                       ident if _usable_id(ident) else None)
+
+
+class CappedWriter:
+    """The SDK's stdout: one whole line per write, serialized, replies over ``max_bytes`` replaced by an error."""
+
+    def __init__(self, fd: int, max_bytes: int = MAX_REPLY_BYTES):
+        self.fd, self.max_bytes, self.lock = fd, max_bytes, anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        data = text.encode("utf-8", "replace")
+        if len(data) > self.max_bytes:
+            data = (self._too_big(text, len(data)) + "\n").encode()
+        async with self.lock:
+            await anyio.to_thread.run_sync(self._write_all, data)
+
+    async def flush(self) -> None:
+        pass  # every write goes straight to the descriptor
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def _too_big(self, text: str, size: int) -> str:
+        try:
+            ident = json.loads(text).get("id")
+        except (ValueError, AttributeError):
+            ident = None
+        logger.warning("a reply of %d bytes was replaced by an error (limit %d)", size, self.max_bytes)
+        return error_reply(-32603, f"The reply has {size:,} bytes, over the limit of {self.max_bytes:,}; "
+                                   f"narrow the request.", ident)
+
+
+class LimitedLines:
+    """stdin as an async iterator of the lines the SDK accepts; ``max_bytes`` holds while reading."""
+
+    def __init__(self, fd: int, writer: CappedWriter, max_bytes: int):
+        self.fd, self.writer, self.max_bytes = fd, writer, max_bytes
+        self.pending, self.skipping, self.polls = bytearray(), False, True
+
+    def __aiter__(self) -> LimitedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._line()
+            if line is None:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            problem = problem_of(line)
+            if problem is None:
+                return line.decode("utf-8", "replace")
+            await self.writer.write(problem + "\n")
+
+    async def _line(self) -> bytes | None:
+        scanned = 0
+        while True:
+            end = self.pending.find(b"\n", scanned)
+            if end >= 0:
+                line = bytes(self.pending[:end])
+                del self.pending[:end + 1]
+                if not self.skipping:
+                    return line
+                self.skipping = False
+                await self._refuse_long_line()
+                scanned = 0
+                continue
+            if len(self.pending) > self.max_bytes:  # drop it now: never hold more than the limit
+                self.skipping = True
+                self.pending.clear()
+            scanned = len(self.pending)
+            chunk = await self._read()
+            if not chunk:
+                if self.skipping:
+                    self.skipping = False
+                    await self._refuse_long_line()
+                line, self.pending = bytes(self.pending), bytearray()
+                return line or None
+            self.pending += chunk
+
+    async def _refuse_long_line(self) -> None:
+        await self.writer.write(error_reply(-32600, f"Invalid Request: the message is over the limit of "
+                                                    f"{self.max_bytes:,} bytes and was discarded.") + "\n")
+
+    async def _read(self) -> bytes:
+        if self.polls:
+            try:
+                await anyio.wait_readable(self.fd)  # pipes and terminals: cancellable at once
+                return os.read(self.fd, _CHUNK)
+            except (OSError, ValueError, NotImplementedError):
+                self.polls = False  # a regular file (epoll refuses it): read it on a thread
+        return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)

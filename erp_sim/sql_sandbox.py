@@ -1,0 +1,223 @@
+"""The agent's read-only SQL (``data_find_entities_sql``): bounded work, nothing revealed, deterministic answers.
+
+What an agent's statement may do, and what it costs at most:
+- read the expense tables (and ``sqlite_schema``); SQLite's authorizer,
+  not a regex, denies writes, DDL, ATTACH, PRAGMA and recursive CTEs wherever they appear;
+- no function that reveals pointers, files or the host (``fts3_tokenizer``, ``load_extension``,
+  ``sqlite_compileoption_get``, ...);
+- CPU: a deterministic step budget, plus a CPU-time deadline (default 1 s) checked by the progress
+  handler; work SQLite does inside one function call (where that handler never runs) is bounded by
+  the single-value length limit and by refusing ``printf`` widths that would loop for seconds;
+- memory: temporary tables and sorters stay in memory (never temp files on disk), and the statement
+  is interrupted once SQLite's heap grew by more than a byte cap (default 64 MiB) since it started;
+- ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``CURRENT_TIMESTAMP``, ...) is
+  the episode's simulated clock, so the same calls give byte-identical answers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import re
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+
+from erp_sim.errors import ValidationError
+from erp_sim.models import TABLES
+
+
+@dataclass
+class SqlLimits:
+    """Per-statement budgets of the agent's SQL; the server sets them from its flags."""
+
+    cpu_seconds: float = 1.0
+    memory_bytes: int = 64 << 20
+    max_steps: int = 2_000_000  # VM steps: deterministic, so the same query always stops at the same point
+    max_rows: int = 200
+
+
+LIMITS = SqlLimits()
+PRINTF_MAX_WIDTH = 100_000  # SQLite's '%.*c' loops once per character even past the length limit
+_CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, steps)
+
+READABLE = {model.__tablename__ for model in TABLES} | {"sqlite_master", "sqlite_schema"}
+_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
+_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "fts5", "randomblob",
+                      "zeroblob", "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_source_id",
+                      "sqlite_version", "sqlite_offset"}
+
+
+def set_limits(cpu_seconds: float | None = None, memory_bytes: int | None = None) -> SqlLimits:
+    """Change the budgets for every later statement in this process (``erp-sim serve --sql-cpu-seconds``)."""
+    if cpu_seconds is not None:
+        if not cpu_seconds > 0:
+            raise ValueError("the SQL CPU limit must be positive")
+        LIMITS.cpu_seconds = float(cpu_seconds)
+    if memory_bytes is not None:
+        if memory_bytes < 1 << 20:
+            raise ValueError("the SQL memory limit must be at least 1 MiB")
+        LIMITS.memory_bytes = int(memory_bytes)
+    return LIMITS
+
+
+def _heap_meter():
+    """``sqlite3_memory_used`` of the SQLite library Python links (None where it is not reachable)."""
+    try:
+        import _sqlite3
+
+        meter = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+    except (OSError, AttributeError, ImportError):
+        return None
+    meter.restype, meter.argtypes = ctypes.c_int64, []
+    return meter
+
+
+_heap_used = _heap_meter()
+
+
+# --- deterministic functions, registered on every episode's connection ------------------------------
+_builtins = threading.local()
+
+
+def _builtin(sql: str, args: tuple):
+    """Evaluate SQLite's own function on a private connection (our overrides hide it on the episode's)."""
+    conn = getattr(_builtins, "conn", None)
+    if conn is None:
+        conn = _builtins.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000_000)
+    return conn.execute(sql, args).fetchone()[0]
+
+
+_DATE_FUNCTIONS = ("date", "time", "datetime", "julianday", "strftime", "unixepoch")
+_CLOCK_KEYWORDS = {"current_date": "date", "current_time": "time", "current_timestamp": "datetime"}
+_CONVERSION = re.compile(r"%[-+ #0,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.DOTALL)
+
+
+def _checked_printf(name: str):
+    def printf(*args):
+        if not args or not isinstance(args[0], str):
+            return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
+        consumed = 1
+        for width, precision, kind in _CONVERSION.findall(args[0]):
+            for part in (width, precision):
+                if part == "*":
+                    value = args[consumed] if consumed < len(args) else 0
+                    consumed += 1
+                    part = value if isinstance(value, int) else 0
+                elif part:
+                    part = int(part)
+                if part and abs(part) > PRINTF_MAX_WIDTH:
+                    _builtins.refusal = f"{name}() width or precision over {PRINTF_MAX_WIDTH:,}"
+                    raise ValueError(_builtins.refusal)
+            consumed += kind != "%"
+        return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
+
+    return printf
+
+
+def _clocked(name: str, now: str):
+    def function(*args):
+        args = tuple(now if isinstance(a, str) and a.strip().lower() == "now" else a for a in args)
+        return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
+
+    return function
+
+
+def install_functions(conn: sqlite3.Connection, seed: int, now: str) -> None:
+    """Make ``random()`` and the clock deterministic and ``printf`` bounded on an episode's connection.
+
+    ``now`` is the simulated clock (``YYYY-MM-DD HH:MM:SS``); ``seed`` seeds ``random()``.
+    """
+    rng = random.Random(seed)
+    conn.create_function("random", 0, lambda: rng.getrandbits(64) - (1 << 63))
+    for name in _DATE_FUNCTIONS:
+        conn.create_function(name, -1, _clocked(name, now), deterministic=True)
+    for keyword, function in _CLOCK_KEYWORDS.items():
+        conn.create_function(keyword, 0, lambda f=function: _builtin(f"SELECT {f}(?)", (now,)))
+    for name in ("printf", "format"):
+        conn.create_function(name, -1, _checked_printf(name), deterministic=True)
+    conn.execute("PRAGMA temp_store = MEMORY")  # sorters and temp tables never reach the disk
+
+
+# --- the statement itself ---------------------------------------------------------------------------
+def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
+    if action not in _ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_READ and (arg1 or "").lower() not in READABLE:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class _Budget:
+    """The progress handler: stops a statement at its step, CPU-time or heap budget, and says which."""
+
+    def __init__(self, limits: SqlLimits):
+        self.limits, self.steps, self.reason = limits, 0, None
+        self.cpu_start = time.thread_time()
+        self.heap_start = _heap_used() if _heap_used else 0
+
+    def __call__(self) -> int:
+        self.steps += _CHECK_EVERY
+        if self.steps > self.limits.max_steps:
+            self.reason = f"query interrupted after {self.limits.max_steps:,} steps; add filters or a LIMIT"
+        elif time.thread_time() - self.cpu_start > self.limits.cpu_seconds:
+            self.reason = f"query interrupted after {self.limits.cpu_seconds:g} s of CPU time; add filters or a LIMIT"
+        elif _heap_used and _heap_used() - self.heap_start > self.limits.memory_bytes:
+            self.reason = (f"query interrupted: it needed over {self.limits.memory_bytes >> 20} MiB of memory "
+                           f"(sorts, DISTINCT, GROUP BY on wide values); select fewer or shorter columns")
+        return 1 if self.reason else 0
+
+
+
+def run_select(conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = None) -> tuple[list[str], list[list], bool]:
+    """Run one read-only SELECT within ``limits`` (default ``LIMITS``). Returns (columns, rows, truncated)."""
+    limits = limits or LIMITS
+    statement = sql.strip().rstrip(";").strip()
+    if not statement:
+        raise ValidationError("sqlQuery: empty query.")
+    if not sqlite3.complete_statement(statement + ";") or ";" in _strip_string_literals(statement):
+        raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
+    if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
+        raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
+    budget = _Budget(limits)
+    _builtins.refusal = None
+    conn.set_authorizer(_authorizer)
+    conn.set_progress_handler(budget, _CHECK_EVERY)
+    try:
+        cursor = conn.execute(statement)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchmany(limits.max_rows + 1)
+        cursor.close()  # ends the statement now: frees its sorter and temp tables
+    except sqlite3.DatabaseError as exc:
+        message = str(exc)
+        if "not authorized" in message:
+            message = "not authorized: only read-only SELECT queries on the expense tables are allowed"
+        elif "interrupted" in message and budget.reason:
+            message = budget.reason
+        elif "user-defined function raised exception" in message:
+            message = getattr(_builtins, "refusal", None) or "a function's argument is out of range"
+        raise ValidationError(f"sqlQuery: {message}.") from None
+    except sqlite3.Warning as exc:  # e.g. "You can only execute one statement at a time."
+        raise ValidationError(f"sqlQuery: {exc}") from None
+    finally:
+        conn.set_authorizer(None)
+        conn.set_progress_handler(None, 0)
+    truncated = len(rows) > limits.max_rows
+    return columns, [list(r) for r in rows[:limits.max_rows]], truncated
+
+
+def _strip_string_literals(sql: str) -> str:
+    out, quote = [], None
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+        else:
+            out.append(ch)
+    return "".join(out)
