@@ -31,7 +31,11 @@ class StepRecord(BaseModel):
 
 
 class EpisodeMetrics(BaseModel):
-    """DESIGN.md's per-episode metrics (wall time is in ``Trajectory.timing``)."""
+    """Per-episode costs and counts (wall time is in ``Trajectory.timing``).
+
+    Token figures are input (prompt) and output tokens of the agent's own model calls;
+    summarizer calls inside context policies and an LLM user's calls are counted apart.
+    """
 
     steps: int = Field(0, description="Environment steps (tool calls + messages to the user).")
     model_calls: int = Field(0, description="Agent model calls.")
@@ -45,6 +49,9 @@ class EpisodeMetrics(BaseModel):
     dependency: float = Field(0.0, description="ACON: sum over calls of (n_in + 2 n_out) * n_out / 2.")
     summarizer_calls: int = 0
     summarizer_tokens: int = 0
+    user_model_calls: int = Field(0, description="Calls of an LLM user's model (0 for the rule-based user).")
+    user_input_tokens: int = Field(0, description="Input tokens of the LLM user's calls, as its service reported them.")
+    user_output_tokens: int = Field(0, description="Output tokens of the LLM user's calls.")
 
 
 class Trajectory(BaseModel):
@@ -58,9 +65,11 @@ class Trajectory(BaseModel):
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
     grade: dict[str, Any] = Field(default_factory=dict)
-    termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped or infra_error.")
+    termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped, infra_error, "
+                                                "model_error or context_overflow.")
     failure_category: str | None = None
     infra_error: str | None = None
+    model_error: str | None = Field(None, description="The refusal that ended the episode (model_error, context_overflow).")
     timing: dict[str, float] = Field(default_factory=dict, description="Wall-clock figures; not deterministic.")
 
     def deterministic_dump(self) -> dict:

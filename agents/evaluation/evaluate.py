@@ -45,6 +45,7 @@ class EpisodeSpec(BaseModel):
     out_dir: str
     base_url: str | None = None
     record_dir: str | None = None
+    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
 
     @property
     def key(self) -> tuple:
@@ -78,11 +79,11 @@ def build_agent(spec: EpisodeSpec):
 
             cassette.parent.mkdir(parents=True, exist_ok=True)
             model = RecordingModel(model, cassette)
-        inner = ModelAgent(model)
+        inner = ModelAgent(model, context_window=spec.context_window)
     elif kind == "replay":
         from erp_sim.agents.models.cassette import ReplayModel
 
-        inner = ModelAgent(ReplayModel(cassette, strict=True))
+        inner = ModelAgent(ReplayModel(cassette, strict=True), context_window=spec.context_window)
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
     return wrap(inner, spec.policy)
@@ -122,7 +123,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
-        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy)
+        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
+                                 context_window=spec.context_window)
     finally:
         env.close()
     relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
@@ -134,10 +136,11 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     return {
         "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": spec.agent,
         "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
-        "grade": {k: grade[k] for k in ("success", "strict_success", "itemized_fraction", "remaining_amount", "collateral")},
+        "grade": {k: grade.get(k) for k in ("success", "strict_success", "itemized_fraction", "remaining_amount",
+                                             "collateral")},
         "metrics": trajectory.metrics.model_dump(mode="json"),
         "termination": trajectory.termination, "failure_category": trajectory.failure_category,
-        "infra_error": trajectory.infra_error, "trajectory": str(relative),
+        "infra_error": trajectory.infra_error, "model_error": trajectory.model_error, "trajectory": str(relative),
         "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
     }
 
@@ -251,6 +254,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--max-steps", type=int, default=200)
     parser.add_argument("--verbosity", choices=["default", "compact"], default="default")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="the model's context window: a longer request ends its episode, scored as context_overflow "
+                             "(default: none; a server's own context-length 400 does the same)")
     parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents)")
     parser.add_argument("--baseline", help="configuration the report compares against (default C2 or the first)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -273,7 +279,8 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
         raise SystemExit("--record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
-                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record)
+                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
+                 context_window=args.context_window)
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)

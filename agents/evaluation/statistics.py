@@ -49,8 +49,10 @@ CONFIDENCE = 0.95
 SEED = 20240607
 N_RESAMPLES = 9999
 
-#: DESIGN.md's failure taxonomy, in its order.
+#: The failure taxonomy (``erp_sim.agents.evaluation.failures``), in report order.
 FAILURE_CATEGORIES = (
+    "context_overflow",
+    "model_request_refused",
     "stalled_unanswered_question",
     "premature_termination",
     "stale_state",
@@ -65,7 +67,8 @@ FAILURE_CATEGORIES = (
 #: Failed episodes the classifier left without a category.
 UNCLASSIFIED = "unclassified"
 
-TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "infra_error")
+TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "context_overflow", "model_error",
+                "infra_error")
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""One episode's model failure is that episode's row, never the run's (fake server with real faults)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from fake_openai_server import CONTEXT_LENGTH_MESSAGE
+
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.model_agent import ModelAgent
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
+from test_harness import script_server_with_scripted_agent
+
+
+@pytest.fixture
+def env():
+    environment = gym.make("erp_sim/ExpenseItemization-v0")
+    yield environment
+    environment.close()
+
+
+def fast_model(server) -> OpenAIChatModel:
+    return OpenAIChatModel("fake-model", base_url=server.base_url, temperature=0.0, max_retries=1, backoff_base=0.0)
+
+
+def test_a_context_length_400_ends_the_episode_as_a_scored_context_overflow(env, fake_openai_server):
+    fake_openai_server.reply_tool_calls([("form_open_menu_item", {"name": "TrvExpenses"})])
+    fake_openai_server.fail(400, message=CONTEXT_LENGTH_MESSAGE)
+    trajectory = run_episode(env, ModelAgent(fast_model(fake_openai_server)), task_id="hotel-000")
+    assert trajectory.termination == "context_overflow" and trajectory.failure_category == "context_overflow"
+    assert "maximum context length" in trajectory.model_error and trajectory.infra_error is None
+    assert len(trajectory.steps) == 1 and not trajectory.grade["success"]
+
+
+def test_another_persistent_400_ends_the_episode_as_model_request_refused(env, fake_openai_server):
+    fake_openai_server.fail_always(400, message="content filter: request blocked")
+    trajectory = run_episode(env, ModelAgent(fast_model(fake_openai_server)), task_id="hotel-000")
+    assert trajectory.termination == "model_error" and trajectory.failure_category == "model_request_refused"
+    assert len(fake_openai_server.requests) == 1  # not retried
+
+
+def test_context_window_ends_the_episode_before_an_oversized_request_is_sent(env, fake_openai_server):
+    trajectory = run_episode(env, ModelAgent(fast_model(fake_openai_server), context_window=500), task_id="hotel-000")
+    assert trajectory.termination == "context_overflow" and "not sent" in trajectory.model_error
+    assert fake_openai_server.requests == []
+
+
+def test_context_window_applies_to_any_agent_scored_as_a_failure(env):
+    full = run_episode(env, ScriptedAgent(), task_id="hotel-000")
+    window = max(s.input_tokens for s in full.steps) - 1
+    cut = run_episode(env, ScriptedAgent(), task_id="hotel-000", context_window=window)
+    assert full.grade["success"] and not cut.grade["success"]
+    assert cut.failure_category == "context_overflow" and all(s.input_tokens <= window for s in cut.steps)
+
+
+def _eval_argv(server, out, tasks="hotel_50:hotel-003,hotel-004"):
+    return ["--configs", "C2", "--tasks", tasks, "--runs", "1", "--quiet", "--concurrency", "1",
+            "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(out)]
+
+
+def test_faults_of_one_episode_are_its_own_rows_and_the_run_goes_on(tmp_path, fake_openai_server, monkeypatch, env):
+    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    fake_openai_server.truncated_body(times=2)  # hotel-003: a cut-short body, twice: an infrastructure error
+    script_server_with_scripted_agent(fake_openai_server, env, "hotel-004")  # hotel-004 is answered properly
+    assert eval_main(_eval_argv(fake_openai_server, tmp_path)) == 0
+    first, second = read_rows(tmp_path / "results.jsonl")
+    assert first["termination"] == "infra_error" and "gave up after 2 attempts" in first["infra_error"]
+    assert second["grade"]["success"] and second["infra_error"] is None
+
+
+def test_a_persistent_400_is_a_recorded_outcome_that_resume_does_not_retry(tmp_path, fake_openai_server, monkeypatch):
+    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    fake_openai_server.fail_always(400, message=CONTEXT_LENGTH_MESSAGE)
+    argv = _eval_argv(fake_openai_server, tmp_path, "hotel_50:hotel-003")
+    assert eval_main(argv) == 0
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["failure_category"] == "context_overflow" and row["infra_error"] is None
+    requests = len(fake_openai_server.requests)
+    assert eval_main([*argv, "--resume"]) == 0
+    assert len(fake_openai_server.requests) == requests  # scored: not run again
