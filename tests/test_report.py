@@ -72,7 +72,7 @@ def test_report_has_pass_k_failures_reference_and_infra_errors(presets):
     assert "| `unclassified` | 0 |" in md
     assert "| **failed episodes** | 25 | 21 | 8 |" in md
     assert "STUDY (GPT-5): full itemization" in md and "1,480,996" in md and "91.6 (amount 99.64)" in md
-    assert "| C3 | hotel-003 | 2 | RateLimitError: 429 after 5 retries | yes |" in md
+    assert "| C3 | hotel-003 | 2 | 1 | RateLimitError: 429 after 5 retries | yes |" in md
     assert "1 infrastructure error excluded" in md and "1 unreadable line" in md
 
 

@@ -7,15 +7,27 @@ agree and its numbers are not LLM results). Each finished episode is appended to
 ``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
 the file is rewritten in canonical order, so two runs of a deterministic agent give
 byte-identical files once the ``timing`` fields are dropped.
+
+Kill safety: worker processes die with the eval (``PR_SET_PDEATHSIG`` on Linux, and a
+watch on the parent's pid everywhere), and never write a trajectory once the eval is gone;
+``OUT/eval.lock`` is held (``flock``) while an eval runs on OUT, so a ``--resume`` never races
+with a run still going. Each retry of an episode is an attempt: the row that counts is the
+last, and it keeps the earlier ones under ``attempts``; a recorded cassette of an earlier
+attempt is kept as ``NAME.attemptK.jsonl`` so that ``replay:`` replays the attempt that made
+the row.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -27,6 +39,9 @@ from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 DEFAULT_OUT = "runs/eval"
+LOCK_FILE = "eval.lock"
+PARENT_POLL_SECONDS = 0.5
+_parent_pid: int | None = None  # set in worker processes: the eval that started them
 
 
 class EpisodeSpec(BaseModel):
@@ -77,7 +92,7 @@ def build_agent(spec: EpisodeSpec):
         if spec.record_dir:
             from erp_sim.agents.models.cassette import RecordingModel
 
-            cassette.parent.mkdir(parents=True, exist_ok=True)
+            _keep_earlier_attempt(cassette)
             model = RecordingModel(model, cassette)
         inner = ModelAgent(model, context_window=spec.context_window)
     elif kind == "replay":
@@ -87,6 +102,18 @@ def build_agent(spec: EpisodeSpec):
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
     return wrap(inner, spec.policy)
+
+
+def _keep_earlier_attempt(cassette: Path) -> None:
+    """Move an earlier attempt's cassette aside (NAME.attemptK.jsonl): NAME.jsonl is always the
+    attempt that produced the row, so replay follows it, and the history is still on disk."""
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    if not cassette.exists():
+        return
+    number = 1
+    while (earlier := cassette.with_name(f"{cassette.stem}.attempt{number}.jsonl")).exists():
+        number += 1
+    cassette.replace(earlier)
 
 
 def _scripted_recall(argument: str) -> float | None:
@@ -127,6 +154,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
                                  context_window=spec.context_window)
     finally:
         env.close()
+    if _parent_pid is not None and os.getppid() != _parent_pid:
+        os._exit(1)  # the eval is gone: an orphan must not write anything
     relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,7 +204,10 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
         for spec in specs:
             yield run_spec(spec)
     else:
-        with ProcessPoolExecutor(max_workers=concurrency) as pool:
+        # spawn, not fork: workers are direct children of this process (so the death signal and
+        # the pid watch refer to it) and inherit no open files (the lock, the results file)
+        with ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
             queue = iter(specs[concurrency * 2:])
             while pending:
@@ -185,6 +217,50 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(run_spec, nxt))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker as soon as the eval that started it ends, even by SIGKILL."""
+    global _parent_pid
+    _parent_pid = parent_pid
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:  # where prctl is missing (macOS), or if it failed
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
+
+
+@contextlib.contextmanager
+def eval_lock(out_dir: Path) -> Iterator[None]:
+    """Hold OUT/eval.lock while running; a second eval on OUT (e.g. an early --resume) stops at once.
+
+    ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock.
+    """
+    import fcntl
+
+    path = out_dir / LOCK_FILE
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise SystemExit(f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
 
 
 def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict]:
@@ -204,14 +280,21 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict
 def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
              concurrency: int = 1, address: str | None = None, quiet: bool = False) -> list[dict]:
     """Run what is not done yet, appending rows; return all rows in canonical order."""
-    from tqdm import tqdm
-
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
         raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
-    done = finished_keys(read_rows(results))
-    todo = [spec for spec in specs if spec.key not in done]
+    with eval_lock(out_dir):
+        done = finished_keys(read_rows(results))
+        todo = [spec for spec in specs if spec.key not in done]
+        _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
+        return canonicalize(results, specs)
+
+
+def _run_and_append(todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None,
+                    quiet: bool) -> None:
+    from tqdm import tqdm
+
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
     with tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
@@ -224,18 +307,32 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
             tokens += row["metrics"]["input_tokens"]
             bar.set_postfix(success=f"{successes / finished:.0%}", tokens=f"{tokens:,}", refresh=False)
             bar.update()
-    return canonicalize(results, specs)
 
 
 def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
-    """Rewrite the results file in plan order, one row per episode (the latest), atomically."""
-    latest = {row_key(r): r for r in read_rows(results)}
+    """Rewrite the results file in plan order, one row per episode (the latest), atomically.
+
+    The latest row keeps the earlier attempts of its episode under ``attempts`` (termination and
+    error of each, oldest first) and its own number under ``attempt``.
+    """
+    latest: dict[tuple, dict] = {}
+    for row in read_rows(results):
+        earlier = latest.get(row_key(row))
+        if earlier is not None:
+            row["attempts"] = [*earlier.get("attempts", []), _attempt_summary(earlier)]
+        row["attempt"] = len(row.get("attempts", [])) + 1
+        latest[row_key(row)] = row
     order = {spec.key: n for n, spec in enumerate(specs)}
     rows = sorted(latest.values(), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
     tmp = results.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     tmp.replace(results)
     return rows
+
+
+def _attempt_summary(row: dict) -> dict:
+    return {"attempt": row.get("attempt", 1), "termination": row.get("termination"),
+            "infra_error": row.get("infra_error"), "model_error": row.get("model_error")}
 
 
 # --- command line --------------------------------------------------------------------------------

@@ -364,21 +364,27 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
 
 
 def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Episodes whose last attempt is an infrastructure error, then the attempt history of retried ones."""
     errors = st.infra_error_rows(rows)
-    if not errors:
-        return "None."
-    scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
-    table_rows = [
-        (
-            r["config"],
-            r["task_id"],
-            r.get("run", 0),
-            str(r["infra_error"])[:160],
-            "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no",
-        )
-        for r in errors
-    ]
-    return md_table(("config", "task", "run", "error", "scored on retry"), table_rows, "llrll")
+    retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
+    parts = []
+    if errors:
+        scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
+        parts.append(md_table(("config", "task", "run", "attempt", "error", "scored on retry"), [
+            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), str(r["infra_error"])[:160],
+             "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no")
+            for r in errors
+        ], "lllrll"))
+    else:
+        parts.append("No episode is left with an infrastructure error.")
+    if retried:
+        parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
+        parts.append(md_table(("config", "task", "run", "attempt", "outcome", "error"), [
+            (r["config"], r["task_id"], r.get("run", 0), a.get("attempt", n + 1), a.get("termination") or "",
+             str(a.get("infra_error") or a.get("model_error") or "")[:160])
+            for r in retried for n, a in enumerate(r["attempts"])
+        ], "lllrll"))
+    return "\n\n".join(parts)
 
 
 METHODS = """\
