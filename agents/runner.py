@@ -21,7 +21,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
-from erp_sim.agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
+from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
 
 DEFAULT_MAX_MODEL_CALLS = 400
@@ -29,11 +29,12 @@ EPISODE_ENDED = "The episode has ended; this call was not executed."
 
 
 def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | None = None,
-                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = False,
+                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = True,
                 counter: TokenCounter | None = None, policy: str | None = None,
                 context_window: int | None = None) -> Trajectory:
     """Run one episode and return its trajectory (grade, metrics, termination, transcript).
 
+    ``keep_shown``: store what the model was shown at every step (``Trajectory.context``).
     ``context_window``: a step whose input (messages + tool schemas, counted) exceeds it ends
     the episode as ``context_overflow`` before its action is executed.
     """
@@ -46,6 +47,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
                             policy=policy or getattr(agent, "spec", "full"), tools=tools)
     agent.reset()
+    recorder = ContextRecorder() if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     model_time, done, truncated, termination = 0.0, False, False, None
     last_info = info
@@ -59,6 +61,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
             if context_window is not None and input_tokens > context_window:
                 raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
                                            f"over the context window of {context_window:,}")
+            if recorder is not None:
+                recorder.record(step.shown, transcript)
             transcript.append(message)
             calls = message.get("tool_calls") or []
             trajectory.steps.append(StepRecord(
@@ -68,8 +72,6 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                 summarizer_calls=step.summarizer_calls,
                 summarizer_tokens=step.summarizer_usage.input_tokens + step.summarizer_usage.output_tokens,
                 tool_calls=len(calls)))
-            if keep_shown:
-                trajectory.shown.append(step.shown)
             if calls:
                 for call in calls:
                     if done:  # keep the transcript valid: every call gets a result
@@ -96,6 +98,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     if termination is None:
         termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
     trajectory.messages = transcript
+    if recorder is not None:
+        trajectory.context = recorder.context
     trajectory.termination = termination
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
     trajectory.grade = grade.model_dump(mode="json") if grade is not None else {}

@@ -129,6 +129,15 @@ def _scripted_recall(argument: str) -> float | None:
     raise ValueError(f"scripted agent options: recall=TOKENS (e.g. scripted:recall=2e6), got {argument!r}")
 
 
+def sampling_settings(model: Any) -> dict[str, Any] | None:
+    """The model name and sampling params a chat model sends with every request (None: no LLM)."""
+    if model is None:
+        return None
+    inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
+    name = getattr(inner, "model", None)
+    return {**({"model": name} if isinstance(name, str) else {}), **dict(getattr(model, "sampling_params", {}) or {})}
+
+
 def build_user(spec: EpisodeSpec):
     if spec.user in ("rule", "none"):
         return spec.user
@@ -147,10 +156,11 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import erp_sim.envs  # noqa: F401  (registers the ids)
     from erp_sim.agents.runner import run_episode
 
-    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
+    user, agent = build_user(spec), build_agent(spec)
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user,
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
-        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
+        trajectory = run_episode(env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
                                  context_window=spec.context_window)
     finally:
         env.close()
@@ -170,6 +180,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         "metrics": trajectory.metrics.model_dump(mode="json"),
         "termination": trajectory.termination, "failure_category": trajectory.failure_category,
         "infra_error": trajectory.infra_error, "model_error": trajectory.model_error, "trajectory": str(relative),
+        "sampling": {"agent": sampling_settings(getattr(getattr(agent, "unwrapped", agent), "model", None)),
+                     "user": sampling_settings(getattr(user, "model", None)), "context_window": spec.context_window},
         "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
     }
 
