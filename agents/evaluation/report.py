@@ -23,8 +23,10 @@ SUCCESS_VS_TOKENS_PNG = "success_vs_tokens.png"
 PEAK_TOKENS_PNG = "peak_tokens.png"
 SWEEP_PNG_STEM = "sweep_heatmap"
 
-#: The study's figures (GPT-5, 50 hotel tasks x 5 runs), quoted from DESIGN.md:
-#: config, setup, full itemization, mean itemized amount, tokens per benchmark, hours.
+#: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
+#: expenses in Dynamics 365 (GPT-5 agent, GPT-4.1 user model, 50 hotel tasks x 5 runs):
+#: config, setup, full itemization, mean itemized amount, tokens per benchmark (a unit the
+#: study does not define), hours per benchmark.
 STUDY_REFERENCE: tuple[tuple[str, str, float, float | None, int | None, float | None], ...] = (
     ("C1", "no user model", 0.080, None, None, None),
     ("C2", "full context", 0.710, None, 1_480_996, 14.56),
@@ -139,9 +141,12 @@ def fmt_relative(est: st.Estimate) -> str:
     return _with_interval(est, lambda v: fmt_number(v, 1, sign=True), 100)
 
 
-def fmt_p(value: float) -> str:
+def fmt_p(value: float, floor: float | None = None) -> str:
+    """A p-value; at the floor of a resampling test, the bound, not a false exact value."""
     if not math.isfinite(value):
         return DASH
+    if floor is not None and value <= floor * (1 + 1e-9):
+        return f"≤ 2/(R+1) = {fmt_number(floor, 4)}"
     return "< 0.0001" if value < 0.0001 else fmt_number(value, 4)
 
 
@@ -191,16 +196,19 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
             fmt_percent(s.estimates["success"]),
             fmt_percent(s.estimates["strict_success"]),
             fmt_percent(s.estimates["itemized_amount"]),
+            fmt_percent(s.estimates["over_itemization"]),
         )
         for s in summaries.values()
     ]
-    return md_table(("config", "full itemization (%)", "strict success (%)", "itemized amount (%)"), rows)
+    return md_table(("config", "full itemization (%)", "strict success (%)", "itemized amount, capped (%)",
+                     "over-itemized episodes (%)"), rows)
 
 
 def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     rows = [
         (
             s.config,
+            fmt_count(s.estimates["input_tokens_per_episode"]),
             fmt_count(s.estimates["input_tokens"]),
             fmt_count(s.estimates["output_tokens"]),
             fmt_count(s.estimates["summarizer_tokens"]),
@@ -213,6 +221,7 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     ]
     headers = (
         "config",
+        "input tokens / episode",
         "input tokens / benchmark",
         "output tokens / benchmark",
         "summarizer tokens / benchmark",
@@ -235,7 +244,7 @@ def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
                 fmt_pp(c.success_diff),
                 h,
                 tasks,
-                fmt_p(c.p_value),
+                fmt_p(c.p_value, c.p_floor),
                 c.test,
                 fmt_relative(c.input_tokens_change),
                 fmt_relative(c.peak_tokens_change),
@@ -311,13 +320,47 @@ def _sweeps(grids: Sequence[st.SweepGrid], summaries: Mapping[str, st.ConfigSumm
             for (n, w), names in grid.shadowed.items()
         )
         parts.append(
-            shadowed +
+            shadowed + _identical_w_note(grid, summaries) +
             f"### `{grid.family}` (agent {grid.agent}, user {grid.user}, {grid.task_set})\n\n"
             f"Full itemization (%), mean [95% CI]:\n\n{_grid_table(grid, summaries, 'success', fmt_percent)}\n\n"
             f"Input tokens per benchmark, mean [95% CI]:\n\n{_grid_table(grid, summaries, 'input_tokens', fmt_count)}\n\n"
             f"![N x W sensitivity of {grid.family}]({image})"
         )
     return "\n\n".join(parts)
+
+
+STUDY_ORDER = ("C2", "C3", "C4")
+
+
+def _study_change(config: str) -> float:
+    tokens = {c: t for c, *_, t, _ in STUDY_REFERENCE}
+    return tokens[config] / tokens["C2"] - 1 if tokens.get(config) and tokens.get("C2") else math.nan
+
+
+def _our_change(summaries: Mapping[str, st.ConfigSummary], config: str) -> float:
+    if config not in summaries or "C2" not in summaries:
+        return math.nan
+    base = summaries["C2"].estimates["input_tokens"].mean
+    return summaries[config].estimates["input_tokens"].mean / base - 1 if base else math.nan
+
+
+def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """Pairs of C2-C4 whose order of full itemization differs from the study's, in words."""
+    study = {c: success for c, _, success, *_ in STUDY_REFERENCE}
+    ours = {c: summaries[c].estimates["success"].mean for c in STUDY_ORDER if c in summaries}
+    flipped = []
+    for i, a in enumerate(STUDY_ORDER):
+        for b in STUDY_ORDER[i + 1:]:
+            if a in ours and b in ours and math.isfinite(ours[a]) and math.isfinite(ours[b]):
+                if (ours[a] > ours[b]) != (study[a] > study[b]) or ours[a] == ours[b]:
+                    flipped.append(f"{a} {fmt_number(100 * ours[a], 1)}% vs {b} {fmt_number(100 * ours[b], 1)}% "
+                                   f"(study: {fmt_number(100 * study[a], 1)}% vs {fmt_number(100 * study[b], 1)}%)")
+    if not ours:
+        return ""
+    if not flipped:
+        return "\n\nThe order of full itemization across C2, C3 and C4 is the study's."
+    return ("\n\n**The order of full itemization differs from the study's**: " + "; ".join(flipped) + ". A level "
+            "that matches the study (e.g. C2) does not make the others comparable.")
 
 
 def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -327,39 +370,49 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
         study_success = fmt_number(100 * success, 1)
         if amount is not None:
             study_success += f" (amount {fmt_number(100 * amount, 2)})"
+        study_change, our_change = _study_change(config), _our_change(summaries, config)
         rows.append(
             (
                 config,
                 setup,
                 study_success,
                 f"{fmt_number(tokens, 0, grouped=True)}" if tokens else DASH,
-                f"{fmt_number(hours, 2)} h" if hours else DASH,
+                fmt_number(100 * study_change, 1, sign=True) if config != "C2" and math.isfinite(study_change) else DASH,
                 f"`{ours.policy}`, {ours.agent}" if ours else DASH,
                 fmt_percent(ours.estimates["success"]) if ours else DASH,
+                fmt_count(ours.estimates["input_tokens_per_episode"]) if ours else DASH,
                 fmt_count(ours.estimates["input_tokens"]) if ours else DASH,
-                fmt_duration(ours.estimates["wall_time_s"]) if ours else DASH,
+                fmt_number(100 * our_change, 1, sign=True) if config != "C2" and math.isfinite(our_change) else DASH,
             )
         )
     headers = (
         "config",
         "study setup",
         "STUDY (GPT-5): full itemization (%)",
-        "STUDY (GPT-5): tokens / benchmark",
-        "STUDY (GPT-5): wall time",
+        "STUDY: tokens / benchmark (unit not defined)",
+        "STUDY: tokens vs C2 (%)",
         "this run: policy, agent",
         "this run: full itemization (%)",
-        "this run: tokens / benchmark",
-        "this run: wall time",
+        "this run: input tokens / episode",
+        "this run: input tokens / benchmark",
+        "this run: input tokens vs C2 (%)",
     )
     return (
-        "The study's numbers are **GPT-5 on a live D365 tenant, 50 hotel tasks x 5 runs**, quoted "
-        "from the paper (DESIGN.md); they were not produced by this evaluation. Our columns are "
-        "this run's configurations of the same name, whatever agent and policy they used, so "
-        "only the direction of differences is comparable, not the levels.\n\n"
-        + md_table(headers, rows, "llrrrlrrr")
-        + "\n\nACON (history/observation compression, AppWorld, OfficeBench, multi-objective QA) "
-        "reports peak tokens down 26-54% at equal or better accuracy; compare the "
-        "\"Δ peak tokens\" column above."
+        "The study's numbers are **GPT-5 on a live D365 tenant, 50 hotel tasks x 5 runs** (Lodha et al.); "
+        "they were not produced by this evaluation. Our columns are this run's configurations of the same "
+        "name, whatever agent and policy they used.\n\n"
+        "**Units.** The study reports \"tokens per benchmark\" without saying what is counted (input only or "
+        "input + output, per run or over all runs, which tokenizer); its C2 figure (1,480,996) is far below "
+        "what 50 full-context episodes take here, so the levels are not comparable. Ours are **input "
+        "(prompt) tokens of the agent's model calls** (o200k_base counts of the messages and tool schemas "
+        "shown), per episode and per benchmark (= per episode x the number of tasks, one run; the mean over "
+        "runs). What is comparable is the **relative change against C2** (ratio of means minus 1), which "
+        "sits beside the study's.\n\n"
+        + md_table(headers, rows, "llrrrlrrrr")
+        + _order_note(summaries)
+        + "\n\nACON (Kang et al., agent context optimization: history and observation compression on AppWorld, "
+        "OfficeBench and multi-objective QA) reports peak tokens down 26-54% at equal or better accuracy; "
+        "compare the \"Δ peak tokens\" column above."
     )
 
 
@@ -400,7 +453,11 @@ METHODS = """\
   the feasible range (rates to [0, 100]%, counts to ≥ 0).
 - **Full itemization** = `grade.success` (zero remainder, lines saved, form closed);
   **strict success** = `grade.strict_success` (saved lines match the receipt);
-  **itemized amount** = mean `grade.itemized_fraction`; **peak tokens** = the largest single
+  **itemized amount, capped** = mean over episodes of min(itemized, header) / header, where
+  itemized is the sum of the saved lines and header the line's amount: an episode that
+  over-itemizes cannot lift the mean past one that under-itemizes (an uncapped mean of
+  itemized / header can show 100% while many episodes failed); **over-itemized episodes** =
+  share of episodes whose saved lines exceed the header amount; **peak tokens** = the largest single
   model input of an episode; **dependency** = Σ over steps (n_in + 2·n_out)·n_out / 2 (ACON).
   Wall time per benchmark is the sum of episode wall times (serial-equivalent, whatever the
   concurrency of the run).
@@ -409,17 +466,27 @@ METHODS = """\
   interval over tasks (paired, 9999 resamples, fixed seed). Cohen's h = 2·asin√p − 2·asin√p_base
   with p the mean success rate over the matched tasks (|h| 0.2 small, 0.5 medium, 0.8 large).
   p-value: two-sided sign-flip permutation test of mean d_t = 0 over tasks
-  (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else 9999 resamples); with
-  one run per task this is McNemar's exact test. Token changes: Σ_t tokens(t) / Σ_t
+  (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else R = 9999 resamples); with
+  one run per task this is McNemar's exact test. With resampling the smallest p it can give is
+  2/(R+1) (two-sided, counting the observed statistic); a p at that floor is printed as
+  "≤ 2/(R+1)", since the exact p may be smaller. Token changes: Σ_t tokens(t) / Σ_t
   tokens_base(t) − 1 (tokens(t) = mean over runs), paired BCa bootstrap over tasks. When no
   task is shared, a Welch t interval and test over run-level success rates instead.
 - **pass^k** (tau-bench): for a task with c successes in n scored runs, C(c,k)/C(n,k) is
   the probability that k runs drawn without replacement all succeed; pass^k is its mean over
   tasks with n ≥ k. pass^1 is the success rate; the fall from pass^1 to pass^k shows how
   unreliable a configuration is from run to run.
-- **Failure taxonomy**: `failure_category` of each scored episode (DESIGN.md's categories,
-  classified from trajectory and final state by the runner); failed episodes without a
-  category are counted as `unclassified`.
+- **Failure taxonomy**: `failure_category` of each scored episode, classified from the
+  trajectory and final ERP state by the runner (`erp_sim.agents.evaluation.failures`, which
+  lists the categories and the order they are checked in; `context_overflow` is an episode
+  whose request exceeded the model's context window); failed episodes without a category
+  are counted as `unclassified`.
+- **Sources**: the study (Lodha et al., "Less context, smarter agents: efficient context
+  engineering for long-horizon tool-using LLM agents", arXiv 2606.10209: the hotel itemization
+  task in Dynamics 365, configurations C1-C4 and their figures); ACON (Kang et al., "ACON:
+  optimizing context compression for long-horizon LLM agents", arXiv 2510.00615:
+  history/observation compression, the dependency measure); GenericAgent
+  (working-memory anchor, head/tail truncation, budget eviction policies); tau-bench (pass^k).
 """
 
 
@@ -618,6 +685,63 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
 # ---------------------------------------------------------------------------------------
 
 
+#: Fewer replicates than these make an interval too unstable to lean on.
+MIN_BOOTSTRAP_TASKS = 10
+MIN_T_RUNS = 3
+
+
+def is_scripted(agent: str) -> bool:
+    return agent.split(":", 1)[0] == "scripted"
+
+
+def _caveats(summaries: Mapping[str, st.ConfigSummary]) -> list[str]:
+    """Warnings a reader needs before the numbers: small n, and a scripted (non-LLM) agent."""
+    notes = []
+    small = [f"{s.config} ({s.interval_method})" for s in summaries.values() if s.n_episodes and (
+        (s.n_runs == 1 and s.n_tasks < MIN_BOOTSTRAP_TASKS) or 1 < s.n_runs < MIN_T_RUNS)]
+    if small:
+        notes.append(
+            f"**Small n: treat the intervals as rough.** {', '.join(small)}: a bootstrap over fewer than "
+            f"{MIN_BOOTSTRAP_TASKS} tasks understates the spread, and a t interval over fewer than {MIN_T_RUNS} runs is "
+            "very wide; run more tasks (`--tasks`) or runs (`--runs`) before drawing conclusions.")
+    if any(is_scripted(s.agent) for s in summaries.values()):
+        notes.append(
+            "**Agent: scripted (not an LLM)** for " + ", ".join(s.config for s in summaries.values() if is_scripted(s.agent))
+            + ": a deterministic rule-based agent (with `recall=` a synthetic misreading model); its numbers test "
+            "the harness and the policies, they are not results of a language model.")
+    return notes
+
+
+def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """Say which W columns of a sweep gave identical results at every N, and why W=1 and W=-1 do."""
+    keys = ("success", "input_tokens", "peak_tokens", "steps")
+
+    def column(w: int) -> tuple | None:
+        cells = [grid.cells.get((n, w)) for n in grid.n_values]
+        if None in cells:
+            return None
+        return tuple(round(summaries[c].estimates[k].mean, 9) for c in cells for k in keys)
+
+    same = []
+    for i, a in enumerate(grid.w_values):
+        for b in grid.w_values[i + 1:]:
+            if column(a) is not None and column(a) == column(b):
+                same.append((a, b))
+    if not same:
+        return ""
+    pairs = ", ".join(f"W={a} and W={b}" for a, b in same)
+    why = ""
+    if any({a, b} == {1, -1} for a, b in same):
+        why = (" Why W=1 and W=-1 agree: both fold every evicted unit into the summary at once (W=1 one unit per "
+               "summarizer call as soon as it is evicted, W=-1 all evicted units in one call), so neither leaves "
+               "unfolded units visible between the summary and the last-N window; and the structured summarizer "
+               "is lossless and deterministic, so the summary text does not depend on how the units were batched. "
+               "The shown contexts are then identical step by step; only the number of summarizer calls differs. "
+               "With an LLM summarizer the batching would change the summary and W=1 and W=-1 would part. In the "
+               "plots the two are drawn as nested markers so both stay visible.")
+    return f"{pairs} gave identical full itemization, input tokens, peak tokens and steps at every N.{why}\n\n"
+
+
 def _plotted(summaries: Mapping[str, st.ConfigSummary]) -> dict[str, st.ConfigSummary]:
     """Configurations with at least one scored episode: the only ones a plot can show."""
     return {name: s for name, s in summaries.items() if s.n_episodes}
@@ -657,6 +781,7 @@ def render_report(
         "Brackets are 95% confidence intervals (a value without brackets has no spread at the "
         "shown precision); see Methods at the end for every formula."
     )
+    notes += _caveats(summaries)
 
     sections = [
         "# erp-sim evaluation report",
