@@ -168,3 +168,15 @@ def test_p_at_the_resampling_floor_is_a_bound_and_small_n_and_scripted_agents_ar
     assert "Small n" not in md and "**Agent: scripted (not an LLM)** for C2, C3" in md
     few = report.render_report([episode("C2", t, 0, True) for t in range(3)])
     assert "**Small n: treat the intervals as rough.** C2 (bootstrap over 3 tasks)" in few
+
+
+def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path):
+    long_name = "head_tail:chars=800,tokens=0,keep_recent=1,tool_chars=,tool_tokens=+last_n:n=5"
+    assert report.short_labels(["C2", long_name, "C4", "acon_observation:t=1024,recent=3"]) == {
+        "C2": "C2", long_name: "P1", "C4": "C4", "acon_observation:t=1024,recent=3": "P2"}
+    assert report.config_color("C2") == report.config_color("c2") == "#1f77b4"
+    assert report.config_color(long_name) == report.config_color(long_name)  # from the name, not the position
+    assert report._bar((0.0, 0.0)) is None and report._bar((1.0, 2.0)) == [[1.0], [2.0]]
+    rows = [episode(name, t, 0, True, policy=name) for name in ("C2", long_name) for t in range(3)]
+    md = report.render_report(rows)
+    assert f"| P1 | {long_name} | `{long_name}` | scripted |" in md

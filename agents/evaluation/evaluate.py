@@ -400,20 +400,19 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
 
 
 def print_table(rows: list[dict]) -> None:
+    from erp_sim.agents.evaluation.report import short_labels
     from erp_sim.agents.evaluation.statistics import summarize
 
     summaries = summarize(rows)
-    width = max([len("config"), *(len(name) for name in summaries)]) + 2
-    show_policy = any(name != s.policy for name, s in summaries.items())
-    policy_header = f"{'policy':<28}" if show_policy else ""
-    print(f"\n{'config':<{width}}{policy_header}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/bench':>17}"
-          f"{'peak tok':>10}{'steps':>7}")
+    labels = short_labels(list(summaries))
+    width = max([len("config"), *(len(label) for label in labels.values())]) + 2
+    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/ep':>14}{'input tok/bench':>17}"
+          f"{'peak tok':>10}{'steps':>7}  policy")
     for name, summary in summaries.items():
         e = summary.estimates
-        policy = f"{summary.policy[:27]:<28}" if show_policy else ""
-        print(f"{name:<{width}}{policy}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}"
-              f"{e['steps'].mean:>7.1f}")
+        print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
+              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens_per_episode'].mean:>14,.0f}"
+              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:

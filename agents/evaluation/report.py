@@ -518,12 +518,62 @@ def _save(fig, path: Path) -> None:
     fig.savefig(path, format="png", metadata={"Software": None})
 
 
-def _colors(count: int) -> list:
-    from matplotlib import colormaps
+#: Fixed colours: the presets always get the same ones; any other configuration a colour picked
+#: from its name (sha256), so one configuration has one colour in every report.
+_PRESET_COLORS = {"C1": "#7f7f7f", "C2": "#1f77b4", "C3": "#ff7f0e", "C4": "#2ca02c"}
+_PALETTE = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31",
+            "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363")
+SHORT_LABEL_CHARS = 8
 
-    if count <= 10:
-        return [colormaps["tab10"](i) for i in range(count)]
-    return [colormaps["viridis"](i / max(1, count - 1)) for i in range(count)]
+
+def config_color(name: str) -> str:
+    import hashlib
+
+    if name.upper() in _PRESET_COLORS:
+        return _PRESET_COLORS[name.upper()]
+    return _PALETTE[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(_PALETTE)]
+
+
+def _colors(names: Sequence[str]) -> list[str]:
+    return [config_color(name) for name in names]
+
+
+def short_labels(names: Sequence[str]) -> dict[str, str]:
+    """Names up to 8 characters stay; longer ones (policy specs) become P1, P2, ... in order."""
+    labels, number = {}, 0
+    for name in names:
+        if len(name) <= SHORT_LABEL_CHARS:
+            labels[name] = name
+        else:
+            number += 1
+            labels[name] = f"P{number}"
+    return labels
+
+
+def _label_table(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """The legend of the plots: short label, configuration, policy, agent."""
+    labels = short_labels(list(_plotted(summaries)))
+    if not labels:
+        return ""
+    rows = [(labels[name], name, f"`{summaries[name].policy}`", summaries[name].agent) for name in labels]
+    return "Labels used in the plots (colours are fixed per configuration across reports):\n\n" + md_table(
+        ("label", "configuration", "policy", "agent"), rows)
+
+
+def _agent_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """A second title line on every figure made from the scripted agent ("" otherwise)."""
+    agents = sorted({s.agent for s in summaries.values()})
+    scripted = [a for a in agents if is_scripted(a)]
+    if not scripted:
+        return ""
+    if len(scripted) == len(agents):
+        return "\nagent: scripted (not an LLM)"
+    return "\nagents: " + ", ".join(f"{a} (not an LLM)" if is_scripted(a) else a for a in agents)
+
+
+def _bar(errors: tuple[float, float]) -> list[list[float]] | None:
+    """An error bar, or None where there is no spread (no zero-width bar drawn as a stray tick)."""
+    return [[errors[0]], [errors[1]]] if errors[0] + errors[1] > 0 else None
 
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -542,11 +592,11 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     from matplotlib.ticker import EngFormatter
 
     points = {name: s for name, s in summaries.items() if math.isfinite(s.estimates["success"].mean)}
+    labels = short_labels(list(points))
     in_sweep = {config: (grid, n, w) for grid in st.sweep_grids(points) for (n, w), config in grid.cells.items()}
     sweep_n = sorted({n for _, n, _ in in_sweep.values()})
     sweep_w = sorted({w for _, _, w in in_sweep.values()})
     named = [name for name in points if name not in in_sweep]
-    named_colors = dict(zip(named, _colors(len(named))))
     n_colors = {n: colormaps["viridis"](0.05 + 0.8 * i / max(1, len(sweep_n) - 1)) for i, n in enumerate(sweep_n)}
 
     with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
@@ -556,38 +606,41 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
         for name, summary in points.items():
             tokens, success = summary.estimates["input_tokens"], summary.estimates["success"]
             x, y = (tokens.mean if math.isfinite(tokens.mean) else 0.0), 100 * success.mean
+            style: dict[str, Any] = {"markersize": 6}
             if name in in_sweep:
+                # hollow markers, larger for earlier W: sweep points that coincide stay visible as nested shapes
                 _, n, w = in_sweep[name]
-                color, marker = n_colors[n], _MARKERS[sweep_w.index(w) % len(_MARKERS)]
+                index = sweep_w.index(w)
+                color, marker = n_colors[n], _MARKERS[index % len(_MARKERS)]
+                style = {"markersize": 6 + 4 * (len(sweep_w) - 1 - index), "markerfacecolor": "none", "markeredgewidth": 1.3}
             else:
-                color, marker = named_colors[name], "o"
-            ax.errorbar(
-                x,
-                y,
-                xerr=[[v] for v in _errors(tokens)],
-                yerr=[[v] for v in _errors(success, 100)],
-                fmt=marker,
-                color=color,
-                ecolor=color,
-                elinewidth=1.1,
-                capsize=3,
-                markersize=6,
-                alpha=0.9,
-            )
+                color, marker = config_color(name), "o"
+            ax.errorbar(x, y, xerr=_bar(_errors(tokens)), yerr=_bar(_errors(success, 100)), fmt=marker, color=color,
+                        ecolor=color, elinewidth=1.1, capsize=3, alpha=0.9, **style)
             if name not in in_sweep:
-                ax.annotate(name, (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8, color=color)
-                handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=f"{name}: {summary.policy}"))
+                handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=labels[name]))
         if in_sweep:
             families = sorted({grid.family for grid, _, _ in in_sweep.values()})
             handles.append(Line2D([], [], linestyle="", label="sweep: " + "; ".join(families)))
             handles += [Line2D([], [], color=n_colors[n], marker="s", linestyle="", label=f"N={n}") for n in sweep_n]
             handles += [
-                Line2D([], [], color="0.3", marker=_MARKERS[i % len(_MARKERS)], linestyle="", label=f"W={w}")
+                Line2D([], [], color="0.3", marker=_MARKERS[i % len(_MARKERS)], markerfacecolor="none", linestyle="",
+                       label=f"W={w}")
                 for i, w in enumerate(sweep_w)
             ]
         ax.set_xlabel("input tokens per benchmark (mean over runs)")
         ax.set_ylabel("full itemization (%)")
-        ax.set_title("Full itemization vs input tokens (error bars: 95% CI)")
+        # one text per spot: configurations at the same point share it ("C2 = P2"); neighbours alternate
+        # above and below so that their labels do not print over each other
+        spots: dict[tuple[float, float], list[str]] = {}
+        for name in named:
+            tokens, success = points[name].estimates["input_tokens"], points[name].estimates["success"]
+            spot = (round(tokens.mean if math.isfinite(tokens.mean) else 0.0, 0), round(100 * success.mean, 6))
+            spots.setdefault(spot, []).append(name)
+        for number, (spot, names) in enumerate(sorted(spots.items())):
+            ax.annotate(" = ".join(labels[n] for n in names), spot, xytext=(6, 5 if number % 2 == 0 else -12),
+                        textcoords="offset points", fontsize=8, color=config_color(names[0]))
+        ax.set_title("Full itemization vs input tokens (error bars: 95% CI)" + _agent_note(points))
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_ylim(-3, 103)
         ax.set_xlim(left=0)
@@ -612,7 +665,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
         means = [s.estimates["peak_tokens"].mean for s in configs]
         means = [m if math.isfinite(m) else 0.0 for m in means]
         errors = [_errors(s.estimates["peak_tokens"]) for s in configs]
-        ax.barh(ys, means, color=_colors(len(configs)), height=0.6)
+        ax.barh(ys, means, color=_colors([s.config for s in configs]), height=0.6)
         spread = [(y, m, e) for y, m, e in zip(ys, means, errors) if e[0] + e[1] > 0]
         if spread:  # no bar-end tick where runs agree exactly
             ax.errorbar(
@@ -626,9 +679,10 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
             )
         for y, mean, error in zip(ys, means, errors):
             ax.annotate(f"{mean:,.0f}", (mean + error[1], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
-        ax.set_yticks(ys, [s.config for s in configs])
+        labels = short_labels([s.config for s in configs])
+        ax.set_yticks(ys, [labels[s.config] for s in configs])
         ax.set_xlabel("peak tokens per episode (largest single model input), mean over runs")
-        ax.set_title("Peak context size by configuration (95% CI)")
+        ax.set_title("Peak context size by configuration (95% CI)" + _agent_note(summaries))
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.15)
@@ -675,7 +729,8 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             if metric == "input_tokens":
                 colorbar.formatter = EngFormatter(sep="")
                 colorbar.update_ticks()
-        fig.suptitle(f"Sensitivity to N and W: {grid.family}", fontsize=10)
+        fig.suptitle(f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
+                     fontsize=10)
         _save(fig, path)
     return path
 
@@ -794,6 +849,7 @@ def render_report(
         _cost(summaries),
         f"![full itemization vs input tokens]({SUCCESS_VS_TOKENS_PNG})",
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
+        _label_table(summaries),
     ]
     if comparisons:
         sections += [
