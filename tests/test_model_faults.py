@@ -81,3 +81,48 @@ def test_a_persistent_400_is_a_recorded_outcome_that_resume_does_not_retry(tmp_p
     requests = len(fake_openai_server.requests)
     assert eval_main([*argv, "--resume"]) == 0
     assert len(fake_openai_server.requests) == requests  # scored: not run again
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tasks", "nosuchset"], "--tasks nosuchset: Unknown task set 'nosuchset'. Known:"),
+    (["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5"], "no API key: set the environment variable OPENAI_API_KEY"),
+    (["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5", "--record", "REC"], "no API key"),
+    (["--tasks", "hotel_50:hotel-000", "--agent", "mystery"], "unknown agent 'mystery'"),
+    (["--tasks", "hotel_50:hotel-000", "--user", "openai:gpt-4.1"], "no API key"),
+    (["--tasks", "hotel_50:hotel-000", "--agent", "replay:NOWHERE"], "no cassettes directory"),
+])
+def test_bad_arguments_are_one_line_errors_before_any_file_is_written(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "out"
+    argv = [a.replace("REC", str(tmp_path / "rec")).replace("NOWHERE", str(tmp_path / "nowhere")) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        eval_main([*argv, "--runs", "1", "--quiet", "--out", str(out)])
+    assert message in str(stop.value) and "\n" not in str(stop.value)
+    assert not out.exists() and not (tmp_path / "rec").exists()
+
+
+def test_report_of_a_missing_directory_is_a_one_line_error(tmp_path, capsys):
+    from erp_sim.agents.evaluation.report_cli import main as report_main
+
+    assert report_main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no results.jsonl" in err
+
+
+def test_a_run_where_nothing_was_scored_exits_non_zero_without_nan(tmp_path, fake_openai_server, monkeypatch, capsys):
+    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    fake_openai_server.fail_always(503)
+    assert eval_main(_eval_argv(fake_openai_server, tmp_path)) == 1
+    captured = capsys.readouterr()
+    assert "nothing was scored: all 2 episodes ended in infrastructure errors" in captured.err
+    assert "nan" not in captured.out and "no scored episode" in captured.out
+
+
+def test_eval_help_states_the_default_of_every_option(capsys):
+    import re
+
+    with pytest.raises(SystemExit):
+        eval_main(["--help"])
+    out = capsys.readouterr().out
+    options = re.findall(r"^  (--[a-z-]+)", out, re.MULTILINE)  # every option but -h, --help
+    assert len(options) >= 18 and out.count("(default:") == len(options)

@@ -349,25 +349,30 @@ def _attempt_summary(row: dict) -> dict:
 
 # --- command line --------------------------------------------------------------------------------
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
     parser.add_argument("--agent", default="scripted",
-                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (default scripted)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users")
-    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (presets C1 keep none)")
+                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
+                             "rule-based stand-in, not an LLM)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
+                                           "key from OPENAI_API_KEY)")
+    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
     parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--backend", choices=["local", "ray"], default="local")
-    parser.add_argument("--address", help="Ray cluster address (with --backend ray)")
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--max-steps", type=int, default=200)
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default")
+    parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
+    parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
+    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
+                        help="episodes run at once in worker processes (1: in this process)")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local", help="where episodes run")
+    parser.add_argument("--address", help="Ray cluster address (with --backend ray; None: a local Ray instance)")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="output directory (results.jsonl, trajectories, report.md)")
+    parser.add_argument("--resume", action="store_true", help="continue an existing --out: run only episodes without a "
+                                                               "scored row (infrastructure errors are retried)")
+    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
+    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
     parser.add_argument("--context-window", type=int, metavar="TOKENS",
                         help="the model's context window: a longer request ends its episode, scored as context_overflow "
-                             "(default: none; a server's own context-length 400 does the same)")
-    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents)")
-    parser.add_argument("--baseline", help="configuration the report compares against (default C2 or the first)")
+                             "(None: no limit of ours; a server's own context-length 400 does the same)")
+    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents; None: off)")
+    parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -375,7 +380,10 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     from erp_sim import load_task_set
 
     task_set, _, ids = tasks.partition(":")
-    known = [t.task_id for t in load_task_set(task_set)]
+    try:
+        known = [t.task_id for t in load_task_set(task_set)]
+    except (KeyError, FileNotFoundError) as error:
+        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
     chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else known
     unknown = [i for i in chosen if i not in known]
     if unknown:
@@ -383,19 +391,43 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     return task_set, chosen
 
 
+def check_models(spec: EpisodeSpec) -> None:
+    """Build the agent and the user of one episode here, so that a bad --agent/--user (an unknown
+    kind, a missing API key or cassette) is one line before any file is written, not a worker traceback."""
+    kind, _, argument = spec.agent.partition(":")
+    try:
+        if kind == "replay":  # episodes may lack a cassette of their own; the directory must be there
+            if not (Path(argument) / "cassettes").is_dir():
+                raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {argument!r}")
+        else:
+            build_agent(spec.model_copy(update={"record_dir": None}))  # recording would create files
+        build_user(spec)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"erp-sim: {error}") from None
+
+
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     if args.record and not args.agent.startswith("openai:"):
-        raise SystemExit("--record needs an openai:MODEL agent")
+        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
                  verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
                  context_window=args.context_window)
+    if not specs:
+        raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
+    for user in sorted({spec.user for spec in specs}):  # C1 runs without the user the others get
+        check_models(next(spec for spec in specs if spec.user == user))
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)
     report = write_report(args.out, baseline=args.baseline)
     print_table(rows)
     print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
+    scored = [row for row in rows if not row.get("infra_error")]
+    if not scored:
+        print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure errors (listed in "
+              f"{report}); fix the model service and run again with --resume", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -410,6 +442,9 @@ def print_table(rows: list[dict]) -> None:
           f"{'peak tok':>10}{'steps':>7}  policy")
     for name, summary in summaries.items():
         e = summary.estimates
+        if not summary.n_episodes:
+            print(f"{labels[name]:<{width}}  no scored episode  {summary.policy}")
+            continue
         print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
               f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens_per_episode'].mean:>14,.0f}"
               f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
@@ -426,8 +461,9 @@ def parse_configs(names: list[str], policies: list[str], user: str) -> list[tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); default C1-C4 "
+    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 "
                                                         "unless --policy is given")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     add_common_arguments(parser)
