@@ -126,3 +126,18 @@ def test_eval_help_states_the_default_of_every_option(capsys):
     out = capsys.readouterr().out
     options = re.findall(r"^  (--[a-z-]+)", out, re.MULTILINE)  # every option but -h, --help
     assert len(options) >= 18 and out.count("(default:") == len(options)
+
+
+def test_an_llm_users_calls_and_tokens_are_counted_apart_from_the_agents(fake_openai_server):
+    from erp_sim.agents.llm_user import LLMUser
+
+    for _ in range(4):
+        fake_openai_server.reply_text("Yes, please add all of them. ###END###", prompt_tokens=77, completion_tokens=9)
+    user = LLMUser(fast_model(fake_openai_server))
+    environment = gym.make("erp_sim/ExpenseItemization-v0", user_model=user)
+    trajectory = run_episode(environment, ScriptedAgent(), task_id="hotel-000")
+    calls = len(fake_openai_server.requests)
+    metrics = trajectory.metrics
+    assert calls >= 1 and metrics.user_model_calls == calls
+    assert (metrics.user_input_tokens, metrics.user_output_tokens) == (77 * calls, 9 * calls)
+    assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)  # the agent's, unchanged

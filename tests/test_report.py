@@ -180,3 +180,11 @@ def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path)
     rows = [episode(name, t, 0, True, policy=name) for name in ("C2", long_name) for t in range(3)]
     md = report.render_report(rows)
     assert f"| P1 | {long_name} | `{long_name}` | scripted |" in md
+
+
+def test_an_llm_users_cost_has_its_own_table():
+    rows = [episode("C2", t, 0, True) for t in range(3)]
+    assert "LLM user (counted apart" not in report.render_report(rows)
+    for row in rows:
+        row["metrics"] |= {"user_model_calls": 2, "user_input_tokens": 100, "user_output_tokens": 10}
+    assert "| C2 | 2.0 | 330 |" in report.render_report(rows)  # 110 tokens x 3 tasks per benchmark

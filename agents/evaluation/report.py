@@ -230,7 +230,13 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
         "steps / episode",
         "wall time / benchmark",
     )
-    return md_table(headers, rows)
+    table = md_table(headers, rows)
+    users = [s for s in summaries.values() if (s.estimates["user_calls"].mean or 0) > 0]
+    if users:  # an LLM user's calls are the user's cost, not the agent's: a table of their own
+        table += "\n\nLLM user (counted apart from the agent; tokens as its service reported them):\n\n" + md_table(
+            ("config", "user model calls / episode", "user tokens (in + out) / benchmark"),
+            [(s.config, fmt_decimal(s.estimates["user_calls"]), fmt_count(s.estimates["user_tokens"])) for s in users])
+    return table
 
 
 def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
