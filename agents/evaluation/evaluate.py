@@ -438,7 +438,8 @@ def print_table(rows: list[dict]) -> None:
     summaries = summarize(rows)
     labels = short_labels(list(summaries))
     width = max([len("config"), *(len(label) for label in labels.values())]) + 2
-    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/ep':>14}{'input tok/bench':>17}"
+    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'over-item':>10}{'input tok/ep':>14}"
+          f"{'input tok/bench':>17}"
           f"{'peak tok':>10}{'steps':>7}  policy")
     for name, summary in summaries.items():
         e = summary.estimates
@@ -446,7 +447,7 @@ def print_table(rows: list[dict]) -> None:
             print(f"{labels[name]:<{width}}  no scored episode  {summary.policy}")
             continue
         print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens_per_episode'].mean:>14,.0f}"
+              f"{e['itemized_amount'].mean:>10.2%}{e['over_itemization'].mean:>10.1%}{e['input_tokens_per_episode'].mean:>14,.0f}"
               f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
 
 
