@@ -102,7 +102,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         trajectory.context = recorder.context
     trajectory.termination = termination
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
-    trajectory.grade = grade.model_dump(mode="json") if grade is not None else {}
+    # a typed grade or a plain dict (either shape may come from the env); rows keep a JSON dict
+    trajectory.grade = {} if grade is None else dict(grade) if isinstance(grade, dict) else grade.model_dump(mode="json")
     trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
     trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}
