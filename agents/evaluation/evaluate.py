@@ -122,7 +122,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
-        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy)
+        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy, keep_shown=True)
     finally:
         env.close()
     relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
