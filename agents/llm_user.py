@@ -23,11 +23,12 @@ class LLMUser:
         self.model = model
         self.template = prompt_path.read_text(encoding="utf-8")
         self.history: list[Message] = []
-        self.usage = Usage()
+        self.usage = Usage()  # this episode's user-model tokens, reported apart from the agent's
+        self.calls = 0
         self.task = None
 
     def reset(self, task) -> None:
-        self.task, self.history, self.usage = task, [], Usage()
+        self.task, self.history, self.usage, self.calls = task, [], Usage(), 0
 
     def reply(self, message: str, view: UserView) -> UserReply:
         grade = view.grade
@@ -37,6 +38,7 @@ class LLMUser:
                                       end_token=END_TOKEN, state=state)
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
         response = self.model.complete([{"role": "system", "content": system}, *self.history])
+        self.calls += 1
         text = (response.message.get("content") or "").strip()
         if not text:
             raise RuntimeError("The LLM user returned an empty reply.")

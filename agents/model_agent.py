@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-from erp_sim.agents.types import AgentStep, ChatModel, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, ChatModel, ContextOverflowError, Message, ToolSchema
 
 
 class ModelAgent:
-    """Sends the messages it is given (after any policies) and the tools to a chat model."""
+    """Sends the messages it is given (after any policies) and the tools to a chat model.
+
+    With ``context_window`` set, a request whose counted tokens (o200k_base, messages + tool
+    schemas) exceed it is not sent: ``ContextOverflowError`` is raised instead, as the real
+    service would answer, without paying for the call.
+    """
 
     spec = "full"
 
-    def __init__(self, model: ChatModel):
+    def __init__(self, model: ChatModel, context_window: int | None = None):
         self.model = model
+        self.context_window = context_window
 
     def reset(self) -> None:
         """Models keep no episode state."""
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
+        if self.context_window is not None:
+            from erp_sim.agents.tokens import get_counter
+
+            counter = get_counter()
+            tokens = counter.count_messages(transcript) + counter.count_tools(tools)
+            if tokens > self.context_window:
+                raise ContextOverflowError(f"the request has {tokens:,} tokens, over the context window of "
+                                           f"{self.context_window:,}; not sent")
         response = self.model.complete(transcript, tools)
         return AgentStep(message=response.message, shown=list(transcript), usage=response.usage)

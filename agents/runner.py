@@ -5,6 +5,12 @@ The runner owns the full transcript. Each step it hands the whole transcript to 
 ``env.step`` per tool call; a text-only message goes to the simulated user), and appends
 the observations as tool results or user messages. Token counts are exact o200k_base counts
 of what the model was shown plus the tool schemas, so offline and LLM runs are comparable.
+
+A failing model service ends only its own episode, with a recorded outcome: an
+``InfrastructureError`` (retries ran out) gives termination ``infra_error`` (not scored, retried
+on resume); a refused request (``ModelRequestError``, e.g. a content filter) gives
+``model_error`` and a too-long one (``ContextOverflowError``, from the server or from
+``context_window``) gives ``context_overflow``; both are scored as failures.
 """
 
 from __future__ import annotations
@@ -15,17 +21,23 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
-from erp_sim.agents.trajectory import EpisodeMetrics, StepRecord, Trajectory
-from erp_sim.agents.types import Agent, InfrastructureError, Message
+from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
+from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
 
 DEFAULT_MAX_MODEL_CALLS = 400
 EPISODE_ENDED = "The episode has ended; this call was not executed."
 
 
 def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | None = None,
-                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = False,
-                counter: TokenCounter | None = None, policy: str | None = None) -> Trajectory:
-    """Run one episode and return its trajectory (grade, metrics, termination, transcript)."""
+                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = True,
+                counter: TokenCounter | None = None, policy: str | None = None,
+                context_window: int | None = None) -> Trajectory:
+    """Run one episode and return its trajectory (grade, metrics, termination, transcript).
+
+    ``keep_shown``: store what the model was shown at every step (``Trajectory.context``).
+    ``context_window``: a step whose input (messages + tool schemas, counted) exceeds it ends
+    the episode as ``context_overflow`` before its action is executed.
+    """
     counter = counter or get_counter()
     started = time.perf_counter()
     options = {"task_id": task_id} if task_id else None
@@ -35,6 +47,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
                             policy=policy or getattr(agent, "spec", "full"), tools=tools)
     agent.reset()
+    recorder = ContextRecorder() if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     model_time, done, truncated, termination = 0.0, False, False, None
     last_info = info
@@ -42,43 +55,55 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         call_started = time.perf_counter()
         try:
             step = agent.act(transcript, tools)
+            model_time += time.perf_counter() - call_started
+            message = step.message
+            input_tokens = counter.count_messages(step.shown) + tool_tokens
+            if context_window is not None and input_tokens > context_window:
+                raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
+                                           f"over the context window of {context_window:,}")
+            if recorder is not None:
+                recorder.record(step.shown, transcript)
+            transcript.append(message)
+            calls = message.get("tool_calls") or []
+            trajectory.steps.append(StepRecord(
+                index=len(trajectory.steps), shown_messages=len(step.shown),
+                input_tokens=input_tokens, output_tokens=counter.count_message(message),
+                reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
+                summarizer_calls=step.summarizer_calls,
+                summarizer_tokens=step.summarizer_usage.input_tokens + step.summarizer_usage.output_tokens,
+                tool_calls=len(calls)))
+            if calls:
+                for call in calls:
+                    if done:  # keep the transcript valid: every call gets a result
+                        transcript.append(_tool_result(call, EPISODE_ENDED))
+                        continue
+                    action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
+                    observation, _, terminated, truncated, last_info = env.step(json.dumps(action))
+                    transcript.append(_tool_result(call, observation))
+                    done = terminated or truncated
+            else:  # a text message goes to the user (whose model may fail too)
+                observation, _, terminated, truncated, last_info = env.step(json.dumps({"message": message.get("content") or ""}))
+                if observation:
+                    transcript.append({"role": "user", "content": observation})
+                done = terminated or truncated
         except InfrastructureError as exc:
             trajectory.infra_error, termination = str(exc), "infra_error"
             break
-        model_time += time.perf_counter() - call_started
-        message = step.message
-        transcript.append(message)
-        calls = message.get("tool_calls") or []
-        trajectory.steps.append(StepRecord(
-            index=len(trajectory.steps), shown_messages=len(step.shown),
-            input_tokens=counter.count_messages(step.shown) + tool_tokens, output_tokens=counter.count_message(message),
-            reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
-            summarizer_calls=step.summarizer_calls,
-            summarizer_tokens=step.summarizer_usage.input_tokens + step.summarizer_usage.output_tokens,
-            tool_calls=len(calls)))
-        if keep_shown:
-            trajectory.shown.append(step.shown)
-        if calls:
-            for call in calls:
-                if done:  # keep the transcript valid: every call gets a result
-                    transcript.append(_tool_result(call, EPISODE_ENDED))
-                    continue
-                action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
-                observation, _, terminated, truncated, last_info = env.step(json.dumps(action))
-                transcript.append(_tool_result(call, observation))
-                done = terminated or truncated
-        else:
-            observation, _, terminated, truncated, last_info = env.step(json.dumps({"message": message.get("content") or ""}))
-            if observation:
-                transcript.append({"role": "user", "content": observation})
-            done = terminated or truncated
+        except ContextOverflowError as exc:
+            trajectory.model_error, termination = str(exc), "context_overflow"
+            break
+        except ModelRequestError as exc:
+            trajectory.model_error, termination = str(exc), "model_error"
+            break
     if termination is None:
         termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
     trajectory.messages = transcript
+    if recorder is not None:
+        trajectory.context = recorder.context
     trajectory.termination = termination
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
     trajectory.grade = grade.model_dump(mode="json") if grade is not None else {}
-    trajectory.metrics = _metrics(trajectory, last_info)
+    trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
     trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}
     return trajectory
@@ -88,10 +113,13 @@ def _tool_result(call: dict, content: str) -> Message:
     return {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": content}
 
 
-def _metrics(trajectory: Trajectory, info: dict[str, Any]) -> EpisodeMetrics:
+def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> EpisodeMetrics:
     counts = info.get("counts", {})
     steps = trajectory.steps
+    user_usage = getattr(user, "usage", None)  # an LLM user's own model calls, apart from the agent's
     return EpisodeMetrics(
+        user_model_calls=getattr(user, "calls", 0),
+        user_input_tokens=getattr(user_usage, "input_tokens", 0), user_output_tokens=getattr(user_usage, "output_tokens", 0),
         steps=counts.get("steps", 0), model_calls=len(steps), tool_calls=counts.get("tool_calls", 0),
         invalid_actions=counts.get("invalid_actions", 0), tool_errors=counts.get("tool_errors", 0),
         user_turns=counts.get("user_turns", 0),

@@ -2,7 +2,31 @@
 
 Deterministic fields (everything but ``timing``) are byte-identical across reruns of a
 deterministic agent; wall-clock figures live in ``timing`` only, so results files can be
-compared with ``diff`` after dropping one key.
+compared with ``diff`` after dropping one key. ``erp-sim eval`` writes one trajectory per
+episode to ``OUT/trajectories/CONFIG/TASK-runR.json.gz`` (gzip of this model's JSON).
+
+The visible context (``Trajectory.context``): what the model was shown at every model call,
+after every context policy, stored compactly::
+
+    "context": {
+      "messages": [{...}, {...}, ...],  # each distinct message once per episode (OpenAI chat dicts),
+                                        # in the order the model first saw them
+      "origins":  ["transcript", ...],  # one per message, see below
+      "steps":    [[0, 1], [0, 1, 2, 3], ...]  # per model call k: indices into messages, in the
+    }                                          # order shown (step k's input = messages[i] for i in steps[k])
+
+Origins say where a shown message came from:
+
+- ``transcript``: a message of the full transcript, passed on unchanged;
+- ``rewritten``: a transcript message changed by a policy (a tool result refined by
+  ``acon_observation``, cut by ``head_tail``, cleared by tool clearing; an assistant message
+  with the same tool calls but other text);
+- ``summary``: a message carrying a summary of dropped history (C4's folded steps, ACON's
+  history block appended to a copy of the instruction);
+- ``inserted``: any other message a policy added (e.g. GenericAgent's memory anchor).
+
+Step k's output is the k-th assistant message of ``messages`` (the transcript), and its
+token counts are ``steps[k]`` of ``Trajectory.steps``. ``erp-sim show`` prints all of it.
 """
 
 from __future__ import annotations
@@ -14,6 +38,84 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.types import Message, ToolSchema
+
+ORIGINS = ("transcript", "rewritten", "summary", "inserted")
+SUMMARY_MARKERS = ("<EARLIER_STEPS_SUMMARY>", "<HISTORY_SUMMARY>")  # the tags summarizing policies write
+
+
+class VisibleContext(BaseModel):
+    """What the model was shown at each call; the format is in the module docstring."""
+
+    messages: list[Message] = Field(default_factory=list, description="Each distinct shown message, once.")
+    origins: list[str] = Field(default_factory=list, description="Per message: " + ", ".join(ORIGINS) + ".")
+    steps: list[list[int]] = Field(default_factory=list, description="Per model call, indices into messages.")
+
+    def shown(self, step: int) -> list[Message]:
+        """The messages model call ``step`` was shown, in order."""
+        return [self.messages[i] for i in self.steps[step]]
+
+
+class ContextRecorder:
+    """Builds a ``VisibleContext`` step by step, storing each distinct message once.
+
+    Messages are looked up by identity first (transcript messages are the same objects every
+    step, and policies never mutate them), then by their canonical JSON.
+    """
+
+    def __init__(self) -> None:
+        self.context = VisibleContext()
+        self._by_id: dict[int, int] = {}
+        self._by_json: dict[str, int] = {}
+        self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
+        self._transcript_ids: set[int] = set()
+        self._transcript_json: set[str] = set()
+        self._transcript_tool_call_ids: set[str] = set()
+        self._transcript_seen = 0
+
+    def record(self, shown: list[Message], transcript: list[Message]) -> None:
+        for message in transcript[self._transcript_seen:]:
+            self._transcript_ids.add(id(message))
+            self._transcript_json.add(_canonical(message))
+            self._transcript_tool_call_ids.update(_call_ids(message))
+            self._kept.append(message)
+        self._transcript_seen = len(transcript)
+        self.context.steps.append([self._index(message) for message in shown])
+
+    def _index(self, message: Message) -> int:
+        index = self._by_id.get(id(message))
+        if index is not None:
+            return index
+        key = _canonical(message)
+        index = self._by_json.get(key)
+        if index is None:
+            index = self._by_json[key] = len(self.context.messages)
+            self.context.messages.append(message)
+            self.context.origins.append(self._origin(message, key))
+        self._by_id[id(message)] = index
+        self._kept.append(message)
+        return index
+
+    def _origin(self, message: Message, key: str) -> str:
+        if id(message) in self._transcript_ids or key in self._transcript_json:
+            return "transcript"
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if any(marker in (text or "") for marker in SUMMARY_MARKERS):
+            return "summary"
+        if _call_ids(message) & self._transcript_tool_call_ids:
+            return "rewritten"
+        return "inserted"
+
+
+def _canonical(message: Message) -> str:
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _call_ids(message: Message) -> set[str]:
+    """The tool-call ids a message answers (tool result) or makes (assistant)."""
+    if message.get("role") == "tool":
+        return {message.get("tool_call_id") or ""}
+    return {call.get("id") or "" for call in message.get("tool_calls") or []}
 
 
 class StepRecord(BaseModel):
@@ -31,7 +133,11 @@ class StepRecord(BaseModel):
 
 
 class EpisodeMetrics(BaseModel):
-    """DESIGN.md's per-episode metrics (wall time is in ``Trajectory.timing``)."""
+    """Per-episode costs and counts (wall time is in ``Trajectory.timing``).
+
+    Token figures are input (prompt) and output tokens of the agent's own model calls;
+    summarizer calls inside context policies and an LLM user's calls are counted apart.
+    """
 
     steps: int = Field(0, description="Environment steps (tool calls + messages to the user).")
     model_calls: int = Field(0, description="Agent model calls.")
@@ -45,6 +151,9 @@ class EpisodeMetrics(BaseModel):
     dependency: float = Field(0.0, description="ACON: sum over calls of (n_in + 2 n_out) * n_out / 2.")
     summarizer_calls: int = 0
     summarizer_tokens: int = 0
+    user_model_calls: int = Field(0, description="Calls of an LLM user's model (0 for the rule-based user).")
+    user_input_tokens: int = Field(0, description="Input tokens of the LLM user's calls, as its service reported them.")
+    user_output_tokens: int = Field(0, description="Output tokens of the LLM user's calls.")
 
 
 class Trajectory(BaseModel):
@@ -54,13 +163,16 @@ class Trajectory(BaseModel):
     policy: str = Field("full", description="Context policy spec the agent ran with.")
     messages: list[Message] = Field(default_factory=list, description="The full transcript, OpenAI chat format.")
     tools: list[ToolSchema] = Field(default_factory=list)
-    shown: list[list[Message]] = Field(default_factory=list, description="What the model was shown at each call (if kept).")
+    context: VisibleContext = Field(default_factory=VisibleContext,
+                                    description="What the model was shown at each call (see the module docstring).")
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
     grade: dict[str, Any] = Field(default_factory=dict)
-    termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped or infra_error.")
+    termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped, infra_error, "
+                                                "model_error or context_overflow.")
     failure_category: str | None = None
     infra_error: str | None = None
+    model_error: str | None = Field(None, description="The refusal that ended the episode (model_error, context_overflow).")
     timing: dict[str, float] = Field(default_factory=dict, description="Wall-clock figures; not deterministic.")
 
     def deterministic_dump(self) -> dict:

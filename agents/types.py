@@ -24,6 +24,23 @@ class InfrastructureError(RuntimeError):
     """
 
 
+class ModelRequestError(RuntimeError):
+    """The model service refused the request (a 4xx other than 408/429): not retried.
+
+    A bad key, an unknown model, a content filter: retrying the same request cannot help, and it
+    is not an outage. The runner ends the episode there with a recorded, scored outcome.
+    """
+
+    def __init__(self, message: str, status_code: int | None = None):
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ContextOverflowError(ModelRequestError):
+    """The request would not fit the model's context window (our ``--context-window`` check, or
+    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure."""
+
+
 class Usage(BaseModel):
     """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
 

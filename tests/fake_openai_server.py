@@ -2,7 +2,10 @@
 
 It answers ``POST /v1/chat/completions`` from a queue of scripted replies (text or tool
 calls, with usage), can fail a given number of times (``fail``) or on every request
-(``fail_always``), can answer late (``delay``) to provoke client timeouts, and keeps every
+(``fail_always``), can answer late (``delay``) to provoke client timeouts, can send the faults
+real servers send (``truncated_body``: status 200 and half a JSON body; ``fail(400,
+message=...)`` e.g. a context-length refusal; ``empty_choices``; ``random_tool_call_ids`` as
+real servers give, different on every request), and keeps every
 request body it received in ``requests`` (failed attempts included). When the queue is
 empty it answers 400 "no scripted reply left", which the client does not retry, so a
 test that scripted too few replies fails at once with a clear message.
@@ -21,6 +24,7 @@ or, for every test, ``pytest_plugins = ["fake_openai_server"]`` in ``tests/conft
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections import deque
@@ -41,13 +45,15 @@ class ScriptedReply:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    truncate: bool = False  # send only the first half of the JSON body (Content-Length matches)
 
 
 class FakeOpenAIServer:
     """A threaded ``http.server`` on 127.0.0.1 and a free port; a context manager."""
 
-    def __init__(self, model: str = "fake-model"):
+    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False):
         self.model = model
+        self.random_tool_call_ids = random_tool_call_ids  # ids drawn afresh at every answer, as real servers do
         self.requests: list[dict[str, Any]] = []
         self._replies: deque[ScriptedReply] = deque()
         self._failure_on_every_request: ScriptedReply | None = None
@@ -106,14 +112,29 @@ class FakeOpenAIServer:
         message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
         self._queue(ScriptedReply(200, self._completion(message, "tool_calls", prompt_tokens, completion_tokens), delay=delay))
 
-    def fail(self, status: int, times: int = 1, *, retry_after: float | None = None) -> None:
+    def fail(self, status: int, times: int = 1, *, retry_after: float | None = None, message: str | None = None) -> None:
         """Queue ``times`` error answers with this HTTP status (e.g. 429 before a success)."""
         for _ in range(times):
-            self._queue(_error_reply(status, retry_after))
+            self._queue(_error_reply(status, retry_after, message))
 
-    def fail_always(self, status: int = 500) -> None:
+    def fail_always(self, status: int = 500, *, message: str | None = None) -> None:
         """Answer every request from now on with this error, whatever is queued."""
-        self._failure_on_every_request = _error_reply(status, None)
+        self._failure_on_every_request = _error_reply(status, None, message)
+
+    def stop_failing(self) -> None:
+        self._failure_on_every_request = None
+
+    def truncated_body(self, times: int = 1) -> None:
+        """Queue ``times`` answers with status 200 whose JSON body is cut in half."""
+        for _ in range(times):
+            message = {"role": "assistant", "content": "this answer is cut short"}
+            self._queue(ScriptedReply(200, self._completion(message, "stop", 10, 5), truncate=True))
+
+    def empty_choices(self, times: int = 1) -> None:
+        """Queue ``times`` answers with status 200 and an empty ``choices`` list."""
+        for _ in range(times):
+            body = self._completion({"role": "assistant", "content": ""}, "stop", 10, 0)
+            self._queue(ScriptedReply(200, body | {"choices": []}))
 
     def _queue(self, reply: ScriptedReply) -> None:
         with self._lock:
@@ -147,13 +168,28 @@ class FakeOpenAIServer:
                 return self._failure_on_every_request
             if not self._replies:
                 return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
-            return self._replies.popleft()
+            reply = self._replies.popleft()
+        if self.random_tool_call_ids and reply.status == 200:
+            reply = _with_fresh_tool_call_ids(reply)
+        return reply
 
 
-def _error_reply(status: int, retry_after: float | None) -> ScriptedReply:
+def _with_fresh_tool_call_ids(reply: ScriptedReply) -> ScriptedReply:
+    body = json.loads(json.dumps(reply.body))
+    for choice in body.get("choices", []):
+        for call in choice["message"].get("tool_calls") or []:
+            call["id"] = "call_" + secrets.token_hex(12)
+    return ScriptedReply(reply.status, body, reply.headers, reply.delay, reply.truncate)
+
+
+CONTEXT_LENGTH_MESSAGE = ("This model's maximum context length is 128000 tokens. However, your messages resulted in "
+                          "130001 tokens. Please reduce the length of the messages.")
+
+
+def _error_reply(status: int, retry_after: float | None, message: str | None = None) -> ScriptedReply:
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
     kind = "rate_limit_exceeded" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
-    return ScriptedReply(status, _error_body(f"fake server: scripted HTTP {status}", kind), headers)
+    return ScriptedReply(status, _error_body(message or f"fake server: scripted HTTP {status}", kind), headers)
 
 
 def _error_body(message: str, kind: str) -> dict[str, Any]:
@@ -168,6 +204,8 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             reply = server._answer(self.path, body)
             time.sleep(reply.delay)
             payload = json.dumps(reply.body).encode()
+            if reply.truncate:
+                payload = payload[: len(payload) // 2]
             try:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")

@@ -102,7 +102,9 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     fake_openai_server.fail_always(500)
     eval_main(replay)
     original, replayed = deterministic(tmp_path / "run"), deterministic(tmp_path / "replay")
-    assert [r | {"agent": ""} for r in original] == [r | {"agent": ""} for r in replayed]
+    assert original[0]["attempt"] == 2 and original[0]["attempts"][0]["termination"] == "infra_error"
+    same = {"agent": "", "attempt": 0, "attempts": []}
+    assert [r | same for r in original] == [r | same for r in replayed]
 
 
 def _fast_retry_model(name, base_url):

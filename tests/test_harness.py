@@ -42,10 +42,11 @@ def test_scripted_agent_solves_every_expense_type():
 
 
 def test_metrics_are_exact_token_counts_of_what_was_shown(env):
-    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-005", keep_shown=True)
-    tool_tokens = trajectory.steps[0].input_tokens - count_messages(trajectory.shown[0])
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-005")
+    shown_at = [trajectory.context.shown(k) for k in range(len(trajectory.steps))]
+    tool_tokens = trajectory.steps[0].input_tokens - count_messages(shown_at[0])
     assert tool_tokens > 1000  # the 22 tool schemas are part of every input
-    for step, shown in zip(trajectory.steps, trajectory.shown):
+    for step, shown in zip(trajectory.steps, shown_at):
         assert step.input_tokens == count_messages(shown) + tool_tokens
     metrics = trajectory.metrics
     assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)
@@ -55,9 +56,9 @@ def test_metrics_are_exact_token_counts_of_what_was_shown(env):
 
 
 def test_the_scripted_agent_decides_only_from_what_it_is_shown(env):
-    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-012", keep_shown=True)
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-012")
     # Same visible messages -> same decision, whatever happened before (no hidden memory).
-    for shown in trajectory.shown[::7]:
+    for shown in (trajectory.context.shown(k) for k in range(0, len(trajectory.steps), 7)):
         assert decide(shown) == decide(json.loads(json.dumps(shown)))
 
 

@@ -9,7 +9,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
 from erp_sim.agents.models.openai_chat import ModelRequestError, OpenAIChatModel
-from erp_sim.agents.types import ChatModel, InfrastructureError, Usage
+from erp_sim.agents.types import ChatModel, ContextOverflowError, InfrastructureError, Usage
 
 MESSAGES = [
     {"role": "system", "content": "You itemize hotel expenses in D365."},
@@ -177,3 +177,46 @@ async def test_async_path_retries_and_parses_tool_calls(fake_openai_server):
     assert response.message["tool_calls"][0]["function"]["name"] == "form_open_menu_item"
     assert sleeps == [1.0]
     assert [request["temperature"] for request in fake_openai_server.requests] == [0.0, 0.0]
+
+
+def test_a_truncated_json_body_with_status_200_is_retried_then_an_infrastructure_error(fake_openai_server):
+    fake_openai_server.truncated_body()
+    fake_openai_server.reply_text("whole")
+    sleeps: list[float] = []
+    assert make_model(fake_openai_server, sleeps).complete(MESSAGES).message["content"] == "whole"
+    assert sleeps == [1.0]
+
+    fake_openai_server.truncated_body(times=2)
+    with pytest.raises(InfrastructureError, match="gave up after 2 attempts"):
+        make_model(fake_openai_server, [], max_retries=1).complete(MESSAGES)
+
+
+def test_empty_choices_are_retried(fake_openai_server):
+    fake_openai_server.empty_choices()
+    fake_openai_server.reply_text("second try")
+    sleeps: list[float] = []
+    assert make_model(fake_openai_server, sleeps).complete(MESSAGES).message["content"] == "second try"
+    assert sleeps == [1.0] and len(fake_openai_server.requests) == 2
+
+    fake_openai_server.empty_choices(times=3)
+    with pytest.raises(InfrastructureError, match="no choices"):
+        make_model(fake_openai_server, [], max_retries=2).complete(MESSAGES)
+
+
+def test_a_context_length_400_is_a_context_overflow_and_not_retried(fake_openai_server):
+    from fake_openai_server import CONTEXT_LENGTH_MESSAGE
+
+    fake_openai_server.fail(400, message=CONTEXT_LENGTH_MESSAGE)
+    sleeps: list[float] = []
+    with pytest.raises(ContextOverflowError, match="maximum context length") as overflow:
+        make_model(fake_openai_server, sleeps).complete(MESSAGES)
+    assert overflow.value.status_code == 400 and sleeps == [] and len(fake_openai_server.requests) == 1
+
+
+def test_random_tool_call_ids_differ_between_identical_answers():
+    with FakeOpenAIServer(random_tool_call_ids=True) as server:
+        for _ in range(2):
+            server.reply_tool_calls([("form_open_menu_item", {"name": "TrvExpenses"})])
+        model = make_model(server, [])
+        first, second = (model.complete(MESSAGES, TOOLS).message["tool_calls"][0]["id"] for _ in range(2))
+    assert first != second and first.startswith("call_")

@@ -55,7 +55,7 @@ def test_report_has_the_expected_table_rows(presets):
     assert "| C3 | 58.0 [47.6, 68.4] | 58.0 [47.6, 68.4] | 79.0 [73.8, 84.2] |" in md
     assert "| C4 | 84.0 [77.2, 90.8] |" in md
     # tokens per benchmark: C3 runs 22,000 .. 22,400, t interval 22,200 +- 196.3
-    assert "| C3 | 22,200 [22,004, 22,396] |" in md
+    assert "| C3 | 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] |" in md  # per episode, then per benchmark
     assert "| C3 | `last_n:n=5` | scripted | rule | hotel_50 | 10 | 5 | 50 | 1 | t over 5 runs |" in md
     assert "## Against the baseline C2" in md
     assert "| C4 | +34.0 [" in md and "| 4 / 0 / 6 | 0.1250 |" in md
@@ -72,7 +72,7 @@ def test_report_has_pass_k_failures_reference_and_infra_errors(presets):
     assert "| `unclassified` | 0 |" in md
     assert "| **failed episodes** | 25 | 21 | 8 |" in md
     assert "STUDY (GPT-5): full itemization" in md and "1,480,996" in md and "91.6 (amount 99.64)" in md
-    assert "| C3 | hotel-003 | 2 | RateLimitError: 429 after 5 retries | yes |" in md
+    assert "| C3 | hotel-003 | 2 | 1 | RateLimitError: 429 after 5 retries | yes |" in md
     assert "1 infrastructure error excluded" in md and "1 unreadable line" in md
 
 
@@ -125,3 +125,66 @@ def test_number_formats():
     assert report.fmt_number(1_480_996, 0, grouped=True) == "1,480,996"
     assert report.fmt_p(0.00001) == "< 0.0001"
     assert report.md_table(("a", "b"), [("x|y", 1)]) == "| a | b |\n|---|---:|\n| x\\|y | 1 |"
+
+
+def _with(rows, config, **grade):
+    return [r | {"grade": r["grade"] | grade} if r["config"] == config else r for r in rows]
+
+
+def test_study_table_puts_relative_token_changes_side_by_side_and_says_the_unit_is_undefined():
+    md = report.render_report(__import__("test_statistics").synthetic_rows())
+    study = md.split("## Reference figures")[1]
+    assert "STUDY: tokens / benchmark (unit not defined)" in study
+    assert "without saying what is counted" in study
+    assert "| C3 | last 5 pairs | 79.0 | 535,274 | -63.9 |" in study and "| 553,374 | -62.6 |" in study
+    assert "| 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] | -59.6 |" in study  # ours per episode, per benchmark
+    assert "is the study's" in study and "DESIGN" not in md
+
+
+def test_an_order_of_configurations_unlike_the_study_is_pointed_out():
+    rows = [r | {"grade": r["grade"] | {"success": r["config"] != "C4"}} for r in
+            __import__("test_statistics").synthetic_rows()]
+    md = report.render_report(rows)
+    assert "**The order of full itemization differs from the study's**" in md
+    assert "C3 100.0% vs C4 0.0% (study: 79.0% vs 91.6%)" in md
+
+
+def test_over_itemization_cannot_hide_behind_the_itemized_amount():
+    rows = []
+    for task in range(10):  # half the episodes itemize 150%, half 50%: an uncapped mean says 100%
+        row = episode("C2", task, 0, False, tokens=1000)
+        rows.append(row | {"grade": row["grade"] | {"itemized_fraction": 1.5 if task % 2 else 0.5}})
+    md = report.render_report(rows)
+    assert "| C2 | 0.0 | 0.0 | 75.0 [" in md  # mean of min(fraction, 1) = (1 + .5) / 2
+    outcome = [line for line in md.splitlines() if line.startswith("| C2 | 0.0 | 0.0 |")][0]
+    assert outcome.rstrip(" |").endswith("]") and "| 50.0 [" in outcome  # half the episodes over-itemized
+    assert "min(itemized, header) / header" in md
+
+
+def test_p_at_the_resampling_floor_is_a_bound_and_small_n_and_scripted_agents_are_flagged():
+    rows = [episode(c, t, 0, c == "C3" or t >= 20, tokens=1000) for c in ("C2", "C3") for t in range(40)]
+    md = report.render_report(rows, "C2")
+    assert "≤ 2/(R+1) = 0.0002" in md and "p = 0.0002" not in md
+    assert "Small n" not in md and "**Agent: scripted (not an LLM)** for C2, C3" in md
+    few = report.render_report([episode("C2", t, 0, True) for t in range(3)])
+    assert "**Small n: treat the intervals as rough.** C2 (bootstrap over 3 tasks)" in few
+
+
+def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path):
+    long_name = "head_tail:chars=800,tokens=0,keep_recent=1,tool_chars=,tool_tokens=+last_n:n=5"
+    assert report.short_labels(["C2", long_name, "C4", "acon_observation:t=1024,recent=3"]) == {
+        "C2": "C2", long_name: "P1", "C4": "C4", "acon_observation:t=1024,recent=3": "P2"}
+    assert report.config_color("C2") == report.config_color("c2") == "#1f77b4"
+    assert report.config_color(long_name) == report.config_color(long_name)  # from the name, not the position
+    assert report._bar((0.0, 0.0)) is None and report._bar((1.0, 2.0)) == [[1.0], [2.0]]
+    rows = [episode(name, t, 0, True, policy=name) for name in ("C2", long_name) for t in range(3)]
+    md = report.render_report(rows)
+    assert f"| P1 | {long_name} | `{long_name}` | scripted |" in md
+
+
+def test_an_llm_users_cost_has_its_own_table():
+    rows = [episode("C2", t, 0, True) for t in range(3)]
+    assert "LLM user (counted apart" not in report.render_report(rows)
+    for row in rows:
+        row["metrics"] |= {"user_model_calls": 2, "user_input_tokens": 100, "user_output_tokens": 10}
+    assert "| C2 | 2.0 | 330 |" in report.render_report(rows)  # 110 tokens x 3 tasks per benchmark

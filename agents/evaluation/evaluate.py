@@ -7,15 +7,27 @@ agree and its numbers are not LLM results). Each finished episode is appended to
 ``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
 the file is rewritten in canonical order, so two runs of a deterministic agent give
 byte-identical files once the ``timing`` fields are dropped.
+
+Kill safety: worker processes die with the eval (``PR_SET_PDEATHSIG`` on Linux, and a
+watch on the parent's pid everywhere), and never write a trajectory once the eval is gone;
+``OUT/eval.lock`` is held (``flock``) while an eval runs on OUT, so a ``--resume`` never races
+with a run still going. Each retry of an episode is an attempt: the row that counts is the
+last, and it keeps the earlier ones under ``attempts``; a recorded cassette of an earlier
+attempt is kept as ``NAME.attemptK.jsonl`` so that ``replay:`` replays the attempt that made
+the row.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -27,6 +39,9 @@ from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 DEFAULT_OUT = "runs/eval"
+LOCK_FILE = "eval.lock"
+PARENT_POLL_SECONDS = 0.5
+_parent_pid: int | None = None  # set in worker processes: the eval that started them
 
 
 class EpisodeSpec(BaseModel):
@@ -45,6 +60,7 @@ class EpisodeSpec(BaseModel):
     out_dir: str
     base_url: str | None = None
     record_dir: str | None = None
+    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
 
     @property
     def key(self) -> tuple:
@@ -76,16 +92,28 @@ def build_agent(spec: EpisodeSpec):
         if spec.record_dir:
             from erp_sim.agents.models.cassette import RecordingModel
 
-            cassette.parent.mkdir(parents=True, exist_ok=True)
+            _keep_earlier_attempt(cassette)
             model = RecordingModel(model, cassette)
-        inner = ModelAgent(model)
+        inner = ModelAgent(model, context_window=spec.context_window)
     elif kind == "replay":
         from erp_sim.agents.models.cassette import ReplayModel
 
-        inner = ModelAgent(ReplayModel(cassette, strict=True))
+        inner = ModelAgent(ReplayModel(cassette, strict=True), context_window=spec.context_window)
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
     return wrap(inner, spec.policy)
+
+
+def _keep_earlier_attempt(cassette: Path) -> None:
+    """Move an earlier attempt's cassette aside (NAME.attemptK.jsonl): NAME.jsonl is always the
+    attempt that produced the row, so replay follows it, and the history is still on disk."""
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    if not cassette.exists():
+        return
+    number = 1
+    while (earlier := cassette.with_name(f"{cassette.stem}.attempt{number}.jsonl")).exists():
+        number += 1
+    cassette.replace(earlier)
 
 
 def _scripted_recall(argument: str) -> float | None:
@@ -99,6 +127,15 @@ def _scripted_recall(argument: str) -> float | None:
     except ValueError:
         pass
     raise ValueError(f"scripted agent options: recall=TOKENS (e.g. scripted:recall=2e6), got {argument!r}")
+
+
+def sampling_settings(model: Any) -> dict[str, Any] | None:
+    """The model name and sampling params a chat model sends with every request (None: no LLM)."""
+    if model is None:
+        return None
+    inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
+    name = getattr(inner, "model", None)
+    return {**({"model": name} if isinstance(name, str) else {}), **dict(getattr(model, "sampling_params", {}) or {})}
 
 
 def build_user(spec: EpisodeSpec):
@@ -119,12 +156,16 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import erp_sim.envs  # noqa: F401  (registers the ids)
     from erp_sim.agents.runner import run_episode
 
-    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=build_user(spec),
+    user, agent = build_user(spec), build_agent(spec)
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user,
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
-        trajectory = run_episode(env, build_agent(spec), task_id=spec.task_id, seed=spec.seed, policy=spec.policy, keep_shown=True)
+        trajectory = run_episode(env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
+                                 context_window=spec.context_window)
     finally:
         env.close()
+    if _parent_pid is not None and os.getppid() != _parent_pid:
+        os._exit(1)  # the eval is gone: an orphan must not write anything
     relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,10 +175,13 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     return {
         "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": spec.agent,
         "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
-        "grade": {k: grade[k] for k in ("success", "strict_success", "itemized_fraction", "remaining_amount", "collateral")},
+        "grade": {k: grade.get(k) for k in ("success", "strict_success", "itemized_fraction", "remaining_amount",
+                                             "collateral")},
         "metrics": trajectory.metrics.model_dump(mode="json"),
         "termination": trajectory.termination, "failure_category": trajectory.failure_category,
-        "infra_error": trajectory.infra_error, "trajectory": str(relative),
+        "infra_error": trajectory.infra_error, "model_error": trajectory.model_error, "trajectory": str(relative),
+        "sampling": {"agent": sampling_settings(getattr(getattr(agent, "unwrapped", agent), "model", None)),
+                     "user": sampling_settings(getattr(user, "model", None)), "context_window": spec.context_window},
         "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
     }
 
@@ -172,7 +216,10 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
         for spec in specs:
             yield run_spec(spec)
     else:
-        with ProcessPoolExecutor(max_workers=concurrency) as pool:
+        # spawn, not fork: workers are direct children of this process (so the death signal and
+        # the pid watch refer to it) and inherit no open files (the lock, the results file)
+        with ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
             queue = iter(specs[concurrency * 2:])
             while pending:
@@ -182,6 +229,50 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(run_spec, nxt))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker as soon as the eval that started it ends, even by SIGKILL."""
+    global _parent_pid
+    _parent_pid = parent_pid
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:  # where prctl is missing (macOS), or if it failed
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
+
+
+@contextlib.contextmanager
+def eval_lock(out_dir: Path) -> Iterator[None]:
+    """Hold OUT/eval.lock while running; a second eval on OUT (e.g. an early --resume) stops at once.
+
+    ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock.
+    """
+    import fcntl
+
+    path = out_dir / LOCK_FILE
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise SystemExit(f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
 
 
 def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict]:
@@ -201,14 +292,21 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict
 def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
              concurrency: int = 1, address: str | None = None, quiet: bool = False) -> list[dict]:
     """Run what is not done yet, appending rows; return all rows in canonical order."""
-    from tqdm import tqdm
-
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
         raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
-    done = finished_keys(read_rows(results))
-    todo = [spec for spec in specs if spec.key not in done]
+    with eval_lock(out_dir):
+        done = finished_keys(read_rows(results))
+        todo = [spec for spec in specs if spec.key not in done]
+        _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
+        return canonicalize(results, specs)
+
+
+def _run_and_append(todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None,
+                    quiet: bool) -> None:
+    from tqdm import tqdm
+
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
     with tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
@@ -221,12 +319,21 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
             tokens += row["metrics"]["input_tokens"]
             bar.set_postfix(success=f"{successes / finished:.0%}", tokens=f"{tokens:,}", refresh=False)
             bar.update()
-    return canonicalize(results, specs)
 
 
 def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
-    """Rewrite the results file in plan order, one row per episode (the latest), atomically."""
-    latest = {row_key(r): r for r in read_rows(results)}
+    """Rewrite the results file in plan order, one row per episode (the latest), atomically.
+
+    The latest row keeps the earlier attempts of its episode under ``attempts`` (termination and
+    error of each, oldest first) and its own number under ``attempt``.
+    """
+    latest: dict[tuple, dict] = {}
+    for row in read_rows(results):
+        earlier = latest.get(row_key(row))
+        if earlier is not None:
+            row["attempts"] = [*earlier.get("attempts", []), _attempt_summary(earlier)]
+        row["attempt"] = len(row.get("attempts", [])) + 1
+        latest[row_key(row)] = row
     order = {spec.key: n for n, spec in enumerate(specs)}
     rows = sorted(latest.values(), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
     tmp = results.with_suffix(".jsonl.tmp")
@@ -235,24 +342,37 @@ def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
     return rows
 
 
+def _attempt_summary(row: dict) -> dict:
+    return {"attempt": row.get("attempt", 1), "termination": row.get("termination"),
+            "infra_error": row.get("infra_error"), "model_error": row.get("model_error")}
+
+
 # --- command line --------------------------------------------------------------------------------
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
     parser.add_argument("--agent", default="scripted",
-                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (default scripted)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users")
-    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (presets C1 keep none)")
+                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
+                             "rule-based stand-in, not an LLM)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
+                                           "key from OPENAI_API_KEY)")
+    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
     parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--backend", choices=["local", "ray"], default="local")
-    parser.add_argument("--address", help="Ray cluster address (with --backend ray)")
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--max-steps", type=int, default=200)
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default")
-    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents)")
-    parser.add_argument("--baseline", help="configuration the report compares against (default C2 or the first)")
+    parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
+    parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
+    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
+                        help="episodes run at once in worker processes (1: in this process)")
+    parser.add_argument("--backend", choices=["local", "ray"], default="local", help="where episodes run")
+    parser.add_argument("--address", help="Ray cluster address (with --backend ray; None: a local Ray instance)")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="output directory (results.jsonl, trajectories, report.md)")
+    parser.add_argument("--resume", action="store_true", help="continue an existing --out: run only episodes without a "
+                                                               "scored row (infrastructure errors are retried)")
+    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
+    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="the model's context window: a longer request ends its episode, scored as context_overflow "
+                             "(None: no limit of ours; a server's own context-length 400 does the same)")
+    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents; None: off)")
+    parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -260,7 +380,10 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     from erp_sim import load_task_set
 
     task_set, _, ids = tasks.partition(":")
-    known = [t.task_id for t in load_task_set(task_set)]
+    try:
+        known = [t.task_id for t in load_task_set(task_set)]
+    except (KeyError, FileNotFoundError) as error:
+        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
     chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else known
     unknown = [i for i in chosen if i not in known]
     if unknown:
@@ -268,36 +391,63 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     return task_set, chosen
 
 
+def check_models(spec: EpisodeSpec) -> None:
+    """Build the agent and the user of one episode here, so that a bad --agent/--user (an unknown
+    kind, a missing API key or cassette) is one line before any file is written, not a worker traceback."""
+    kind, _, argument = spec.agent.partition(":")
+    try:
+        if kind == "replay":  # episodes may lack a cassette of their own; the directory must be there
+            if not (Path(argument) / "cassettes").is_dir():
+                raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {argument!r}")
+        else:
+            build_agent(spec.model_copy(update={"record_dir": None}))  # recording would create files
+        build_user(spec)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"erp-sim: {error}") from None
+
+
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     if args.record and not args.agent.startswith("openai:"):
-        raise SystemExit("--record needs an openai:MODEL agent")
+        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
-                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record)
+                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
+                 context_window=args.context_window)
+    if not specs:
+        raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
+    for user in sorted({spec.user for spec in specs}):  # C1 runs without the user the others get
+        check_models(next(spec for spec in specs if spec.user == user))
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)
     report = write_report(args.out, baseline=args.baseline)
     print_table(rows)
     print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
+    scored = [row for row in rows if not row.get("infra_error")]
+    if not scored:
+        print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure errors (listed in "
+              f"{report}); fix the model service and run again with --resume", file=sys.stderr)
+        return 1
     return 0
 
 
 def print_table(rows: list[dict]) -> None:
+    from erp_sim.agents.evaluation.report import short_labels
     from erp_sim.agents.evaluation.statistics import summarize
 
     summaries = summarize(rows)
-    width = max([len("config"), *(len(name) for name in summaries)]) + 2
-    show_policy = any(name != s.policy for name, s in summaries.items())
-    policy_header = f"{'policy':<28}" if show_policy else ""
-    print(f"\n{'config':<{width}}{policy_header}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/bench':>17}"
-          f"{'peak tok':>10}{'steps':>7}")
+    labels = short_labels(list(summaries))
+    width = max([len("config"), *(len(label) for label in labels.values())]) + 2
+    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'input tok/ep':>14}{'input tok/bench':>17}"
+          f"{'peak tok':>10}{'steps':>7}  policy")
     for name, summary in summaries.items():
         e = summary.estimates
-        policy = f"{summary.policy[:27]:<28}" if show_policy else ""
-        print(f"{name:<{width}}{policy}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}"
-              f"{e['steps'].mean:>7.1f}")
+        if not summary.n_episodes:
+            print(f"{labels[name]:<{width}}  no scored episode  {summary.policy}")
+            continue
+        print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
+              f"{e['itemized_amount'].mean:>10.2%}{e['input_tokens_per_episode'].mean:>14,.0f}"
+              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
@@ -311,8 +461,9 @@ def parse_configs(names: list[str], policies: list[str], user: str) -> list[tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); default C1-C4 "
+    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 "
                                                         "unless --policy is given")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     add_common_arguments(parser)

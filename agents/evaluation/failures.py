@@ -3,6 +3,10 @@
 One category per failed episode, checked in this order (the first that applies wins, so the
 most specific, state-visible cause is named before generic ones):
 
+0. ``context_overflow``: a request would not fit the model's context window (``--context-window``
+   or the server's 400 saying so); the study's motivation for context management.
+   ``model_request_refused``: the model service refused a request for another reason (a content
+   filter, an invalid request): the episode could not go on.
 1. ``stalled_unanswered_question``: the agent asked the user and nobody answered (C1).
 2. ``step_limit``: the step budget ran out (``TimeLimit`` or the runner's call cap).
 3. ``invalid_tool_calls``: over a quarter of the agent's actions were malformed.
@@ -24,7 +28,7 @@ from decimal import Decimal
 
 from erp_sim.agents.trajectory import Trajectory
 
-CATEGORIES = ("stalled_unanswered_question", "step_limit", "invalid_tool_calls", "over_itemization", "duplicate_line",
+CATEGORIES = ("context_overflow", "model_request_refused", "stalled_unanswered_question", "step_limit", "invalid_tool_calls", "over_itemization", "duplicate_line",
               "wrong_subcategory", "wrong_amount", "unsaved_or_unclosed_form", "stale_state", "premature_termination")
 _CLAIMS_ZERO = re.compile(r"remaining[^.\n]{0,40}?\b0\.00\b", re.IGNORECASE)
 
@@ -34,6 +38,10 @@ def classify_failure(trajectory: Trajectory) -> str | None:
     if grade.get("success"):
         return None
     metrics = trajectory.metrics
+    if trajectory.termination == "context_overflow":
+        return "context_overflow"
+    if trajectory.termination == "model_error":
+        return "model_request_refused"
     if trajectory.termination == "stalled":
         return "stalled_unanswered_question"
     if trajectory.termination == "step_limit":

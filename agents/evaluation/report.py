@@ -23,8 +23,10 @@ SUCCESS_VS_TOKENS_PNG = "success_vs_tokens.png"
 PEAK_TOKENS_PNG = "peak_tokens.png"
 SWEEP_PNG_STEM = "sweep_heatmap"
 
-#: The study's figures (GPT-5, 50 hotel tasks x 5 runs), quoted from DESIGN.md:
-#: config, setup, full itemization, mean itemized amount, tokens per benchmark, hours.
+#: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
+#: expenses in Dynamics 365 (GPT-5 agent, GPT-4.1 user model, 50 hotel tasks x 5 runs):
+#: config, setup, full itemization, mean itemized amount, tokens per benchmark (a unit the
+#: study does not define), hours per benchmark.
 STUDY_REFERENCE: tuple[tuple[str, str, float, float | None, int | None, float | None], ...] = (
     ("C1", "no user model", 0.080, None, None, None),
     ("C2", "full context", 0.710, None, 1_480_996, 14.56),
@@ -139,9 +141,12 @@ def fmt_relative(est: st.Estimate) -> str:
     return _with_interval(est, lambda v: fmt_number(v, 1, sign=True), 100)
 
 
-def fmt_p(value: float) -> str:
+def fmt_p(value: float, floor: float | None = None) -> str:
+    """A p-value; at the floor of a resampling test, the bound, not a false exact value."""
     if not math.isfinite(value):
         return DASH
+    if floor is not None and value <= floor * (1 + 1e-9):
+        return f"≤ 2/(R+1) = {fmt_number(floor, 4)}"
     return "< 0.0001" if value < 0.0001 else fmt_number(value, 4)
 
 
@@ -191,16 +196,19 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
             fmt_percent(s.estimates["success"]),
             fmt_percent(s.estimates["strict_success"]),
             fmt_percent(s.estimates["itemized_amount"]),
+            fmt_percent(s.estimates["over_itemization"]),
         )
         for s in summaries.values()
     ]
-    return md_table(("config", "full itemization (%)", "strict success (%)", "itemized amount (%)"), rows)
+    return md_table(("config", "full itemization (%)", "strict success (%)", "itemized amount, capped (%)",
+                     "over-itemized episodes (%)"), rows)
 
 
 def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     rows = [
         (
             s.config,
+            fmt_count(s.estimates["input_tokens_per_episode"]),
             fmt_count(s.estimates["input_tokens"]),
             fmt_count(s.estimates["output_tokens"]),
             fmt_count(s.estimates["summarizer_tokens"]),
@@ -213,6 +221,7 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     ]
     headers = (
         "config",
+        "input tokens / episode",
         "input tokens / benchmark",
         "output tokens / benchmark",
         "summarizer tokens / benchmark",
@@ -221,7 +230,13 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
         "steps / episode",
         "wall time / benchmark",
     )
-    return md_table(headers, rows)
+    table = md_table(headers, rows)
+    users = [s for s in summaries.values() if (s.estimates["user_calls"].mean or 0) > 0]
+    if users:  # an LLM user's calls are the user's cost, not the agent's: a table of their own
+        table += "\n\nLLM user (counted apart from the agent; tokens as its service reported them):\n\n" + md_table(
+            ("config", "user model calls / episode", "user tokens (in + out) / benchmark"),
+            [(s.config, fmt_decimal(s.estimates["user_calls"]), fmt_count(s.estimates["user_tokens"])) for s in users])
+    return table
 
 
 def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
@@ -235,7 +250,7 @@ def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
                 fmt_pp(c.success_diff),
                 h,
                 tasks,
-                fmt_p(c.p_value),
+                fmt_p(c.p_value, c.p_floor),
                 c.test,
                 fmt_relative(c.input_tokens_change),
                 fmt_relative(c.peak_tokens_change),
@@ -311,13 +326,47 @@ def _sweeps(grids: Sequence[st.SweepGrid], summaries: Mapping[str, st.ConfigSumm
             for (n, w), names in grid.shadowed.items()
         )
         parts.append(
-            shadowed +
+            shadowed + _identical_w_note(grid, summaries) +
             f"### `{grid.family}` (agent {grid.agent}, user {grid.user}, {grid.task_set})\n\n"
             f"Full itemization (%), mean [95% CI]:\n\n{_grid_table(grid, summaries, 'success', fmt_percent)}\n\n"
             f"Input tokens per benchmark, mean [95% CI]:\n\n{_grid_table(grid, summaries, 'input_tokens', fmt_count)}\n\n"
             f"![N x W sensitivity of {grid.family}]({image})"
         )
     return "\n\n".join(parts)
+
+
+STUDY_ORDER = ("C2", "C3", "C4")
+
+
+def _study_change(config: str) -> float:
+    tokens = {c: t for c, *_, t, _ in STUDY_REFERENCE}
+    return tokens[config] / tokens["C2"] - 1 if tokens.get(config) and tokens.get("C2") else math.nan
+
+
+def _our_change(summaries: Mapping[str, st.ConfigSummary], config: str) -> float:
+    if config not in summaries or "C2" not in summaries:
+        return math.nan
+    base = summaries["C2"].estimates["input_tokens"].mean
+    return summaries[config].estimates["input_tokens"].mean / base - 1 if base else math.nan
+
+
+def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """Pairs of C2-C4 whose order of full itemization differs from the study's, in words."""
+    study = {c: success for c, _, success, *_ in STUDY_REFERENCE}
+    ours = {c: summaries[c].estimates["success"].mean for c in STUDY_ORDER if c in summaries}
+    flipped = []
+    for i, a in enumerate(STUDY_ORDER):
+        for b in STUDY_ORDER[i + 1:]:
+            if a in ours and b in ours and math.isfinite(ours[a]) and math.isfinite(ours[b]):
+                if (ours[a] > ours[b]) != (study[a] > study[b]) or ours[a] == ours[b]:
+                    flipped.append(f"{a} {fmt_number(100 * ours[a], 1)}% vs {b} {fmt_number(100 * ours[b], 1)}% "
+                                   f"(study: {fmt_number(100 * study[a], 1)}% vs {fmt_number(100 * study[b], 1)}%)")
+    if not ours:
+        return ""
+    if not flipped:
+        return "\n\nThe order of full itemization across C2, C3 and C4 is the study's."
+    return ("\n\n**The order of full itemization differs from the study's**: " + "; ".join(flipped) + ". A level "
+            "that matches the study (e.g. C2) does not make the others comparable.")
 
 
 def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -327,58 +376,74 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
         study_success = fmt_number(100 * success, 1)
         if amount is not None:
             study_success += f" (amount {fmt_number(100 * amount, 2)})"
+        study_change, our_change = _study_change(config), _our_change(summaries, config)
         rows.append(
             (
                 config,
                 setup,
                 study_success,
                 f"{fmt_number(tokens, 0, grouped=True)}" if tokens else DASH,
-                f"{fmt_number(hours, 2)} h" if hours else DASH,
+                fmt_number(100 * study_change, 1, sign=True) if config != "C2" and math.isfinite(study_change) else DASH,
                 f"`{ours.policy}`, {ours.agent}" if ours else DASH,
                 fmt_percent(ours.estimates["success"]) if ours else DASH,
+                fmt_count(ours.estimates["input_tokens_per_episode"]) if ours else DASH,
                 fmt_count(ours.estimates["input_tokens"]) if ours else DASH,
-                fmt_duration(ours.estimates["wall_time_s"]) if ours else DASH,
+                fmt_number(100 * our_change, 1, sign=True) if config != "C2" and math.isfinite(our_change) else DASH,
             )
         )
     headers = (
         "config",
         "study setup",
         "STUDY (GPT-5): full itemization (%)",
-        "STUDY (GPT-5): tokens / benchmark",
-        "STUDY (GPT-5): wall time",
+        "STUDY: tokens / benchmark (unit not defined)",
+        "STUDY: tokens vs C2 (%)",
         "this run: policy, agent",
         "this run: full itemization (%)",
-        "this run: tokens / benchmark",
-        "this run: wall time",
+        "this run: input tokens / episode",
+        "this run: input tokens / benchmark",
+        "this run: input tokens vs C2 (%)",
     )
     return (
-        "The study's numbers are **GPT-5 on a live D365 tenant, 50 hotel tasks x 5 runs**, quoted "
-        "from the paper (DESIGN.md); they were not produced by this evaluation. Our columns are "
-        "this run's configurations of the same name, whatever agent and policy they used, so "
-        "only the direction of differences is comparable, not the levels.\n\n"
-        + md_table(headers, rows, "llrrrlrrr")
-        + "\n\nACON (history/observation compression, AppWorld, OfficeBench, multi-objective QA) "
-        "reports peak tokens down 26-54% at equal or better accuracy; compare the "
-        "\"Δ peak tokens\" column above."
+        "The study's numbers are **GPT-5 on a live D365 tenant, 50 hotel tasks x 5 runs** (Lodha et al.); "
+        "they were not produced by this evaluation. Our columns are this run's configurations of the same "
+        "name, whatever agent and policy they used.\n\n"
+        "**Units.** The study reports \"tokens per benchmark\" without saying what is counted (input only or "
+        "input + output, per run or over all runs, which tokenizer); its C2 figure (1,480,996) is far below "
+        "what 50 full-context episodes take here, so the levels are not comparable. Ours are **input "
+        "(prompt) tokens of the agent's model calls** (o200k_base counts of the messages and tool schemas "
+        "shown), per episode and per benchmark (= per episode x the number of tasks, one run; the mean over "
+        "runs). What is comparable is the **relative change against C2** (ratio of means minus 1), which "
+        "sits beside the study's.\n\n"
+        + md_table(headers, rows, "llrrrlrrrr")
+        + _order_note(summaries)
+        + "\n\nACON (Kang et al., agent context optimization: history and observation compression on AppWorld, "
+        "OfficeBench and multi-objective QA) reports peak tokens down 26-54% at equal or better accuracy; "
+        "compare the \"Δ peak tokens\" column above."
     )
 
 
 def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Episodes whose last attempt is an infrastructure error, then the attempt history of retried ones."""
     errors = st.infra_error_rows(rows)
-    if not errors:
-        return "None."
-    scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
-    table_rows = [
-        (
-            r["config"],
-            r["task_id"],
-            r.get("run", 0),
-            str(r["infra_error"])[:160],
-            "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no",
-        )
-        for r in errors
-    ]
-    return md_table(("config", "task", "run", "error", "scored on retry"), table_rows, "llrll")
+    retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
+    parts = []
+    if errors:
+        scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
+        parts.append(md_table(("config", "task", "run", "attempt", "error", "scored on retry"), [
+            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), str(r["infra_error"])[:160],
+             "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no")
+            for r in errors
+        ], "lllrll"))
+    else:
+        parts.append("No episode is left with an infrastructure error.")
+    if retried:
+        parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
+        parts.append(md_table(("config", "task", "run", "attempt", "outcome", "error"), [
+            (r["config"], r["task_id"], r.get("run", 0), a.get("attempt", n + 1), a.get("termination") or "",
+             str(a.get("infra_error") or a.get("model_error") or "")[:160])
+            for r in retried for n, a in enumerate(r["attempts"])
+        ], "lllrll"))
+    return "\n\n".join(parts)
 
 
 METHODS = """\
@@ -394,7 +459,11 @@ METHODS = """\
   the feasible range (rates to [0, 100]%, counts to ≥ 0).
 - **Full itemization** = `grade.success` (zero remainder, lines saved, form closed);
   **strict success** = `grade.strict_success` (saved lines match the receipt);
-  **itemized amount** = mean `grade.itemized_fraction`; **peak tokens** = the largest single
+  **itemized amount, capped** = mean over episodes of min(itemized, header) / header, where
+  itemized is the sum of the saved lines and header the line's amount: an episode that
+  over-itemizes cannot lift the mean past one that under-itemizes (an uncapped mean of
+  itemized / header can show 100% while many episodes failed); **over-itemized episodes** =
+  share of episodes whose saved lines exceed the header amount; **peak tokens** = the largest single
   model input of an episode; **dependency** = Σ over steps (n_in + 2·n_out)·n_out / 2 (ACON).
   Wall time per benchmark is the sum of episode wall times (serial-equivalent, whatever the
   concurrency of the run).
@@ -403,17 +472,27 @@ METHODS = """\
   interval over tasks (paired, 9999 resamples, fixed seed). Cohen's h = 2·asin√p − 2·asin√p_base
   with p the mean success rate over the matched tasks (|h| 0.2 small, 0.5 medium, 0.8 large).
   p-value: two-sided sign-flip permutation test of mean d_t = 0 over tasks
-  (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else 9999 resamples); with
-  one run per task this is McNemar's exact test. Token changes: Σ_t tokens(t) / Σ_t
+  (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else R = 9999 resamples); with
+  one run per task this is McNemar's exact test. With resampling the smallest p it can give is
+  2/(R+1) (two-sided, counting the observed statistic); a p at that floor is printed as
+  "≤ 2/(R+1)", since the exact p may be smaller. Token changes: Σ_t tokens(t) / Σ_t
   tokens_base(t) − 1 (tokens(t) = mean over runs), paired BCa bootstrap over tasks. When no
   task is shared, a Welch t interval and test over run-level success rates instead.
 - **pass^k** (tau-bench): for a task with c successes in n scored runs, C(c,k)/C(n,k) is
   the probability that k runs drawn without replacement all succeed; pass^k is its mean over
   tasks with n ≥ k. pass^1 is the success rate; the fall from pass^1 to pass^k shows how
   unreliable a configuration is from run to run.
-- **Failure taxonomy**: `failure_category` of each scored episode (DESIGN.md's categories,
-  classified from trajectory and final state by the runner); failed episodes without a
-  category are counted as `unclassified`.
+- **Failure taxonomy**: `failure_category` of each scored episode, classified from the
+  trajectory and final ERP state by the runner (`erp_sim.agents.evaluation.failures`, which
+  lists the categories and the order they are checked in; `context_overflow` is an episode
+  whose request exceeded the model's context window); failed episodes without a category
+  are counted as `unclassified`.
+- **Sources**: the study (Lodha et al., "Less context, smarter agents: efficient context
+  engineering for long-horizon tool-using LLM agents", arXiv 2606.10209: the hotel itemization
+  task in Dynamics 365, configurations C1-C4 and their figures); ACON (Kang et al., "ACON:
+  optimizing context compression for long-horizon LLM agents", arXiv 2510.00615:
+  history/observation compression, the dependency measure); GenericAgent
+  (working-memory anchor, head/tail truncation, budget eviction policies); tau-bench (pass^k).
 """
 
 
@@ -445,12 +524,62 @@ def _save(fig, path: Path) -> None:
     fig.savefig(path, format="png", metadata={"Software": None})
 
 
-def _colors(count: int) -> list:
-    from matplotlib import colormaps
+#: Fixed colours: the presets always get the same ones; any other configuration a colour picked
+#: from its name (sha256), so one configuration has one colour in every report.
+_PRESET_COLORS = {"C1": "#7f7f7f", "C2": "#1f77b4", "C3": "#ff7f0e", "C4": "#2ca02c"}
+_PALETTE = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31",
+            "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363")
+SHORT_LABEL_CHARS = 8
 
-    if count <= 10:
-        return [colormaps["tab10"](i) for i in range(count)]
-    return [colormaps["viridis"](i / max(1, count - 1)) for i in range(count)]
+
+def config_color(name: str) -> str:
+    import hashlib
+
+    if name.upper() in _PRESET_COLORS:
+        return _PRESET_COLORS[name.upper()]
+    return _PALETTE[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(_PALETTE)]
+
+
+def _colors(names: Sequence[str]) -> list[str]:
+    return [config_color(name) for name in names]
+
+
+def short_labels(names: Sequence[str]) -> dict[str, str]:
+    """Names up to 8 characters stay; longer ones (policy specs) become P1, P2, ... in order."""
+    labels, number = {}, 0
+    for name in names:
+        if len(name) <= SHORT_LABEL_CHARS:
+            labels[name] = name
+        else:
+            number += 1
+            labels[name] = f"P{number}"
+    return labels
+
+
+def _label_table(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """The legend of the plots: short label, configuration, policy, agent."""
+    labels = short_labels(list(_plotted(summaries)))
+    if not labels:
+        return ""
+    rows = [(labels[name], name, f"`{summaries[name].policy}`", summaries[name].agent) for name in labels]
+    return "Labels used in the plots (colours are fixed per configuration across reports):\n\n" + md_table(
+        ("label", "configuration", "policy", "agent"), rows)
+
+
+def _agent_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """A second title line on every figure made from the scripted agent ("" otherwise)."""
+    agents = sorted({s.agent for s in summaries.values()})
+    scripted = [a for a in agents if is_scripted(a)]
+    if not scripted:
+        return ""
+    if len(scripted) == len(agents):
+        return "\nagent: scripted (not an LLM)"
+    return "\nagents: " + ", ".join(f"{a} (not an LLM)" if is_scripted(a) else a for a in agents)
+
+
+def _bar(errors: tuple[float, float]) -> list[list[float]] | None:
+    """An error bar, or None where there is no spread (no zero-width bar drawn as a stray tick)."""
+    return [[errors[0]], [errors[1]]] if errors[0] + errors[1] > 0 else None
 
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -469,11 +598,11 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     from matplotlib.ticker import EngFormatter
 
     points = {name: s for name, s in summaries.items() if math.isfinite(s.estimates["success"].mean)}
+    labels = short_labels(list(points))
     in_sweep = {config: (grid, n, w) for grid in st.sweep_grids(points) for (n, w), config in grid.cells.items()}
     sweep_n = sorted({n for _, n, _ in in_sweep.values()})
     sweep_w = sorted({w for _, _, w in in_sweep.values()})
     named = [name for name in points if name not in in_sweep]
-    named_colors = dict(zip(named, _colors(len(named))))
     n_colors = {n: colormaps["viridis"](0.05 + 0.8 * i / max(1, len(sweep_n) - 1)) for i, n in enumerate(sweep_n)}
 
     with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
@@ -483,38 +612,41 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
         for name, summary in points.items():
             tokens, success = summary.estimates["input_tokens"], summary.estimates["success"]
             x, y = (tokens.mean if math.isfinite(tokens.mean) else 0.0), 100 * success.mean
+            style: dict[str, Any] = {"markersize": 6}
             if name in in_sweep:
+                # hollow markers, larger for earlier W: sweep points that coincide stay visible as nested shapes
                 _, n, w = in_sweep[name]
-                color, marker = n_colors[n], _MARKERS[sweep_w.index(w) % len(_MARKERS)]
+                index = sweep_w.index(w)
+                color, marker = n_colors[n], _MARKERS[index % len(_MARKERS)]
+                style = {"markersize": 6 + 4 * (len(sweep_w) - 1 - index), "markerfacecolor": "none", "markeredgewidth": 1.3}
             else:
-                color, marker = named_colors[name], "o"
-            ax.errorbar(
-                x,
-                y,
-                xerr=[[v] for v in _errors(tokens)],
-                yerr=[[v] for v in _errors(success, 100)],
-                fmt=marker,
-                color=color,
-                ecolor=color,
-                elinewidth=1.1,
-                capsize=3,
-                markersize=6,
-                alpha=0.9,
-            )
+                color, marker = config_color(name), "o"
+            ax.errorbar(x, y, xerr=_bar(_errors(tokens)), yerr=_bar(_errors(success, 100)), fmt=marker, color=color,
+                        ecolor=color, elinewidth=1.1, capsize=3, alpha=0.9, **style)
             if name not in in_sweep:
-                ax.annotate(name, (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8, color=color)
-                handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=f"{name}: {summary.policy}"))
+                handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=labels[name]))
         if in_sweep:
             families = sorted({grid.family for grid, _, _ in in_sweep.values()})
             handles.append(Line2D([], [], linestyle="", label="sweep: " + "; ".join(families)))
             handles += [Line2D([], [], color=n_colors[n], marker="s", linestyle="", label=f"N={n}") for n in sweep_n]
             handles += [
-                Line2D([], [], color="0.3", marker=_MARKERS[i % len(_MARKERS)], linestyle="", label=f"W={w}")
+                Line2D([], [], color="0.3", marker=_MARKERS[i % len(_MARKERS)], markerfacecolor="none", linestyle="",
+                       label=f"W={w}")
                 for i, w in enumerate(sweep_w)
             ]
         ax.set_xlabel("input tokens per benchmark (mean over runs)")
         ax.set_ylabel("full itemization (%)")
-        ax.set_title("Full itemization vs input tokens (error bars: 95% CI)")
+        # one text per spot: configurations at the same point share it ("C2 = P2"); neighbours alternate
+        # above and below so that their labels do not print over each other
+        spots: dict[tuple[float, float], list[str]] = {}
+        for name in named:
+            tokens, success = points[name].estimates["input_tokens"], points[name].estimates["success"]
+            spot = (round(tokens.mean if math.isfinite(tokens.mean) else 0.0, 0), round(100 * success.mean, 6))
+            spots.setdefault(spot, []).append(name)
+        for number, (spot, names) in enumerate(sorted(spots.items())):
+            ax.annotate(" = ".join(labels[n] for n in names), spot, xytext=(6, 5 if number % 2 == 0 else -12),
+                        textcoords="offset points", fontsize=8, color=config_color(names[0]))
+        ax.set_title("Full itemization vs input tokens (error bars: 95% CI)" + _agent_note(points))
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_ylim(-3, 103)
         ax.set_xlim(left=0)
@@ -539,7 +671,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
         means = [s.estimates["peak_tokens"].mean for s in configs]
         means = [m if math.isfinite(m) else 0.0 for m in means]
         errors = [_errors(s.estimates["peak_tokens"]) for s in configs]
-        ax.barh(ys, means, color=_colors(len(configs)), height=0.6)
+        ax.barh(ys, means, color=_colors([s.config for s in configs]), height=0.6)
         spread = [(y, m, e) for y, m, e in zip(ys, means, errors) if e[0] + e[1] > 0]
         if spread:  # no bar-end tick where runs agree exactly
             ax.errorbar(
@@ -553,9 +685,10 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
             )
         for y, mean, error in zip(ys, means, errors):
             ax.annotate(f"{mean:,.0f}", (mean + error[1], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
-        ax.set_yticks(ys, [s.config for s in configs])
+        labels = short_labels([s.config for s in configs])
+        ax.set_yticks(ys, [labels[s.config] for s in configs])
         ax.set_xlabel("peak tokens per episode (largest single model input), mean over runs")
-        ax.set_title("Peak context size by configuration (95% CI)")
+        ax.set_title("Peak context size by configuration (95% CI)" + _agent_note(summaries))
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.15)
@@ -602,7 +735,8 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             if metric == "input_tokens":
                 colorbar.formatter = EngFormatter(sep="")
                 colorbar.update_ticks()
-        fig.suptitle(f"Sensitivity to N and W: {grid.family}", fontsize=10)
+        fig.suptitle(f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
+                     fontsize=10)
         _save(fig, path)
     return path
 
@@ -610,6 +744,63 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
 # ---------------------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------------------
+
+
+#: Fewer replicates than these make an interval too unstable to lean on.
+MIN_BOOTSTRAP_TASKS = 10
+MIN_T_RUNS = 3
+
+
+def is_scripted(agent: str) -> bool:
+    return agent.split(":", 1)[0] == "scripted"
+
+
+def _caveats(summaries: Mapping[str, st.ConfigSummary]) -> list[str]:
+    """Warnings a reader needs before the numbers: small n, and a scripted (non-LLM) agent."""
+    notes = []
+    small = [f"{s.config} ({s.interval_method})" for s in summaries.values() if s.n_episodes and (
+        (s.n_runs == 1 and s.n_tasks < MIN_BOOTSTRAP_TASKS) or 1 < s.n_runs < MIN_T_RUNS)]
+    if small:
+        notes.append(
+            f"**Small n: treat the intervals as rough.** {', '.join(small)}: a bootstrap over fewer than "
+            f"{MIN_BOOTSTRAP_TASKS} tasks understates the spread, and a t interval over fewer than {MIN_T_RUNS} runs is "
+            "very wide; run more tasks (`--tasks`) or runs (`--runs`) before drawing conclusions.")
+    if any(is_scripted(s.agent) for s in summaries.values()):
+        notes.append(
+            "**Agent: scripted (not an LLM)** for " + ", ".join(s.config for s in summaries.values() if is_scripted(s.agent))
+            + ": a deterministic rule-based agent (with `recall=` a synthetic misreading model); its numbers test "
+            "the harness and the policies, they are not results of a language model.")
+    return notes
+
+
+def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """Say which W columns of a sweep gave identical results at every N, and why W=1 and W=-1 do."""
+    keys = ("success", "input_tokens", "peak_tokens", "steps")
+
+    def column(w: int) -> tuple | None:
+        cells = [grid.cells.get((n, w)) for n in grid.n_values]
+        if None in cells:
+            return None
+        return tuple(round(summaries[c].estimates[k].mean, 9) for c in cells for k in keys)
+
+    same = []
+    for i, a in enumerate(grid.w_values):
+        for b in grid.w_values[i + 1:]:
+            if column(a) is not None and column(a) == column(b):
+                same.append((a, b))
+    if not same:
+        return ""
+    pairs = ", ".join(f"W={a} and W={b}" for a, b in same)
+    why = ""
+    if any({a, b} == {1, -1} for a, b in same):
+        why = (" Why W=1 and W=-1 agree: both fold every evicted unit into the summary at once (W=1 one unit per "
+               "summarizer call as soon as it is evicted, W=-1 all evicted units in one call), so neither leaves "
+               "unfolded units visible between the summary and the last-N window; and the structured summarizer "
+               "is lossless and deterministic, so the summary text does not depend on how the units were batched. "
+               "The shown contexts are then identical step by step; only the number of summarizer calls differs. "
+               "With an LLM summarizer the batching would change the summary and W=1 and W=-1 would part. In the "
+               "plots the two are drawn as nested markers so both stay visible.")
+    return f"{pairs} gave identical full itemization, input tokens, peak tokens and steps at every N.{why}\n\n"
 
 
 def _plotted(summaries: Mapping[str, st.ConfigSummary]) -> dict[str, st.ConfigSummary]:
@@ -651,6 +842,7 @@ def render_report(
         "Brackets are 95% confidence intervals (a value without brackets has no spread at the "
         "shown precision); see Methods at the end for every formula."
     )
+    notes += _caveats(summaries)
 
     sections = [
         "# erp-sim evaluation report",
@@ -663,6 +855,7 @@ def render_report(
         _cost(summaries),
         f"![full itemization vs input tokens]({SUCCESS_VS_TOKENS_PNG})",
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
+        _label_table(summaries),
     ]
     if comparisons:
         sections += [

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from erp_sim.agents.evaluation.report import load_results, write_report
+from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim report", description=__doc__)
+    parser = argparse.ArgumentParser(prog="erp-sim report", description=__doc__,
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("results_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
-    parser.add_argument("--baseline", help="configuration to compare against (default C2, else the first)")
+    parser.add_argument("--baseline", help="configuration to compare against (None: C2, else the first)")
     args = parser.parse_args(argv)
+    if not (Path(args.results_dir) / RESULTS_FILE).is_file():
+        print(f"erp-sim report: {args.results_dir} has no {RESULTS_FILE} (run erp-sim eval --out {args.results_dir} first)",
+              file=sys.stderr)
+        return 2
     rows, malformed = load_results(args.results_dir)
     if not rows:
-        parser.error(f"no results in {args.results_dir}/results.jsonl")
+        print(f"erp-sim report: no results in {Path(args.results_dir) / RESULTS_FILE}", file=sys.stderr)
+        return 2
     path = write_report(args.results_dir, baseline=args.baseline)
     print(f"{len(rows)} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}")
     return 0

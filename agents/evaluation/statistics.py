@@ -49,8 +49,10 @@ CONFIDENCE = 0.95
 SEED = 20240607
 N_RESAMPLES = 9999
 
-#: DESIGN.md's failure taxonomy, in its order.
+#: The failure taxonomy (``erp_sim.agents.evaluation.failures``), in report order.
 FAILURE_CATEGORIES = (
+    "context_overflow",
+    "model_request_refused",
     "stalled_unanswered_question",
     "premature_termination",
     "stale_state",
@@ -65,7 +67,8 @@ FAILURE_CATEGORIES = (
 #: Failed episodes the classifier left without a category.
 UNCLASSIFIED = "unclassified"
 
-TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "infra_error")
+TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "context_overflow", "model_error",
+                "infra_error")
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,14 +175,30 @@ class Metric:
     upper: float = math.inf  # intervals are clipped to [0, upper]: a rate cannot pass 100%
 
 
+def _capped_itemized(row: Row) -> float:
+    """min(itemized, header) / header: over-itemization cannot make up for a shortfall elsewhere."""
+    return min(_field("grade", "itemized_fraction")(row), 1.0)
+
+
+def _over_itemized(row: Row) -> float:
+    """1 when saved lines exceed the header amount (itemized fraction above 1), else 0."""
+    fraction = _field("grade", "itemized_fraction")(row)
+    return math.nan if math.isnan(fraction) else float(fraction > 1.0 + 1e-9)
+
+
 METRICS: tuple[Metric, ...] = (
     Metric("success", "full itemization rate", False, _field("grade", "success"), upper=1.0),
     Metric("strict_success", "strict success rate", False, _field("grade", "strict_success"), upper=1.0),
-    Metric("itemized_amount", "mean itemized amount", False, _field("grade", "itemized_fraction")),
+    Metric("itemized_amount", "mean of min(itemized, header) / header", False, _capped_itemized, upper=1.0),
+    Metric("over_itemization", "over-itemization rate", False, _over_itemized, upper=1.0),
     Metric("input_tokens", "input tokens per benchmark", True, _field("metrics", "input_tokens")),
     Metric("output_tokens", "output tokens per benchmark", True, _field("metrics", "output_tokens")),
     Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _field("metrics", "summarizer_tokens")),
+    Metric("user_tokens", "LLM user tokens per benchmark", True,
+           lambda row: _field("metrics", "user_input_tokens")(row) + _field("metrics", "user_output_tokens")(row)),
+    Metric("user_calls", "LLM user calls per episode", False, _field("metrics", "user_model_calls")),
     Metric("peak_tokens", "peak tokens per episode", False, _field("metrics", "peak_tokens")),
+    Metric("input_tokens_per_episode", "input tokens per episode", False, _field("metrics", "input_tokens")),
     Metric("dependency", "dependency per episode", False, _field("metrics", "dependency")),
     Metric("steps", "steps per episode", False, _field("metrics", "steps")),
     Metric("wall_time_s", "wall time per benchmark (s)", True, _field("timing", "wall_time_s")),
@@ -408,6 +427,7 @@ class Comparison:
     test: str
     input_tokens_change: Estimate
     peak_tokens_change: Estimate
+    p_floor: float | None = None  # the smallest p resampling can give (2/(R+1)); None when exact or analytic
 
 
 def _sign_flip_pvalue(differences: np.ndarray) -> float:
@@ -483,6 +503,7 @@ def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
             worse=int((d < 0).sum()),
             tied=int((d == 0).sum()),
             p_value=_sign_flip_pvalue(d),
+            p_floor=2 / (N_RESAMPLES + 1) if 2 ** int(np.count_nonzero(d)) > N_RESAMPLES else None,
             test="sign-flip permutation over tasks",
             input_tokens_change=_relative_change(np.array([tok_b[t] for t in matched]), np.array([tok_c[t] for t in matched])),
             peak_tokens_change=_relative_change(np.array([peak_b[t] for t in matched]), np.array([peak_c[t] for t in matched])),
@@ -565,7 +586,7 @@ def pass_hat_k_curve(rows: Iterable[Row]) -> dict[int, float]:
 
 
 def failure_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
-    """Per configuration, scored episodes by failure category (DESIGN.md's taxonomy first,
+    """Per configuration, scored episodes by failure category (the taxonomy's order first,
     then any other category seen, then failed episodes left :data:`UNCLASSIFIED`)."""
     result = {}
     for name, group in by_config(scored_rows(rows)).items():

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import base64
 import gzip
-import hashlib
 import html
 import json
 import sys
@@ -49,11 +48,11 @@ class MessageTable:
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
-        self._ids: dict[str, int] = {}
+        self._ids: dict[tuple, int] = {}
 
     def add(self, message: dict[str, Any]) -> int:
         row = _message_row(message)
-        key = hashlib.sha256(json.dumps(row, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+        key = (row[0], row[1], tuple(map(tuple, row[2] or ())))
         found = self._ids.get(key)
         if found is None:
             from erp_sim.agents.tokens import count_message
@@ -97,12 +96,17 @@ def _pack(value: Any) -> str:
 
 
 # --- one episode ---------------------------------------------------------------------------------
-def shown_contexts(trajectory: dict[str, Any]) -> list[list[dict[str, Any]]] | None:
-    """What the model was shown at each call, as full messages; None when the run did not keep it."""
-    shown = trajectory.get("shown")
-    if not shown:
+def shown_contexts(trajectory: dict[str, Any]) -> list[list[tuple[dict[str, Any], str | None]]] | None:
+    """What the model was shown at each call: (message, origin) pairs, in the order shown.
+
+    Reads the stored visible context (``Trajectory.context``, each distinct message once with its
+    origin: transcript, rewritten, summary or inserted); None when the run did not keep it.
+    """
+    context = trajectory.get("context")
+    if not isinstance(context, dict) or not context.get("steps"):
         return None
-    return [list(context) for context in shown]
+    messages, origins = context.get("messages") or [], context.get("origins") or []
+    return [[(messages[i], origins[i] if i < len(origins) else None) for i in step] for step in context["steps"]]
 
 
 def _tool_result_state(text: str) -> tuple[bool, str | None]:
@@ -118,14 +122,14 @@ def _tool_result_state(text: str) -> tuple[bool, str | None]:
     return is_error, remaining
 
 
-def _marks(prefix: list[dict[str, Any]], context: list[dict[str, Any]], table: MessageTable,
+def _marks(prefix: list[dict[str, Any]], context: list[tuple[dict[str, Any], str | None]], table: MessageTable,
            prefix_ids: list[int]) -> tuple[list[list[Any]], list[int]]:
-    """Each shown message with how it relates to the transcript so far, and the transcript
-    positions the model did not see.
+    """Each shown message as [message id, mark, transcript position], and the transcript positions
+    the model did not see.
 
-    kept: the transcript's message verbatim; rewritten: a tool result (or the instruction) whose
-    text was replaced, for example by a refined observation or a summary folded into it;
-    summary: a message the policy inserted.
+    Marks are the recorded origins (``kept`` for a transcript message passed on unchanged,
+    ``rewritten``, ``summary``, ``inserted``); the position says where a kept or rewritten
+    message stands in the transcript, so the page can grey out what was dropped around it.
     """
     verbatim: dict[int, list[int]] = {}  # the same message can stand at several positions
     for position, message_id in enumerate(prefix_ids):
@@ -134,25 +138,22 @@ def _marks(prefix: list[dict[str, Any]], context: list[dict[str, Any]], table: M
     seen_positions: set[int] = set()
     last_position = -1
     shown: list[list[Any]] = []
-    for index, message in enumerate(context):
+    for index, (message, origin) in enumerate(context):
         message_id = table.add(message)
+        position = None
         if verbatim.get(message_id):
             # policies keep the transcript's order: take the first copy after the last match
             positions = verbatim[message_id]
             position = positions.pop(next((i for i, p in enumerate(positions) if p > last_position), 0))
-            last_position = max(last_position, position)
+        elif message.get("tool_call_id") in by_call:
+            position = by_call[message["tool_call_id"]]  # a tool result the policy rewrote
+        elif index < 2 and index < len(prefix) and prefix[index].get("role") == message.get("role"):
+            position = index  # the system prompt or the instruction with a summary folded into it
+        mark = {"transcript": "kept"}.get(origin or "", origin) or ("kept" if message_id in verbatim else "rewritten")
+        if position is not None and mark != "inserted":
             seen_positions.add(position)
-            shown.append([message_id, "kept", position])
-            continue
-        twin = by_call.get(message.get("tool_call_id")) if message.get("tool_call_id") else None
-        if twin is None and index < 2 and index < len(prefix) and prefix[index].get("role") == message.get("role"):
-            twin = index  # the system prompt or instruction with something folded into it
-        if twin is not None:
-            seen_positions.add(twin)
-            last_position = max(last_position, twin)
-            shown.append([message_id, "rewritten", twin])
-        else:
-            shown.append([message_id, "summary"])
+            last_position = max(last_position, position)
+        shown.append([message_id, mark, position])
     pruned = [position for position in range(len(prefix)) if position not in seen_positions]
     return shown, pruned
 

@@ -2,10 +2,13 @@
 
 Native tool calling, streaming off. Retries are ours alone (the openai client's own are
 disabled) so that the number of attempts and the waits between them are known and
-testable: transient failures (429, 408, 5xx, timeouts, lost connections) are retried with
-exponential backoff and no jitter; when retries run out the call raises
-``InfrastructureError``, which evaluation keeps apart from agent failures. Any other 4xx
-raises ``ModelRequestError`` at once, since the same request would fail the same way.
+testable: transient failures (429, 408, 5xx, timeouts, lost connections, a body that is not
+valid JSON such as one cut short under status 200, an answer with no ``choices``) are
+retried with exponential backoff and no jitter; when retries run out the call raises
+``InfrastructureError``, which evaluation keeps apart from agent failures (a retryable row).
+Any other 4xx raises ``ModelRequestError`` at once, since the same request would fail the
+same way; a 400 whose message says the prompt is too long raises its subclass
+``ContextOverflowError``. The runner turns both into a scored end of the episode.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -21,24 +25,22 @@ from urllib.parse import urlsplit
 
 import openai
 
-from erp_sim.agents.types import ChatResponse, InfrastructureError, Message, ToolSchema, Usage
+from erp_sim.agents.types import (ChatResponse, ContextOverflowError, InfrastructureError, Message, ModelRequestError,
+                                  ToolSchema, Usage)
 
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS_CODES = frozenset({408, 429})  # plus every 5xx
 LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
+# How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
+_CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long",
+                               re.IGNORECASE)
+
+__all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]
 
 
-class ModelRequestError(RuntimeError):
-    """The server refused the request (a 4xx other than 408/429): not retried.
-
-    A bad key, an unknown model or a prompt longer than the context window: retrying the
-    same request cannot help, and it is not an outage, so it is not an InfrastructureError.
-    """
-
-    def __init__(self, message: str, status_code: int | None = None):
-        super().__init__(message)
-        self.status_code = status_code
+class UnusableResponse(Exception):
+    """A 200 answer we cannot use (no choices, a body that is not a chat completion): retried."""
 
 
 class OpenAIChatModel:
@@ -97,11 +99,9 @@ class OpenAIChatModel:
         request = self._request(messages, tools)
         for attempt in range(self.max_retries + 1):
             try:
-                completion = self._client.chat.completions.create(**request)
-            except openai.APIError as error:
+                return self._to_chat_response(self._client.chat.completions.create(**request))
+            except _FAILED_CALL as error:
                 self._sleep(self._delay_before_retry(error, attempt))
-            else:
-                return self._to_chat_response(completion)
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
@@ -109,11 +109,9 @@ class OpenAIChatModel:
         client = self._async_client_for_running_loop()
         for attempt in range(self.max_retries + 1):
             try:
-                completion = await client.chat.completions.create(**request)
-            except openai.APIError as error:
+                return self._to_chat_response(await client.chat.completions.create(**request))
+            except _FAILED_CALL as error:
                 await self._async_sleep(self._delay_before_retry(error, attempt))
-            else:
-                return self._to_chat_response(completion)
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     def _client_options(self) -> dict[str, Any]:
@@ -135,17 +133,17 @@ class OpenAIChatModel:
             request["extra_body"] = self.sampling_params
         return request
 
-    def _delay_before_retry(self, error: openai.APIError, attempt: int) -> float:
+    def _delay_before_retry(self, error: Exception, attempt: int) -> float:
         """Seconds to wait before the next attempt; raises when the error is final."""
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
-        transient = isinstance(error, openai.APIConnectionError) or (
-            status is not None and (status in RETRYABLE_STATUS_CODES or status >= 500)
-        )
         what = f"{self.model} at {self.base_url or 'api.openai.com'}"
-        if not transient:
-            if status is None:  # e.g. a response body the client could not parse
-                raise InfrastructureError(f"{what}: unusable response: {error}") from error
-            raise ModelRequestError(f"{what}: request refused with HTTP {status}: {error}", status) from error
+        if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
+            text = f"{what}: request refused with HTTP {status}: {_describe(error)}"
+            if status in (400, 413) and _CONTEXT_OVERFLOW.search(str(error)):
+                raise ContextOverflowError(text, status) from error
+            raise ModelRequestError(text, status) from error
+        # what is left is transient: connection errors, 408/429/5xx, and unusable 200 answers
+        # (a truncated or invalid body, no choices), which a second attempt usually fixes
         attempts = attempt + 1
         if attempts > self.max_retries:
             raise InfrastructureError(
@@ -159,8 +157,8 @@ class OpenAIChatModel:
         return delay
 
     def _to_chat_response(self, completion: Any) -> ChatResponse:
-        if not completion.choices:
-            raise InfrastructureError(f"{self.model}: the server returned no choices")
+        if not getattr(completion, "choices", None):
+            raise UnusableResponse("the server answered with no choices")
         usage = completion.usage
         return ChatResponse(
             message=assistant_message_to_dict(completion.choices[0].message),
@@ -232,7 +230,12 @@ def _retry_after_seconds(error: openai.APIError) -> float | None:
         return None
 
 
-def _describe(error: openai.APIError) -> str:
+# A failed call: the client's errors, a body that is not JSON (JSONDecodeError is a ValueError),
+# one that does not parse as a completion (AttributeError/TypeError), or no choices.
+_FAILED_CALL = (openai.APIError, ValueError, AttributeError, TypeError, UnusableResponse)
+
+
+def _describe(error: Exception) -> str:
     if isinstance(error, openai.APIStatusError):
         return f"HTTP {error.status_code}: {error.message}"
     return f"{type(error).__name__}: {error}"

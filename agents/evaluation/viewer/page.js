@@ -193,7 +193,7 @@ function contextView(record, call, table, highlight) {
     for (; next < upTo; next++) if (pruned.has(next)) out.push(messageBox(table.get(transcriptPrefix[next]), "pruned", { collapsed: true }));
   };
   for (const [id, mark, twin] of entry.shown) {
-    const position = mark === "summary" ? -1 : twin;  // kept and rewritten messages carry their transcript position
+    const position = twin ?? -1;  // kept, rewritten and folded-summary messages carry their transcript position
     if (position >= 0) { flushPruned(position); next = Math.max(next, position + 1); }
     out.push(messageBox(table.get(id), mark, { only: highlight && highlight.has(id) }));
   }

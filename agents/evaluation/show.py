@@ -1,0 +1,151 @@
+"""``erp-sim show RUN_DIR TASK``: what the model was shown, step by step, what it did, and the tokens.
+
+Reads ``RUN_DIR/results.jsonl`` to find the episode and its trajectory file, then prints the
+trajectory's visible context (see ``erp_sim.agents.trajectory``). Without ``--step`` every
+step lists the messages it showed by number, prints each message the first time it is
+shown (cut to ``--width`` characters), marks messages a policy rewrote, summarized or
+inserted, and ends with the action and its tokens. ``--step K`` prints step K's whole input
+unabridged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
+from erp_sim.agents.trajectory import Trajectory
+
+MARKS = {"transcript": "", "rewritten": " [REWRITTEN by the policy]", "summary": " [SUMMARY written by the policy]",
+         "inserted": " [INSERTED by the policy]"}
+
+
+class ShowError(Exception):
+    """A one-line reason the episode cannot be shown."""
+
+
+def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) -> tuple[dict, Trajectory]:
+    if not (run_dir / RESULTS_FILE).is_file():
+        raise ShowError(f"{run_dir} has no {RESULTS_FILE}: not an erp-sim eval directory")
+    rows = [r for r in load_results(run_dir)[0] if r.get("task_id") == task]
+    if not rows:
+        raise ShowError(f"no episode of task {task!r} in {run_dir / RESULTS_FILE}")
+    if config is not None:
+        rows = [r for r in rows if str(r["config"]).upper() == config.upper() or r.get("policy") == config]
+    if run is not None:
+        rows = [r for r in rows if int(r.get("run", 0)) == run]
+    choices = sorted({(str(r["config"]), int(r.get("run", 0))) for r in rows})
+    if not choices:
+        raise ShowError(f"no episode of {task} with config={config} run={run}")
+    if len({c for c, _ in choices}) > 1:
+        raise ShowError(f"{task} ran in several configurations ({', '.join(sorted({c for c, _ in choices}))}): "
+                        "choose one with --config")
+    row = [r for r in rows if (str(r["config"]), int(r.get("run", 0))) == choices[0]][-1]
+    path = run_dir / row["trajectory"]
+    if not path.is_file():
+        raise ShowError(f"trajectory file missing: {path}")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return row, Trajectory.model_validate(json.load(handle))
+
+
+def render(row: dict, trajectory: Trajectory, step: int | None = None, width: int = 300) -> str:
+    from erp_sim.agents.tokens import get_counter
+
+    counter = get_counter()
+    context = trajectory.context
+    outputs = [m for m in trajectory.messages if m.get("role") == "assistant"]
+    grade = trajectory.grade or {}
+    lines = [f"{trajectory.task_id} · config {row['config']} (policy {trajectory.policy}) · run {row.get('run', 0)} · "
+             f"agent {row.get('agent', '?')} · {'success' if grade.get('success') else 'failure'} "
+             f"({trajectory.failure_category or trajectory.termination}) · {len(trajectory.steps)} model calls"]
+    if not context.steps:
+        lines.append("This trajectory has no visible context stored (it was run with keep_shown=False).")
+        return "\n".join(lines) + "\n"
+    if step is not None and not 0 <= step < len(context.steps):
+        raise ShowError(f"--step {step} is out of range: this episode has steps 0-{len(context.steps) - 1}")
+    printed: set[int] = set()
+    for k in ([step] if step is not None else range(len(context.steps))):
+        record = trajectory.steps[k] if k < len(trajectory.steps) else None
+        indices = context.steps[k]
+        head = f"\n=== step {k}: shown {len(indices)} messages"
+        if record is not None:
+            head += f", {record.input_tokens:,} input tokens (messages + tool schemas)"
+            if record.reported_input_tokens:
+                head += f"; the service reported {record.reported_input_tokens:,}"
+        lines.append(head + " ===")
+        lines.append("shown: " + _ranges(indices, context.origins))
+        for index in indices:
+            if step is None and index in printed:
+                continue
+            printed.add(index)
+            message = context.messages[index]
+            text = _text(message)
+            if step is None and len(text) > width:
+                text = text[:width] + f"… ({len(text):,} chars)"
+            lines.append(f"  #{index} {message.get('role')}{MARKS.get(context.origins[index], '')} "
+                         f"({counter.count_message(message):,} tok): {text}")
+        if k < len(outputs):
+            tokens = f" ({record.output_tokens:,} output tokens)" if record else ""
+            lines.append(f"  → did{tokens}: {_text(outputs[k])}")
+    if step is None:
+        m = trajectory.metrics
+        lines.append(f"\ntotal: {m.input_tokens:,} input tokens, {m.output_tokens:,} output tokens, peak {m.peak_tokens:,}"
+                     f"; summarizer {m.summarizer_calls} calls / {m.summarizer_tokens:,} tokens"
+                     f"; LLM user {m.user_model_calls} calls / {m.user_input_tokens + m.user_output_tokens:,} tokens")
+    return "\n".join(lines) + "\n"
+
+
+def _ranges(indices: list[int], origins: list[str]) -> str:
+    """``#0-#7, #9 (summary), #12 (rewritten)``: runs of transcript messages collapsed."""
+    parts: list[str] = []
+    start = prev = None
+    for index in [*indices, None]:
+        plain = index is not None and origins[index] == "transcript"
+        if plain and prev is not None and index == prev + 1:
+            prev = index
+            continue
+        if start is not None:
+            parts.append(f"#{start}" if start == prev else f"#{start}-#{prev}")
+            start = prev = None
+        if index is None:
+            break
+        if plain:
+            start = prev = index
+        else:
+            parts.append(f"#{index} ({origins[index]})")
+    return ", ".join(parts)
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
+    calls = [f"{c['function']['name']}({c['function'].get('arguments') or ''})" for c in message.get("tool_calls") or []]
+    if message.get("role") == "tool":
+        text = f"[{message.get('name')} {message.get('tool_call_id')}] {text}"
+    return " ".join(part for part in (text.replace("\n", "⏎ "), "; ".join(calls)) if part)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="an erp-sim eval --out directory")
+    parser.add_argument("task", metavar="TASK", help="task id, e.g. hotel-003")
+    parser.add_argument("--config", help="configuration or policy spec (needed when the task ran in several)")
+    parser.add_argument("--run", type=int, help="run number (default: the first)")
+    parser.add_argument("--step", type=int, help="print only step K, unabridged (default: every step, messages cut)")
+    parser.add_argument("--width", type=int, default=300, help="characters of each message printed (default 300)")
+    args = parser.parse_args(argv)
+    try:
+        row, trajectory = find_episode(Path(args.run_dir), args.task, args.config, args.run)
+        sys.stdout.write(render(row, trajectory, args.step, args.width))
+    except ShowError as error:
+        print(f"erp-sim show: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Kill safety and attempts: workers die with the eval, the lock, replay of the attempt that made the row."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from fake_openai_server import FakeOpenAIServer
+
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.agents.evaluation.evaluate import eval_lock, main as eval_main, read_rows
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
+from test_harness import script_server_with_scripted_agent
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in directory.rglob("*") if p.is_file()}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
+def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards(tmp_path):
+    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
+            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--runs", "3", "--quiet",
+            "--concurrency", "2", "--out", str(tmp_path)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    workers = _children(process.pid)
+    assert len(workers) >= 2, "the eval runs its episodes in worker processes"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)], "workers outlived the killed eval"
+    before = _snapshot(tmp_path)
+    time.sleep(3)
+    assert _snapshot(tmp_path) == before, "something was written after the eval was killed"
+    assert len(read_rows(results)) < 45
+
+
+def test_a_second_eval_on_a_directory_in_use_stops_before_running_anything(tmp_path):
+    with eval_lock(tmp_path):
+        with pytest.raises(SystemExit, match=f"in use by a running erp-sim eval \\(pid {os.getpid()}\\)"):
+            eval_main(["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out",
+                       str(tmp_path)])
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tmp_path, monkeypatch):
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    with FakeOpenAIServer(random_tool_call_ids=True) as server:  # ids differ between attempts, as on real servers
+        monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: OpenAIChatModel(
+            name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
+        argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
+                "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(tmp_path / "run"),
+                "--record", str(tmp_path / "rec")]
+        reference = script_server_with_scripted_agent(server, env, "hotel-003")
+        calls = sum(m["role"] == "assistant" for m in reference.messages)
+        # first attempt: three answers, then the service fails for good (an infrastructure error)
+        server._replies = type(server._replies)(list(server._replies)[:3])
+        server.fail(500, times=2)
+        eval_main(argv)
+        [row] = read_rows(tmp_path / "run" / "results.jsonl")
+        assert row["termination"] == "infra_error"
+        server._replies.clear()
+        script_server_with_scripted_agent(server, env, "hotel-003")
+        eval_main([*argv, "--resume"])
+        [row] = read_rows(tmp_path / "run" / "results.jsonl")
+        assert row["grade"]["success"] and row["attempt"] == 2
+        assert [a["termination"] for a in row["attempts"]] == ["infra_error"]
+        assert "HTTP 500" in row["attempts"][0]["infra_error"]
+        cassettes = tmp_path / "rec" / "cassettes" / "C2"
+        assert sorted(p.name for p in cassettes.iterdir()) == ["hotel-003-run0.attempt1.jsonl", "hotel-003-run0.jsonl"]
+        assert len((cassettes / "hotel-003-run0.jsonl").read_text().splitlines()) == calls
+        server.fail_always(500)  # replay must never touch the server
+        eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
+                   "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
+    [replayed] = read_rows(tmp_path / "replay" / "results.jsonl")
+    assert replayed["grade"] == row["grade"] and replayed["metrics"] == row["metrics"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "needed a retry" in report

@@ -1,0 +1,102 @@
+"""What the model saw: the compact visible context of every step, ``erp-sim show``, sampling settings."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import gymnasium as gym
+import pytest
+
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.agents.cli import main as cli_main
+from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.agents.trajectory import Trajectory
+
+
+class Witness:
+    """Wraps the scripted agent and keeps what it was shown, to check the stored context against."""
+
+    def __init__(self):
+        self.inner, self.seen = ScriptedAgent(), []
+
+    def reset(self):
+        self.inner.reset()
+        self.seen.clear()
+
+    def act(self, transcript, tools):
+        self.seen.append(json.loads(json.dumps(transcript)))
+        return self.inner.act(transcript, tools)
+
+
+@pytest.fixture(scope="module")
+def env():
+    environment = gym.make("erp_sim/ExpenseItemization-v0")
+    yield environment
+    environment.close()
+
+
+@pytest.mark.parametrize("spec, origin", [("last_n_summary:n=5,w=3", "summary"), ("acon_observation", "rewritten"),
+                                          ("head_tail:chars=300", "rewritten"), ("acon_history:t=2000", "summary")])
+def test_every_step_is_stored_once_per_distinct_message_and_rebuilds_what_the_model_saw(env, spec, origin):
+    witness = Witness()
+    trajectory = run_episode(env, wrap(witness, spec), task_id="hotel-049")
+    context = Trajectory.model_validate_json(trajectory.model_dump_json()).context  # survives a round trip
+    assert len(context.steps) == len(trajectory.steps) == len(witness.seen)
+    for k, seen in enumerate(witness.seen):
+        assert context.shown(k) == seen
+    assert len({json.dumps(m, sort_keys=True) for m in context.messages}) == len(context.messages)
+    assert origin in context.origins and len(context.origins) == len(context.messages)
+    assert sum(len(s) for s in context.steps) > len(context.messages)  # compact: steps refer, not copy
+
+
+def test_a_full_transcript_shows_only_transcript_messages(env):
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-003")
+    assert set(trajectory.context.origins) == {"transcript"}
+    last = trajectory.context.steps[-1]
+    assert last == list(range(len(last))) and trajectory.context.messages == trajectory.messages[:len(last)]
+
+
+def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys):
+    assert eval_main(["--configs", "C2,C4", "--tasks", "hotel_50:hotel-049", "--runs", "1", "--quiet",
+                      "--concurrency", "1", "--out", str(tmp_path)]) == 0
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert all(r["sampling"] == {"agent": None, "user": None, "context_window": None} for r in rows)
+    with gzip.open(tmp_path / rows[1]["trajectory"], "rt") as handle:
+        stored = json.load(handle)
+    assert stored["context"]["steps"] and "summary" in stored["context"]["origins"]
+    capsys.readouterr()
+
+    assert cli_main(["show", str(tmp_path), "hotel-049", "--config", "C4"]) == 0
+    out = capsys.readouterr().out
+    assert "config C4 (policy last_n_summary:n=5,w=3)" in out and "[SUMMARY written by the policy]" in out
+    assert "=== step 0: shown 2 messages" in out and "→ did" in out and "(summary)" in out
+    steps = len(stored["context"]["steps"])
+    assert out.count("=== step ") == steps
+
+    assert cli_main(["show", str(tmp_path), "hotel-049", "--config", "c4", "--step", "12"]) == 0
+    one = capsys.readouterr().out
+    assert one.count("=== step ") == 1 and "=== step 12:" in one and "…" not in one
+
+    assert cli_main(["show", str(tmp_path), "hotel-049"]) == 2
+    assert "several configurations (C2, C4): choose one with --config" in capsys.readouterr().err
+    assert cli_main(["show", str(tmp_path), "hotel-049", "--config", "C4", "--step", "999"]) == 2
+    assert "out of range" in capsys.readouterr().err
+    assert cli_main(["show", str(tmp_path / "nowhere"), "hotel-049"]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+
+
+def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_openai_server, monkeypatch):
+    from test_harness import script_server_with_scripted_agent
+
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    script_server_with_scripted_agent(fake_openai_server, env, "hotel-003")
+    assert eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
+                      "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url,
+                      "--context-window", "400000", "--out", str(tmp_path)]) == 0
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["sampling"] == {"agent": {"model": "fake-model", "temperature": 0.0}, "user": None,
+                               "context_window": 400000}
