@@ -195,7 +195,8 @@ function contextView(record, call, table, highlight) {
   for (const [id, mark, twin] of entry.shown) {
     const position = twin ?? -1;  // kept, rewritten and folded-summary messages carry their transcript position
     if (position >= 0) { flushPruned(position); next = Math.max(next, position + 1); }
-    out.push(messageBox(table.get(id), mark, { only: highlight && highlight.has(id) }));
+    const row = table.get(id);  // the system prompt is long and the same at every call: folded until clicked
+    out.push(messageBox(row, mark, { only: highlight && highlight.has(id), collapsed: row[0] === "system" && mark === "kept" }));
   }
   flushPruned(transcriptPrefix.length);
   const shownTokens = entry.shown.reduce((sum, [id]) => sum + table.get(id)[3], 0);
