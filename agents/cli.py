@@ -19,6 +19,7 @@ COMMANDS = {
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
     "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
+    "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),
 }
 
 

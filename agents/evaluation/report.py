@@ -904,10 +904,13 @@ def write_plots(rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[
 
 
 def write_report(results_dir: str | Path, baseline: str | None = None) -> Path:
-    """Read ``results_dir/results.jsonl``; write ``report.md`` and the PNG plots beside it."""
+    """Read ``results_dir/results.jsonl``; write ``report.md``, the PNG plots and ``view.html`` beside it."""
     results_dir = Path(results_dir)
     rows, malformed = load_results(results_dir)
     write_plots(rows, results_dir)
     path = results_dir / REPORT_FILE
     path.write_text(render_report(rows, baseline, malformed_lines=malformed), encoding="utf-8")
+    from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
+
+    write_view(results_dir, rows=rows)
     return path

@@ -1,0 +1,315 @@
+"""``erp-sim view RUN_DIR``: one self-contained HTML page for an evaluation run.
+
+The page needs no server and makes no request: CSS, JavaScript, plots and data are inline.
+It has three views, addressed by the URL's fragment so they can be linked and bookmarked:
+
+- ``#overview``: the results table with 95% intervals, the plots, the failure taxonomy and a
+  filterable list of episodes (configuration, task, outcome or failure category, expense type);
+  every number links to the episodes behind it.
+- ``#episode/I``: one episode's steps as a timeline (tool calls, user turns, errors) and, for
+  the selected model call, what the model was shown: kept messages, pruned ones greyed out,
+  summaries and rewritten tool results marked, tokens per message; charts of the context size
+  and of the remaining amount over the calls; the final grade with its collateral changes.
+- ``#compare/I/J``: the same task under two configurations, aligned by model call, with the
+  calls where the actions or the contexts diverge marked.
+
+Size: every distinct message of the run is stored once (a deterministic agent repeats whole
+episodes across runs, and configurations share most tool results), in gzip-compressed chunks
+that the browser inflates with ``DecompressionStream`` only when an episode needs them; each
+episode's own record (which messages it was shown at each call) is compressed separately and
+inflated when the episode is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import html
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
+
+VIEW_FILE = "view.html"
+PAGE_DIR = Path(__file__).with_name("viewer")
+#: Messages are packed into chunks of about this many characters before compression: small
+#: enough that opening one episode inflates little, large enough that gzip sees repetition.
+CHUNK_CHARS = 400_000
+REMAINING_CONTROL = "ItemizationRemaining"
+
+
+# --- the run's messages, each stored once ------------------------------------------------------
+class MessageTable:
+    """Distinct messages of a run, numbered in first-seen order, with their o200k token counts."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self._ids: dict[tuple, int] = {}
+
+    def add(self, message: dict[str, Any]) -> int:
+        row = _message_row(message)
+        key = (row[0], row[1], tuple(map(tuple, row[2] or ())))
+        found = self._ids.get(key)
+        if found is None:
+            from erp_sim.agents.tokens import count_message
+
+            found = self._ids[key] = len(self.rows)
+            self.rows.append([*row, count_message(message)])
+        return found
+
+    def chunks(self) -> tuple[list[str], list[int]]:
+        """(compressed base64 chunks, first message id of each chunk)."""
+        blobs, starts, batch, size = [], [], [], 0
+        for index, row in enumerate(self.rows):
+            if not batch:
+                starts.append(index)
+            batch.append(row)
+            size += len(row[1]) + 64
+            if size >= CHUNK_CHARS:
+                blobs.append(_pack(batch))
+                batch, size = [], 0
+        if batch:
+            blobs.append(_pack(batch))
+        return blobs, starts
+
+
+def _message_row(message: dict[str, Any]) -> list[Any]:
+    """[role, text, tool calls]: the calls of an assistant message as [name, arguments] pairs.
+
+    Call ids are left out: real services make them up at random, and keeping them would store
+    the same tool result once per episode instead of once per run.
+    """
+    from erp_sim.agents.tokens import message_text
+
+    calls = [[(call.get("function") or {}).get("name", ""), (call.get("function") or {}).get("arguments", "")]
+             for call in message.get("tool_calls") or []]
+    return [str(message.get("role", "")), message_text(message.get("content")), calls or None]
+
+
+def _pack(value: Any) -> str:
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode()
+
+
+# --- one episode ---------------------------------------------------------------------------------
+def shown_contexts(trajectory: dict[str, Any]) -> list[list[tuple[dict[str, Any], str | None]]] | None:
+    """What the model was shown at each call: (message, origin) pairs, in the order shown.
+
+    Reads the stored visible context (``Trajectory.context``, each distinct message once with its
+    origin: transcript, rewritten, summary or inserted); None when the run did not keep it.
+    """
+    context = trajectory.get("context")
+    if not isinstance(context, dict) or not context.get("steps"):
+        return None
+    messages, origins = context.get("messages") or [], context.get("origins") or []
+    return [[(messages[i], origins[i] if i < len(origins) else None) for i in step] for step in context["steps"]]
+
+
+def _tool_result_state(text: str) -> tuple[bool, str | None]:
+    """(is an error, the remaining amount shown) of a tool result text."""
+    from erp_sim import formstate
+
+    parsed = formstate.parse_response(text)
+    if parsed is None:
+        return False, None
+    is_error = bool(parsed.get("Error")) or "InvalidAction" in str(parsed.get("Result", ""))[:40]
+    control = formstate.find_control((parsed.get("FormState") or {}).get("Form"), REMAINING_CONTROL)
+    remaining = None if control is None else str(control.get("Value"))
+    return is_error, remaining
+
+
+def _marks(prefix: list[dict[str, Any]], context: list[tuple[dict[str, Any], str | None]], table: MessageTable,
+           prefix_ids: list[int]) -> tuple[list[list[Any]], list[int]]:
+    """Each shown message as [message id, mark, transcript position], and the transcript positions
+    the model did not see.
+
+    Marks are the recorded origins (``kept`` for a transcript message passed on unchanged,
+    ``rewritten``, ``summary``, ``inserted``); the position says where a kept or rewritten
+    message stands in the transcript, so the page can grey out what was dropped around it.
+    """
+    verbatim: dict[int, list[int]] = {}  # the same message can stand at several positions
+    for position, message_id in enumerate(prefix_ids):
+        verbatim.setdefault(message_id, []).append(position)
+    by_call = {m.get("tool_call_id"): position for position, m in enumerate(prefix) if m.get("tool_call_id")}
+    seen_positions: set[int] = set()
+    last_position = -1
+    shown: list[list[Any]] = []
+    for index, (message, origin) in enumerate(context):
+        message_id = table.add(message)
+        position = None
+        if verbatim.get(message_id):
+            # policies keep the transcript's order: take the first copy after the last match
+            positions = verbatim[message_id]
+            position = positions.pop(next((i for i, p in enumerate(positions) if p > last_position), 0))
+        elif message.get("tool_call_id") in by_call:
+            position = by_call[message["tool_call_id"]]  # a tool result the policy rewrote
+        elif index < 2 and index < len(prefix) and prefix[index].get("role") == message.get("role"):
+            position = index  # the system prompt or the instruction with a summary folded into it
+        mark = {"transcript": "kept"}.get(origin or "", origin) or ("kept" if message_id in verbatim else "rewritten")
+        if position is not None and mark != "inserted":
+            seen_positions.add(position)
+            last_position = max(last_position, position)
+        shown.append([message_id, mark, position])
+    pruned = [position for position in range(len(prefix)) if position not in seen_positions]
+    return shown, pruned
+
+
+def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
+    """What the episode view draws: transcript ids, per-call contexts, timeline, charts, grade."""
+    record: dict[str, Any] = {"grade": row.get("grade") or {}, "termination": row.get("termination"),
+                              "failure_category": row.get("failure_category"), "infra_error": row.get("infra_error"),
+                              "metrics": row.get("metrics") or {}}
+    if trajectory is None:
+        record.update(transcript=[], calls=[], events=[], remaining=[], has_shown=False)
+        return record
+    messages = [m for m in trajectory.get("messages") or [] if isinstance(m, dict)]
+    transcript = [table.add(m) for m in messages]
+    steps = trajectory.get("steps") or []
+    contexts = shown_contexts(trajectory)
+    calls, events, remaining = [], [], []
+    call = -1
+    for position, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            call += 1
+            step = steps[call] if call < len(steps) else {}
+            entry = {"assistant": position, "input_tokens": step.get("input_tokens"),
+                     "output_tokens": step.get("output_tokens"), "summarizer_tokens": step.get("summarizer_tokens", 0)}
+            if contexts is not None and call < len(contexts):
+                entry["shown"], entry["pruned"] = _marks(messages[:position], contexts[call], table, transcript[:position])
+            calls.append(entry)
+            for name, arguments in (_message_row(message)[2] or []):
+                events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})
+            if not message.get("tool_calls"):
+                events.append({"call": call, "kind": "agent", "text": _message_row(message)[1], "at": position})
+        elif role == "tool":
+            is_error, shown_remaining = _tool_result_state(_message_row(message)[1])
+            if is_error:
+                events.append({"call": call, "kind": "error", "text": _message_row(message)[1][:300], "at": position})
+            if shown_remaining is not None:
+                remaining.append([call, shown_remaining])
+        elif role == "user" and position > 1:
+            events.append({"call": call, "kind": "user", "text": _message_row(message)[1], "at": position})
+    record.update(transcript=transcript, calls=calls, events=events, remaining=remaining, has_shown=contexts is not None)
+    if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
+        record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest
+    return record
+
+
+def _read_trajectory(run_dir: Path, row: dict[str, Any]) -> dict[str, Any] | None:
+    relative = row.get("trajectory")
+    if not relative:
+        return None
+    path = run_dir / relative
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as stream:
+            loaded = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+# --- the overview ----------------------------------------------------------------------------------
+def _task_facts(task_set: str, task_id: str) -> dict[str, str]:
+    from erp_sim.tasks import get_task
+
+    try:
+        task = get_task(task_set, task_id)
+    except Exception:  # a results file from another fixture version: show the row without facts
+        return {}
+    return {"expense_type": task.expense_type, "difficulty": task.difficulty}
+
+
+def _estimate(estimate: st.Estimate) -> list[float | None]:
+    def finite(value: float) -> float | None:
+        return value if value == value and abs(value) != float("inf") else None
+
+    return [finite(estimate.mean), finite(estimate.low), finite(estimate.high)]
+
+
+def overview(rows: list[dict[str, Any]], run_dir: Path) -> dict[str, Any]:
+    summaries = st.summarize(rows)
+    metrics = [{"key": m.key, "label": m.label, "per_benchmark": m.per_benchmark,
+                "percent": m.upper == 1.0 or m.key == "itemized_amount"} for m in st.METRICS
+               if any(m.key in s.estimates for s in summaries.values())]
+    configs = [{"config": s.config, "policy": s.policy, "agent": s.agent, "user": s.user, "n_runs": s.n_runs,
+                "n_episodes": s.n_episodes, "n_infra_errors": s.n_infra_errors, "interval": s.interval_method,
+                "estimates": {key: _estimate(e) for key, e in s.estimates.items()}}
+               for s in summaries.values()]
+    facts: dict[tuple[str, str], dict[str, str]] = {}
+    episodes = []
+    for index, row in enumerate(rows):
+        key = (str(row.get("task_set")), str(row.get("task_id")))
+        if key not in facts:
+            facts[key] = _task_facts(*key)
+        grade, metrics_row = row.get("grade") or {}, row.get("metrics") or {}
+        outcome = "infra_error" if st.is_infra_error(row) else ("success" if grade.get("success") else
+                                                               row.get("failure_category") or "failure")
+        episodes.append({"i": index, "config": row.get("config"), "task_set": key[0], "task_id": key[1],
+                         "run": row.get("run", 0), **facts[key], "outcome": outcome,
+                         "strict": bool(grade.get("strict_success")), "steps": metrics_row.get("steps"),
+                         "input_tokens": metrics_row.get("input_tokens"), "peak_tokens": metrics_row.get("peak_tokens")})
+    agents = {str(row.get("agent", "")) for row in rows}
+    plots = [{"name": path.stem.replace("_", " "), "data": "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()}
+             for path in sorted(run_dir.glob("*.png"))]
+    return {"title": run_dir.resolve().name, "metrics": metrics, "configs": configs, "episodes": episodes,
+            "plots": plots, "scripted": all(agent.startswith("scripted") for agent in agents),
+            "agents": sorted(agents)}
+
+
+# --- the page ----------------------------------------------------------------------------------------
+def _script(element_id: str, payload: str, kind: str = "application/json") -> str:
+    safe = payload.replace("</", "<\\/")  # JSON inside <script> must not close the element early
+    return f'<script type="{kind}" id="{element_id}">{safe}</script>'
+
+
+def build_page(run_dir: str | Path, rows: Iterable[dict[str, Any]] | None = None) -> str:
+    run_dir = Path(run_dir)
+    rows = list(rows) if rows is not None else load_results(run_dir)[0]
+    rows = st.canonical_order(rows)
+    table = MessageTable()
+    records = [_pack(episode_record(row, _read_trajectory(run_dir, row), table)) for row in rows]
+    chunks, starts = table.chunks()
+    data = overview(rows, run_dir)
+    data["chunk_starts"] = starts
+    parts = [_script("overview-data", json.dumps(data, ensure_ascii=False, separators=(",", ":")))]
+    parts += [_script(f"chunk-{i}", blob, "application/gzip-base64") for i, blob in enumerate(chunks)]
+    parts += [_script(f"episode-{i}", blob, "application/gzip-base64") for i, blob in enumerate(records)]
+    page = (PAGE_DIR / "page.html").read_text(encoding="utf-8")
+    return (page.replace("{{title}}", html.escape(f"erp-sim run: {data['title']}"))
+                .replace("{{style}}", (PAGE_DIR / "page.css").read_text(encoding="utf-8"))
+                .replace("{{script}}", (PAGE_DIR / "page.js").read_text(encoding="utf-8"))
+                .replace("{{data}}", "\n".join(parts)))
+
+
+def write_view(run_dir: str | Path, out: str | Path | None = None, rows: Iterable[dict[str, Any]] | None = None) -> Path:
+    """Write the page (default ``RUN_DIR/view.html``) and return its path."""
+    run_dir = Path(run_dir)
+    path = Path(out) if out else run_dir / VIEW_FILE
+    path.write_text(build_page(run_dir, rows), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="erp-sim view", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
+    parser.add_argument("--out", help=f"the HTML file to write (default RUN_DIR/{VIEW_FILE})")
+    args = parser.parse_args(argv)
+    if not (Path(args.run_dir) / RESULTS_FILE).is_file():
+        print(f"erp-sim view: no {RESULTS_FILE} in {args.run_dir}", file=sys.stderr)
+        return 2
+    rows, malformed = load_results(args.run_dir)
+    if not rows:
+        print(f"erp-sim view: no results in {args.run_dir}/{RESULTS_FILE}", file=sys.stderr)
+        return 2
+    path = write_view(args.run_dir, args.out)
+    print(f"{len(rows)} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

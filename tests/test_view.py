@@ -1,0 +1,150 @@
+"""erp-sim view: the self-contained run page, its data, and the page in a real headless browser."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from erp_sim.agents.evaluation import evaluate, view
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    code = evaluate.main(["--configs", "C2,C3,C4", "--tasks", "hotel_50:hotel-000,hotel-001", "--runs", "1",
+                          "--concurrency", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def page_file(run_dir) -> Path:
+    return view.write_view(run_dir)
+
+
+def _payloads(page: str, prefix: str) -> list:
+    blobs = re.findall(rf'<script type="application/gzip-base64" id="{prefix}-\d+">([^<]*)</script>', page)
+    return [json.loads(gzip.decompress(base64.b64decode(blob))) for blob in blobs]
+
+
+def test_page_is_deterministic_and_self_contained(run_dir, page_file):
+    page = page_file.read_text(encoding="utf-8")
+    assert view.build_page(run_dir) == page
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "Content-Security-Policy" in page
+
+
+def test_messages_are_stored_once_and_episodes_refer_to_them(page_file):
+    page = page_file.read_text(encoding="utf-8")
+    table = [row for chunk in _payloads(page, "chunk") for row in chunk]
+    episodes = _payloads(page, "episode")
+    assert len(episodes) == 6
+    references = sum(len(e["transcript"]) + sum(len(c["shown"]) for c in e["calls"]) for e in episodes)
+    assert len(table) < references / 5  # tool results and shown copies repeat across calls and configurations
+    assert all(row[3] > 0 for row in table if row[1])  # o200k tokens per message
+    referenced = {i for e in episodes for i in e["transcript"]} | {m[0] for e in episodes for c in e["calls"] for m in c["shown"]}
+    assert referenced == set(range(len(table)))  # every stored message is used, every reference resolves
+
+
+def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
+    page = page_file.read_text(encoding="utf-8")
+    overview = json.loads(re.search(r'id="overview-data">([^<]*)</script>', page).group(1))
+    episodes = _payloads(page, "episode")
+    marks = {}
+    for meta, record in zip(overview["episodes"], episodes):
+        last = record["calls"][-1]
+        marks[meta["config"]] = marks.get(meta["config"], set()) | {m[1] for m in last["shown"]}
+        if meta["config"] == "C2":  # full history: the last call saw the whole transcript
+            assert last["pruned"] == [] and {m[1] for m in last["shown"]} == {"kept"}
+        else:
+            assert last["pruned"], meta["config"]
+        assert [c["input_tokens"] for c in record["calls"]] == [c["input_tokens"] for c in record["calls"]]
+    assert "summary" in marks["C4"] or "rewritten" in marks["C4"]
+    assert marks["C3"] == {"kept"}
+
+
+def test_view_command_errors_and_writes(run_dir, tmp_path, capsys):
+    assert view.main([str(tmp_path)]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+    out = tmp_path / "page.html"
+    assert view.main([str(run_dir), "--out", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+
+
+# --- in a real browser -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("no Chromium: install Debian's chromium package (.ci/run does) to test the page in a browser")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, page_file):
+    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+    tab.problems, tab.requests = [], []
+    tab.on("console", lambda message: tab.problems.append(message.text) if message.type in ("error", "warning") else None)
+    tab.on("pageerror", lambda error: tab.problems.append(str(error)))
+    tab.on("request", lambda request: tab.requests.append(request.url))
+    yield tab
+    assert tab.problems == []
+    assert [url for url in tab.requests if not url.startswith(("file:", "data:"))] == []
+    tab.close()
+
+
+def test_overview_renders_results_taxonomy_and_filters(page, page_file):
+    page.goto(page_file.as_uri())
+    page.wait_for_selector("#results tbody tr")
+    assert page.locator("#results tbody tr").count() == 3
+    assert page.locator("#results tbody tr").first.inner_text().startswith("C2")
+    assert "100.0%" in page.locator("#results").inner_text()
+    assert "success" in page.locator("#taxonomy").inner_text()
+    assert page.inner_text("#agent-note") == "agent: scripted (not an LLM)"
+    assert page.inner_text("#episode-count") == "6 of 6 episodes"
+    page.locator('#results tr[data-config="C3"] a').first.click()
+    page.wait_for_function("document.getElementById('episode-count').textContent.startsWith('2 of')")
+    assert set(page.locator("#episode-list tbody td:first-child").all_inner_texts()) == {"C3"}
+    page.select_option('select[name="task"]', "hotel-001")
+    page.wait_for_function("document.getElementById('episode-count').textContent.startsWith('1 of')")
+
+
+def test_episode_view_shows_timeline_context_and_grade(page, page_file):
+    page.goto(page_file.as_uri() + "#overview/config=C3")
+    page.locator("#episode-list a", has_text="open").first.click()
+    page.wait_for_selector("#context .msg")
+    assert page.locator(".timeline li.ev-tool").count() > 10
+    assert page.locator(".timeline li.ev-user").count() >= 1
+    assert "collateral changes" in page.inner_text("#grade")
+    assert page.locator(".chart svg path").count() == 2
+    page.locator(".timeline li").last.click()
+    page.wait_for_selector('#context .msg[data-mark="pruned"]')
+    assert page.locator('#context .msg[data-mark="kept"]').count() > 2
+    assert "tokens" in page.locator("#context .msg .tokens").first.inner_text()
+
+
+def test_compare_view_aligns_two_configurations(page, page_file):
+    page.goto(page_file.as_uri() + "#overview/config=C2&task=hotel-000")
+    page.locator("#episode-list a", has_text="open").first.click()
+    page.wait_for_selector("#context .msg")
+    page.get_by_role("link", name="C4").click()
+    page.wait_for_selector("#compare-table tbody tr")
+    assert "C2 vs C4" in page.inner_text("h2")
+    assert page.locator("#compare-table tbody tr").count() >= 10
+    page.locator("#compare-table tbody tr").last.click()
+    page.wait_for_selector("#context-b .msg")
+    assert page.locator("#context-a .msg").count() > page.locator('#context-b .msg:not([data-mark="pruned"])').count()
+    assert page.locator("#context-a .msg.only").count() > 0
