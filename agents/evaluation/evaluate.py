@@ -241,7 +241,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (default scripted)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users")
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (presets C1 keep none)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
+    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1))
@@ -257,15 +257,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:
-    from erp_sim import load_task_set
+    """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.tasks.resolve_tasks``)."""
+    from erp_sim.tasks import resolve_tasks
 
-    task_set, _, ids = tasks.partition(":")
-    known = [t.task_id for t in load_task_set(task_set)]
-    chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else known
-    unknown = [i for i in chosen if i not in known]
-    if unknown:
-        raise SystemExit(f"unknown task id(s) in {task_set}: {', '.join(unknown)}")
-    return task_set, chosen
+    try:
+        return resolve_tasks(tasks)
+    except KeyError as exc:
+        raise SystemExit(exc.args[0]) from None
 
 
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
