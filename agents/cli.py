@@ -19,6 +19,7 @@ COMMANDS = {
     "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
     "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
+    "acon": ("erp_sim.agents.acon.cli", "ACON: optimise the compression guideline (UT, CO); export distillation data."),
 }
 
 

@@ -5,7 +5,10 @@ calls, with usage), can fail a given number of times (``fail``) or on every requ
 (``fail_always``), can answer late (``delay``) to provoke client timeouts, and keeps every
 request body it received in ``requests`` (failed attempts included). When the queue is
 empty it answers 400 "no scripted reply left", which the client does not retry, so a
-test that scripted too few replies fails at once with a clear message.
+test that scripted too few replies fails at once with a clear message, unless a role
+handler is set (``answer_with``): then an empty queue is answered by the handler, which
+computes the reply from the request (``fake_acon_roles`` plays ACON's agent, compressor
+and optimizer that way).
 
 Use it from a test module (``tests/`` is on ``sys.path`` under pytest's default import mode)::
 
@@ -26,9 +29,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import pytest
+
+# request body -> (assistant message, prompt_tokens, completion_tokens)
+RoleHandler = Callable[[dict[str, Any]], tuple[dict[str, Any], int, int]]
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 
@@ -51,6 +57,7 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self._replies: deque[ScriptedReply] = deque()
         self._failure_on_every_request: ScriptedReply | None = None
+        self._role_handler: RoleHandler | None = None
         self._lock = threading.Lock()
         self._completion_count = 0
         self._tool_call_count = 0
@@ -115,6 +122,10 @@ class FakeOpenAIServer:
         """Answer every request from now on with this error, whatever is queued."""
         self._failure_on_every_request = _error_reply(status, None)
 
+    def answer_with(self, handler: RoleHandler | None) -> None:
+        """Answer requests the queue has no reply for with ``handler(request body)``."""
+        self._role_handler = handler
+
     def _queue(self, reply: ScriptedReply) -> None:
         with self._lock:
             self._replies.append(reply)
@@ -145,9 +156,17 @@ class FakeOpenAIServer:
             self.requests.append(body)
             if self._failure_on_every_request is not None:
                 return self._failure_on_every_request
-            if not self._replies:
-                return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
-            return self._replies.popleft()
+            if self._replies:
+                return self._replies.popleft()
+            handler = self._role_handler
+        if handler is None:
+            return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
+        try:
+            message, prompt_tokens, completion_tokens = handler(body)
+        except Exception as exc:  # a handler bug must show in the test, not hang the client
+            return ScriptedReply(400, _error_body(f"fake server: role handler failed: {exc!r}", "invalid_request_error"))
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return ScriptedReply(200, self._completion(message, finish, prompt_tokens, completion_tokens))
 
 
 def _error_reply(status: int, retry_after: float | None) -> ScriptedReply:
