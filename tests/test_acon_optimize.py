@@ -176,3 +176,25 @@ def test_fake_compressor_rounds_amounts_unless_the_guideline_asks_for_exact_valu
     request = "# Task\nItemize.\n\n# Response to rewrite\nTotal 338.48, remaining 40.62"
     assert "338.00" in compress("Be brief.", request) and "338.48" not in compress("Be brief.", request)
     assert "338.48" in compress("Copy every amount exactly.", request)
+
+
+def test_a_compressor_on_its_own_server_is_evaluated_with_the_same_command(recorded, tmp_path):
+    """--steps none scores a given guideline; --compressor-base-url sends the compressor's calls elsewhere
+    (a distilled model on vLLM, llama.cpp or Ollama)."""
+    out, _ = recorded
+    report = json.loads((out / "report.json").read_text())
+    chosen = out / "guidelines" / "chosen-history.md"
+    with FakeOpenAIServer() as agent_server, FakeOpenAIServer() as compressor_server:
+        agent_server.answer_with(acon_role_reply)
+        compressor_server.answer_with(acon_role_reply)
+        assert optimize_main([*ROLES, "--tasks", "hotel_50:" + ",".join(TRAIN), "--test-tasks", "none", "--steps", "none",
+                              "--initial-guideline", str(chosen), "--out", str(tmp_path / "eval"),
+                              "--base-url", agent_server.base_url, "--compressor-base-url", compressor_server.base_url]) == 0
+    assert agent_server.requests and all(r.get("tools") for r in agent_server.requests)
+    assert compressor_server.requests and not any(r.get("tools") for r in compressor_server.requests)
+    evaluated = json.loads((tmp_path / "eval" / "report.json").read_text())
+    assert [row["label"] for row in evaluated["rounds"]] == ["none", "v0"] and evaluated["chosen"] == "v0"
+    original = {row["label"]: row for row in report["rounds"]}[report["chosen"]]["train"]
+    assert evaluated["rounds"][1]["train"]["success"] == original["success"]
+    assert evaluated["rounds"][1]["train"]["peak_tokens"] == original["peak_tokens"]
+    assert not (tmp_path / "eval" / "candidates.json").exists()
