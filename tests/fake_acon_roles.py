@@ -6,7 +6,10 @@
 - **agent** (requests with tools): the scripted agent's decision on the messages shown
   (``erp_sim.agents.scripted``), so compression changes what it can do, as for an LLM;
 - **compressor** (the summarizer's requests; the system prompt is the guideline): the
-  structured summary / refined observation of the steps shown (``erp_sim.agents.expense_facts``).
+  structured summary / refined observation of the steps shown (``erp_sim.agents.expense_facts``);
+  a new history summary merges the previous one by carrying over its receipt items and what
+  the user said when the new steps do not show them (an LLM merges; nesting whole summaries
+  would make them grow with every compression).
   One failure mode depends on the guideline, the one ACON's feedback typically finds: unless
   the guideline asks for exact values ("exact", "verbatim", "digit for digit", "never round"),
   it rounds every amount to whole units, and an agent that reads the receipt from the
@@ -41,6 +44,8 @@ AMOUNT = re.compile(r"(?<![\d.])(\d+)\.(\d{2})(?![\d])")
 SUMMARIZER_SECTION = re.compile(r"^# (Task|Previous summary|Steps to fold in|Recent steps|Response to rewrite)$", re.MULTILINE)
 OPTIMIZER_SECTION = re.compile(r"^=== (.+) ===$", re.MULTILINE)
 RESULT_LINE = re.compile(r"^\[result of ([^\]]+)\] (.*)$", re.MULTILINE)
+RECEIPT_BLOCK = re.compile(r"^Receipt items \(\d+\):\n(?:[ \t]+\d+\..*\n?)+", re.MULTILINE)
+USER_SECTION = re.compile(r"^## User said\n(?:- .*\n?)+", re.MULTILINE)
 LESSON = re.compile(r"^- Lesson: (.+)$", re.MULTILINE)
 ROUNDED_LESSON = "Copy every amount exactly, digit for digit; never round or drop the cents."
 LOST_LESSON = "Keep every receipt item with its date, description and amount in the summary."
@@ -77,10 +82,22 @@ def compress(guideline: str, request: str) -> str:
     else:
         steps = [{"role": "tool", "name": name, "content": content}
                  for name, content in RESULT_LINE.findall(shown.get("Steps to fold in", ""))]
-        text = StructuredSummarizer().summarize_history(shown.get("Task", ""), steps, shown.get("Previous summary")).text
+        text = merge(StructuredSummarizer().summarize_history(shown.get("Task", ""), steps).text,
+                     shown.get("Previous summary", ""))
     if not EXACT.search(guideline):
         text = AMOUNT.sub(lambda m: f"{m.group(1)}.00", text)
     return text
+
+
+def merge(summary: str, previous: str) -> str:
+    """The new summary, with the previous one's receipt items and user messages where it has none."""
+    block = RECEIPT_BLOCK.search(previous)
+    if block and not RECEIPT_BLOCK.search(summary):
+        summary = summary.replace("\n\n## Completed", "\n" + block.group(0).rstrip("\n") + "\n\n## Completed", 1)
+    said = USER_SECTION.search(previous)
+    if said and not USER_SECTION.search(summary):
+        summary = summary.replace("\n\n## To-do", "\n\n" + said.group(0).rstrip("\n") + "\n\n## To-do", 1)
+    return summary
 
 
 def feedback(shown: dict[str, str]) -> str:

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fake_acon_roles import acon_role_reply, compress
+from fake_acon_roles import acon_role_reply, compress, merge
 from fake_openai_server import FakeOpenAIServer
 
 from erp_sim.agents.acon.export_sft import main as export_main
@@ -198,3 +198,13 @@ def test_a_compressor_on_its_own_server_is_evaluated_with_the_same_command(recor
     assert evaluated["rounds"][1]["train"]["success"] == original["success"]
     assert evaluated["rounds"][1]["train"]["peak_tokens"] == original["peak_tokens"]
     assert not (tmp_path / "eval" / "candidates.json").exists()
+
+
+def test_fake_compressor_merges_the_previous_summary_instead_of_nesting_it():
+    previous = ("## Task\nItemize.\n\n## Key variables\nReport: EXP-000001\nReceipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n"
+                "## Completed\n- opened\n\n## User said\n- Yes, add them all.\n\n## To-do\n- save")
+    new = "## Task\nItemize.\n\n## Key variables\nReport: EXP-000001\n\n## Completed\n- saved\n\n## To-do\n- close"
+    merged = merge(new, previous)
+    assert "Receipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n## Completed\n- saved" in merged
+    assert "## User said\n- Yes, add them all.\n\n## To-do\n- close" in merged
+    assert merged.count("## Task") == 1 and merge(merged, previous) == merged
