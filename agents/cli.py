@@ -20,6 +20,7 @@ COMMANDS = {
     "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
     "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),
+    "acon": ("erp_sim.agents.acon.cli", "ACON: optimise the compression guideline (UT, CO); export distillation data."),
 }
 
 

@@ -8,6 +8,10 @@ Both offer the two operations ACON needs:
 - ``refine_observation(task, observation, history)``: rewrite one long tool response,
   with the task and recent history as context.
 
+Both take an optional ``guideline``: the compressor's whole instruction in place of the
+prompt file (ACON's optimisable compression guideline; ``acon_history:guideline=FILE``).
+Policies pass it only when one is set, so summarizers without the keyword still work.
+
 Each returns a ``SummaryResult`` with the text, the tokens it cost and the number of calls,
 so the metrics can count summarizer spending apart from the agent's. An empty summary or
 a failed call raises ``SummarizerError``: callers must not cache or show anything then.
@@ -52,9 +56,11 @@ class SummaryResult(BaseModel):
 
 @runtime_checkable
 class Summarizer(Protocol):
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None) -> SummaryResult: ...
+    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
+                          *, guideline: str | None = None) -> SummaryResult: ...
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message]) -> SummaryResult: ...
+    def refine_observation(self, task: str, observation: Message, history: list[Message],
+                           *, guideline: str | None = None) -> SummaryResult: ...
 
 
 def checked(result: SummaryResult, what: str) -> SummaryResult:
@@ -103,20 +109,22 @@ class LLMSummarizer:
         self.observation_prompt = load_prompt(observation_prompt)
         self.counter = counter or get_counter()
 
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None) -> SummaryResult:
+    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
+                          *, guideline: str | None = None) -> SummaryResult:
         parts = [f"# Task\n{task}"]
         if previous:
             parts.append(f"# Previous summary\n{previous}")
         parts.append(f"# Steps to fold in\n{render_transcript(messages)}")
-        return self._ask(self.history_prompt, "\n\n".join(parts), "history summary")
+        return self._ask(guideline or self.history_prompt, "\n\n".join(parts), "history summary")
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message]) -> SummaryResult:
+    def refine_observation(self, task: str, observation: Message, history: list[Message],
+                           *, guideline: str | None = None) -> SummaryResult:
         parts = [
             f"# Task\n{task}",
             f"# Recent steps\n{render_transcript(history) or '(none)'}",
             f"# Response to rewrite\n{message_text(observation.get('content'))}",
         ]
-        return self._ask(self.observation_prompt, "\n\n".join(parts), "refined observation")
+        return self._ask(guideline or self.observation_prompt, "\n\n".join(parts), "refined observation")
 
     def _ask(self, system: str, user: str, what: str) -> SummaryResult:
         request = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -148,7 +156,9 @@ class StructuredSummarizer:
         self.memo_size = memo_size
         self._facts_by_summary: OrderedDict[str, ExpenseFacts] = OrderedDict()
 
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None) -> SummaryResult:
+    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
+                          *, guideline: str | None = None) -> SummaryResult:
+        """``guideline`` is accepted and ignored: these summaries come from parsed facts, not prose rules."""
         known = self._facts_by_summary.get(previous) if previous else None
         if known is not None:
             facts = copy_facts(known)
@@ -161,7 +171,8 @@ class StructuredSummarizer:
         self._remember(text, facts)
         return checked(SummaryResult(text=text, calls=1), "history summary")
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message]) -> SummaryResult:
+    def refine_observation(self, task: str, observation: Message, history: list[Message],
+                           *, guideline: str | None = None) -> SummaryResult:
         text = render_observation(message_text(observation.get("content")))
         return checked(SummaryResult(text=text, calls=1), "refined observation")
 

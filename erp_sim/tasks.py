@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 from decimal import Decimal
 from functools import lru_cache
@@ -92,12 +93,64 @@ class Task(BaseModel):
 
 
 def load_task_set(name: str) -> list[Task]:
-    """Load a task set by name: ``hotel_50``, ``expense_types``, or one expense type (``Meals``)."""
+    """Load a task set by name: ``hotel_50``, ``expense_types``, one expense type (``Meals``),
+    or one half of a set's fixed split (``hotel_50:train``, ``expense_types:test``)."""
     return list(_load_task_set(name))
+
+
+# --- train/test splits --------------------------------------------------------------------
+# ACON (Kang et al., 2025, arXiv 2510.00615) optimises its compression guideline on training
+# tasks and reports on held-out ones. Our split is fixed by SPLIT_SEED and stratified: within
+# every (expense type, difficulty) stratum, the tasks in id order are shuffled by a Random
+# seeded with the set, the stratum and SPLIT_SEED, and the first round(n * TRAIN_FRACTION)
+# go to train. So every stratum is split in the same proportion, and a split never changes
+# unless the fixtures or these two constants do (tests pin the sizes).
+SPLITS = ("train", "test")
+SPLIT_SEED = 14
+TRAIN_FRACTION = 0.5
+
+
+def split_tasks(task_set: str, split: str) -> list[Task]:
+    """The ``train`` or ``test`` half of a task set (see the comment above for the rule)."""
+    if split not in SPLITS:
+        raise KeyError(f"Unknown split {split!r}: use {' or '.join(SPLITS)}.")
+    tasks = _load_task_set(task_set)
+    strata: dict[tuple[str, str], list[Task]] = {}
+    for task in sorted(tasks, key=lambda t: t.task_id):
+        strata.setdefault((task.expense_type, task.difficulty), []).append(task)
+    train: set[str] = set()
+    for (expense_type, difficulty), members in sorted(strata.items()):
+        rng = random.Random(f"{SPLIT_SEED}/{task_set}/{expense_type}/{difficulty}")
+        shuffled = list(members)
+        rng.shuffle(shuffled)
+        train.update(t.task_id for t in shuffled[: int(len(members) * TRAIN_FRACTION + 0.5)])
+    return [t for t in tasks if (t.task_id in train) == (split == "train")]
+
+
+def resolve_tasks(selection: str) -> tuple[str, list[str]]:
+    """A ``--tasks`` value -> (task set, task ids in set order); every command parses it here.
+
+    ``SET`` (all), ``SET:train`` / ``SET:test`` (the fixed split), ``SET:id1,id2`` (those ids).
+    Raises ``KeyError`` naming what is unknown.
+    """
+    task_set, _, rest = selection.strip().partition(":")
+    task_set = task_set.strip()
+    known = [t.task_id for t in _load_task_set(task_set)]
+    rest = rest.strip()
+    if rest in SPLITS:
+        return task_set, [t.task_id for t in split_tasks(task_set, rest)]
+    chosen = [i.strip() for i in rest.split(",") if i.strip()] if rest else known
+    unknown = [i for i in chosen if i not in known]
+    if unknown:
+        raise KeyError(f"Unknown task id(s) in {task_set}: {', '.join(unknown)} (or use {task_set}:train / {task_set}:test).")
+    return task_set, chosen
 
 
 @lru_cache(maxsize=None)
 def _load_task_set(name: str) -> tuple[Task, ...]:
+    base, sep, split = name.partition(":")
+    if sep:
+        return tuple(split_tasks(base, split))
     if name in TASK_SET_FILES:
         path = FIXTURES_DIR / TASK_SET_FILES[name]
         with path.open(encoding="utf-8") as lines:

@@ -8,7 +8,10 @@ message=...)`` e.g. a context-length refusal; ``empty_choices``; ``random_tool_c
 real servers give, different on every request), and keeps every
 request body it received in ``requests`` (failed attempts included). When the queue is
 empty it answers 400 "no scripted reply left", which the client does not retry, so a
-test that scripted too few replies fails at once with a clear message.
+test that scripted too few replies fails at once with a clear message, unless a role
+handler is set (``answer_with``): then an empty queue is answered by the handler, which
+computes the reply from the request (``fake_acon_roles`` plays ACON's agent, compressor
+and optimizer that way).
 
 Use it from a test module (``tests/`` is on ``sys.path`` under pytest's default import mode)::
 
@@ -30,9 +33,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import pytest
+
+# request body -> (assistant message, prompt_tokens, completion_tokens)
+RoleHandler = Callable[[dict[str, Any]], tuple[dict[str, Any], int, int]]
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 
@@ -57,6 +63,7 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self._replies: deque[ScriptedReply] = deque()
         self._failure_on_every_request: ScriptedReply | None = None
+        self._role_handler: RoleHandler | None = None
         self._lock = threading.Lock()
         self._completion_count = 0
         self._tool_call_count = 0
@@ -136,6 +143,10 @@ class FakeOpenAIServer:
             body = self._completion({"role": "assistant", "content": ""}, "stop", 10, 0)
             self._queue(ScriptedReply(200, body | {"choices": []}))
 
+    def answer_with(self, handler: RoleHandler | None) -> None:
+        """Answer requests the queue has no reply for with ``handler(request body)``."""
+        self._role_handler = handler
+
     def _queue(self, reply: ScriptedReply) -> None:
         with self._lock:
             self._replies.append(reply)
@@ -166,9 +177,17 @@ class FakeOpenAIServer:
             self.requests.append(body)
             if self._failure_on_every_request is not None:
                 return self._failure_on_every_request
-            if not self._replies:
+            reply = self._replies.popleft() if self._replies else None
+            handler = self._role_handler
+        if reply is None:
+            if handler is None:
                 return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
-            reply = self._replies.popleft()
+            try:
+                message, prompt_tokens, completion_tokens = handler(body)
+            except Exception as exc:  # a handler bug must show in the test, not hang the client
+                return ScriptedReply(400, _error_body(f"fake server: role handler failed: {exc!r}", "invalid_request_error"))
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            reply = ScriptedReply(200, self._completion(message, finish, prompt_tokens, completion_tokens))
         if self.random_tool_call_ids and reply.status == 200:
             reply = _with_fresh_tool_call_ids(reply)
         return reply

@@ -356,7 +356,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
                                            "key from OPENAI_API_KEY)")
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
+    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
     parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
     parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
@@ -377,18 +377,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:
-    from erp_sim import load_task_set
+    """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.tasks.resolve_tasks``)."""
+    from erp_sim.tasks import resolve_tasks
 
-    task_set, _, ids = tasks.partition(":")
     try:
-        known = [t.task_id for t in load_task_set(task_set)]
+        return resolve_tasks(tasks)
     except (KeyError, FileNotFoundError) as error:
         raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
-    chosen = [i.strip() for i in ids.split(",") if i.strip()] if ids else known
-    unknown = [i for i in chosen if i not in known]
-    if unknown:
-        raise SystemExit(f"unknown task id(s) in {task_set}: {', '.join(unknown)}")
-    return task_set, chosen
 
 
 def check_models(spec: EpisodeSpec) -> None:

@@ -10,8 +10,8 @@ invariants every policy keeps, ``presets`` the study's C1-C4.
 | last_n | n=5 | study C3 | the last n tool-call units (and what lies between them) |
 | last_n_summary | n=5, w=3 | study C4 | the same plus a summary of evicted units, folded w at a time |
 | fifo | k=5 | ACON baseline | the last k units of any kind |
-| acon_history | t=4096, k=1, mode=accumulate | ACON | past t history tokens, all but k units summarized into the instruction |
-| acon_observation | t=1024, recent=3 | ACON | tool results over t tokens replaced by refined ones |
+| acon_history | t=4096, k=1, mode=accumulate, guideline=FILE (unset) | ACON | past t history tokens, all but k units summarized into the instruction (guideline: the compressor prompt) |
+| acon_observation | t=1024, recent=3, guideline=FILE (unset) | ACON | tool results over t tokens replaced by refined ones (guideline: the compressor prompt) |
 | head_tail | chars=800, tokens=0, keep_recent=1, tool_chars=, tool_tokens= | GenericAgent | old tool results cut to head + tail |
 | budget_eviction | budget=30000, target=0.6, min_units=3 | GenericAgent | oldest units evicted past the budget |
 | working_memory_anchor | at=start | GenericAgent | plus a task/constraints/progress block |

@@ -7,15 +7,45 @@ writes the compressed text back in place of the original, so later steps build o
 
 from __future__ import annotations
 
+from functools import cached_property
+from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.policies.folding import SummaryFold, starts_with
 from erp_sim.agents.policies.units import Unit, UnitMemo, flatten
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
+
+GUIDELINE_HELP = (
+    "File holding the compression guideline: the compressor's whole instruction (system prompt), "
+    "e.g. one written by `erp-sim acon optimize`. Unset: the built-in prompt in agents/prompts. "
+    "Only an LLM summarizer follows it; the offline structured summarizer ignores it."
+)
+
+
+def check_guideline_file(path: str | None) -> str | None:
+    """A guideline file must exist and hold text; checked when the spec is parsed."""
+    if path is None:
+        return None
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"guideline file {path!r} not found")
+    if not file.read_text(encoding="utf-8").strip():
+        raise ValueError(f"guideline file {path!r} is empty")
+    return path
+
+
+class GuidedCompression:
+    """Mixin: the guideline text of a policy whose params have ``guideline``, as summarizer kwargs."""
+
+    @cached_property
+    def guideline_kwargs(self) -> dict[str, str]:
+        path = self.params.guideline
+        return {"guideline": Path(path).read_text(encoding="utf-8")} if path else {}
+
 
 HISTORY_TAG = "<HISTORY_SUMMARY>"
 HISTORY_END_TAG = "</HISTORY_SUMMARY>"
@@ -41,9 +71,12 @@ class AconHistoryParams(PolicyParams):
     mode: Literal["accumulate", "reset"] = Field(
         "accumulate", description="accumulate: new summary from previous summary + folded units; reset: from folded units only."
     )
+    guideline: str | None = Field(None, description=GUIDELINE_HELP)
+
+    _check_guideline = field_validator("guideline")(check_guideline_file)
 
 
-class AconHistory(ContextPolicy):
+class AconHistory(GuidedCompression, ContextPolicy):
     """ACON history compression (T_hist=4096, k=1).
 
     History = every unit after the instruction, plus the summary block. When its tokens
@@ -87,7 +120,8 @@ class AconHistory(ContextPolicy):
             task = self.task_text(split.instruction)
             summary = self._fold.summary(
                 batches,
-                lambda batch, previous: self.record_summary(self.summarizer.summarize_history(task, batch, previous)),
+                lambda batch, previous: self.record_summary(self.summarizer.summarize_history(
+                    task, batch, previous, **self.guideline_kwargs)),
                 chained=self.params.mode == "accumulate",
             )
             self._folded_units.append(fold_count)
@@ -109,9 +143,12 @@ class AconHistory(ContextPolicy):
 class AconObservationParams(PolicyParams):
     t: int = Field(1024, ge=0, description="T_obs: tool-output tokens above which an observation is refined.")
     recent: int = Field(3, ge=0, description="Units of preceding history given to the refiner as context.")
+    guideline: str | None = Field(None, description=GUIDELINE_HELP)
+
+    _check_guideline = field_validator("guideline")(check_guideline_file)
 
 
-class AconObservation(ContextPolicy):
+class AconObservation(GuidedCompression, ContextPolicy):
     """ACON observation compression (T_obs=1024).
 
     A tool result whose content exceeds ``t`` tokens is replaced by a refined observation,
@@ -154,7 +191,7 @@ class AconObservation(ContextPolicy):
                 key = (result.get("tool_call_id", ""), text)
                 refined = self._refined.get(key)
                 if refined is None:
-                    answer = self.summarizer.refine_observation(task, result, flatten(history))
+                    answer = self.summarizer.refine_observation(task, result, flatten(history), **self.guideline_kwargs)
                     refined = {**result, "content": self.record_summary(answer)}
                     self._refined[key] = refined
                 result, changed = refined, True

@@ -17,7 +17,9 @@ sees the full transcript first and is the outermost wrapper. ``+`` (not ``|``) j
 so a spec needs no quoting in a shell.
 
 A layer's canonical form lists every parameter in declaration order (defaults included),
-so a spec in a result file still means the same run after a default changes.
+so a spec in a result file still means the same run after a default changes. Optional
+parameters that are unset (None, e.g. ``acon_history``'s ``guideline``) are left out, so
+adding one does not rename the specs of existing runs.
 """
 
 from __future__ import annotations
@@ -142,5 +144,6 @@ def format_value(value: Any) -> str:
 
 def format_layer(name: str, params: BaseModel) -> str:
     """Canonical ``name:k=v,...`` for one layer, every parameter in declaration order."""
-    items = [f"{key}={format_value(getattr(params, key))}" for key in type(params).model_fields]
+    items = [f"{key}={format_value(getattr(params, key))}" for key in type(params).model_fields
+             if getattr(params, key) is not None]
     return f"{name}:{','.join(items)}" if items else name

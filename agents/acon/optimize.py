@@ -1,0 +1,577 @@
+"""``erp-sim acon optimize``: ACON's guideline optimisation (UT, then CO) on a train split.
+
+Round 0 runs the agent on the train tasks without compression and with compression under
+the initial guideline (the prompt files in ``agents/prompts``, or ``--initial-guideline``).
+UT: tasks solved without compression but failed with it are the contrastive pairs; for each,
+the optimizer compares the full context with the compressed one and writes feedback
+(``prompts/feedback.md``); from all feedback it writes k candidate guidelines
+(``prompts/update.md``), each scored on the train tasks, and the best is kept (highest
+success rate, then lowest mean peak tokens, then the lower candidate number). CO: from the
+compressor outputs of episodes that still succeed, the optimizer writes a shorter guideline
+(``prompts/shorten.md``), scored again. The chosen guideline is CO's when its train success
+is at least UT's, else UT's. Then the no-compression baseline and every round's guideline
+run on the test tasks.
+
+Everything lands in OUT: ``config.json``, ``guidelines/*.md`` (every version; ``chosen-*.md``
+plugs into ``acon_history:guideline=FILE`` / ``acon_observation:guideline=FILE``),
+``feedback/*.md``, ``optimizer/*.md`` (raw answers), ``candidates.json``, ``episodes/LABEL/TASK.json.gz``
+(one per episode, with the compressor's calls for ``export-sft``), ``report.json`` and
+``report.md`` (success, peak tokens, dependency, compressor calls and tokens, cost per round,
+train and test), and ``timing.json`` (wall time per phase; the only file that is not
+deterministic). Every episode and optimizer answer is written as soon as it exists, so
+``--resume`` continues a killed run without repeating a call. ``--record DIR`` keeps every
+model call in ``DIR/cassettes/ROLE.jsonl``; ``--replay DIR`` answers them from there,
+offline, and gives the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt, render_transcript
+from erp_sim.agents.tokens import get_counter, message_text
+from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+ROLES = ("agent", "compressor", "optimizer")
+# compressed kind -> (built-in prompt file, policy)
+KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
+COMPRESSION = {"history": ("history",), "observation": ("observation",), "both": ("observation", "history")}
+CO_EPISODES, CO_OUTPUTS = 5, 3  # successful episodes, and last outputs of each, shown to the shortening step
+NO_COMPRESSION = "none"
+
+
+class Settings(BaseModel):
+    """What a run computes (saved as config.json; a resumed run must match it). Endpoints are not in it."""
+
+    agent: str
+    compressor: str
+    optimizer: str
+    tasks: str
+    test_tasks: str = Field(description="a --tasks selection, or 'none'")
+    compression: Literal["history", "observation", "both"] = "history"
+    t_hist: int = 4096
+    t_obs: int = 1024
+    candidates: int = 5
+    steps: list[Literal["ut", "co"]] = ["ut", "co"]
+    seed: int = 0
+    max_steps: int = 200
+    initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
+    prices: dict[str, list[float]] = Field(default_factory=dict, description="role -> [USD per 1M input, per 1M output]")
+
+
+class CallLog:
+    """A ChatModel wrapper that counts one role's calls and tokens and keeps its (input, output) pairs.
+
+    Tokens are the server's reported usage, or exact o200k counts when it reports none.
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.counter = get_counter()
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls, self.input_tokens, self.output_tokens = 0, 0, 0
+        self.pairs: list[dict[str, Any]] = []
+
+    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        response = self.inner.complete(messages, tools)
+        usage = response.usage
+        if not usage.input_tokens and not usage.output_tokens:
+            usage = Usage(input_tokens=self.counter.count_messages(messages) + (self.counter.count_tools(tools) if tools else 0),
+                          output_tokens=self.counter.count_message(response.message))
+        self.calls += 1
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.pairs.append({"messages": list(messages), "output": message_text(response.message.get("content"))})
+        return response
+
+    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        return self.complete(messages, tools)
+
+    def usage(self) -> dict[str, int]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+# --- files -------------------------------------------------------------------------------------
+def write_text(path: Path, text: str) -> None:
+    """Atomic write: a killed run leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n")
+
+
+def write_gz_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+        out.write(json.dumps(value, ensure_ascii=False).encode())
+    tmp.replace(path)
+
+
+def read_gz_json(path: Path) -> Any:
+    with gzip.open(path, "rb") as data:
+        return json.loads(data.read())
+
+
+def load_optimizer_prompt(name: str) -> str:
+    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+
+
+def extract_guideline(text: str) -> str:
+    """The text between <guideline> tags if the optimizer used them, else its whole answer."""
+    match = re.search(r"<guideline>\s*(.*?)\s*</guideline>", text, re.DOTALL)
+    return (match.group(1) if match else text).strip() + "\n"
+
+
+def compressor_kind(messages: list[Message]) -> str:
+    """Which compressor a summarizer request was for, from the sections LLMSummarizer writes."""
+    return "observation" if "# Response to rewrite\n" in message_text(messages[-1].get("content")) else "history"
+
+
+# --- the run ---------------------------------------------------------------------------------
+class Run:
+    """One optimisation run in ``out``: the role models, the task lists and the artefacts."""
+
+    def __init__(self, settings: Settings, out: Path, models: dict[str, Any]):
+        from erp_sim.tasks import resolve_tasks
+
+        self.settings, self.out = settings, out
+        self.kinds = COMPRESSION[settings.compression]
+        self.roles = {role: CallLog(model) for role, model in models.items()}
+        self.task_set, self.train = resolve_tasks(settings.tasks)
+        self.test_set, self.test = (None, []) if settings.test_tasks == "none" else resolve_tasks(settings.test_tasks)
+        self.timing: dict[str, float] = {}
+
+    # guidelines
+    def guideline_path(self, label: str, kind: str) -> Path:
+        return self.out / "guidelines" / f"{label}-{kind}.md"
+
+    def guideline(self, label: str) -> dict[str, str]:
+        return {kind: self.guideline_path(label, kind).read_text(encoding="utf-8") for kind in self.kinds}
+
+    def policy_spec(self, label: str, *, relative: bool = False) -> str:
+        from erp_sim.agents.policies.spec import format_value
+
+        if label == NO_COMPRESSION:
+            return "full"
+        layers = []
+        for kind in self.kinds:
+            path = self.guideline_path(label, kind)
+            where = format_value(str(path.relative_to(self.out) if relative else path.resolve()))
+            threshold = f"t={self.settings.t_hist},k=1" if kind == "history" else f"t={self.settings.t_obs}"
+            layers.append(f"{KINDS[kind][1]}:{threshold},guideline={where}")
+        return "+".join(layers)
+
+    # episodes
+    def episodes(self, label: str, split: str) -> list[dict[str, Any]]:
+        task_set, ids = (self.task_set, self.train) if split == "train" else (self.test_set, self.test)
+        return [self.episode(label, task_set, task_id, split) for task_id in ids]
+
+    def episode(self, label: str, task_set: str, task_id: str, split: str) -> dict[str, Any]:
+        path = self.out / "episodes" / label / f"{task_id}.json.gz"
+        if path.exists():
+            return read_gz_json(path)
+        twin = self.twin(label)
+        if twin is None:
+            record = self._run_episode(label, task_set, task_id, split)
+        else:  # same guideline text, same task and seed: same requests, so the episode is not paid for twice
+            record = {**self.episode(twin, task_set, task_id, split), "label": label,
+                      "policy": self.policy_spec(label, relative=True), "reused_from": twin}
+        write_gz_json(path, record)
+        return record
+
+    def twin(self, label: str) -> str | None:
+        """An earlier guideline version with exactly the same text as ``label``'s, if any."""
+        if label == NO_COMPRESSION:
+            return None
+        mine = self.guideline(label)
+        for other in ["v0", *(f"ut-{n}" for n in range(1, self.settings.candidates + 1)), "co"]:
+            if other == label:
+                return None
+            if all(self.guideline_path(other, kind).exists() for kind in self.kinds) and self.guideline(other) == mine:
+                return other
+        return None
+
+    def _run_episode(self, label: str, task_set: str, task_id: str, split: str) -> dict[str, Any]:
+        import gymnasium as gym
+
+        import erp_sim.envs  # noqa: F401  (registers the ids)
+        from erp_sim.agents.model_agent import ModelAgent
+        from erp_sim.agents.policies import wrap
+        from erp_sim.agents.runner import run_episode
+        from erp_sim.agents.summarizers import LLMSummarizer, SummarizerError
+
+        agent_log, compressor_log = self.roles["agent"], self.roles["compressor"]
+        agent_log.reset()
+        compressor_log.reset()
+        agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
+        env = gym.make("erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule",
+                       max_episode_steps=self.settings.max_steps)
+        record: dict[str, Any] = {"task_set": task_set, "task_id": task_id, "split": split, "label": label,
+                                  "policy": self.policy_spec(label, relative=True)}
+        try:
+            trajectory = run_episode(env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True,
+                                     policy=record["policy"])
+        except SummarizerError as exc:  # the compressor gave nothing usable: the episode fails, the run goes on
+            trajectory = None
+            record.update(success=False, termination="compressor_error", error=str(exc), metrics={}, messages=[],
+                          shown_last=[])
+        finally:
+            env.close()
+        if trajectory is not None:
+            if trajectory.infra_error:
+                raise SystemExit(f"{label}/{task_id}: model service failed ({trajectory.infra_error}); "
+                                 "nothing was saved for this episode: rerun with --resume")
+            record.update(success=bool(trajectory.grade.get("success")), termination=trajectory.termination,
+                          failure_category=trajectory.failure_category,
+                          metrics=trajectory.metrics.model_dump(mode="json"), messages=trajectory.messages,
+                          shown_last=trajectory.shown[-1] if trajectory.shown else [])
+        record["agent_usage"] = agent_log.usage()
+        record["compressor_usage"] = compressor_log.usage()
+        record["compressor_calls"] = [{"kind": compressor_kind(p["messages"]), **p} for p in compressor_log.pairs]
+        return record
+
+    # the optimizer
+    def ask(self, name: str, prompt: str, user: str) -> str:
+        """One optimizer call, answered from OUT/optimizer/NAME.md when a previous run made it."""
+        answer_path = self.out / "optimizer" / f"{name}.md"
+        usage_path = self.out / "optimizer" / f"{name}.usage.json"
+        if answer_path.exists() and usage_path.exists():
+            return answer_path.read_text(encoding="utf-8").strip()  # as first returned: stripped
+        log = self.roles["optimizer"]
+        log.reset()
+        response = log.complete([{"role": "system", "content": load_optimizer_prompt(prompt)},
+                                 {"role": "user", "content": user}])
+        text = message_text(response.message.get("content")).strip()
+        if not text:
+            raise SystemExit(f"optimizer step {name}: empty answer; rerun with --resume to ask again")
+        write_text(answer_path, text + "\n")
+        write_json(usage_path, log.usage())
+        return text
+
+    def optimizer_usage(self, prefix: str) -> dict[str, int]:
+        total = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
+        for path in sorted((self.out / "optimizer").glob(f"{prefix}*.usage.json")):
+            for key, value in json.loads(path.read_text()).items():
+                total[key] += value
+        return total
+
+    # --- the steps ------------------------------------------------------------------------
+    def initial(self) -> None:
+        for kind in self.kinds:
+            if not self.guideline_path("v0", kind).exists():
+                write_text(self.guideline_path("v0", kind), self.settings.initial_guideline[kind])
+        self.timed("round 0 (train: no compression, v0)", lambda: (self.episodes(NO_COMPRESSION, "train"),
+                                                                    self.episodes("v0", "train")))
+
+    def ut(self) -> str:
+        """UT: feedback per contrastive pair, k candidates from it, each scored on train; the best label."""
+        plain = {e["task_id"]: e for e in self.episodes(NO_COMPRESSION, "train")}
+        compressed = self.episodes("v0", "train")
+        pairs = [e for e in compressed if plain[e["task_id"]]["success"] and not e["success"]]
+        write_json(self.out / "contrastive.json", [e["task_id"] for e in pairs])
+        if not pairs:
+            return "v0"
+        current = self.guideline("v0")
+        feedback = []
+        for episode in pairs:
+            text = self.ask(f"ut-feedback-{episode['task_id']}", "feedback", feedback_request(
+                episode, plain[episode["task_id"]], current))
+            write_text(self.out / "feedback" / f"{episode['task_id']}.md", text + "\n")
+            feedback.append(f"--- task {episode['task_id']} ---\n{text}")
+        k = self.settings.candidates
+        for number in range(1, k + 1):
+            for kind in self.kinds:
+                path = self.guideline_path(f"ut-{number}", kind)
+                if not path.exists():
+                    answer = self.ask(f"ut-update-{number}-{kind}", "update", update_request(
+                        kind, current[kind], "\n\n".join(feedback), number, k))
+                    write_text(path, extract_guideline(answer))
+        scores = [{"label": f"ut-{n}", "train": self.score(f"ut-{n}", "train")} for n in range(1, k + 1)]
+        best = max(scores, key=lambda c: (c["train"]["success"], -c["train"]["peak_tokens"], -int(c["label"][3:])))
+        write_json(self.out / "candidates.json", {"candidates": scores, "best": best["label"],
+                                                 "rule": "highest success, then lowest mean peak tokens, then lowest number"})
+        return best["label"]
+
+    def co(self, base: str) -> str | None:
+        """CO: a shorter guideline from the compressor outputs of episodes that still succeed; its label."""
+        succeeded = [e for e in self.episodes(base, "train") if e["success"] and e["compressor_calls"]]
+        if not succeeded:
+            return None
+        current = self.guideline(base)
+        for kind in self.kinds:
+            path = self.guideline_path("co", kind)
+            if not path.exists():
+                outputs = [(e["task_id"], [c["output"] for c in e["compressor_calls"] if c["kind"] == kind][-CO_OUTPUTS:])
+                           for e in succeeded[:CO_EPISODES]]
+                answer = self.ask(f"co-shorten-{kind}", "shorten", shorten_request(kind, current[kind], outputs))
+                write_text(path, extract_guideline(answer))
+        self.episodes("co", "train")
+        return "co"
+
+    def score(self, label: str, split: str) -> dict[str, Any]:
+        return score(self.episodes(label, split), self.settings.prices)
+
+    def timed(self, phase: str, work) -> Any:
+        started = time.perf_counter()
+        result = work()
+        self.timing[phase] = round(time.perf_counter() - started, 3)
+        return result
+
+
+def feedback_request(compressed: dict, plain: dict, guideline: dict[str, str]) -> str:
+    parts = [f"=== Task ===\n{message_text(plain['messages'][1].get('content')) if len(plain['messages']) > 1 else ''}"]
+    parts += [f"=== Current guideline ({kind}) ===\n{text}" for kind, text in guideline.items()]
+    parts.append(f"=== Uncompressed context (succeeded) ===\n{render_transcript(plain['messages'])}")
+    parts.append(f"=== Compressed context (failed) ===\n{render_transcript(compressed['shown_last'])}")
+    parts.append(f"=== How the compressed run ended ===\n{compressed.get('termination')}; "
+                 f"failure: {compressed.get('failure_category')}")
+    return "\n\n".join(parts)
+
+
+def update_request(kind: str, guideline: str, feedback: str, number: int, k: int) -> str:
+    what = "history summaries" if kind == "history" else "rewritten tool responses (observations)"
+    return (f"=== Compressor ===\n{kind}: writes {what}\n\n=== Current guideline ===\n{guideline}\n\n"
+            f"=== Feedback ===\n{feedback}\n\n=== Candidate ===\n{number} of {k}")
+
+
+def shorten_request(kind: str, guideline: str, outputs: list[tuple[str, list[str]]]) -> str:
+    shown = "\n\n".join(f"--- task {task_id} ---\n" + "\n\n".join(texts) for task_id, texts in outputs)
+    return f"=== Compressor ===\n{kind}\n\n=== Current guideline ===\n{guideline}\n\n=== Compressed outputs ===\n{shown}"
+
+
+def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dict[str, Any]:
+    """ACON's per-configuration figures: success, peak tokens, dependency, compressor calls/tokens, cost."""
+    n = len(episodes) or 1
+
+    def mean(key: str) -> float:
+        return round(sum(e["metrics"].get(key, 0) for e in episodes) / n, 3)
+
+    usage = {role: {key: sum(e[f"{role}_usage"][key] for e in episodes) for key in ("calls", "input_tokens", "output_tokens")}
+             for role in ("agent", "compressor")}
+    result = {
+        "episodes": len(episodes),
+        "success": round(sum(e["success"] for e in episodes) / n, 4),
+        "peak_tokens": mean("peak_tokens"),
+        "dependency": mean("dependency"),
+        "steps": mean("model_calls"),
+        "agent": usage["agent"],
+        "compressor": usage["compressor"],
+    }
+    cost = {role: cost_usd(usage[role], prices.get(role)) for role in usage}
+    result["cost_usd"] = None if any(v is None for v in cost.values()) else {**cost, "total": round(sum(cost.values()), 6)}
+    return result
+
+
+def cost_usd(usage: dict[str, int], price: list[float] | None) -> float | None:
+    if price is None:
+        return None
+    return round((usage["input_tokens"] * price[0] + usage["output_tokens"] * price[1]) / 1e6, 6)
+
+
+# --- the report --------------------------------------------------------------------------------
+def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> dict[str, Any]:
+    """rounds: (round name, label, optimizer-usage prefix)."""
+    rows = []
+    for name, label, prefix in [("no compression", NO_COMPRESSION, ""), *rounds]:
+        row = {"round": name, "label": label, "policy": run.policy_spec(label, relative=True),
+               "train": run.score(label, "train"), "test": run.score(label, "test") if run.test else None,
+               "optimizer": run.optimizer_usage(prefix) if prefix else None,
+               "guideline_tokens": {k: get_counter().count_text(t) for k, t in run.guideline(label).items()}
+               if label != NO_COMPRESSION else None}
+        rows.append(row)
+    optimizer = run.optimizer_usage("")
+    return {"settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
+            "train_tasks": run.train, "test_tasks": run.test, "rounds": rows, "chosen": chosen,
+            "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
+            "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))}}
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = ["# ACON guideline optimisation", "",
+             f"Agent `{report['settings']['agent']}`, compressor `{report['settings']['compressor']}`, optimizer "
+             f"`{report['settings']['optimizer']}`; compression: {report['settings']['compression']}; train "
+             f"`{report['settings']['tasks']}` ({len(report['train_tasks'])} tasks), test `{report['settings']['test_tasks']}` "
+             f"({len(report['test_tasks'])} tasks). Chosen guideline: **{report['chosen']}**.", "",
+             "| round | guideline | split | success | peak tokens | dependency | steps | compressor calls | "
+             "compressor tokens | agent tokens | cost (USD) |", "|" + "---|" * 11]
+    for row in report["rounds"]:
+        for split in ("train", "test"):
+            s = row[split]
+            if s is None:
+                continue
+            cost = "n/a" if s["cost_usd"] is None else f"{s['cost_usd']['total']:.4f}"
+            lines.append(
+                f"| {row['round']} | {row['label']} | {split} | {s['success']:.1%} | {s['peak_tokens']:,.0f} | "
+                f"{s['dependency'] / 1e6:,.2f}M | {s['steps']:.1f} | {s['compressor']['calls']} | "
+                f"{s['compressor']['input_tokens'] + s['compressor']['output_tokens']:,} | "
+                f"{s['agent']['input_tokens'] + s['agent']['output_tokens']:,} | {cost} |")
+    lines += ["", "Optimizer per round (calls, input + output tokens): " + "; ".join(
+        f"{row['round']}: {row['optimizer']['calls']} calls, {row['optimizer']['input_tokens'] + row['optimizer']['output_tokens']:,} tokens"
+        for row in report["rounds"] if row["optimizer"]), "",
+        "Peak tokens: the largest context the agent was shown in an episode (mean over episodes). Dependency: "
+        "ACON's sum over steps of (input + 2 x output) x output / 2 tokens, mean per episode. Compressor and agent "
+        "tokens: totals over the split as the servers reported them. Cost: from --price; n/a without one.", ""]
+    return "\n".join(lines)
+
+
+def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str, Any]:
+    run = Run(settings, out, models)
+    run.initial()
+    rounds = [("0: initial guideline", "v0", "")]
+    best = "v0"
+    if "ut" in settings.steps:
+        best = run.timed("UT (feedback, candidates, scoring)", run.ut)
+        rounds.append(("1: UT", best, "ut-"))
+    chosen = best
+    if "co" in settings.steps:
+        shorter = run.timed("CO (shorten, scoring)", lambda: run.co(best))
+        if shorter:
+            rounds.append(("2: CO", shorter, "co-"))
+            if run.score(shorter, "train")["success"] >= run.score(best, "train")["success"]:
+                chosen = shorter
+    for kind in run.kinds:
+        write_text(run.guideline_path("chosen", kind), run.guideline(chosen)[kind])
+    if run.test:
+        run.timed("test (every round)", lambda: [run.episodes(label, "test")
+                                                for label in dict.fromkeys([NO_COMPRESSION, *(r[1] for r in rounds)])])
+    report = build_report(run, rounds, chosen)
+    write_json(out / "report.json", report)
+    write_text(out / "report.md", report_markdown(report))
+    write_json(out / "timing.json", run.timing)  # wall-clock: the one file that differs between runs
+    return report
+
+
+# --- command line ----------------------------------------------------------------------------------
+def role_models(args: argparse.Namespace) -> dict[str, Any]:
+    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+
+    models = {}
+    endpoints = {"agent": args.base_url, "compressor": args.compressor_base_url or args.base_url,
+                 "optimizer": args.optimizer_base_url or args.base_url}
+    for role in ROLES:
+        if args.replay:
+            models[role] = ReplayModel(Path(args.replay) / "cassettes" / f"{role}.jsonl", strict=True)
+            continue
+        kind, _, name = getattr(args, role).partition(":")
+        if kind != "openai" or not name:
+            raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
+        # the optimizer samples at the server's default temperature, so the k candidates can differ
+        model = OpenAIChatModel(name, base_url=endpoints[role], temperature=None if role == "optimizer" else 0.0)
+        if args.record:
+            model = RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
+        models[role] = model
+    return models
+
+
+def initial_guidelines(values: list[str], kinds: tuple[str, ...]) -> dict[str, str]:
+    """``--initial-guideline [KIND=]FILE`` (repeatable); unnamed applies to every kind; default: the prompt files."""
+    texts = {kind: load_prompt(KINDS[kind][0]) for kind in kinds}
+    for value in values:
+        kind, sep, file = value.partition("=")
+        targets = [kind] if sep and kind in KINDS else list(kinds)
+        path = Path(file if sep and kind in KINDS else value)
+        if not path.is_file() or not path.read_text(encoding="utf-8").strip():
+            raise SystemExit(f"--initial-guideline {value}: not a file with text")
+        for target in targets:
+            texts[target] = path.read_text(encoding="utf-8")
+    return {kind: texts[kind] for kind in kinds}
+
+
+def parse_prices(values: list[str]) -> dict[str, list[float]]:
+    prices = {}
+    for value in values:
+        role, _, pair = value.partition("=")
+        try:
+            price = [float(p) for p in pair.split(",")]
+        except ValueError:
+            price = []
+        if role not in ROLES or len(price) != 2 or min(price) < 0:
+            raise SystemExit(f"--price {value!r}: use ROLE=IN,OUT with ROLE one of {', '.join(ROLES)} (USD per 1M tokens)")
+        prices[role] = price
+    return prices
+
+
+def default_test_tasks(tasks: str) -> str:
+    task_set, _, part = tasks.partition(":")
+    return f"{task_set}:test" if part.strip() == "train" else "none"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="erp-sim acon optimize", description=__doc__.splitlines()[0])
+    for role in ROLES:
+        parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for every role (default: OpenAI)")
+    parser.add_argument("--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)")
+    parser.add_argument("--optimizer-base-url", help="endpoint of the optimizer alone")
+    parser.add_argument("--tasks", required=True, help="train tasks: SET:train, SET or SET:id1,id2")
+    parser.add_argument("--test-tasks", help="test tasks (default SET:test when --tasks is SET:train, else none)")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--compression", choices=sorted(COMPRESSION), default="history")
+    parser.add_argument("--t-hist", type=int, default=4096, help="T_hist, history tokens (default 4096, as in ACON)")
+    parser.add_argument("--t-obs", type=int, default=1024, help="T_obs, observation tokens (default 1024, as in ACON)")
+    parser.add_argument("--candidates", type=int, default=5, help="k candidate guidelines in UT (default 5)")
+    parser.add_argument("--steps", default="ut,co", help="ut,co (default), ut, co or none (evaluate the initial guideline)")
+    parser.add_argument("--initial-guideline", action="append", default=[], metavar="[KIND=]FILE")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
+    parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
+    parser.add_argument("--replay", metavar="DIR", help="answer every model call from DIR/cassettes, offline")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    args = parser.parse_args(argv)
+    if args.record and args.replay:
+        parser.error("--record and --replay exclude each other")
+    if args.candidates < 1:
+        parser.error("--candidates must be at least 1")
+    steps = [s.strip() for s in args.steps.split(",") if s.strip() and s.strip() != "none"]
+    if any(s not in ("ut", "co") for s in steps):
+        parser.error(f"--steps {args.steps!r}: use ut,co, ut, co or none")
+    from erp_sim.tasks import resolve_tasks
+
+    test_tasks = args.test_tasks or default_test_tasks(args.tasks)
+    try:
+        for selection in (args.tasks, test_tasks):
+            if selection != "none":
+                resolve_tasks(selection)
+    except KeyError as exc:
+        parser.error(exc.args[0])
+    settings = Settings(agent=args.agent, compressor=args.compressor, optimizer=args.optimizer, tasks=args.tasks,
+                        test_tasks=test_tasks, compression=args.compression, t_hist=args.t_hist, t_obs=args.t_obs,
+                        candidates=args.candidates, steps=steps, seed=args.seed, max_steps=args.max_steps,
+                        initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
+                        prices=parse_prices(args.price))
+    out = Path(args.out)
+    config = out / "config.json"
+    if config.exists():
+        if not args.resume:
+            raise SystemExit(f"{config} exists: pass --resume to continue that run, or choose another --out")
+        if Settings.model_validate_json(config.read_text(encoding="utf-8")) != settings:
+            raise SystemExit(f"{config} records other settings than these; --resume needs the same ones")
+    write_text(config, settings.model_dump_json(indent=1) + "\n")
+    started = time.perf_counter()
+    report = optimize(settings, out, role_models(args))
+    print(report_markdown(report))
+    print(f"artefacts in {out}; {time.perf_counter() - started:.1f}s wall time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
