@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from erp_sim.agents.memory.policy import GaMemory
 from erp_sim.agents.policies.acon import AconHistory, AconObservation
 from erp_sim.agents.policies.base import ContextPolicy
 from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
@@ -30,6 +31,7 @@ POLICIES: dict[str, type[ContextPolicy]] = {
         BudgetEviction,
         WorkingMemoryAnchor,
         ClearToolUses,
+        GaMemory,
     )
 }
 
