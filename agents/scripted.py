@@ -47,6 +47,7 @@ from decimal import Decimal, InvalidOperation
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
+from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.memory.tools import MEMORY_TOOLS
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
@@ -64,12 +65,9 @@ Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
 
 
 def _parse_sop(text: str) -> dict | None:
-    """An SOP as memory_read returns it (JSON with steps), or None (an error text)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("steps"), list) else None
+    """The steps of an SOP as memory_read shows it, or None (an error text)."""
+    steps = parse_steps(text) if text.startswith("sop/") else []
+    return {"steps": [step.model_dump() for step in steps]} if steps else None
 
 
 def _money(text: object) -> str | None:

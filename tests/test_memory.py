@@ -19,6 +19,7 @@ from erp_sim.agents.memory.store import (
     MemoryStoreError,
     Sop,
     SopStep,
+    parse_steps,
 )
 from erp_sim.agents.memory.tools import MEMORY_TOOLS, MemoryTools, harness_tools
 from erp_sim.agents.policies import wrap
@@ -117,8 +118,11 @@ def test_memory_tools_answer_and_refuse_bad_input(tmp_path):
     store = MemoryStore.open(tmp_path / "m")
     store.put(sop(runs=2))
     tools = MemoryTools(store)
-    read = json.loads(tools.call("memory_read", '{"key": "sop/itemize_hotel_expense"}'))
-    assert read["verified_runs"] == 2 and read["steps"][0]["tool"] == "form_save_form"
+    read = tools.call("memory_read", '{"key": "sop/itemize_hotel_expense"}')
+    assert read.startswith("sop/itemize_hotel_expense (verified by 2 runs)\nGoal: g")
+    assert parse_steps(read) == store.sop("sop/itemize_hotel_expense").steps  # what an agent reads back is the SOP
+    store.put(Fact(key="fact/menu", summary="m", text="TrvExpenses opens the list"))
+    assert tools.call("memory_read", {"key": "fact/menu"}) == "fact/menu (verified by 0 runs)\nTrvExpenses opens the list"
     assert tools.call("memory_read", '{"key": "sop/nothing"}').startswith("Error: no memory entry")
     assert tools.call("memory_read", '{"key": "../etc"}').startswith("Error: bad memory key")
     assert tools.call("memory_read", "{").startswith("Error: arguments are not JSON")
@@ -141,6 +145,7 @@ def test_a_successful_episode_becomes_a_parameterized_sop(tmp_path, success):
     instruction = success.messages[1]["content"]
     report = next(w for w in instruction.split() if w.startswith("EXP-")).rstrip(":,.")
     assert report not in text and "{report}" in text  # task values became parameters
+    assert parse_steps(MemoryTools(store).call("memory_read", {"key": learned.key})) == learned.steps
     assert [s.tool for s in learned.steps][:2] == ["form_find_menu_item", "form_open_menu_item"]
     charge_steps = [s for s in learned.steps if s.repeat == "for each receipt charge"]
     assert len(charge_steps) == 2  # NewLine + set values, folded once however many charges

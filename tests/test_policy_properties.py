@@ -69,6 +69,7 @@ LAYERS = {
         st.integers(0, 3),
     ),
     "working_memory_anchor": st.builds("working_memory_anchor:at={}".format, st.sampled_from(["start", "end"])),
+    "retrieval": st.builds("retrieval:k={},keep={},backend=bm25".format, st.integers(0, 4), st.integers(0, 4)),
     "ga_memory": st.sampled_from(["ga_memory", f'ga_memory:dir="{MEMORY_DIR}"']),
     "clear_tool_uses": st.builds(
         "clear_tool_uses:trigger={},keep={},clear_at_least={},exclude_tools={},clear_tool_inputs={}".format,
@@ -101,7 +102,7 @@ def contexts(spec: str, unit_list: list) -> list[tuple[list, list]]:
 def check_common(spec: str, shown: list) -> None:
     validate_messages(shown)
     assert shown[0] == SYSTEM
-    if "ga_memory" in spec:  # its block is a second system message; the system prompt stays verbatim
+    for _ in range(spec.count("ga_memory")):  # each adds its block as a system message after the verbatim prompt
         assert shown[1]["role"] == "system" and shown[1]["content"].startswith("<LONG_TERM_MEMORY>")
         shown = [shown[0], *shown[2:]]
     first = shown[1]
@@ -243,6 +244,17 @@ def _ga_memory(p, transcript, shown, units_in, units_out):
     assert shown[:1] + shown[2:] == transcript  # nothing else changes (no checkpoint call in these transcripts)
 
 
+def _retrieval(p, transcript, shown, units_in, units_out):
+    keep = min(p["keep"], len(units_in))
+    assert len(units_out) == min(len(units_in), p["keep"] + p["k"])
+    assert units_out[len(units_out) - keep :] == units_in[len(units_in) - keep :] if keep else True
+    positions, start = [], 0  # the retrieved units are evicted ones, in their original order
+    for unit in units_out:
+        start = units_in.index(unit, start) + 1
+        positions.append(start)
+    assert positions == sorted(set(positions))
+
+
 PROMISES = {
     "full": _full,
     "last_n": _last_n,
@@ -255,6 +267,7 @@ PROMISES = {
     "working_memory_anchor": _working_memory_anchor,
     "clear_tool_uses": _clear_tool_uses,
     "ga_memory": _ga_memory,
+    "retrieval": _retrieval,
 }
 
 

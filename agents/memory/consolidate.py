@@ -34,6 +34,7 @@ _RECEIPT = re.compile(r"The receipt \(([^)]+)\)")
 _MERCHANT = re.compile(r"\bline \d+, (.+?), dated\b")
 _DATED = re.compile(r"\bdated (\d{4}-\d{2}-\d{2})\b")
 _ROW = re.compile(r"\bRow \d+ of grid\b")
+_TITLE = re.compile(r" - [^()]+ \((Trv\w+)\)")  # a form title's task-specific part (report purpose, merchant)
 CHARGE_FIELDS = {"TrvExpTrans_ExpSubCategory": "{subcategory}", "TrvExpTrans_TransDate": "{date}",
                  "TrvExpTrans_AmountCurr": "{amount}"}
 EACH_CHARGE = "for each receipt charge"
@@ -131,6 +132,7 @@ def _step(name: str, arguments: dict, result: str, values: dict[str, str]) -> So
     if repeat:
         expect = re.sub(r"\d[\d,]*\.\d{2}", "{amount}", expect)
     expect = _ROW.sub("Row {row} of grid", expect)
+    expect = _TITLE.sub(r" (\1)", re.sub(r"^\d+ itemized line", "{n} itemized line", expect))
     if values.get("line"):
         expect = re.sub(rf"\bline {re.escape(values['line'])}\b", "line {line}", expect)
     return SopStep(tool=name, arguments=_parameterize(arguments, values), repeat=repeat,
@@ -200,7 +202,7 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
         preconditions=["The instruction names the report {report} and the line {line}.",
                        "The receipt {receipt} is attached to the line."],
         steps=_fold(steps),
-        expected_results=[s.expect for s in _fold(steps)[-2:] if s.expect],
+        expected_results=[s.expect for s in _fold(steps) if s.tool == "form_save_form" and s.expect][-1:],
         failure_handling=[
             "Remaining amount not 0.00 after saving: compare the saved lines with the receipt charges, fix or add lines, save again.",
             "A close with unsaved edits is refused once: save first (a second close discards the edits).",

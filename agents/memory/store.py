@@ -272,6 +272,48 @@ def index_line(entry: Entry) -> str:
     return line if len(line) <= MAX_INDEX_LINE_CHARS else line[: MAX_INDEX_LINE_CHARS - 3] + "..."
 
 
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def render_entry(entry: Fact | Sop) -> str:
+    """An entry as memory_read shows it: short labelled lines, one per SOP step (tool, JSON arguments, expected result)."""
+    runs = len(entry.verified_by)
+    lines = [f"{entry.key} (verified by {runs} run{'s' if runs != 1 else ''})"]
+    if isinstance(entry, Fact):
+        return "\n".join([*lines, entry.text])
+    lines += [f"Goal: {entry.goal}", f"Parameters: {', '.join(entry.parameters)}"]
+    lines += [f"Precondition: {p}" for p in entry.preconditions]
+    lines.append("Steps:")
+    for number, step in enumerate(entry.steps, start=1):
+        repeat = f"[{step.repeat}] " if step.repeat else ""
+        expect = f" -> {step.expect}" if step.expect else ""
+        lines.append(f"{number}. {repeat}{step.tool} {_compact(step.arguments)}{expect}")
+    lines += [f"Expected: {e}" for e in entry.expected_results]
+    lines += [f"If it goes wrong: {f}" for f in entry.failure_handling]
+    return "\n".join(lines)
+
+
+STEP_LINE = re.compile(r"^\d+\. (?:\[([^\]]+)\] )?(\w+) ")
+
+
+def parse_steps(text: str) -> list[SopStep]:
+    """The steps of an SOP as ``render_entry`` wrote them (what an agent reading it can recover)."""
+    steps, decoder = [], json.JSONDecoder()
+    for line in text.splitlines():
+        match = STEP_LINE.match(line)
+        if not match:
+            continue
+        try:
+            arguments, end = decoder.raw_decode(line, match.end())
+        except json.JSONDecodeError:
+            continue
+        rest = line[end:]
+        steps.append(SopStep(tool=match.group(2), arguments=arguments if isinstance(arguments, dict) else {},
+                             repeat=match.group(1) or "", expect=rest[4:] if rest.startswith(" -> ") else ""))
+    return steps
+
+
 def render_memory_block(lines: list[str]) -> str:
     """The system-prompt block: meta rules and the L1 index (the only layer always shown)."""
     index = "\n".join(lines) if lines else "(empty: nothing verified yet)"

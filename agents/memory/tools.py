@@ -18,7 +18,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from typing_extensions import Annotated
 
-from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError
+from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
 from erp_sim.tools import _schema
 
 MAX_CHECKPOINT_CHARS = 4000
@@ -109,14 +109,11 @@ class MemoryTools:
 @harness_tool("memory_read", MemoryReadArgs)
 def memory_read(tools: MemoryTools, args: MemoryReadArgs) -> str:
     """Read a long-term memory entry named in the memory index (an L2 fact or an L3 SOP) by its key."""
-    text = tools.store.read(args.key)
-    if text is None:
+    if tools.store.read(args.key) is None:
         known = ", ".join(tools.store.keys("sop") + tools.store.keys("fact")) or "none yet"
         return f"Error: no memory entry {args.key!r}; entries: {known}."
-    # compact for the context: no indentation, and how many runs verified it rather than which
-    entry = json.loads(text)
-    entry["verified_runs"] = len(entry.pop("verified_by", []))
-    return json.dumps(entry, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    entry = tools.store.sop(args.key) if args.key.startswith("sop/") else tools.store.fact(args.key)
+    return render_entry(entry)
 
 
 @harness_tool("update_working_checkpoint", CheckpointArgs)
