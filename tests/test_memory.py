@@ -277,3 +277,24 @@ def test_sequential_needs_a_memory_layer(tmp_path):
 
     with pytest.raises(SystemExit):
         main(["--policy", "full", "--memory", str(tmp_path / "m"), "--sequential", "--out", str(tmp_path / "o")])
+
+
+def test_memory_composes_with_budget_eviction(tmp_path, success):
+    store = MemoryStore.open(tmp_path / "m")
+    consolidate_episode(store, success)
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set="hotel_50", user_model="rule", max_episode_steps=200)
+    try:
+        trajectory = run_episode(env, wrap(ScriptedAgent(), f'ga_memory:dir="{tmp_path / "m"}"+budget_eviction:budget=20000'),
+                                 task_id="hotel-002", seed=0, keep_shown=True)
+    finally:
+        env.close()
+    assert trajectory.grade["success"] and trajectory.metrics.peak_tokens < 20_000 + 3_000  # + the tool schemas
+    assert all(shown[1]["content"].startswith(MEMORY_TAG) for shown in trajectory.shown)
+    assert [m["content"] for m in trajectory.shown[-1][:1]] == [trajectory.messages[0]["content"]]
+
+
+def test_memory_flag_without_a_memory_layer_is_a_usage_error(tmp_path):
+    from erp_sim.agents.evaluation.evaluate import main
+
+    with pytest.raises(SystemExit):
+        main(["--policy", "last_n:n=5", "--memory", str(tmp_path / "m"), "--out", str(tmp_path / "o")])

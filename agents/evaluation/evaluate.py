@@ -333,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory:
         from erp_sim.agents.memory.sequential import with_memory_dir
 
-        args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
+        try:
+            args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
+        except ValueError as exc:
+            parser.error(str(exc))
     names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
     try:
         configs = parse_configs([n for n in names if n], args.policy, args.user)

@@ -31,7 +31,7 @@ def with_memory_dir(spec: str, directory: str) -> str:
     """``spec`` with every ga_memory layer pointed at ``directory`` ('' : the empty memory)."""
     parsed = parse_policy(spec)
     if not any(layer.name == "ga_memory" for layer in parsed.layers):
-        raise ValueError(f"--sequential needs a ga_memory layer in the policy, got {spec!r}")
+        raise ValueError(f"--memory needs a ga_memory layer in the policy, got {spec!r}")
     layers = [LayerSpec(name=layer.name, params={**layer.params, "dir": directory}) if layer.name == "ga_memory" else layer
               for layer in parsed.layers]
     return PolicySpec(layers=layers).spec
