@@ -4,7 +4,6 @@ the ga_memory policy and the sequential evaluation's learning curve."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -298,3 +297,15 @@ def test_memory_flag_without_a_memory_layer_is_a_usage_error(tmp_path):
 
     with pytest.raises(SystemExit):
         main(["--policy", "last_n:n=5", "--memory", str(tmp_path / "m"), "--out", str(tmp_path / "o")])
+
+
+def test_the_same_episodes_leave_byte_identical_stores(tmp_path, success, failure):
+    for folder in ("a", "b"):
+        store = MemoryStore.open(tmp_path / folder)
+        for trajectory in (success, failure, success):
+            consolidate_episode(store, trajectory)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert len(files) == 6  # index, one SOP, one fact, three archived episodes
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    learned = json.loads((tmp_path / "a" / "sops" / "itemize_hotel_expense.json").read_text())
+    assert learned["verified_by"] == ["000001-hotel-000", "000003-hotel-000"]  # the failure in between is not one
