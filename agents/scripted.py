@@ -17,9 +17,8 @@ index): when the index names an SOP for the task's expense type it reads it firs
 (``memory_read``), then skips what the SOP makes unnecessary: the menu search (the SOP's
 verified ``form_open_menu_item`` call opens the form directly) and the confirmation question
 (the SOP's verified run itemized without asking, or records that its user said to add every
-charge). Before
-closing a finished itemization it calls ``start_long_term_update``. This use of the SOP is
-by construction: the agent is written to exploit exactly these two steps.
+charge). Before closing a finished itemization it calls ``start_long_term_update``. This use
+of the SOP is by construction: the agent is written to exploit exactly these two steps.
 It reads the raw JSON responses and the prose form that ``acon_observation``'s structured
 refinement writes (``erp_sim.agents.expense_facts.render_observation``); text it cannot read at all
 counts as no form, and it starts over from the menu.
