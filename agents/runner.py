@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
+from erp_sim.agents.memory.tools import harness_tools
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
@@ -43,7 +44,9 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     started = time.perf_counter()
     options = {"task_id": task_id} if task_id else None
     observation, info = env.reset(seed=seed, options=options)
-    tools = info["tools"]
+    # tools the agent harness answers itself (ga_memory's memory tools), never sent to the ERP
+    harness = harness_tools(agent)
+    tools = [*info["tools"], *harness.schemas] if harness is not None else info["tools"]
     transcript: list[Message] = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}]
     trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
                             policy=policy or getattr(agent, "spec", "full"), tools=tools)
@@ -79,6 +82,9 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                         transcript.append(_tool_result(call, EPISODE_ENDED))
                         continue
                     action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
+                    if harness is not None and harness.handles(action["name"]):
+                        transcript.append(_tool_result(call, harness.call(action["name"], action["arguments"])))
+                        continue
                     observation, _, terminated, truncated, last_info = env.step(json.dumps(action))
                     transcript.append(_tool_result(call, observation))
                     done = terminated or truncated

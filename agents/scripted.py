@@ -12,6 +12,13 @@ no memory between steps. So a context policy changes what it can do, as it does 
   makes (duplicate or missing lines);
 - like GPT-5 in the study, it asks the user to confirm before adding the first itemized
   line (``ask_before_itemizing``); with no user model (C1) that question stalls the episode.
+With long-term memory (the ``ga_memory`` policy offers the memory tools and shows the L1
+index): when the index names an SOP for the task's expense type it reads it first
+(``memory_read``), then skips what the SOP makes unnecessary: the menu search (the SOP's
+verified ``form_open_menu_item`` call opens the form directly) and the confirmation question
+(the SOP's verified run itemized without asking, or records that its user said to add every
+charge). Before closing a finished itemization it calls ``start_long_term_update``. This use
+of the SOP is by construction: the agent is written to exploit exactly these two steps.
 It reads the raw JSON responses and the prose form that ``acon_observation``'s structured
 refinement writes (``erp_sim.agents.expense_facts.render_observation``); text it cannot read at all
 counts as no form, and it starts over from the menu.
@@ -39,6 +46,8 @@ from decimal import Decimal, InvalidOperation
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
+from erp_sim.agents.memory.store import parse_steps
+from erp_sim.agents.memory.tools import MEMORY_TOOLS
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 
@@ -52,6 +61,12 @@ ASK = ("I found {n} charges on the receipt{doc}. Before I create the itemized li
        "as itemized lines with their subcategory, date and amount?")
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
+
+
+def _parse_sop(text: str) -> dict | None:
+    """The steps of an SOP as memory_read shows it, or None (an error text)."""
+    steps = parse_steps(text) if text.startswith("sop/") else []
+    return {"steps": [step.model_dump() for step in steps]} if steps else None
 
 
 def _money(text: object) -> str | None:
@@ -99,7 +114,8 @@ class ScriptedAgent:
         """Nothing to clear: the agent keeps no state between steps by design."""
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
-        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing, recall=self.recall)
+        memory = any((tool.get("function") or {}).get("name") == "memory_read" for tool in tools)
+        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing, recall=self.recall, memory=memory)
         if isinstance(decision, str):
             message: Message = {"role": "assistant", "content": decision}
         else:
@@ -128,9 +144,19 @@ class View:
         self.receipt_document = ""
         self.confirmed = False
         self.seen_tool_result = False
+        self.memory = False
         tool_names = {c["id"]: c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
+        self.sop_key = self._indexed_sop(messages)
+        self.sop: dict | None = None  # the SOP as memory_read returned it
+        self.sop_read = False
+        self.long_term_update_requested = "start_long_term_update" in tool_names.values()
         for position, message in enumerate(messages[1:], start=1):
             role, content = message.get("role"), message.get("content") or ""
+            if role == "tool" and tool_names.get(message.get("tool_call_id")) in MEMORY_TOOLS:
+                if tool_names.get(message.get("tool_call_id")) == "memory_read":
+                    self.sop_read = True
+                    self.sop = _parse_sop(content) or self.sop
+                continue
             if role == "tool":
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
@@ -148,6 +174,25 @@ class View:
             distance = count_messages(messages[charges_at + 1:])
             self.charges = [(sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
                             for n, (sub, day, amount) in enumerate(self.charges)]
+
+    def _indexed_sop(self, messages: list[Message]) -> str | None:
+        """The SOP key for this expense type if the memory index (a system message) lists it."""
+        wanted = f"sop/itemize_{self.expense_type.lower()}_expense"
+        for message in messages:
+            if message.get("role") == "system" and wanted + ":" in str(message.get("content") or ""):
+                return wanted
+        return None
+
+    def sop_step(self, tool: str) -> dict | None:
+        return next((step for step in (self.sop or {}).get("steps", []) if step.get("tool") == tool), None)
+
+    @property
+    def sop_confirms(self) -> bool:
+        """A verified SOP itemized without asking, or records that the user said to add every charge."""
+        if self.sop is None:
+            return False
+        say = self.sop_step("say")
+        return say is None or bool(_CONFIRMED.search(str(say.get("expect", ""))))
 
     def _read_receipt(self, state: dict) -> bool:
         rows = formstate.grid_rows(state, "ReceiptItemsGrid")
@@ -201,17 +246,23 @@ def parse_refined(text: str) -> dict | None:
 
 
 def decide(messages: list[Message], *, ask_before_itemizing: bool = True,
-           recall: Recall | None = None) -> "tuple[str, dict] | str":
+           recall: Recall | None = None, memory: bool = False) -> "tuple[str, dict] | str":
     """The next action: ``(tool, arguments)`` or a text message to the user."""
     view = View(messages, recall)
     if view.report is None or view.line is None:
         return "I could not find the expense report number and line in your message. Which report and line should I itemize?"
+    if memory and view.sop_key and not view.sop_read and not view.seen_tool_result:
+        return "memory_read", {"key": view.sop_key}
+    view.memory = memory
     handlers = {None: _no_form, "TrvExpenses": _report_list, "TrvExpenseReport": _report_form,
                 "TrvReceiptViewer": _receipt_viewer, "TrvItemization": _itemization}
     return handlers.get(view.form, lambda v, a: ("form_close_form", {}))(view, ask_before_itemizing)
 
 
 def _no_form(view: View, ask: bool):
+    opening = view.sop_step("form_open_menu_item")
+    if opening and isinstance(opening.get("arguments"), dict) and opening["arguments"].get("name"):
+        return "form_open_menu_item", {"name": opening["arguments"]["name"], "type": opening["arguments"].get("type", "Display")}
     if view.last_tool == "form_find_menu_item":
         return "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
     return "form_find_menu_item", {"menuItemFilter": "expense reports"}
@@ -265,7 +316,7 @@ def _itemization(view: View, ask: bool):
         return "form_click_control", {"controlName": "ViewReceipt"}
     grid = formstate.grids(view.state).get("ItemizationGrid") or {}
     rows = grid.get("Rows", [])
-    if ask and not rows and not view.confirmed:
+    if ask and not rows and not view.confirmed and not view.sop_confirms:
         return ASK.format(n=len(view.charges), doc=f" {view.receipt_document}" if view.receipt_document else "")
     complete = Counter(c for r in rows if (c := _row_charge(r.get("Values", {}))))
     missing = list((Counter(view.charges) - complete).elements())
@@ -290,6 +341,8 @@ def _itemization(view: View, ask: bool):
         return "form_save_form", {}
     remaining = _money(formstate.control_value(view.state, "ItemizationRemaining"))
     if remaining == "0.00":
+        if view.memory and not view.long_term_update_requested:
+            return "start_long_term_update", {}
         return "form_close_form", {}
     return (f"All {len(view.charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
             "Should I investigate the difference?")

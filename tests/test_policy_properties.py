@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,21 @@ from erp_sim.agents.policies import parse_policy, split_transcript, validate_mes
 from erp_sim.agents.policies.generic_agent import MARKER
 from erp_sim.agents.policies.units import IncrementalSplit
 from erp_sim.agents.tokens import count_messages, count_text, message_text
+
+def _memory_dir() -> str:
+    """A store with an SOP and a fact, so ga_memory shows a non-empty index."""
+    from erp_sim.agents.memory.store import Fact, MemoryStore, Sop, SopStep
+
+    path = tempfile.mkdtemp(prefix="erp-sim-memory-")
+    store = MemoryStore.open(path)
+    store.put(Sop(key="sop/itemize_hotel_expense", summary="itemize", goal="g", steps=[SopStep(tool="form_save_form")],
+                  verified_by=["000001-t"]))
+    store.put(Fact(key="fact/menu_item_trvexpenses", summary="menu", text="t", verified_by=["000001-t"]))
+    store.rebuild_index()
+    return path
+
+
+MEMORY_DIR = _memory_dir()
 
 # POLICY_EXAMPLES=1000 for a deeper search than the default quick run.
 SETTINGS = settings(max_examples=int(os.environ.get("POLICY_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -53,6 +69,8 @@ LAYERS = {
         st.integers(0, 3),
     ),
     "working_memory_anchor": st.builds("working_memory_anchor:at={}".format, st.sampled_from(["start", "end"])),
+    "retrieval": st.builds("retrieval:k={},keep={},backend=bm25".format, st.integers(0, 4), st.integers(0, 4)),
+    "ga_memory": st.sampled_from(["ga_memory", f'ga_memory:dir="{MEMORY_DIR}"']),
     "clear_tool_uses": st.builds(
         "clear_tool_uses:trigger={},keep={},clear_at_least={},exclude_tools={},clear_tool_inputs={}".format,
         st.sampled_from([0, 100, 5000]),
@@ -84,6 +102,9 @@ def contexts(spec: str, unit_list: list) -> list[tuple[list, list]]:
 def check_common(spec: str, shown: list) -> None:
     validate_messages(shown)
     assert shown[0] == SYSTEM
+    for _ in range(spec.count("ga_memory")):  # each adds its block as a system message after the verbatim prompt
+        assert shown[1]["role"] == "system" and shown[1]["content"].startswith("<LONG_TERM_MEMORY>")
+        shown = [shown[0], *shown[2:]]
     first = shown[1]
     assert first["role"] == "user"
     if "acon_history" in spec:
@@ -217,6 +238,23 @@ def _clear_tool_uses(p, transcript, shown, units_in, units_out):
                     assert call["function"]["arguments"] == "{}"
 
 
+def _ga_memory(p, transcript, shown, units_in, units_out):
+    block = shown[1]["content"]
+    assert ("- sop/itemize_hotel_expense:" in block) == bool(p["dir"])  # the L1 index, and nothing without a store
+    assert shown[:1] + shown[2:] == transcript  # nothing else changes (no checkpoint call in these transcripts)
+
+
+def _retrieval(p, transcript, shown, units_in, units_out):
+    keep = min(p["keep"], len(units_in))
+    assert len(units_out) == min(len(units_in), p["keep"] + p["k"])
+    assert units_out[len(units_out) - keep :] == units_in[len(units_in) - keep :] if keep else True
+    positions, start = [], 0  # the retrieved units are evicted ones, in their original order
+    for unit in units_out:
+        start = units_in.index(unit, start) + 1
+        positions.append(start)
+    assert positions == sorted(set(positions))
+
+
 PROMISES = {
     "full": _full,
     "last_n": _last_n,
@@ -228,6 +266,8 @@ PROMISES = {
     "budget_eviction": _budget_eviction,
     "working_memory_anchor": _working_memory_anchor,
     "clear_tool_uses": _clear_tool_uses,
+    "ga_memory": _ga_memory,
+    "retrieval": _retrieval,
 }
 
 

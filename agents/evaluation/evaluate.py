@@ -463,7 +463,27 @@ def main(argv: list[str] | None = None) -> int:
                                                         "unless --policy is given")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     add_common_arguments(parser)
+    # -- long-term memory across episodes (erp_sim.agents.memory.sequential) --
+    parser.add_argument("--memory", metavar="DIR", help="memory store (directory or *.sqlite) for ga_memory policies")
+    parser.add_argument("--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve")
+    parser.add_argument("--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)")
     args = parser.parse_args(argv)
+    if args.sequential:
+        if len(args.policy) != 1 or args.configs:
+            parser.error("--sequential takes exactly one --policy (with a ga_memory layer) and no --configs")
+        from erp_sim.agents.memory.sequential import run_sequential
+
+        try:
+            return run_sequential(args, args.policy[0])
+        except ValueError as exc:
+            parser.error(str(exc))
+    if args.memory:
+        from erp_sim.agents.memory.sequential import with_memory_dir
+
+        try:
+            args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
+        except ValueError as exc:
+            parser.error(str(exc))
     names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
     try:
         configs = parse_configs([n for n in names if n], args.policy, args.user)

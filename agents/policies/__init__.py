@@ -15,6 +15,8 @@ invariants every policy keeps, ``presets`` the study's C1-C4.
 | head_tail | chars=800, tokens=0, keep_recent=1, tool_chars=, tool_tokens= | GenericAgent | old tool results cut to head + tail |
 | budget_eviction | budget=30000, target=0.6, min_units=3 | GenericAgent | oldest units evicted past the budget |
 | working_memory_anchor | at=start | GenericAgent | plus a task/constraints/progress block |
+| retrieval | k=3, keep=5, backend=auto | ACON baseline | the last keep units plus the k evicted units most similar to the latest one |
+| ga_memory | dir="" | GenericAgent | plus meta rules and the L1 memory index (system), the working checkpoint, the memory tools |
 | clear_tool_uses | trigger=100000, keep=3, clear_at_least=0, exclude_tools=, clear_tool_inputs=false, placeholder | Anthropic | old tool results replaced by a placeholder |
 
 Summarizing policies use ``wrap(..., summarizer=...)``: an ``LLMSummarizer`` over any chat

@@ -7,10 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from erp_sim.agents.memory.policy import GaMemory
 from erp_sim.agents.policies.acon import AconHistory, AconObservation
 from erp_sim.agents.policies.base import ContextPolicy
 from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
 from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
+from erp_sim.agents.policies.retrieval import Retrieval
 from erp_sim.agents.policies.spec import LAYER_SEPARATOR, PolicySpecError, coerce_raw, format_layer, parse_layers
 from erp_sim.agents.policies.tool_clearing import ClearToolUses
 from erp_sim.agents.summarizers import Summarizer
@@ -30,6 +32,8 @@ POLICIES: dict[str, type[ContextPolicy]] = {
         BudgetEviction,
         WorkingMemoryAnchor,
         ClearToolUses,
+        GaMemory,
+        Retrieval,
     )
 }
 

@@ -25,7 +25,7 @@ from erp_sim.agents.types import Message
 
 UnitKind = Literal["tool", "assistant", "user"]
 HEAD_ROLES = ("system", "developer")
-PINNED_TAGS = ("<EARLIER_STEPS_SUMMARY>", "<WORKING_MEMORY>")
+PINNED_TAGS = ("<EARLIER_STEPS_SUMMARY>", "<WORKING_MEMORY>", "<WORKING_CHECKPOINT>")
 
 
 class TranscriptError(ValueError):

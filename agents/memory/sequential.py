@@ -1,0 +1,171 @@
+"""``erp-sim eval --policy ga_memory --memory DIR --sequential``: memory carried across episodes.
+
+Tasks run one after another in the task set's order, in two arms with the same policy stack:
+- ``with_memory``: the ``ga_memory`` layers use the store at DIR; after each graded episode
+  the store is updated (every episode archived in L4; a successful one that asked for it with
+  ``start_long_term_update`` promoted to L2/L3), so episode i sees what episodes < i verified;
+- ``without_memory``: the same stack over an empty memory that keeps nothing.
+One run per task (``--runs`` does not apply: the order is the experiment). The usual results
+file and report are written, plus ``learning_curve.md`` (steps, model calls, input tokens and
+success against the episode index, for both arms, and the first and last five episodes),
+appended to ``report.md`` as its last section, and ``learning_curve.png``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from pathlib import Path
+
+from erp_sim.agents.memory.consolidate import Consolidation, LLMConsolidator, consolidate_episode
+from erp_sim.agents.memory.store import MemoryStore
+from erp_sim.agents.policies import parse_policy
+from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
+
+WITH, WITHOUT = "with_memory", "without_memory"
+CURVE_FILE = "learning_curve.md"
+
+
+def with_memory_dir(spec: str, directory: str) -> str:
+    """``spec`` with every ga_memory layer pointed at ``directory`` ('' : the empty memory)."""
+    parsed = parse_policy(spec)
+    if not any(layer.name == "ga_memory" for layer in parsed.layers):
+        raise ValueError(f"--memory needs a ga_memory layer in the policy, got {spec!r}")
+    layers = [LayerSpec(name=layer.name, params={**layer.params, "dir": directory}) if layer.name == "ga_memory" else layer
+              for layer in parsed.layers]
+    return PolicySpec(layers=layers).spec
+
+
+def requested_update(trajectory: dict) -> bool:
+    """Whether the agent called start_long_term_update and the harness accepted it."""
+    accepted = {m.get("tool_call_id") for m in trajectory.get("messages", [])
+                if m.get("role") == "tool" and str(m.get("content") or "").startswith("Long-term update scheduled")}
+    return any(call.get("id") in accepted and call["function"]["name"] == "start_long_term_update"
+               for m in trajectory.get("messages", []) for call in m.get("tool_calls") or [])
+
+
+def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Consolidation:
+    """After grading: promote (if requested and successful) or archive only."""
+    if requested_update(trajectory):
+        return consolidate_episode(store, trajectory, consolidator)
+    key = store.archive(str(trajectory.get("task_id")), bool(trajectory.get("grade", {}).get("success")),
+                        str(trajectory.get("termination", "")), False, trajectory)
+    return Consolidation(archive_key=key, success=bool(trajectory.get("grade", {}).get("success")),
+                         note="no start_long_term_update: archived in L4 only")
+
+
+def run_sequential(args, policy: str) -> int:
+    from erp_sim.agents.evaluation.evaluate import EpisodeSpec, print_table, run_spec, task_ids
+    from erp_sim.agents.evaluation.report import RESULTS_FILE, write_report
+
+    if not args.memory:
+        raise SystemExit("--sequential needs --memory DIR (a directory or a *.sqlite file)")
+    out = Path(args.out)
+    results = out / RESULTS_FILE
+    if results.exists():
+        raise SystemExit(f"{results} exists: a sequential run starts fresh; choose another --out.")
+    out.mkdir(parents=True, exist_ok=True)
+    store = MemoryStore.open(args.memory)
+    consolidator = _consolidator(args)
+    task_set, ids = task_ids(args.tasks)
+    arms = [(WITH, with_memory_dir(policy, str(args.memory))), (WITHOUT, with_memory_dir(policy, ""))]
+    rows, notes = [], []
+    for config, spec in arms:
+        for episode, task_id in enumerate(ids):
+            episode_spec = EpisodeSpec(config=config, policy=spec, user=args.user, agent=args.agent, task_set=task_set,
+                                       task_id=task_id, run=0, seed=args.seed, max_steps=args.max_steps,
+                                       verbosity=args.verbosity, out_dir=str(out), base_url=args.base_url,
+                                       record_dir=args.record)
+            row = {**run_spec(episode_spec), "episode": episode}
+            if config == WITH:
+                with gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle:
+                    result = update_memory(store, json.load(handle), consolidator)
+                row["memory"] = result.model_dump()
+                notes.append(result)
+            rows.append(row)
+            if not args.quiet:
+                print(f"{config} {episode:3d} {task_id}: success={row['grade']['success']} "
+                      f"steps={row['metrics']['steps']} tokens={row['metrics']['input_tokens']:,}", flush=True)
+    results.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    report = write_report(str(out), baseline=args.baseline or WITHOUT)
+    curve = learning_curve_markdown(rows)
+    (out / CURVE_FILE).write_text(curve, encoding="utf-8")
+    with Path(report).open("a", encoding="utf-8") as handle:
+        handle.write("\n" + curve)
+    _plot(rows, out / "learning_curve.png")
+    print_table(rows)
+    print("\n" + curve)
+    print(f"memory: {args.memory} ({len(store.keys('sop'))} SOPs, {len(store.keys('fact'))} facts, "
+          f"{len(store.archive_keys())} archived episodes); report: {report}")
+    return 0
+
+
+def _consolidator(args):
+    name = getattr(args, "consolidator", "deterministic") or "deterministic"
+    if name == "deterministic":
+        return None
+    kind, _, model = name.partition(":")
+    if kind != "openai" or not model:
+        raise SystemExit(f"--consolidator: deterministic or openai:MODEL, got {name!r}")
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+
+    return LLMConsolidator(OpenAIChatModel(model, base_url=args.base_url, temperature=0.0))
+
+
+def curve_points(rows: list[dict], config: str) -> list[dict]:
+    return sorted((r for r in rows if r["config"] == config), key=lambda r: r["episode"])
+
+
+def learning_curve_markdown(rows: list[dict]) -> str:
+    """The per-episode table of both arms and the first/last five summary."""
+    with_rows, without_rows = curve_points(rows, WITH), curve_points(rows, WITHOUT)
+    lines = ["## Learning curve (memory across episodes)", "",
+             "Episodes in task order; `with_memory` carries the store over, `without_memory` runs the same "
+             "policy over an empty memory. Steps are ERP steps (tool calls and messages to the user); model calls "
+             "include the memory tools, which the harness answers.", "",
+             "| episode | task | steps (with / without) | model calls | input tokens (with / without) | success |",
+             "|---:|---|---:|---:|---:|---|"]
+    for a, b in zip(with_rows, without_rows):
+        ma, mb = a["metrics"], b["metrics"]
+        lines.append(f"| {a['episode']} | {a['task_id']} | {ma['steps']} / {mb['steps']} | "
+                     f"{ma['model_calls']} / {mb['model_calls']} | {ma['input_tokens']:,} / {mb['input_tokens']:,} | "
+                     f"{_mark(a)} / {_mark(b)} |")
+    lines += ["", "| episodes | arm | steps | model calls | input tokens | success |", "|---|---|---:|---:|---:|---:|"]
+    for label, part in (("first 5", slice(0, 5)), ("last 5", slice(-5, None))):
+        for arm, arm_rows in ((WITH, with_rows), (WITHOUT, without_rows)):
+            chosen = arm_rows[part]
+            if not chosen:
+                continue
+            lines.append(f"| {label} | {arm} | {_mean(chosen, 'steps'):.1f} | {_mean(chosen, 'model_calls'):.1f} | "
+                         f"{_mean(chosen, 'input_tokens'):,.0f} | "
+                         f"{sum(bool(r['grade']['success']) for r in chosen)}/{len(chosen)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _mark(row: dict) -> str:
+    return "yes" if row["grade"]["success"] else "no"
+
+
+def _mean(rows: list[dict], metric: str) -> float:
+    return statistics.fmean(r["metrics"][metric] for r in rows)
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for arm in (WITH, WITHOUT):
+        points = curve_points(rows, arm)
+        x = [r["episode"] for r in points]
+        axes[0].plot(x, [r["metrics"]["steps"] for r in points], marker="o", label=arm)
+        axes[1].plot(x, [r["metrics"]["input_tokens"] for r in points], marker="o", label=arm)
+    axes[0].set(xlabel="episode", ylabel="ERP steps")
+    axes[1].set(xlabel="episode", ylabel="input tokens")
+    axes[0].legend()
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
