@@ -135,7 +135,7 @@ def test_memory_tools_answer_and_refuse_bad_input(tmp_path):
 
 # -- "no execution, no memory" --------------------------------------------------------------------
 def test_a_successful_episode_becomes_a_parameterized_sop(tmp_path, success):
-    assert success.grade["success"]
+    assert success.grade.success
     store = MemoryStore.open(tmp_path / "m")
     result = consolidate_episode(store, success)
     assert result.promoted == ["sop/itemize_hotel_expense", "fact/menu_item_trvexpenses"]
@@ -152,7 +152,7 @@ def test_a_successful_episode_becomes_a_parameterized_sop(tmp_path, success):
 
 
 def test_a_failed_episode_never_creates_an_sop(tmp_path, failure):
-    assert not failure.grade["success"]
+    assert not failure.grade.success
     store = MemoryStore.open(tmp_path / "m")
 
     def must_not_run(*_):
@@ -245,7 +245,7 @@ def test_memory_calls_are_answered_by_the_harness_not_the_erp(tmp_path, success)
     later = episode(f'ga_memory:dir="{tmp_path / "m"}"', "hotel-001")
     names = [c["function"]["name"] for m in later.messages for c in m.get("tool_calls") or []]
     assert names[:2] == ["memory_read", "form_open_menu_item"]  # the SOP replaces the menu search
-    assert "start_long_term_update" in names and later.grade["success"]
+    assert "start_long_term_update" in names and later.grade.success
     assert later.metrics.invalid_actions == 0 and later.metrics.tool_errors == 0
     assert {t["function"]["name"] for t in later.tools} >= set(MEMORY_TOOLS)
 
@@ -287,9 +287,10 @@ def test_memory_composes_with_budget_eviction(tmp_path, success):
                                  task_id="hotel-002", seed=0, keep_shown=True)
     finally:
         env.close()
-    assert trajectory.grade["success"] and trajectory.metrics.peak_tokens < 20_000 + 3_000  # + the tool schemas
-    assert all(shown[1]["content"].startswith(MEMORY_TAG) for shown in trajectory.shown)
-    assert [m["content"] for m in trajectory.shown[-1][:1]] == [trajectory.messages[0]["content"]]
+    assert trajectory.grade.success and trajectory.metrics.peak_tokens < 20_000 + 3_000  # + the tool schemas
+    shown = [trajectory.context.shown(step) for step in range(len(trajectory.context.steps))]
+    assert all(context[1]["content"].startswith(MEMORY_TAG) for context in shown)
+    assert [m["content"] for m in shown[-1][:1]] == [trajectory.messages[0]["content"]]
 
 
 def test_memory_flag_without_a_memory_layer_is_a_usage_error(tmp_path):

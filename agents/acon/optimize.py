@@ -238,10 +238,10 @@ class Run:
             if trajectory.infra_error:
                 raise SystemExit(f"{label}/{task_id}: model service failed ({trajectory.infra_error}); "
                                  "nothing was saved for this episode: rerun with --resume")
-            record.update(success=bool(trajectory.grade.get("success")), termination=trajectory.termination,
+            record.update(success=trajectory.grade is not None and trajectory.grade.success, termination=trajectory.termination,
                           failure_category=trajectory.failure_category,
                           metrics=trajectory.metrics.model_dump(mode="json"), messages=trajectory.messages,
-                          shown_last=trajectory.shown[-1] if trajectory.shown else [])
+                          shown_last=trajectory.context.shown(len(trajectory.context.steps) - 1) if trajectory.context.steps else [])
         record["agent_usage"] = agent_log.usage()
         record["compressor_usage"] = compressor_log.usage()
         record["compressor_calls"] = [{"kind": compressor_kind(p["messages"]), **p} for p in compressor_log.pairs]

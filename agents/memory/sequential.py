@@ -49,9 +49,9 @@ def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Co
     """After grading: promote (if requested and successful) or archive only."""
     if requested_update(trajectory):
         return consolidate_episode(store, trajectory, consolidator)
-    key = store.archive(str(trajectory.get("task_id")), bool(trajectory.get("grade", {}).get("success")),
+    key = store.archive(str(trajectory.get("task_id")), bool((trajectory.get("grade") or {}).get("success")),
                         str(trajectory.get("termination", "")), False, trajectory)
-    return Consolidation(archive_key=key, success=bool(trajectory.get("grade", {}).get("success")),
+    return Consolidation(archive_key=key, success=bool((trajectory.get("grade") or {}).get("success")),
                          note="no start_long_term_update: archived in L4 only")
 
 
