@@ -272,37 +272,41 @@ def main(argv: list[str] | None = None) -> int:
     print(f"USER: {observation}\n", file=out)
     read = line_reader([*LOCAL_COMMANDS, "say", *tool_names])
     last_response, steps, reason = None, 0, None
-    while (line := read(f"erp[step {steps}]> ")) is not None:
-        kind, payload = parse_command(line, tool_names)
-        if kind == "quit":
-            reason = "quit"
-            break
-        if kind == "help":
-            print(HELP, file=out)
-        elif kind == "tools":
-            print(describe_tools(tools, payload), file=out)
-        elif kind == "prompt":
-            print(system_prompt, file=out)
-        elif kind == "task":
-            print(f"USER: {instruction}", file=out)
-        elif kind == "raw":
-            print(last_response if last_response is not None else "No tool call yet.", file=out)
-        elif kind == "grade":
-            print(format_grade(env.unwrapped.grade()), file=out)
-        elif kind == "error":
-            print(payload, file=out)
-        elif kind == "action":
-            observation, reward, terminated, truncated, info = env.step(payload)
-            steps = info["counts"]["steps"]
-            if info["action"]["kind"] == "message":
-                print(f"USER: {observation}", file=out)
-            else:
-                last_response = observation
-                print(f"ERP: {observation}" if args.raw else readable(observation), file=out)
-            print(f"[reward {reward:g}, remaining {info['grade']['remaining_amount']}, step {steps}]\n", file=out)
-            if terminated or truncated:
-                reason = info["termination_reason"] or "step limit"
+    try:  # Ctrl-C at the prompt only clears the line (see line_reader); elsewhere it ends the episode
+        while (line := read(f"erp[step {steps}]> ")) is not None:
+            kind, payload = parse_command(line, tool_names)
+            if kind == "quit":
+                reason = "quit"
                 break
+            if kind == "help":
+                print(HELP, file=out)
+            elif kind == "tools":
+                print(describe_tools(tools, payload), file=out)
+            elif kind == "prompt":
+                print(system_prompt, file=out)
+            elif kind == "task":
+                print(f"USER: {instruction}", file=out)
+            elif kind == "raw":
+                print(last_response if last_response is not None else "No tool call yet.", file=out)
+            elif kind == "grade":
+                print(format_grade(env.unwrapped.grade()), file=out)
+            elif kind == "error":
+                print(payload, file=out)
+            elif kind == "action":
+                observation, reward, terminated, truncated, info = env.step(payload)
+                steps = info["counts"]["steps"]
+                if info["action"]["kind"] == "message":
+                    print(f"USER: {observation}", file=out)
+                else:
+                    last_response = observation
+                    print(f"ERP: {observation}" if args.raw else readable(observation), file=out)
+                print(f"[reward {reward:g}, remaining {info['grade']['remaining_amount']}, step {steps}]\n", file=out)
+                if terminated or truncated:
+                    reason = info["termination_reason"] or "step limit"
+                    break
+    except KeyboardInterrupt:
+        reason = "interrupted"
+        print(file=out)
     print(f"Episode ended: {reason or 'end of input'}.", file=out)
     print(format_grade(env.unwrapped.grade()), file=out)
     env.close()
