@@ -101,11 +101,15 @@ async def solve_through(server) -> tuple[int, int]:
 
 
 def wait_for_grade(path: Path) -> dict:
-    for _ in range(200):  # the server rewrites its grade file after every change and at exit
+    for _ in range(200):  # the server appends one JSON line per grade (after writes, at close and at exit)
         if path.exists():
-            session = json.loads(path.read_text())["sessions"][0]
-            if session["grade"]["strict_success"]:
-                return session
+            for line in reversed(path.read_text().splitlines()):
+                try:
+                    session = json.loads(line)
+                except json.JSONDecodeError:  # a line being written
+                    continue
+                if session["grade"]["strict_success"]:
+                    return session
         time.sleep(0.05)
     raise AssertionError(f"no successful grade in {path}: {path.read_text() if path.exists() else 'missing'}")
 

@@ -50,7 +50,7 @@ def test_bad_input_is_reported_and_the_session_goes_on(monkeypatch, capsys):
     assert "Unknown command or tool 'clear'" in out and "Not valid JSON" in out and "Unknown command or tool 'nope'" in out
     assert "terminal escape sequence; nothing was sent" in out and "Say what?" in out
     # Only the last line reached the ERP: one step, an invalid action.
-    assert "Error ValidationError: Invalid arguments for form_find_menu_item" in out and "step 1]" in out
+    assert "Error InvalidAction: Invalid arguments for form_find_menu_item" in out and "step 1]" in out
     assert "step 2]" not in out
     assert "Episode ended: end of input." in out and "Grade: success=False" in out
 

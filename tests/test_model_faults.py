@@ -32,7 +32,7 @@ def test_a_context_length_400_ends_the_episode_as_a_scored_context_overflow(env,
     trajectory = run_episode(env, ModelAgent(fast_model(fake_openai_server)), task_id="hotel-000")
     assert trajectory.termination == "context_overflow" and trajectory.failure_category == "context_overflow"
     assert "maximum context length" in trajectory.model_error and trajectory.infra_error is None
-    assert len(trajectory.steps) == 1 and not trajectory.grade["success"]
+    assert len(trajectory.steps) == 1 and not trajectory.grade.success
 
 
 def test_another_persistent_400_ends_the_episode_as_model_request_refused(env, fake_openai_server):
@@ -52,7 +52,7 @@ def test_context_window_applies_to_any_agent_scored_as_a_failure(env):
     full = run_episode(env, ScriptedAgent(), task_id="hotel-000")
     window = max(s.input_tokens for s in full.steps) - 1
     cut = run_episode(env, ScriptedAgent(), task_id="hotel-000", context_window=window)
-    assert full.grade["success"] and not cut.grade["success"]
+    assert full.grade.success and not cut.grade.success
     assert cut.failure_category == "context_overflow" and all(s.input_tokens <= window for s in cut.steps)
 
 
