@@ -164,7 +164,7 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
                               "failure_category": row.get("failure_category"), "infra_error": row.get("infra_error"),
                               "metrics": row.get("metrics") or {}}
     if trajectory is None:
-        record.update(transcript=[], calls=[], events=[], remaining=[], has_shown=False)
+        record.update(transcript=[], calls=[], events=[], remaining=[])
         return record
     messages = [m for m in trajectory.get("messages") or [] if isinstance(m, dict)]
     transcript = [table.add(m) for m in messages]
@@ -173,7 +173,7 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
     calls, events, remaining = [], [], []
     call = -1
     for position, message in enumerate(messages):
-        role = message.get("role")
+        role, text, tool_calls = _message_row(message)
         if role == "assistant":
             call += 1
             step = steps[call] if call < len(steps) else {}
@@ -182,19 +182,19 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
             if contexts is not None and call < len(contexts):
                 entry["shown"], entry["pruned"] = _marks(messages[:position], contexts[call], table, transcript[:position])
             calls.append(entry)
-            for name, arguments in (_message_row(message)[2] or []):
+            for name, arguments in tool_calls or []:
                 events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})
-            if not message.get("tool_calls"):
-                events.append({"call": call, "kind": "agent", "text": _message_row(message)[1], "at": position})
+            if not tool_calls:
+                events.append({"call": call, "kind": "agent", "text": text, "at": position})
         elif role == "tool":
-            is_error, shown_remaining = _tool_result_state(_message_row(message)[1])
+            is_error, shown_remaining = _tool_result_state(text)
             if is_error:
-                events.append({"call": call, "kind": "error", "text": _message_row(message)[1][:300], "at": position})
+                events.append({"call": call, "kind": "error", "text": text[:300], "at": position})
             if shown_remaining is not None:
                 remaining.append([call, shown_remaining])
         elif role == "user" and position > 1:
-            events.append({"call": call, "kind": "user", "text": _message_row(message)[1], "at": position})
-    record.update(transcript=transcript, calls=calls, events=events, remaining=remaining, has_shown=contexts is not None)
+            events.append({"call": call, "kind": "user", "text": text, "at": position})
+    record.update(transcript=transcript, calls=calls, events=events, remaining=remaining)
     if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
         record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest
     return record
