@@ -260,15 +260,23 @@ class Estimate:
         return Estimate(self.mean, min(max(self.low, low), high), min(max(self.high, low), high), self.n, self.method)
 
 
+def _finite(values: Iterable[float]) -> np.ndarray:
+    return np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+
+
+def _without_interval(array: np.ndarray, method: str) -> Estimate:
+    """Fewer than two values: the mean (NaN for none) and no interval."""
+    mean = float(array.mean()) if array.size else math.nan
+    return Estimate(mean, math.nan, math.nan, int(array.size), method)
+
+
 def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
     """Mean and Student t interval: mean +- t_{(1+c)/2, n-1} * s / sqrt(n), s with ddof=1."""
-    array = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    array = _finite(values)
     n = int(array.size)
-    if n == 0:
-        return Estimate(math.nan, math.nan, math.nan, 0, "t")
-    mean = float(array.mean())
     if n < 2:
-        return Estimate(mean, math.nan, math.nan, n, "t")
+        return _without_interval(array, "t")
+    mean = float(array.mean())
     sem = float(stats.sem(array))
     if sem == 0.0:  # scipy rejects scale=0; the interval of identical runs is the point
         return Estimate(mean, mean, mean, n, "t")
@@ -300,13 +308,11 @@ def _bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, 
 
 def bootstrap_mean(values: Iterable[float], scale: float = 1.0) -> Estimate:
     """Mean (times ``scale``) with a BCa bootstrap interval over the given units."""
-    array = np.asarray([v for v in values if math.isfinite(v)], dtype=float) * scale
+    array = _finite(values) * scale
     n = int(array.size)
-    if n == 0:
-        return Estimate(math.nan, math.nan, math.nan, 0, "bootstrap")
-    mean = float(array.mean())
     if n < 2:
-        return Estimate(mean, math.nan, math.nan, n, "bootstrap")
+        return _without_interval(array, "bootstrap")
+    mean = float(array.mean())
     if np.all(array == array[0]):
         return Estimate(mean, mean, mean, n, "bootstrap")
     low, high, method = _bootstrap((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
