@@ -9,8 +9,8 @@
 Vector envs: ``erp_sim.envs.make_vec(env_id, n)`` (async, with the ``shared_memory=False`` that text
 observations need). One id per fixture set and per expense type; variants are kwargs of one class
 (``erp_sim.envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
-package only registers ids: the simulator is imported when an env is made or a name below
-is used (importing ``erp_sim`` takes most of a second).
+package only registers ids: ``gym.make`` checks its arguments without the simulator, which
+loads (pydantic models, SQLite, Faker) at the first ``reset``.
 """
 
 from __future__ import annotations

@@ -12,16 +12,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
 import numpy as np
-from pydantic import BaseModel
 from gymnasium.error import ResetNeeded
 
 import erp_sim
-from erp_sim.session import json_value_problem, parse_call
+from erp_sim.faults import FaultProfile
+from erp_sim.json_values import json_value_problem
+from erp_sim.task_sets import task_rows
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from erp_sim.grading import Progress
 
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
@@ -60,6 +63,12 @@ def potential(state: Progress, reward: str = "success") -> Decimal:
     if not summary.total:
         return Decimal(0)
     return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(summary.remaining) / summary.total)
+
+
+@lru_cache(maxsize=1)
+def _tools_json() -> str:
+    """The tool schemas every reset's ``info["tools"]`` gets a fresh copy of."""
+    return json.dumps(erp_sim.openai_tool_schemas())
 
 
 _ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
@@ -255,9 +264,11 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         if max_user_turns < 1:
             raise ValueError(f"max_user_turns must be at least 1, got {max_user_turns}")
-        erp_sim.FaultProfile.parse(faults)  # fail here, not at the first reset
+        # Arguments fail here, not at the first reset; the simulator itself (pydantic models, the
+        # database layer) loads at the first reset, which keeps the first gym.make fast.
+        FaultProfile.parse(faults)
         try:
-            self.tasks = erp_sim.load_task_set(task_set)
+            task_rows(task_set)
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
@@ -266,9 +277,13 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.max_user_turns, self.render_mode = max_user_turns, render_mode
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
-        self._tools_json = json.dumps(erp_sim.openai_tool_schemas())
         self.session: erp_sim.ErpSession | None = None
         self.task: erp_sim.Task | None = None
+
+    @property
+    def tasks(self) -> list[erp_sim.Task]:
+        """The task set's tasks, in set order (``reset(options={"task_index": i})`` picks ``tasks[i]``)."""
+        return erp_sim.load_task_set(self.task_set)
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
@@ -294,7 +309,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
                            "line_number": task.line_number, "header_amount": task.header_amount,
                            "currency": task.currency, "item_count": task.item_count}
         info = self._info()
-        info.update(tools=json.loads(self._tools_json), system_prompt=system_prompt(self.task))
+        info.update(tools=json.loads(_tools_json()), system_prompt=system_prompt(self.task))
         return self._last_observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -307,6 +322,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         kind, payload = parse_action(action)
         tool_name = payload[0] if kind == "tool" else None
         if kind == "tool":
+            from erp_sim.session import parse_call  # loaded since reset; imported here to keep gym.make light
+
             try:
                 payload = parse_call(*payload)
             except erp_sim.ErpError as exc:

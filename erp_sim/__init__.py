@@ -22,7 +22,6 @@ _LAZY = {
     "OracleError": "erp_sim.oracle",
     "oracle_calls": "erp_sim.oracle",
     "run_oracle": "erp_sim.oracle",
-    "VERBOSITIES": "erp_sim.session",
     "ErpSession": "erp_sim.session",
     "ToolResponse": "erp_sim.session",
     "Task": "erp_sim.tasks",
@@ -38,9 +37,13 @@ if TYPE_CHECKING:
     from erp_sim.faults import FaultProfile
     from erp_sim.grading import Grade, grade_session
     from erp_sim.oracle import OracleError, oracle_calls, run_oracle
-    from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
+    from erp_sim.session import ErpSession, ToolResponse
     from erp_sim.tasks import Task, get_task, load_task_set
     from erp_sim.tools import TOOLS, Tool, openai_tool_schemas
+
+
+# The response shapes a session can render: "default" (the verbose D365 form state) or "compact".
+VERBOSITIES = ("default", "compact")
 
 
 def __getattr__(name: str):

@@ -17,10 +17,12 @@ import orjson
 import pydantic
 from pydantic import BaseModel, Field
 
+from erp_sim import VERBOSITIES
 from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
+from erp_sim.json_values import MAX_ARGUMENT_DEPTH, json_value_problem
 from erp_sim.tasks import Task
 from erp_sim.tools import TOOLS, Outcome, Tool
 
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from erp_sim.grading import Grade
 
 Verbosity = Literal["default", "compact"]
-VERBOSITIES = ("default", "compact")
 MAX_RESPONSE_CHARS = 160_000  # the real server's limit
 MAX_ERROR_CHARS = 2_000  # an error message's text (it appears twice in the response)
 MAX_FORM_DEPTH = 8
@@ -264,47 +265,6 @@ def validate_arguments(tool, arguments: "dict[str, Any] | str | None") -> BaseMo
         return tool.args_model.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise ValidationError(_describe_validation_error(tool.name, exc)) from None
-
-
-MAX_ARGUMENT_DEPTH = 32
-MAX_INT_BITS = 4_000 * 3  # well under Python's 4,300-digit limit on printing integers (~14,000 bits)
-
-
-def json_value_problem(value: Any, path: str = "arguments", depth: int = 0) -> str | None:
-    """What makes ``value`` unfit as tool arguments, or None: only JSON values, no NUL characters
-    or lone surrogates in any text (SQLite and UTF-8 refuse them), no integers too long to print,
-    no nesting deeper than MAX_ARGUMENT_DEPTH. Checked before any tool sees the arguments."""
-    if depth > MAX_ARGUMENT_DEPTH:
-        return f"{path}: nested more than {MAX_ARGUMENT_DEPTH} levels deep."
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        if "\x00" in value:
-            return f"{path}: text must not contain NUL characters (\\u0000)."
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{path}: text must be valid Unicode (it contains a lone surrogate such as \\ud800)."
-        return None
-    if isinstance(value, int):
-        return f"{path}: the integer has too many digits." if value.bit_length() > MAX_INT_BITS else None
-    if isinstance(value, float):  # NaN and infinities are the tools' to refuse, naming their field
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{path}: keys must be text, got {type(key).__name__}."
-            problem = json_value_problem(key, f"{path} key", depth + 1) or json_value_problem(item, f"{path}.{key[:40]}", depth + 1)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = json_value_problem(item, f"{path}[{index}]", depth + 1)
-            if problem:
-                return problem
-        return None
-    return f"{path}: {type(value).__name__} is not a JSON value."
 
 
 def _parse_arguments(arguments: "dict | str | None") -> dict:

@@ -40,7 +40,7 @@ Scalar = Union[str, int, float, bool, None]
 
 
 class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True)
 
 
 @dataclass

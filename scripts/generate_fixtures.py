@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from erp_sim.taskgen import TASK_SETS
-from erp_sim.tasks import FIXTURES_DIR, TASK_SET_FILES, task_to_json
+from erp_sim.task_sets import FIXTURES_DIR, TASK_SET_FILES
+from erp_sim.tasks import task_to_json
 
 
 def render(name: str) -> str:

@@ -20,7 +20,7 @@ from fake_openai_server import FakeOpenAIServer
 from erp_sim.agents.acon.export_sft import main as export_main
 from erp_sim.agents.acon.optimize import main as optimize_main
 from erp_sim.agents.cli import main as cli_main
-from erp_sim.tasks import resolve_tasks
+from erp_sim.task_sets import resolve_tasks
 
 TRAIN = resolve_tasks("hotel_50:train")[1][:3]
 TEST = resolve_tasks("hotel_50:test")[1][:1]

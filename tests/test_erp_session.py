@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from erp_sim import ErpSession, TOOLS, get_task, load_task_set, oracle_calls, run_oracle
+from erp_sim import ErpSession, FaultProfile, TOOLS, get_task, load_task_set, oracle_calls, run_oracle
 from erp_sim.session import MAX_RESPONSE_CHARS
 
 ENVELOPE_KEYS = ["SessionId", "Result", "Messages", "FormState", "MCPActivityId", "DeepLinks"]
@@ -211,6 +211,21 @@ def test_fault_injection_is_seeded_and_changes_nothing(hotel_task):
 
     assert run(1) == run(1) and run(1) != run(2)
     assert 0 < sum(code is not None for code in run(1)) < 40
+
+
+@pytest.mark.parametrize("spec, expected", [
+    (None, None), (0.25, FaultProfile(rate=0.25)), ("0.1", FaultProfile(rate=0.1)),
+    (" rate = 0.5 , seed = 3 ", FaultProfile(rate=0.5, seed=3)),
+    ("rate=1,kinds=FormBusy|SessionLost", FaultProfile(rate=1.0, kinds=("FormBusy", "SessionLost")))])
+def test_fault_profile_reads_its_spellings(spec, expected):
+    assert FaultProfile.parse(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["rate=7", "nan", "rate=inf", -0.1, "rate=0.1,seed=x", "rate=0.1,sead=3", "kinds=Gremlin",
+                                  "rate=0.2,kinds=", "", True, [0.1], "0.1,0.2"])
+def test_fault_profile_refuses_bad_specs_with_a_value_error(spec):
+    with pytest.raises(ValueError, match="fault|Fault"):
+        FaultProfile.parse(spec)
 
 
 def test_receipt_option_puts_the_items_in_the_instruction(hotel_task):

@@ -13,7 +13,7 @@ import sys
 import erp_sim
 
 HEAVY = ("sqlalchemy", "sqlmodel", "faker", "numpy", "scipy", "matplotlib", "openai", "fastmcp", "mcp", "bpe_openai",
-         "gymnasium", "agents", "httpx", "uvicorn", "starlette", "tqdm", "orjson")
+         "gymnasium", "agents", "httpx", "uvicorn", "starlette", "tqdm", "orjson", "pydantic", "sqlite3")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -33,11 +33,13 @@ def test_cli_help_loads_no_heavy_library():
     assert loaded_after(code) == set()
 
 
-def test_first_gym_make_leaves_the_database_layer_for_reset():
-    made = loaded_after("import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0')")
-    assert made <= {"gymnasium", "numpy", "orjson"}, made
+def test_first_gym_make_leaves_the_simulator_for_reset():
+    # gym.make checks its arguments (task set, faults, verbosity) without the model or database layer
+    made = loaded_after("import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0', task_set='Meals', "
+                        "faults='rate=0.1,seed=2', verbosity='compact')")
+    assert made <= {"gymnasium", "numpy"}, made
     reset = loaded_after("import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0').reset(seed=0)")
-    assert {"sqlalchemy", "faker"} <= reset
+    assert {"sqlalchemy", "faker", "pydantic", "sqlite3"} <= reset
 
 
 def test_every_public_name_resolves():

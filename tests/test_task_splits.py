@@ -4,13 +4,14 @@ from collections import Counter
 
 import pytest
 
-from erp_sim.tasks import load_task_set, resolve_tasks, split_tasks
+from erp_sim.task_sets import resolve_tasks
+from erp_sim.tasks import load_task_set
 from erp_sim.agents.evaluation.evaluate import task_ids
 
 
 @pytest.mark.parametrize("task_set, train_size", [("hotel_50", 25), ("expense_types", 55)])
 def test_split_partitions_the_set_with_pinned_sizes(task_set, train_size):
-    train, test = split_tasks(task_set, "train"), split_tasks(task_set, "test")
+    train, test = load_task_set(f"{task_set}:train"), load_task_set(f"{task_set}:test")
     everything = [t.task_id for t in load_task_set(task_set)]
     assert len(train) == train_size
     assert not {t.task_id for t in train} & {t.task_id for t in test}
@@ -22,13 +23,13 @@ def test_split_partitions_the_set_with_pinned_sizes(task_set, train_size):
 @pytest.mark.parametrize("task_set", ["hotel_50", "expense_types"])
 def test_split_is_stratified_by_expense_type_and_difficulty(task_set):
     strata = Counter((t.expense_type, t.difficulty) for t in load_task_set(task_set))
-    in_train = Counter((t.expense_type, t.difficulty) for t in split_tasks(task_set, "train"))
+    in_train = Counter((t.expense_type, t.difficulty) for t in load_task_set(f"{task_set}:train"))
     for stratum, size in strata.items():
         assert in_train[stratum] == int(size * 0.5 + 0.5), stratum
 
 
 def test_split_is_fixed():
-    assert [t.task_id for t in split_tasks("hotel_50", "train")][:6] == [
+    assert [t.task_id for t in load_task_set("hotel_50:train")][:6] == [
         "hotel-000", "hotel-001", "hotel-005", "hotel-006", "hotel-007", "hotel-011"]
     assert resolve_tasks("hotel_50:train") == resolve_tasks(" hotel_50 : train ")
     assert [t.task_id for t in load_task_set("hotel_50:test")] == resolve_tasks("hotel_50:test")[1]
@@ -40,7 +41,7 @@ def test_resolve_tasks_forms_and_errors():
     with pytest.raises(KeyError, match="hotel_50:train"):
         resolve_tasks("hotel_50:trian")
     with pytest.raises(KeyError, match="Unknown split"):
-        split_tasks("hotel_50", "dev")
+        load_task_set("hotel_50:dev")
     with pytest.raises(KeyError, match="Unknown task set"):
         resolve_tasks("nope:train")
 

@@ -149,7 +149,7 @@ class Run:
     """One optimisation run in ``out``: the role models, the task lists and the artefacts."""
 
     def __init__(self, settings: Settings, out: Path, models: dict[str, Any]):
-        from erp_sim.tasks import resolve_tasks
+        from erp_sim.task_sets import resolve_tasks
 
         self.settings, self.out = settings, out
         self.kinds = COMPRESSION[settings.compression]
@@ -544,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = [s.strip() for s in args.steps.split(",") if s.strip() and s.strip() != "none"]
     if any(s not in ("ut", "co") for s in steps):
         parser.error(f"--steps {args.steps!r}: use ut,co, ut, co or none")
-    from erp_sim.tasks import resolve_tasks
+    from erp_sim.task_sets import resolve_tasks
 
     test_tasks = args.test_tasks or default_test_tasks(args.tasks)
     try:

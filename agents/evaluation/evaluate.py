@@ -377,8 +377,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:
-    """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.tasks.resolve_tasks``)."""
-    from erp_sim.tasks import resolve_tasks
+    """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.task_sets.resolve_tasks``)."""
+    from erp_sim.task_sets import resolve_tasks
 
     try:
         return resolve_tasks(tasks)

@@ -35,7 +35,7 @@ from erp_sim.mcp.http import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, 
 from erp_sim.mcp.sessions import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.stdio import CappedWriter, LimitedLines
 from erp_sim.mcp.tools import register
-from erp_sim.session import VERBOSITIES
+from erp_sim import VERBOSITIES
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.sql_sandbox import set_limits as set_sql_limits
 

@@ -30,8 +30,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from erp_sim.faults import FaultInjector, FaultProfile
-from erp_sim.session import VERBOSITIES, ErpSession, ToolResponse
+from erp_sim.faults import FaultProfile
+from erp_sim import VERBOSITIES
+from erp_sim.session import ErpSession, ToolResponse
 from erp_sim.tasks import Task, get_task, load_task_set
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -101,8 +102,6 @@ class EpisodeStore:
             random.Random(seed).shuffle(self.order)
         self.verbosity = verbosity
         self.faults = FaultProfile.parse(faults)
-        if self.faults is not None:
-            FaultInjector(self.faults, 0)  # rejects unknown fault kinds now rather than in every session
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
         if max_episodes < 1 or max_per_owner < 1:
             raise ValueError("--max-episodes and --max-episodes-per-session must be at least 1")
