@@ -10,13 +10,17 @@ A failing model service ends only its own episode, with a recorded outcome: an
 ``InfrastructureError`` (retries ran out) gives termination ``infra_error`` (not scored, retried
 on resume); a refused request (``ModelRequestError``, e.g. a content filter) gives
 ``model_error`` and a too-long one (``ContextOverflowError``, from the server or from
-``context_window``) gives ``context_overflow``; both are scored as failures.
+``context_window``) gives ``context_overflow``; both are scored as failures. Any other exception
+(a bug in an agent, a policy or the simulated user; a cassette replay miss is an
+``InfrastructureError``) gives ``harness_error``, recorded like an infrastructure error: the
+episode is not scored, the run goes on, and ``--resume`` tries it again.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import traceback
 from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
@@ -27,6 +31,8 @@ from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureErro
 from erp_sim.grading import Grade
 
 DEFAULT_MAX_MODEL_CALLS = 400
+HARNESS_TRACEBACK_FRAMES = 6
+MAX_HARNESS_ERROR_CHARS = 4_000
 EPISODE_ENDED = "The episode has ended; this call was not executed."
 
 
@@ -102,6 +108,9 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         except ModelRequestError as exc:
             trajectory.model_error, termination = str(exc), "model_error"
             break
+        except Exception as exc:  # a bug in the harness (agent, policy, user) ends this episode, not the run
+            trajectory.infra_error, termination = _harness_error(exc), "harness_error"
+            break
     if termination is None:
         termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
     trajectory.messages = transcript
@@ -111,9 +120,15 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
     trajectory.grade = Grade.model_validate(grade) if grade is not None else None  # a remote grade arrives as its JSON dict
     trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
-    trajectory.failure_category = None if termination == "infra_error" else classify_failure(trajectory)
+    trajectory.failure_category = None if trajectory.infra_error else classify_failure(trajectory)
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}
     return trajectory
+
+
+def _harness_error(exc: Exception) -> str:
+    """The error and the end of its traceback (where it was raised), for the row and the trajectory."""
+    where = "".join(traceback.format_exception(exc)[-HARNESS_TRACEBACK_FRAMES:])
+    return f"harness error: {type(exc).__name__}: {exc}\n{where}"[:MAX_HARNESS_ERROR_CHARS]
 
 
 def _tool_result(call: dict, content: str) -> Message:

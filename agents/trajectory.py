@@ -169,9 +169,10 @@ class Trajectory(BaseModel):
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
     grade: Grade | None = Field(None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source.")
     termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped, infra_error, "
-                                                "model_error or context_overflow.")
+                                                "harness_error, model_error or context_overflow.")
     failure_category: str | None = None
-    infra_error: str | None = None
+    infra_error: str | None = Field(None, description="Why the episode is not scored (infra_error, harness_error); "
+                                                      "resume runs it again.")
     model_error: str | None = Field(None, description="The refusal that ended the episode (model_error, context_overflow).")
     timing: dict[str, float] = Field(default_factory=dict, description="Wall-clock figures; not deterministic.")
 

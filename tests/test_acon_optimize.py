@@ -78,6 +78,8 @@ def test_optimize_writes_every_artefact(recorded):
     assert test_labels == {"none", "v0", report["rounds"][2]["label"], "co"}
     for label in test_labels:
         assert (out / "episodes" / label / f"{TEST[0]}.json.gz").is_file()
+    assert report["sampling"] == {"agent": {"temperature": 0.0}, "compressor": {"temperature": 0.0}, "optimizer": {}}
+    assert "optimizer none (server defaults)" in (out / "report.md").read_text()
     for role in ("agent", "compressor", "optimizer"):
         assert (out / "cassettes" / f"{role}.jsonl").stat().st_size > 0
     assert set(json.loads((out / "timing.json").read_text())) == {

@@ -108,3 +108,51 @@ def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tm
     assert replayed["grade"] == row["grade"] and replayed["metrics"] == row["metrics"]
     report = (tmp_path / "run" / "report.md").read_text()
     assert "needed a retry" in report
+
+
+def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    common = ["--configs", "C2", "--runs", "1", "--quiet", "--concurrency", "1"]
+    with FakeOpenAIServer() as server:
+        monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: OpenAIChatModel(
+            name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
+        for task_id in ("hotel-003", "hotel-004"):
+            script_server_with_scripted_agent(server, env, task_id)
+        assert eval_main([*common, "--tasks", "hotel_50:hotel-003,hotel-004", "--agent", "openai:fake-model",
+                          "--base-url", server.base_url, "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+    cassette = tmp_path / "rec" / "cassettes" / "C2" / "hotel-003-run0.jsonl"
+    cassette.write_text("".join(cassette.read_text().splitlines(keepends=True)[:3]))  # the run will leave it at step 3
+    capsys.readouterr()
+    # hotel-005 was never recorded: no cassette at all
+    assert eval_main([*common, "--tasks", "hotel_50:hotel-003,hotel-004,hotel-005", "--agent", f"replay:{tmp_path / 'rec'}",
+                      "--out", str(tmp_path / "replay")]) == 0
+    rows = {row["task_id"]: row for row in read_rows(tmp_path / "replay" / "results.jsonl")}
+    assert rows["hotel-004"]["grade"]["success"] and rows["hotel-004"]["infra_error"] is None
+    assert rows["hotel-003"]["termination"] == "infra_error"
+    assert rows["hotel-003"]["infra_error"].startswith(f"cassette replay miss: {cassette}: step 3: ")
+    assert "no cassette for this episode" in rows["hotel-005"]["infra_error"]
+    assert "2 of 3 episodes were not scored" in capsys.readouterr().err
+    assert "cassette replay miss" in (tmp_path / "replay" / "report.md").read_text()
+
+    # a bug in the harness (here: the scripted agent raises on hotel-001) ends that episode only
+    from erp_sim.agents.scripted import ScriptedAgent
+
+    act = ScriptedAgent.act
+
+    calls = {"n": 0}
+
+    def broken_on_the_first_episode(self, transcript, tools):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyError("a bug in the agent")
+        return act(self, transcript, tools)
+
+    monkeypatch.setattr(ScriptedAgent, "act", broken_on_the_first_episode)
+    assert eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug")]) == 0
+    first, second = read_rows(tmp_path / "bug" / "results.jsonl")
+    assert first["termination"] == "harness_error" and first["failure_category"] is None
+    assert first["infra_error"].startswith("harness error: KeyError: 'a bug in the agent'") and "broken_on_the_first_episode" in first["infra_error"]
+    assert second["grade"]["success"] and second["infra_error"] is None
+    monkeypatch.setattr(ScriptedAgent, "act", act)
+    assert eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug"), "--resume"]) == 0
+    assert all(row["grade"]["success"] for row in read_rows(tmp_path / "bug" / "results.jsonl"))

@@ -114,7 +114,7 @@ def test_a_run_where_nothing_was_scored_exits_non_zero_without_nan(tmp_path, fak
     fake_openai_server.fail_always(503)
     assert eval_main(_eval_argv(fake_openai_server, tmp_path)) == 1
     captured = capsys.readouterr()
-    assert "nothing was scored: all 2 episodes ended in infrastructure errors" in captured.err
+    assert "nothing was scored: all 2 episodes ended in infrastructure or harness errors" in captured.err
     assert "nan" not in captured.out and "no scored episode" in captured.out
 
 

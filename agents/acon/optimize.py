@@ -398,6 +398,8 @@ def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> d
         rows.append(row)
     optimizer = run.optimizer_usage("")
     return {"settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
+            # each role's sampling params as sent ({}: the server's defaults); a replay reads them from its cassette
+            "sampling": {role: dict(getattr(log.inner, "sampling_params", {}) or {}) for role, log in sorted(run.roles.items())},
             "train_tasks": run.train, "test_tasks": run.test, "rounds": rows, "chosen": chosen,
             "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
             "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))}}
@@ -409,6 +411,8 @@ def report_markdown(report: dict[str, Any]) -> str:
              f"`{report['settings']['optimizer']}`; compression: {report['settings']['compression']}; train "
              f"`{report['settings']['tasks']}` ({len(report['train_tasks'])} tasks), test `{report['settings']['test_tasks']}` "
              f"({len(report['test_tasks'])} tasks). Chosen guideline: **{report['chosen']}**.", "",
+             "Sampling params sent: " + "; ".join(f"{role} {json.dumps(params, sort_keys=True) if params else 'none (server defaults)'}"
+                                                 for role, params in report.get("sampling", {}).items()) + ".", "",
              "| round | guideline | split | success | peak tokens | dependency | steps | compressor calls | "
              "compressor tokens | agent tokens | cost (USD) |", "|" + "---|" * 11]
     for row in report["rounds"]:

@@ -420,9 +420,12 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
     scored = [row for row in rows if not row.get("infra_error")]
     if not scored:
-        print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure errors (listed in "
-              f"{report}); fix the model service and run again with --resume", file=sys.stderr)
+        print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure or harness errors "
+              f"(listed in {report}); fix the cause and run again with --resume", file=sys.stderr)
         return 1
+    if len(scored) < len(rows):
+        print(f"erp-sim: {len(rows) - len(scored)} of {len(rows)} episodes were not scored (infrastructure or harness "
+              f"errors, listed in {report}); --resume runs them again", file=sys.stderr)
     return 0
 
 

@@ -838,6 +838,8 @@ def render_report(
         notes.append(f"{_plural(duplicates, 'row')} repeated an episode already recorded; the last row of each episode is used.")
     if malformed_lines:
         notes.append(f"{_plural(malformed_lines, 'unreadable line')} of `{RESULTS_FILE}` skipped.")
+    notes.append("Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
+                 "beside this file (rebuilt by `erp-sim view`).")
     notes.append(
         "Brackets are 95% confidence intervals (a value without brackets has no spread at the "
         "shown precision); see Methods at the end for every formula."

@@ -24,13 +24,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from erp_sim.agents.types import ChatModel, ChatResponse, Message, ToolSchema
+from erp_sim.agents.types import ChatModel, ChatResponse, InfrastructureError, Message, ToolSchema
 
 EXCERPT_CHARS = 80
 
 
-class CassetteMissError(LookupError):
-    """Replay was asked a request that the cassette does not hold (or holds no more of)."""
+class CassetteMissError(InfrastructureError, LookupError):
+    """Replay was asked a request that the cassette does not hold (or holds no more of).
+
+    An infrastructure error to the runner: the replay failed, not the agent, so the episode is
+    recorded unscored with this message and the run goes on (``--resume`` tries it again).
+    """
 
 
 def canonical_request(
@@ -114,13 +118,13 @@ class ReplayModel:
     cassette (which must then use one set throughout). With ``strict=False`` a request not
     in the cassette gets the response recorded at the same step, if that one is unused:
     for replaying a run through harmless prompt edits. ``unserved`` counts recorded calls
-    not yet replayed, so a test can check a replay used the whole cassette.
+    not yet replayed, so a test can check a replay used the whole cassette. A missing file
+    is an empty cassette: its first request is a miss that names the file, so in an evaluation
+    only that episode fails (unscored), not the run.
     """
 
     def __init__(self, path: str | Path, strict: bool = True, params: Mapping[str, Any] | None = None):
         self.path = Path(path)
-        if not self.path.exists():
-            raise FileNotFoundError(f"cassette not found: {self.path}")
         self.strict = strict
         self.records = read_cassette(self.path)
         self.sampling_params: dict[str, Any] = dict(params) if params is not None else self._recorded_params()
@@ -178,7 +182,9 @@ class ReplayModel:
 
     def _explain_miss(self, step: int, key: str, messages: list[Message], tools: list[ToolSchema] | None) -> str:
         recorded_times = sum(record["key"] == key for record in self.records)
-        head = f"{self.path}: step {step}: "
+        head = f"cassette replay miss: {self.path}: step {step}: "
+        if not self.records and not self.path.exists():
+            return head + "there is no cassette for this episode (the file does not exist)"
         if recorded_times:
             return head + f"this request was recorded {recorded_times} time(s) and all were replayed already"
         index = self._index_by_step.get(step)
