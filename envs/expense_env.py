@@ -66,6 +66,14 @@ def potential(state: Progress, reward: str = "success") -> Decimal:
 
 
 @lru_cache(maxsize=1)
+def _session_module():
+    """``erp_sim.session``, loaded by the first reset, not by gym.make (a from-import per step costs ~2 µs)."""
+    import erp_sim.session
+
+    return erp_sim.session
+
+
+@lru_cache(maxsize=1)
 def _tools_json() -> str:
     """The tool schemas every reset's ``info["tools"]`` gets a fresh copy of."""
     return json.dumps(erp_sim.openai_tool_schemas())
@@ -322,10 +330,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         kind, payload = parse_action(action)
         tool_name = payload[0] if kind == "tool" else None
         if kind == "tool":
-            from erp_sim.session import parse_call  # loaded since reset; imported here to keep gym.make light
-
             try:
-                payload = parse_call(*payload)
+                payload = _session_module().parse_call(*payload)
             except erp_sim.ErpError as exc:
                 kind, payload = "invalid", str(exc)
         if kind == "tool":
