@@ -275,6 +275,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         # Arguments fail here, not at the first reset; the simulator itself (pydantic models, the
         # database layer) loads at the first reset, which keeps the first gym.make fast.
         FaultProfile.parse(faults)
+        if not isinstance(task_set, str):
+            raise TypeError(f"task_set must be a task set's name (e.g. 'hotel_50'), got {type(task_set).__name__}")
         try:
             task_rows(task_set)
         except KeyError as exc:

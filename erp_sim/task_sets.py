@@ -53,7 +53,7 @@ def task_rows(name: str) -> tuple[TaskRow, ...]:
     if by_type:
         return by_type
     known = sorted(TASK_SET_FILES) + sorted({row.expense_type for row in task_rows("expense_types")})
-    raise KeyError(f"Unknown task set {name!r}. Known: {', '.join(known)}.")
+    raise KeyError(f"Unknown task set {name[:80]!r}. Known: {', '.join(known)}.")
 
 
 def _row(line: str) -> TaskRow:
@@ -76,7 +76,7 @@ TRAIN_FRACTION = 0.5
 def split_rows(task_set: str, split: str) -> tuple[TaskRow, ...]:
     """The ``train`` or ``test`` half of a task set (see the comment above for the rule), in set order."""
     if split not in SPLITS:
-        raise KeyError(f"Unknown split {split!r}: use {' or '.join(SPLITS)}.")
+        raise KeyError(f"Unknown split {split[:80]!r}: use {' or '.join(SPLITS)}.")
     rows = task_rows(task_set)
     strata: dict[tuple[str, str], list[TaskRow]] = {}
     for row in sorted(rows, key=lambda r: r.task_id):

@@ -162,7 +162,9 @@ def test_render_ansi():
 @pytest.mark.filterwarnings("ignore:.*render_mode:UserWarning")
 @pytest.mark.parametrize("kwargs", [{"verbosity": "loud"}, {"reward_shaping": "dense"}, {"user_model": "llm"},
                                     {"max_user_turns": 0}, {"render_mode": "human"}, {"user_model": object()},
-                                    {"faults": "rate=7"}, {"task_set": "Taxis"}])
+                                    {"faults": "rate=7"}, {"faults": "rate=nan"}, {"faults": "kinds=Gremlin"},
+                                    {"task_set": "Taxis"}, {"task_set": None}, {"task_set": 5}, {"task_set": "hotel_50:dev"},
+                                    {"task_set": "hotel_50:hotel-001"}])
 def test_bad_kwargs_fail_at_construction(kwargs):
     with pytest.raises((ValueError, TypeError)):
         gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
