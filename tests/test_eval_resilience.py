@@ -31,6 +31,13 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return "resource_tracker"  # gone already: not a worker to kill
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -156,3 +163,25 @@ def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_ru
     monkeypatch.setattr(ScriptedAgent, "act", act)
     assert eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug"), "--resume"]) == 0
     assert all(row["grade"]["success"] for row in read_rows(tmp_path / "bug" / "results.jsonl"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
+def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_rest(tmp_path):
+    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C4", "--tasks",
+            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040", "--runs", "2", "--quiet", "--concurrency", "2",
+            "--out", str(tmp_path)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not results.exists() or not results.read_text().strip()):
+        time.sleep(0.05)
+    workers = [pid for pid in _children(process.pid) if "resource_tracker" not in _command_line(pid)]
+    assert workers, "the eval runs its episodes in worker processes"
+    os.kill(workers[0], signal.SIGKILL)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1 and "Traceback" not in stderr, stderr
+    assert "a worker process died" in stderr and "--resume" in stderr
+    finished = len(read_rows(results))
+    assert subprocess.run([*args, "--resume"], capture_output=True, timeout=600).returncode == 0
+    rows = read_rows(results)
+    assert len(rows) == 16 and len({(r["config"], r["task_id"], r["run"]) for r in rows}) == 16 and finished < 16

@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -225,7 +226,12 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield future.result()
+                    try:
+                        row = future.result()
+                    except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
+                        raise SystemExit("erp-sim: a worker process died (killed, or out of memory) while running "
+                                         "episodes; every finished episode is saved: run again with --resume") from None
+                    yield row
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(run_spec, nxt))
