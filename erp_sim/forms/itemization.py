@@ -104,6 +104,11 @@ class ItemizationForm(FormDefinition):
             sections.append(Section("LineDetailsGroup", "Selected line", controls=self._row_controls(header, selected[1])))
         return sections
 
+    def missing_control_hint(self, session, form, name):
+        if name.lower().startswith("trvexptrans_") and self._selected(session, form) is None:
+            return f" The line controls (TrvExpTrans_*) appear once a line is selected: click NewLine, or select a row of {GRID}."
+        return ""
+
     def _row_controls(self, header, values) -> list[Control]:
         amount = values["amount"]
         return [
@@ -136,7 +141,8 @@ class ItemizationForm(FormDefinition):
     def buttons(self, session, form):
         selected = self._selected(session, form) is not None
         return [Button("NewLine", "New", True, "Add a new itemized line and select it."),
-                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line."),
+                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line.",
+                       f"select an itemized line in {GRID} first (form_select_grid_row)."),
                 Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line.")]
 
     def click(self, session, form, button):
