@@ -180,6 +180,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``self.np_random``. No form is open. Any other key, both keys, an id not in the task set, or an
     index that is not an int in range raises ``ValueError`` naming the valid options, before
     anything changes: the env stays as it was and the next valid ``reset`` works.
+    ``env.unwrapped.tasks`` lists the task set in index order: to play every task once, reset with
+    ``{"task_index": i}`` for ``i in range(len(env.unwrapped.tasks))``.
 
     ## Rewards
     Everything is judged against the task's original facts (its header amount and currency),

@@ -69,10 +69,10 @@ class DocsOnlySolver:
         return self.last
 
 
-@pytest.mark.parametrize("env_id, count", [("erp_sim/ExpenseItemization-v0", 50), ("erp_sim/AllExpenseTypes-v0", 100)])
-def test_a_docs_only_solver_earns_the_strict_reward_on_every_task(env_id, count):
+@pytest.mark.parametrize("env_id", ["erp_sim/ExpenseItemization-v0", "erp_sim/AllExpenseTypes-v0"])
+def test_a_docs_only_solver_earns_the_strict_reward_on_every_task(env_id):
     env = gym.make(env_id, reward="strict")
-    for index in range(count):
+    for index in range(len(env.unwrapped.tasks)):
         obs, info = env.reset(options={"task_index": index})
         _, reward, terminated, truncated, info = DocsOnlySolver(env).solve(obs, info)
         assert (reward, terminated, truncated) == (1.0, True, False), info["task"]["task_id"]
