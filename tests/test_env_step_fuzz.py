@@ -124,9 +124,13 @@ def fuzz(env_id, seed, steps, actions=None):
         header, remaining = Decimal(info["task"]["header_amount"]), Decimal(info["grade"]["remaining_amount"])
         state = _json(obs).get("FormState") if isinstance(_json(obs), dict) else None
         form = state if isinstance(state, dict) else form
-        if form and form["Name"] == "TrvItemization" and isinstance(state, dict):
-            itemized = Decimal(named(form, "ItemizationItemized")["Value"].replace(",", ""))
-            assert header - itemized == remaining == Decimal(named(form, "ItemizationRemaining")["Value"].replace(",", ""))
+        if isinstance(state, dict) and state["Name"] == "TrvItemization":
+            total, itemized, left = (Decimal(named(state, f"Itemization{n}")["Value"].replace(",", ""))
+                                     for n in ("Total", "Itemized", "Remaining"))
+            assert total - itemized == left
+            target = f"Itemize expense - line {info['task']['line_number']} {info['task']['expense_type']} "
+            if state["Caption"].startswith(target) and total == header:  # the target line's form agrees with info
+                assert left == remaining
         assert math.isclose(info["grade"]["itemized_fraction"], max(0.0, float((header - remaining) / header)), abs_tol=1e-9)
         seen[info["termination_reason"] or "running"] = seen.get(info["termination_reason"] or "running", 0) + 1
         seen["saved"] = seen.get("saved", 0) + (info["grade"]["saved_lines"] > 0)
