@@ -206,6 +206,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
     Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
+    ``close()`` ends the ERP session and may be called any number of times; ``step``, ``grade`` and
+    ``snapshot`` before the first ``reset`` or after ``close()`` raise ``gymnasium.error.ResetNeeded``,
+    and a ``reset`` starts a new episode.
 
     ## Information
     ``reset`` and ``step`` return fresh dicts with:
