@@ -232,7 +232,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
       ``reset(task)`` and ``reply(message, view)`` (see ``erp_sim.envs.user_models``); it is reset with
       the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
-    - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
+    - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default. A faulted
+      call fails before it runs (nothing changes) with ``info["action"]["error_code"]`` ``FormBusy``,
+      ``SessionLost`` or ``RequestTimeout``; sending the same call again is the recovery.
     - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
