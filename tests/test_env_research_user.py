@@ -104,3 +104,9 @@ def test_refusals_say_how_to_recover():
     solver.call("form_click_control", controlName="Itemize")
     amount = [{"controlName": "TrvExpTrans_AmountCurr", "value": "1.00"}]
     assert "click NewLine" in refusal("form_set_control_values", controlValues=amount)
+    solver.call("form_click_control", controlName="NewLine")
+    assert "Select row 1 of ItemizationGrid (form_select_grid_row) and complete it" in refusal("form_save_form")
+    solver.call("form_set_control_values", controlValues=[*amount, {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}])
+    solver.call("form_set_control_values", controlValues=[{"controlName": "TrvExpTrans_AmountCurr", "value": "99,999.00"}])
+    warning = solver.call("form_save_form")["Messages"][0]
+    assert warning["Level"] == "Warning" and "correct its amount or delete it (DeleteLine)" in warning["Text"]

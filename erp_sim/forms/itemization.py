@@ -216,7 +216,8 @@ class ItemizationForm(FormDefinition):
                 try:
                     values = ledger.validate_itemized_values(header, row["values"], CONTROL_OF)
                 except ValidationError as exc:
-                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved.") from None
+                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
+                                          "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again.") from None
                 if isinstance(key, str):
                     new_id = ledger.create_itemized_line(session.db, header["id"], values)
                     if form.grid_state(GRID).selected_key == key:
@@ -227,7 +228,8 @@ class ItemizationForm(FormDefinition):
         form.pending.pop("rows")
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
-            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}.")
+            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
+                                           f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.")
         elif summary.remaining == ZERO:
             session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
         return (f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
