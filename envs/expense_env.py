@@ -188,6 +188,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``self.np_random``. No form is open. Any other key, both keys, an id not in the task set, or an
     index that is not an int in range raises ``ValueError`` naming the valid options, before
     anything changes: the env stays as it was and the next valid ``reset`` works.
+    ``env.unwrapped.tasks`` lists the task set in index order: to play every task once, reset with
+    ``{"task_index": i}`` for ``i in range(len(env.unwrapped.tasks))``.
 
     ## Rewards
     Everything is judged against the task's original facts (its header amount and currency),
@@ -212,6 +214,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
     Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
+    ``close()`` ends the ERP session and may be called any number of times; ``step``, ``grade`` and
+    ``snapshot`` before the first ``reset`` or after ``close()`` raise ``gymnasium.error.ResetNeeded``,
+    and a ``reset`` starts a new episode.
 
     ## Information
     ``reset`` and ``step`` return fresh dicts with:
@@ -235,7 +240,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
       ``reset(task)`` and ``reply(message, view)`` (see ``erp_sim.envs.user_models``); it is reset with
       the env, so give each env of a vector env its own.
     - ``receipt_in_instruction``: list the receipt's charges in the first message.
-    - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default.
+    - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default. A faulted
+      call fails before it runs (nothing changes) with ``info["action"]["error_code"]`` ``FormBusy``,
+      ``SessionLost`` or ``RequestTimeout``; sending the same call again is the recovery.
     - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).

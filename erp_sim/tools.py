@@ -196,7 +196,7 @@ def form_click_control(session, args: ClickControlArgs) -> Outcome:
         names = ", ".join(b.name for b in definition.buttons(session, form)) or "none"
         raise NotFoundError(f"Button {args.controlName!r} does not exist on form {definition.name}. Buttons: {names}.")
     if not button.enabled:
-        raise FormStateError(f"Button {button.name} is disabled: {button.help}")
+        raise FormStateError(f"Button {button.name} is disabled: {button.disabled_reason or button.help}")
     result = definition.click(session, form, button.name)
     return Outcome(f"Button {button.name} was clicked. {result}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import erp_sim.envs
 
@@ -46,3 +46,31 @@ def test_make_vec_defaults_to_the_working_async_path():
 def test_async_with_shared_memory_fails_loudly_instead_of_returning_stale_strings():
     with pytest.raises(ValueError, match="shared_memory"):
         AsyncVectorEnv([lambda: gym.make(ENV_ID) for _ in range(2)])
+
+
+@pytest.mark.parametrize("mode, context", [("sync", None), ("async", "spawn")])
+def test_make_vec_passes_vector_kwargs_and_both_autoreset_modes_work(mode, context):
+    say, find = '{"message": "I am stuck."}', ACTIONS[0][0]
+    kwargs = {"context": context} if context else {}
+
+    def vector(autoreset_mode):
+        return erp_sim.envs.make_vec(ENV_ID, 2, vectorization_mode=mode, user_model=None,  # a message ends the episode
+                                     vector_kwargs={**kwargs, "autoreset_mode": autoreset_mode})
+
+    next_step = vector(AutoresetMode.NEXT_STEP)
+    assert next_step.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+    next_step.reset(seed=[1, 2])
+    assert next_step.step([say, find])[2].tolist() == [True, False]
+    observations, rewards, terminated, truncated, info = next_step.step([find, find])  # env 0 ignores its action: reset
+    assert info["counts"]["steps"].tolist() == [0, 2] and not observations[0].startswith("{")
+    assert rewards.tolist() == [0.0, 0.0] and not terminated.any() and not truncated.any()
+    next_step.close()
+
+    same_step = vector(AutoresetMode.SAME_STEP)
+    assert same_step.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+    same_step.reset(seed=[1, 2])
+    observations, _, terminated, _, info = same_step.step([say, find])
+    assert terminated.tolist() == [True, False] and info["_final_obs"].tolist() == [True, False]
+    assert info["final_obs"][0] == "" and info["final_info"]["termination_reason"][0] == "stalled"
+    assert info["counts"]["steps"].tolist() == [0, 1] and not observations[0].startswith("{")
+    same_step.close()

@@ -89,6 +89,7 @@ class Button:
     label: str
     enabled: bool = True
     help: str = ""
+    disabled_reason: str = ""  # what enables it, so the refusal tells the agent how to recover
 
 
 @dataclass
@@ -178,7 +179,12 @@ class FormDefinition:
             if control.name.lower() == str(name).lower():
                 return control
         names = ", ".join(c.name for c in self.controls(session, form)) or "none"
-        raise NotFoundError(f"Control {name!r} does not exist on form {self.name}. Controls: {names}.")
+        raise NotFoundError(f"Control {name!r} does not exist on form {self.name}. Controls: {names}."
+                            + self.missing_control_hint(session, form, str(name)))
+
+    def missing_control_hint(self, session: FormHost, form: OpenForm, name: str) -> str:
+        """A sentence on how to make a control appear that only shows in some states (e.g. a selected row)."""
+        return ""
 
     def grid(self, session: FormHost, form: OpenForm, name: str | None) -> Grid:
         grids = [g for s in self.all_sections(session, form) for g in s.grids]

@@ -58,7 +58,8 @@ class ExpenseReportList(FormDefinition):
 
     def buttons(self, session, form):
         selected = form.grid_state(GRID).selected_key is not None
-        return [Button("EditReport", "Edit", selected, "Open the selected expense report.")]
+        return [Button("EditReport", "Edit", selected, "Open the selected expense report.",
+                       f"select a report in {GRID} first (form_select_grid_row).")]
 
     def click(self, session, form, button):
         if button.lower() != "editreport":

@@ -128,10 +128,20 @@ class ExpenseReportForm(FormDefinition):
         line = self.selected_line(session, form)
         itemizable = line is not None and CATEGORIES[line["category_id"]].itemize
         has_receipt = line is not None and ledger.receipt_of_line(session.db, line["id"]) is not None
+        select = f"select the expense line in {GRID} first (form_select_grid_row)."
+        not_draft = f"report {report['report_number']} is {report['status']}; only Draft reports can change."
+        if line is None:
+            itemize_reason = select
+        elif not itemizable:
+            itemize_reason = f"the selected line's category {line['category_id']} is not itemized."
+        else:
+            itemize_reason = not_draft
         return [
-            Button("Itemize", "Itemize", itemizable and report["status"] == "Draft", "Open the itemization form for the selected line."),
-            Button("ViewReceipt", "Receipts", has_receipt, "View the receipt attached to the selected line."),
-            Button("SubmitReport", "Submit", report["status"] == "Draft", "Submit the expense report for approval."),
+            Button("Itemize", "Itemize", itemizable and report["status"] == "Draft", "Open the itemization form for the selected line.",
+                   itemize_reason),
+            Button("ViewReceipt", "Receipts", has_receipt, "View the receipt attached to the selected line.",
+                   select if line is None else "the selected line has no receipt attached."),
+            Button("SubmitReport", "Submit", report["status"] == "Draft", "Submit the expense report for approval.", not_draft),
         ]
 
     def click(self, session, form, button):

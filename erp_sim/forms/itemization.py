@@ -104,6 +104,11 @@ class ItemizationForm(FormDefinition):
             sections.append(Section("LineDetailsGroup", "Selected line", controls=self._row_controls(header, selected[1])))
         return sections
 
+    def missing_control_hint(self, session, form, name):
+        if name.lower().startswith("trvexptrans_") and self._selected(session, form) is None:
+            return f" The line controls (TrvExpTrans_*) appear once a line is selected: click NewLine, or select a row of {GRID}."
+        return ""
+
     def _row_controls(self, header, values) -> list[Control]:
         amount = values["amount"]
         return [
@@ -136,7 +141,8 @@ class ItemizationForm(FormDefinition):
     def buttons(self, session, form):
         selected = self._selected(session, form) is not None
         return [Button("NewLine", "New", True, "Add a new itemized line and select it."),
-                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line."),
+                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line.",
+                       f"select an itemized line in {GRID} first (form_select_grid_row)."),
                 Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line.")]
 
     def click(self, session, form, button):
@@ -210,7 +216,8 @@ class ItemizationForm(FormDefinition):
                 try:
                     values = ledger.validate_itemized_values(header, row["values"], CONTROL_OF)
                 except ValidationError as exc:
-                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved.") from None
+                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
+                                          "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again.") from None
                 if isinstance(key, str):
                     new_id = ledger.create_itemized_line(session.db, header["id"], values)
                     if form.grid_state(GRID).selected_key == key:
@@ -221,7 +228,8 @@ class ItemizationForm(FormDefinition):
         form.pending.pop("rows")
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
-            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}.")
+            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
+                                           f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.")
         elif summary.remaining == ZERO:
             session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
         return (f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
