@@ -126,7 +126,7 @@ class OpenAIChatModel:
         return self._async_client
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "stream": False}
+        request: dict[str, Any] = {"model": self.model, "messages": wire_messages(messages), "stream": False}
         if tools:  # OpenAI rejects an empty tools list
             request["tools"] = tools
         if self.sampling_params:
@@ -168,6 +168,13 @@ class OpenAIChatModel:
             ),
             model=completion.model or self.model,
         )
+
+
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """The messages as the API takes them: our tool results carry the tool's ``name`` (for
+    summaries, views and the scripted agent), which a tool message may not have on the wire."""
+    return [{key: value for key, value in message.items() if key != "name"} if message.get("role") == "tool" else message
+            for message in messages]
 
 
 def assistant_message_to_dict(message: Any) -> Message:
