@@ -167,18 +167,7 @@ def _check_tool_calls(calls: Any, where: str) -> None:
         raise _empty_array(where)
     for index, call in enumerate(calls):
         at = f"{where}[{index}]"
-        if not isinstance(call, dict):
-            raise _invalid_type(at, "an object", call)
-        kind = call.get("type")
-        if kind not in ("function", "custom"):
-            raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: 'function' and 'custom'.",
-                           f"{at}.type", "invalid_value")
-        for key in ("id", "type", kind):
-            if key not in call:
-                raise Rejected(f"Missing required parameter: '{at}.{key}'.", f"{at}.{key}", "missing_required_parameter")
-        extra = [key for key in call if key not in ("id", "type", kind)]
-        if extra:
-            raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}'")
+        kind = _typed_item(call, at, ("id",))
         if not isinstance(call["id"], str):
             raise _invalid_type(f"{at}.id", "a string", call["id"])
         fields = ("name", "arguments") if kind == "function" else ("name", "input")
@@ -235,21 +224,28 @@ def _check_tools(body: dict[str, Any]) -> None:
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         at = f"tools[{index}]"
-        if not isinstance(tool, dict):
-            raise _invalid_type(at, "an object", tool)
-        kind = tool.get("type")
-        if kind not in ("function", "custom"):
-            raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: 'function' and 'custom'.",
-                           f"{at}.type", "invalid_value")
-        if kind not in tool:
-            raise Rejected(f"Missing required parameter: '{at}.{kind}'.", f"{at}.{kind}", "missing_required_parameter")
-        extra = [key for key in tool if key not in ("type", kind)]
-        if extra:
-            raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}'")
+        kind = _typed_item(tool, at, ())
         name = _check_function(tool[kind], kind, f"{at}.{kind}")
         if name in seen:
             raise Rejected(f"Invalid 'tools': duplicate function name '{name}'. Tool names must be unique.", "tools")
         seen.add(name)
+
+
+def _typed_item(item: Any, at: str, keys: tuple[str, ...]) -> str:
+    """A tool or tool call: ``{"type": "function"|"custom", <type>: {...}, *keys}`` and nothing else; its type."""
+    if not isinstance(item, dict):
+        raise _invalid_type(at, "an object", item)
+    kind = item.get("type")
+    if kind not in ("function", "custom"):
+        raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: 'function' and 'custom'.",
+                       f"{at}.type", "invalid_value")
+    for key in (*keys, kind):
+        if key not in item:
+            raise Rejected(f"Missing required parameter: '{at}.{key}'.", f"{at}.{key}", "missing_required_parameter")
+    extra = [key for key in item if key not in (*keys, "type", kind)]
+    if extra:
+        raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}'")
+    return kind
 
 
 def _check_function(function: Any, kind: str, where: str) -> str:
