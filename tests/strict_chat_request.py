@@ -102,10 +102,7 @@ def _check_message(message: Any, where: str) -> None:
     if role not in ROLES:
         raise Rejected(f"Invalid value: {_repr(role)}. Supported values are: "
                        + ", ".join(f"'{r}'" for r in ROLES[:-1]) + f", and '{ROLES[-1]}'.", f"{where}.role", "invalid_value")
-    extra = [key for key in message if key not in MESSAGE_KEYS[role]]
-    if extra:
-        # the API reports these in JSON-schema words, with the message's index in dotted form
-        raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{where.replace('[', '.').rstrip(']')}'")
+    _no_extra_keys(message, MESSAGE_KEYS[role], where)
     if "name" in message:
         name = message["name"]
         if not isinstance(name, str):
@@ -150,9 +147,7 @@ def _check_content(content: Any, role: str, where: str) -> None:
             raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: "
                            + " and ".join(f"'{k}'" for k in allowed) + ".", f"{at}.type", "invalid_value")
         field = PART_FIELD[kind]
-        extra = [key for key in part if key not in ("type", field)]
-        if extra:
-            raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}'")
+        _no_extra_keys(part, ("type", field), at)
         if field not in part:
             raise Rejected(f"Missing required parameter: '{at}.{field}'.", f"{at}.{field}", "missing_required_parameter")
         expected_string = kind in ("text", "refusal")
@@ -174,9 +169,7 @@ def _check_tool_calls(calls: Any, where: str) -> None:
         inner = call[kind]
         if not isinstance(inner, dict):
             raise _invalid_type(f"{at}.{kind}", "an object", inner)
-        extra = [key for key in inner if key not in fields]
-        if extra:
-            raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}.{kind}'")
+        _no_extra_keys(inner, fields, f"{at}.{kind}")
         for field in fields:
             if field not in inner:
                 raise Rejected(f"Missing required parameter: '{at}.{kind}.{field}'.", f"{at}.{kind}.{field}",
@@ -231,6 +224,14 @@ def _check_tools(body: dict[str, Any]) -> None:
         seen.add(name)
 
 
+def _no_extra_keys(item: dict[str, Any], allowed: Any, where: str) -> None:
+    extra = [key for key in item if key not in allowed]
+    if extra:  # the API words it as JSON Schema does, the path dotted ('messages.2')
+        unexpected = ", ".join(f"'{key}'" for key in extra) + (" was" if len(extra) == 1 else " were")
+        dotted = where.replace("[", ".").replace("]", "")
+        raise Rejected(f"Additional properties are not allowed ({unexpected} unexpected) - '{dotted}'")
+
+
 def _typed_item(item: Any, at: str, keys: tuple[str, ...]) -> str:
     """A tool or tool call: ``{"type": "function"|"custom", <type>: {...}, *keys}`` and nothing else; its type."""
     if not isinstance(item, dict):
@@ -242,9 +243,7 @@ def _typed_item(item: Any, at: str, keys: tuple[str, ...]) -> str:
     for key in (*keys, kind):
         if key not in item:
             raise Rejected(f"Missing required parameter: '{at}.{key}'.", f"{at}.{key}", "missing_required_parameter")
-    extra = [key for key in item if key not in (*keys, "type", kind)]
-    if extra:
-        raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{at}'")
+    _no_extra_keys(item, (*keys, "type", kind), at)
     return kind
 
 
@@ -252,9 +251,7 @@ def _check_function(function: Any, kind: str, where: str) -> str:
     if not isinstance(function, dict):
         raise _invalid_type(where, "an object", function)
     allowed = ("name", "description", "parameters", "strict") if kind == "function" else ("name", "description", "format")
-    extra = [key for key in function if key not in allowed]
-    if extra:
-        raise Rejected(f"Additional properties are not allowed ('{extra[0]}' was unexpected) - '{where}'")
+    _no_extra_keys(function, allowed, where)
     if "name" not in function:
         raise Rejected(f"Missing required parameter: '{where}.name'.", f"{where}.name", "missing_required_parameter")
     name = function["name"]

@@ -80,6 +80,8 @@ BAD_BODIES = [
      "Additional properties are not allowed ('pinned' was unexpected) - 'messages.6'", None),
     ("name on a tool message", changed("messages.3.name", "lookup"),
      "Additional properties are not allowed ('name' was unexpected) - 'messages.3'", None),
+    ("two bookkeeping keys", with_messages(USER | {"pinned": True, "summary": "x"}),
+     "Additional properties are not allowed ('pinned', 'summary' were unexpected) - 'messages.0'", None),
     ("tool_calls on a user message", changed("messages.1.tool_calls", [CALL]), "('tool_calls' was unexpected)", None),
     ("content not a string or parts", changed("messages.0.content", 5), "Invalid type for 'messages[0].content'",
      "messages[0].content"),
