@@ -226,6 +226,19 @@ def test_a_refused_request_is_a_model_request_error_not_retried(fake_openai_serv
     assert len(fake_openai_server.requests) == 1
 
 
+def test_tool_settings_are_left_out_of_a_request_without_tools(fake_openai_server):
+    fake_openai_server.reply_text("a summary")
+    fake_openai_server.reply_text("an action")
+    model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url, temperature=0.0,
+                            extra_params={"tool_choice": "auto", "parallel_tool_calls": False})
+    model.complete([USER])
+    model.complete([USER], [TOOL])
+    assert fake_openai_server.rejections == []
+    without, with_tools = fake_openai_server.requests
+    assert "tool_choice" not in without and "parallel_tool_calls" not in without and without["temperature"] == 0.0
+    assert with_tools["tool_choice"] == "auto" and with_tools["parallel_tool_calls"] is False
+
+
 # --- everything we send passes --------------------------------------------------------------
 USER_PROMPT_MARK = "You are the user in this conversation"
 
