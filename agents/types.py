@@ -4,7 +4,9 @@ Messages are plain OpenAI chat-completions dicts (``{"role": "system"|"user"|"as
 ...}``), so a transcript can be sent to any OpenAI-compatible server, exported for
 fine-tuning, and read by a person without translation. Assistant tool calls use the
 OpenAI shape ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``
-and tool results are ``{"role": "tool", "tool_call_id", "name", "content"}``.
+and tool results are ``{"role": "tool", "tool_call_id", "name", "content"}``: the ``name`` is
+ours (summaries and views show it), and ``OpenAIChatModel`` leaves it out on the wire, where
+the API allows a tool message only ``tool_call_id`` and ``content``.
 """
 
 from __future__ import annotations

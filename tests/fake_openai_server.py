@@ -6,7 +6,14 @@ calls, with usage), can fail a given number of times (``fail``) or on every requ
 real servers send (``truncated_body``: status 200 and half a JSON body; ``fail(400,
 message=...)`` e.g. a context-length refusal; ``empty_choices``; ``random_tool_call_ids`` as
 real servers give, different on every request), and keeps every
-request body it received in ``requests`` (failed attempts included). When the queue is
+request body it received in ``requests`` (failed attempts included). It is strict by default:
+a body the real Chat Completions API would refuse (unknown keys, a message key its role does
+not allow, a tool result that answers no call, an unanswered call, bad tool schemas, numbers
+out of range: ``strict_chat_request``) gets the API's HTTP 400 error, without using up a
+scripted reply, and is kept in ``rejections`` too; ``strict=False`` is for the few tests that
+send odd bodies on purpose. Answers are shaped like the API's (``chatcmpl-`` ids,
+``system_fingerprint``, ``refusal``/``annotations`` on the message, token details in
+``usage``), with deterministic ids. When the queue is
 empty it answers 400 "no scripted reply left", which the client does not retry, so a
 test that scripted too few replies fails at once with a clear message, unless a role
 handler is set (``answer_with``): then an empty queue is answered by the handler, which
@@ -37,6 +44,8 @@ from typing import Any, Callable
 
 import pytest
 
+from strict_chat_request import rejection
+
 # request body -> (assistant message, prompt_tokens, completion_tokens)
 RoleHandler = Callable[[dict[str, Any]], tuple[dict[str, Any], int, int]]
 
@@ -57,8 +66,10 @@ class ScriptedReply:
 class FakeOpenAIServer:
     """A threaded ``http.server`` on 127.0.0.1 and a free port; a context manager."""
 
-    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False):
+    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False, strict: bool = True):
         self.model = model
+        self.strict = strict
+        self.rejections: list[dict[str, Any]] = []  # the 400 errors strict mode answered, in order
         self.random_tool_call_ids = random_tool_call_ids  # ids drawn afresh at every answer, as real servers do
         self.requests: list[dict[str, Any]] = []
         self._replies: deque[ScriptedReply] = deque()
@@ -155,17 +166,23 @@ class FakeOpenAIServer:
         with self._lock:
             self._completion_count += 1
             number = self._completion_count
+        message = {"role": "assistant", "content": None, "refusal": None, "annotations": []} | message
         return {
-            "id": f"chatcmpl-fake-{number}",
+            "id": f"chatcmpl-fake{number:06d}",
             "object": "chat.completion",
-            "created": 0,
+            "created": FIXED_CREATED,
             "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                              "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
             },
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
         }
 
     # --- serving ---------------------------------------------------------------------
@@ -173,8 +190,14 @@ class FakeOpenAIServer:
     def _answer(self, path: str, body: dict[str, Any]) -> ScriptedReply:
         if path != CHAT_COMPLETIONS_PATH:
             return ScriptedReply(404, _error_body(f"fake server: no route {path}", "not_found"))
+        refused = rejection(body) if self.strict else None
         with self._lock:
             self.requests.append(body)
+            if refused is not None:  # refused before any scripted reply is used, as the API checks first
+                error = {"message": refused["message"], "type": "invalid_request_error",
+                         "param": refused["param"], "code": refused["code"]}
+                self.rejections.append(error)
+                return ScriptedReply(400, {"error": error})
             if self._failure_on_every_request is not None:
                 return self._failure_on_every_request
             reply = self._replies.popleft() if self._replies else None
@@ -201,6 +224,7 @@ def _with_fresh_tool_call_ids(reply: ScriptedReply) -> ScriptedReply:
     return ScriptedReply(reply.status, body, reply.headers, reply.delay, reply.truncate)
 
 
+FIXED_CREATED = 1_700_000_000  # a real-looking Unix time that stays the same from run to run
 CONTEXT_LENGTH_MESSAGE = ("This model's maximum context length is 128000 tokens. However, your messages resulted in "
                           "130001 tokens. Please reduce the length of the messages.")
 
@@ -219,7 +243,11 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                body = None  # strict mode refuses it as the API does; a lenient server sees no body
+            body = body if body is not None or server.strict else {}
             reply = server._answer(self.path, body)
             time.sleep(reply.delay)
             payload = json.dumps(reply.body).encode()

@@ -49,6 +49,7 @@ def recorded(tmp_path_factory):
     with FakeOpenAIServer() as server:
         server.answer_with(acon_role_reply)
         assert optimize_main([*args, "--base-url", server.base_url, "--record", str(out)]) == 0
+    assert server.requests and server.rejections == []  # agent, compressor and optimizer sent only what the API takes
     return out, args
 
 
@@ -192,6 +193,7 @@ def test_a_compressor_on_its_own_server_is_evaluated_with_the_same_command(recor
         assert optimize_main([*ROLES, "--tasks", "hotel_50:" + ",".join(TRAIN), "--test-tasks", "none", "--steps", "none",
                               "--initial-guideline", str(chosen), "--out", str(tmp_path / "eval"),
                               "--base-url", agent_server.base_url, "--compressor-base-url", compressor_server.base_url]) == 0
+    assert agent_server.rejections == [] and compressor_server.rejections == []
     assert agent_server.requests and all(r.get("tools") for r in agent_server.requests)
     assert compressor_server.requests and not any(r.get("tools") for r in compressor_server.requests)
     evaluated = json.loads((tmp_path / "eval" / "report.json").read_text())

@@ -18,6 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
 
+from strict_chat_request import rejection
+
+from erp_sim.agents.models.openai_chat import wire_messages
 from erp_sim.agents.policies import parse_policy, split_transcript, validate_messages, wrap
 from erp_sim.agents.policies.generic_agent import MARKER
 from erp_sim.agents.policies.units import IncrementalSplit
@@ -101,6 +104,8 @@ def contexts(spec: str, unit_list: list) -> list[tuple[list, list]]:
 
 def check_common(spec: str, shown: list) -> None:
     validate_messages(shown)
+    # and the real API takes it as OpenAIChatModel sends it (the strict fake server's rules)
+    assert rejection({"model": "m", "messages": wire_messages(shown)}) is None
     assert shown[0] == SYSTEM
     for _ in range(spec.count("ga_memory")):  # each adds its block as a system message after the verbatim prompt
         assert shown[1]["role"] == "system" and shown[1]["content"].startswith("<LONG_TERM_MEMORY>")

@@ -31,6 +31,7 @@ from erp_sim.agents.types import (ChatResponse, ContextOverflowError, Infrastruc
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS_CODES = frozenset({408, 429})  # plus every 5xx
+ONLY_WITH_TOOLS = frozenset({"tool_choice", "parallel_tool_calls"})
 LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
 # How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long",
@@ -126,11 +127,15 @@ class OpenAIChatModel:
         return self._async_client
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "stream": False}
+        request: dict[str, Any] = {"model": self.model, "messages": wire_messages(messages), "stream": False}
         if tools:  # OpenAI rejects an empty tools list
             request["tools"] = tools
-        if self.sampling_params:
-            request["extra_body"] = self.sampling_params
+        # the API refuses tool_choice and parallel_tool_calls in a request without tools (a
+        # summarizer's or user model's call through a model configured for the agent)
+        params = self.sampling_params if tools else {key: value for key, value in self.sampling_params.items()
+                                                     if key not in ONLY_WITH_TOOLS}
+        if params:
+            request["extra_body"] = params
         return request
 
     def _delay_before_retry(self, error: Exception, attempt: int) -> float:
@@ -168,6 +173,13 @@ class OpenAIChatModel:
             ),
             model=completion.model or self.model,
         )
+
+
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """The messages as the API takes them: our tool results carry the tool's ``name`` (for
+    summaries, views and the scripted agent), which a tool message may not have on the wire."""
+    return [{key: value for key, value in message.items() if key != "name"} if message.get("role") == "tool" else message
+            for message in messages]
 
 
 def assistant_message_to_dict(message: Any) -> Message:
