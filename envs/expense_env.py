@@ -461,11 +461,13 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
 
     def _reward(self) -> float:
+        # The potential is tracked under either shaping: a snapshot restored into a shaped env then pays
+        # phi(s') - phi(snapshot), not the snapshot's whole potential again.
+        value = potential(self._progress, self.reward)
+        shaped, self._potential = value - self._potential, value
         if self.reward_shaping == "none":
             return 1.0 if self._termination == "success" and rewarded(self._progress, self.reward) else 0.0
-        value = potential(self._progress, self.reward)
-        reward, self._potential = value - self._potential, value
-        return float(reward)
+        return float(shaped)
 
     def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
               error_code: str | None = None) -> dict:

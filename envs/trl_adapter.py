@@ -11,7 +11,8 @@ so they always match the registry the MCP server and the env use.
                           reward_funcs=reward_func, environment_factory=ErpToolEnv)
 
 Another id or env kwargs: ``environment_factory=tool_env_class("erp_sim/MealsItemization-v0",
-reward_shaping="potential")``.
+reward_shaping="potential")``. The reward is ``"strict"`` unless the kwargs say otherwise: this is
+the training path, and ``"success"`` pays for one line holding the whole amount.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class ErpToolEnv:
     """Expense itemization in the simulated D365 ERP; after the episode ``reward`` and ``done`` are final."""
 
     env_id: str = DEFAULT_ENV_ID
-    env_kwargs: dict = {}
+    env_kwargs: dict = {"reward": "strict"}
 
     def __init__(self):
         self._env = gym.make(self.env_id, **self.env_kwargs)
@@ -72,14 +73,14 @@ class ErpToolEnv:
 
 
 def reward_func(environments, **kwargs) -> list[float]:
-    """TRL reward function: each rollout's return (1.0 for a completed itemization by default)."""
+    """TRL reward function: each rollout's return (1.0 for the receipt's charges itemized, by default)."""
     return [environment.reward for environment in environments]
 
 
 def tool_env_class(env_id: str = DEFAULT_ENV_ID, **env_kwargs) -> type[ErpToolEnv]:
-    """A zero-argument ``ErpToolEnv`` subclass bound to another env id or kwargs."""
+    """A zero-argument ``ErpToolEnv`` subclass bound to another env id or kwargs (``reward="strict"`` unless given)."""
     name = "ErpToolEnv_" + "".join(c if c.isalnum() else "_" for c in env_id)
-    return type(name, (ErpToolEnv,), {"env_id": env_id, "env_kwargs": dict(env_kwargs)})
+    return type(name, (ErpToolEnv,), {"env_id": env_id, "env_kwargs": {**ErpToolEnv.env_kwargs, **env_kwargs}})
 
 
 def training_rows(env_id: str = DEFAULT_ENV_ID) -> list[dict]:

@@ -8,6 +8,7 @@ task and cached; each session gets its own in-memory copy through SQLite's backu
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
 from collections import OrderedDict
 from functools import lru_cache
@@ -88,8 +89,9 @@ def _build_template(task: Task) -> sqlite3.Connection:
     return conn
 
 
-def open_database(task: Task) -> sqlite3.Connection:
-    """A fresh in-memory copy of the task's template database."""
+def open_database(task: Task, rng: random.Random | None = None) -> sqlite3.Connection:
+    """A fresh in-memory copy of the task's template database; its ``random()`` draws from ``rng``
+    (default: seeded with the task's seed)."""
     key = _template_key(task)
     template = _templates.get(key)
     if template is None:
@@ -101,8 +103,12 @@ def open_database(task: Task) -> sqlite3.Connection:
         _templates.move_to_end(key)
     conn = _new_connection()
     template.backup(conn)
-    install_functions(conn, task.seed, f"{task.transaction_date} 12:00:00")  # the simulated clock: noon of the charge
+    install_functions(conn, rng or random.Random(task.seed), _clock(task))
     return conn
+
+
+def _clock(task: Task) -> str:
+    return f"{task.transaction_date} 12:00:00"  # the simulated clock: noon of the charge
 
 
 def database_bytes(conn: sqlite3.Connection) -> bytes:
@@ -110,10 +116,12 @@ def database_bytes(conn: sqlite3.Connection) -> bytes:
     return conn.serialize()
 
 
-def database_from_bytes(data: bytes) -> sqlite3.Connection:
-    """A fresh in-memory connection holding ``database_bytes``' output, set up like ``open_database``'s."""
+def database_from_bytes(data: bytes, task: Task, rng: random.Random) -> sqlite3.Connection:
+    """A fresh in-memory connection holding ``database_bytes``' output, set up like ``open_database``'s
+    (without the functions, a restored episode's SQL would read the wall clock and an unseeded random())."""
     conn = _new_connection()
     conn.deserialize(data)
+    install_functions(conn, rng, _clock(task))
     return conn
 
 

@@ -187,22 +187,28 @@ def create_itemized_line(db: sqlite3.Connection, header_id: int, values: Itemize
     return int(cursor.lastrowid)
 
 
-def _itemized_line(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
+def _itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None) -> sqlite3.Row:
     line = line_by_id(db, line_id)
     if line["line_type"] != "ItemizedLine":
         raise BusinessRuleError(f"Line RecId {line_id} is not an itemized line.")
+    # A form's unsaved row names a RecId; if that line was deleted meanwhile, SQLite may have given
+    # the RecId to another header's new line, which the form must not write.
+    if header_id is not None and line["parent_line_id"] != header_id:
+        raise NotFoundError(f"Itemized line RecId {line_id} no longer belongs to this expense line; it was deleted "
+                            "elsewhere. Close the form without saving and open it again.")
     _draft_report_of(db, line)
     return line
 
 
-def update_itemized_line(db: sqlite3.Connection, line_id: int, values: ItemizedValues) -> None:
-    _itemized_line(db, line_id)
+def update_itemized_line(db: sqlite3.Connection, line_id: int, values: ItemizedValues, header_id: int | None = None) -> None:
+    """Write an itemized line's values; ``header_id``, when given, is the header it must still belong to."""
+    _itemized_line(db, line_id, header_id)
     db.execute("UPDATE expense_line SET subcategory = ?, transaction_date = ?, amount = ?, description = ? WHERE id = ?",
                (values.subcategory, values.transaction_date, money_text(values.amount), values.description, line_id))
 
 
-def delete_itemized_line(db: sqlite3.Connection, line_id: int) -> None:
-    line = _itemized_line(db, line_id)
+def delete_itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None = None) -> None:
+    line = _itemized_line(db, line_id, header_id)
     db.execute("DELETE FROM expense_line WHERE id = ?", (line_id,))
     if not itemized_lines(db, line["parent_line_id"]):
         db.execute("UPDATE expense_line SET line_type = 'Default' WHERE id = ?", (line["parent_line_id"],))

@@ -10,6 +10,7 @@ edits are only copied into the database at save, so a failed call changes nothin
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -68,7 +69,8 @@ class ErpSession:
         self.company = "USMF"
         from erp_sim.database import open_database  # SQLAlchemy and Faker load with the first session
 
-        self.db = open_database(task)
+        self.sql_random = random.Random(task.seed)  # the SQL tool's random(): episode state, pickled with it
+        self.db = open_database(task, self.sql_random)
         self.forms: list[OpenForm] = []
         self.call_count = 0
         self.session_id = str(uuid.uuid5(_NAMESPACE, f"{task.task_set}/{task.task_id}/{task.seed}/{instance}"))
@@ -239,7 +241,7 @@ class ErpSession:
         from erp_sim.database import database_from_bytes
 
         self.__dict__.update(state)
-        self.db = database_from_bytes(state["db"])
+        self.db = database_from_bytes(state["db"], self.task, self.sql_random)
 
 
 def parse_call(name: object, arguments: "dict[str, Any] | str | None") -> "tuple[Tool, BaseModel]":

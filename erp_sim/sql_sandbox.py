@@ -125,12 +125,12 @@ def _clocked(name: str, now: str):
     return function
 
 
-def install_functions(conn: sqlite3.Connection, seed: int, now: str) -> None:
+def install_functions(conn: sqlite3.Connection, rng: random.Random, now: str) -> None:
     """Make ``random()`` and the clock deterministic and ``printf`` bounded on an episode's connection.
 
-    ``now`` is the simulated clock (``YYYY-MM-DD HH:MM:SS``); ``seed`` seeds ``random()``.
+    ``now`` is the simulated clock (``YYYY-MM-DD HH:MM:SS``); ``random()`` draws from ``rng``, which the
+    session keeps and pickles, so a restored episode draws what the original would have.
     """
-    rng = random.Random(seed)
     conn.create_function("random", 0, lambda: rng.getrandbits(64) - (1 << 63))
     for name in _DATE_FUNCTIONS:
         conn.create_function(name, -1, _clocked(name, now), deterministic=True)

@@ -37,9 +37,10 @@ def run_oracle(env, task_id: str, *, corrupt_first_amount: bool = False, check_g
             return total, info, steps
 
 
+@pytest.mark.parametrize("reward", ["success", "strict"])
 @pytest.mark.parametrize("env_id", ["erp_sim/ExpenseItemization-v0", "erp_sim/AllExpenseTypes-v0"])
-def test_oracle_gets_reward_one_on_every_task(env_id):
-    env = gym.make(env_id)
+def test_oracle_gets_reward_one_on_every_task(env_id, reward):
+    env = gym.make(env_id, reward=reward)
     for task in env.unwrapped.tasks:
         total, info, steps = run_oracle(env, task.task_id)
         assert total == 1.0, task.task_id

@@ -209,7 +209,7 @@ class ItemizationForm(FormDefinition):
         with ledger.transaction(session.db):
             for key, row in pending.items():
                 if row.get("deleted"):
-                    ledger.delete_itemized_line(session.db, key)
+                    ledger.delete_itemized_line(session.db, key, header["id"])
             for key, row in pending.items():
                 if row.get("deleted"):
                     continue
@@ -223,7 +223,7 @@ class ItemizationForm(FormDefinition):
                     if form.grid_state(GRID).selected_key == key:
                         form.grid_state(GRID).selected_key = new_id
                 else:
-                    ledger.update_itemized_line(session.db, key, values)
+                    ledger.update_itemized_line(session.db, key, values, header["id"])
         count = len(pending)
         form.pending.pop("rows")
         summary = ledger.itemization_summary(session.db, header["id"])
