@@ -11,7 +11,7 @@ Message formula (the OpenAI cookbook's, extended to tool calls)::
     count_message(m) = 3                                   # <|start|>role ... <|end|> framing
                      + count_text(m["role"])
                      + count_text(text of m["content"])    # str, or the "text" of each part
-                     + (1 + count_text(m["name"]))         # only when a "name" is present
+                     + (1 + count_text(m["name"]))         # when a "name" is sent (not on tool results)
                      + sum over m["tool_calls"] of
                            3 + count_text(function.name) + count_text(function.arguments)
     count_messages(ms) = sum(count_message(m) for m in ms) + 3   # reply priming
@@ -146,12 +146,18 @@ def _message_key(message: dict[str, Any]) -> tuple:
         content = json.dumps(content, sort_keys=True, ensure_ascii=False)
     calls = message.get("tool_calls")
     if not calls:
-        return (message.get("role", ""), content, message.get("name"))
+        return (message.get("role", ""), content, _sent_name(message))
     call_key = []
     for call in calls:
         function = call.get("function") or _NO_FUNCTION
         call_key.append((function.get("name", ""), function.get("arguments", "")))
-    return (message.get("role", ""), content, message.get("name"), tuple(call_key))
+    return (message.get("role", ""), content, _sent_name(message), tuple(call_key))
+
+
+def _sent_name(message: dict[str, Any]) -> str | None:
+    """A tool result's ``name`` is ours (for views and summaries) and is not sent (see
+    ``openai_chat.wire_messages``), so it is not counted; other roles' names are sent."""
+    return None if message.get("role") == "tool" else message.get("name")
 
 
 _NO_FUNCTION: dict[str, str] = {}
@@ -250,8 +256,9 @@ class TokenCounter:
     def _count_uncached(self, message: dict[str, Any]) -> int:
         count = TOKENS_PER_MESSAGE + self.count_text(message.get("role", ""))
         count += self.count_text(message_text(message.get("content")))
-        if message.get("name"):
-            count += TOKENS_PER_NAME + self.count_text(message["name"])
+        name = _sent_name(message)
+        if name:
+            count += TOKENS_PER_NAME + self.count_text(name)
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
             count += TOKENS_PER_TOOL_CALL + self.count_text(function.get("name", ""))
