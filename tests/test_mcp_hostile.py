@@ -117,7 +117,7 @@ HTTP_ROUTES = [
     ("PUT /mcp", "PUT", "/mcp", TOKEN, 405),
     ("OPTIONS /mcp", "OPTIONS", "/mcp", TOKEN, 405),
     ("PATCH /mcp", "PATCH", "/mcp", TOKEN, 405),
-    ("GET /mcp, forged session", "GET", "/mcp", TOKEN, 404),
+    ("GET /mcp (no server stream: was an SSE stream held open)", "GET", "/mcp", TOKEN, 405),
     ("DELETE /mcp, forged session", "DELETE", "/mcp", TOKEN, 404),
     ("an unknown path", "GET", "/etc/passwd", TOKEN, 404),
     ("admin without a token", "GET", "/admin/sessions", None, 401),
@@ -221,7 +221,8 @@ def raw_socket(url: str, data: bytes, half_close: bool) -> bytes:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    with http_server(tmp_path_factory.mktemp("hostile"), "--http-body-timeout", "2", "--http-header-timeout", "2") as url:
+    with http_server(tmp_path_factory.mktemp("hostile"), "--http-body-timeout", "2", "--http-header-timeout", "2",
+                     "--max-connections", "64") as url:
         yield url
 
 
@@ -254,16 +255,28 @@ async def test_http_attacks_get_spec_answers_and_a_good_client_finishes_between_
     assert grade["strict_success"], grade
 
 
-async def test_http_many_sessions_and_aborted_bodies_leave_the_server_serving(url):
-    async with httpx.AsyncClient(base_url=url, timeout=60, headers=BASE) as raw:
-        for _ in range(200):  # sessions opened and abandoned
-            assert (await raw.post("/mcp", json=rpc(1, "initialize", INIT))).status_code == 200
-    for _ in range(20):  # clients that hang up mid-body
-        raw_socket(url, ENVELOPE + b"Content-Length: 500\r\n\r\n{\"jsonrpc\"", True)
-    async with OracleClient(url) as good:
-        while await good.step():
-            pass
-        grade = (await admin(url, f"/admin/sessions/{good.session_id}/grade")).json()["grade"]
+async def test_http_many_sessions_streams_and_aborted_bodies_leave_the_server_serving(url):
+    host, port = url.removeprefix("http://").split(":")
+    streams = []
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=60, headers=BASE) as raw:
+            for number in range(200):  # sessions opened and abandoned; 100 of them ask for a stream of their own
+                session_id = (await raw.post("/mcp", json=rpc(1, "initialize", INIT))).headers["mcp-session-id"]
+                if number % 2:
+                    streams.append(socket.create_connection((host, int(port)), timeout=15))
+                    streams[-1].sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
+                                        + b"\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + session_id.encode()
+                                        + b"\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n")
+        for _ in range(20):  # clients that hang up mid-body
+            raw_socket(url, ENVELOPE + b"Content-Length: 500\r\n\r\n{\"jsonrpc\"", True)
+        # 100 held streams outnumbered the 64 connections and locked every new client out
+        async with OracleClient(url) as good:
+            while await good.step():
+                pass
+            grade = (await admin(url, f"/admin/sessions/{good.session_id}/grade")).json()["grade"]
+    finally:
+        for stream in streams:
+            stream.close()
     assert grade["strict_success"], grade
 
 

@@ -120,6 +120,26 @@ class MalformedMessagesAnswered:
         await self.app(scope, replay, send)
 
 
+class NoServerStream:
+    """``GET /mcp`` answers 405, which the spec allows for a server that offers no stream of its own.
+
+    This server never sends a request or notification of its own, so the SDK's standalone SSE stream
+    would carry nothing, yet each held a connection open for good: one client opening a session and a
+    GET per connection slot (``--max-connections``) locked every other client out.
+    """
+
+    def __init__(self, app: ASGIApp, path: str):
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _is_request(scope, "GET", self.path):
+            return await self.app(scope, receive, send)
+        error = {"code": -32600, "message": "This server offers no server-to-client stream; POST requests to it."}
+        refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=405,
+                               headers={"Allow": "POST, DELETE"})
+        await refusal(scope, receive, send)
+
+
 class EndedSessionsAreGraded:
     """After a successful ``DELETE`` of an MCP session, grade and free the episodes it opened."""
 
@@ -189,6 +209,7 @@ def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
     middleware = [Middleware(BodySizeLimit, max_bytes=max_request_bytes),
                   Middleware(MalformedMessagesAnswered, path=path, auth_required=server.auth is not None),
+                  Middleware(NoServerStream, path=path),
                   Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path)]
     return server.http_app(path=path, middleware=middleware,
                            json_response=json_response, host_origin_protection="auto",
