@@ -10,11 +10,12 @@ the request's id whenever it has a usable one.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as types
 from pydantic import ValidationError
 
+LEVELS = get_args(types.LoggingLevel)
 _SHAPE = ('A JSON-RPC 2.0 message is one object with "jsonrpc": "2.0", a string "method", an "id" that is a '
           'string or an integer (none for notifications), and "params" (if any) as an object.')
 
@@ -53,11 +54,22 @@ def _params_problem(data: dict) -> str | None:
         return '"params._meta" must be an object.'
     if "progressToken" in meta and not _usable_id(meta["progressToken"]):
         return '"params._meta.progressToken" must be a string or an integer.'
-    if data["method"] == "tools/call":
+    method = data["method"]
+    if method == "tools/call":
         if not isinstance(params.get("name"), str):
             return 'tools/call needs "params.name": the name of a tool from tools/list, as a string.'
         if not isinstance(params.get("arguments", {}), (dict, type(None))):
             return '"params.arguments" must be an object of the tool\'s arguments.'
+    elif method == "logging/setLevel" and params.get("level") not in LEVELS:
+        return f'"params.level" must be one of {", ".join(LEVELS)}.'
+    elif method == "initialize":
+        try:
+            types.InitializeRequestParams.model_validate(params, by_name=False)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            return f'"params.{where}": {first["msg"]} (initialize needs protocolVersion, capabilities and clientInfo ' \
+                   f'with name and version).'
     return None
 
 
