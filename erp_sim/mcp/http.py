@@ -11,6 +11,8 @@ agent cannot reach them through its tools):
 - ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
 
 Ending an MCP session (``DELETE /mcp`` with its ``Mcp-Session-Id``) grades and frees its episodes.
+``GET /mcp`` answers 405 (no server-to-client stream), and malformed POST bodies get JSON-RPC errors
+from ``erp_sim.mcp.jsonrpc`` before the SDK reads them.
 """
 
 from __future__ import annotations
