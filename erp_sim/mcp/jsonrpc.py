@@ -2,9 +2,11 @@
 
 The SDK answers some malformed messages with a -32602 carrying a pydantic dump, and drops others
 without a reply (an ``id`` that is null, a float or an object passes as a notification over HTTP),
-so a client waiting on that request hangs. ``problem_of`` names what is wrong in one sentence:
--32700 when the bytes are not JSON, -32600 when the JSON is not one message the SDK accepts, with
-the request's id whenever it has a usable one.
+so a client waiting on that request hangs; bad params of the common calls get a bare "Invalid
+request parameters". ``problem_of`` names what is wrong in one sentence: -32700 when the bytes are
+not JSON, -32600 when the JSON is not one message the SDK accepts, -32602 for bad params of
+``tools/call``, ``initialize`` and ``logging/setLevel``, with the request's id whenever it has a
+usable one.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def problem_of(raw: bytes) -> str | None:
         return None
     except ValidationError as exc:
         error = exc.errors()[0]
-    if error["type"] == "json_invalid":  # JSON to json, not to the SDK's parser: lone surrogates, deep nesting
+    if error["type"] == "json_invalid":  # json took it, the SDK's parser did not: lone surrogates, deep nesting
         reason = error["msg"].removeprefix("Invalid JSON: ")
         reason += " (strings must be valid Unicode, no lone surrogates)." if "escape" in reason else "."
     else:

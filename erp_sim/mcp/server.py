@@ -20,6 +20,9 @@ import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -213,14 +216,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.http:
             _serve_http(server, args, admin=bool(admin_token))
         else:
-            # a supervisor's (or an MCP client's) SIGTERM ends the session like Ctrl-C: graded, then gone
-            signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
-            server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
+            with _sigterm_as_ctrl_c():
+                server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
     except KeyboardInterrupt:
         pass
     finally:
         server.episodes.close_all()
     return 0
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """A supervisor's (or an MCP client's) SIGTERM ends a stdio session like Ctrl-C: graded, then gone
+    (it used to kill the process before the final grade was written)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) -> None:
