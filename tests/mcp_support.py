@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,3 +67,38 @@ def http_server(log_dir: Path, *extra_args: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+
+
+class RawStdio:
+    """The server as a child process, spoken to line by line."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen(SERVE + list(args), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout], daemon=True).start()
+
+    def send(self, raw: bytes | str) -> None:
+        self.proc.stdin.write(raw.encode() if isinstance(raw, str) else raw)
+        self.proc.stdin.write(b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> tuple[dict, int]:
+        line = self.lines.get(timeout=30)
+        return json.loads(line), len(line)
+
+    def initialize(self) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": INIT}))
+        assert self.receive()[0]["id"] == "init"
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def peak_rss_kb(self) -> int:
+        status = open(f"/proc/{self.proc.pid}/status").read()
+        return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(20)

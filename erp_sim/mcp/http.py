@@ -11,11 +11,14 @@ agent cannot reach them through its tools):
 - ``POST /admin/sessions/{id}/close``       grade, free and close an episode now
 
 Ending an MCP session (``DELETE /mcp`` with its ``Mcp-Session-Id``) grades and frees its episodes.
+``GET /mcp`` answers 405 (no server-to-client stream), and malformed POST bodies get JSON-RPC errors
+from ``erp_sim.mcp.jsonrpc`` before the SDK reads them.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 
 from starlette.datastructures import Headers
@@ -24,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from erp_sim.mcp.jsonrpc import problem_of
 from erp_sim.mcp.sessions import EpisodeStore
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -73,6 +77,71 @@ class BodySizeLimit:
                 await _too_large(self.max_bytes)(scope, receive, send)
 
 
+def _is_request(scope: Scope, method: str, path: str) -> bool:
+    return scope["type"] == "http" and scope["method"] == method and scope["path"].rstrip("/") == path
+
+
+class MalformedMessagesAnswered:
+    """Check every JSON body POSTed to the MCP path (``erp_sim.mcp.jsonrpc``) before the SDK reads it.
+
+    The SDK answers 202 and drops a message whose ``id`` is null, a float or an object (the client
+    waits forever), answers batches and wrong shapes with a -32602 pydantic dump, and logs a traceback
+    at ERROR for every client that hangs up mid-body. Here those get a one-sentence 400 JSON-RPC
+    error, and a client that hangs up gets nothing. Unauthenticated requests and other content types
+    pass untouched, so the 401 and the SDK's own Content-Type check come first.
+    """
+
+    def __init__(self, app: ASGIApp, path: str, auth_required: bool):
+        self.app, self.path, self.auth_required = app, path, auth_required
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (not _is_request(scope, "POST", self.path)
+                or (self.auth_required and not getattr(scope.get("user"), "is_authenticated", False))
+                or not Headers(scope=scope).get("content-type", "").lower().startswith("application/json")):
+            return await self.app(scope, receive, send)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if (problem := problem_of(bytes(body))) is not None:  # bad params answer 200, as the SDK's own -32602 do
+            status = 200 if json.loads(problem)["error"]["code"] == -32602 else 400
+            return await Response(problem, status_code=status, media_type="application/json")(scope, receive, send)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # the SDK listens for the client hanging up
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class NoServerStream:
+    """``GET /mcp`` answers 405, which the spec allows for a server that offers no stream of its own.
+
+    This server never sends a request or notification of its own, so the SDK's standalone SSE stream
+    would carry nothing, yet each held a connection open for good: one client opening a session and a
+    GET per connection slot (``--max-connections``) locked every other client out.
+    """
+
+    def __init__(self, app: ASGIApp, path: str):
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _is_request(scope, "GET", self.path):
+            return await self.app(scope, receive, send)
+        error = {"code": -32600, "message": "This server offers no server-to-client stream; POST requests to it."}
+        refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=405,
+                               headers={"Allow": "POST, DELETE"})
+        await refusal(scope, receive, send)
+
+
 class EndedSessionsAreGraded:
     """After a successful ``DELETE`` of an MCP session, grade and free the episodes it opened."""
 
@@ -80,7 +149,7 @@ class EndedSessionsAreGraded:
         self.app, self.episodes, self.path = app, episodes, path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "DELETE" or scope["path"].rstrip("/") != self.path:
+        if not _is_request(scope, "DELETE", self.path):
             return await self.app(scope, receive, send)
         session_id, status = Headers(scope=scope).get("mcp-session-id"), [0]
 
@@ -141,6 +210,8 @@ def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_
                     json_response: bool = True):
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
     middleware = [Middleware(BodySizeLimit, max_bytes=max_request_bytes),
+                  Middleware(MalformedMessagesAnswered, path=path, auth_required=server.auth is not None),
+                  Middleware(NoServerStream, path=path),
                   Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path)]
     return server.http_app(path=path, middleware=middleware,
                            json_response=json_response, host_origin_protection="auto",

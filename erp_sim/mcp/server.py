@@ -18,10 +18,15 @@ import asyncio
 import ipaddress
 import logging
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.context import reset_transport, set_transport
@@ -66,9 +71,14 @@ class ErpMcpServer(FastMCP):
                 async with self._lifespan_manager():
                     writer = CappedWriter(sys.stdout.fileno())
                     lines = LimitedLines(sys.stdin.fileno(), writer, self.max_request_bytes)
-                    async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
-                        await self._mcp_server.run(read_stream, write_stream,
-                                                   self._mcp_server.create_initialization_options())
+                    try:
+                        async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
+                            await self._mcp_server.run(read_stream, write_stream,
+                                                       self._mcp_server.create_initialization_options())
+                    except* anyio.BrokenResourceError:
+                        # the SDK's stdin reader, handing a line to a session that a shutdown (Ctrl-C, SIGTERM)
+                        # just closed, raises this uncaught: exit 1 with a traceback, and no final grades
+                        logger.debug("stdin closed mid-message at shutdown")
         finally:
             reset_transport(token)
 
@@ -206,12 +216,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.http:
             _serve_http(server, args, admin=bool(admin_token))
         else:
-            server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
+            with _sigterm_as_ctrl_c():
+                server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())
     except KeyboardInterrupt:
         pass
     finally:
         server.episodes.close_all()
     return 0
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """A supervisor's (or an MCP client's) SIGTERM ends a stdio session like Ctrl-C: graded, then gone
+    (it used to kill the process before the final grade was written)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) -> None:

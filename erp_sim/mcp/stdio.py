@@ -3,8 +3,8 @@ errors, and replies are capped.
 
 The SDK's stdio transport reads a whole line before any check (a 200 MB line cost 1 GB), and drops
 messages it cannot parse without a reply, so a client waiting on that id hangs. Here ``LimitedLines``
-feeds the SDK only messages it accepts: it answers the rest itself (-32700 parse error, -32600
-invalid request, with the request's id when it has a usable one) and discards an over-long line
+feeds the SDK only messages it accepts: it answers the rest itself (``erp_sim.mcp.jsonrpc``: -32700
+parse error, -32600 invalid request, with the request's id when it has a usable one) and discards an over-long line
 as it streams in. It waits on stdin with the event loop (not a blocked worker thread), so Ctrl-C
 stops a terminal session at once.
 """
@@ -14,48 +14,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
+
+from erp_sim.mcp.jsonrpc import error_reply, problem_of
 
 logger = logging.getLogger("erp_sim.mcp")
 
 MAX_REPLY_BYTES = 2 << 20  # tools answer at most 160,000 characters; this bounds everything else
 _CHUNK = 1 << 16
-
-
-def error_reply(code: int, message: str, ident: Any = None) -> str:
-    return json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
-
-
-def _usable_id(ident: Any) -> bool:
-    return isinstance(ident, (str, int)) and not isinstance(ident, bool)
-
-
-def problem_of(line: bytes) -> str | None:
-    """None if ``line`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error reply."""
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return error_reply(-32700, "Parse error: the line is not valid JSON (one JSON-RPC 2.0 message per line).")
-    if isinstance(data, list):
-        return error_reply(-32600, "Invalid Request: batches are not supported; send one message per line.")
-    ident = data.get("id") if isinstance(data, dict) else None
-    well_formed = (isinstance(data, dict) and data.get("jsonrpc") == "2.0"
-                   and ("id" not in data or _usable_id(ident))
-                   and isinstance(data.get("method", ""), str)
-                   and isinstance(data.get("params", {}), dict))
-    if well_formed:
-        try:
-            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-            return None
-        except Exception:  # noqa: BLE001 - any rejection gets a reply below
-            pass
-    return error_reply(-32600, 'Invalid Request: a JSON-RPC 2.0 message needs "jsonrpc": "2.0", a string "method", '
-                               'an "id" that is a string or an integer, and "params" (if any) as an object.',
-                       ident if _usable_id(ident) else None)
 
 
 class CappedWriter:

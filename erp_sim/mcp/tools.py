@@ -119,7 +119,7 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
         raise EpisodeError(NO_SESSION)
     else:
         key = "process"
-    if task is not None and not isinstance(task, (str, int)):
+    if task is not None and (not isinstance(task, (str, int)) or isinstance(task, bool)):  # True is not task 1
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
     return episodes.episode(key, task, owner, client_key)
 
