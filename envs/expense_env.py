@@ -55,6 +55,7 @@ def rewarded(state: Progress, reward: str) -> bool:
     return state.strict_success if reward == "strict" else state.success
 
 
+@lru_cache(maxsize=64)  # computed every step (under either shaping); Progress repeats while nothing changes
 def potential(state: Progress, reward: str = "success") -> Decimal:
     """1 when the reward in force is earned, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
     summary = state.summary
