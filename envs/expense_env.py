@@ -134,14 +134,19 @@ def _loads(text: str, what: str) -> tuple[Any, str | None]:
 
 @dataclass(frozen=True)
 class EnvSnapshot:
-    """An episode's saved state, opaque and picklable: give it to ``restore`` of an env of the same task set."""
+    """An episode's saved state, opaque and picklable: give it to ``restore`` of an env made with the same settings."""
 
     task_set: str
     data: bytes  # the pickled episode state (the ERP session travels as SQLite bytes)
+    settings: tuple[tuple[str, Any], ...] = ()  # the env's kwargs that shape an episode (SNAPSHOT_SETTINGS)
 
     def __repr__(self) -> str:
         return f"EnvSnapshot(task_set={self.task_set!r}, {len(self.data):,} bytes)"
 
+
+# The kwargs a snapshot must be restored under: they decide what the restored steps observe and pay.
+SNAPSHOT_SETTINGS = ("task_set", "verbosity", "faults", "reward", "reward_shaping", "max_user_turns",
+                     "receipt_in_instruction")
 
 # What an episode is: everything reset() sets and step() changes (the user model, as it may keep state).
 EPISODE_STATE = ("session", "task", "_line_id", "_progress", "_potential", "_counts", "_termination",
@@ -253,7 +258,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``env.unwrapped.snapshot()`` returns an opaque, picklable ``EnvSnapshot`` of the episode (the
     ERP database as SQLite bytes, the open forms, counters, user model, RNG); ``restore(snapshot)``
     resumes from it, as often as wanted, so tree search and best-of-n branch without replaying.
-    The steps after a restore equal the steps after the snapshot. ``TimeLimit``'s step count
+    The steps after a restore equal the steps after the snapshot. ``restore`` refuses, with a
+    ``ValueError`` naming each difference, a snapshot taken under other settings (task set,
+    verbosity, faults, reward, shaping, user turns, receipt in the instruction). ``TimeLimit``'s step count
     lives in the wrapper, not in the snapshot: to branch with truncation, deepcopy the wrapped env.
     ``copy.deepcopy(env)`` and ``pickle`` work mid-episode, and so does
     ``gym.make_vec(..., vectorization_mode="async")`` with the spawn start method
@@ -386,19 +393,28 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         restore equal the steps after the snapshot. The user model must pickle (``"rule"`` and ``None`` do)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before snapshot().")
-        return EnvSnapshot(self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}))
+        return EnvSnapshot(self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}),
+                           self._settings())
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Resume from ``snapshot`` (this env's current episode is closed); the snapshot stays reusable."""
         if not isinstance(snapshot, EnvSnapshot):
             raise TypeError(f"restore() takes an EnvSnapshot from snapshot(), got {type(snapshot).__name__}.")
-        if snapshot.task_set != self.task_set:
-            raise ValueError(f"The snapshot is of task set {snapshot.task_set!r}; this env plays {self.task_set!r}.")
+        mine, theirs = dict(self._settings()), dict(snapshot.settings)
+        differing = [name for name in SNAPSHOT_SETTINGS if theirs.get(name) != mine[name]]
+        if differing:
+            raise ValueError("The snapshot was taken under other env settings: " + ", ".join(
+                f"{name}={theirs.get(name)!r} (this env: {mine[name]!r})" for name in differing) + ".")
         state = pickle.loads(snapshot.data)
         self.close()
         self.__dict__.update(state)
 
     # --- helpers ---
+    def _settings(self) -> tuple[tuple[str, Any], ...]:
+        values = {name: getattr(self, name) for name in SNAPSHOT_SETTINGS}
+        values["faults"] = FaultProfile.parse(self.faults)  # 0.1, "0.1" and "rate=0.1" are one profile
+        return tuple(values.items())
+
     def _task_from_options(self, options: Any) -> erp_sim.Task | None:
         """The task ``options`` names, None to draw one, or ValueError naming the valid options."""
         if options is None:
@@ -462,8 +478,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
 
     def _reward(self) -> float:
-        # The potential is tracked under either shaping: a snapshot restored into a shaped env then pays
-        # phi(s') - phi(snapshot), not the snapshot's whole potential again.
+        # The potential is tracked under either shaping, so the shaped reward is always phi(s') - phi(s)
+        # of the episode's own last state, whatever produced that state.
         value = potential(self._progress, self.reward)
         shaped, self._potential = value - self._potential, value
         if self.reward_shaping == "none":

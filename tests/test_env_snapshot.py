@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
 
 import gymnasium as gym
 import pytest
@@ -69,8 +70,24 @@ def test_restore_refuses_foreign_snapshots():
         env.restore(b"bytes")
     meals = gym.make("erp_sim/MealsItemization-v0").unwrapped
     meals.reset(seed=0)
-    with pytest.raises(ValueError, match="task set"):
+    with pytest.raises(ValueError, match="task_set='Meals' \\(this env: 'hotel_50'\\)"):
         env.restore(meals.snapshot())
+    snapshot = env.snapshot()
+    for kwargs, named in [({"reward": "strict"}, "reward='success' (this env: 'strict')"),
+                          ({"verbosity": "compact"}, "verbosity="), ({"faults": 0.2}, "faults="),
+                          ({"reward_shaping": "potential"}, "reward_shaping="), ({"max_user_turns": 3}, "max_user_turns="),
+                          ({"receipt_in_instruction": True}, "receipt_in_instruction=")]:
+        other = gym.make(ENV_ID, **kwargs).unwrapped
+        other.reset(seed=0)
+        before = other.session.state_hash()
+        with pytest.raises(ValueError, match=re.escape(named)):
+            other.restore(snapshot)
+        assert other.session.state_hash() == before  # refused before anything changed
+    same = gym.make(ENV_ID, faults="rate=0").unwrapped  # the same profile spelled otherwise
+    same.reset(seed=1)
+    faulted = gym.make(ENV_ID, faults=0.0).unwrapped
+    faulted.reset(seed=0)
+    same.restore(faulted.snapshot())
 
 
 def test_async_vector_env_with_spawn_matches_sync():
