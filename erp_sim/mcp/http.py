@@ -18,7 +18,6 @@ from ``erp_sim.mcp.jsonrpc`` before the SDK reads them.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 
 from starlette.datastructures import Headers
@@ -27,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from erp_sim.mcp.jsonrpc import problem_of
+from erp_sim.mcp.jsonrpc import error_reply, message_problem
 from erp_sim.mcp.sessions import EpisodeStore
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -107,9 +106,10 @@ class MalformedMessagesAnswered:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        if (problem := problem_of(bytes(body))) is not None:  # bad params answer 200, as the SDK's own -32602 do
-            status = 200 if json.loads(problem)["error"]["code"] == -32602 else 400
-            return await Response(problem, status_code=status, media_type="application/json")(scope, receive, send)
+        if (problem := message_problem(bytes(body))) is not None:  # bad params answer 200, as the SDK's own -32602 do
+            status = 200 if problem[0] == -32602 else 400
+            answer = Response(error_reply(*problem), status_code=status, media_type="application/json")
+            return await answer(scope, receive, send)
         replayed = False
 
         async def replay() -> Message:

@@ -77,19 +77,26 @@ def _params_problem(data: dict) -> str | None:
 
 def problem_of(raw: bytes) -> str | None:
     """None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error reply."""
+    problem = message_problem(raw)
+    return None if problem is None else error_reply(*problem)
+
+
+def message_problem(raw: bytes) -> tuple[int, str, Any] | None:
+    """None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error's
+    (code, message, id) (the HTTP transport picks its status by the code)."""
     if raw.startswith(b"\xef\xbb\xbf"):
-        return error_reply(-32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.")
+        return -32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.", None
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
-        return error_reply(-32700, f"Parse error: not valid UTF-8 JSON ({reason}). {_SHAPE}")
+        return -32700, f"Parse error: not valid UTF-8 JSON ({reason}). {_SHAPE}", None
     ident = data.get("id") if isinstance(data, dict) else None
     ident = ident if _usable_id(ident) else None
     if (shape := _shape_problem(data)) is not None:
-        return error_reply(-32600, f"Invalid Request: {shape} {_SHAPE}", ident)
+        return -32600, f"Invalid Request: {shape} {_SHAPE}", ident
     if "method" in data and "id" in data and (params := _params_problem(data)) is not None:
-        return error_reply(-32602, f"Invalid params: {params}", ident)
+        return -32602, f"Invalid params: {params}", ident
     try:
         types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
         return None
@@ -100,4 +107,4 @@ def problem_of(raw: bytes) -> str | None:
         reason += " (strings must be valid Unicode, no lone surrogates)." if "escape" in reason else "."
     else:
         reason = "the message is not a JSON-RPC 2.0 request, notification or response."
-    return error_reply(-32600, f"Invalid Request: {reason} {_SHAPE}", ident)
+    return -32600, f"Invalid Request: {reason} {_SHAPE}", ident
