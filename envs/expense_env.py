@@ -55,7 +55,6 @@ def rewarded(state: Progress, reward: str) -> bool:
     return state.strict_success if reward == "strict" else state.success
 
 
-@lru_cache(maxsize=64)  # computed every step (under either shaping); Progress repeats while nothing changes
 def potential(state: Progress, reward: str = "success") -> Decimal:
     """1 when the reward in force is earned, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
     summary = state.summary
@@ -138,7 +137,7 @@ class EnvSnapshot:
 
     task_set: str
     data: bytes  # the pickled episode state (the ERP session travels as SQLite bytes)
-    settings: tuple[tuple[str, Any], ...] = ()  # the env's kwargs that shape an episode (SNAPSHOT_SETTINGS)
+    settings: tuple[tuple[str, Any], ...]  # the env's kwargs that shape an episode (SNAPSHOT_SETTINGS)
 
     def __repr__(self) -> str:
         return f"EnvSnapshot(task_set={self.task_set!r}, {len(self.data):,} bytes)"
@@ -314,7 +313,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
         super().reset(seed=seed)
-        self.task = chosen or self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        if chosen is None:
+            tasks = self.tasks
+            chosen = tasks[int(self.np_random.integers(len(tasks)))]
+        self.task = chosen
         self.close()
         from erp_sim.grading import expected_charges, initial_rows, target_line_id  # at the first reset, not at gym.make
 
@@ -426,20 +428,21 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(f"Unknown reset option(s) {', '.join(unknown)}. {RESET_OPTIONS}")
         if len(options) > 1:
             raise ValueError(f"Give task_id or task_index, not both. {RESET_OPTIONS}")
+        tasks = self.tasks  # a fresh list per access
         if "task_id" in options:
             task_id = options["task_id"]
-            match = next((t for t in self.tasks if t.task_id == task_id), None) if isinstance(task_id, str) else None
+            match = next((t for t in tasks if t.task_id == task_id), None) if isinstance(task_id, str) else None
             if match is None:
-                shown = ", ".join(t.task_id for t in self.tasks[:3])
-                raise ValueError(f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(self.tasks)} "
+                shown = ", ".join(t.task_id for t in tasks[:3])
+                raise ValueError(f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(tasks)} "
                                  f"ids are {shown}, ... (env.unwrapped.tasks).")
             return match
         if "task_index" in options:
             index = options["task_index"]
-            if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(self.tasks):
-                raise ValueError(f"task_index must be an int from 0 to {len(self.tasks) - 1} ({self.task_set!r} has "
-                                 f"{len(self.tasks)} tasks), got {repr(index)[:80]}.")
-            return self.tasks[int(index)]
+            if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(tasks):
+                raise ValueError(f"task_index must be an int from 0 to {len(tasks) - 1} ({self.task_set!r} has "
+                                 f"{len(tasks)} tasks), got {repr(index)[:80]}.")
+            return tasks[int(index)]
         return None
 
     def _call_tool(self, tool: erp_sim.Tool, arguments: BaseModel) -> tuple[str, dict]:
@@ -478,12 +481,12 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
 
     def _reward(self) -> float:
-        # The potential is tracked under either shaping, so the shaped reward is always phi(s') - phi(s)
-        # of the episode's own last state, whatever produced that state.
-        value = potential(self._progress, self.reward)
-        shaped, self._potential = value - self._potential, value
         if self.reward_shaping == "none":
             return 1.0 if self._termination == "success" and rewarded(self._progress, self.reward) else 0.0
+        # phi(s') - phi(s) of the episode's own states: restore refuses a snapshot taken under other
+        # shaping, so _potential is always this env's
+        value = potential(self._progress, self.reward)
+        shaped, self._potential = value - self._potential, value
         return float(shaped)
 
     def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
