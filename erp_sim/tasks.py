@@ -87,8 +87,15 @@ def _load_task_set(name: str) -> tuple[Task, ...]:
     return tuple(Task.model_validate_json(row.line) for row in task_rows(name))
 
 
+def is_task_reference(value: object) -> bool:
+    """A task id or a 0-based index; ``True`` is an int to Python, not task 1."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def get_task(task_set: str, task: str | int) -> Task:
     """A task by id (``hotel-007``) or by 0-based index within its set."""
+    if not is_task_reference(task):
+        raise KeyError(f"A task is a task id (e.g. hotel-007) or a 0-based index, got {type(task).__name__}.")
     tasks = _load_task_set(task_set)
     if isinstance(task, int) or (isinstance(task, str) and task.isdigit()):
         index = int(task)

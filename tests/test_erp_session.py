@@ -249,3 +249,6 @@ def test_task_lookup_by_id_and_index_with_clear_errors():
         load_task_set("nope")
     with pytest.raises(KeyError, match="out of range"):
         get_task("hotel_50", 50)
+    for not_a_task in (True, 1.0, None):
+        with pytest.raises(KeyError, match="task id .* or a 0-based index"):
+            get_task("hotel_50", not_a_task)

@@ -30,8 +30,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from erp_sim.faults import FaultProfile
 from erp_sim import VERBOSITIES
+from erp_sim.faults import FaultProfile
 from erp_sim.session import ErpSession, ToolResponse
 from erp_sim.tasks import Task, get_task, load_task_set
 

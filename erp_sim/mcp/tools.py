@@ -31,6 +31,7 @@ from pydantic import PrivateAttr
 
 from erp_sim import tools as registry
 from erp_sim.mcp.sessions import Episode, EpisodeError, EpisodeStore
+from erp_sim.tasks import is_task_reference
 
 SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
 TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"
@@ -119,7 +120,7 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
         raise EpisodeError(NO_SESSION)
     else:
         key = "process"
-    if task is not None and (not isinstance(task, (str, int)) or isinstance(task, bool)):  # True is not task 1
+    if task is not None and not is_task_reference(task):
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
     return episodes.episode(key, task, owner, client_key)
 
