@@ -14,6 +14,7 @@ import gymnasium as gym
 import pytest
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.formstate import control_value, find_control, find_grid, form_state, parse_response
 
 HOSTILE = ["", "é", "😀", "\u202eRTL", "e\u0301", "\x7f", "\x00", "\ud800", "１２", "NaN", "-1", "0.00", "9" * 40,
            "1,234.50", "-0.01", "2026-02-30", "05/17/2026", None, True, 2**63, -1, 1e308, float("nan"), float("inf"),
@@ -55,10 +56,6 @@ def walk(node):
             yield from walk(child)
 
 
-def named(form, name, key="Value"):
-    return next((node for node in walk(form) if node.get("Name") == name and key in node), None)
-
-
 def call(tool, **arguments):
     return json.dumps({"name": tool, "arguments": arguments})
 
@@ -75,13 +72,13 @@ def plausible(rng, task, form):
     if form["Name"] == "TrvExpenseReport":
         return rng.choice([call("form_select_grid_row", gridName="ExpenseLinesGrid", rowNumber=str(task["line_number"])),
                            call("form_click_control", controlName="Itemize")])
-    remaining = named(form, "ItemizationRemaining")["Value"].replace(",", "")
-    rows = named(form, "ItemizationGrid", "Rows")["Rows"]
+    remaining = control_value(form, "ItemizationRemaining").replace(",", "")
+    rows = find_grid(form["Form"], "ItemizationGrid")["Rows"]
     blank = [r for r in rows if not (r["Values"]["TrvExpTrans_AmountCurr"] and r["Values"]["TrvExpTrans_ExpSubCategory"])]
     if blank and not any(r.get("IsSelected") for r in blank):
         return call("form_select_grid_row", gridName="ItemizationGrid", rowNumber=blank[0]["RowNumber"])
     if blank:
-        options = named(form, "TrvExpTrans_ExpSubCategory", "Options")["Options"]
+        options = find_control(form["Form"], "TrvExpTrans_ExpSubCategory")["Options"]
         amount = rng.choice([remaining, remaining, "0.01", f"{rng.uniform(0.01, 300):.2f}", "999999.99"])
         return call("form_set_control_values", controlValues=[{"controlName": "TrvExpTrans_ExpSubCategory", "value": rng.choice(options)},
                                                              {"controlName": "TrvExpTrans_AmountCurr", "value": amount}])
@@ -101,7 +98,7 @@ def fuzz(env_id, seed, steps, actions=None):
     transcript = [json.dumps([obs, info], sort_keys=True)]
     for i in range(steps):
         if not replay:
-            names = [n for node in walk(_json(obs)) for k in ("Name", "RowNumber", "Value") if isinstance(n := node.get(k), str)]
+            names = [n for node in walk(parse_response(obs)) for k in ("Name", "RowNumber", "Value") if isinstance(n := node.get(k), str)]
             roll = rng.random()
             if roll < 0.5:
                 action = plausible(rng, info["task"], form)
@@ -123,10 +120,10 @@ def fuzz(env_id, seed, steps, actions=None):
         assert INFO_KEYS <= info.keys() and ("final_grade" in info) == terminated
         assert all(info[key] is not previous[key] for key in ("task", "grade", "counts"))
         header, remaining = Decimal(info["task"]["header_amount"]), Decimal(info["grade"]["remaining_amount"])
-        state = _json(obs).get("FormState") if isinstance(_json(obs), dict) else None
-        form = state if isinstance(state, dict) else form
+        state = form_state(obs)
+        form = state or form
         if isinstance(state, dict) and state["Name"] == "TrvItemization":
-            total, itemized, left = (Decimal(named(state, f"Itemization{n}")["Value"].replace(",", ""))
+            total, itemized, left = (Decimal(control_value(state, f"Itemization{n}").replace(",", ""))
                                      for n in ("Total", "Itemized", "Remaining"))
             assert total - itemized == left
             target = f"Itemize expense - line {info['task']['line_number']} {info['task']['expense_type']} "
@@ -141,13 +138,6 @@ def fuzz(env_id, seed, steps, actions=None):
             transcript.append(json.dumps([obs, info], sort_keys=True))
     env.close()
     return actions, transcript, seen
-
-
-def _json(text):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 @pytest.mark.parametrize("env_id", ["erp_sim/ExpenseItemization-v0", "erp_sim/AllExpenseTypes-v0"])
