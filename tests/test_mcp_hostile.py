@@ -263,7 +263,10 @@ async def test_http_many_sessions_streams_and_aborted_bodies_leave_the_server_se
     host, port = url.removeprefix("http://").split(":")
     streams = []
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=60, headers=BASE) as raw:
+        # one connection per request: over the connection cap the server closes its oldest idle connection,
+        # and a pooled keep-alive connection closed just as the next POST goes out is a client-side race
+        async with httpx.AsyncClient(base_url=url, timeout=60, headers=BASE,
+                                     limits=httpx.Limits(max_keepalive_connections=0)) as raw:
             for number in range(200):  # sessions opened and abandoned; 100 of them ask for a stream of their own
                 session_id = (await raw.post("/mcp", json=rpc(1, "initialize", INIT))).headers["mcp-session-id"]
                 if number % 2:
