@@ -1,0 +1,45 @@
+"""The ``erp-sim`` commands where a newcomer meets them: one-line errors, closed pipes, plain help texts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from erp_sim.agents import demo
+
+
+def run_into_closed_pipe(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """``erp-sim ARGS | head -0``: stdout is a pipe whose reader has already gone."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", *args], stdout=write_end,
+                              stderr=subprocess.PIPE, input=stdin, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("command", [["demo"], ["play", "--task", "3"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(command):
+    done = run_into_closed_pipe(*command, stdin="quit\n")
+    assert done.returncode == 1 and done.stderr == ""  # as the Python docs recommend: no BrokenPipeError traceback
+
+
+def test_demo_runs_on_any_task_set_from_its_first_task(capsys):
+    assert demo.main(["--task-set", "Meals", "--verbosity", "compact"]) == 0
+    out = capsys.readouterr().out
+    assert "Meals expense" in out and '"strict_success": true' in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--task", "nosuch"], "No task 'nosuch' in task set 'hotel_50'."),
+    (["--task-set", "nosuch"], "Unknown task set 'nosuch'. Known: expense_types, hotel_50,"),
+    (["--task-set", "Meals", "--task", "99"], "Task index 99 out of range: Meals has 20 tasks."),
+])
+def test_demo_names_a_bad_task_or_task_set_in_one_line(capsys, args, message):
+    assert demo.main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"erp-sim demo: {message}") and captured.err.count("\n") == 1
