@@ -6,13 +6,14 @@ import argparse
 import sys
 
 from erp_sim import ErpSession, get_task, run_oracle
+from erp_sim.agents.command_line import PlainHelpFormatter
 
 # hotel-007 is the task the README walks through; other sets start at their first task
 DEFAULT_TASKS = {"hotel_50": "hotel-007"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="erp-sim demo", description=__doc__, formatter_class=PlainHelpFormatter)
     parser.add_argument("--task-set", default="hotel_50")
     parser.add_argument("--task", default=None,
                         help="task id or 0-based index (default: hotel-007 in hotel_50, else the set's first task)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -43,3 +44,34 @@ def test_demo_names_a_bad_task_or_task_set_in_one_line(capsys, args, message):
     assert demo.main(args) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"erp-sim demo: {message}") and captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["eval", "--policy", "last_n:q=3"], ["eval", "--configs", "C9"],
+                                  ["sweep", "--family", "last_n", "--grid", "q=1,2"]])
+def test_a_policy_spec_mistake_is_one_line_without_the_usage_block(capsys, tmp_path, args):
+    from erp_sim.agents.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "usage:" not in captured.err, captured.err
+    assert captured.err.startswith(f"erp-sim {args[0]}: error: ") and ("known: C1" in captured.err or "parameters: n" in captured.err)
+
+
+def every_command() -> list[list[str]]:
+    from erp_sim.agents.acon.cli import SUBCOMMANDS
+    from erp_sim.agents.cli import COMMANDS
+
+    return [[name] for name in COMMANDS if name != "acon"] + [["acon", name] for name in SUBCOMMANDS]
+
+
+@pytest.mark.parametrize("command", every_command(), ids=" ".join)
+def test_help_texts_are_plain_words_without_rest_markup(capsys, command):
+    from erp_sim.agents.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and f"erp-sim {' '.join(command)}" in out
+    assert "`" not in out and not re.search(r":(func|class|mod|data|meth):", out), out

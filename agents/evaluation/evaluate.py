@@ -36,6 +36,7 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
@@ -467,7 +468,7 @@ def parse_configs(names: list[str], policies: list[str], user: str) -> list[tupl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=PlainDefaultsHelpFormatter)
     parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 "
                                                         "unless --policy is given")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
@@ -485,19 +486,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return run_sequential(args, args.policy[0])
         except ValueError as exc:
-            parser.error(str(exc))
+            refuse(parser, exc)
     if args.memory:
         from erp_sim.agents.memory.sequential import with_memory_dir
 
         try:
             args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
         except ValueError as exc:
-            parser.error(str(exc))
+            refuse(parser, exc)
     names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
     try:
         configs = parse_configs([n for n in names if n], args.policy, args.user)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # a bad preset name or policy spec: the message lists what exists
+        refuse(parser, exc)
     return run_from_args(args, configs)
 
 

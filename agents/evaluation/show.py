@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 from erp_sim.agents.trajectory import Trajectory
 
@@ -130,7 +131,8 @@ def _text(message: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0],
+                                     formatter_class=PlainHelpFormatter)
     parser.add_argument("run_dir", metavar="RUN_DIR", help="an erp-sim eval --out directory")
     parser.add_argument("task", metavar="TASK", help="task id, e.g. hotel-003")
     parser.add_argument("--config", help="configuration or policy spec (needed when the task ran in several)")
