@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -75,3 +76,16 @@ def test_help_texts_are_plain_words_without_rest_markup(capsys, command):
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and f"erp-sim {' '.join(command)}" in out
     assert "`" not in out and not re.search(r":(func|class|mod|data|meth):", out), out
+
+
+def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
+    from erp_sim.agents.cli import main
+
+    rows = [{"task_id": "hotel-003", "config": config, "policy": policy, "run": run, "trajectory": "t.json.gz"}
+            for config, policy in (("C2", "full"), ("C4", "last_n_summary:n=5,w=3")) for run in (0, 1)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert main(["show", str(tmp_path), "hotel-003", "--config", "C9"]) == 2
+    err = capsys.readouterr().err
+    assert err == "erp-sim show: hotel-003 did not run in configuration 'C9'; it ran in C2, C4\n"
+    assert main(["show", str(tmp_path), "hotel-003", "--config", "C4", "--run", "7"]) == 2
+    assert capsys.readouterr().err == "erp-sim show: hotel-003 has no run 7 in C4; its runs: 0, 1\n"
