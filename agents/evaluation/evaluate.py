@@ -453,24 +453,23 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     return 0
 
 
+#: The table erp-sim eval prints, as GitHub Markdown, so that the README's copy is a paste of it
+#: (tests/test_evaluate.py holds the two to the same columns and number formats).
+TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "input tokens / benchmark", "peak tokens",
+                 "steps")
+
+
 def print_table(rows: list[dict]) -> None:
-    from erp_sim.agents.evaluation.report import short_labels
+    from erp_sim.agents.evaluation.report import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
-    summaries = summarize(rows)
-    labels = short_labels(list(summaries))
-    width = max([len("config"), *(len(label) for label in labels.values())]) + 2
-    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'over-item':>10}{'input tok/ep':>14}"
-          f"{'input tok/bench':>17}"
-          f"{'peak tok':>10}{'steps':>7}  policy")
-    for name, summary in summaries.items():
+    lines = []
+    for name, summary in summarize(rows).items():
         e = summary.estimates
-        if not summary.n_episodes:
-            print(f"{labels[name]:<{width}}  no scored episode  {summary.policy}")
-            continue
-        print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['over_itemization'].mean:>10.1%}{e['input_tokens_per_episode'].mean:>14,.0f}"
-              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
+        numbers = [f"{e['success'].mean:.1%}", f"{e['strict_success'].mean:.1%}", f"{e['input_tokens'].mean:,.0f}",
+                   f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else [DASH] * 5
+        lines.append((name, summary.policy, summary.user, *numbers))
+    print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 5))
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
