@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # subcommand -> (module with main(argv) -> int, one-line help)
@@ -25,7 +26,18 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a reader that went away (`erp-sim demo | head -1`) shows up here at the latest
+        return code
+    except BrokenPipeError:
+        # As the Python docs recommend for SIGPIPE: no traceback for output nobody reads; stdout goes to
+        # devnull so that the interpreter's own flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: list[str]) -> int:
     # Every command ships in the one wheel; its module is imported only when it runs (finding it
     # here would import its package: Gymnasium and NumPy for `play`, just to print the help).
     available = COMMANDS

@@ -10,6 +10,7 @@ edits are only copied into the database at save, so a failed call changes nothin
 from __future__ import annotations
 
 import json
+import logging
 import random
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,6 +37,7 @@ MAX_ERROR_CHARS = 2_000  # an error message's text (it appears twice in the resp
 MAX_FORM_DEPTH = 8
 _NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
 BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
+logger = logging.getLogger("erp_sim.session")
 
 
 class ToolResponse(BaseModel):
@@ -150,6 +152,8 @@ class ErpSession:
         except ErpError as exc:
             return self._error(tool.name, tool, exc)
         except Exception as exc:  # a simulator bug: still an answer in the usual shape, and the episode goes on
+            # the agent sees only the exception's type; whoever runs the simulator needs the traceback to fix it
+            logger.exception("simulator bug in %s (session %s, call %d)", tool.name, self.session_id, self.call_count)
             return self._error(tool.name, tool, InternalError(
                 f"The server could not process the request ({type(exc).__name__}). Nothing was changed."))
         if top is not None and top in self.forms and warned_before and tool.name != "form_close_form":

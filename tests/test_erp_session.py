@@ -252,3 +252,23 @@ def test_task_lookup_by_id_and_index_with_clear_errors():
     for not_a_task in (True, 1.0, None):
         with pytest.raises(KeyError, match="task id .* or a 0-based index"):
             get_task("hotel_50", not_a_task)
+
+
+def test_a_simulator_bug_is_logged_with_its_traceback_and_answered_as_an_internal_error(session, monkeypatch, caplog):
+    import dataclasses
+
+    import erp_sim.session
+
+    def broken(erp, args):
+        raise ZeroDivisionError("a bug deep in a tool")
+
+    tool = TOOLS["form_find_menu_item"]
+    monkeypatch.setitem(erp_sim.session.TOOLS, tool.name, dataclasses.replace(tool, fn=broken))
+    with caplog.at_level("ERROR", logger="erp_sim.session"):
+        response = session.call("form_find_menu_item", {"menuItemFilter": "expense"})
+    assert response.is_error and response.error_code == "InternalError"
+    assert "ZeroDivisionError" in response.result and "a bug deep" not in response.text  # the agent sees the type only
+    [record] = caplog.records
+    assert "form_find_menu_item" in record.getMessage() and session.session_id in record.getMessage()
+    assert record.exc_info and "a bug deep in a tool" in caplog.text and "in broken" in caplog.text  # the traceback
+    assert not session.call("form_open_menu_item", {"name": "TrvExpenses"}).is_error  # the episode goes on

@@ -14,7 +14,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.evaluation.evaluate import eval_lock, main as eval_main, read_rows
+from erp_sim.agents.evaluation.evaluate import LOCK_FILE, _same_file, eval_lock, main as eval_main, read_rows
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from test_harness import script_server_with_scripted_agent
 
@@ -185,3 +185,21 @@ def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_re
     assert subprocess.run([*args, "--resume"], capture_output=True, timeout=600).returncode == 0
     rows = read_rows(results)
     assert len(rows) == 16 and len({(r["config"], r["task_id"], r["run"]) for r in rows}) == 16 and finished < 16
+
+
+def test_a_finished_eval_removes_its_lock_and_a_later_one_takes_it_again(tmp_path):
+    argv = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--concurrency", "1",
+            "--out", str(tmp_path)]
+    assert eval_main(argv) == 0
+    assert (tmp_path / "results.jsonl").exists() and not (tmp_path / LOCK_FILE).exists()
+    assert eval_main([*argv, "--resume"]) == 0
+    assert not (tmp_path / LOCK_FILE).exists()
+    # an eval that opened the lock file just before its holder removed it must not count the old file as held
+    path = tmp_path / LOCK_FILE
+    with path.open("a+") as stale:
+        path.unlink()
+        path.touch()
+        assert not _same_file(stale, path)
+    with eval_lock(tmp_path), path.open() as current:
+        assert _same_file(current, path) and current.read() == str(os.getpid())
+    assert not path.exists()

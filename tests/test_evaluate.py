@@ -122,3 +122,26 @@ def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
                       "--backend", "ray", "--out", str(tmp_path)]) == 0
     rows = read_rows(tmp_path / "results.jsonl")
     assert len(rows) == 2 and all(r["grade"]["success"] for r in rows)
+
+
+def test_the_printed_table_has_the_columns_and_number_formats_of_the_readme_copy(tmp_path, capsys):
+    import re
+
+    assert eval_main(["--configs", "C1,C2", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet",
+                      "--concurrency", "1", "--out", str(tmp_path)]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").splitlines()
+    start = readme.index(printed[0])  # the README's copy: the same header line ...
+    copy = [line for line in readme[start:start + 12] if line.startswith("|")][:len(printed)]
+    assert copy[1] == printed[1]  # ... and the same alignment
+
+    def shape(line: str) -> list[str]:  # each cell's format: 100.0%, 61,686,467, 36.7 or text
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        return [re.sub(r"\d", "9", re.sub(r"^\d{1,3}(,\d{3})*$", "N", cell)) if cell[:1].isdigit() else "text"
+                for cell in cells]
+
+    assert [shape(line)[:3] for line in printed[2:]] == [["text"] * 3] * 2
+    for line in copy[2:] + printed[2:]:
+        cells = shape(line)
+        assert re.fullmatch(r"9+\.9%", cells[3]) and re.fullmatch(r"9+\.9%", cells[4]), line
+        assert cells[5] == cells[6] == "N" and re.fullmatch(r"9+\.9", cells[7]), line

@@ -174,6 +174,23 @@ async def test_idle_sessions_expire_and_free_their_memory():
     assert server.episodes.grade(episode.id)["state"] == "closed"
 
 
+async def test_the_first_call_after_expiry_says_the_episode_ended_and_was_graded_and_opens_nothing(tmp_path):
+    server = build_server(idle_timeout_s=0.2, grade_file=tmp_path / "grades.jsonl")
+    meta = {"erp-sim/session": "my-key"}
+    async with Client(server) as client:
+        first = await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"}, meta=meta)
+        session_id = json.loads(first.content[0].text)["SessionId"]
+        await asyncio.sleep(0.8)  # the background reaper runs every idle_timeout_s / 4
+        later = [await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"}, meta=meta)
+                 for _ in range(2)]
+    text = later[0].content[0].text
+    assert later[0].is_error and f"episode {session_id} has ended" in text and "idle for longer than 0.2 s" in text
+    assert "was graded" in text and "new session key" in text
+    assert later[1].is_error and later[1].content[0].text == text  # the key stays refused: no fresh episode under it
+    assert not server.episodes.active and server.episodes.opened == 1
+    assert grade_lines(tmp_path / "grades.jsonl")[-1]["state"] == "closed"
+
+
 def grade_lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 

@@ -148,3 +148,43 @@ def test_compare_view_aligns_two_configurations(page, page_file):
     page.wait_for_selector("#context-b .msg")
     assert page.locator("#context-a .msg").count() > page.locator('#context-b .msg:not([data-mark="pruned"])').count()
     assert page.locator("#context-a .msg.only").count() > 0
+
+
+@pytest.fixture(scope="module")
+def two_runs_page(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("two-runs")
+    assert evaluate.main(["--configs", "C2", "--tasks", "hotel_50:hotel-000", "--runs", "2", "--concurrency", "1",
+                          "--out", str(out), "--quiet"]) == 0
+    return view.write_view(out)
+
+
+def test_compare_view_names_two_runs_of_one_task_apart(page, two_runs_page):
+    page.goto(two_runs_page.as_uri() + "#episode/0")
+    page.wait_for_selector("#context .msg")
+    page.get_by_role("link", name="C2 run 1").click()  # other runs of the task are offered too
+    page.wait_for_selector("#compare-table tbody tr")
+    assert page.inner_text("h2") == "hotel-000: C2 run 0 vs C2 run 1"  # one task, not "different tasks"
+    headers = page.locator("#compare-table th").all_inner_texts()
+    assert headers[1] == "C2 run 0 action" and headers[3] == "C2 run 1 action"
+    assert page.inner_text("#context-a h3 a") == "C2 run 0" and page.inner_text("#context-b h3 a") == "C2 run 1"
+
+
+def test_intervals_are_shown_only_where_they_have_width(page, page_file, two_runs_page):
+    page.goto(page_file.as_uri())
+    page.wait_for_selector("#results tbody tr")
+    shown = [text for text in page.locator("#results .ci, #more-results .ci").all_inner_texts() if text]
+    assert shown  # two tasks of one run: token counts differ between tasks, so those intervals have width
+    for text in shown:
+        low, high = text.strip("[]").split(", ")
+        assert low != high, text
+    page.goto(two_runs_page.as_uri())  # two runs of a deterministic agent agree: no interval has width
+    page.wait_for_selector("#results tbody tr")
+    assert [text for text in page.locator("#results .ci, #more-results .ci").all_inner_texts() if text] == []
+
+
+def test_a_chart_of_one_point_marks_the_point(page, page_file):
+    page.goto(page_file.as_uri())
+    page.wait_for_selector("#results tbody tr")
+    one = page.evaluate("() => lineChart([[0, 5]], { caption: 'one' }).querySelectorAll('circle').length")
+    many = page.evaluate("() => lineChart([[0, 5], [1, 7]], { caption: 'two' }).querySelectorAll('circle').length")
+    assert (one, many) == (1, 0)

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from erp_sim.agents.acon.optimize import read_gz_json, write_json, write_text
+from erp_sim.agents.command_line import PlainHelpFormatter
 
 
 def heldout_by_hash(task_id: str, fraction: float) -> bool:
@@ -65,7 +66,8 @@ def export(run_dir: Path, out: Path, *, include_failed: bool = False, heldout_fr
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim acon export-sft", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="erp-sim acon export-sft", description=__doc__.splitlines()[0],
+                                     formatter_class=PlainHelpFormatter)
     parser.add_argument("run_dir", metavar="DIR", help="an `erp-sim acon optimize --out` directory")
     parser.add_argument("--out", help="where to write (default DIR/sft)")
     parser.add_argument("--include-failed", action="store_true", help="also pairs from episodes that failed")

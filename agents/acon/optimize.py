@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt, render_transcript
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -519,7 +520,8 @@ def default_test_tasks(tasks: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim acon optimize", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="erp-sim acon optimize", description=__doc__.splitlines()[0],
+                                     formatter_class=PlainHelpFormatter)
     for role in ROLES:
         parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for every role (default: OpenAI)")

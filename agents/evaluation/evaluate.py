@@ -36,6 +36,7 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
@@ -262,23 +263,40 @@ def _die_with_parent(parent_pid: int) -> None:
 def eval_lock(out_dir: Path) -> Iterator[None]:
     """Hold OUT/eval.lock while running; a second eval on OUT (e.g. an early --resume) stops at once.
 
-    ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock.
+    ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock;
+    a run that ends removes the file (while still holding it, so a waiting eval sees the removal).
     """
     import fcntl
 
     path = out_dir / LOCK_FILE
-    with path.open("a+", encoding="utf-8") as handle:
+    while True:
+        handle = path.open("a+", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
+            handle.close()
             raise SystemExit(f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it") from None
+        if _same_file(handle, path):
+            break
+        handle.close()  # locked the file of a run that has just ended and removed it: lock the one now there
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
         yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
+def _same_file(handle: Any, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict]:
@@ -435,24 +453,23 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     return 0
 
 
+#: The table erp-sim eval prints, as GitHub Markdown, so that the README's copy is a paste of it
+#: (tests/test_evaluate.py holds the two to the same columns and number formats).
+TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "input tokens / benchmark", "peak tokens",
+                 "steps")
+
+
 def print_table(rows: list[dict]) -> None:
-    from erp_sim.agents.evaluation.report import short_labels
+    from erp_sim.agents.evaluation.report import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
-    summaries = summarize(rows)
-    labels = short_labels(list(summaries))
-    width = max([len("config"), *(len(label) for label in labels.values())]) + 2
-    print(f"\n{'config':<{width}}{'success':>9}{'strict':>8}{'itemized':>10}{'over-item':>10}{'input tok/ep':>14}"
-          f"{'input tok/bench':>17}"
-          f"{'peak tok':>10}{'steps':>7}  policy")
-    for name, summary in summaries.items():
+    lines = []
+    for name, summary in summarize(rows).items():
         e = summary.estimates
-        if not summary.n_episodes:
-            print(f"{labels[name]:<{width}}  no scored episode  {summary.policy}")
-            continue
-        print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
-              f"{e['itemized_amount'].mean:>10.2%}{e['over_itemization'].mean:>10.1%}{e['input_tokens_per_episode'].mean:>14,.0f}"
-              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
+        numbers = [f"{e['success'].mean:.1%}", f"{e['strict_success'].mean:.1%}", f"{e['input_tokens'].mean:,.0f}",
+                   f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else [DASH] * 5
+        lines.append((name, summary.policy, summary.user, *numbers))
+    print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 5))
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
@@ -467,7 +484,7 @@ def parse_configs(names: list[str], policies: list[str], user: str) -> list[tupl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=PlainDefaultsHelpFormatter)
     parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 "
                                                         "unless --policy is given")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
@@ -485,19 +502,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return run_sequential(args, args.policy[0])
         except ValueError as exc:
-            parser.error(str(exc))
+            refuse(parser, exc)
     if args.memory:
         from erp_sim.agents.memory.sequential import with_memory_dir
 
         try:
             args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
         except ValueError as exc:
-            parser.error(str(exc))
+            refuse(parser, exc)
     names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
     try:
         configs = parse_configs([n for n in names if n], args.policy, args.user)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except ValueError as exc:  # a bad preset name or policy spec: the message lists what exists
+        refuse(parser, exc)
     return run_from_args(args, configs)
 
 

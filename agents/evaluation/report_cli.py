@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim report", description=__doc__,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=PlainDefaultsHelpFormatter)
     parser.add_argument("results_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
     parser.add_argument("--baseline", help="configuration to compare against (None: C2, else the first)")
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 from erp_sim.agents.trajectory import Trajectory
 
@@ -35,12 +36,18 @@ def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) 
     if not rows:
         raise ShowError(f"no episode of task {task!r} in {run_dir / RESULTS_FILE}")
     if config is not None:
-        rows = [r for r in rows if str(r["config"]).upper() == config.upper() or r.get("policy") == config]
+        chosen = [r for r in rows if str(r["config"]).upper() == config.upper() or r.get("policy") == config]
+        if not chosen:  # say what there is, so the next try is right
+            raise ShowError(f"{task} did not run in configuration {config!r}; it ran in "
+                            f"{', '.join(sorted({str(r['config']) for r in rows}))}")
+        rows = chosen
     if run is not None:
-        rows = [r for r in rows if int(r.get("run", 0)) == run]
+        chosen = [r for r in rows if int(r.get("run", 0)) == run]
+        if not chosen:
+            raise ShowError(f"{task} has no run {run}{f' in {config}' if config else ''}; its runs: "
+                            f"{', '.join(str(n) for n in sorted({int(r.get('run', 0)) for r in rows}))}")
+        rows = chosen
     choices = sorted({(str(r["config"]), int(r.get("run", 0))) for r in rows})
-    if not choices:
-        raise ShowError(f"no episode of {task} with config={config} run={run}")
     if len({c for c, _ in choices}) > 1:
         raise ShowError(f"{task} ran in several configurations ({', '.join(sorted({c for c, _ in choices}))}): "
                         "choose one with --config")
@@ -130,7 +137,8 @@ def _text(message: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0],
+                                     formatter_class=PlainHelpFormatter)
     parser.add_argument("run_dir", metavar="RUN_DIR", help="an erp-sim eval --out directory")
     parser.add_argument("task", metavar="TASK", help="task id, e.g. hotel-003")
     parser.add_argument("--config", help="configuration or policy spec (needed when the task ran in several)")

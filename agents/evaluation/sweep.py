@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.evaluation.evaluate import add_common_arguments, run_from_args
 from erp_sim.agents.policies import parse_policy
 
@@ -32,7 +33,7 @@ def grid_specs(family: str, grid: list[str], fixed: str = "") -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim sweep", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=PlainDefaultsHelpFormatter)
     parser.add_argument("--family", default="last_n_summary", help="policy name to sweep")
     parser.add_argument("--grid", action="append", default=None, help="NAME=V1,V2,... (repeatable; None: n=3,5,7 and w=1,3,-1)")
     parser.add_argument("--fixed", default="", help="parameters held fixed, e.g. t=4096")
@@ -42,5 +43,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs = grid_specs(args.family, args.grid or ["n=3,5,7", "w=1,3,-1"], args.fixed)
     except ValueError as exc:
-        parser.error(str(exc))
+        refuse(parser, exc)
     return run_from_args(args, [(spec, spec, args.user) for spec in specs])

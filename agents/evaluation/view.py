@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 
@@ -295,7 +296,8 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, rows: Iterabl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim view", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="erp-sim view", description=__doc__.split("\n\n")[0],
+                                     formatter_class=PlainHelpFormatter)
     parser.add_argument("run_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
     parser.add_argument("--out", help=f"the HTML file to write (default RUN_DIR/{VIEW_FILE})")
     args = parser.parse_args(argv)

@@ -42,8 +42,15 @@ DEFAULT_MAX_EPISODES = 512  # ~130 KB each when idle
 DEFAULT_MAX_PER_OWNER = 8
 
 
-ENDED = ("This session's ERP episode has ended (it was idle too long, its MCP session ended, or an evaluator closed "
-         "it) and its state is gone. Start a new MCP session (or use a new session key).")
+IDLE, SESSION_ENDED, CLOSED_BY_EVALUATOR = "it was idle for longer than {timeout:g} s, the server's idle timeout", \
+    "its MCP session ended", "an evaluator closed it"
+
+
+def ended(episode_id: str, reason: str) -> str:
+    """What every later call under an ended episode's key is told: which episode, why, that it counted."""
+    return (f"This session's ERP episode {episode_id} has ended: {reason}. It was graded as it stood then, and its "
+            "state is gone; nothing is carried over to a new episode. Start a new MCP session (or use a new session "
+            "key) to work on a task again.")
 
 
 class EpisodeError(Exception):
@@ -110,7 +117,7 @@ class EpisodeStore:
         self._grade_lock = threading.Lock()  # grade lines come from worker threads
         self.active: dict[str, Episode] = {}
         self.finished: OrderedDict[str, dict] = OrderedDict()  # episode id -> final summary
-        self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> episode id
+        self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> what calls under it are told
         self.opened = 0
         self._cycled = 0  # sessions that got the next task of the cycle
         self._per_task: Counter[str] = Counter()
@@ -130,7 +137,7 @@ class EpisodeStore:
                                    f"open a new session for another task.")
             return episode
         if key in self.expired_keys:
-            raise EpisodeError(ENDED)
+            raise EpisodeError(self.expired_keys[key])
         if len(self.active) >= self.max_episodes:
             raise EpisodeError(f"The server already runs {self.max_episodes} episodes, its limit; end a session "
                                f"(or wait for idle ones to expire) and try again.")
@@ -159,7 +166,7 @@ class EpisodeStore:
         call count, and the grade file after each change."""
         async with episode.lock:
             if self.active.get(episode.key) is not episode:
-                raise EpisodeError(ENDED)
+                raise EpisodeError(self.expired_keys.get(episode.key) or ended(episode.id, CLOSED_BY_EVALUATOR))
             episode.last_used = time.monotonic()
             episode.calls += 1
             response = await anyio.to_thread.run_sync(episode.session.call, name, arguments)
@@ -186,8 +193,9 @@ class EpisodeStore:
             raise EpisodeError(str(exc.args[0])) from None
 
     # --- expiry and shutdown ---
-    def close(self, key: str, *, expire_key: bool = True) -> dict:
-        """Grade the episode, free its database, keep its summary; ``expire_key`` refuses the key from now on."""
+    def close(self, key: str, *, expire_key: bool = True, reason: str = CLOSED_BY_EVALUATOR) -> dict:
+        """Grade the episode, free its database, keep its summary; ``expire_key`` refuses the key from now on,
+        telling its calls which episode ended, for what ``reason``, and that it was graded."""
         episode = self.active.pop(key)
         self._grade(episode)
         episode.session.close()
@@ -195,20 +203,20 @@ class EpisodeStore:
         self.finished[episode.handle] = summary
         self._append_grade(summary)
         if expire_key:
-            self.expired_keys[key] = episode.handle
+            self.expired_keys[key] = ended(episode.id, reason)
         for kept in (self.finished, self.expired_keys):
             while len(kept) > FINISHED_KEPT:
                 kept.popitem(last=False)
         logger.info("episode %s closed after %d call(s)", episode.id, episode.calls)
         return summary
 
-    async def close_when_free(self, key: str) -> dict | None:
+    async def close_when_free(self, key: str, reason: str = CLOSED_BY_EVALUATOR) -> dict | None:
         """Close an episode once its running call (if any) is done; None if it had ended meanwhile."""
         episode = self.active.get(key)
         if episode is None:
             return None
         async with episode.lock:
-            return self.close(key) if self.active.get(key) is episode else None
+            return self.close(key, reason=reason) if self.active.get(key) is episode else None
 
     def reap(self, now: float | None = None) -> list[str]:
         """Close every episode idle for longer than the timeout; returns their ids."""
@@ -216,7 +224,8 @@ class EpisodeStore:
             return []
         now = time.monotonic() if now is None else now
         idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()]
-        return [self.close(key)["session_id"] for key in idle]
+        reason = IDLE.format(timeout=self.idle_timeout_s)
+        return [self.close(key, reason=reason)["session_id"] for key in idle]
 
     async def reap_forever(self) -> None:
         """Background expiry, so an idle server frees memory too."""
@@ -233,7 +242,8 @@ class EpisodeStore:
 
     async def close_owned_by(self, owner: str) -> list[dict]:
         """Grade and free every episode of an owner that went away (an MCP session ended with DELETE)."""
-        closed = [await self.close_when_free(key) for key, e in list(self.active.items()) if e.owner == owner]
+        owned = [key for key, e in list(self.active.items()) if e.owner == owner]
+        closed = [await self.close_when_free(key, SESSION_ENDED) for key in owned]
         return [summary for summary in closed if summary is not None]
 
     # --- for evaluators ---

@@ -64,7 +64,8 @@ function formatEstimate(metric, estimate) {
   const [mean, low, high] = estimate || [null, null, null];
   if (mean === null) return ["–", ""];
   const f = metric.percent ? (v) => (100 * v).toFixed(1) + "%" : (v) => (Math.abs(v) >= 100 ? grouped(v) : v.toFixed(2));
-  return [f(mean), low === null ? "" : `[${f(low)}, ${f(high)}]`];
+  // an interval without width (runs that agree) only repeats the mean: shown only when it has width
+  return [f(mean), low === null || f(low) === f(high) ? "" : `[${f(low)}, ${f(high)}]`];
 }
 const OUTCOME_LABEL = (o) => o.replaceAll("_", " ");
 
@@ -162,6 +163,10 @@ function lineChart(points, { width = 320, height = 90, caption, selected, step =
     d += `${d ? "L" : "M"}${x(px)},${y(py)}`;
   });
   svg.append(svgEl("path", { d, fill: "none", stroke: "#0b5cad", "stroke-width": 1.5 }));
+  const finite = points.filter(([, py]) => Number.isFinite(py));
+  if (finite.length === 1) {  // a path through one point draws nothing: mark the point
+    svg.append(svgEl("circle", { cx: x(finite[0][0]), cy: y(finite[0][1]), r: 3, fill: "#0b5cad" }));
+  }
   if (selected !== undefined && selected <= maxX) {
     svg.append(svgEl("line", { x1: x(selected), x2: x(selected), y1: 0, y2: height, stroke: "#9a6700", "stroke-dasharray": "3 2" }));
   }
@@ -221,7 +226,19 @@ function eventLabel(event) {
   return `agent to user: ${short(event.text, 80)}`;
 }
 function siblings(e) {
-  return DATA.episodes.filter((o) => o.task_id === e.task_id && o.task_set === e.task_set && o.run === e.run && o.i !== e.i);
+  return DATA.episodes.filter((o) => o.task_id === e.task_id && o.task_set === e.task_set && o.i !== e.i);
+}
+// Names for two compared episodes: the config, plus the task and the run where those differ.
+function sideLabels(a, b) {
+  const task = (e) => (a.task_set !== b.task_set ? `${e.task_set}:${e.task_id}` : e.task_id);
+  const label = (e) => [e.config, task(a) !== task(b) ? task(e) : "", a.run !== b.run ? `run ${e.run}` : ""].filter(Boolean).join(" ");
+  const [la, lb] = [label(a), label(b)];
+  return la === lb ? [`A: ${la}`, `B: ${lb}`] : [la, lb];
+}
+function compareTitle(a, b) {
+  const [la, lb] = sideLabels(a, b);
+  if (a.task_id !== b.task_id || a.task_set !== b.task_set) return `${la} vs ${lb} (different tasks)`;
+  return `${a.task_id}${a.run === b.run ? ` · run ${a.run}` : ""}: ${la} vs ${lb}`;
 }
 async function renderEpisode(index, call) {
   const e = DATA.episodes[index];
@@ -232,7 +249,7 @@ async function renderEpisode(index, call) {
   const others = siblings(e);
   const header = el("div", {}, el("h2", {}, `${e.config} · ${e.task_id} · run ${e.run} · `,
       el("span", { class: e.outcome === "success" ? "ok" : "bad" }, OUTCOME_LABEL(e.outcome))),
-    others.length ? el("p", {}, "Compare with: ", others.map((o) => [el("a", { href: `#compare/${index}/${o.i}` }, o.config), " "])) : null);
+    others.length ? el("p", {}, "Compare with: ", others.map((o) => [el("a", { href: `#compare/${index}/${o.i}` }, sideLabels(e, o)[1]), " "])) : null);
   const timeline = el("ol", {}, record.events.map((event) => el("li", {
       class: `ev-${event.kind}${event.call === selected ? " selected" : ""}`, "data-call": event.call,
       onclick: () => { location.hash = `#episode/${index}/${event.call}`; } },
@@ -278,19 +295,19 @@ async function renderCompare(left, right, call) {
   const idsAt = (r) => new Set((r.calls[selected]?.shown || []).map((s) => s[0]));
   const [sa, sb] = [idsAt(ra), idsAt(rb)];
   const onlyIn = (x, y) => new Set([...x].filter((id) => !y.has(id)));
+  const [labelA, labelB] = sideLabels(a, b);
   app.replaceChildren(el("div", { class: "compare" },
-    el("h2", {}, a.task_id === b.task_id && a.run === b.run ? `${a.task_id} · run ${a.run}: ${a.config} vs ${b.config}`
-      : `${a.config} ${a.task_id} run ${a.run} vs ${b.config} ${b.task_id} run ${b.run} (different tasks)`),
+    el("h2", {}, compareTitle(a, b)),
     el("p", {}, first < 0 ? "The two episodes take the same actions at every model call."
       : `Actions first diverge at model call ${first} (marked); highlighted rows take different actions. ` +
         "The last column counts messages shown to one side only."),
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, el("th", { class: "num" }, "call"),
-      el("th", {}, `${a.config} action`), el("th", { class: "num" }, "tokens"), el("th", {}, `${b.config} action`),
+      el("th", {}, `${labelA} action`), el("th", { class: "num" }, "tokens"), el("th", {}, `${labelB} action`),
       el("th", { class: "num" }, "tokens"), el("th", { class: "num" }, "only A / only B"))), el("tbody", {}, rows)),
     el("h3", {}, `Contexts at model call ${selected} (messages only one side saw are outlined)`),
     el("div", { class: "cols" },
-      el("div", { id: "context-a" }, el("h3", {}, el("a", { href: `#episode/${left}/${selected}` }, a.config)), contextView(ra, selected, table, onlyIn(sa, sb))),
-      el("div", { id: "context-b" }, el("h3", {}, el("a", { href: `#episode/${right}/${selected}` }, b.config)), contextView(rb, selected, table, onlyIn(sb, sa))))));
+      el("div", { id: "context-a" }, el("h3", {}, el("a", { href: `#episode/${left}/${selected}` }, labelA)), contextView(ra, selected, table, onlyIn(sa, sb))),
+      el("div", { id: "context-b" }, el("h3", {}, el("a", { href: `#episode/${right}/${selected}` }, labelB)), contextView(rb, selected, table, onlyIn(sb, sa))))));
 }
 
 // --- routing ------------------------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""The ``erp-sim`` commands where a newcomer meets them: one-line errors, closed pipes, plain help texts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from erp_sim.agents import demo
+
+
+def run_into_closed_pipe(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """``erp-sim ARGS | head -0``: stdout is a pipe whose reader has already gone."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", *args], stdout=write_end,
+                              stderr=subprocess.PIPE, input=stdin, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("command", [["demo"], ["play", "--task", "3"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(command):
+    done = run_into_closed_pipe(*command, stdin="quit\n")
+    assert done.returncode == 1 and done.stderr == ""  # as the Python docs recommend: no BrokenPipeError traceback
+
+
+def test_demo_runs_on_any_task_set_from_its_first_task(capsys):
+    assert demo.main(["--task-set", "Meals", "--verbosity", "compact"]) == 0
+    out = capsys.readouterr().out
+    assert "Meals expense" in out and '"strict_success": true' in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--task", "nosuch"], "No task 'nosuch' in task set 'hotel_50'."),
+    (["--task-set", "nosuch"], "Unknown task set 'nosuch'. Known: expense_types, hotel_50,"),
+    (["--task-set", "Meals", "--task", "99"], "Task index 99 out of range: Meals has 20 tasks."),
+])
+def test_demo_names_a_bad_task_or_task_set_in_one_line(capsys, args, message):
+    assert demo.main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"erp-sim demo: {message}") and captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["eval", "--policy", "last_n:q=3"], ["eval", "--configs", "C9"],
+                                  ["sweep", "--family", "last_n", "--grid", "q=1,2"]])
+def test_a_policy_spec_mistake_is_one_line_without_the_usage_block(capsys, tmp_path, args):
+    from erp_sim.agents.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and not (tmp_path / "out").exists()
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "usage:" not in captured.err, captured.err
+    assert captured.err.startswith(f"erp-sim {args[0]}: error: ") and ("known: C1" in captured.err or "parameters: n" in captured.err)
+
+
+def every_command() -> list[list[str]]:
+    from erp_sim.agents.acon.cli import SUBCOMMANDS
+    from erp_sim.agents.cli import COMMANDS
+
+    return [[name] for name in COMMANDS if name != "acon"] + [["acon", name] for name in SUBCOMMANDS]
+
+
+@pytest.mark.parametrize("command", every_command(), ids=" ".join)
+def test_help_texts_are_plain_words_without_rest_markup(capsys, command):
+    from erp_sim.agents.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and f"erp-sim {' '.join(command)}" in out
+    assert "`" not in out and not re.search(r":(func|class|mod|data|meth):", out), out
+
+
+def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
+    from erp_sim.agents.cli import main
+
+    rows = [{"task_id": "hotel-003", "config": config, "policy": policy, "run": run, "trajectory": "t.json.gz"}
+            for config, policy in (("C2", "full"), ("C4", "last_n_summary:n=5,w=3")) for run in (0, 1)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert main(["show", str(tmp_path), "hotel-003", "--config", "C9"]) == 2
+    err = capsys.readouterr().err
+    assert err == "erp-sim show: hotel-003 did not run in configuration 'C9'; it ran in C2, C4\n"
+    assert main(["show", str(tmp_path), "hotel-003", "--config", "C4", "--run", "7"]) == 2
+    assert capsys.readouterr().err == "erp-sim show: hotel-003 has no run 7 in C4; its runs: 0, 1\n"
