@@ -379,7 +379,16 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                              "(None: no limit of ours; a server's own context-length 400 does the same)")
     parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents; None: off)")
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
+    add_price_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    """``--price`` of eval, sweep and report (parsed by ``costs.parse_prices``)."""
+    parser.add_argument("--price", action="append", metavar="ROLE=IN,CACHED,OUT[,WRITE]",
+                        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
+                             "optional cache write; the report adds the cost with and without prompt caching "
+                             "(repeatable, one per role; None: no cost figures, no prices are shipped)")
 
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:
@@ -407,9 +416,20 @@ def check_models(spec: EpisodeSpec) -> None:
         raise SystemExit(f"erp-sim: {error}") from None
 
 
+def checked_prices(values: list[str] | None) -> dict:
+    """``--price`` values by role, or a one-line exit before anything runs."""
+    from erp_sim.agents.evaluation.costs import parse_prices
+
+    try:
+        return parse_prices(values)
+    except ValueError as error:
+        raise SystemExit(f"erp-sim: {error}") from None
+
+
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     if args.record and not args.agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
+    prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
                  verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
@@ -421,7 +441,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)
-    report = write_report(args.out, baseline=args.baseline)
+    report = write_report(args.out, baseline=args.baseline, prices=prices)
     print_table(rows)
     print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
     scored = [row for row in rows if not row.get("infra_error")]
