@@ -114,3 +114,28 @@ def test_a_model_agents_provider_cached_tokens_are_kept_beside_our_bound(fake_op
     m = trajectory.metrics
     assert (m.provider_cached_tokens, m.reported_input_tokens) == (128 * len(steps), 900 * len(steps))
     assert m.cacheable_prefix_tokens == reference.metrics.cacheable_prefix_tokens != m.provider_cached_tokens
+
+
+def test_show_and_the_run_page_give_each_calls_cacheable_prefix_and_both_units():
+    from erp_sim.agents.evaluation import show, view
+    from erp_sim.agents.prompt_cache import ModelCall
+
+    trajectory = episode("full")
+    step = trajectory.steps[1]
+    step.reported_input_tokens, step.provider_cached_tokens = step.input_tokens + 40, 1024
+    step.role_calls = [ModelCall(role="summarizer", input_tokens=500, output_tokens=20, cacheable_prefix_tokens=300,
+                                 reported_input_tokens=480, provider_cached_tokens=None)]
+    row = {"config": "C2", "run": 0, "agent": "openai:m"}
+    text = show.render(row, trajectory)
+    spread = (step.input_tokens + 40) / step.input_tokens - 1
+    assert (f"cacheable prefix {step.cacheable_prefix_tokens:,} (" in text
+            and f"the service reported {step.input_tokens + 40:,} input ({spread:+.1%} vs o200k), 1,024 cached" in text)
+    assert "summarizer model call: 500 input tokens (o200k), cacheable prefix 300 (60%); the service reported 480 " \
+           "input (-4.0% vs o200k), 20 output" in text
+    record = view.episode_record(row, trajectory.deterministic_dump(), view.MessageTable())
+    call = record["calls"][1]
+    assert (call["cacheable_prefix_tokens"], call["provider_cached_tokens"]) == (step.cacheable_prefix_tokens, 1024)
+    assert call["role_calls"] == [{"role": "summarizer", "input_tokens": 500, "output_tokens": 20,
+                                   "cacheable_prefix_tokens": 300, "reported_input_tokens": 480,
+                                   "provider_cached_tokens": None}]
+    assert "provider_cached_tokens" not in record["calls"][0]  # offline: nothing reported, nothing shown
