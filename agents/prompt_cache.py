@@ -166,7 +166,6 @@ class EpisodeMeter:
         self.counter = counter or get_counter()
         self.trackers: dict[str, PrefixTracker] = {}
         self._pending: list[ModelCall] = []
-        self._token = None
 
     def tracker(self, role: str) -> PrefixTracker:
         if role not in self.trackers:
@@ -188,14 +187,14 @@ class EpisodeMeter:
         return calls
 
     def start(self) -> "EpisodeMeter":
-        """Make this the meter ``record_call`` reports to (until ``stop``)."""
-        self._token = _ACTIVE.set(self)
+        """Make this the meter ``record_call`` reports to (until ``stop``, or another episode's ``start``)."""
+        _ACTIVE.set(self)
         return self
 
     def stop(self) -> None:
-        if self._token is not None:
-            _ACTIVE.reset(self._token)
-            self._token = None
+        """No meter after the episode (not the one before it: a meter left by an interrupted episode is dropped)."""
+        if _ACTIVE.get() is self:
+            _ACTIVE.set(None)
 
 
 _ACTIVE: ContextVar[EpisodeMeter | None] = ContextVar("erp_sim_episode_meter", default=None)
