@@ -81,3 +81,27 @@ def test_the_cost_table_prices_cached_and_uncached_input(tmp_path):
     assert report_main([str(directory)]) == 0
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
     assert "No prices given" in md and not (directory / report.SUCCESS_VS_COST_PNG).exists()
+
+
+def test_service_counts_give_their_own_cost_column_and_token_units_row(tmp_path):
+    rows = [priced_row("C2", task, input_tokens=1_000_000, cacheable=800_000, output=100_000) for task in range(2)]
+    for row in rows:
+        row["metrics"] |= {"reported_input_tokens": 1_100_000, "provider_cached_tokens": 500_000,
+                           "reported_output_tokens": 100_000}
+    directory = write_results(tmp_path / "run", rows)
+    assert report_main([str(directory), "--price", "agent=2,1,8"]) == 0
+    md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
+    # ours as before; the service's: 0.5M·1 + 0.6M·2 + 0.1M·8 = 2.50 per episode, never mixed with ours
+    assert "| C2 | 2,000,000 | 80.0 | 5.60 | 4.00 | 28.6 | 5.00 |" in md
+    assert "| C2 | agent | 2,000,000 | 2,200,000 | +10.0 | 1,600,000 | 1,000,000 |" in md
+    data = json.loads((directory / report.REPORT_JSON).read_text())["cost"]["configs"]["C2"]
+    assert data["provider_cached_tokens_per_benchmark"] == {"agent": 1_000_000.0, "summarizer": None, "user": None}
+    assert data["cost_per_benchmark_service_counts_and_cached"]["mean"] == pytest.approx(5.0)
+
+
+def test_eval_refuses_a_bad_price_before_running_anything(tmp_path):
+    from erp_sim.agents.evaluation.evaluate import main as eval_main
+
+    with pytest.raises(SystemExit) as stop:
+        eval_main(["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"])
+    assert "prices must be numbers" in str(stop.value) and not (tmp_path / "out").exists()

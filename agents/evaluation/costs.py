@@ -10,7 +10,9 @@ month. Per episode and role, with the o200k counts of ``EpisodeMetrics``:
 where ``cacheable`` is ``cacheable_prefix_tokens`` (``erp_sim.agents.prompt_cache``: an upper
 bound of what a provider caches) and ``p_uncached`` is ``cache_write`` when given (providers
 that bill writing the new suffix to the cache) and ``p_input`` otherwise. Roles without a price
-are left out of the cost and named in the report.
+are left out of the cost and named in the report. When a model service reported its counts, the
+same formula over its own figures (reported input and output, ``provider_cached_tokens`` as the
+cached part) is given apart: what the service would bill, in its units.
 """
 
 from __future__ import annotations
@@ -63,22 +65,25 @@ def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
     return prices
 
 
-def role_fields(role: str) -> tuple[str, str, str]:
-    """The metric fields (input, cacheable, output; o200k) of a role in a row."""
+def role_fields(role: str, units: str = "o200k") -> tuple[str, str, str]:
+    """The metric fields (input, cached or cacheable, output) of a role in a row: ``o200k`` (ours, with the
+    cacheable prefix) or ``service`` (the service's reported counts, with its cached tokens)."""
     prefix = "" if role == "agent" else f"{role}_"
+    if units == "service":
+        return f"{prefix}reported_input_tokens", f"{prefix}provider_cached_tokens", f"{prefix}reported_output_tokens"
     return f"{prefix}input_tokens", f"{prefix}cacheable_prefix_tokens", f"{prefix}output_tokens"
 
 
-def role_tokens(row: Mapping[str, Any], role: str) -> tuple[float, float, float]:
+def role_tokens(row: Mapping[str, Any], role: str, units: str = "o200k") -> tuple[float, float, float]:
     metrics = row.get("metrics") or {}
-    return tuple(float(metrics.get(name) or 0) for name in role_fields(role))  # type: ignore[return-value]
+    return tuple(float(metrics.get(name) or 0) for name in role_fields(role, units))  # type: ignore[return-value]
 
 
-def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching: bool) -> float:
-    """USD of one episode over the priced roles."""
+def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
+    """USD of one episode over the priced roles; ``units="service"``: the service's counts and cached tokens."""
     total = 0.0
     for role, price in prices.items():
-        tokens_in, cacheable, tokens_out = role_tokens(row, role)
+        tokens_in, cacheable, tokens_out = role_tokens(row, role, units)
         if caching:
             uncached = price.cache_write if price.cache_write is not None else price.input
             total += cacheable * price.cached_input + (tokens_in - cacheable) * uncached
@@ -88,10 +93,10 @@ def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching
     return total / PER_TOKENS
 
 
-def cost_metric(prices: Mapping[str, Price], *, caching: bool) -> st.Metric:
-    label = f"cost per benchmark (USD, {'with' if caching else 'without'} prompt caching)"
-    return st.Metric(f"cost_{'cached' if caching else 'uncached'}", label, True,
-                     lambda row: episode_cost(row, prices, caching=caching))
+def cost_metric(prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> st.Metric:
+    label = f"cost per benchmark (USD, {'with' if caching else 'without'} prompt caching, {units} counts)"
+    return st.Metric(f"cost_{'cached' if caching else 'uncached'}_{units}", label, True,
+                     lambda row: episode_cost(row, prices, caching=caching, units=units))
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,7 @@ class ConfigCost:
     success: st.Estimate
     cost_uncached: st.Estimate | None
     cost_cached: st.Estimate | None
+    cost_reported: st.Estimate | None  # the service's counts and cached tokens (None: no priced role reported any)
 
     @property
     def saving(self) -> float:
@@ -113,11 +119,6 @@ class ConfigCost:
         if self.cost_uncached is None or self.cost_cached is None or not self.cost_uncached.mean:
             return math.nan
         return 1 - self.cost_cached.mean / self.cost_uncached.mean
-
-
-def _per_benchmark(rows: Sequence[Mapping[str, Any]], value, n_tasks: int) -> float:
-    values = [value(row) for row in rows]
-    return sum(values) / len(values) * n_tasks if values else math.nan
 
 
 def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price]) -> dict[str, ConfigCost]:
@@ -130,23 +131,23 @@ def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price])
         n_tasks = len({st.task_key(row) for row in group})
         inputs, shares, reported, cached = {}, {}, {}, {}
         for role in ROLES:
-            input_key, cacheable_key, _ = role_fields(role)
-            reported_key = "reported_input_tokens" if role == "agent" else f"{role}_reported_input_tokens"
-            cached_key = "provider_cached_tokens" if role == "agent" else f"{role}_provider_cached_tokens"
-            total_in = sum(role_tokens(row, role)[0] for row in scored)
-            inputs[role] = _per_benchmark(scored, lambda row: role_tokens(row, role)[0], n_tasks)
-            shares[role] = sum(role_tokens(row, role)[1] for row in scored) / total_in if total_in else math.nan
-            reported[role] = _per_benchmark(scored, lambda row: float((row.get("metrics") or {}).get(reported_key) or 0),
-                                            n_tasks)
-            values = [(row.get("metrics") or {}).get(cached_key) for row in scored]
-            cached[role] = (_per_benchmark(scored, lambda row: float((row.get("metrics") or {}).get(cached_key) or 0),
-                                           n_tasks) if any(v is not None for v in values) else None)
+            ours = [role_tokens(row, role) for row in scored]
+            theirs = [role_tokens(row, role, "service") for row in scored]
+            total_in = sum(tokens[0] for tokens in ours)
+            inputs[role] = sum(tokens[0] for tokens in ours) / len(scored) * n_tasks
+            shares[role] = sum(tokens[1] for tokens in ours) / total_in if total_in else math.nan
+            reported[role] = sum(tokens[0] for tokens in theirs) / len(scored) * n_tasks
+            cached_key = role_fields(role, "service")[1]
+            cached[role] = (sum(tokens[1] for tokens in theirs) / len(scored) * n_tasks
+                            if any((row.get("metrics") or {}).get(cached_key) is not None for row in scored) else None)
         summary = st.estimate(group, st.METRIC_BY_KEY["success"])
+        billed = any(reported[role] > 0 for role in prices)
         result[name] = ConfigCost(
             config=name, input_tokens=inputs, cacheable_share=shares, reported_input_tokens=reported,
             provider_cached_tokens=cached, success=summary,
             cost_uncached=st.estimate(group, cost_metric(prices, caching=False)) if prices else None,
-            cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None)
+            cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None,
+            cost_reported=st.estimate(group, cost_metric(prices, caching=True, units="service")) if billed else None)
     return result
 
 
@@ -184,6 +185,7 @@ def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> 
             "success": _estimate_json(c.success),
             "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
             "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),
+            "cost_per_benchmark_service_counts_and_cached": _estimate_json(c.cost_reported),
             "saving_with_caching": _finite(c.saving),
         } for name, c in costs.items()},
     }

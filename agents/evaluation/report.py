@@ -259,8 +259,10 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
     headers = ["config"]
     for role in roles:
         headers += [f"{role} input tokens / benchmark", f"{role} cacheable share (%)"]
+    billed = any(c.cost_reported is not None for c in costs.values())
     if prices:
         headers += ["cost / benchmark without caching (USD)", "cost / benchmark with caching (USD)", "saved by caching (%)"]
+        headers += ["cost / benchmark, service counts and cached tokens (USD)"] if billed else []
     rows = []
     for c in costs.values():
         cells: list[Any] = [c.config]
@@ -268,6 +270,7 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
             cells += [fmt_number(c.input_tokens[role], 0, grouped=True), _share(c.cacheable_share[role])]
         if prices:
             cells += [fmt_usd(c.cost_uncached), fmt_usd(c.cost_cached), _share(c.saving)]
+            cells += [fmt_usd(c.cost_reported)] if billed else []
         rows.append(cells)
     parts = ["Cacheable share = cacheable prefix tokens / input tokens (o200k), over scored episodes: the part of "
              "each request identical to the start of an earlier request of the same role in the episode, which a "
@@ -570,7 +573,8 @@ METHODS = """\
   with caching cacheable·p_cached + (input − cacheable)·p_uncached + output·p_output, p_uncached
   being cache_write when given, else p_input (all o200k counts); summed over priced roles, then
   reduced per run and given with an interval like every per-benchmark total. Unpriced roles are
-  named and left out.
+  named and left out. When a service reported counts, the same formula over its own figures
+  (reported input and output, its cached tokens as the cached part) is a column of its own.
 - **Token units**: every token figure is o200k_base unless named "reported" / "service": those are
   the model service's own counts (`usage.prompt_tokens`, `completion_tokens`), kept in fields of
   their own (`reported_*`, `*_reported_*`, `*provider_cached_tokens`).
