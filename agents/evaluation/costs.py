@@ -17,6 +17,7 @@ cached part) is given apart: what the service would bill, in its units.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -189,3 +190,19 @@ def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> 
             "saving_with_caching": _finite(c.saving),
         } for name, c in costs.items()},
     }
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    """``--price`` of eval, sweep and report (parsed by ``costs.parse_prices``)."""
+    parser.add_argument("--price", action="append", metavar="ROLE=IN,CACHED,OUT[,WRITE]",
+                        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
+                             "optional cache write; the report adds the cost with and without prompt caching "
+                             "(repeatable, one per role; None: no cost figures, no prices are shipped)")
+
+
+def checked_prices(values: list[str] | None) -> dict[str, Price]:
+    """``--price`` values by role, or a one-line exit before anything runs."""
+    try:
+        return parse_prices(values)
+    except ValueError as error:
+        raise SystemExit(f"erp-sim: {error}") from None

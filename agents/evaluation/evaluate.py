@@ -37,6 +37,7 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
+from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
@@ -383,14 +384,6 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_price_argument(parser: argparse.ArgumentParser) -> None:
-    """``--price`` of eval, sweep and report (parsed by ``costs.parse_prices``)."""
-    parser.add_argument("--price", action="append", metavar="ROLE=IN,CACHED,OUT[,WRITE]",
-                        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
-                             "optional cache write; the report adds the cost with and without prompt caching "
-                             "(repeatable, one per role; None: no cost figures, no prices are shipped)")
-
-
 def task_ids(tasks: str) -> tuple[str, list[str]]:
     """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.task_sets.resolve_tasks``)."""
     from erp_sim.task_sets import resolve_tasks
@@ -413,16 +406,6 @@ def check_models(spec: EpisodeSpec) -> None:
             build_agent(spec.model_copy(update={"record_dir": None}))  # recording would create files
         build_user(spec)
     except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: {error}") from None
-
-
-def checked_prices(values: list[str] | None) -> dict:
-    """``--price`` values by role, or a one-line exit before anything runs."""
-    from erp_sim.agents.evaluation.costs import parse_prices
-
-    try:
-        return parse_prices(values)
-    except ValueError as error:
         raise SystemExit(f"erp-sim: {error}") from None
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from erp_sim.agents.evaluation.evaluate import add_price_argument, checked_prices
+from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 
 
