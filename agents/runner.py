@@ -5,6 +5,9 @@ The runner owns the full transcript. Each step it hands the whole transcript to 
 ``env.step`` per tool call; a text-only message goes to the simulated user), and appends
 the observations as tool results or user messages. Token counts are exact o200k_base counts
 of what the model was shown plus the tool schemas, so offline and LLM runs are comparable.
+Every model call also gets its cacheable prefix (``erp_sim.agents.prompt_cache``): the agent's
+from what it was shown, the summarizer's and an LLM user's from the calls they report to the
+episode's meter (``StepRecord.role_calls``); the service's own counts stay in fields of their own.
 
 A failing model service ends only its own episode, with a recorded outcome: an
 ``InfrastructureError`` (retries ran out) gives termination ``infra_error`` (not scored, retried
