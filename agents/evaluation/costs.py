@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.prompt_cache import ROLES
 
-ROLES = ("agent", "summarizer", "user")
 PRICE_FORMAT = "ROLE=input,cached_input,output[,cache_write] (USD per 1M tokens; ROLE: agent, summarizer or user)"
 PER_TOKENS = 1_000_000
 
