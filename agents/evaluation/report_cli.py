@@ -6,11 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 
 
 def main(argv: list[str] | None = None) -> int:
+    from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
+
     parser = argparse.ArgumentParser(prog="erp-sim report", description=__doc__,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("results_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
