@@ -5,6 +5,9 @@ The runner owns the full transcript. Each step it hands the whole transcript to 
 ``env.step`` per tool call; a text-only message goes to the simulated user), and appends
 the observations as tool results or user messages. Token counts are exact o200k_base counts
 of what the model was shown plus the tool schemas, so offline and LLM runs are comparable.
+Every model call also gets its cacheable prefix (``erp_sim.agents.prompt_cache``): the agent's
+from what it was shown, the summarizer's and an LLM user's from the calls they report to the
+episode's meter (``StepRecord.role_calls``); the service's own counts stay in fields of their own.
 
 A failing model service ends only its own episode, with a recorded outcome: an
 ``InfrastructureError`` (retries ran out) gives termination ``infra_error`` (not scored, retried
@@ -25,6 +28,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.tools import harness_tools
+from erp_sim.agents.prompt_cache import EpisodeMeter, sum_reported
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
@@ -59,6 +63,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     agent.reset()
     recorder = ContextRecorder() if keep_shown else None
     tool_tokens = counter.count_tools(tools)
+    meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
+    agent_requests = meter.tracker("agent")
     model_time, done, truncated, termination = 0.0, False, False, None
     last_info = info
     while not done and len(trajectory.steps) < max_model_calls:
@@ -75,13 +81,15 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                 recorder.record(step.shown, transcript)
             transcript.append(message)
             calls = message.get("tool_calls") or []
+            role_calls = meter.drain()  # the summarizer's, while the policies built this context
             trajectory.steps.append(StepRecord(
                 index=len(trajectory.steps), shown_messages=len(step.shown),
                 input_tokens=input_tokens, output_tokens=counter.count_message(message),
                 reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
-                summarizer_calls=step.summarizer_calls,
-                summarizer_tokens=step.summarizer_usage.input_tokens + step.summarizer_usage.output_tokens,
-                tool_calls=len(calls)))
+                cacheable_prefix_tokens=agent_requests.observe(step.shown, tools),
+                provider_cached_tokens=step.usage.cached_input_tokens,
+                summarizer_calls=step.summarizer_calls, role_calls=role_calls, tool_calls=len(calls),
+                summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer")))
             if calls:
                 for call in calls:
                     if done:  # keep the transcript valid: every call gets a result
@@ -99,6 +107,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                 if observation:
                     transcript.append({"role": "user", "content": observation})
                 done = terminated or truncated
+            trajectory.steps[-1].role_calls += meter.drain()  # the LLM user's answer to this step
         except InfrastructureError as exc:
             trajectory.infra_error, termination = str(exc), "infra_error"
             break
@@ -111,6 +120,9 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         except Exception as exc:  # a bug in the harness (agent, policy, user) ends this episode, not the run
             trajectory.infra_error, termination = _harness_error(exc), "harness_error"
             break
+    meter.stop()
+    if trajectory.steps:  # calls made before a failure later in the step
+        trajectory.steps[-1].role_calls += meter.drain()
     if termination is None:
         termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
     trajectory.messages = transcript
@@ -138,15 +150,30 @@ def _tool_result(call: dict, content: str) -> Message:
 def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> EpisodeMetrics:
     counts = info.get("counts", {})
     steps = trajectory.steps
-    user_usage = getattr(user, "usage", None)  # an LLM user's own model calls, apart from the agent's
     return EpisodeMetrics(
-        user_model_calls=getattr(user, "calls", 0),
-        user_input_tokens=getattr(user_usage, "input_tokens", 0), user_output_tokens=getattr(user_usage, "output_tokens", 0),
+        user_model_calls=getattr(user, "calls", 0), **_role_metrics(steps),
         steps=counts.get("steps", 0), model_calls=len(steps), tool_calls=counts.get("tool_calls", 0),
         invalid_actions=counts.get("invalid_actions", 0), tool_errors=counts.get("tool_errors", 0),
         user_turns=counts.get("user_turns", 0),
         input_tokens=sum(s.input_tokens for s in steps), output_tokens=sum(s.output_tokens for s in steps),
         peak_tokens=max((s.input_tokens for s in steps), default=0),
         dependency=sum((s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in steps),
-        summarizer_calls=sum(s.summarizer_calls for s in steps), summarizer_tokens=sum(s.summarizer_tokens for s in steps),
+        reported_input_tokens=sum(s.reported_input_tokens for s in steps),
+        reported_output_tokens=sum(s.reported_output_tokens for s in steps),
+        cacheable_prefix_tokens=sum(s.cacheable_prefix_tokens for s in steps),
+        provider_cached_tokens=sum_reported([s.provider_cached_tokens for s in steps]),
+        summarizer_calls=sum(s.summarizer_calls for s in steps),
     )
+
+
+def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
+    """Per-episode sums of the summarizer's and the LLM user's model calls, both units apart."""
+    sums: dict[str, Any] = {}
+    for role in ("summarizer", "user"):
+        calls = [call for s in steps for call in s.role_calls if call.role == role]
+        for name in ("input_tokens", "output_tokens", "cacheable_prefix_tokens", "reported_input_tokens",
+                     "reported_output_tokens"):
+            sums[f"{role}_{name}"] = sum(getattr(call, name) for call in calls)
+        sums[f"{role}_provider_cached_tokens"] = sum_reported([call.provider_cached_tokens for call in calls])
+    sums["summarizer_tokens"] = sums["summarizer_input_tokens"] + sums["summarizer_output_tokens"]
+    return sums

@@ -36,6 +36,7 @@ from erp_sim.agents.expense_facts import (
     render_observation,
     render_summary,
 )
+from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
 from erp_sim.agents.types import ChatModel, InfrastructureError, Message, Usage
 
@@ -50,7 +51,7 @@ class SummarizerError(RuntimeError):
 
 class SummaryResult(BaseModel):
     text: str = Field(description="The summary or refined observation.")
-    usage: Usage = Field(default_factory=Usage, description="Tokens the summarizer's model spent (0 offline).")
+    usage: Usage = Field(default_factory=Usage, description="Tokens as the summarizer's service reported them (0 offline).")
     calls: int = Field(1, ge=0, description="Summarizer invocations this result took.")
 
 
@@ -134,14 +135,9 @@ class LLMSummarizer:
             raise
         except Exception as exc:  # any other failure of the model is a failed summary
             raise SummarizerError(f"{what}: the summarizer model failed: {exc}") from exc
+        record_call("summarizer", request, None, response)  # o200k counts and the cacheable prefix, per episode
         text = message_text(response.message.get("content")).strip()
-        usage = response.usage
-        if usage.input_tokens == 0 and usage.output_tokens == 0:
-            usage = Usage(
-                input_tokens=self.counter.count_messages(request),
-                output_tokens=self.counter.count_text(text),
-            )
-        return checked(SummaryResult(text=text, usage=usage, calls=1), what)
+        return checked(SummaryResult(text=text, usage=response.usage, calls=1), what)
 
 
 class StructuredSummarizer:

@@ -249,9 +249,7 @@ class TokenCounter:
 
     def count_tools(self, tools: list[dict[str, Any]] | None) -> int:
         """Tokens of tool schemas as canonical JSON: an estimate, servers render them their own way."""
-        if not tools:
-            return 0
-        return self.count_text(json.dumps(tools, sort_keys=True, separators=(",", ":")))
+        return self.count_text(tools_text(tools))
 
     def _count_uncached(self, message: dict[str, Any]) -> int:
         count = TOKENS_PER_MESSAGE + self.count_text(message.get("role", ""))
@@ -322,3 +320,39 @@ def encode(text: str, encoding: str = DEFAULT_ENCODING) -> list[int]:
 
 def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
     return get_encoder(encoding).decode(tokens)
+
+
+# Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
+MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(1 << 24, (1 << 24) + 7)
+
+
+def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """A message as token ids in the order a server renders it, ``count_message(message)`` of them.
+
+    Text is the encoding's ids; the framing the formula above counts (3 per message, 1 per
+    name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
+    as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
+    """
+    encoder = get_encoder(encoding)
+    ids = [MESSAGE_START, *encoder.encode(message.get("role", ""))]
+    name = _sent_name(message)
+    if name:
+        ids += [NAME_MARK, *encoder.encode(name)]
+    ids.append(MESSAGE_SEPARATOR)
+    ids += encoder.encode(message_text(message.get("content")))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        ids += [CALL_START, *encoder.encode(function.get("name", "")), CALL_ARGUMENTS,
+                *encoder.encode(function.get("arguments", "")), CALL_END]
+    ids.append(MESSAGE_END)
+    return ids
+
+
+def message_cache_key(message: dict[str, Any]) -> tuple:
+    """What a message's tokens depend on (ids left out), hashable: ``count_message``'s cache key."""
+    return _message_key(message)
+
+
+def tools_text(tools: list[dict[str, Any]] | None) -> str:
+    """Tool schemas as ``count_tools`` counts them: canonical JSON ("" for none)."""
+    return json.dumps(tools, sort_keys=True, separators=(",", ":")) if tools else ""

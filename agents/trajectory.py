@@ -36,6 +36,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.prompt_cache import ModelCall
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 
@@ -127,16 +128,25 @@ class StepRecord(BaseModel):
     output_tokens: int = Field(description="Tokens of the assistant message it produced.")
     reported_input_tokens: int = Field(0, description="Input tokens the model service reported (0 offline).")
     reported_output_tokens: int = Field(0, description="Output tokens the model service reported (0 offline).")
+    cacheable_prefix_tokens: int = Field(0, description="o200k tokens of this request's longest prefix identical to an "
+                                                        "earlier request of the agent (erp_sim.agents.prompt_cache).")
+    provider_cached_tokens: int | None = Field(None, description="Cached prompt tokens the model service reported "
+                                                                 "(None: not reported, e.g. offline).")
     summarizer_calls: int = Field(0)
-    summarizer_tokens: int = Field(0)
+    summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
     tool_calls: int = Field(0, description="Tool calls in the assistant message.")
+    role_calls: list[ModelCall] = Field(default_factory=list, description="Model calls of other roles in this step: the "
+                                        "summarizer's (building this context) and the LLM user's (answering this step).")
 
 
 class EpisodeMetrics(BaseModel):
     """Per-episode costs and counts (wall time is in ``Trajectory.timing``).
 
     Token figures are input (prompt) and output tokens of the agent's own model calls;
-    summarizer calls inside context policies and an LLM user's calls are counted apart.
+    summarizer calls inside context policies and an LLM user's calls are counted apart
+    (``summarizer_*``, ``user_*``). Two units, never mixed in one field: ``*_tokens`` are o200k
+    counts of ours (comparable across models and offline), ``*reported*`` and
+    ``*provider_cached_tokens`` are what the model service reported.
     """
 
     steps: int = Field(0, description="Environment steps (tool calls + messages to the user).")
@@ -149,11 +159,27 @@ class EpisodeMetrics(BaseModel):
     output_tokens: int = 0
     peak_tokens: int = Field(0, description="The largest single model input.")
     dependency: float = Field(0.0, description="ACON: sum over calls of (n_in + 2 n_out) * n_out / 2.")
+    reported_input_tokens: int = Field(0, description="Agent input tokens as the model service reported them (0 offline).")
+    reported_output_tokens: int = Field(0, description="Agent output tokens as the model service reported them.")
+    cacheable_prefix_tokens: int = Field(0, description="o200k input tokens a provider could serve from its prompt "
+                                                        "cache (erp_sim.agents.prompt_cache); share = this / input_tokens.")
+    provider_cached_tokens: int | None = Field(None, description="Cached agent input tokens as the service reported them "
+                                                                 "(None: never reported).")
     summarizer_calls: int = 0
-    summarizer_tokens: int = 0
+    summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
+    summarizer_input_tokens: int = Field(0, description="o200k.")
+    summarizer_output_tokens: int = Field(0, description="o200k.")
+    summarizer_cacheable_prefix_tokens: int = Field(0, description="o200k.")
+    summarizer_reported_input_tokens: int = Field(0, description="As the summarizer's service reported them.")
+    summarizer_reported_output_tokens: int = Field(0, description="As the summarizer's service reported them.")
+    summarizer_provider_cached_tokens: int | None = Field(None, description="As the service reported them (None: never).")
     user_model_calls: int = Field(0, description="Calls of an LLM user's model (0 for the rule-based user).")
-    user_input_tokens: int = Field(0, description="Input tokens of the LLM user's calls, as its service reported them.")
-    user_output_tokens: int = Field(0, description="Output tokens of the LLM user's calls.")
+    user_input_tokens: int = Field(0, description="o200k input tokens of the LLM user's calls.")
+    user_output_tokens: int = Field(0, description="o200k output tokens of the LLM user's calls.")
+    user_cacheable_prefix_tokens: int = Field(0, description="o200k.")
+    user_reported_input_tokens: int = Field(0, description="As the LLM user's service reported them.")
+    user_reported_output_tokens: int = Field(0, description="As the LLM user's service reported them.")
+    user_provider_cached_tokens: int | None = Field(None, description="As the service reported them (None: never).")
 
 
 class Trajectory(BaseModel):

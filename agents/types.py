@@ -48,11 +48,15 @@ class Usage(BaseModel):
 
     input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
     output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
+    cached_input_tokens: int | None = Field(None, ge=0, description="Prompt tokens the service says it served from its "
+                                            "cache (prompt_tokens_details.cached_tokens); None: not reported.")
 
     def __add__(self, other: "Usage") -> "Usage":
+        cached = [c for c in (self.cached_input_tokens, other.cached_input_tokens) if c is not None]
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=sum(cached) if cached else None,
         )
 
 

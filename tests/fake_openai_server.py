@@ -72,6 +72,7 @@ class FakeOpenAIServer:
         self.rejections: list[dict[str, Any]] = []  # the 400 errors strict mode answered, in order
         self.random_tool_call_ids = random_tool_call_ids  # ids drawn afresh at every answer, as real servers do
         self.requests: list[dict[str, Any]] = []
+        self.cached_tokens = 0  # usage.prompt_tokens_details.cached_tokens of answers built from now on
         self._replies: deque[ScriptedReply] = deque()
         self._failure_on_every_request: ScriptedReply | None = None
         self._role_handler: RoleHandler | None = None
@@ -177,7 +178,7 @@ class FakeOpenAIServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "prompt_tokens_details": {"cached_tokens": self.cached_tokens, "audio_tokens": 0},
                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
                                               "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
             },

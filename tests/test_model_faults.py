@@ -139,5 +139,14 @@ def test_an_llm_users_calls_and_tokens_are_counted_apart_from_the_agents(fake_op
     calls = len(fake_openai_server.requests)
     metrics = trajectory.metrics
     assert calls >= 1 and metrics.user_model_calls == calls
-    assert (metrics.user_input_tokens, metrics.user_output_tokens) == (77 * calls, 9 * calls)
+    # two units, named apart: what the service reported, and our o200k counts of the same requests
+    assert (metrics.user_reported_input_tokens, metrics.user_reported_output_tokens) == (77 * calls, 9 * calls)
+    from erp_sim.agents.tokens import get_counter
+
+    counter = get_counter()
+    sent = fake_openai_server.requests
+    assert metrics.user_input_tokens == sum(counter.count_messages(body["messages"]) for body in sent)
+    assert metrics.user_output_tokens == calls * counter.count_message(
+        {"role": "assistant", "content": "Yes, please add all of them. ###END###"})
+    assert metrics.user_provider_cached_tokens == 0  # the server reports cached_tokens 0: reported, not missing
     assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)  # the agent's, unchanged

@@ -212,10 +212,19 @@ def test_llm_summarizer_sends_prompt_task_previous_and_steps():
     assert (result.text, result.usage, result.calls) == ("## Task\nshort", Usage(input_tokens=120, output_tokens=30), 1)
 
 
-def test_llm_summarizer_counts_tokens_itself_when_the_model_reports_none():
+def test_llm_summarizer_usage_is_the_services_and_its_o200k_counts_go_to_the_episode_meter():
+    from erp_sim.agents.prompt_cache import EpisodeMeter
+
     model = FakeChatModel(answer="refined text")
-    result = LLMSummarizer(model).refine_observation(TASK, erp_steps()[1], erp_steps()[:0])
-    assert result.usage.input_tokens > 100 and result.usage.output_tokens == count_text("refined text")
+    meter = EpisodeMeter().start()
+    try:
+        result = LLMSummarizer(model).refine_observation(TASK, erp_steps()[1], erp_steps()[:0])
+    finally:
+        meter.stop()
+    assert result.usage == Usage()  # the model reported nothing: 0, never our count in its place
+    (call,) = meter.drain()
+    assert call.role == "summarizer" and call.input_tokens > 100 and call.reported_input_tokens == 0
+    assert call.output_tokens == count_text("refined text") + count_text("assistant") + 3
     assert model.requests[0][0]["content"] == load_prompt("refine_observation.md")
 
 

@@ -129,9 +129,10 @@ def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     assert page.locator(".timeline li.ev-tool").count() > 10
     assert page.locator(".timeline li.ev-user").count() >= 1
     assert "collateral changes" in page.inner_text("#grade")
-    assert page.locator(".chart svg path").count() == 2
+    assert page.locator(".chart svg path").count() == 3  # context size, cacheable prefix, remaining amount
     page.locator(".timeline li").last.click()
     page.wait_for_selector('#context .msg[data-mark="pruned"]')
+    assert re.search(r"with the tool schemas \(o200k\); cacheable prefix [\d,]+ \(\d+%\)", page.inner_text("#context .ci"))
     assert page.locator('#context .msg[data-mark="kept"]').count() > 2
     assert "tokens" in page.locator("#context .msg .tokens").first.inner_text()
 

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
+from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
@@ -397,6 +398,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                              "(None: no limit of ours; a server's own context-length 400 does the same)")
     parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents; None: off)")
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
+    add_price_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -428,6 +430,7 @@ def check_models(spec: EpisodeSpec) -> None:
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     if args.record and not args.agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
+    prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
                  verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
@@ -439,7 +442,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)
-    report = write_report(args.out, baseline=args.baseline)
+    report = write_report(args.out, baseline=args.baseline, prices=prices)
     print_table(rows)
     print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
     scored = [row for row in rows if not row.get("infra_error")]

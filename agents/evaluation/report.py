@@ -15,12 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
 SUCCESS_VS_TOKENS_PNG = "success_vs_tokens.png"
 PEAK_TOKENS_PNG = "peak_tokens.png"
+SUCCESS_VS_COST_PNG = "success_vs_cost.png"
+REPORT_JSON = "report.json"
 SWEEP_PNG_STEM = "sweep_heatmap"
 
 #: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
@@ -233,10 +236,78 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     table = md_table(headers, rows)
     users = [s for s in summaries.values() if (s.estimates["user_calls"].mean or 0) > 0]
     if users:  # an LLM user's calls are the user's cost, not the agent's: a table of their own
-        table += "\n\nLLM user (counted apart from the agent; tokens as its service reported them):\n\n" + md_table(
-            ("config", "user model calls / episode", "user tokens (in + out) / benchmark"),
+        table += "\n\nLLM user (counted apart from the agent; o200k tokens, the service's own counts are under Token units):\n\n" + md_table(
+            ("config", "user model calls / episode", "user tokens (in + out, o200k) / benchmark"),
             [(s.config, fmt_decimal(s.estimates["user_calls"]), fmt_count(s.estimates["user_tokens"])) for s in users])
     return table
+
+
+def fmt_usd(est: st.Estimate | None) -> str:
+    if est is None:
+        return DASH
+    digits = 2 if est.mean >= 1 else 4
+    return _with_interval(est, lambda v: fmt_number(v, digits, grouped=True))
+
+
+def _share(value: float) -> str:
+    return fmt_number(100 * value, 1) if math.isfinite(value) else DASH
+
+
+def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price]) -> str:
+    """Input tokens, cacheable share per role and, with prices, the cost with and without caching."""
+    roles = cost.roles_used(costs) or ["agent"]
+    headers = ["config"]
+    for role in roles:
+        headers += [f"{role} input tokens / benchmark", f"{role} cacheable share (%)"]
+    billed = any(c.cost_reported is not None for c in costs.values())
+    if prices:
+        headers += ["cost / benchmark without caching (USD)", "cost / benchmark with caching (USD)", "saved by caching (%)"]
+        headers += ["cost / benchmark, service counts and cached tokens (USD)"] if billed else []
+    rows = []
+    for c in costs.values():
+        cells: list[Any] = [c.config]
+        for role in roles:
+            cells += [fmt_number(c.input_tokens[role], 0, grouped=True), _share(c.cacheable_share[role])]
+        if prices:
+            cells += [fmt_usd(c.cost_uncached), fmt_usd(c.cost_cached), _share(c.saving)]
+            cells += [fmt_usd(c.cost_reported)] if billed else []
+        rows.append(cells)
+    parts = ["Cacheable share = cacheable prefix tokens / input tokens (o200k), over scored episodes: the part of "
+             "each request identical to the start of an earlier request of the same role in the episode, which a "
+             "provider's prompt cache could serve at the cached price (an upper bound; see Methods).",
+             md_table(headers, rows)]
+    if prices:
+        parts.append("Prices (USD per 1M tokens: input, cached input, output[, cache write]): "
+                     + "; ".join(f"{role} {price}" for role, price in prices.items()) + "."
+                     + (f" Not priced, left out of the cost: {', '.join(cost.unpriced_roles(costs, prices))}."
+                        if cost.unpriced_roles(costs, prices) else ""))
+        parts.append(f"![full itemization vs cost with caching]({SUCCESS_VS_COST_PNG})")
+    else:
+        parts.append("No prices given: pass `--price ROLE=input,cached_input,output[,cache_write]` (USD per 1M "
+                     "tokens; to `erp-sim report`, `eval` or `sweep`) for the cost with and without caching.")
+    return "\n\n".join(parts)
+
+
+def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
+    """o200k counts beside the service's own, per role, where a service reported any."""
+    reported = [(c, role) for c in costs.values() for role in cost.ROLES if (c.reported_input_tokens[role] or 0) > 0]
+    if not reported:
+        return ("Every count in this report is o200k_base (ours, exact, the same for every model); no model service "
+                "reported token counts in these rows (scripted or offline roles).")
+    rows = []
+    for c, role in reported:
+        ours, theirs = c.input_tokens[role], c.reported_input_tokens[role]
+        cached = c.provider_cached_tokens[role]
+        rows.append((c.config, role, fmt_number(ours, 0, grouped=True), fmt_number(theirs, 0, grouped=True),
+                     fmt_number(100 * (theirs / ours - 1), 1, sign=True) if ours else DASH,
+                     fmt_number(c.input_tokens[role] * c.cacheable_share[role], 0, grouped=True),
+                     DASH if cached is None else fmt_number(cached, 0, grouped=True)))
+    return ("Two units, never mixed: o200k counts of ours (the same for every model) and what each model service "
+            "reported with its own tokenizer and chat template. The spread per step is in `erp-sim show` and the "
+            "run page.\n\n" + md_table(("config", "role", "input tokens / benchmark (o200k)",
+                                          "input tokens / benchmark (service)", "service vs o200k (%)",
+                                          "cacheable prefix / benchmark (o200k, bound)",
+                                          "cached / benchmark (service-reported)"), rows, "llrrrrr"))
 
 
 def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
@@ -487,6 +558,26 @@ METHODS = """\
   lists the categories and the order they are checked in; `context_overflow` is an episode
   whose request exceeded the model's context window); failed episodes without a category
   are counted as `unclassified`.
+- **Prompt caching**: for every model call of a role (agent, summarizer, LLM user),
+  `cacheable_prefix_tokens` = the o200k tokens of the longest prefix of its request identical to
+  an earlier request of the same role in the same episode, the request being its tool schemas
+  (one unit, first: changed tools make nothing cacheable) then its messages in the order sent;
+  the first differing message is compared token by token (`erp_sim.agents.prompt_cache`).
+  Cacheable share = Σ cacheable prefix / Σ input tokens over a configuration's scored episodes.
+  It is an upper bound: o200k counts stand in for the provider's own tokenizer, and a provider
+  may cache less (a minimum prefix length such as 1024 tokens, block granularity, eviction after
+  minutes idle, a cache per server). A provider's own figure (`prompt_tokens_details.cached_tokens`)
+  is kept apart as `provider_cached_tokens` and never mixed with ours.
+- **Cost** (with `--price ROLE=input,cached_input,output[,cache_write]`, USD per 1M tokens, no
+  default prices): per episode and priced role, without caching input·p_input + output·p_output;
+  with caching cacheable·p_cached + (input − cacheable)·p_uncached + output·p_output, p_uncached
+  being cache_write when given, else p_input (all o200k counts); summed over priced roles, then
+  reduced per run and given with an interval like every per-benchmark total. Unpriced roles are
+  named and left out. When a service reported counts, the same formula over its own figures
+  (reported input and output, its cached tokens as the cached part) is a column of its own.
+- **Token units**: every token figure is o200k_base unless named "reported" / "service": those are
+  the model service's own counts (`usage.prompt_tokens`, `completion_tokens`), kept in fields of
+  their own (`reported_*`, `*_reported_*`, `*provider_cached_tokens`).
 - **Sources**: the study (Lodha et al., "Less context, smarter agents: efficient context
   engineering for long-horizon tool-using LLM agents", arXiv 2606.10209: the hotel itemization
   task in Dynamics 365, configurations C1-C4 and their figures); ACON (Kang et al., "ACON:
@@ -657,6 +748,36 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     return path
 
 
+def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note: str = "") -> Path:
+    """Full itemization vs USD per benchmark with prompt caching, one point per configuration; a hollow
+    marker at the cost without caching, joined by a line, shows what caching saves."""
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    points = {n: c for n, c in costs.items() if c.cost_cached is not None and math.isfinite(c.success.mean)}
+    labels = short_labels(list(points))
+    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+        ax = fig.add_subplot()
+        for name, c in points.items():
+            color, y = config_color(name), 100 * c.success.mean
+            x, x_plain = c.cost_cached.mean, c.cost_uncached.mean if c.cost_uncached is not None else math.nan
+            if math.isfinite(x_plain):
+                ax.plot([x_plain, x], [y, y], color=color, linewidth=0.8, alpha=0.6)
+                ax.plot([x_plain], [y], marker="o", markerfacecolor="none", color=color, markersize=6)
+            ax.errorbar(x, y, xerr=_bar(_errors(c.cost_cached)), yerr=_bar(_errors(c.success, 100)), fmt="o",
+                        color=color, ecolor=color, elinewidth=1.1, capsize=3, markersize=6)
+            ax.annotate(labels[name], (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8, color=color)
+        ax.set_xlabel("USD per benchmark with prompt caching (filled; hollow: without caching)")
+        ax.set_ylabel("full itemization (%)")
+        ax.set_title("Full itemization vs cost with prompt caching (error bars: 95% CI)" + note)
+        ax.set_ylim(-3, 103)
+        ax.set_xlim(left=0)
+        ax.margins(x=0.1)
+        _save(fig, path)
+    return path
+
+
 def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> Path:
     """Mean peak tokens per episode by configuration, with 95% CI error bars."""
     import matplotlib.style
@@ -817,6 +938,7 @@ def render_report(
     baseline: str | None = None,
     *,
     malformed_lines: int = 0,
+    prices: Mapping[str, cost.Price] | None = None,
 ) -> str:
     """report.md's text for these rows (pure: no files read or written)."""
     rows = st.canonical_order(rows)
@@ -858,6 +980,10 @@ def render_report(
         f"![full itemization vs input tokens]({SUCCESS_VS_TOKENS_PNG})",
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
         _label_table(summaries),
+        "## Prompt caching and cost",
+        _prompt_cost(cost.config_costs(rows, prices or {}), prices or {}),
+        "## Token units",
+        _token_units(cost.config_costs(rows, {})),
     ]
     if comparisons:
         sections += [
@@ -889,29 +1015,37 @@ def render_report(
     return "\n\n".join(sections) + "\n"
 
 
-def write_plots(rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
+def write_plots(rows: Sequence[Mapping[str, Any]], out_dir: str | Path,
+                prices: Mapping[str, cost.Price] | None = None) -> list[Path]:
     """The PNGs of the report, written into ``out_dir``; stale sweep heatmaps are removed."""
     out_dir = Path(out_dir)
     summaries = _plotted(st.summarize(rows))
     grids = st.sweep_grids(summaries)
-    for stale in out_dir.glob(f"{SWEEP_PNG_STEM}*.png"):
-        stale.unlink()
+    for stale in [*out_dir.glob(f"{SWEEP_PNG_STEM}*.png"), out_dir / SUCCESS_VS_COST_PNG]:
+        stale.unlink(missing_ok=True)
     paths = [
         plot_success_vs_tokens(summaries, out_dir / SUCCESS_VS_TOKENS_PNG),
         plot_peak_tokens(summaries, out_dir / PEAK_TOKENS_PNG),
     ]
     for grid, name in zip(grids, _sweep_png_names(len(grids))):
         paths.append(plot_sweep(grid, summaries, out_dir / name))
+    if prices:
+        paths.append(plot_success_vs_cost(cost.config_costs(rows, prices), out_dir / SUCCESS_VS_COST_PNG,
+                                          _agent_note(summaries)))
     return paths
 
 
-def write_report(results_dir: str | Path, baseline: str | None = None) -> Path:
-    """Read ``results_dir/results.jsonl``; write ``report.md``, the PNG plots and ``view.html`` beside it."""
+def write_report(results_dir: str | Path, baseline: str | None = None,
+                 prices: Mapping[str, cost.Price] | None = None) -> Path:
+    """Read ``results_dir/results.jsonl``; write ``report.md``, ``report.json``, the PNG plots and ``view.html``
+    beside it. ``prices`` (``costs.parse_prices``): USD per 1M tokens per role, for the cost figures."""
     results_dir = Path(results_dir)
     rows, malformed = load_results(results_dir)
-    write_plots(rows, results_dir)
+    write_plots(rows, results_dir, prices)
     path = results_dir / REPORT_FILE
-    path.write_text(render_report(rows, baseline, malformed_lines=malformed), encoding="utf-8")
+    path.write_text(render_report(rows, baseline, malformed_lines=malformed, prices=prices), encoding="utf-8")
+    report_json = {"cost": cost.costs_json(cost.config_costs(rows, prices or {}), prices or {})}
+    (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=rows)

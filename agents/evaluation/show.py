@@ -80,9 +80,7 @@ def render(row: dict, trajectory: Trajectory, step: int | None = None, width: in
         indices = context.steps[k]
         head = f"\n=== step {k}: shown {len(indices)} messages"
         if record is not None:
-            head += f", {record.input_tokens:,} input tokens (messages + tool schemas)"
-            if record.reported_input_tokens:
-                head += f"; the service reported {record.reported_input_tokens:,}"
+            head += f", {record.input_tokens:,} input tokens (o200k, messages + tool schemas)" + _call_costs(record)
         lines.append(head + " ===")
         lines.append("shown: " + _ranges(indices, context.origins))
         for index in indices:
@@ -98,12 +96,32 @@ def render(row: dict, trajectory: Trajectory, step: int | None = None, width: in
         if k < len(outputs):
             tokens = f" ({record.output_tokens:,} output tokens)" if record else ""
             lines.append(f"  → did{tokens}: {_text(outputs[k])}")
+        for call in record.role_calls if record is not None else ():
+            lines.append(f"  {call.role} model call: {call.input_tokens:,} input tokens (o200k){_call_costs(call)}, "
+                         f"{call.output_tokens:,} output")
     if step is None:
         m = trajectory.metrics
         lines.append(f"\ntotal: {m.input_tokens:,} input tokens, {m.output_tokens:,} output tokens, peak {m.peak_tokens:,}"
+                     f", cacheable prefix {m.cacheable_prefix_tokens:,}{_share(m.cacheable_prefix_tokens, m.input_tokens)}"
                      f"; summarizer {m.summarizer_calls} calls / {m.summarizer_tokens:,} tokens"
-                     f"; LLM user {m.user_model_calls} calls / {m.user_input_tokens + m.user_output_tokens:,} tokens")
+                     f"; LLM user {m.user_model_calls} calls / {m.user_input_tokens + m.user_output_tokens:,} tokens"
+                     " (o200k counts throughout)")
     return "\n".join(lines) + "\n"
+
+
+def _share(part: int, whole: int) -> str:
+    return f" ({part / whole:.0%})" if whole else ""
+
+
+def _call_costs(call) -> str:
+    """The cacheable prefix of a call (a StepRecord or a ModelCall) and the service's own figures beside ours."""
+    text = f", cacheable prefix {call.cacheable_prefix_tokens:,}{_share(call.cacheable_prefix_tokens, call.input_tokens)}"
+    if call.reported_input_tokens:
+        spread = call.reported_input_tokens / call.input_tokens - 1 if call.input_tokens else 0.0
+        text += f"; the service reported {call.reported_input_tokens:,} input ({spread:+.1%} vs o200k)"
+    if call.provider_cached_tokens is not None:
+        text += f", {call.provider_cached_tokens:,} cached"
+    return text
 
 
 def _ranges(indices: list[int], origins: list[str]) -> str:

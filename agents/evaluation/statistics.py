@@ -194,7 +194,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("input_tokens", "input tokens per benchmark", True, _field("metrics", "input_tokens")),
     Metric("output_tokens", "output tokens per benchmark", True, _field("metrics", "output_tokens")),
     Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _field("metrics", "summarizer_tokens")),
-    Metric("user_tokens", "LLM user tokens per benchmark", True,
+    Metric("cacheable_tokens", "cacheable input tokens per benchmark", True, _field("metrics", "cacheable_prefix_tokens")),
+    Metric("user_tokens", "LLM user tokens (o200k) per benchmark", True,
            lambda row: _field("metrics", "user_input_tokens")(row) + _field("metrics", "user_output_tokens")(row)),
     Metric("user_calls", "LLM user calls per episode", False, _field("metrics", "user_model_calls")),
     Metric("peak_tokens", "peak tokens per episode", False, _field("metrics", "peak_tokens")),
@@ -353,20 +354,25 @@ class ConfigSummary:
         return f"bootstrap over {self.n_tasks} tasks"
 
 
+def estimate(rows: Sequence[Row], metric: Metric) -> Estimate:
+    """Mean and 95% interval of one metric over one configuration's rows (the method above)."""
+    scored = scored_rows(rows)
+    n_tasks = len({task_key(row) for row in rows})
+    if len({int(row.get("run", 0)) for row in scored}) >= 2:
+        result = t_interval(run_values(scored, metric, n_tasks).values())
+    else:  # one run: only task-to-task spread is left to show
+        scale = n_tasks if metric.per_benchmark else 1
+        result = bootstrap_mean(task_values(scored, metric).values(), scale=scale)
+    return result.clipped(0.0, metric.upper)
+
+
 def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
     """Mean and 95% interval of every metric in :data:`METRICS` for one configuration's rows."""
     rows = canonical_order(rows)
     scored = scored_rows(rows)
     n_tasks = len({task_key(row) for row in rows})
     runs = sorted({int(row.get("run", 0)) for row in scored})
-    estimates = {}
-    for metric in METRICS:
-        if len(runs) >= 2:
-            estimates[metric.key] = t_interval(run_values(scored, metric, n_tasks).values())
-        else:  # one run: only task-to-task spread is left to show
-            scale = n_tasks if metric.per_benchmark else 1
-            estimates[metric.key] = bootstrap_mean(task_values(scored, metric).values(), scale=scale)
-        estimates[metric.key] = estimates[metric.key].clipped(0.0, metric.upper)
+    estimates = {metric.key: estimate(rows, metric) for metric in METRICS}
     per_run = Counter(int(row.get("run", 0)) for row in scored)
     return ConfigSummary(
         config=str(rows[0]["config"]) if rows else "",

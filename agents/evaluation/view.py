@@ -179,7 +179,8 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
             call += 1
             step = steps[call] if call < len(steps) else {}
             entry = {"assistant": position, "input_tokens": step.get("input_tokens"),
-                     "output_tokens": step.get("output_tokens"), "summarizer_tokens": step.get("summarizer_tokens", 0)}
+                     "output_tokens": step.get("output_tokens"), "summarizer_tokens": step.get("summarizer_tokens", 0),
+                     **_call_costs(step)}
             if contexts is not None and call < len(contexts):
                 entry["shown"], entry["pruned"] = _marks(messages[:position], contexts[call], table, transcript[:position])
             calls.append(entry)
@@ -199,6 +200,17 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
     if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
         record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest
     return record
+
+
+COST_FIELDS = ("cacheable_prefix_tokens", "reported_input_tokens", "provider_cached_tokens")
+
+
+def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
+    """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the step."""
+    costs = {key: step.get(key) for key in COST_FIELDS if step.get(key) is not None}
+    role_calls = [{key: call.get(key) for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)}
+                  for call in step.get("role_calls") or [] if isinstance(call, dict)]
+    return {**costs, "role_calls": role_calls} if role_calls else costs
 
 
 def _read_trajectory(run_dir: Path, row: dict[str, Any]) -> dict[str, Any] | None:

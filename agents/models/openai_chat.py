@@ -170,9 +170,16 @@ class OpenAIChatModel:
             usage=Usage(
                 input_tokens=usage.prompt_tokens if usage else 0,
                 output_tokens=usage.completion_tokens if usage else 0,
+                cached_input_tokens=_cached_tokens(usage),
             ),
             model=completion.model or self.model,
         )
+
+
+def _cached_tokens(usage: Any) -> int | None:
+    """The service's ``usage.prompt_tokens_details.cached_tokens``, if it reported one."""
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+    return cached if isinstance(cached, int) and cached >= 0 else None
 
 
 def wire_messages(messages: list[Message]) -> list[Message]:

@@ -207,7 +207,22 @@ function contextView(record, call, table, highlight) {
   const shownTokens = entry.shown.reduce((sum, [id]) => sum + table.get(id)[3], 0);
   return el("div", {}, el("p", { class: "ci" },
     `Model call ${call}: ${entry.shown.length} messages shown (${grouped(shownTokens)} tokens of messages; ` +
-    `${grouped(entry.input_tokens)} with the tool schemas), ${entry.pruned.length} transcript messages not shown.`), out);
+    `${grouped(entry.input_tokens)} with the tool schemas${cacheText(entry)}), ${entry.pruned.length} transcript messages not shown.`),
+    (entry.role_calls || []).map((c) => el("p", { class: "ci" },
+      `${c.role} model call in this step: ${grouped(c.input_tokens)} input tokens${cacheText(c)}, ${grouped(c.output_tokens)} output.`)),
+    out);
+}
+// A call's cacheable prefix (o200k, an upper bound of a provider's prompt cache) and the service's own counts beside it.
+function cacheText(c) {
+  if (c.cacheable_prefix_tokens === undefined) return "";
+  const share = c.input_tokens ? ` (${Math.round((100 * c.cacheable_prefix_tokens) / c.input_tokens)}%)` : "";
+  let text = ` (o200k); cacheable prefix ${grouped(c.cacheable_prefix_tokens)}${share}`;
+  if (c.reported_input_tokens) {
+    const spread = c.input_tokens ? (100 * (c.reported_input_tokens / c.input_tokens - 1)).toFixed(1) : "–";
+    text += `; the service reported ${grouped(c.reported_input_tokens)} input (${spread > 0 ? "+" : ""}${spread}% vs o200k)`;
+  }
+  if (c.provider_cached_tokens !== undefined && c.provider_cached_tokens !== null) text += `, ${grouped(c.provider_cached_tokens)} cached`;
+  return text;
 }
 function gradeTable(record) {
   const g = record.grade || {};
@@ -255,11 +270,13 @@ async function renderEpisode(index, call) {
       onclick: () => { location.hash = `#episode/${index}/${event.call}`; } },
     el("span", { class: "call" }, `#${event.call}`), eventLabel(event))));
   const sizes = record.calls.map((c, i) => [i, c.input_tokens ?? NaN]);
+  const cacheable = record.calls.map((c, i) => [i, c.cacheable_prefix_tokens ?? NaN]);
   const remaining = record.remaining.map(([i, v]) => [i, amount(v)]);
   app.replaceChildren(header, el("div", { class: "episode" },
     el("div", { class: "timeline" }, el("h3", {}, `Timeline (${record.calls.length} model calls)`), timeline),
     el("div", {},
       el("div", { class: "charts" }, lineChart(sizes, { caption: "context size (input tokens) per model call", selected }),
+         lineChart(cacheable, { caption: "cacheable prefix (tokens) per model call", selected }),
          lineChart(remaining, { caption: "remaining amount per model call", selected, step: true })),
       el("h3", {}, "Grade"), gradeTable(record),
       el("h3", {}, `What the model was shown at call ${selected}`),

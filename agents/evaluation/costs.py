@@ -1,0 +1,208 @@
+"""What a configuration costs in money, with and without prompt caching, from the rows alone.
+
+Prices come from ``--price ROLE=input,cached_input,output[,cache_write]`` (USD per 1M tokens,
+one per role: agent, summarizer, user); none are shipped, since they change by model and by
+month. Per episode and role, with the o200k counts of ``EpisodeMetrics``:
+
+    without caching = input · p_input + output · p_output
+    with caching    = cacheable · p_cached + (input − cacheable) · p_uncached + output · p_output
+
+where ``cacheable`` is ``cacheable_prefix_tokens`` (``erp_sim.agents.prompt_cache``: an upper
+bound of what a provider caches) and ``p_uncached`` is ``cache_write`` when given (providers
+that bill writing the new suffix to the cache) and ``p_input`` otherwise. Roles without a price
+are left out of the cost and named in the report. When a model service reported its counts, the
+same formula over its own figures (reported input and output, ``provider_cached_tokens`` as the
+cached part) is given apart: what the service would bill, in its units.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.prompt_cache import ROLES
+
+PRICE_FORMAT = "ROLE=input,cached_input,output[,cache_write] (USD per 1M tokens; ROLE: agent, summarizer or user)"
+PER_TOKENS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per 1M tokens of one role."""
+
+    input: float
+    cached_input: float
+    output: float
+    cache_write: float | None = None
+
+    def __str__(self) -> str:
+        parts = [self.input, self.cached_input, self.output] + ([self.cache_write] if self.cache_write is not None else [])
+        return ",".join(f"{p:g}" for p in parts)
+
+
+def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
+    """``--price`` values by role; a ValueError with a one-line reason for anything malformed."""
+    prices: dict[str, Price] = {}
+    for value in values or ():
+        role, sep, numbers = value.partition("=")
+        role = role.strip().lower()
+        if not sep or role not in ROLES:
+            raise ValueError(f"--price {value!r}: expected {PRICE_FORMAT}")
+        if role in prices:
+            raise ValueError(f"--price {value!r}: the {role} already has a price ({prices[role]})")
+        try:
+            parsed = [float(part) for part in numbers.split(",")]
+        except ValueError:
+            raise ValueError(f"--price {value!r}: prices must be numbers; expected {PRICE_FORMAT}") from None
+        if len(parsed) not in (3, 4):
+            raise ValueError(f"--price {value!r}: {len(parsed)} numbers given; expected {PRICE_FORMAT}")
+        if not all(math.isfinite(p) and p >= 0 for p in parsed):
+            raise ValueError(f"--price {value!r}: prices must be finite and not negative")
+        prices[role] = Price(*parsed)
+    return prices
+
+
+def role_fields(role: str, units: str = "o200k") -> tuple[str, str, str]:
+    """The metric fields (input, cached or cacheable, output) of a role in a row: ``o200k`` (ours, with the
+    cacheable prefix) or ``service`` (the service's reported counts, with its cached tokens)."""
+    prefix = "" if role == "agent" else f"{role}_"
+    if units == "service":
+        return f"{prefix}reported_input_tokens", f"{prefix}provider_cached_tokens", f"{prefix}reported_output_tokens"
+    return f"{prefix}input_tokens", f"{prefix}cacheable_prefix_tokens", f"{prefix}output_tokens"
+
+
+def role_tokens(row: Mapping[str, Any], role: str, units: str = "o200k") -> tuple[float, float, float]:
+    metrics = row.get("metrics") or {}
+    return tuple(float(metrics.get(name) or 0) for name in role_fields(role, units))  # type: ignore[return-value]
+
+
+def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
+    """USD of one episode over the priced roles; ``units="service"``: the service's counts and cached tokens."""
+    total = 0.0
+    for role, price in prices.items():
+        tokens_in, cacheable, tokens_out = role_tokens(row, role, units)
+        if caching:
+            uncached = price.cache_write if price.cache_write is not None else price.input
+            total += cacheable * price.cached_input + (tokens_in - cacheable) * uncached
+        else:
+            total += tokens_in * price.input
+        total += tokens_out * price.output
+    return total / PER_TOKENS
+
+
+def cost_metric(prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> st.Metric:
+    label = f"cost per benchmark (USD, {'with' if caching else 'without'} prompt caching, {units} counts)"
+    return st.Metric(f"cost_{'cached' if caching else 'uncached'}_{units}", label, True,
+                     lambda row: episode_cost(row, prices, caching=caching, units=units))
+
+
+@dataclass(frozen=True)
+class ConfigCost:
+    """One configuration's tokens, cacheable shares and (with prices) costs."""
+
+    config: str
+    input_tokens: dict[str, float]  # per role: o200k input tokens per benchmark (mean over runs)
+    cacheable_share: dict[str, float]  # per role: Σ cacheable / Σ input over scored episodes (NaN: no input)
+    reported_input_tokens: dict[str, float]  # per role: the service's input tokens per benchmark
+    provider_cached_tokens: dict[str, float | None]  # per role: per benchmark, None when never reported
+    success: st.Estimate
+    cost_uncached: st.Estimate | None
+    cost_cached: st.Estimate | None
+    cost_reported: st.Estimate | None  # the service's counts and cached tokens (None: no priced role reported any)
+
+    @property
+    def saving(self) -> float:
+        """1 − cost with caching / cost without (NaN without prices or cost)."""
+        if self.cost_uncached is None or self.cost_cached is None or not self.cost_uncached.mean:
+            return math.nan
+        return 1 - self.cost_cached.mean / self.cost_uncached.mean
+
+
+def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price]) -> dict[str, ConfigCost]:
+    """:class:`ConfigCost` of every configuration with scored episodes, in natural order."""
+    result = {}
+    for name, group in st.by_config(rows).items():
+        scored = st.scored_rows(group)
+        if not scored:
+            continue
+        n_tasks = len({st.task_key(row) for row in group})
+        inputs, shares, reported, cached = {}, {}, {}, {}
+        for role in ROLES:
+            ours = [role_tokens(row, role) for row in scored]
+            theirs = [role_tokens(row, role, "service") for row in scored]
+            total_in = sum(tokens[0] for tokens in ours)
+            inputs[role] = sum(tokens[0] for tokens in ours) / len(scored) * n_tasks
+            shares[role] = sum(tokens[1] for tokens in ours) / total_in if total_in else math.nan
+            reported[role] = sum(tokens[0] for tokens in theirs) / len(scored) * n_tasks
+            cached_key = role_fields(role, "service")[1]
+            cached[role] = (sum(tokens[1] for tokens in theirs) / len(scored) * n_tasks
+                            if any((row.get("metrics") or {}).get(cached_key) is not None for row in scored) else None)
+        summary = st.estimate(group, st.METRIC_BY_KEY["success"])
+        billed = any(reported[role] > 0 for role in prices)
+        result[name] = ConfigCost(
+            config=name, input_tokens=inputs, cacheable_share=shares, reported_input_tokens=reported,
+            provider_cached_tokens=cached, success=summary,
+            cost_uncached=st.estimate(group, cost_metric(prices, caching=False)) if prices else None,
+            cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None,
+            cost_reported=st.estimate(group, cost_metric(prices, caching=True, units="service")) if billed else None)
+    return result
+
+
+def roles_used(costs: Mapping[str, ConfigCost]) -> list[str]:
+    """Roles with any input tokens in these configurations, in ROLES order."""
+    return [role for role in ROLES if any((c.input_tokens.get(role) or 0) > 0 for c in costs.values())]
+
+
+def unpriced_roles(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> list[str]:
+    return [role for role in roles_used(costs) if role not in prices]
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _estimate_json(estimate: st.Estimate | None) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {"mean": _finite(estimate.mean), "low": _finite(estimate.low), "high": _finite(estimate.high),
+            "method": estimate.method}
+
+
+def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> dict[str, Any]:
+    """The cost figures as plain JSON (report.json's ``cost``): NaN becomes null."""
+    return {
+        "prices_usd_per_1m_tokens": {role: {"input": p.input, "cached_input": p.cached_input, "output": p.output,
+                                            "cache_write": p.cache_write} for role, p in prices.items()},
+        "unpriced_roles": unpriced_roles(costs, prices),
+        "configs": {name: {
+            "input_tokens_per_benchmark": {r: _finite(v) for r, v in c.input_tokens.items()},
+            "cacheable_share": {r: _finite(v) for r, v in c.cacheable_share.items()},
+            "reported_input_tokens_per_benchmark": {r: _finite(v) for r, v in c.reported_input_tokens.items()},
+            "provider_cached_tokens_per_benchmark": {r: _finite(v) for r, v in c.provider_cached_tokens.items()},
+            "success": _estimate_json(c.success),
+            "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
+            "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),
+            "cost_per_benchmark_service_counts_and_cached": _estimate_json(c.cost_reported),
+            "saving_with_caching": _finite(c.saving),
+        } for name, c in costs.items()},
+    }
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    """``--price`` of eval, sweep and report (parsed by ``costs.parse_prices``)."""
+    parser.add_argument("--price", action="append", metavar="ROLE=IN,CACHED,OUT[,WRITE]",
+                        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
+                             "optional cache write; the report adds the cost with and without prompt caching "
+                             "(repeatable, one per role; None: no cost figures, no prices are shipped)")
+
+
+def checked_prices(values: list[str] | None) -> dict[str, Price]:
+    """``--price`` values by role, or a one-line exit before anything runs."""
+    try:
+        return parse_prices(values)
+    except ValueError as error:
+        raise SystemExit(f"erp-sim: {error}") from None

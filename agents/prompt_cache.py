@@ -1,0 +1,213 @@
+"""Prompt caching: how much of each model request a provider could serve from its cache.
+
+Providers reuse the longest prefix a request shares with an earlier one and bill it as
+cached input at a fraction of the price. Full history (C2) extends the same prefix every
+call; pruning and summarising rewrite it. This module measures that bound for every model
+call of an episode, per role (the agent, the summarizer, the LLM user):
+
+``cacheable_prefix_tokens`` of a request = the o200k tokens of its longest prefix identical
+to some earlier request of the same role in the episode, where a request is its tool schemas
+(one unit, first) and then its messages in the order sent. Tool schemas that differ from every
+earlier request's make nothing cacheable. Messages are compared whole, and the first one that
+differs token by token (``tokens.encode_message``: framing, role, name, content, calls), so an
+instruction with a summary appended keeps the instruction's tokens. The 3 reply-priming tokens
+count only when the whole request repeats an earlier one. The first request of a role has 0.
+
+It is an upper bound in o200k units: a provider caches in blocks above a minimum length (e.g.
+1024 tokens, then 128-token steps), evicts after minutes of inactivity, and counts with its
+own tokenizer. The provider's own figure (``usage.prompt_tokens_details.cached_tokens``) is
+kept apart as ``provider_cached_tokens`` and never mixed with ours.
+
+Linear per call: earlier requests form a trie keyed by each message's token ids (packed into
+bytes and cached per distinct message), so a request is walked message by message with one
+dictionary lookup each; at the first message that leaves the trie, the continuations seen
+there are kept sorted, and the one sharing the most tokens with the new message is a neighbour
+of its sorted position (two comparisons, however many earlier requests branched there).
+
+Roles other than the agent report their calls with ``record_call``; the runner opens an
+``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
+optimizer's calls) ``record_call`` does nothing.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, insort
+from contextvars import ContextVar
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TokenCounter, encode_message, get_counter, message_cache_key,
+                                   tools_text)
+
+ROLES = ("agent", "summarizer", "user")
+_TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints; a shared byte prefix / this = tokens
+
+
+class _Node:
+    """A point in the trie of earlier requests: the units sent so far, and what followed them."""
+
+    __slots__ = ("children", "order", "ended")
+
+    def __init__(self) -> None:
+        self.children: dict[bytes, _Node] = {}
+        self.order: list[bytes] = []  # the children's keys, sorted, for the partial match
+        self.ended = False  # an earlier request ended here (a full repeat gets the reply priming too)
+
+    def child(self, key: bytes) -> "_Node":
+        node = self.children.get(key)
+        if node is None:
+            node = self.children[key] = _Node()
+            insort(self.order, key)
+        return node
+
+
+def _packed(ids: list[int]) -> bytes:
+    return array("I", ids).tobytes()
+
+
+def _shared_bytes(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of two byte strings (binary search over slices: C speed)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low], a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _best_partial(node: _Node, key: bytes) -> int:
+    """Most tokens ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
+    at = bisect_left(node.order, key)
+    shared = 0
+    for neighbour in node.order[max(0, at - 1): at + 1]:
+        shared = max(shared, _shared_bytes(neighbour, key))
+    return shared // _TOKEN_BYTES
+
+
+class PrefixTracker:
+    """The requests of one role in one episode; ``observe`` gives each new one its cacheable prefix."""
+
+    def __init__(self, counter: TokenCounter | None = None):
+        self.counter = counter or get_counter()
+        self._root = _Node()
+        self._messages: dict[tuple, bytes] = {}  # message key -> packed token ids, one per distinct message
+        self._tools: dict[str, tuple[bytes, int]] = {}
+
+    def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
+        tools_key, tools_tokens = self._tools_unit(tools)
+        node = self._root.children.get(tools_key)
+        cacheable = tools_tokens if node is not None else 0
+        keys = [self._message_unit(message) for message in messages]
+        if node is not None:
+            for key in keys:
+                following = node.children.get(key)
+                if following is None:
+                    cacheable += _best_partial(node, key)
+                    break
+                cacheable += len(key) // _TOKEN_BYTES
+                node = following
+            else:
+                if node.ended:
+                    cacheable += REPLY_PRIMING_TOKENS
+        # remember this request: walk again from the root, adding what is new
+        node = self._root.child(tools_key)
+        for key in keys:
+            node = node.child(key)
+        node.ended = True
+        return cacheable
+
+    def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int]:
+        text = tools_text(tools)
+        unit = self._tools.get(text)
+        if unit is None:
+            ids = self.counter.encoder.encode(text) if text else []
+            unit = self._tools[text] = (_packed(ids), len(ids))
+        return unit
+
+    def _message_unit(self, message: dict[str, Any]) -> bytes:
+        key = message_cache_key(message)
+        unit = self._messages.get(key)
+        if unit is None:
+            unit = self._messages[key] = _packed(encode_message(message, self.counter.encoding))
+        return unit
+
+
+class ModelCall(BaseModel):
+    """One model call of a role other than the agent (the agent's are ``StepRecord`` fields).
+
+    Two units, named apart: o200k counts of ours (``input_tokens``, ``output_tokens``,
+    ``cacheable_prefix_tokens``) and what the model service reported (``reported_*``,
+    ``provider_cached_tokens``; 0 / None when it reported nothing).
+    """
+
+    role: str = Field(description="summarizer or user.")
+    input_tokens: int = Field(0, description="o200k tokens of the request (messages + tool schemas).")
+    output_tokens: int = Field(0, description="o200k tokens of the answer.")
+    cacheable_prefix_tokens: int = Field(0, description="o200k tokens of the request's longest prefix identical to "
+                                                        "an earlier request of the same role in the episode.")
+    reported_input_tokens: int = Field(0, description="Prompt tokens as the service reported them (0: none).")
+    reported_output_tokens: int = Field(0, description="Completion tokens as the service reported them (0: none).")
+    provider_cached_tokens: int | None = Field(None, description="Cached prompt tokens as the service reported them "
+                                                                 "(None: not reported).")
+
+
+class EpisodeMeter:
+    """Per-role prefix trackers for one episode, and the calls reported since the last ``drain``."""
+
+    def __init__(self, counter: TokenCounter | None = None):
+        self.counter = counter or get_counter()
+        self.trackers: dict[str, PrefixTracker] = {}
+        self._pending: list[ModelCall] = []
+
+    def tracker(self, role: str) -> PrefixTracker:
+        if role not in self.trackers:
+            self.trackers[role] = PrefixTracker(self.counter)
+        return self.trackers[role]
+
+    def record(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        self._pending.append(ModelCall(
+            role=role,
+            input_tokens=self.counter.count_messages(messages) + self.counter.count_tools(tools),
+            output_tokens=self.counter.count_message(response.message),
+            cacheable_prefix_tokens=self.tracker(role).observe(messages, tools),
+            reported_input_tokens=getattr(usage, "input_tokens", 0), reported_output_tokens=getattr(usage, "output_tokens", 0),
+            provider_cached_tokens=getattr(usage, "cached_input_tokens", None)))
+
+    def drain(self) -> list[ModelCall]:
+        calls, self._pending = self._pending, []
+        return calls
+
+    def start(self) -> "EpisodeMeter":
+        """Make this the meter ``record_call`` reports to (until ``stop``, or another episode's ``start``)."""
+        _ACTIVE.set(self)
+        return self
+
+    def stop(self) -> None:
+        """No meter after the episode (not the one before it: a meter left by an interrupted episode is dropped)."""
+        if _ACTIVE.get() is self:
+            _ACTIVE.set(None)
+
+
+_ACTIVE: ContextVar[EpisodeMeter | None] = ContextVar("erp_sim_episode_meter", default=None)
+
+
+def record_call(role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any) -> None:
+    """Report one model call of ``role`` (summarizer, user) to the running episode's meter, if any."""
+    meter = _ACTIVE.get()
+    if meter is not None:
+        meter.record(role, messages, tools, response)
+
+
+def sum_reported(values: list[int | None]) -> int | None:
+    """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
+    reported = [value for value in values if value is not None]
+    return sum(reported) if reported else None

@@ -1,0 +1,138 @@
+"""Cacheable prefix figures on hand-built request sequences (erp_sim.agents.prompt_cache)."""
+
+from __future__ import annotations
+
+import pytest
+
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
+from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_counter
+from erp_sim.agents.types import ChatResponse, Usage
+
+COUNTER = get_counter()
+TOOLS = [{"type": "function", "function": {"name": "form_open", "description": "Open a form.",
+                                            "parameters": {"type": "object", "properties": {}}}}]
+OTHER_TOOLS = [{"type": "function", "function": {"name": "form_close", "description": "Close a form.",
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+SYSTEM = {"role": "system", "content": "You itemize hotel expenses in Dynamics 365. " * 20}
+TASK = {"role": "user", "content": "Itemize the hotel line of report EXP-001: three nights at 120.00."}
+
+
+def step(n: int) -> list[dict]:
+    """An assistant call and its tool result, numbered."""
+    call = {"id": f"c{n}", "type": "function", "function": {"name": "form_open", "arguments": f'{{"step": {n}}}'}}
+    return [{"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "name": "form_open", "content": f"form state after step {n} " * 30}]
+
+
+def tokens(*messages: dict) -> int:
+    return sum(COUNTER.count_message(m) for m in messages)
+
+
+def test_encode_message_has_as_many_units_as_count_message():
+    for message in [SYSTEM, TASK, *step(1), {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi"}]},
+                    {"role": "assistant", "content": None}]:
+        assert len(encode_message(message)) == COUNTER.count_message(message)
+
+
+def test_full_history_extends_the_same_prefix_every_call():
+    tracker = PrefixTracker()
+    history = [SYSTEM, TASK]
+    assert tracker.observe(history, TOOLS) == 0  # nothing earlier
+    for n in range(1, 5):
+        before = list(history)
+        history += step(n)
+        # everything the previous request sent is a prefix of this one: tools + its messages
+        assert tracker.observe(history, TOOLS) == COUNTER.count_tools(TOOLS) + tokens(*before)
+
+
+def test_a_repeated_request_is_cacheable_whole_with_its_reply_priming():
+    tracker = PrefixTracker()
+    request = [SYSTEM, TASK, *step(1)]
+    tracker.observe(request, TOOLS)
+    whole = COUNTER.count_messages(request) + COUNTER.count_tools(TOOLS)
+    assert tracker.observe(request, TOOLS) == whole
+    assert whole == COUNTER.count_tools(TOOLS) + tokens(*request) + REPLY_PRIMING_TOKENS
+
+
+def test_rewriting_an_early_message_stops_the_prefix_there():
+    tracker = PrefixTracker()
+    tracker.observe([SYSTEM, TASK, *step(1), *step(2)], TOOLS)
+    rewritten = dict(step(1)[1], content="a refined observation")  # the first tool result, rewritten by a policy
+    figure = tracker.observe([SYSTEM, TASK, step(1)[0], rewritten, *step(2)], TOOLS)
+    # tools, system, task and the first call are shared; of the rewritten result only what precedes
+    # its content (framing, role, separator) is; nothing after it counts, though step 2 is identical
+    shared_in_rewritten = 2 + COUNTER.count_text("tool")  # start mark, role, separator
+    assert figure == COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK, step(1)[0]) + shared_in_rewritten
+    assert figure < COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK, *step(1))
+
+
+def test_last_n_pruning_keeps_only_system_and_task_cacheable():
+    tracker = PrefixTracker()
+    tracker.observe([SYSTEM, TASK, *step(1), *step(2)], TOOLS)
+    pruned = [SYSTEM, TASK, *step(2), *step(3)]  # the oldest pair dropped: step 2 now follows the task
+    figure = tracker.observe(pruned, TOOLS)
+    start = COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
+    # the first message after the task differs from step 1's call only in its arguments' digits
+    assert start < figure < start + tokens(step(2)[0])
+
+
+def test_the_instruction_with_a_summary_appended_keeps_the_instruction_tokens():
+    tracker = PrefixTracker(COUNTER)
+    tracker.observe([SYSTEM, TASK, *step(1)], TOOLS)
+    folded = {"role": "user", "content": TASK["content"] + "\n<HISTORY_SUMMARY>step 1 opened the form</HISTORY_SUMMARY>"}
+    figure = tracker.observe([SYSTEM, folded], TOOLS)
+    assert figure >= COUNTER.count_tools(TOOLS) + tokens(SYSTEM) + tokens(TASK) - 2  # all but the end framing, maybe a merge
+    assert figure < COUNTER.count_tools(TOOLS) + tokens(SYSTEM) + tokens(TASK)
+
+
+def test_changed_tools_make_nothing_cacheable():
+    tracker = PrefixTracker()
+    tracker.observe([SYSTEM, TASK], TOOLS)
+    assert tracker.observe([SYSTEM, TASK, *step(1)], OTHER_TOOLS) == 0
+    assert tracker.observe([SYSTEM, TASK, *step(1)], TOOLS) == COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
+
+
+def test_the_longest_match_is_taken_over_every_earlier_request_not_only_the_last():
+    tracker = PrefixTracker()
+    long = [SYSTEM, TASK, *step(1), *step(2)]
+    tracker.observe(long, TOOLS)
+    tracker.observe([SYSTEM, {"role": "user", "content": "something else entirely"}], TOOLS)
+    assert tracker.observe([*long, *step(3)], TOOLS) == COUNTER.count_tools(TOOLS) + tokens(*long)
+
+
+def test_requests_without_tools_are_measured_too():
+    tracker = PrefixTracker()
+    assert tracker.observe([SYSTEM, TASK]) == 0
+    assert tracker.observe([SYSTEM, TASK, *step(1)]) == tokens(SYSTEM, TASK)
+
+
+def test_record_call_reports_to_the_running_episode_only_and_keeps_provider_figures_apart():
+    response = ChatResponse(message={"role": "assistant", "content": "a summary"},
+                            usage=Usage(input_tokens=999, output_tokens=7, cached_input_tokens=512))
+    record_call("summarizer", [SYSTEM, TASK], None, response)  # no episode: nothing to report to, no error
+    meter = EpisodeMeter().start()
+    try:
+        record_call("summarizer", [SYSTEM, TASK], None, response)
+        record_call("summarizer", [SYSTEM, TASK, *step(1)], None, response)
+        record_call("user", [SYSTEM, TASK], None, response.model_copy(update={"usage": Usage(input_tokens=5)}))
+    finally:
+        meter.stop()
+    record_call("summarizer", [SYSTEM], None, response)  # after the episode: not counted
+    first, second, user = meter.drain()
+    assert (first.role, first.input_tokens, first.cacheable_prefix_tokens) == ("summarizer", COUNTER.count_messages([SYSTEM, TASK]), 0)
+    assert second.cacheable_prefix_tokens == tokens(SYSTEM, TASK)
+    assert (second.reported_input_tokens, second.provider_cached_tokens) == (999, 512)  # the service's, as reported
+    assert second.output_tokens == COUNTER.count_message(response.message)
+    assert (user.role, user.cacheable_prefix_tokens, user.provider_cached_tokens) == ("user", 0, None)  # roles apart
+    assert meter.drain() == []
+
+
+@pytest.mark.parametrize("calls", [50])
+def test_many_branches_at_one_point_cost_two_comparisons(calls):
+    """C3-like: every request branches right after the task; the figure stays exact."""
+    tracker = PrefixTracker()
+    for n in range(calls):
+        figure = tracker.observe([SYSTEM, TASK, *step(n), *step(n + 1)], TOOLS)
+        if n:
+            assert figure >= COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
+            assert figure < COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK, step(n)[0])
