@@ -470,7 +470,7 @@ def print_table(rows: list[dict]) -> None:
     for name, summary in summarize(rows).items():
         e = summary.estimates
         numbers = [f"{e['success'].mean:.1%}", f"{e['strict_success'].mean:.1%}", f"{e['input_tokens'].mean:,.0f}",
-                   f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else [DASH] * 5
+                   f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else ["no scored episode", *[DASH] * 4]
         lines.append((name, summary.policy, summary.user, *numbers))
     print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 5))
 
