@@ -12,6 +12,7 @@ from pathlib import Path
 
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 
+from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.types import ChatModel, Message, Usage
 
 PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
@@ -37,7 +38,8 @@ class LLMUser:
         system = self.template.format(worker_name=self.task.worker_name, instruction=self.task.instruction(),
                                       end_token=END_TOKEN, state=state)
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
-        response = self.model.complete([{"role": "system", "content": system}, *self.history])
+        with failures_named("user"):  # an outage or a refused request, named as the user model's
+            response = self.model.complete([{"role": "system", "content": system}, *self.history])
         self.calls += 1
         text = (response.message.get("content") or "").strip()
         if not text:
