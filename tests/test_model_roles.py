@@ -1,0 +1,238 @@
+"""Every model role from the CLI (agent, LLM user, LLM summarizer), recorded and replayed with its provenance.
+
+All against the project's strict local OpenAI-compatible server: a role handler plays the agent
+(the scripted agent's decision on what it is shown), the user (a fixed answer) and the summarizer
+(``fake_acon_roles``' structured compressor), so each role's calls are real HTTP requests.
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_acon_roles import acon_role_reply
+from fake_openai_server import FakeOpenAIServer
+
+from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.evaluation.sweep import main as sweep_main
+from erp_sim.agents.llm_user import END_TOKEN
+from erp_sim.agents.models.roles import EVAL_ROLES, SUMMARIZING_POLICIES, parse_model_param, params_by_role
+from erp_sim.agents.policies import parse_policy
+from erp_sim.agents.policies.registry import POLICIES
+
+TASK = "hotel_50:hotel-006"  # the scripted agent asks the user here, so the LLM user is called
+USER_ANSWER = "Yes, please add every missing charge as its own itemized line."
+# every summarizing policy, with thresholds low enough that one short episode calls the summarizer
+SUMMARIZING = ["last_n_summary:n=2,w=1", "acon_history:t=1500", "acon_observation:t=300",
+               "acon_observation:t=300+last_n_summary:n=3,w=2"]
+
+
+def role_reply(body):
+    """Agent (a request with tools), user (its prompt has the end token), else the summarizer."""
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    if not body.get("tools") and END_TOKEN in system:
+        return {"role": "assistant", "content": USER_ANSWER}, 20, 12
+    return acon_role_reply(body)
+
+
+def roles_server() -> FakeOpenAIServer:
+    server = FakeOpenAIServer()
+    server.answer_with(role_reply)
+    return server
+
+
+def kinds(server: FakeOpenAIServer) -> list[str]:
+    """Which role sent each request the server received."""
+    def kind(body):
+        if body.get("tools"):
+            return "agent"
+        return "user" if END_TOKEN in body["messages"][0]["content"] else "summarizer"
+    return [kind(body) for body in server.requests]
+
+
+def without_timing(out: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(out / "results.jsonl")]
+
+
+def trajectories(out: Path, rows: list[dict]) -> list[bytes]:
+    return [(out / row["trajectory"]).read_bytes() for row in rows]
+
+
+COMMON = ["--tasks", TASK, "--runs", "1", "--quiet", "--concurrency", "1"]
+
+
+# --- parsing ----------------------------------------------------------------------------------------
+def test_model_params_parse_roles_and_json_values():
+    assert parse_model_param("agent:tool_choice=auto", EVAL_ROLES) == ("agent", "tool_choice", "auto")
+    assert parse_model_param("max_tokens=64", EVAL_ROLES) == (None, "max_tokens", 64)
+    assert parse_model_param("temperature=null", EVAL_ROLES) == (None, "temperature", None)
+    assert parse_model_param('user:stop=["\\n", "END"]', EVAL_ROLES) == ("user", "stop", ["\n", "END"])
+    assert parse_model_param("summarizer:note=a=b:c", EVAL_ROLES) == ("summarizer", "note", "a=b:c")
+    items = [(None, "max_tokens", 64), ("agent", "max_tokens", 512), (None, "seed", 1)]
+    assert params_by_role(items, EVAL_ROLES) == {"agent": {"max_tokens": 512, "seed": 1},
+                                                 "user": {"max_tokens": 64, "seed": 1},
+                                                 "summarizer": {"max_tokens": 64, "seed": 1},
+                                                 "consolidator": {"max_tokens": 64, "seed": 1}}
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ("compressor:max_tokens=5", "unknown role 'compressor' (roles: agent, user, summarizer, consolidator)"),
+    ("max_tokens", "expected [ROLE:]KEY=VALUE"),
+    ("agent:=5", "'' is not a request key"),
+    ("agent:model=gpt-x", "'model' is set by the harness, not by --model-param"),
+])
+def test_a_bad_model_param_is_a_one_line_usage_error(item, message, capsys, tmp_path):
+    for main in (eval_main, sweep_main):
+        with pytest.raises(SystemExit) as stop:
+            main(["--model-param", item, "--out", str(tmp_path)])
+        assert stop.value.code == 2
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert error.endswith(message) and "--model-param" in error
+    assert not any(tmp_path.iterdir())
+
+
+def test_every_summarizing_policy_is_known_as_one():
+    """The policies that call self.summarizer are exactly the ones eval gives an LLM summarizer to."""
+    calling = {name for name, cls in POLICIES.items()
+               if any("self.summarizer." in inspect.getsource(k) for k in cls.__mro__ if k.__module__.startswith("erp_sim"))}
+    assert calling == SUMMARIZING_POLICIES
+
+
+# --- request settings reach the server and the row ------------------------------------------------
+def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_path):
+    with roles_server() as server:
+        assert eval_main([*COMMON, "--policy", "last_n_summary:n=2,w=1", "--agent", "openai:fake-agent",
+                          "--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--base-url", server.base_url,
+                          "--model-param", "max_tokens=400", "--model-param", "agent:tool_choice=auto",
+                          "--model-param", "user:temperature=0.7", "--summarizer-seed", "11",
+                          "--summarizer-max-tokens", "300", "--timeout", "45", "--max-retries", "2",
+                          "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+        sent = list(zip(kinds(server), server.requests))
+        assert not server.rejections
+    assert {kind for kind, _ in sent} == {"agent", "user", "summarizer"}
+    for kind, body in sent:
+        assert body["model"] == f"fake-{kind.replace('summarizer', 'sum')}"
+        expected = {"agent": {"max_tokens": 400, "tool_choice": "auto", "temperature": 0.0},
+                    "user": {"max_tokens": 400, "temperature": 0.7},
+                    "summarizer": {"max_tokens": 300, "seed": 11, "temperature": 0.0}}[kind]
+        assert {key: body.get(key) for key in expected} == expected
+        assert "tool_choice" not in body or kind == "agent"
+    [row] = read_rows(tmp_path / "run" / "results.jsonl")
+    assert row["grade"]["success"] and row["metrics"]["summarizer_calls"] == kinds(server).count("summarizer")
+    assert row["metrics"]["user_model_calls"] == kinds(server).count("user")
+    assert row["sampling"] == {
+        "agent": {"model": "fake-agent", "params": {"temperature": 0.0, "max_tokens": 400, "tool_choice": "auto"},
+                  "timeout": 45.0, "max_retries": 2},
+        "user": {"model": "fake-user", "params": {"temperature": 0.7, "max_tokens": 400}, "timeout": 45.0, "max_retries": 2},
+        "summarizer": {"model": "fake-sum", "params": {"temperature": 0.0, "max_tokens": 300, "seed": 11},
+                       "timeout": 45.0, "max_retries": 2},
+        "context_window": None, "cassettes": str(tmp_path / "rec")}
+    manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
+    assert manifest == {role: row["sampling"][role] for role in ("agent", "summarizer", "user")}
+    episode = tmp_path / "rec" / "cassettes" / row["config"]
+    for role, suffix in (("agent", ""), ("user", ".user"), ("summarizer", ".summarizer")):
+        lines = [json.loads(line) for line in (episode / f"hotel-006-run0{suffix}.jsonl").read_text().splitlines()]
+        assert len(lines) == kinds(server).count(role)
+        assert all(line["request"]["params"] == row["sampling"][role]["params"] for line in lines)
+
+
+# --- record every role, replay offline ----------------------------------------------------------
+@pytest.mark.parametrize("policy", SUMMARIZING)
+def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(policy, tmp_path):
+    roles = ["--user", "openai:fake-user", "--summarizer", "openai:fake-sum"]
+    with roles_server() as server:
+        assert eval_main([*COMMON, "--configs", "C1", "--policy", policy, "--agent", "openai:fake-agent", *roles,
+                          "--base-url", server.base_url, "--out", str(tmp_path / "run"),
+                          "--record", str(tmp_path / "rec")]) == 0
+        assert not server.rejections and {"user", "summarizer"} <= set(kinds(server))
+    recorded = without_timing(tmp_path / "run")
+    assert [r["config"] for r in recorded] == ["C1", parse_policy(policy).spec] and all(r["infra_error"] is None for r in recorded)
+    assert recorded[1]["metrics"]["summarizer_calls"] > 0 and recorded[1]["metrics"]["user_model_calls"] > 0
+    assert recorded[0]["sampling"]["user"] is None and recorded[0]["sampling"]["summarizer"] is None  # C1: no user, no summary
+    # the server is stopped: anything not in the cassettes would fail the episode
+    assert eval_main([*COMMON, "--configs", "C1", "--policy", policy, "--agent", f"replay:{tmp_path / 'rec'}", *roles,
+                      "--out", str(tmp_path / "replay")]) == 0
+    replayed = without_timing(tmp_path / "replay")
+    assert replayed == recorded
+    assert trajectories(tmp_path / "replay", replayed) == trajectories(tmp_path / "run", recorded)
+
+
+def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path, capsys):
+    with roles_server() as server:
+        assert eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
+                          "--summarizer", "openai:fake-sum", "--base-url", server.base_url,
+                          "--model-param", "summarizer:max_tokens=300", "--out", str(tmp_path / "run"),
+                          "--record", str(tmp_path / "rec")]) == 0
+    rec = tmp_path / "rec"
+    replay = [*COMMON, "--configs", "C4", "--agent", f"replay:{rec}", "--out", str(tmp_path / "replay")]
+    refusals = {
+        ("--user", "openai:other", "--summarizer", "openai:fake-sum"):
+            f"--user openai:other contradicts the recording in {rec}, whose user is openai:fake-user",
+        ("--user", "rule", "--summarizer", "openai:fake-sum"):
+            f"the recording in {rec} has a user model, openai:fake-user; pass --user openai:fake-user to replay it",
+        ("--user", "openai:fake-user"):
+            f"the recording in {rec} has a summarizer model, openai:fake-sum; pass --summarizer openai:fake-sum to replay it",
+        ("--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--summarizer-max-tokens", "99"):
+            f"--model-param summarizer:max_tokens=99 contradicts the recording in {rec} (summarizer max_tokens: 300)",
+        ("--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--max-retries", "0"):
+            f"--max-retries 0 contradicts the recording in {rec} (agent: 5)",
+    }
+    for named, message in refusals.items():
+        with pytest.raises(SystemExit) as stop:
+            eval_main([*replay, *named])
+        assert str(stop.value) == f"erp-sim: {message}"
+    assert not (tmp_path / "replay").exists()
+    # what is named as recorded, or not named at all, replays
+    assert eval_main([*replay, "--user", "openai:fake-user", "--summarizer", "openai:fake-sum",
+                      "--summarizer-max-tokens", "300"]) == 0
+    assert without_timing(tmp_path / "replay") == without_timing(tmp_path / "run")
+    # recording into the same folder with another model is refused too
+    with pytest.raises(SystemExit, match=r"--record .* whose summarizer is openai:fake-sum .* record into another"):
+        eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
+                   "--summarizer", "openai:other-sum", "--base-url", "http://127.0.0.1:9/v1",
+                   "--out", str(tmp_path / "run2"), "--record", str(rec)])
+
+
+# --- the summarizer's failures follow the agent's table ------------------------------------------
+def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_replays(tmp_path):
+    policy = "acon_history:t=1500"
+    with roles_server() as server, FakeOpenAIServer() as summarizer:
+        summarizer.answer_with(role_reply)
+        summarizer.fail_always(503)
+        argv = [*COMMON, "--policy", policy, "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
+                "--base-url", server.base_url, "--summarizer-base-url", summarizer.base_url, "--max-retries", "0",
+                "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]
+        assert eval_main(argv) == 1  # nothing scored
+        [row] = read_rows(tmp_path / "run" / "results.jsonl")
+        assert row["termination"] == "infra_error" and row["infra_error"].startswith("summarizer: fake-sum at ")
+        assert "HTTP 503" in row["infra_error"]
+        summarizer.stop_failing()
+        assert eval_main([*argv, "--resume"]) == 0
+        [row] = read_rows(tmp_path / "run" / "results.jsonl")
+        assert row["infra_error"] is None and row["attempt"] == 2 and row["metrics"]["summarizer_calls"] > 0
+        assert row["metrics"]["summarizer_calls"] == sum(b["model"] == "fake-sum" for b in summarizer.requests) - 1
+        assert not server.rejections and not summarizer.rejections
+    names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / parse_policy(policy).spec).iterdir())
+    assert names == ["hotel-006-run0.attempt1.jsonl", "hotel-006-run0.jsonl", "hotel-006-run0.summarizer.jsonl"]
+    assert eval_main([*COMMON, "--policy", policy, "--agent", f"replay:{tmp_path / 'rec'}", "--summarizer",
+                      "openai:fake-sum", "--out", str(tmp_path / "replay")]) == 0
+    assert [r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "replay")] == \
+        [r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "run")]
+
+
+def test_a_refused_summarizer_request_is_a_scored_failure_named_as_the_summarizers(tmp_path):
+    with roles_server() as server, FakeOpenAIServer() as summarizer:
+        summarizer.fail_always(400, message="Your request was flagged by the content filter.")
+        assert eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
+                          "--base-url", server.base_url, "--summarizer-base-url", summarizer.base_url,
+                          "--out", str(tmp_path)]) == 0
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
+    assert row["model_error"].startswith("summarizer: fake-sum at ") and "content filter" in row["model_error"]
+    assert row["infra_error"] is None and row["grade"]["success"] is False
+    with gzip.open(tmp_path / row["trajectory"], "rt") as handle:
+        assert json.load(handle)["model_error"] == row["model_error"]
