@@ -157,7 +157,7 @@ def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(p
     assert eval_main([*COMMON, "--configs", "C1", "--policy", policy, "--agent", f"replay:{tmp_path / 'rec'}", *roles,
                       "--out", str(tmp_path / "replay")]) == 0
     replayed = without_timing(tmp_path / "replay")
-    assert replayed == recorded
+    assert json.dumps(replayed) == json.dumps(recorded)  # byte for byte, key order included
     assert trajectories(tmp_path / "replay", replayed) == trajectories(tmp_path / "run", recorded)
 
 
@@ -236,3 +236,49 @@ def test_a_refused_summarizer_request_is_a_scored_failure_named_as_the_summarize
     assert row["infra_error"] is None and row["grade"]["success"] is False
     with gzip.open(tmp_path / row["trajectory"], "rt") as handle:
         assert json.load(handle)["model_error"] == row["model_error"]
+
+
+# --- acon optimize: compressor and optimizer roles ---------------------------------------------------
+ACON = ["--agent", "openai:fake-agent", "--compressor", "openai:fake-compressor", "--optimizer", "openai:fake-optimizer",
+        "--tasks", "hotel_50:hotel-006", "--test-tasks", "none", "--steps", "none"]
+
+
+def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_path):
+    from erp_sim.agents.acon.optimize import main as optimize_main
+
+    with FakeOpenAIServer() as server:
+        server.answer_with(acon_role_reply)
+        assert optimize_main([*ACON, "--base-url", server.base_url, "--out", str(tmp_path / "run"), "--record",
+                              str(tmp_path / "run"), "--model-param", "compressor:max_tokens=300",
+                              "--model-param", "agent:tool_choice=auto", "--model-param", "seed=3",
+                              "--timeout", "30", "--max-retries", "1"]) == 0
+        assert not server.rejections
+    agent = [body for body in server.requests if body.get("tools")]
+    compressor = [body for body in server.requests if not body.get("tools")]
+    assert agent and compressor
+    assert all(body["tool_choice"] == "auto" and body["seed"] == 3 and "max_tokens" not in body for body in agent)
+    assert all(body["max_tokens"] == 300 and body["seed"] == 3 and "tool_choice" not in body for body in compressor)
+    manifest = json.loads((tmp_path / "run" / "cassettes" / "models.json").read_text())
+    assert manifest["compressor"] == {"model": "fake-compressor", "params": {"temperature": 0.0, "max_tokens": 300, "seed": 3},
+                                      "timeout": 30.0, "max_retries": 1}
+    assert manifest["optimizer"]["params"] == {"seed": 3}  # the optimizer samples at the server's temperature
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["settings"]["model_params"]["compressor"] == {"max_tokens": 300, "seed": 3}
+
+    replay = [*ACON, "--out", str(tmp_path / "replay"), "--replay", str(tmp_path / "run")]
+    rec = tmp_path / "run"
+    for extra, message in [
+        (["--compressor", "openai:other"], f"--compressor openai:other contradicts the recording in {rec}, whose "
+                                           "compressor is openai:fake-compressor"),
+        (["--model-param", "optimizer:temperature=0.5"], f"--model-param optimizer:temperature=0.5 contradicts the "
+                                                         f"recording in {rec} (optimizer temperature: not sent)"),
+        (["--timeout", "31"], f"--timeout 31.0 contradicts the recording in {rec} (agent: 30.0)"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            optimize_main([*replay, *extra])
+        assert str(stop.value) == f"erp-sim acon optimize: {message}"
+        assert not (tmp_path / "replay").exists()
+    # the replay's settings must also be the recording's (--model-param is in config.json)
+    assert optimize_main([*replay, "--model-param", "compressor:max_tokens=300", "--model-param", "agent:tool_choice=auto",
+                          "--model-param", "seed=3"]) == 0
+    assert (tmp_path / "replay" / "report.json").read_text() == (tmp_path / "run" / "report.json").read_text()

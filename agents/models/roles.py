@@ -190,8 +190,9 @@ def write_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> None:
     merged = {**recorded, **roles}
     cassettes.mkdir(parents=True, exist_ok=True)
     tmp = cassettes / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({role: merged[role].model_dump(mode="json") for role in sorted(merged)}, indent=1,
-                              sort_keys=True) + "\n", encoding="utf-8")
+    # params keep the order they were sent in, so a replay's rows and reports are byte-identical to the recording's
+    tmp.write_text(json.dumps({role: merged[role].model_dump(mode="json") for role in sorted(merged)}, indent=1)
+                   + "\n", encoding="utf-8")
     tmp.replace(cassettes / MANIFEST)
 
 
