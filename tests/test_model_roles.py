@@ -31,11 +31,17 @@ SUMMARIZING = ["last_n_summary:n=2,w=1", "acon_history:t=1500", "acon_observatio
                "acon_observation:t=300+last_n_summary:n=3,w=2"]
 
 
+SOP_ANSWER = json.dumps({"key": "sop/itemize_hotel_expense", "summary": "itemize a hotel line", "goal": "itemize {line}",
+                         "steps": [{"tool": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}]})
+
+
 def role_reply(body):
-    """Agent (a request with tools), user (its prompt has the end token), else the summarizer."""
-    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
-    if not body.get("tools") and END_TOKEN in system:
+    """Agent (a request with tools), user (its prompt has the end token), consolidator, else the summarizer."""
+    first = body["messages"][0]["content"]
+    if not body.get("tools") and END_TOKEN in first:
         return {"role": "assistant", "content": USER_ANSWER}, 20, 12
+    if not body.get("tools") and "graded SUCCESSFUL" in first:
+        return {"role": "assistant", "content": f"The SOP:\n{SOP_ANSWER}"}, 30, 40
     return acon_role_reply(body)
 
 
@@ -282,3 +288,31 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
     assert optimize_main([*replay, "--model-param", "compressor:max_tokens=300", "--model-param", "agent:tool_choice=auto",
                           "--model-param", "seed=3"]) == 0
     assert (tmp_path / "replay" / "report.json").read_text() == (tmp_path / "run" / "report.json").read_text()
+
+
+# --- the GenericAgent memory consolidator -----------------------------------------------------------
+def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_path):
+    import shutil
+
+    memory = tmp_path / "memory"
+    argv = ["--policy", "ga_memory", "--memory", str(memory), "--sequential", "--quiet", "--concurrency", "1",
+            "--tasks", "hotel_50:hotel-000,hotel-001", "--consolidator", "openai:fake-cons"]
+    with roles_server() as server:
+        assert eval_main([*argv, "--agent", "openai:fake-agent", "--base-url", server.base_url,
+                          "--model-param", "consolidator:max_tokens=800", "--out", str(tmp_path / "run"),
+                          "--record", str(tmp_path / "rec")]) == 0
+        asked = [body for body in server.requests if "graded SUCCESSFUL" in body["messages"][0]["content"]]
+        assert not server.rejections
+    assert len(asked) == 2 and all(body["model"] == "fake-cons" and body["max_tokens"] == 800 for body in asked)
+    recorded = without_timing(tmp_path / "run")
+    assert [row["memory"]["promoted"] for row in recorded if row["config"] == "with_memory"] == [
+        ["sop/itemize_hotel_expense"]] * 2
+    cassette = tmp_path / "rec" / "cassettes" / "with_memory" / "hotel-000-run0.consolidator.jsonl"
+    assert len(cassette.read_text().splitlines()) == 1
+    manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
+    assert manifest["consolidator"]["params"] == {"temperature": 0.0, "max_tokens": 800}
+    shutil.rmtree(memory)  # the replay starts from the same empty memory, with the server gone
+    with pytest.raises(SystemExit, match="the recording in .* has a consolidator model, openai:fake-cons"):
+        eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
+    assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
+    assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)

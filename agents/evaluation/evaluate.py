@@ -519,6 +519,8 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
     """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
     from erp_sim.agents.models.roles import summarizes, write_manifest
 
+    if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
+        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     settings: dict[str, Any] = {}
     kinds = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
     for spec in specs:
@@ -549,8 +551,6 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
-    if args.record and not args.agent.startswith("openai:"):
-        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)
     specs = plan(configs, task_set, ids, args.runs, args.seed, **episode_options(args))
     if not specs:
