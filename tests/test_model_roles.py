@@ -78,6 +78,7 @@ def test_model_params_parse_roles_and_json_values():
     assert parse_model_param("temperature=null", EVAL_ROLES) == (None, "temperature", None)
     assert parse_model_param('user:stop=["\\n", "END"]', EVAL_ROLES) == ("user", "stop", ["\n", "END"])
     assert parse_model_param("summarizer:note=a=b:c", EVAL_ROLES) == ("summarizer", "note", "a=b:c")
+    assert parse_model_param("temperature=NaN", EVAL_ROLES) == (None, "temperature", "NaN")  # not JSON: text
     items = [(None, "max_tokens", 64), ("agent", "max_tokens", 512), (None, "seed", 1)]
     assert params_by_role(items, EVAL_ROLES) == {"agent": {"max_tokens": 512, "seed": 1},
                                                  "user": {"max_tokens": 64, "seed": 1},
@@ -203,9 +204,22 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
                    "--out", str(tmp_path / "run2"), "--record", str(rec)])
 
 
+def test_sweep_takes_the_summarizer_and_model_params(tmp_path):
+    with roles_server() as server:
+        assert sweep_main(["--family", "last_n_summary", "--grid", "n=2", "--grid", "w=1,2", "--tasks", TASK, "--quiet",
+                           "--concurrency", "1", "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
+                           "--summarizer-temperature", "0.3", "--model-param", "seed=5", "--base-url", server.base_url,
+                           "--out", str(tmp_path)]) == 0
+        summaries = [body for kind, body in zip(kinds(server), server.requests) if kind == "summarizer"]
+    assert summaries and all(b["model"] == "fake-sum" and b["temperature"] == 0.3 and b["seed"] == 5 for b in summaries)
+    rows = read_rows(tmp_path / "results.jsonl")
+    assert [r["sampling"]["summarizer"]["params"] for r in rows] == [{"temperature": 0.3, "seed": 5}] * 2
+    assert sum(r["metrics"]["summarizer_calls"] for r in rows) == len(summaries)
+
+
 # --- the summarizer's failures follow the agent's table ------------------------------------------
-def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_replays(tmp_path):
-    policy = "acon_history:t=1500"
+@pytest.mark.parametrize("policy", SUMMARIZING)
+def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_replays(policy, tmp_path):
     with roles_server() as server, FakeOpenAIServer() as summarizer:
         summarizer.answer_with(role_reply)
         summarizer.fail_always(503)

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments
+from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
@@ -429,10 +429,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
                              "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)")
     parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
-    parser.add_argument("--summarizer-temperature", type=float, metavar="T",
+    parser.add_argument("--summarizer-temperature", type=positive(float, zero=True), metavar="T",
                         help="= --model-param summarizer:temperature=T (None: 0.0)")
     parser.add_argument("--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)")
-    parser.add_argument("--summarizer-max-tokens", type=int, metavar="N",
+    parser.add_argument("--summarizer-max-tokens", type=positive(int), metavar="N",
                         help="= --model-param summarizer:max_tokens=N (None: not sent)")
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")

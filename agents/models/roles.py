@@ -73,11 +73,15 @@ def parse_model_param(item: str, roles: Iterable[str]) -> ModelParam:
         raise ValueError(f"{item!r}: {key!r} is not a request key")
     if key in HARNESS_KEYS:
         raise ValueError(f"{item!r}: {key!r} is set by the harness, not by --model-param")
-    try:
-        value = json.loads(raw)
+    try:  # NaN and Infinity are not JSON (Python's parser takes them): they stay text
+        value = json.loads(raw, parse_constant=_not_json)
     except ValueError:
         value = raw
     return role, key, value
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
 
 
 def params_by_role(items: Iterable[ModelParam], roles: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -106,19 +110,20 @@ def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -
                         help=f"a request body key for one role ({', '.join(roles)}) or, without ROLE:, for every model "
                              "role, e.g. agent:tool_choice=auto, max_tokens=512, temperature=null (not sent); VALUE is "
                              "JSON when it parses, else text (repeatable)")
-    parser.add_argument("--timeout", type=_positive(float), metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS",
                         help="seconds a model call waits for its answer, every role (None: the client's 300)")
-    parser.add_argument("--max-retries", type=_positive(int, zero=True), metavar="N",
+    parser.add_argument("--max-retries", type=positive(int, zero=True), metavar="N",
                         help="retries of a transient model failure (429, 5xx, timeout), every role (None: the client's 5)")
 
 
-def _positive(kind, zero: bool = False):
+def positive(kind, zero: bool = False):
+    """An argparse type: a positive (or, with ``zero``, non-negative) finite int or float."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or value < 0 or (value == 0 and not zero) or value != value:
+        if value is None or not value >= 0 or value == float("inf") or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(f"{text!r}: expected a {'non-negative' if zero else 'positive'} "
                                              f"{'integer' if kind is int else 'number'}")
         return value
