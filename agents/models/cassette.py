@@ -11,6 +11,11 @@ in it, so a cassette answers for whichever model configuration asks the same que
 Replay serves a recorded response for the same key; identical requests asked again are
 served in the order they were recorded. In strict mode an unknown request is an error
 that says at which step, and at which message, the run left the recorded path.
+
+Since the model name is not in a cassette, a recording keeps each role's model and settings
+beside its cassettes in ``models.json`` (``erp_sim.agents.models.roles``); ``erp-sim eval``
+records each role of an episode (agent, LLM user, summarizer, consolidator) in a cassette
+of its own.
 """
 
 from __future__ import annotations
