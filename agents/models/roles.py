@@ -40,7 +40,8 @@ _UNSET = object()
 class ModelSettings(BaseModel):
     """One role's model and what goes with each of its requests."""
 
-    model: str = Field(description="The model name sent in every request.")
+    model: str | None = Field(None, description="The model name sent in every request (None: unknown, a replay "
+                                                "of a recording made before manifests).")
     params: dict[str, Any] = Field(default_factory=dict, description="Request body keys sent with every request "
                                                                      "(temperature, seed, --model-param).")
     timeout: float | None = Field(None, description="Seconds the client waits for one answer.")
@@ -148,7 +149,7 @@ def settings_of(model: Any) -> ModelSettings | None:
         return recorded
     inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
     name = getattr(inner, "model", None)
-    return ModelSettings(model=name if isinstance(name, str) else "", params=dict(getattr(model, "sampling_params", {}) or {}),
+    return ModelSettings(model=name if isinstance(name, str) else None, params=dict(getattr(model, "sampling_params", {}) or {}),
                          timeout=getattr(inner, "timeout", None), max_retries=getattr(inner, "max_retries", None))
 
 
