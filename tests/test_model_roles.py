@@ -330,3 +330,17 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
         eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
     assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
     assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)
+
+
+def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
+    with roles_server() as server:
+        assert eval_main([*COMMON, "--configs", "C3", "--agent", "openai:fake-agent", "--base-url", server.base_url,
+                          "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+    (tmp_path / "rec" / "cassettes" / "models.json").unlink()
+    assert eval_main([*COMMON, "--configs", "C3", "--agent", f"replay:{tmp_path / 'rec'}",
+                      "--out", str(tmp_path / "replay")]) == 0
+    [recorded], [replayed] = without_timing(tmp_path / "run"), without_timing(tmp_path / "replay")
+    assert replayed["grade"] == recorded["grade"] and replayed["metrics"] == recorded["metrics"]
+    # without the manifest only the params are known (from the cassette), and the row says it was a replay
+    assert replayed["sampling"]["agent"] == {"params": {"temperature": 0.0}}
+    assert replayed["agent"] == f"replay:{tmp_path / 'rec'}"
