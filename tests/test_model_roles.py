@@ -91,6 +91,7 @@ def test_model_params_parse_roles_and_json_values():
     ("max_tokens", "expected [ROLE:]KEY=VALUE"),
     ("agent:=5", "'' is not a request key"),
     ("agent:model=gpt-x", "'model' is set by the harness, not by --model-param"),
+    ("timeout=30", "use --timeout, which sets the client of every role"),
 ])
 def test_a_bad_model_param_is_a_one_line_usage_error(item, message, capsys, tmp_path):
     for main in (eval_main, sweep_main):

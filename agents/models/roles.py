@@ -74,6 +74,8 @@ def parse_model_param(item: str, roles: Iterable[str]) -> ModelParam:
         raise ValueError(f"{item!r}: {key!r} is not a request key")
     if key in HARNESS_KEYS:
         raise ValueError(f"{item!r}: {key!r} is set by the harness, not by --model-param")
+    if key in ("timeout", "max_retries"):  # client settings, not request keys
+        raise ValueError(f"{item!r}: use --{key.replace('_', '-')}, which sets the client of every role")
     try:  # NaN and Infinity are not JSON (Python's parser takes them): they stay text
         value = json.loads(raw, parse_constant=_not_json)
     except ValueError:
