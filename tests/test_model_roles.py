@@ -345,3 +345,18 @@ def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
     # without the manifest only the params are known (from the cassette), and the row says it was a replay
     assert replayed["sampling"]["agent"] == {"params": {"temperature": 0.0}}
     assert replayed["agent"] == f"replay:{tmp_path / 'rec'}"
+
+
+def test_a_refused_user_model_request_is_a_scored_failure_named_as_the_users(tmp_path):
+    def refuse_the_user(body):
+        if not body.get("tools") and END_TOKEN in body["messages"][0]["content"]:
+            raise ValueError("the user model's request was refused")
+        return role_reply(body)
+
+    with FakeOpenAIServer() as server:
+        server.answer_with(refuse_the_user)
+        assert eval_main([*COMMON, "--configs", "C2", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
+                          "--base-url", server.base_url, "--out", str(tmp_path)]) == 0
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
+    assert row["model_error"].startswith("user: fake-user at ") and "the user model's request was refused" in row["model_error"]
