@@ -12,6 +12,7 @@ from pathlib import Path
 
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 
+from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, Usage
 
@@ -39,7 +40,8 @@ class LLMUser:
                                       end_token=END_TOKEN, state=state)
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
         request = [{"role": "system", "content": system}, *self.history]
-        response = self.model.complete(request)
+        with failures_named("user"):  # an outage or a refused request, named as the user model's
+            response = self.model.complete(request)
         record_call("user", request, None, response)  # o200k counts and the cacheable prefix, per episode
         self.calls += 1
         text = (response.message.get("content") or "").strip()

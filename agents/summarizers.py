@@ -15,8 +15,9 @@ Policies pass it only when one is set, so summarizers without the keyword still 
 Each returns a ``SummaryResult`` with the text, the tokens it cost and the number of calls,
 so the metrics can count summarizer spending apart from the agent's. An empty summary or
 a failed call raises ``SummarizerError``: callers must not cache or show anything then.
-(An ``InfrastructureError`` from the model service passes through unchanged, so the
-runner can tell an outage from a bad summary.)
+(An ``InfrastructureError`` or a ``ModelRequestError`` from the model service passes through,
+its message starting "summarizer: ", so the runner can tell an outage, an unscored row, from a
+refused request, a scored failure named as the summarizer's, and both from a bad summary.)
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from erp_sim.agents.expense_facts import (
 )
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
-from erp_sim.agents.types import ChatModel, InfrastructureError, Message, Usage
+from erp_sim.agents.models.roles import failures_named
+from erp_sim.agents.types import ChatModel, InfrastructureError, Message, ModelRequestError, Usage
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 HISTORY_PROMPT = "summarize_history.md"
@@ -130,8 +132,9 @@ class LLMSummarizer:
     def _ask(self, system: str, user: str, what: str) -> SummaryResult:
         request = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            response = self.model.complete(request, None)
-        except InfrastructureError:
+            with failures_named("summarizer"):
+                response = self.model.complete(request, None)
+        except (InfrastructureError, ModelRequestError):  # an outage, or a refused request: the runner tells them apart
             raise
         except Exception as exc:  # any other failure of the model is a failed summary
             raise SummarizerError(f"{what}: the summarizer model failed: {exc}") from exc

@@ -103,13 +103,15 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     eval_main(replay)
     original, replayed = deterministic(tmp_path / "run"), deterministic(tmp_path / "replay")
     assert original[0]["attempt"] == 2 and original[0]["attempts"][0]["termination"] == "infra_error"
-    assert original[0]["sampling"]["agent"] == {"model": "fake-model", "temperature": 0.0}
-    assert replayed[0]["sampling"]["agent"] == {"temperature": 0.0}  # the cassette's recorded params
-    same = {"agent": "", "attempt": 0, "attempts": [], "sampling": {}}
+    assert original[0]["sampling"]["agent"] == {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0,
+                                                "max_retries": 1}
+    assert original[0]["sampling"]["cassettes"] == str(tmp_path / "rec")
+    # the replay reports the recorded models and settings and the cassette folder: only the attempts differ
+    same = {"attempt": 0, "attempts": []}
     assert [r | same for r in original] == [r | same for r in replayed]
 
 
-def _fast_retry_model(name, base_url):
+def _fast_retry_model(name, base_url, **_):
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(name, base_url=base_url, temperature=0.0, max_retries=1, backoff_base=0.0)

@@ -64,7 +64,8 @@ def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys)
     assert eval_main(["--configs", "C2,C4", "--tasks", "hotel_50:hotel-049", "--runs", "1", "--quiet",
                       "--concurrency", "1", "--out", str(tmp_path)]) == 0
     rows = read_rows(tmp_path / "results.jsonl")
-    assert all(r["sampling"] == {"agent": None, "user": None, "context_window": None} for r in rows)
+    assert all(r["sampling"] == {"agent": None, "user": None, "summarizer": None, "context_window": None,
+                                 "cassettes": None} for r in rows)
     with gzip.open(tmp_path / rows[1]["trajectory"], "rt") as handle:
         stored = json.load(handle)
     assert stored["context"]["steps"] and "summary" in stored["context"]["origins"]
@@ -98,5 +99,6 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
                       "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url,
                       "--context-window", "400000", "--out", str(tmp_path)]) == 0
     [row] = read_rows(tmp_path / "results.jsonl")
-    assert row["sampling"] == {"agent": {"model": "fake-model", "temperature": 0.0}, "user": None,
-                               "context_window": 400000}
+    assert row["sampling"] == {"agent": {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0,
+                                         "max_retries": 5},
+                               "user": None, "summarizer": None, "context_window": 400000, "cassettes": None}

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainHelpFormatter
+from erp_sim.agents.models.roles import add_model_arguments, params_by_role
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt, render_transcript
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -68,6 +69,8 @@ class Settings(BaseModel):
     max_steps: int = 200
     initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
     prices: dict[str, list[float]] = Field(default_factory=dict, description="role -> [USD per 1M input, per 1M output]")
+    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys "
+                                                                                      "(--model-param)")
 
 
 class CallLog:
@@ -464,25 +467,41 @@ def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str,
 
 
 # --- command line ----------------------------------------------------------------------------------
-def role_models(args: argparse.Namespace) -> dict[str, Any]:
+def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
+    answered from the recording with --replay, which refuses role names and settings that contradict it."""
     from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+    from erp_sim.agents.models.roles import (chat_model, read_manifest, replay_contradiction, settings_of,
+                                             write_manifest)
 
-    models = {}
+    names = {}
+    for role in ROLES:
+        kind, _, names[role] = getattr(args, role).partition(":")
+        if kind != "openai" or not names[role]:
+            raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
+    if args.replay:
+        cassettes = Path(args.replay) / "cassettes"
+        try:
+            recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
+        except ValueError as error:
+            raise SystemExit(f"--replay: {error}") from None
+        problem = recorded and replay_contradiction(recorded, names, Path(args.replay), params=model_params,
+                                                    timeout=args.timeout, max_retries=args.max_retries)
+        if problem:
+            raise SystemExit(f"erp-sim acon optimize: {problem}")
+        return {role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES}
     endpoints = {"agent": args.base_url, "compressor": args.compressor_base_url or args.base_url,
                  "optimizer": args.optimizer_base_url or args.base_url}
-    for role in ROLES:
-        if args.replay:
-            models[role] = ReplayModel(Path(args.replay) / "cassettes" / f"{role}.jsonl", strict=True)
-            continue
-        kind, _, name = getattr(args, role).partition(":")
-        if kind != "openai" or not name:
-            raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
-        # the optimizer samples at the server's default temperature, so the k candidates can differ
-        model = OpenAIChatModel(name, base_url=endpoints[role], temperature=None if role == "optimizer" else 0.0)
-        if args.record:
-            model = RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
-        models[role] = model
+    # the optimizer samples at the server's default temperature, so the k candidates can differ
+    models = {role: chat_model(names[role], endpoints[role], temperature=None if role == "optimizer" else 0.0,
+                               params=model_params.get(role), timeout=args.timeout, max_retries=args.max_retries)
+              for role in ROLES}
+    if args.record:
+        try:
+            write_manifest(Path(args.record) / "cassettes", {role: settings_of(model) for role, model in models.items()})
+        except ValueError as error:
+            raise SystemExit(f"erp-sim acon optimize: --record {error}") from None
+        models = {role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl") for role, model in models.items()}
     return models
 
 
@@ -540,7 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=200)
     parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
     parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
-    parser.add_argument("--replay", metavar="DIR", help="answer every model call from DIR/cassettes, offline")
+    parser.add_argument("--replay", metavar="DIR", help="answer every model call from DIR/cassettes, offline (the role "
+                                                        "names and any model setting given must be the recorded ones)")
+    add_model_arguments(parser, ROLES)
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     args = parser.parse_args(argv)
     if args.record and args.replay:
@@ -563,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
                         test_tasks=test_tasks, compression=args.compression, t_hist=args.t_hist, t_obs=args.t_obs,
                         candidates=args.candidates, steps=steps, seed=args.seed, max_steps=args.max_steps,
                         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
-                        prices=parse_prices(args.price))
+                        prices=parse_prices(args.price), model_params=params_by_role(args.model_param, ROLES))
     out = Path(args.out)
     config = out / "config.json"
     if config.exists():
@@ -571,9 +592,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{config} exists: pass --resume to continue that run, or choose another --out")
         if Settings.model_validate_json(config.read_text(encoding="utf-8")) != settings:
             raise SystemExit(f"{config} records other settings than these; --resume needs the same ones")
+    models = role_models(args, settings.model_params)  # a refused replay or recording leaves no file behind
     write_text(config, settings.model_dump_json(indent=1) + "\n")
     started = time.perf_counter()
-    report = optimize(settings, out, role_models(args))
+    report = optimize(settings, out, models)
     print(report_markdown(report))
     print(f"artefacts in {out}; {time.perf_counter() - started:.1f}s wall time")
     return 0

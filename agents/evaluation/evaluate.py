@@ -37,6 +37,7 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
+from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
@@ -65,6 +66,11 @@ class EpisodeSpec(BaseModel):
     base_url: str | None = None
     record_dir: str | None = None
     context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
+    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
+    summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
+    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
+    timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
+    max_retries: int | None = Field(None, description="retries of a transient model failure (None: the client's default)")
 
     @property
     def key(self) -> tuple:
@@ -76,36 +82,81 @@ class EpisodeSpec(BaseModel):
 
 
 # --- building the pieces of one episode -------------------------------------------------------
-def _chat_model(name: str, base_url: str | None):
-    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+def _chat_model(name: str, base_url: str | None, **options: Any):
+    from erp_sim.agents.models.roles import chat_model
 
-    return OpenAIChatModel(name, base_url=base_url, temperature=0.0)
+    return chat_model(name, base_url, **options)
 
 
-def build_agent(spec: EpisodeSpec):
+def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None):
+    """The chat model playing ``role`` in this episode: live (with --record, into a cassette of its
+    own), or, when the agent is ``replay:DIR``, answered offline from the role's recorded cassette."""
+    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+
+    kind, _, replay_dir = spec.agent.partition(":")
+    if kind == "replay":
+        return ReplayModel(cassette_path(Path(replay_dir), spec, role), strict=True,
+                           settings=_recorded_settings(Path(replay_dir), role))
+    model = _chat_model(name, base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout,
+                        max_retries=spec.max_retries)
+    if spec.record_dir:
+        path = cassette_path(Path(spec.record_dir), spec, role)
+        _keep_earlier_attempt(path)
+        model = RecordingModel(model, path)
+    return model
+
+
+def cassette_path(directory: Path, spec: EpisodeSpec, role: str) -> Path:
+    """DIR/cassettes/CONFIG/EPISODE.jsonl for the agent, EPISODE.ROLE.jsonl for every other role."""
+    suffix = ".jsonl" if role == "agent" else f".{role}.jsonl"
+    return directory / "cassettes" / spec.config / f"{spec.episode_name}{suffix}"
+
+
+def _recorded_settings(directory: Path, role: str):
+    """The role's entry in the recording's manifest (None: a recording made before manifests)."""
+    from erp_sim.agents.models.roles import read_manifest
+
+    manifest = read_manifest(directory / "cassettes")
+    if manifest is not None and role not in manifest:
+        raise ValueError(f"the recording in {directory} has no {role} model")
+    return None if manifest is None else manifest[role]
+
+
+def build_agent(spec: EpisodeSpec, summarizer: Any = None):
+    """The agent wrapped in its policies; ``summarizer`` (None: the offline structured one) serves them."""
     from erp_sim.agents.model_agent import ModelAgent
     from erp_sim.agents.policies import wrap
     from erp_sim.agents.scripted import ScriptedAgent
 
     kind, _, argument = spec.agent.partition(":")
-    cassette = Path(spec.record_dir or argument or ".") / "cassettes" / spec.config / f"{spec.episode_name}.jsonl"
     if kind == "scripted":
         inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
-    elif kind == "openai":
-        model = _chat_model(argument, spec.base_url)
-        if spec.record_dir:
-            from erp_sim.agents.models.cassette import RecordingModel
-
-            _keep_earlier_attempt(cassette)
-            model = RecordingModel(model, cassette)
-        inner = ModelAgent(model, context_window=spec.context_window)
-    elif kind == "replay":
-        from erp_sim.agents.models.cassette import ReplayModel
-
-        inner = ModelAgent(ReplayModel(cassette, strict=True), context_window=spec.context_window)
+    elif kind in ("openai", "replay"):
+        inner = ModelAgent(role_model(spec, "agent", argument, spec.base_url), context_window=spec.context_window)
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
-    return wrap(inner, spec.policy)
+    return wrap(inner, spec.policy, summarizer=summarizer)
+
+
+def build_summarizer(spec: EpisodeSpec):
+    """An ``LLMSummarizer`` when ``--summarizer openai:MODEL`` and the policy summarizes, else None."""
+    from erp_sim.agents.models.roles import summarizes
+    from erp_sim.agents.summarizers import LLMSummarizer
+
+    name = _openai_name("summarizer", spec.summarizer, "structured")
+    if name is None or not summarizes(spec.policy):
+        return None
+    return LLMSummarizer(role_model(spec, "summarizer", name, spec.summarizer_base_url or spec.base_url))
+
+
+def _openai_name(role: str, value: str, *offline: str) -> str | None:
+    """MODEL of ``openai:MODEL``; None for the offline choices; ValueError for anything else."""
+    if value in offline:
+        return None
+    kind, _, name = value.partition(":")
+    if kind != "openai" or not name:
+        raise ValueError(f"unknown {role} {value!r}: use {', '.join(offline)} or openai:MODEL")
+    return name
 
 
 def _keep_earlier_attempt(cassette: Path) -> None:
@@ -134,23 +185,19 @@ def _scripted_recall(argument: str) -> float | None:
 
 
 def sampling_settings(model: Any) -> dict[str, Any] | None:
-    """The model name and sampling params a chat model sends with every request (None: no LLM)."""
-    if model is None:
-        return None
-    inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
-    name = getattr(inner, "model", None)
-    return {**({"model": name} if isinstance(name, str) else {}), **dict(getattr(model, "sampling_params", {}) or {})}
+    """The model, request params and client settings of a role (None: no LLM); a replay's are the recording's."""
+    from erp_sim.agents.models.roles import sampling
+
+    return sampling(model)
 
 
 def build_user(spec: EpisodeSpec):
-    if spec.user in ("rule", "none"):
+    name = _openai_name("user", spec.user, "rule", "none")
+    if name is None:
         return spec.user
-    kind, _, model = spec.user.partition(":")
-    if kind != "openai" or not model:
-        raise ValueError(f"unknown user {spec.user!r}: use rule, none or openai:MODEL")
     from erp_sim.agents.llm_user import LLMUser
 
-    return LLMUser(_chat_model(model, spec.base_url))
+    return LLMUser(role_model(spec, "user", name, spec.base_url))
 
 
 def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
@@ -160,7 +207,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import erp_sim.envs  # noqa: F401  (registers the ids)
     from erp_sim.agents.runner import run_episode
 
-    user, agent = build_user(spec), build_agent(spec)
+    user, summarizer = build_user(spec), build_summarizer(spec)
+    agent = build_agent(spec, summarizer)
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user,
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
@@ -176,17 +224,32 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
         out.write(json.dumps(trajectory.deterministic_dump(), ensure_ascii=False).encode())
     grade = trajectory.grade
+    agent_model = getattr(getattr(agent, "unwrapped", agent), "model", None)
     return {
-        "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": spec.agent,
+        "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": _agent_label(spec, agent_model),
         "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
         "grade": grade.model_dump(mode="json", include=RESULT_GRADE_FIELDS) if grade is not None else {},
         "metrics": trajectory.metrics.model_dump(mode="json"),
         "termination": trajectory.termination, "failure_category": trajectory.failure_category,
         "infra_error": trajectory.infra_error, "model_error": trajectory.model_error, "trajectory": str(relative),
-        "sampling": {"agent": sampling_settings(getattr(getattr(agent, "unwrapped", agent), "model", None)),
-                     "user": sampling_settings(getattr(user, "model", None)), "context_window": spec.context_window},
+        "sampling": {"agent": sampling_settings(agent_model), "user": sampling_settings(getattr(user, "model", None)),
+                     "summarizer": sampling_settings(getattr(summarizer, "model", None)),
+                     "context_window": spec.context_window, "cassettes": _cassette_dir(spec)},
         "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
     }
+
+
+def _agent_label(spec: EpisodeSpec, model: Any) -> str:
+    """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    recorded = getattr(model, "settings", None)
+    return f"openai:{recorded.model}" if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+
+
+def _cassette_dir(spec: EpisodeSpec) -> str | None:
+    """The recording a row's model calls went to (--record) or came from (replay:DIR)."""
+    kind, _, argument = spec.agent.partition(":")
+    directory = argument if kind == "replay" else spec.record_dir
+    return None if directory is None else str(Path(directory))
 
 
 # --- planning, resuming, running ---------------------------------------------------------------
@@ -377,9 +440,20 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
     parser.add_argument("--agent", default="scripted",
                         help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-                             "rule-based stand-in, not an LLM)")
+                             "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
+                             "in DIR, offline, and refuses a --user/--summarizer that contradicts it)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
                                            "key from OPENAI_API_KEY)")
+    parser.add_argument("--summarizer", default="structured",
+                        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
+                             "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)")
+    parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
+    parser.add_argument("--summarizer-temperature", type=positive(float, zero=True), metavar="T",
+                        help="= --model-param summarizer:temperature=T (None: 0.0)")
+    parser.add_argument("--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)")
+    parser.add_argument("--summarizer-max-tokens", type=positive(int), metavar="N",
+                        help="= --model-param summarizer:max_tokens=N (None: not sent)")
+    add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
     parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
     parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
@@ -396,7 +470,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context-window", type=int, metavar="TOKENS",
                         help="the model's context window: a longer request ends its episode, scored as context_overflow "
                              "(None: no limit of ours; a server's own context-length 400 does the same)")
-    parser.add_argument("--record", metavar="DIR", help="record model calls into DIR/cassettes (openai agents; None: off)")
+    parser.add_argument("--record", metavar="DIR",
+                        help="record every model call (agent, LLM user, summarizer, consolidator) into DIR/cassettes, a "
+                             "cassette per role and episode, and the models and settings into DIR/cassettes/models.json "
+                             "(openai agents; None: off)")
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     add_price_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -412,33 +489,94 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
         raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
 
 
-def check_models(spec: EpisodeSpec) -> None:
-    """Build the agent and the user of one episode here, so that a bad --agent/--user (an unknown
-    kind, a missing API key or cassette) is one line before any file is written, not a worker traceback."""
+def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """Build the models of one episode here, so that a bad --agent/--user/--summarizer (an unknown
+    kind, a missing API key or cassette, a replay that contradicts its recording) is one line before
+    any file is written, not a worker traceback. Returns each live model role's ``ModelSettings``.
+
+    ``other_roles``: role -> model name (None: no model) of roles outside the episode (the consolidator).
+    """
+    from erp_sim.agents.models.roles import settings_of
+
     kind, _, argument = spec.agent.partition(":")
     try:
-        if kind == "replay":  # episodes may lack a cassette of their own; the directory must be there
-            if not (Path(argument) / "cassettes").is_dir():
-                raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {argument!r}")
-        else:
-            build_agent(spec.model_copy(update={"record_dir": None}))  # recording would create files
-        build_user(spec)
+        if kind == "replay":
+            check_replay(spec, Path(argument), other_roles or {})
+            return {}
+        live = spec.model_copy(update={"record_dir": None})  # recording would create files
+        summarizer = build_summarizer(live)
+        models = {"agent": getattr(build_agent(live, summarizer).unwrapped, "model", None),
+                  "user": getattr(build_user(live), "model", None), "summarizer": getattr(summarizer, "model", None),
+                  **{role: _chat_model(name, spec.base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout,
+                                       max_retries=spec.max_retries)
+                     for role, name in (other_roles or {}).items() if name is not None}}
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"erp-sim: {error}") from None
+    return {role: settings_of(model) for role, model in models.items() if model is not None}
+
+
+def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
+    """The recording must be there, and what the command names must not contradict it (ValueError)."""
+    from erp_sim.agents.models.roles import read_manifest, replay_contradiction, summarizes
+
+    if not (directory / "cassettes").is_dir():  # episodes may lack a cassette of their own; the directory must be there
+        raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {str(directory)!r}")
+    recorded = read_manifest(directory / "cassettes")
+    if recorded is None:  # a recording made before manifests: nothing to check against
+        return
+    named = {"agent": recorded["agent"].model if "agent" in recorded else None}
+    if spec.user != "none":  # C1 runs without a user whatever the recording had
+        named["user"] = _openai_name("user", spec.user, "rule", "none")
+    if summarizes(spec.policy):
+        named["summarizer"] = _openai_name("summarizer", spec.summarizer, "structured")
+    problem = replay_contradiction(recorded, {**named, **other_roles}, directory, params=spec.model_params,
+                                   timeout=spec.timeout, max_retries=spec.max_retries)
+    if problem:
+        raise ValueError(problem)
+
+
+def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
+    """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
+    from erp_sim.agents.models.roles import summarizes, write_manifest
+
+    if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
+        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
+    settings: dict[str, Any] = {}
+    kinds = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
+    for spec in specs:
+        kinds.setdefault((spec.user, summarizes(spec.policy)), spec)
+    for spec in kinds.values():
+        settings.update(check_models(spec, other_roles))
+    record_dir = specs[0].record_dir
+    if record_dir:
+        try:
+            write_manifest(Path(record_dir) / "cassettes", settings)
+        except ValueError as error:
+            raise SystemExit(f"erp-sim: --record {error}") from None
+
+
+def episode_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The EpisodeSpec fields that come from the options of eval and sweep."""
+    from erp_sim.agents.models.roles import params_by_role
+
+    items = list(args.model_param)
+    for key, value in (("temperature", args.summarizer_temperature), ("seed", args.summarizer_seed),
+                       ("max_tokens", args.summarizer_max_tokens)):
+        if value is not None:
+            items.append(("summarizer", key, value))
+    return {"agent": args.agent, "max_steps": args.max_steps, "verbosity": args.verbosity, "out_dir": str(Path(args.out)),
+            "base_url": args.base_url, "record_dir": args.record, "context_window": args.context_window,
+            "summarizer": args.summarizer, "summarizer_base_url": args.summarizer_base_url,
+            "model_params": params_by_role(items, EVAL_ROLES), "timeout": args.timeout, "max_retries": args.max_retries}
 
 
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
-    if args.record and not args.agent.startswith("openai:"):
-        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
-    specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
-                 verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
-                 context_window=args.context_window)
+    specs = plan(configs, task_set, ids, args.runs, args.seed, **episode_options(args))
     if not specs:
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
-    for user in sorted({spec.user for spec in specs}):  # C1 runs without the user the others get
-        check_models(next(spec for spec in specs if spec.user == user))
+    prepare_models(specs)
     started = time.perf_counter()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)

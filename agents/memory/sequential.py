@@ -20,6 +20,8 @@ from pathlib import Path
 
 from erp_sim.agents.memory.consolidate import Consolidation, LLMConsolidator, consolidate_episode
 from erp_sim.agents.memory.store import MemoryStore
+from erp_sim.agents.models.roles import failures_named
+from erp_sim.agents.types import InfrastructureError, ModelRequestError
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
 
@@ -56,7 +58,8 @@ def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Co
 
 
 def run_sequential(args, policy: str) -> int:
-    from erp_sim.agents.evaluation.evaluate import EpisodeSpec, print_table, run_spec, task_ids
+    from erp_sim.agents.evaluation.evaluate import (EpisodeSpec, episode_options, prepare_models, print_table, role_model,
+                                                    run_spec, task_ids)
     from erp_sim.agents.evaluation.report import RESULTS_FILE, write_report
 
     if not args.memory:
@@ -65,22 +68,28 @@ def run_sequential(args, policy: str) -> int:
     results = out / RESULTS_FILE
     if results.exists():
         raise SystemExit(f"{results} exists: a sequential run starts fresh; choose another --out.")
-    out.mkdir(parents=True, exist_ok=True)
-    store = MemoryStore.open(args.memory)
-    consolidator = _consolidator(args)
+    consolidator = _consolidator_model(args)
     task_set, ids = task_ids(args.tasks)
     arms = [(WITH, with_memory_dir(policy, str(args.memory))), (WITHOUT, with_memory_dir(policy, ""))]
+    specs = {(config, task_id): EpisodeSpec(config=config, policy=spec, user=args.user, task_set=task_set, task_id=task_id,
+                                            run=0, seed=args.seed, **episode_options(args))
+             for config, spec in arms for task_id in ids}
+    prepare_models(list(specs.values()), {"consolidator": consolidator})
+    out.mkdir(parents=True, exist_ok=True)
+    store = MemoryStore.open(args.memory)
     rows, notes = [], []
-    for config, spec in arms:
+    for config, _ in arms:
         for episode, task_id in enumerate(ids):
-            episode_spec = EpisodeSpec(config=config, policy=spec, user=args.user, agent=args.agent, task_set=task_set,
-                                       task_id=task_id, run=0, seed=args.seed, max_steps=args.max_steps,
-                                       verbosity=args.verbosity, out_dir=str(out), base_url=args.base_url,
-                                       record_dir=args.record)
+            episode_spec = specs[config, task_id]
             row = {**run_spec(episode_spec), "episode": episode}
             if config == WITH:
-                with gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle:
-                    result = update_memory(store, json.load(handle), consolidator)
+                # the consolidator's calls go to this episode's cassette (or come from it, in a replay)
+                model = consolidator and role_model(episode_spec, "consolidator", consolidator, args.base_url)
+                try:
+                    with gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle, failures_named("consolidator"):
+                        result = update_memory(store, json.load(handle), model and LLMConsolidator(model))
+                except (InfrastructureError, ModelRequestError) as error:  # the store must not miss an episode
+                    raise SystemExit(f"erp-sim: {error}; the sequential run stopped at {task_id} (start it afresh)") from None
                 row["memory"] = result.model_dump()
                 notes.append(result)
             rows.append(row)
@@ -101,16 +110,15 @@ def run_sequential(args, policy: str) -> int:
     return 0
 
 
-def _consolidator(args):
+def _consolidator_model(args) -> str | None:
+    """MODEL of ``--consolidator openai:MODEL`` (None: the deterministic consolidator)."""
     name = getattr(args, "consolidator", "deterministic") or "deterministic"
     if name == "deterministic":
         return None
     kind, _, model = name.partition(":")
     if kind != "openai" or not model:
         raise SystemExit(f"--consolidator: deterministic or openai:MODEL, got {name!r}")
-    from erp_sim.agents.models.openai_chat import OpenAIChatModel
-
-    return LLMConsolidator(OpenAIChatModel(model, base_url=args.base_url, temperature=0.0))
+    return model
 
 
 def curve_points(rows: list[dict], config: str) -> list[dict]:

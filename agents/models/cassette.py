@@ -11,6 +11,11 @@ in it, so a cassette answers for whichever model configuration asks the same que
 Replay serves a recorded response for the same key; identical requests asked again are
 served in the order they were recorded. In strict mode an unknown request is an error
 that says at which step, and at which message, the run left the recorded path.
+
+Since the model name is not in a cassette, a recording keeps each role's model and settings
+beside its cassettes in ``models.json`` (``erp_sim.agents.models.roles``); ``erp-sim eval``
+records each role of an episode (agent, LLM user, summarizer, consolidator) in a cassette
+of its own.
 """
 
 from __future__ import annotations
@@ -120,13 +125,18 @@ class ReplayModel:
     for replaying a run through harmless prompt edits. ``unserved`` counts recorded calls
     not yet replayed, so a test can check a replay used the whole cassette. A missing file
     is an empty cassette: its first request is a miss that names the file, so in an evaluation
-    only that episode fails (unscored), not the run.
+    only that episode fails (unscored), not the run. ``settings`` (the recording's manifest entry
+    for this role) gives the params and is what a replayed row reports as the model's settings.
     """
 
-    def __init__(self, path: str | Path, strict: bool = True, params: Mapping[str, Any] | None = None):
+    def __init__(self, path: str | Path, strict: bool = True, params: Mapping[str, Any] | None = None,
+                 settings: Any = None):
         self.path = Path(path)
         self.strict = strict
         self.records = read_cassette(self.path)
+        self.settings = settings  # the recorded model and settings (roles.ModelSettings), reported as this model's
+        if params is None and settings is not None:
+            params = settings.params
         self.sampling_params: dict[str, Any] = dict(params) if params is not None else self._recorded_params()
         self.step = 0
         self._served = [False] * len(self.records)

@@ -1,0 +1,240 @@
+"""Model roles on the command line: which model plays each role, with which request settings.
+
+A run may call a model in several roles: the agent, an LLM user, the summarizer of a
+summarizing policy, the GenericAgent memory consolidator, and in ``acon optimize`` the
+compressor and the optimizer. ``--model-param [ROLE:]KEY=VALUE`` (repeatable) puts a key in
+the body of every request of that role, or of every role without a prefix (a prefixed item
+wins over an unprefixed one); VALUE is JSON when it parses (``64``, ``null``, ``"auto"``,
+``{"type": "text"}``), else the text as it is. ``--timeout`` and ``--max-retries`` set the
+client of every role.
+
+``ModelSettings`` is what a row's ``sampling`` shows for a role and what a recording keeps in
+``cassettes/models.json`` (the manifest), so a replay reports the recorded models and settings
+and refuses a command line that names other ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from erp_sim.agents.types import InfrastructureError, ModelRequestError
+
+EVAL_ROLES = ("agent", "user", "summarizer", "consolidator")
+ACON_ROLES = ("agent", "compressor", "optimizer")
+HARNESS_KEYS = frozenset({"model", "messages", "tools", "stream"})  # the harness sets these itself
+# the policies that call their summarizer (a test checks this against every registered policy)
+SUMMARIZING_POLICIES = frozenset({"last_n_summary", "acon_history", "acon_observation"})
+MANIFEST = "models.json"
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_UNSET = object()
+
+
+class ModelSettings(BaseModel):
+    """One role's model and what goes with each of its requests."""
+
+    model: str | None = Field(None, description="The model name sent in every request (None: unknown, a replay "
+                                                "of a recording made before manifests).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Request body keys sent with every request "
+                                                                     "(temperature, seed, --model-param).")
+    timeout: float | None = Field(None, description="Seconds the client waits for one answer.")
+    max_retries: int | None = Field(None, description="Retries of a transient failure before the call fails.")
+
+
+def summarizes(policy: str) -> bool:
+    """Whether a policy stack has a layer that calls the summarizer."""
+    from erp_sim.agents.policies import parse_policy
+
+    return any(layer.name in SUMMARIZING_POLICIES for layer in parse_policy(policy).layers)
+
+
+ModelParam = tuple[str | None, str, Any]  # (role or None for every role, key, value)
+
+
+def parse_model_param(item: str, roles: Iterable[str]) -> ModelParam:
+    """``[ROLE:]KEY=VALUE`` -> (role, key, value); ValueError says what is wrong, in one line."""
+    roles = tuple(roles)
+    target, sep, raw = item.partition("=")
+    if not sep:
+        raise ValueError(f"{item!r}: expected [ROLE:]KEY=VALUE")
+    role, colon, key = target.partition(":")
+    if not colon:
+        role, key = None, target
+    elif role not in roles:
+        raise ValueError(f"{item!r}: unknown role {role!r} (roles: {', '.join(roles)})")
+    key = key.strip()
+    if not _KEY.match(key):
+        raise ValueError(f"{item!r}: {key!r} is not a request key")
+    if key in HARNESS_KEYS:
+        raise ValueError(f"{item!r}: {key!r} is set by the harness, not by --model-param")
+    if key in ("timeout", "max_retries"):  # client settings, not request keys
+        raise ValueError(f"{item!r}: use --{key.replace('_', '-')}, which sets the client of every role")
+    try:  # NaN and Infinity are not JSON (Python's parser takes them): they stay text
+        value = json.loads(raw, parse_constant=_not_json)
+    except ValueError:
+        value = raw
+    return role, key, value
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def params_by_role(items: Iterable[ModelParam], roles: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each role's params: unprefixed items first, then the role's own, each in command-line order."""
+    items = list(items)
+    result = {}
+    for role in roles:
+        params = {key: value for target, key, value in items if target is None}
+        params.update({key: value for target, key, value in items if target == role})
+        if params:
+            result[role] = params
+    return result
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -> None:
+    """``--model-param``, ``--timeout`` and ``--max-retries`` for the given roles."""
+    roles = tuple(roles)
+
+    def model_param(item: str) -> ModelParam:
+        try:
+            return parse_model_param(item, roles)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parser.add_argument("--model-param", action="append", default=[], type=model_param, metavar="[ROLE:]KEY=VALUE",
+                        help=f"a request body key for one role ({', '.join(roles)}) or, without ROLE:, for every model "
+                             "role, e.g. agent:tool_choice=auto, max_tokens=512, temperature=null (not sent); VALUE is "
+                             "JSON when it parses, else text (repeatable)")
+    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS",
+                        help="seconds a model call waits for its answer, every role (None: the client's 300)")
+    parser.add_argument("--max-retries", type=positive(int, zero=True), metavar="N",
+                        help="retries of a transient model failure (429, 5xx, timeout), every role (None: the client's 5)")
+
+
+def positive(kind, zero: bool = False):
+    """An argparse type: a positive (or, with ``zero``, non-negative) finite int or float."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not value >= 0 or value == float("inf") or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a {'non-negative' if zero else 'positive'} "
+                                             f"{'integer' if kind is int else 'number'}")
+        return value
+    return parse
+
+
+def chat_model(name: str, base_url: str | None, *, temperature: float | None = 0.0, params: Mapping[str, Any] | None = None,
+               timeout: float | None = None, max_retries: int | None = None):
+    """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent)."""
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+
+    client = {key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None}
+    return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=dict(params or {}), **client)
+
+
+def settings_of(model: Any) -> ModelSettings | None:
+    """What a chat model (live, recording or replaying) sends: its recorded settings when it replays."""
+    if model is None:
+        return None
+    recorded = getattr(model, "settings", None)
+    if isinstance(recorded, ModelSettings):
+        return recorded
+    inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
+    name = getattr(inner, "model", None)
+    return ModelSettings(model=name if isinstance(name, str) else None, params=dict(getattr(model, "sampling_params", {}) or {}),
+                         timeout=getattr(inner, "timeout", None), max_retries=getattr(inner, "max_retries", None))
+
+
+def sampling(model: Any) -> dict[str, Any] | None:
+    """A role's entry in a row's ``sampling`` (None: no model plays it)."""
+    settings = settings_of(model)
+    return None if settings is None else settings.model_dump(mode="json", exclude_none=True)
+
+
+@contextlib.contextmanager
+def failures_named(role: str) -> Iterator[None]:
+    """A model failure inside, named as ``role``'s, keeping its kind: a service error (an unscored,
+    resumable row) stays one, a refused request (a scored failure) stays one; a context overflow
+    becomes a plain refused request, since the context that overflowed is not the agent's."""
+    try:
+        yield
+    except ModelRequestError as error:
+        raise ModelRequestError(f"{role}: {error}", error.status_code) from error
+    except InfrastructureError as error:
+        raise type(error)(f"{role}: {error}") from error
+
+
+# --- the recording's manifest ----------------------------------------------------------------
+def read_manifest(cassettes: Path) -> dict[str, ModelSettings] | None:
+    """The roles recorded in ``cassettes/models.json`` (None: a recording made before manifests)."""
+    path = Path(cassettes) / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {role: ModelSettings.model_validate(value) for role, value in data.items()}
+    except (ValueError, AttributeError, ValidationError) as error:
+        raise ValueError(f"{path}: not a model manifest ({str(error).splitlines()[0]})") from None
+
+
+def write_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> None:
+    """Add ``roles`` to the manifest; a role already recorded with other settings is refused (ValueError)."""
+    cassettes = Path(cassettes)
+    recorded = read_manifest(cassettes) or {}
+    for role, settings in roles.items():
+        if role in recorded and recorded[role] != settings:
+            raise ValueError(f"{cassettes.parent} holds a recording whose {role} is {_describe(recorded[role])}, not "
+                             f"{_describe(settings)}; record into another directory")
+    merged = {**recorded, **roles}
+    cassettes.mkdir(parents=True, exist_ok=True)
+    tmp = cassettes / (MANIFEST + ".tmp")
+    # params keep the order they were sent in, so a replay's rows and reports are byte-identical to the recording's
+    tmp.write_text(json.dumps({role: merged[role].model_dump(mode="json") for role in sorted(merged)}, indent=1)
+                   + "\n", encoding="utf-8")
+    tmp.replace(cassettes / MANIFEST)
+
+
+def replay_contradiction(recorded: Mapping[str, ModelSettings], named: Mapping[str, str | None], where: Path, *,
+                         params: Mapping[str, Mapping[str, Any]] | None = None, timeout: float | None = None,
+                         max_retries: int | None = None) -> str | None:
+    """What on the command line contradicts the recording, in one line (None: nothing).
+
+    ``named``: role -> the model the command names for it (None: no model plays it). Model params,
+    ``timeout`` and ``max_retries`` are checked only where given; what is not given is the recording's.
+    """
+    for role, name in named.items():
+        settings = recorded.get(role)
+        if name is None and settings is not None:
+            return (f"the recording in {where} has a {role} model, openai:{settings.model}; "
+                    f"pass --{role} openai:{settings.model} to replay it")
+        if name is None:
+            continue
+        if settings is None:
+            return f"--{role} openai:{name}: the recording in {where} has no {role} model"
+        if name != settings.model:
+            return f"--{role} openai:{name} contradicts the recording in {where}, whose {role} is openai:{settings.model}"
+        for key, value in (params or {}).get(role, {}).items():
+            was = settings.params.get(key, _UNSET)
+            if was != value:
+                shown = "not sent" if was is _UNSET else json.dumps(was)
+                return (f"--model-param {role}:{key}={json.dumps(value)} contradicts the recording in {where} "
+                        f"({role} {key}: {shown})")
+        for option, value in (("timeout", timeout), ("max_retries", max_retries)):
+            if value is not None and getattr(settings, option) != value:
+                return (f"--{option.replace('_', '-')} {value} contradicts the recording in {where} "
+                        f"({role}: {getattr(settings, option)})")
+    return None
+
+
+def _describe(settings: ModelSettings) -> str:
+    return f"openai:{settings.model} {json.dumps(settings.model_dump(exclude={'model'}), sort_keys=True)}"
