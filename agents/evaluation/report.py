@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.failures import error_text
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
@@ -430,7 +432,7 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
     if errors:
         scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
         parts.append(md_table(("config", "task", "run", "attempt", "error", "scored on retry"), [
-            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), str(r["infra_error"])[:160],
+            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), error_text(r["infra_error"])[:160],
              "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no")
             for r in errors
         ], "lllrll"))
@@ -440,15 +442,17 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
         parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
         parts.append(md_table(("config", "task", "run", "attempt", "outcome", "error"), [
             (r["config"], r["task_id"], r.get("run", 0), a.get("attempt", n + 1), a.get("termination") or "",
-             str(a.get("infra_error") or a.get("model_error") or "")[:160])
+             error_text(a.get("infra_error") or a.get("model_error"))[:160])
             for r in retried for n, a in enumerate(r["attempts"])
         ], "lllrll"))
     return "\n\n".join(parts)
 
 
 METHODS = """\
-- **Scored episodes**: rows without `infra_error`; one row per (config, task, run), the last
-  one if an episode was appended twice. Infrastructure errors are counted and listed, never scored.
+- **Scored episodes**: rows without `infra_error`; one row per (config, task, run), its last
+  attempt (a run killed during `--resume` leaves several; a scored attempt is never displaced by a
+  later infrastructure error), earlier attempts listed below. Infrastructure errors are counted
+  once per episode and listed, never scored.
 - **Per configuration** (Outcomes, Cost): each metric is reduced to one value per run (a run
   is one pass over the task set): the mean over the run's episodes for rates and per-episode
   metrics; for per-benchmark totals, that mean times the number of tasks (= the sum over
@@ -909,6 +913,7 @@ def write_report(results_dir: str | Path, baseline: str | None = None) -> Path:
     """Read ``results_dir/results.jsonl``; write ``report.md``, the PNG plots and ``view.html`` beside it."""
     results_dir = Path(results_dir)
     rows, malformed = load_results(results_dir)
+    rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
     write_plots(rows, results_dir)
     path = results_dir / REPORT_FILE
     path.write_text(render_report(rows, baseline, malformed_lines=malformed), encoding="utf-8")
