@@ -81,8 +81,8 @@ def test_a_500_on_every_attempt_says_it_looked_like_a_refused_request(calling):
         with pytest.raises(InfrastructureError) as failed:
             model_on(server).complete([*ASKED, calling, CONVERSATION[-1]], TOOLS)
     text = str(failed.value)
-    assert f"gave up after 3 attempts; last error: HTTP 500: {TEMPLATE_ERROR}" in text
-    assert "the same answer on all 3 attempts: this looked like the server refusing this request rather than an outage" in text
+    assert text.startswith(f"fake-model at {server.base_url}: gave up after 3 attempts, the same answer every time, "
+                           f"so a refused request rather than an outage: HTTP 500: {TEMPLATE_ERROR}")
     assert "assistant_content=empty" in text  # the hint: the request had an assistant message without content
     assert text.count("HTTP 500") == 1
     assert len(server.requests) == 3 and server.rejections == []  # the API would have taken it
@@ -115,7 +115,7 @@ def test_an_unknown_assistant_content_value_is_refused_in_one_line(fake_openai_s
 
 def test_an_episode_with_assistant_content_empty_gets_through_a_template_server():
     refused = episode({"null_content_500": True})
-    assert refused.termination == "infra_error" and "looked like the server refusing" in refused.infra_error
+    assert refused.termination == "infra_error" and "so a refused request rather than an outage" in refused.infra_error
     accepted = episode({"null_content_500": True}, assistant_content="empty")
     assert accepted.infra_error is None and accepted.grade.success
 
@@ -130,8 +130,9 @@ def test_only_the_same_5xx_on_every_attempt_is_called_a_refused_request(fake_ope
     with pytest.raises(InfrastructureError) as failed:
         model_on(fake_openai_server).complete(ASKED)
     text = str(failed.value)
-    assert f"gave up after 3 attempts; last error: HTTP 500: {errors[-1][1]}" in text
-    assert ("looked like the server refusing this request" in text) is note
+    assert f"HTTP 500: {errors[-1][1]}" in text
+    assert "gave up after 3 attempts" in text
+    assert ("the same answer every time, so a refused request rather than an outage" in text) is note
     assert "assistant_content" not in text
 
 
@@ -203,3 +204,20 @@ def _usage(server: FakeOpenAIServer, number: int) -> dict:
 
 def _cached(server: FakeOpenAIServer, number: int) -> int:
     return _usage(server, number)["prompt_tokens_details"]["cached_tokens"]
+
+
+def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a_refused_request(tmp_path, monkeypatch):
+    from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+    from erp_sim.agents.evaluation.report import REPORT_FILE
+
+    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, *_, **__: OpenAIChatModel(
+        name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
+    with FakeOpenAIServer(null_content_500=True) as server:
+        server.answer_with(model_reply)
+        code = eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency",
+                          "1", "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(tmp_path)])
+    assert code != 0  # nothing scored: the run says so
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["termination"] == "infra_error"
+    assert "gave up after 2 attempts, the same answer every time, so a refused request rather than an outage" in row["infra_error"]
+    assert "so a refused request rather than an outage" in (tmp_path / REPORT_FILE).read_text(encoding="utf-8")

@@ -176,10 +176,7 @@ class OpenAIChatModel:
         # (a truncated or invalid body, no choices), which a second attempt usually fixes
         attempts = attempt + 1
         if attempts > self.max_retries:
-            raise InfrastructureError(
-                f"{what}: gave up after {attempts} attempts; last error: {_describe(error)}"
-                + _same_5xx_note(status, failures, request)
-            ) from error
+            raise InfrastructureError(_gave_up(what, status, failures, request)) from error
         delay = _retry_after_seconds(error)
         if delay is None:
             delay = self.backoff_base * 2**attempt
@@ -201,15 +198,16 @@ class OpenAIChatModel:
         )
 
 
-def _same_5xx_note(status: int | None, failures: list[str], request: dict[str, Any]) -> str:
-    """A note when every attempt got the same 5xx: a refused request, not an outage."""
+def _gave_up(what: str, status: int | None, failures: list[str], request: dict[str, Any]) -> str:
+    """Why the call failed for good. The same 5xx on every attempt is said first (a report shows
+    the start of the text): a server refusing this request, not an outage."""
     if status is None or status < 500 or len(failures) < 2 or len(set(failures)) > 1:
-        return ""
+        return f"{what}: gave up after {len(failures)} attempts; last error: {failures[-1]}"
     no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
     hint = (" (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
             "content: try the model param assistant_content=empty)" if no_content else "")
-    return (f"; the same answer on all {len(failures)} attempts: this looked like the server refusing "
-            f"this request rather than an outage{hint}")
+    return (f"{what}: gave up after {len(failures)} attempts, the same answer every time, so a refused request "
+            f"rather than an outage: {failures[-1]}{hint}")
 
 
 def wire_messages(messages: list[Message], tool_call_content: str | None = None) -> list[Message]:
