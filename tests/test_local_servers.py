@@ -88,6 +88,26 @@ def test_a_500_on_every_attempt_says_it_looked_like_a_refused_request(calling):
     assert len(server.requests) == 3 and server.rejections == []  # the API would have taken it
 
 
+def test_the_async_path_says_the_same_and_sends_the_same():
+    import asyncio
+
+    with FakeOpenAIServer(null_content_500=True) as server:
+        server.reply_text("x is 4.")
+
+        async def both():
+            with pytest.raises(InfrastructureError, match="the same answer every time, so a refused request"):
+                await model_on(server, max_retries=1, async_sleep=_no_wait).acomplete(CONVERSATION, TOOLS)
+            model = model_on(server, async_sleep=_no_wait, extra_params={"assistant_content": "empty"})
+            return await model.acomplete(CONVERSATION, TOOLS)
+
+        assert asyncio.run(both()).message["content"] == "x is 4."
+    assert [r["messages"][2].get("content") for r in server.requests] == [None, None, ""]
+
+
+async def _no_wait(_: float) -> None:
+    return None
+
+
 def test_assistant_content_empty_sends_an_empty_string_which_both_servers_accept():
     for strict_only in (False, True):  # the local server's rule, then the API's strict rules alone
         with FakeOpenAIServer(null_content_500=not strict_only) as server:
