@@ -257,3 +257,21 @@ def test_export_sft_warns_when_a_split_comes_out_empty(recorded, tmp_path, capsy
                       "sha256(task id) < 0.0 (--heldout-fraction)"
     assert json.loads((tmp_path / "sft" / "manifest.json").read_text())["warnings"] == [warning]
     assert (tmp_path / "sft" / "heldout.jsonl").read_text() == ""
+
+
+def test_resume_of_a_run_with_episodes_kept_by_task_id_only_moves_them_and_calls_no_model(recorded, tmp_path):
+    out, args = recorded
+    partial = tmp_path / "partial"
+    shutil.copytree(out, partial, ignore=shutil.ignore_patterns("cassettes"))
+    moved = []
+    for path in sorted((partial / "episodes").rglob("*.json.gz")):  # back to episodes/LABEL/TASK.json.gz
+        label_dir = path.parents[2]
+        path.replace(label_dir / path.name)
+        moved.append(label_dir / path.name)
+    assert len(moved) == len(set(moved))  # this run has no id in two splits, so the old layout held it
+    partial_args = [a if a != str(out) else str(partial) for a in args]
+    (tmp_path / "empty" / "cassettes").mkdir(parents=True)  # every model call would be a replay miss
+    assert optimize_main([*partial_args, "--replay", str(tmp_path / "empty"), "--resume"]) == 0
+    assert not any(path.exists() for path in moved)
+    episodes = {k: v for k, v in files(partial).items() if k.startswith("episodes/")}
+    assert episodes == {k: v for k, v in files(out).items() if k.startswith("episodes/")}

@@ -17,7 +17,8 @@ plugs into ``acon_history:guideline=FILE`` / ``acon_observation:guideline=FILE``
 ``feedback/*.md``, ``optimizer/*.md`` (raw answers), ``candidates.json``,
 ``episodes/LABEL/SPLIT/TASK_SET/TASK.json.gz`` (one per episode, with the compressor's calls for
 ``export-sft``; keyed by split and task set as well as task id, since task sets share ids such as
-``hotel-001``), ``report.json`` and ``report.md`` (success, peak tokens, dependency, compressor
+``hotel-001``; ``--resume`` moves a run's older ``episodes/LABEL/TASK.json.gz`` into place when the
+record's split and task set match), ``report.json`` and ``report.md`` (success, peak tokens, dependency, compressor
 calls and tokens, cost per round, train and test), and ``timing.json`` (wall time per phase; the
 only file that is not deterministic). Train and test tasks must not overlap (refused at the
 start). Every episode and optimizer answer is written as soon as it exists, so ``--resume``
@@ -193,6 +194,11 @@ class Run:
         path = self.out / "episodes" / label / split / task_set / f"{task_id}.json.gz"
         if path.exists():
             return read_gz_json(path)
+        legacy = self.out / "episodes" / label / f"{task_id}.json.gz"  # where runs before split/set keys kept it
+        if legacy.exists() and (record := read_gz_json(legacy)).get("task_set") == task_set and record.get("split") == split:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            legacy.replace(path)  # moved, not copied: export-sft reads every episode file once
+            return record
         twin = self.twin(label)
         if twin is None:
             record = self._run_episode(label, task_set, task_id, split)
