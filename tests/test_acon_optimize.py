@@ -18,7 +18,7 @@ from fake_acon_roles import acon_role_reply, compress, merge
 from fake_openai_server import FakeOpenAIServer
 
 from erp_sim.agents.acon.export_sft import main as export_main
-from erp_sim.agents.acon.optimize import main as optimize_main
+from erp_sim.agents.acon.optimize import Run, Settings, main as optimize_main
 from erp_sim.agents.cli import main as cli_main
 from erp_sim.task_sets import resolve_tasks
 
@@ -226,6 +226,10 @@ def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, task
     assert message.startswith(f"erp-sim acon optimize: --tasks {tasks} and --test-tasks {test_tasks} share ")
     assert f"({shared}): a test task must not be a train task" in message and "\n" not in message
     assert not (tmp_path / "run").exists()  # refused before anything is written
+    settings = Settings(agent="openai:a", compressor="openai:c", optimizer="openai:o", tasks=tasks, test_tasks=test_tasks,
+                        initial_guideline={"history": POOR_GUIDELINE})
+    with pytest.raises(ValueError, match="a test task must not be a train task"):
+        Run(settings, tmp_path / "api", {})  # the same check for a run started from Python
 
 
 def test_a_test_task_sharing_its_id_with_a_train_task_of_another_set_runs_apart(tmp_path):
