@@ -120,12 +120,13 @@ def test_assistant_content_empty_sends_an_empty_string_which_both_servers_accept
         assert server.rejections == []
 
 
-def test_the_default_sends_no_content_which_the_strict_server_accepts(fake_openai_server):
+@pytest.mark.parametrize("switch", ["null", None])  # None: a command line that parsed the value as JSON
+def test_the_default_sends_no_content_which_the_strict_server_accepts(fake_openai_server, switch):
     fake_openai_server.reply_text("x is 4.")
-    model = model_on(fake_openai_server, extra_params={"assistant_content": "null"})
+    model = model_on(fake_openai_server, extra_params={"assistant_content": switch})
     model.complete([*ASKED, {**CALLED, "content": None}, CONVERSATION[-1]], TOOLS)
     assert fake_openai_server.requests[0]["messages"][2]["content"] is None
-    assert model.sampling_params == {} and fake_openai_server.rejections == []
+    assert model.sampling_params == {} and model.assistant_content == "null" and fake_openai_server.rejections == []
 
 
 def test_an_unknown_assistant_content_value_is_refused_in_one_line(fake_openai_server):

@@ -93,7 +93,8 @@ class OpenAIChatModel:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         extra_params = dict(extra_params or {})
-        self.assistant_content = str(extra_params.pop("assistant_content", "null"))
+        switch = extra_params.pop("assistant_content", "null")
+        self.assistant_content = "null" if switch is None else str(switch)  # a parsed `null` is the JSON null
         if self.assistant_content not in ASSISTANT_CONTENT:
             raise ValueError(f"assistant_content={self.assistant_content!r}: use null (the API's form) or empty "
                              "(content \"\" in assistant messages that only call tools, for local servers)")
