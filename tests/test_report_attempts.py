@@ -47,7 +47,7 @@ def test_report_of_a_killed_resume_counts_each_episode_once(tmp_path, capsys):
     assert "3 episodes scored in 1 configuration; 1 infrastructure error excluded from the scores" in md
     assert "| C2 | `full` | scripted | rule | hotel_50 | 4 | 1 | 3 | 1 |" in md
     assert "3 episodes needed a retry (`--resume`)" in md
-    assert "repeated an episode" not in md
+    assert "3 rows of `results.jsonl` held earlier attempts of an episode (a run stopped during `--resume`)" in md
     # the error of the last attempt, with its status once
     assert "request refused with HTTP 400: {'error'" in md and "HTTP 400: HTTP 400" not in md
 

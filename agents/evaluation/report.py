@@ -430,12 +430,10 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
     retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
     parts = []
     if errors:
-        scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
-        parts.append(md_table(("config", "task", "run", "attempt", "error", "scored on retry"), [
-            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), error_text(r["infra_error"])[:160],
-             "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no")
+        parts.append(md_table(("config", "task", "run", "attempt", "error"), [
+            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), error_text(r["infra_error"])[:160])
             for r in errors
-        ], "lllrll"))
+        ], "lllrl"))
     else:
         parts.append("No episode is left with an infrastructure error.")
     if retried:
@@ -822,13 +820,14 @@ def render_report(
     *,
     malformed_lines: int = 0,
 ) -> str:
-    """report.md's text for these rows (pure: no files read or written)."""
-    rows = st.canonical_order(rows)
+    """report.md's text for these rows (pure: no files read or written); one row per episode."""
+    folded = len(rows)
+    rows = st.canonical_order(latest_attempts(rows))
+    folded -= len(rows)  # rows of earlier attempts, left by a run stopped during --resume
     scored = st.scored_rows(rows)
     summaries = st.summarize(rows)
     configs = list(summaries)
     infra = st.infra_error_rows(rows)
-    duplicates = st.duplicate_count(rows)
     scored_configs = [c for c in configs if summaries[c].n_episodes]
     baseline = baseline or (st.default_baseline(scored_configs) if scored_configs else None)
     comparisons = st.compare_to_baseline(scored, baseline) if baseline and len(scored_configs) > 1 else []
@@ -838,8 +837,9 @@ def render_report(
         f"{_plural(len(scored), 'episode')} scored in {_plural(len(configs), 'configuration')}; "
         f"{_plural(len(infra), 'infrastructure error')} excluded from the scores (listed below)."
     ]
-    if duplicates:
-        notes.append(f"{_plural(duplicates, 'row')} repeated an episode already recorded; the last row of each episode is used.")
+    if folded:
+        notes.append(f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
+                     "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below.")
     if malformed_lines:
         notes.append(f"{_plural(malformed_lines, 'unreadable line')} of `{RESULTS_FILE}` skipped.")
     notes.append("Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
@@ -913,10 +913,10 @@ def write_report(results_dir: str | Path, baseline: str | None = None) -> Path:
     """Read ``results_dir/results.jsonl``; write ``report.md``, the PNG plots and ``view.html`` beside it."""
     results_dir = Path(results_dir)
     rows, malformed = load_results(results_dir)
-    rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
-    write_plots(rows, results_dir)
     path = results_dir / REPORT_FILE
     path.write_text(render_report(rows, baseline, malformed_lines=malformed), encoding="utf-8")
+    rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
+    write_plots(rows, results_dir)
     from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=rows)
