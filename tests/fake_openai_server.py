@@ -6,7 +6,8 @@ calls, with usage), can fail a given number of times (``fail``) or on every requ
 real servers send (``truncated_body``: status 200 and half a JSON body; ``fail(400,
 message=...)`` e.g. a context-length refusal; ``empty_choices``; ``random_tool_call_ids`` as
 real servers give, different on every request), and keeps every
-request body it received in ``requests`` (failed attempts included). It is strict by default:
+request body it received in ``requests`` (failed attempts included) and every status-200
+body it sent in ``answered``. It is strict by default:
 a body the real Chat Completions API would refuse (unknown keys, a message key its role does
 not allow, a tool result that answers no call, an unanswered call, bad tool schemas, numbers
 out of range: ``strict_chat_request``) gets the API's HTTP 400 error, without using up a
