@@ -22,7 +22,8 @@
   compressor outputs shown, and every line about exact values.
 
 This is a test double with documented rules, not a model of any LLM. Run it as a server for
-a manual offline run: ``python tests/fake_acon_roles.py`` prints its base URL.
+a manual offline run: ``python tests/fake_acon_roles.py`` prints its base URL (``--help``: the
+flags that make it behave like a local model server, see ``fake_openai_server``).
 """
 
 from __future__ import annotations
@@ -136,13 +137,27 @@ def shorten(shown: dict[str, str]) -> str:
     return "<guideline>\n" + "\n".join(kept) + "\n</guideline>"
 
 
-if __name__ == "__main__":
+def serve(argv: list[str] | None = None) -> None:
+    """Serve the roles until Ctrl-C; the flags switch on the fake server's local-server modes."""
+    import argparse
+
     from fake_openai_server import FakeOpenAIServer
 
-    with FakeOpenAIServer() as server:
+    parser = argparse.ArgumentParser(description="ACON's roles on the fake OpenAI-compatible server")
+    parser.add_argument("--tools-need-tool-choice", action="store_true", help="tools ignored unless tool_choice is sent")
+    parser.add_argument("--null-content-500", action="store_true", help="HTTP 500 to an assistant message without content")
+    parser.add_argument("--runaway-seconds", type=float, help="without max_tokens: answer this late, cut at the length")
+    parser.add_argument("--own-token-counts", action="store_true", help="usage in the server's own tokens, not o200k")
+    parser.add_argument("--cached-tokens", action="store_true", help="and report usage.prompt_tokens_details.cached_tokens")
+    args = parser.parse_args(argv)
+    with FakeOpenAIServer(**vars(args)) as server:
         server.answer_with(acon_role_reply)
         print(f"base_url: {server.base_url}", flush=True)
         try:
             server._thread.join()
         except KeyboardInterrupt:
             pass
+
+
+if __name__ == "__main__":
+    serve()

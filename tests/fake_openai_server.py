@@ -6,7 +6,8 @@ calls, with usage), can fail a given number of times (``fail``) or on every requ
 real servers send (``truncated_body``: status 200 and half a JSON body; ``fail(400,
 message=...)`` e.g. a context-length refusal; ``empty_choices``; ``random_tool_call_ids`` as
 real servers give, different on every request), and keeps every
-request body it received in ``requests`` (failed attempts included). It is strict by default:
+request body it received in ``requests`` (failed attempts included) and every status-200
+body it sent in ``answered``. It is strict by default:
 a body the real Chat Completions API would refuse (unknown keys, a message key its role does
 not allow, a tool result that answers no call, an unanswered call, bad tool schemas, numbers
 out of range: ``strict_chat_request``) gets the API's HTTP 400 error, without using up a
@@ -19,6 +20,24 @@ test that scripted too few replies fails at once with a clear message, unless a 
 handler is set (``answer_with``): then an empty queue is answered by the handler, which
 computes the reply from the request (``fake_acon_roles`` plays ACON's agent, compressor
 and optimizer that way).
+
+Opt-in modes make it behave like the local servers people point the harness at
+(llama-cpp-python, vLLM, Ollama), each a keyword of the constructor, off by default:
+
+- ``tools_need_tool_choice``: tools are ignored unless the request sends ``tool_choice``;
+  a scripted tool call then comes back as text (the call written out as JSON), as a small
+  model on llama-cpp-python's server answers;
+- ``null_content_500``: an assistant message whose ``content`` is null or missing gets HTTP
+  500 (the chat template cannot add None to a string), every time, without using a reply;
+- ``runaway_seconds``: a request with neither ``max_tokens`` nor ``max_completion_tokens``
+  generates until the context is full: the answer comes that many seconds late, is
+  ``RUNAWAY_TOKENS`` tokens of text with ``finish_reason: "length"``, and uses no reply;
+- ``own_token_counts``: ``usage`` is counted with the server's own tokenizer (words and
+  punctuation, not o200k: ``own_tokens``) over the rendered prompt and the answer, instead of
+  the scripted figures; with ``cached_tokens`` it also reports
+  ``usage.prompt_tokens_details.cached_tokens``, the prompt prefix shared with the request
+  before (whole blocks of ``CACHE_BLOCK`` tokens, as vLLM's prefix cache counts), and
+  without it no ``prompt_tokens_details`` at all (llama-cpp-python reports none).
 
 Use it from a test module (``tests/`` is on ``sys.path`` under pytest's default import mode)::
 
@@ -34,6 +53,7 @@ or, for every test, ``pytest_plugins = ["fake_openai_server"]`` in ``tests/conft
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
@@ -50,6 +70,10 @@ from strict_chat_request import rejection
 RoleHandler = Callable[[dict[str, Any]], tuple[dict[str, Any], int, int]]
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+RUNAWAY_TOKENS = 4096  # what a runaway generation answers with: the rest of a small context window
+CACHE_BLOCK = 16  # prefix-cache granularity in tokens (vLLM's default block size)
+TEMPLATE_ERROR = 'can only concatenate str (not "NoneType") to str'  # a chat template adding None to a string
+_OWN_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass
@@ -66,13 +90,24 @@ class ScriptedReply:
 class FakeOpenAIServer:
     """A threaded ``http.server`` on 127.0.0.1 and a free port; a context manager."""
 
-    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False, strict: bool = True):
+    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False, strict: bool = True,
+                 tools_need_tool_choice: bool = False, null_content_500: bool = False,
+                 runaway_seconds: float | None = None, own_token_counts: bool = False, cached_tokens: bool = False):
+        if cached_tokens and not own_token_counts:
+            raise ValueError("cached_tokens needs own_token_counts (the cache counts the server's own tokens)")
         self.model = model
         self.strict = strict
+        self.tools_need_tool_choice = tools_need_tool_choice
+        self.null_content_500 = null_content_500
+        self.runaway_seconds = runaway_seconds
+        self.own_token_counts = own_token_counts
+        self.reports_shared_prefix = cached_tokens  # own counts' cached_tokens: the prefix shared with the last request
+        self._previous_prompt: list[str] = []  # the last prompt's own tokens, for the prefix cache
         self.rejections: list[dict[str, Any]] = []  # the 400 errors strict mode answered, in order
         self.random_tool_call_ids = random_tool_call_ids  # ids drawn afresh at every answer, as real servers do
         self.requests: list[dict[str, Any]] = []
         self.cached_tokens = 0  # usage.prompt_tokens_details.cached_tokens of answers built from now on
+        self.answered: list[dict[str, Any]] = []  # the bodies of the 200 answers sent, in order
         self._replies: deque[ScriptedReply] = deque()
         self._failure_on_every_request: ScriptedReply | None = None
         self._role_handler: RoleHandler | None = None
@@ -201,8 +236,13 @@ class FakeOpenAIServer:
                 return ScriptedReply(400, {"error": error})
             if self._failure_on_every_request is not None:
                 return self._failure_on_every_request
-            reply = self._replies.popleft() if self._replies else None
+            if self.null_content_500 and _has_null_assistant_content(body):
+                return ScriptedReply(500, _error_body(TEMPLATE_ERROR, "internal_server_error"))
+            runaway = self.runaway_seconds is not None and not _limits_tokens(body)
+            reply = self._replies.popleft() if self._replies and not runaway else None
             handler = self._role_handler
+        if runaway:  # built outside the lock (_completion takes it)
+            return self._runaway(body)
         if reply is None:
             if handler is None:
                 return ScriptedReply(400, _error_body("fake server: no scripted reply left", "invalid_request_error"))
@@ -214,7 +254,86 @@ class FakeOpenAIServer:
             reply = ScriptedReply(200, self._completion(message, finish, prompt_tokens, completion_tokens))
         if self.random_tool_call_ids and reply.status == 200:
             reply = _with_fresh_tool_call_ids(reply)
+        if self.tools_need_tool_choice and reply.status == 200 and "tool_choice" not in body:
+            reply = _with_tool_calls_as_text(reply)
+        if self.own_token_counts and reply.status == 200:
+            reply = self._with_own_usage(reply, body)
         return reply
+
+    def _runaway(self, body: dict[str, Any]) -> ScriptedReply:
+        message = {"role": "assistant", "content": " ".join(["and"] * RUNAWAY_TOKENS)}
+        reply = ScriptedReply(200, self._completion(message, "length", 10, RUNAWAY_TOKENS), delay=self.runaway_seconds)
+        return self._with_own_usage(reply, body) if self.own_token_counts else reply
+
+    def _with_own_usage(self, reply: ScriptedReply, body: dict[str, Any]) -> ScriptedReply:
+        """The reply with ``usage`` counted by this server's tokenizer (see the module docstring)."""
+        prompt = prompt_tokens(body)
+        with self._lock:
+            shared = _common_prefix(prompt, self._previous_prompt)
+            self._previous_prompt = prompt
+        answer = json.loads(json.dumps(reply.body))
+        completion = sum(len(own_tokens(_message_text(choice["message"]))) for choice in answer.get("choices", []))
+        if answer["choices"] and answer["choices"][0].get("finish_reason") == "length":
+            completion = RUNAWAY_TOKENS
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": completion, "total_tokens": len(prompt) + completion}
+        if self.reports_shared_prefix:
+            usage["prompt_tokens_details"] = {"cached_tokens": shared // CACHE_BLOCK * CACHE_BLOCK}
+        answer["usage"] = usage
+        return ScriptedReply(reply.status, answer, reply.headers, reply.delay, reply.truncate)
+
+
+def own_tokens(text: str) -> list[str]:
+    """The fake server's tokenizer: words and single punctuation marks (counts differ from o200k)."""
+    return _OWN_TOKEN.findall(text)
+
+
+def prompt_tokens(body: dict[str, Any]) -> list[str]:
+    """The rendered prompt in own tokens: the tools first (templates put them in the system
+    prompt), then each message between role markers, as a chat template lays them out."""
+    tokens = own_tokens(json.dumps(body.get("tools") or [], sort_keys=True)) if body.get("tools") else []
+    for message in body.get("messages", []):
+        tokens += ["<|start|>", str(message.get("role")), *own_tokens(_message_text(message)), "<|end|>"]
+    return tokens
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    calls = [f"{call['function']['name']} {call['function']['arguments']}" for call in message.get("tool_calls") or []
+             if isinstance(call, dict) and isinstance(call.get("function"), dict)]
+    return " ".join([content if isinstance(content, str) else "", *calls])
+
+
+def _common_prefix(first: list[str], second: list[str]) -> int:
+    length = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        length += 1
+    return length
+
+
+def _has_null_assistant_content(body: dict[str, Any]) -> bool:
+    return any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+               for m in body.get("messages") or [])
+
+
+def _limits_tokens(body: dict[str, Any]) -> bool:
+    return body.get("max_tokens") is not None or body.get("max_completion_tokens") is not None
+
+
+def _with_tool_calls_as_text(reply: ScriptedReply) -> ScriptedReply:
+    """Tool calls written out as text, finish_reason stop: what a model that was not given the tools says."""
+    body = json.loads(json.dumps(reply.body))
+    for choice in body.get("choices", []):
+        calls = choice["message"].pop("tool_calls", None) or []
+        if calls:
+            written = [f'{{"name": {json.dumps(c["function"]["name"])}, "arguments": {c["function"]["arguments"]}}}'
+                       for c in calls]
+            choice["message"]["content"] = "\n".join(filter(None, [choice["message"].get("content"), *written]))
+            choice["finish_reason"] = "stop"
+    return ScriptedReply(reply.status, body, reply.headers, reply.delay, reply.truncate)
 
 
 def _with_fresh_tool_call_ids(reply: ScriptedReply) -> ScriptedReply:
@@ -250,6 +369,9 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 body = None  # strict mode refuses it as the API does; a lenient server sees no body
             body = body if body is not None or server.strict else {}
             reply = server._answer(self.path, body)
+            if reply.status == 200:
+                with server._lock:
+                    server.answered.append(reply.body)
             time.sleep(reply.delay)
             payload = json.dumps(reply.body).encode()
             if reply.truncate:

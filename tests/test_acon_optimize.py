@@ -18,7 +18,7 @@ from fake_acon_roles import acon_role_reply, compress, merge
 from fake_openai_server import FakeOpenAIServer
 
 from erp_sim.agents.acon.export_sft import main as export_main
-from erp_sim.agents.acon.optimize import main as optimize_main
+from erp_sim.agents.acon.optimize import Run, Settings, main as optimize_main
 from erp_sim.agents.cli import main as cli_main
 from erp_sim.task_sets import resolve_tasks
 
@@ -73,12 +73,12 @@ def test_optimize_writes_every_artefact(recorded):
         assert (out / "optimizer" / f"ut-feedback-{task_id}.usage.json").is_file()
     for label in ["none", "v0", *(f"ut-{n}" for n in range(1, 6)), "co"]:
         for task_id in TRAIN:
-            assert (out / "episodes" / label / f"{task_id}.json.gz").is_file(), (label, task_id)
+            assert (out / "episodes" / label / "train" / "hotel_50" / f"{task_id}.json.gz").is_file(), (label, task_id)
     report = json.loads((out / "report.json").read_text())
     test_labels = {row["label"] for row in report["rounds"]}
     assert test_labels == {"none", "v0", report["rounds"][2]["label"], "co"}
     for label in test_labels:
-        assert (out / "episodes" / label / f"{TEST[0]}.json.gz").is_file()
+        assert (out / "episodes" / label / "test" / "hotel_50" / f"{TEST[0]}.json.gz").is_file()
     assert report["sampling"] == {"agent": {"temperature": 0.0}, "compressor": {"temperature": 0.0}, "optimizer": {}}
     assert "optimizer none (server defaults)" in (out / "report.md").read_text()
     for role in ("agent", "compressor", "optimizer"):
@@ -129,7 +129,7 @@ def test_resume_finishes_a_killed_run_without_repeating_work(recorded, tmp_path)
     partial = tmp_path / "partial"
     shutil.copytree(out, partial, ignore=shutil.ignore_patterns("cassettes"))
     for path in [partial / "report.json", partial / "report.md", partial / "guidelines" / "co-history.md",
-                 partial / "optimizer" / "co-shorten-history.md", *(partial / "episodes" / "co").glob("*")]:
+                 partial / "optimizer" / "co-shorten-history.md", *(partial / "episodes" / "co").rglob("*.json.gz")]:
         path.unlink()
     partial_args = [a if a != str(out) else str(partial) for a in args]
     with pytest.raises(SystemExit, match="--resume"):
@@ -156,7 +156,7 @@ def test_export_sft_writes_chat_pairs_of_the_chosen_guideline(recorded, tmp_path
         system, user, assistant = row["messages"]
         assert (system["role"], user["role"], assistant["role"]) == ("system", "user", "assistant")
         assert system["content"] == guideline and user["content"].startswith("# Task\n") and assistant["content"]
-    episode = json.loads(gzip.open(out / "episodes" / report["chosen"] / f"{TRAIN[0]}.json.gz").read())
+    episode = json.loads(gzip.open(out / "episodes" / report["chosen"] / "train" / "hotel_50" / f"{TRAIN[0]}.json.gz").read())
     assert [c["output"] for c in episode["compressor_calls"]] == [
         r["messages"][2]["content"] for r, s in zip(train, manifest["sources"]["train"]) if s["task_id"] == TRAIN[0]]
 
@@ -212,3 +212,70 @@ def test_fake_compressor_merges_the_previous_summary_instead_of_nesting_it():
     assert "Receipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n## Completed\n- saved" in merged
     assert "## User said\n- Yes, add them all.\n\n## To-do\n- close" in merged
     assert merged.count("## Task") == 1 and merge(merged, previous) == merged
+
+
+@pytest.mark.parametrize("tasks, test_tasks, shared", [
+    ("hotel_50:hotel-000,hotel-001", "hotel_50:hotel-001,hotel-002", "hotel-001"),
+    ("hotel_50:train", "hotel_50", "hotel-000, hotel-001, hotel-005, hotel-006, hotel-007 and 20 more"),
+    ("expense_types:hotel-003", "Hotel:hotel-003", "hotel-003"),  # an expense-type view holds expense_types' tasks
+])
+def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, tasks, test_tasks, shared):
+    with pytest.raises(SystemExit) as refused:
+        optimize_main([*ROLES, "--tasks", tasks, "--test-tasks", test_tasks, "--out", str(tmp_path / "run")])
+    message = str(refused.value)
+    assert message.startswith(f"erp-sim acon optimize: --tasks {tasks} and --test-tasks {test_tasks} share ")
+    assert f"({shared}): a test task must not be a train task" in message and "\n" not in message
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+    settings = Settings(agent="openai:a", compressor="openai:c", optimizer="openai:o", tasks=tasks, test_tasks=test_tasks,
+                        initial_guideline={"history": POOR_GUIDELINE})
+    with pytest.raises(ValueError, match="a test task must not be a train task"):
+        Run(settings, tmp_path / "api", {})  # the same check for a run started from Python
+
+
+def test_a_test_task_sharing_its_id_with_a_train_task_of_another_set_runs_apart(tmp_path):
+    task_id = TRAIN[0]  # hotel_50's and expense_types' tasks of this id are different tasks
+    out = tmp_path / "run"
+    with FakeOpenAIServer() as server:
+        server.answer_with(acon_role_reply)
+        assert optimize_main([*ROLES, "--tasks", f"hotel_50:{task_id}", "--test-tasks", f"expense_types:{task_id}",
+                              "--steps", "none", "--out", str(out), "--base-url", server.base_url]) == 0
+    for label in ("none", "v0"):
+        train = json.loads(gzip.open(out / "episodes" / label / "train" / "hotel_50" / f"{task_id}.json.gz").read())
+        test = json.loads(gzip.open(out / "episodes" / label / "test" / "expense_types" / f"{task_id}.json.gz").read())
+        assert (train["task_set"], train["split"], test["task_set"], test["split"]) == (
+            "hotel_50", "train", "expense_types", "test")
+        assert train["messages"][1] != test["messages"][1]  # each ran its own task
+    first_requests = [r["messages"][1]["content"] for r in server.requests if r.get("tools") and len(r["messages"]) == 2]
+    assert len(first_requests) == 4 and len(set(first_requests)) == 2  # 2 labels x 2 tasks: both tasks ran, twice each
+
+
+def test_export_sft_warns_when_a_split_comes_out_empty(recorded, tmp_path, capsys):
+    out, _ = recorded
+    run = tmp_path / "run"
+    shutil.copytree(out, run, ignore=shutil.ignore_patterns("cassettes"))
+    chosen = json.loads((run / "report.json").read_text())["chosen"]
+    shutil.rmtree(run / "episodes" / chosen / "test")  # as if the run had no test split
+    assert export_main([str(run), "--out", str(tmp_path / "sft"), "--heldout-fraction", "0"]) == 0
+    warning = capsys.readouterr().err.strip()
+    assert warning == "warning: heldout.jsonl is empty: no episode of this split called the compressor; held out by " \
+                      "sha256(task id) < 0.0 (--heldout-fraction)"
+    assert json.loads((tmp_path / "sft" / "manifest.json").read_text())["warnings"] == [warning]
+    assert (tmp_path / "sft" / "heldout.jsonl").read_text() == ""
+
+
+def test_resume_of_a_run_with_episodes_kept_by_task_id_only_moves_them_and_calls_no_model(recorded, tmp_path):
+    out, args = recorded
+    partial = tmp_path / "partial"
+    shutil.copytree(out, partial, ignore=shutil.ignore_patterns("cassettes"))
+    moved = []
+    for path in sorted((partial / "episodes").rglob("*.json.gz")):  # back to episodes/LABEL/TASK.json.gz
+        label_dir = path.parents[2]
+        path.replace(label_dir / path.name)
+        moved.append(label_dir / path.name)
+    assert len(moved) == len(set(moved))  # this run has no id in two splits, so the old layout held it
+    partial_args = [a if a != str(out) else str(partial) for a in args]
+    (tmp_path / "empty" / "cassettes").mkdir(parents=True)  # every model call would be a replay miss
+    assert optimize_main([*partial_args, "--replay", str(tmp_path / "empty"), "--resume"]) == 0
+    assert not any(path.exists() for path in moved)
+    episodes = {k: v for k, v in files(partial).items() if k.startswith("episodes/")}
+    assert episodes == {k: v for k, v in files(out).items() if k.startswith("episodes/")}

@@ -29,7 +29,8 @@ def sweep_rows() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def presets(tmp_path_factory) -> Path:
-    """C2/C3/C4 of test_statistics, plus one infrastructure error and a truncated last line."""
+    """C2/C3/C4 of test_statistics, plus an infrastructure error of an episode also scored (its earlier
+    attempt: counted once, scored) and a truncated last line."""
     rows = synthetic_rows()
     rows.append(episode("C3", 3, 2, False, policy="last_n:n=5", infra="RateLimitError: 429 after 5 retries"))
     directory = write_results(tmp_path_factory.mktemp("presets"), rows, tail='{"config": "C4", "task')
@@ -56,7 +57,7 @@ def test_report_has_the_expected_table_rows(presets):
     assert "| C4 | 84.0 [77.2, 90.8] |" in md
     # tokens per benchmark: C3 runs 22,000 .. 22,400, t interval 22,200 +- 196.3
     assert "| C3 | 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] |" in md  # per episode, then per benchmark
-    assert "| C3 | `last_n:n=5` | scripted | rule | hotel_50 | 10 | 5 | 50 | 1 | t over 5 runs |" in md
+    assert "| C3 | `last_n:n=5` | scripted | rule | hotel_50 | 10 | 5 | 50 | 0 | t over 5 runs |" in md
     assert "## Against the baseline C2" in md
     assert "| C4 | +34.0 [" in md and "| 4 / 0 / 6 | 0.1250 |" in md
     against = md.split("## Against the baseline C2")[1].split("## pass^k")[0]
@@ -72,8 +73,8 @@ def test_report_has_pass_k_failures_reference_and_infra_errors(presets):
     assert "| `unclassified` | 0 |" in md
     assert "| **failed episodes** | 25 | 21 | 8 |" in md
     assert "STUDY (GPT-5): full itemization" in md and "1,480,996" in md and "91.6 (amount 99.64)" in md
-    assert "| C3 | hotel-003 | 2 | 1 | RateLimitError: 429 after 5 retries | yes |" in md
-    assert "1 infrastructure error excluded" in md and "1 unreadable line" in md
+    assert "| C3 | hotel-003 | 2 | 1 | stalled | RateLimitError: 429 after 5 retries |" in md  # an earlier attempt
+    assert "0 infrastructure errors excluded" in md and "1 unreadable line" in md
 
 
 def test_pngs_are_written_without_a_software_stamp(presets):

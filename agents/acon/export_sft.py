@@ -11,7 +11,8 @@ wrote), the format TRL's SFTTrainer and most LoRA tools read:
 - ``heldout.jsonl``: calls from test-split episodes; when the run has none, the tasks whose
   sha256(task id) falls in the lowest ``--heldout-fraction`` (so a task's calls never sit
   on both sides);
-- ``manifest.json``: where every line came from (task, split, kind, call number) and counts.
+- ``manifest.json``: where every line came from (task set, task, split, kind, call number), counts,
+  and a warning for each file that came out empty (also printed).
 
 Then serve the fine-tuned model on any OpenAI-compatible server and evaluate it with the
 same guideline: ``erp-sim acon optimize --steps none --initial-guideline DIR/guidelines/chosen-history.md
@@ -39,7 +40,8 @@ def export(run_dir: Path, out: Path, *, include_failed: bool = False, heldout_fr
     if not report_path.exists():
         raise SystemExit(f"{report_path} not found: run `erp-sim acon optimize --out {run_dir}` to the end first")
     chosen = json.loads(report_path.read_text(encoding="utf-8"))["chosen"]
-    episodes = [read_gz_json(path) for path in sorted((run_dir / "episodes" / chosen).glob("*.json.gz"))]
+    # episodes/LABEL/SPLIT/TASK_SET/TASK.json.gz (runs made before task sets were kept apart: LABEL/TASK.json.gz)
+    episodes = [read_gz_json(path) for path in sorted((run_dir / "episodes" / chosen).rglob("*.json.gz"))]
     has_test = any(e["split"] == "test" for e in episodes)
     lines: dict[str, list[str]] = {"train": [], "heldout": []}
     sources: dict[str, list[dict]] = {"train": [], "heldout": []}
@@ -53,16 +55,36 @@ def export(run_dir: Path, out: Path, *, include_failed: bool = False, heldout_fr
         for number, call in enumerate(episode["compressor_calls"]):
             messages = [*call["messages"], {"role": "assistant", "content": call["output"]}]
             lines[part].append(json.dumps({"messages": messages}, ensure_ascii=False))
-            sources[part].append({"task_id": episode["task_id"], "split": episode["split"], "kind": call["kind"],
-                                  "call": number})
+            sources[part].append({"task_set": episode.get("task_set"), "task_id": episode["task_id"],
+                                  "split": episode["split"], "kind": call["kind"], "call": number})
     for part, rows in lines.items():
         write_text(out / f"{part}.jsonl", "".join(row + "\n" for row in rows))
     manifest = {"run": str(run_dir), "guideline": chosen, "only_successful_episodes": not include_failed,
                 "skipped_failed_episodes": skipped,
                 "heldout_rule": "test-split episodes" if has_test else f"sha256(task id) < {heldout_fraction}",
                 "counts": {part: len(rows) for part, rows in lines.items()}, "sources": sources}
+    manifest["warnings"] = empty_split_warnings(manifest, len(episodes))
     write_json(out / "manifest.json", manifest)
     return manifest
+
+
+def empty_split_warnings(manifest: dict, episodes: int) -> list[str]:
+    """One line per output file that came out empty, with the likely reason."""
+    warnings = []
+    for part, count in manifest["counts"].items():
+        if count:
+            continue
+        if not episodes:
+            why = f"the chosen guideline {manifest['guideline']} has no episodes"
+        elif manifest["skipped_failed_episodes"] and manifest["only_successful_episodes"]:
+            why = (f"{manifest['skipped_failed_episodes']} failed episode(s) skipped (--include-failed keeps them), "
+                   "or no compressor call in the rest")
+        else:
+            why = "no episode of this split called the compressor"
+        if part == "heldout" and not manifest["heldout_rule"].startswith("test"):
+            why += f"; held out by {manifest['heldout_rule']} (--heldout-fraction)"
+        warnings.append(f"warning: {part}.jsonl is empty: {why}")
+    return warnings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                       heldout_fraction=args.heldout_fraction)
     print(f"guideline {manifest['guideline']}: {manifest['counts']['train']} train and {manifest['counts']['heldout']} "
           f"held-out pairs ({manifest['heldout_rule']}); {manifest['skipped_failed_episodes']} failed episodes skipped")
+    for warning in manifest["warnings"]:
+        print(warning, file=sys.stderr)
     return 0
 
 

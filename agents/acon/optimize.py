@@ -14,12 +14,16 @@ run on the test tasks.
 
 Everything lands in OUT: ``config.json``, ``guidelines/*.md`` (every version; ``chosen-*.md``
 plugs into ``acon_history:guideline=FILE`` / ``acon_observation:guideline=FILE``),
-``feedback/*.md``, ``optimizer/*.md`` (raw answers), ``candidates.json``, ``episodes/LABEL/TASK.json.gz``
-(one per episode, with the compressor's calls for ``export-sft``), ``report.json`` and
-``report.md`` (success, peak tokens, dependency, compressor calls and tokens, cost per round,
-train and test), and ``timing.json`` (wall time per phase; the only file that is not
-deterministic). Every episode and optimizer answer is written as soon as it exists, so
-``--resume`` continues a killed run without repeating a call. ``--record DIR`` keeps every
+``feedback/*.md``, ``optimizer/*.md`` (raw answers), ``candidates.json``,
+``episodes/LABEL/SPLIT/TASK_SET/TASK.json.gz`` (one per episode, with the compressor's calls for
+``export-sft``; keyed by split and task set as well as task id, since task sets share ids such as
+``hotel-001``; ``--resume`` moves a run's older ``episodes/LABEL/TASK.json.gz`` into place when the
+record's split and task set match), ``report.json`` and ``report.md`` (success, peak tokens, dependency, compressor
+calls and tokens, cost per round, train and test), and ``timing.json`` (wall time per phase; the
+only file that is not deterministic). Train and test tasks must not overlap (refused at the
+start). Every episode and optimizer answer is written as soon as it exists, so ``--resume``
+continues a killed run without repeating a finished episode or an optimizer answer; the
+episode that was running at the kill is run again from its start. ``--record DIR`` keeps every
 model call in ``DIR/cassettes/ROLE.jsonl``; ``--replay DIR`` answers them from there,
 offline, and gives the same files.
 """
@@ -160,6 +164,9 @@ class Run:
         self.roles = {role: CallLog(model) for role, model in models.items()}
         self.task_set, self.train = resolve_tasks(settings.tasks)
         self.test_set, self.test = (None, []) if settings.test_tasks == "none" else resolve_tasks(settings.test_tasks)
+        shared = overlapping_tasks(settings.tasks, settings.test_tasks)
+        if shared:
+            raise ValueError(overlap_message(settings.tasks, settings.test_tasks, shared))
         self.timing: dict[str, float] = {}
 
     # guidelines
@@ -188,9 +195,14 @@ class Run:
         return [self.episode(label, task_set, task_id, split) for task_id in ids]
 
     def episode(self, label: str, task_set: str, task_id: str, split: str) -> dict[str, Any]:
-        path = self.out / "episodes" / label / f"{task_id}.json.gz"
+        path = self.out / "episodes" / label / split / task_set / f"{task_id}.json.gz"
         if path.exists():
             return read_gz_json(path)
+        legacy = self.out / "episodes" / label / f"{task_id}.json.gz"  # where runs before split/set keys kept it
+        if legacy.exists() and (record := read_gz_json(legacy)).get("task_set") == task_set and record.get("split") == split:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            legacy.replace(path)  # moved, not copied: export-sft reads every episode file once
+            return record
         twin = self.twin(label)
         if twin is None:
             record = self._run_episode(label, task_set, task_id, split)
@@ -337,6 +349,29 @@ class Run:
         result = work()
         self.timing[phase] = round(time.perf_counter() - started, 3)
         return result
+
+
+def overlapping_tasks(tasks: str, test_tasks: str) -> list[str]:
+    """Test tasks that are also train tasks (the same fixture line: an expense-type view such as
+    ``Hotel`` holds expense_types' tasks; hotel_50's ``hotel-001`` is another task than theirs)."""
+    from erp_sim.task_sets import resolve_tasks, task_rows
+
+    if test_tasks == "none":
+        return []
+
+    def lines(selection: str) -> dict[str, str]:
+        task_set, ids = resolve_tasks(selection)
+        by_id = {row.task_id: row.line for row in task_rows(task_set)}
+        return {by_id[task_id]: task_id for task_id in ids}
+
+    train = lines(tasks)
+    return [task_id for line, task_id in lines(test_tasks).items() if line in train]
+
+
+def overlap_message(tasks: str, test_tasks: str, shared: list[str]) -> str:
+    named = ", ".join(shared[:5]) + (f" and {len(shared) - 5} more" if len(shared) > 5 else "")
+    return (f"--tasks {tasks} and --test-tasks {test_tasks} share {len(shared)} task(s) ({named}): "
+            "a test task must not be a train task")
 
 
 def feedback_request(compressed: dict, plain: dict, guideline: dict[str, str]) -> str:
@@ -580,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
                 resolve_tasks(selection)
     except KeyError as exc:
         parser.error(exc.args[0])
+    shared = overlapping_tasks(args.tasks, test_tasks)
+    if shared:
+        raise SystemExit(f"erp-sim acon optimize: {overlap_message(args.tasks, test_tasks, shared)}")
     settings = Settings(agent=args.agent, compressor=args.compressor, optimizer=args.optimizer, tasks=args.tasks,
                         test_tasks=test_tasks, compression=args.compression, t_hist=args.t_hist, t_obs=args.t_obs,
                         candidates=args.candidates, steps=steps, seed=args.seed, max_steps=args.max_steps,

@@ -40,6 +40,7 @@ from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
+from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
@@ -415,24 +416,12 @@ def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
     The latest row keeps the earlier attempts of its episode under ``attempts`` (termination and
     error of each, oldest first) and its own number under ``attempt``.
     """
-    latest: dict[tuple, dict] = {}
-    for row in read_rows(results):
-        earlier = latest.get(row_key(row))
-        if earlier is not None:
-            row["attempts"] = [*earlier.get("attempts", []), _attempt_summary(earlier)]
-        row["attempt"] = len(row.get("attempts", [])) + 1
-        latest[row_key(row)] = row
     order = {spec.key: n for n, spec in enumerate(specs)}
-    rows = sorted(latest.values(), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
+    rows = sorted(latest_attempts(read_rows(results)), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
     tmp = results.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     tmp.replace(results)
     return rows
-
-
-def _attempt_summary(row: dict) -> dict:
-    return {"attempt": row.get("attempt", 1), "termination": row.get("termination"),
-            "infra_error": row.get("infra_error"), "model_error": row.get("model_error")}
 
 
 # --- command line --------------------------------------------------------------------------------

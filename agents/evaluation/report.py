@@ -17,6 +17,8 @@ from typing import Any
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.failures import error_text
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
@@ -499,27 +501,27 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
     retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
     parts = []
     if errors:
-        scored = {(str(r["config"]), st.task_key(r), int(r.get("run", 0))) for r in st.scored_rows(rows)}
-        parts.append(md_table(("config", "task", "run", "attempt", "error", "scored on retry"), [
-            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), str(r["infra_error"])[:160],
-             "yes" if (str(r["config"]), st.task_key(r), int(r.get("run", 0))) in scored else "no")
+        parts.append(md_table(("config", "task", "run", "attempt", "error"), [
+            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), error_text(r["infra_error"])[:160])
             for r in errors
-        ], "lllrll"))
+        ], "lllrl"))
     else:
         parts.append("No episode is left with an infrastructure error.")
     if retried:
         parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
         parts.append(md_table(("config", "task", "run", "attempt", "outcome", "error"), [
             (r["config"], r["task_id"], r.get("run", 0), a.get("attempt", n + 1), a.get("termination") or "",
-             str(a.get("infra_error") or a.get("model_error") or "")[:160])
+             error_text(a.get("infra_error") or a.get("model_error"))[:160])
             for r in retried for n, a in enumerate(r["attempts"])
         ], "lllrll"))
     return "\n\n".join(parts)
 
 
 METHODS = """\
-- **Scored episodes**: rows without `infra_error`; one row per (config, task, run), the last
-  one if an episode was appended twice. Infrastructure errors are counted and listed, never scored.
+- **Scored episodes**: rows without `infra_error`; one row per (config, task, run), its last
+  attempt (a run killed during `--resume` leaves several; a scored attempt is never displaced by a
+  later infrastructure error), earlier attempts listed below. Infrastructure errors are counted
+  once per episode and listed, never scored.
 - **Per configuration** (Outcomes, Cost): each metric is reduced to one value per run (a run
   is one pass over the task set): the mean over the run's episodes for rates and per-episode
   metrics; for per-benchmark totals, that mean times the number of tasks (= the sum over
@@ -940,13 +942,14 @@ def render_report(
     malformed_lines: int = 0,
     prices: Mapping[str, cost.Price] | None = None,
 ) -> str:
-    """report.md's text for these rows (pure: no files read or written)."""
-    rows = st.canonical_order(rows)
+    """report.md's text for these rows (pure: no files read or written); one row per episode."""
+    folded = len(rows)
+    rows = st.canonical_order(latest_attempts(rows))
+    folded -= len(rows)  # rows of earlier attempts, left by a run stopped during --resume
     scored = st.scored_rows(rows)
     summaries = st.summarize(rows)
     configs = list(summaries)
     infra = st.infra_error_rows(rows)
-    duplicates = st.duplicate_count(rows)
     scored_configs = [c for c in configs if summaries[c].n_episodes]
     baseline = baseline or (st.default_baseline(scored_configs) if scored_configs else None)
     comparisons = st.compare_to_baseline(scored, baseline) if baseline and len(scored_configs) > 1 else []
@@ -956,8 +959,9 @@ def render_report(
         f"{_plural(len(scored), 'episode')} scored in {_plural(len(configs), 'configuration')}; "
         f"{_plural(len(infra), 'infrastructure error')} excluded from the scores (listed below)."
     ]
-    if duplicates:
-        notes.append(f"{_plural(duplicates, 'row')} repeated an episode already recorded; the last row of each episode is used.")
+    if folded:
+        notes.append(f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
+                     "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below.")
     if malformed_lines:
         notes.append(f"{_plural(malformed_lines, 'unreadable line')} of `{RESULTS_FILE}` skipped.")
     notes.append("Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
@@ -1041,11 +1045,12 @@ def write_report(results_dir: str | Path, baseline: str | None = None,
     beside it. ``prices`` (``costs.parse_prices``): USD per 1M tokens per role, for the cost figures."""
     results_dir = Path(results_dir)
     rows, malformed = load_results(results_dir)
-    write_plots(rows, results_dir, prices)
     path = results_dir / REPORT_FILE
     path.write_text(render_report(rows, baseline, malformed_lines=malformed, prices=prices), encoding="utf-8")
+    rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
     report_json = {"cost": cost.costs_json(cost.config_costs(rows, prices or {}), prices or {})}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_plots(rows, results_dir, prices)
     from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=rows)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
+from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 
 
@@ -29,5 +30,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"erp-sim report: no results in {Path(args.results_dir) / RESULTS_FILE}", file=sys.stderr)
         return 2
     path = write_report(args.results_dir, baseline=args.baseline, prices=prices)
-    print(f"{len(rows)} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}")
+    print(f"{len(latest_attempts(rows))} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}")
     return 0

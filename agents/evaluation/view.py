@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 
 VIEW_FILE = "view.html"
@@ -282,7 +283,7 @@ def _script(element_id: str, payload: str, kind: str = "application/json") -> st
 
 def build_page(run_dir: str | Path, rows: Iterable[dict[str, Any]] | None = None) -> str:
     run_dir = Path(run_dir)
-    rows = list(rows) if rows is not None else load_results(run_dir)[0]
+    rows = list(rows) if rows is not None else latest_attempts(load_results(run_dir)[0])
     rows = st.canonical_order(rows)
     table = MessageTable()
     records = [_pack(episode_record(row, _read_trajectory(run_dir, row), table)) for row in rows]
@@ -321,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"erp-sim view: no results in {args.run_dir}/{RESULTS_FILE}", file=sys.stderr)
         return 2
     path = write_view(args.run_dir, args.out)
-    print(f"{len(rows)} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    print(f"{len(latest_attempts(rows))} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 

@@ -8,7 +8,16 @@ retried with exponential backoff and no jitter; when retries run out the call ra
 ``InfrastructureError``, which evaluation keeps apart from agent failures (a retryable row).
 Any other 4xx raises ``ModelRequestError`` at once, since the same request would fail the
 same way; a 400 whose message says the prompt is too long raises its subclass
-``ContextOverflowError``. The runner turns both into a scored end of the episode.
+``ContextOverflowError``. The runner turns both into a scored end of the episode. A 5xx
+that comes back word for word on every attempt is still an ``InfrastructureError`` (the row
+stays retryable), but its text says it looked like the server refusing this request rather
+than an outage: local servers answer 500 to a request their chat template cannot render.
+
+Local servers differ from the API in what they accept; ``extra_params`` holds the switches
+(they are read here, never sent): ``assistant_content`` = ``"null"`` (the default, the API's
+form: an assistant message that only calls tools has no content) or ``"empty"`` (sends
+``content: ""`` there, which llama-cpp-python's server and other template-based servers need;
+the API accepts both).
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ logger = logging.getLogger(__name__)
 RETRYABLE_STATUS_CODES = frozenset({408, 429})  # plus every 5xx
 ONLY_WITH_TOOLS = frozenset({"tool_choice", "parallel_tool_calls"})
 LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
+# assistant_content switch -> the content sent for an assistant message that only calls tools
+ASSISTANT_CONTENT = {"null": None, "empty": ""}
 # How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long",
                                re.IGNORECASE)
@@ -50,7 +61,8 @@ class OpenAIChatModel:
     ``sampling_params`` (temperature, seed and ``extra_params``) are sent with every
     request and are what a cassette hashes besides the messages and tools. ``extra_params``
     go in the request body as they are (e.g. ``max_completion_tokens``, ``reasoning_effort``,
-    ``tool_choice``, or a local server's own options), so no client upgrade is needed for them.
+    ``tool_choice``, or a local server's own options), so no client upgrade is needed for them,
+    except ``assistant_content`` (see the module docstring), which is taken out of them.
     ``sleep``/``async_sleep`` are injectable so tests do not wait out the backoff. The API key
     is read from ``api_key_env``; without one, a ``base_url`` on localhost or a private
     address (a local vLLM/Ollama) gets a placeholder key, anything else is a ValueError.
@@ -80,9 +92,15 @@ class OpenAIChatModel:
         self.timeout = timeout
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        extra_params = dict(extra_params or {})
+        switch = extra_params.pop("assistant_content", "null")
+        self.assistant_content = "null" if switch is None else str(switch)  # a parsed `null` is the JSON null
+        if self.assistant_content not in ASSISTANT_CONTENT:
+            raise ValueError(f"assistant_content={self.assistant_content!r}: use null (the API's form) or empty "
+                             "(content \"\" in assistant messages that only call tools, for local servers)")
         self.sampling_params: dict[str, Any] = {
             key: value
-            for key, value in {"temperature": temperature, "seed": seed, **(extra_params or {})}.items()
+            for key, value in {"temperature": temperature, "seed": seed, **extra_params}.items()
             if value is not None
         }
         self._api_key = _resolve_api_key(api_key_env, base_url)
@@ -94,25 +112,28 @@ class OpenAIChatModel:
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params})"
+        compat = f", assistant_content={self.assistant_content!r}" if self.assistant_content != "null" else ""
+        return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params}{compat})"
 
     def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
         request = self._request(messages, tools)
+        failures: list[str] = []
         for attempt in range(self.max_retries + 1):
             try:
                 return self._to_chat_response(self._client.chat.completions.create(**request))
             except _FAILED_CALL as error:
-                self._sleep(self._delay_before_retry(error, attempt))
+                self._sleep(self._delay_before_retry(error, attempt, failures, request))
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
         request = self._request(messages, tools)
         client = self._async_client_for_running_loop()
+        failures: list[str] = []
         for attempt in range(self.max_retries + 1):
             try:
                 return self._to_chat_response(await client.chat.completions.create(**request))
             except _FAILED_CALL as error:
-                await self._async_sleep(self._delay_before_retry(error, attempt))
+                await self._async_sleep(self._delay_before_retry(error, attempt, failures, request))
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     def _client_options(self) -> dict[str, Any]:
@@ -127,7 +148,8 @@ class OpenAIChatModel:
         return self._async_client
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": wire_messages(messages), "stream": False}
+        request: dict[str, Any] = {"model": self.model, "stream": False,
+                                   "messages": wire_messages(messages, ASSISTANT_CONTENT[self.assistant_content])}
         if tools:  # OpenAI rejects an empty tools list
             request["tools"] = tools
         # the API refuses tool_choice and parallel_tool_calls in a request without tools (a
@@ -138,12 +160,16 @@ class OpenAIChatModel:
             request["extra_body"] = params
         return request
 
-    def _delay_before_retry(self, error: Exception, attempt: int) -> float:
-        """Seconds to wait before the next attempt; raises when the error is final."""
+    def _delay_before_retry(self, error: Exception, attempt: int, failures: list[str], request: dict[str, Any]) -> float:
+        """Seconds to wait before the next attempt; raises when the error is final.
+
+        ``failures`` collects this call's errors so far (described), to tell a server that
+        refuses the request with a 5xx (the same answer every time) from an outage."""
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
         what = f"{self.model} at {self.base_url or 'api.openai.com'}"
+        failures.append(_describe(error))
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
-            text = f"{what}: request refused with HTTP {status}: {_describe(error)}"
+            text = f"{what}: request refused: {_describe(error)}"
             if status in (400, 413) and _CONTEXT_OVERFLOW.search(str(error)):
                 raise ContextOverflowError(text, status) from error
             raise ModelRequestError(text, status) from error
@@ -151,9 +177,7 @@ class OpenAIChatModel:
         # (a truncated or invalid body, no choices), which a second attempt usually fixes
         attempts = attempt + 1
         if attempts > self.max_retries:
-            raise InfrastructureError(
-                f"{what}: gave up after {attempts} attempts; last error: {_describe(error)}"
-            ) from error
+            raise InfrastructureError(_gave_up(what, status, failures, request)) from error
         delay = _retry_after_seconds(error)
         if delay is None:
             delay = self.backoff_base * 2**attempt
@@ -182,11 +206,33 @@ def _cached_tokens(usage: Any) -> int | None:
     return cached if isinstance(cached, int) and cached >= 0 else None
 
 
-def wire_messages(messages: list[Message]) -> list[Message]:
+def _gave_up(what: str, status: int | None, failures: list[str], request: dict[str, Any]) -> str:
+    """Why the call failed for good. The same 5xx on every attempt is said first (a report shows
+    the start of the text): a server refusing this request, not an outage."""
+    if status is None or status < 500 or len(failures) < 2 or len(set(failures)) > 1:
+        return f"{what}: gave up after {len(failures)} attempts; last error: {failures[-1]}"
+    no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
+    hint = (" (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
+            "content: try the model param assistant_content=empty)" if no_content else "")
+    return (f"{what}: gave up after {len(failures)} attempts, the same answer every time, so a refused request "
+            f"rather than an outage: {failures[-1]}{hint}")
+
+
+def wire_messages(messages: list[Message], tool_call_content: str | None = None) -> list[Message]:
     """The messages as the API takes them: our tool results carry the tool's ``name`` (for
-    summaries, views and the scripted agent), which a tool message may not have on the wire."""
-    return [{key: value for key, value in message.items() if key != "name"} if message.get("role") == "tool" else message
-            for message in messages]
+    summaries, views and the scripted agent), which a tool message may not have on the wire.
+    An assistant message that only calls tools (no content, or null) gets ``tool_call_content``
+    when it is a string (``""`` for local servers), else goes as it is."""
+    return [_wire_message(message, tool_call_content) for message in messages]
+
+
+def _wire_message(message: Message, tool_call_content: str | None) -> Message:
+    role = message.get("role")
+    if role == "tool":
+        return {key: value for key, value in message.items() if key != "name"}
+    if role == "assistant" and tool_call_content is not None and message.get("content") is None:
+        return {**message, "content": tool_call_content}
+    return message
 
 
 def assistant_message_to_dict(message: Any) -> Message:
@@ -255,6 +301,12 @@ _FAILED_CALL = (openai.APIError, ValueError, AttributeError, TypeError, Unusable
 
 
 def _describe(error: Exception) -> str:
+    """One line naming the failure, the HTTP status once (the client's own message starts
+    "Error code: 400 - " and repeats the whole body; the server's error message is enough)."""
     if isinstance(error, openai.APIStatusError):
-        return f"HTTP {error.status_code}: {error.message}"
+        body = error.body
+        message = body.get("message") if isinstance(body, dict) else None
+        if not isinstance(message, str) or not message:
+            message = re.sub(rf"^Error code: {error.status_code}(?: - )?", "", error.message) or "(no message)"
+        return f"HTTP {error.status_code}: {message}"
     return f"{type(error).__name__}: {error}"
