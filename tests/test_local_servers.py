@@ -242,3 +242,35 @@ def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a
     assert row["termination"] == "infra_error"
     assert "gave up after 2 attempts, the same answer every time, so a refused request rather than an outage" in row["infra_error"]
     assert "so a refused request rather than an outage" in (tmp_path / REPORT_FILE).read_text(encoding="utf-8")
+
+
+def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs_no_server(tmp_path):
+    """The README's local-server command, end to end: a server that ignores tools without tool_choice,
+    answers 500 to null content, runs away without max_tokens and counts its own tokens. With the
+    flags every role's episode is scored; the row records them and both token units; a replay with
+    the server stopped gives the same rows."""
+    from test_model_roles import role_reply, without_timing
+
+    from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+
+    flags = ["--model-param", "tool_choice=auto", "--model-param", "assistant_content=empty",
+             "--model-param", "max_tokens=512", "--timeout", "20", "--max-retries", "0"]
+    common = ["--configs", "C4", "--tasks", "hotel_50:hotel-006", "--runs", "1", "--quiet", "--concurrency", "1"]
+    with FakeOpenAIServer(tools_need_tool_choice=True, null_content_500=True, runaway_seconds=60.0,
+                          own_token_counts=True) as server:
+        server.answer_with(role_reply)
+        assert eval_main([*common, *flags, "--agent", "openai:local", "--user", "openai:local", "--summarizer",
+                          "openai:local", "--base-url", server.base_url, "--summarizer-base-url", server.base_url,
+                          "--record", str(tmp_path / "rec"), "--out", str(tmp_path / "live")]) == 0
+    [row] = read_rows(tmp_path / "live" / "results.jsonl")
+    assert row["termination"] == "success" and row["grade"]["success"]
+    agent = row["sampling"]["agent"]
+    assert agent["params"]["assistant_content"] == "empty" and agent["params"]["tool_choice"] == "auto"
+    assert (agent["timeout"], agent["max_retries"]) == (20.0, 0)
+    metrics = row["metrics"]
+    assert metrics["reported_input_tokens"] > 0 and metrics["reported_input_tokens"] != metrics["input_tokens"]
+    assert metrics["user_reported_input_tokens"] > 0 and metrics["summarizer_reported_input_tokens"] > 0
+    # the replay: the server is gone, every role answers from the recording
+    assert eval_main([*common, *flags, "--agent", f"replay:{tmp_path / 'rec'}", "--user", "openai:local",
+                      "--summarizer", "openai:local", "--out", str(tmp_path / "replayed")]) == 0
+    assert without_timing(tmp_path / "replayed") == without_timing(tmp_path / "live")

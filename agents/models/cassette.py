@@ -75,8 +75,8 @@ def read_cassette(path: str | Path) -> list[dict[str, Any]]:
 class RecordingModel:
     """Wraps a ``ChatModel`` and appends each call it answers to a cassette.
 
-    Sampling params come from ``params`` or else from ``inner.sampling_params`` (as
-    ``OpenAIChatModel`` exposes them). An existing cassette is appended to, its step
+    Sampling params come from ``params`` or else from ``inner.recorded_params`` (as
+    ``OpenAIChatModel`` exposes them: its sampling params and client-side switches). An existing cassette is appended to, its step
     numbers continued, so a replay of the whole file sees steps in file order. Failed calls
     are not recorded. One cassette per episode keeps steps meaningful under concurrency.
     """
@@ -84,7 +84,8 @@ class RecordingModel:
     def __init__(self, inner: ChatModel, path: str | Path, params: Mapping[str, Any] | None = None):
         self.inner = inner
         self.path = Path(path)
-        self.sampling_params: dict[str, Any] = dict(params if params is not None else getattr(inner, "sampling_params", {}))
+        recorded = getattr(inner, "recorded_params", None) or getattr(inner, "sampling_params", {})
+        self.sampling_params: dict[str, Any] = dict(params if params is not None else recorded)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._next_step = len(read_cassette(self.path))
         self._lock = threading.Lock()

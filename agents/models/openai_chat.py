@@ -115,6 +115,13 @@ class OpenAIChatModel:
         compat = f", assistant_content={self.assistant_content!r}" if self.assistant_content != "null" else ""
         return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params}{compat})"
 
+    @property
+    def recorded_params(self) -> dict[str, Any]:
+        """What defines this model's requests, as rows and cassettes record it: the sampling params
+        plus the ``assistant_content`` switch when it is on (read here, never sent as a key)."""
+        switch = {"assistant_content": self.assistant_content} if self.assistant_content != "null" else {}
+        return {**self.sampling_params, **switch}
+
     def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
         request = self._request(messages, tools)
         failures: list[str] = []

@@ -151,7 +151,8 @@ def settings_of(model: Any) -> ModelSettings | None:
         return recorded
     inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
     name = getattr(inner, "model", None)
-    return ModelSettings(model=name if isinstance(name, str) else None, params=dict(getattr(model, "sampling_params", {}) or {}),
+    params = getattr(model, "recorded_params", None) or getattr(model, "sampling_params", {}) or {}
+    return ModelSettings(model=name if isinstance(name, str) else None, params=dict(params),
                          timeout=getattr(inner, "timeout", None), max_retries=getattr(inner, "max_retries", None))
 
 
