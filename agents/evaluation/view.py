@@ -92,7 +92,7 @@ def _message_row(message: dict[str, Any]) -> list[Any]:
 
 def _pack(value: Any) -> str:
     raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode()
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
 
 
 # --- one episode ---------------------------------------------------------------------------------
