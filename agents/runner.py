@@ -57,7 +57,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
                             policy=policy or getattr(agent, "spec", "full"), tools=tools)
     agent.reset()
-    recorder = ContextRecorder() if keep_shown else None
+    recorder = ContextRecorder(counter) if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     model_time, done, truncated, termination = 0.0, False, False, None
     last_info = info
