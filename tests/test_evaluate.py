@@ -122,3 +122,18 @@ def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
                       "--backend", "ray", "--out", str(tmp_path)]) == 0
     rows = read_rows(tmp_path / "results.jsonl")
     assert len(rows) == 2 and all(r["grade"]["success"] for r in rows)
+
+
+def test_a_deterministic_agent_runs_once_by_default_and_runs_n_still_runs_n(tmp_path, capsys):
+    from erp_sim.agents.evaluation.runs import default_runs
+
+    assert default_runs("scripted") == 1
+    assert default_runs("scripted:recall=2e6") == default_runs("openai:gpt-4.1") == default_runs("replay:rec") == 5
+    tasks = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--quiet", "--concurrency", "1"]
+    assert eval_main([*tasks, "--out", str(tmp_path / "once")]) == 0
+    assert [r["run"] for r in read_rows(tmp_path / "once" / "results.jsonl")] == [0]
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("C3 "))
+    assert line.endswith("last_n:n=5  runs: 1 (deterministic agent)")
+    assert eval_main([*tasks, "--runs", "2", "--out", str(tmp_path / "twice")]) == 0
+    assert [r["run"] for r in read_rows(tmp_path / "twice" / "results.jsonl")] == [0, 1]
+    assert "runs: 2 (deterministic agent)" in capsys.readouterr().out

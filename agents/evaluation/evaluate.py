@@ -1,8 +1,8 @@
 """``erp-sim eval``: policies x tasks x runs, one JSON line per episode, resumable, then a report.
 
 With no arguments it runs the embedded default: presets C1-C4 with the scripted agent on
-hotel_50, 5 runs each (the study's design; the scripted agent is deterministic, so its runs
-agree and its numbers are not LLM results). Each finished episode is appended to
+hotel_50, one run each (the scripted agent is deterministic: further runs would be identical
+copies, see ``runs.py``; an LLM agent gets the study's 5 runs; its numbers are not LLM results). Each finished episode is appended to
 ``OUT/results.jsonl`` at once, so a killed run loses at most the episodes in flight and
 ``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
 the file is rewritten in canonical order, so two runs of a deterministic agent give
@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.evaluation.runs import default_runs, runs_text
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
 DEFAULT_OUT = "runs/eval"
@@ -364,7 +365,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                                            "key from OPENAI_API_KEY)")
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
     parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
+                             "one without recall=, whose runs would be identical copies; else 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
                         help="episodes run at once in worker processes (1: in this process)")
@@ -412,7 +415,8 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     if args.record and not args.agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     task_set, ids = task_ids(args.tasks)
-    specs = plan(configs, task_set, ids, args.runs, args.seed, agent=args.agent, max_steps=args.max_steps,
+    runs = args.runs if args.runs is not None else default_runs(args.agent)
+    specs = plan(configs, task_set, ids, runs, args.seed, agent=args.agent, max_steps=args.max_steps,
                  verbosity=args.verbosity, out_dir=str(Path(args.out)), base_url=args.base_url, record_dir=args.record,
                  context_window=args.context_window)
     if not specs:
@@ -453,7 +457,8 @@ def print_table(rows: list[dict]) -> None:
             continue
         print(f"{labels[name]:<{width}}{e['success'].mean:>9.1%}{e['strict_success'].mean:>8.1%}"
               f"{e['itemized_amount'].mean:>10.2%}{e['over_itemization'].mean:>10.1%}{e['input_tokens_per_episode'].mean:>14,.0f}"
-              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}")
+              f"{e['input_tokens'].mean:>17,.0f}{e['peak_tokens'].mean:>10,.0f}{e['steps'].mean:>7.1f}  {summary.policy}"
+              f"  runs: {runs_text(summary.n_runs, summary.agent)}")
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
