@@ -29,6 +29,7 @@ a real tokenization only for new ones.
 from __future__ import annotations
 
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
@@ -350,21 +351,29 @@ class RunningCount:
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
-        self._seen: list[tuple[dict[str, Any], Any]] = []
+        self._seen: list[dict[str, Any]] = []
+        self._contents: list[Any] = []
         self._total = 0
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        seen = self._seen
-        if len(messages) < len(seen) or not all(
-            m is old and m.get("content") is content for (old, content), m in zip(seen, messages)
+        seen, contents = self._seen, self._contents
+        known = messages[: len(seen)]
+        # identity checks in C (map/operator), so an unchanged prefix costs little per message
+        if len(known) < len(seen) or not (
+            all(map(operator.is_, known, seen)) and all(map(operator.is_, map(_CONTENT, known), contents))
         ):
             seen.clear()
+            contents.clear()
             self._total = 0
         count = self.counter.count_message
         for message in messages[len(seen) :]:
             self._total += count(message)
-            seen.append((message, message.get("content")))
+            seen.append(message)
+            contents.append(message.get("content"))
         return self._total + REPLY_PRIMING_TOKENS
+
+
+_CONTENT = operator.methodcaller("get", "content")
 
 
 @cache

@@ -34,6 +34,7 @@ token counts are ``steps[k]`` of ``Trajectory.steps``. ``erp-sim show`` prints a
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -78,6 +79,7 @@ class ContextRecorder:
         self._transcript_json: set[str] = set()
         self._transcript_tool_call_ids: set[str] = set()
         self._transcript_seen = 0
+        self._last_shown: list[Message] = []  # the previous step's context (its messages are in _kept)
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
         for message in transcript[self._transcript_seen:]:
@@ -86,7 +88,14 @@ class ContextRecorder:
             self._transcript_tool_call_ids.update(_call_ids(message))
             self._kept.append(message)
         self._transcript_seen = len(transcript)
-        self.context.steps.append([self._index(message) for message in shown])
+        last, kept = self._last_shown, len(self._last_shown)
+        if len(shown) >= kept and all(map(operator.is_, shown[:kept], last)):  # the last context, grown
+            indices = [*self.context.steps[-1], *(self._index(message) for message in shown[kept:])] if kept else \
+                [self._index(message) for message in shown]
+        else:
+            indices = [self._index(message) for message in shown]
+        self._last_shown = list(shown)
+        self.context.steps.append(indices)
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))
