@@ -266,7 +266,7 @@ class TokenCounter:
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
         # id(message) -> (message, its content, its tool_calls, count); holding the message keeps its id unique
-        self._by_identity: dict[int, tuple[dict[str, Any], Any, Any, int]] = {}
+        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -309,8 +309,8 @@ class TokenCounter:
         memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count)
         while len(memo) > IDENTITY_CACHE_SIZE:
             try:
-                del memo[next(iter(memo))]  # the oldest: insertion order
-            except (KeyError, RuntimeError, StopIteration):  # changed by another thread meanwhile
+                memo.popitem(last=False)  # the oldest (OrderedDict: O(1), unlike a plain dict's first key)
+            except KeyError:  # emptied by another thread meanwhile
                 break
 
     def count_messages(self, messages: list[dict[str, Any]]) -> int:

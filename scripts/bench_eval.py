@@ -49,6 +49,7 @@ from erp_sim.agents.types import AgentStep  # noqa: E402
 POLICIES = ["full", *(p for p in OTHER_POLICIES if p != "full"), "retrieval:backend=bm25"]
 TASKS = {"short": "hotel-000", "median": "hotel-024", "longest": "hotel-049"}  # 4, 13 and 22 receipt items
 SYNTHETIC_CALLS = 200
+EVAL_MAX_STEPS = 200  # erp-sim eval's --max-steps default
 SKIP_FIRST = 10  # the slope is fitted after the opening calls (menu search, first form)
 
 
@@ -116,7 +117,8 @@ def run(policy: str, task: str) -> dict:
     inner = PagingAgent() if synthetic else ScriptedAgent()
     inner_timed = Timed(inner)
     outer = Timed(wrap(inner_timed, policy))
-    env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=4 * SYNTHETIC_CALLS), outer)
+    steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
+    env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
     get_counter().cache_clear()
     trajectory = run_episode(env, outer, task_id="hotel-010" if synthetic else task, seed=0, policy=policy,
                              max_model_calls=SYNTHETIC_CALLS if synthetic else 400)
