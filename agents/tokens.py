@@ -344,33 +344,37 @@ class TokenCounter:
 class RunningCount:
     """``count_messages`` for a transcript that grows by appending: only new messages are looked up.
 
-    Remembers the last list it counted (the message objects and their content objects);
-    when the next list starts with the same ones, only the tail is counted. Anything else
-    (a shorter list, a replaced message or content) is counted from scratch.
+    Remembers the last list it counted (the message objects, their content objects and counts);
+    the next list is counted from the first message that is not the same object with the same
+    content object (a policy that rewrites an older message costs the messages after it).
     """
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
         self._seen: list[dict[str, Any]] = []
         self._contents: list[Any] = []
-        self._total = 0
+        self._counts: list[int] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        seen, contents = self._seen, self._contents
-        known = messages[: len(seen)]
-        # identity checks in C (map/operator), so an unchanged prefix costs little per message
-        if len(known) < len(seen) or not (
-            all(map(operator.is_, known, seen)) and all(map(operator.is_, map(_CONTENT, known), contents))
-        ):
-            seen.clear()
-            contents.clear()
-            self._total = 0
+        seen, contents, counts = self._seen, self._contents, self._counts
+        same = common_prefix(messages, seen)
+        same = common_prefix(list(map(_CONTENT, messages[:same])), contents)  # a content replaced in place: changed
+        del seen[same:], contents[same:], counts[same:]
         count = self.counter.count_message
-        for message in messages[len(seen) :]:
-            self._total += count(message)
+        for message in messages[same:]:
             seen.append(message)
             contents.append(message.get("content"))
-        return self._total + REPLY_PRIMING_TOKENS
+            counts.append(count(message))
+        return sum(counts) + REPLY_PRIMING_TOKENS
+
+
+def common_prefix(items: list[Any], reference: list[Any]) -> int:
+    """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
+    same = list(map(operator.is_, items, reference))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 _CONTENT = operator.methodcaller("get", "content")

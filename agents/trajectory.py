@@ -34,12 +34,11 @@ token counts are ``steps[k]`` of ``Trajectory.steps``. ``erp-sim show`` prints a
 from __future__ import annotations
 
 import json
-import operator
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.tokens import TokenCounter, common_prefix, get_counter
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 
@@ -88,12 +87,8 @@ class ContextRecorder:
             self._transcript_tool_call_ids.update(_call_ids(message))
             self._kept.append(message)
         self._transcript_seen = len(transcript)
-        last, kept = self._last_shown, len(self._last_shown)
-        if len(shown) >= kept and all(map(operator.is_, shown[:kept], last)):  # the last context, grown
-            indices = [*self.context.steps[-1], *(self._index(message) for message in shown[kept:])] if kept else \
-                [self._index(message) for message in shown]
-        else:
-            indices = [self._index(message) for message in shown]
+        same = common_prefix(shown, self._last_shown)  # what the previous step showed first is indexed already
+        indices = [*(self.context.steps[-1][:same] if same else ()), *(self._index(message) for message in shown[same:])]
         self._last_shown = list(shown)
         self.context.steps.append(indices)
 

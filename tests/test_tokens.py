@@ -164,3 +164,15 @@ def test_a_message_whose_content_or_calls_are_replaced_is_counted_again():
     message["tool_calls"] = [{"id": "c", "type": "function", "function": {"name": "form_save_form", "arguments": "{}"}}]
     assert counter.count_message(message) == count_message({"role": "assistant", "content": message["content"],
                                                              "tool_calls": message["tool_calls"]})
+
+
+def test_running_count_recounts_from_the_first_changed_message_only():
+    counter = TokenCounter()
+    running = tokens.RunningCount(counter)
+    transcript = [{"role": "user", "content": f"message {i}"} for i in range(10)]
+    running(transcript)
+    transcript[6]["content"] = "this message was edited in place and is longer now"
+    assert running(transcript) == counter.count_messages(transcript)
+    lookups = counter.hits + counter.misses
+    changed = [*transcript[:8], {"role": "user", "content": "another"}, *transcript[9:]]
+    assert running(changed) == counter.count_messages(changed) and counter.hits + counter.misses == lookups + 2 + 10
