@@ -212,7 +212,9 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
     known = _stored_tokens(trajectory, messages, steps)
     transcript = [table.add(m, known) for m in messages]
     contexts = shown_contexts(trajectory)
-    context_ids = {id(m): table.add(m, known) for context in contexts or () for m, _ in context}
+    # each distinct shown message once (contexts refer to these very objects), not once per call
+    context_ids = {id(m): table.add(m, known) for m in (trajectory["context"].get("messages") or []) if isinstance(m, dict)} \
+        if contexts is not None else {}
     prefix = _Transcript()
     calls, events, remaining = [], [], []
     call = -1
