@@ -162,11 +162,8 @@ def _marks(prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | N
     last_position = -1
     shown: list[list[Any]] = []
     for index, (message_id, message, origin) in enumerate(context):
-        position = None
-        free = [p for p in prefix.positions.get(message_id, ()) if p not in used]
-        if free:
-            # policies keep the transcript's order: take the first copy after the last match
-            position = next((p for p in free if p > last_position), free[0])
+        position = _free_position(prefix.positions.get(message_id, ()), used, last_position)
+        if position is not None:
             used.add(position)
         elif message.get("tool_call_id") in prefix.by_call:
             position = prefix.by_call[message["tool_call_id"]]  # a tool result the policy rewrote
@@ -179,6 +176,15 @@ def _marks(prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | N
         shown.append([message_id, mark, position])
     pruned = [position for position in range(len(prefix.messages)) if position not in seen_positions]
     return shown, pruned
+
+
+def _free_position(positions: list[int], used: set[int], last_position: int) -> int | None:
+    """Where a kept message stands: policies keep the transcript's order, so the first of its
+    positions after the last match that no earlier copy in this call took (else the first free one)."""
+    if len(positions) == 1:  # the usual case: a message stands once in the transcript
+        return None if positions[0] in used else positions[0]
+    free = [p for p in positions if p not in used]
+    return next((p for p in free if p > last_position), free[0]) if free else None
 
 
 def _stored_tokens(trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[tuple, int]:
