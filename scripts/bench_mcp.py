@@ -36,6 +36,7 @@ from erp_sim.session import ErpSession
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
 TOKEN = "bench-token"
+STDIO_ROUNDS = 3
 OPEN = ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
 CALL = ("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "1"})
 
@@ -112,7 +113,7 @@ def select(gridName: str, rowNumber: str) -> str:
 def open_menu_item(name: str, type: str = "Display") -> str:
     return response
 
-server.run(transport="stdio", show_banner=False)
+server.run(transport="stdio", show_banner=False, log_level="WARNING")
 """
 
 
@@ -221,10 +222,14 @@ def start_http_server() -> tuple[subprocess.Popen, str]:
 
 async def run(args) -> dict:
     bare = bare_fastmcp_command()
-    report = {"tool": CALL[0], "in_process": in_process(args.calls * 5),
-              "stdio_legacy": await over_stdio(args.calls, "legacy"), "stdio_2026": await over_stdio(args.calls, "auto"),
-              "stdio_bare_fastmcp_legacy": await over_stdio(args.calls, "legacy", bare),
-              "stdio_bare_fastmcp_2026": await over_stdio(args.calls, "auto", bare)}
+    report = {"tool": CALL[0], "in_process": in_process(args.calls * 5)}
+    rounds: dict[str, list[dict]] = {}
+    for _ in range(STDIO_ROUNDS):  # ours and bare fastmcp interleaved, so load on the machine hits both alike
+        for name, mode, command in (("stdio_legacy", "legacy", SERVE), ("stdio_bare_fastmcp_legacy", "legacy", bare),
+                                    ("stdio_2026", "auto", SERVE), ("stdio_bare_fastmcp_2026", "auto", bare)):
+            rounds.setdefault(name, []).append(await over_stdio(args.calls, mode, command))
+    for name, results in rounds.items():  # the median round of each (by median latency)
+        report[name] = sorted(results, key=lambda r: r["median_ms"])[len(results) // 2] | {"rounds": len(results)}
     Path(bare[3]).unlink(missing_ok=True)
     report["stdio_vs_bare_fastmcp"] = {
         mode: {"median_x": round(report[f"stdio_{mode}"]["median_ms"] / report[f"stdio_bare_fastmcp_{mode}"]["median_ms"], 2),
