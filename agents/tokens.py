@@ -342,39 +342,58 @@ class TokenCounter:
 
 
 class RunningCount:
-    """``count_messages`` for a transcript that grows by appending: only new messages are looked up.
+    """``count_messages`` for a context that changes little from call to call: each message object
+    is looked up once, by identity, and only messages not seen before are counted.
 
-    Remembers the last list it counted (the message objects, their content objects and counts);
-    the next list is counted from the first message that is not the same object with the same
-    content object (a policy that rewrites an older message costs the messages after it).
+    Remembers every (message, content) pair it counted, by the identity of both, so a message
+    whose content is replaced in place is counted again; the lookups run in C (``map``), so a
+    call costs little per unchanged message wherever a policy inserts or drops messages.
     """
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
-        self._seen: list[dict[str, Any]] = []
-        self._contents: list[Any] = []
-        self._counts: list[int] = []
+        # (id(message), id(content)) -> (message, content, count); holding both keeps the ids unique
+        self._known: dict[tuple[int, int], tuple[dict[str, Any], Any, int]] = {}
+        self._last: list[dict[str, Any]] = []  # the previous list and its entries: most calls only append
+        self._last_found: list[tuple[dict[str, Any], Any, int]] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        seen, contents, counts = self._seen, self._contents, self._counts
-        same = common_prefix(messages, seen)
-        same = common_prefix(list(map(_CONTENT, messages[:same])), contents)  # a content replaced in place: changed
-        del seen[same:], contents[same:], counts[same:]
-        count = self.counter.count_message
-        for message in messages[same:]:
-            seen.append(message)
-            contents.append(message.get("content"))
-            counts.append(count(message))
-        return sum(counts) + REPLY_PRIMING_TOKENS
+        same = _same_prefix(messages, self._last)
+        same = _same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
+        rest = messages[same:]
+        keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
+        found = list(map(self._known.get, keys))
+        position = next_none(found, 0)
+        while position is not None:
+            message = rest[position]
+            entry = found[position] = (message, message.get("content"), self.counter.count_message(message))
+            self._known[keys[position]] = entry
+            position = next_none(found, position + 1)
+        found = self._last_found[:same] + found
+        if len(self._known) > 4 * len(messages) + 1024:  # forget what no longer shows (bounded memory)
+            self._known = {(id(m), id(c)): (m, c, n) for m, c, n in found}
+        self._last, self._last_found = list(messages), found
+        return sum(map(_COUNT, found)) + REPLY_PRIMING_TOKENS
 
 
-def common_prefix(items: list[Any], reference: list[Any]) -> int:
+def _same_prefix(items: list[Any], reference: list[Any]) -> int:
     """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
     same = list(map(operator.is_, items, reference))
     try:
         return same.index(False)
     except ValueError:
         return len(same)
+
+
+def next_none(found: list[Any], start: int) -> int | None:
+    """The next position at or after ``start`` holding None (nothing known there), searched in C."""
+    try:
+        return found.index(None, start)
+    except ValueError:
+        return None
+
+
+_SECOND, _COUNT = operator.itemgetter(1), operator.itemgetter(2)
 
 
 _CONTENT = operator.methodcaller("get", "content")

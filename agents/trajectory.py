@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.tokens import TokenCounter, common_prefix, get_counter
+from erp_sim.agents.tokens import TokenCounter, get_counter, next_none
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 
@@ -78,7 +78,6 @@ class ContextRecorder:
         self._transcript_json: set[str] = set()
         self._transcript_tool_call_ids: set[str] = set()
         self._transcript_seen = 0
-        self._last_shown: list[Message] = []  # the previous step's context (its messages are in _kept)
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
         for message in transcript[self._transcript_seen:]:
@@ -87,9 +86,12 @@ class ContextRecorder:
             self._transcript_tool_call_ids.update(_call_ids(message))
             self._kept.append(message)
         self._transcript_seen = len(transcript)
-        same = common_prefix(shown, self._last_shown)  # what the previous step showed first is indexed already
-        indices = [*(self.context.steps[-1][:same] if same else ()), *(self._index(message) for message in shown[same:])]
-        self._last_shown = list(shown)
+        # messages seen before are looked up by identity in C; only the others go through _index
+        indices = list(map(self._by_id.get, map(id, shown)))
+        position = next_none(indices, 0)
+        while position is not None:
+            indices[position] = self._index(shown[position])
+            position = next_none(indices, position + 1)
         self.context.steps.append(indices)
 
     def _index(self, message: Message) -> int:

@@ -7,7 +7,9 @@ pages the expense-report list back and forth: every response is a new message). 
 call's CPU (``time.thread_time`` from one call to the next) is split into:
 
 - ``sim``: the simulator's ``env.step`` (the ERP call and the simulated user);
-- ``count``: tokenizing the messages that are new at this call, with a cold counter;
+- ``count``: tokenizing, with a cold counter, the messages this call shows for the first time
+  (new transcript messages, and whatever the policy wrote: summaries, anchors, cut results)
+  and the message it answers;
 - ``policy``: the context policy's own work (its ``act`` minus the agent it wraps);
 - ``floor`` = sim + count + policy, the work the call cannot avoid, and ``ratio`` = CPU / floor;
 - ``agent``: the agent's own decision (the scripted agent reads its shown context; an LLM agent's
@@ -57,7 +59,7 @@ class Timed:
     """Wraps an agent: when each call started, how long it took, how long the transcript was."""
 
     def __init__(self, agent):
-        self.agent, self.starts, self.durations, self.lengths = agent, [], [], []
+        self.agent, self.starts, self.durations, self.steps = agent, [], [], []
         self.spec = getattr(agent, "spec", "full")
 
     @property
@@ -70,9 +72,9 @@ class Timed:
     def act(self, transcript, tools) -> AgentStep:
         start = time.thread_time()
         self.starts.append(start)
-        self.lengths.append(len(transcript))
         step = self.agent.act(transcript, tools)
         self.durations.append(time.thread_time() - start)
+        self.steps.append(step)
         return step
 
 
@@ -124,13 +126,13 @@ def run(policy: str, task: str) -> dict:
                              max_model_calls=SYNTHETIC_CALLS if synthetic else 400)
     env.close()
     calls = len(outer.starts)
-    cold = TokenCounter()
-    count_cpu = []
-    for k in range(calls):  # tokenizing what is new at call k, once, with a cold cache
-        end = outer.lengths[k]
-        begin = outer.lengths[k - 1] if k else 0
+    cold, shown_before, count_cpu = TokenCounter(), set(), []
+    for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers, with a cold cache
+        new = [m for m in step.shown if id(m) not in shown_before]
+        shown_before.update(map(id, step.shown))
         start = time.thread_time()
-        cold.count_messages(trajectory.messages[begin:end])
+        cold.count_messages(new)
+        cold.count_message(step.message)
         count_cpu.append(time.thread_time() - start)
     total = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
     policy_cpu = [outer.durations[k] - inner_timed.durations[k] for k in range(calls - 1)]

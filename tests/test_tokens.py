@@ -166,7 +166,7 @@ def test_a_message_whose_content_or_calls_are_replaced_is_counted_again():
                                                              "tool_calls": message["tool_calls"]})
 
 
-def test_running_count_recounts_from_the_first_changed_message_only():
+def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand():
     counter = TokenCounter()
     running = tokens.RunningCount(counter)
     transcript = [{"role": "user", "content": f"message {i}"} for i in range(10)]
@@ -174,5 +174,7 @@ def test_running_count_recounts_from_the_first_changed_message_only():
     transcript[6]["content"] = "this message was edited in place and is longer now"
     assert running(transcript) == counter.count_messages(transcript)
     lookups = counter.hits + counter.misses
-    changed = [*transcript[:8], {"role": "user", "content": "another"}, *transcript[9:]]
-    assert running(changed) == counter.count_messages(changed) and counter.hits + counter.misses == lookups + 2 + 10
+    anchor = {"role": "system", "content": "a note a policy inserts near the start"}
+    changed = [transcript[0], anchor, *transcript[1:8], *transcript[9:]]  # one inserted, one dropped
+    assert running(changed) == counter.count_messages(changed)
+    assert counter.hits + counter.misses == lookups + 1 + len(changed)  # the anchor, then count_messages
