@@ -1,12 +1,12 @@
 """``erp-sim eval``: policies x tasks x runs, one JSON line per episode, resumable, then a report.
 
 With no arguments it runs the embedded default: presets C1-C4 with the scripted agent on
-hotel_50, one run each (the scripted agent is deterministic: further runs would be identical
-copies, see ``runs.py``; an LLM agent gets the study's 5 runs; its numbers are not LLM results). Each finished episode is appended to
-``OUT/results.jsonl`` at once, so a killed run loses at most the episodes in flight and
-``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
-the file is rewritten in canonical order, so two runs of a deterministic agent give
-byte-identical files once the ``timing`` fields are dropped.
+hotel_50, one run each: the scripted agent is deterministic, so further runs would be identical
+copies (``runs.py``; an LLM agent gets the study's 5 runs), and its numbers are not LLM results.
+Each finished episode is appended to ``OUT/results.jsonl`` at once, so a killed run loses at
+most the episodes in flight and ``--resume`` finishes the rest exactly once (infrastructure
+errors are retried). At the end the file is rewritten in canonical order, so two runs of a
+deterministic agent give byte-identical files once the ``timing`` fields are dropped.
 
 Kill safety: worker processes die with the eval (``PR_SET_PDEATHSIG`` on Linux, and a
 watch on the parent's pid everywhere), and never write a trajectory once the eval is gone;
