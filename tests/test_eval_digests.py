@@ -43,10 +43,13 @@ CONFIGS = [  # (config, policy, user, agent)
     ("C3-recall", "last_n:n=5", "rule", "scripted:recall=2e6"),
 ]
 TIMING = {"timing"}  # wall clock: never deterministic
-# Fields that other changes add on purpose (a merge may bring them in); nothing else may differ.
-# A name matches at any depth of a row or trajectory; "sampling." matches every new key under a
+# Fields added on purpose (a merge may bring them in); nothing else may differ. A name in
+# ADDED_FIELDS matches at any depth of a row or trajectory (the prompt-cache change's counts);
+# a path in ADDED_PATHS matches exactly: ``context.tokens`` (each shown message's o200k count,
+# stored by the speed work so the run page need not tokenize again) and every new key under a
 # row's ``sampling`` (the sampling settings of an LLM agent or user).
-ADDED_FIELDS = {"cacheable_prefix_tokens", "tokens"}
+ADDED_FIELDS = {"cacheable_prefix_tokens"}
+ADDED_PATHS = ("context.tokens",)
 ADDED_PREFIXES = ("sampling.",)
 
 
@@ -81,7 +84,7 @@ def fields(value: Any, prefix: str = "") -> set[str]:
 
 def _allowed(path: str) -> bool:
     leaf = path.rsplit(".", 1)[-1].removesuffix("[]")
-    return leaf in ADDED_FIELDS or path.startswith(ADDED_PREFIXES)
+    return leaf in ADDED_FIELDS or path in ADDED_PATHS or path.startswith(ADDED_PREFIXES)
 
 
 def _drop(value: Any, paths: set[str], prefix: str = "") -> Any:
@@ -112,7 +115,8 @@ def compare(stored: dict, kind: str, value: dict) -> str | None:
     """
     unexpected = sorted(path for path in fields(value) - set(stored["fields"][kind]) if not _allowed(path))
     if unexpected:
-        return f"{kind}: fields added {unexpected} (allowed to add: {sorted(ADDED_FIELDS)}, {', '.join(ADDED_PREFIXES)}*)"
+        return (f"{kind}: fields added {unexpected} (allowed to add: {sorted(ADDED_FIELDS)} anywhere, "
+                f"{', '.join(ADDED_PATHS)}, {', '.join(ADDED_PREFIXES)}*)")
     return None
 
 
@@ -141,6 +145,7 @@ def test_allowed_fields_are_named_and_nothing_else_passes():
     assert compare(stored, "row", {**row, "sampling": {"agent": None, "temperature": 0}}) is None
     problem = compare(stored, "row", {**row, "metrics": {"input_tokens": 1, "surprise": 2}})
     assert problem is not None and "metrics.surprise" in problem
+    assert compare(stored, "row", {**row, "metrics": {"input_tokens": 1, "tokens": 2}}) is not None  # only context.tokens
     value = {**row, "metrics": {"input_tokens": 1, "cacheable_prefix_tokens": 5}}
     assert digest(_drop(value, fields(value) - set(stored["fields"]["row"]))) == digest(row)
 
