@@ -4,9 +4,9 @@ Every non-LLM context policy (the presets C1-C4 and the other deterministic poli
 scripted agent on the shortest, a median and the longest hotel_50 task, and the recall variant
 runs on two presets; each episode's trajectory (as ``erp-sim eval`` writes it) and results row are
 compared with digests in ``eval_digests.json``, which were written from the code before the
-speed-ups. Timing fields are left out (wall clock). The only allowed difference is a field that
-another change adds on purpose, named in ``ADDED_FIELDS``: it is dropped before hashing, and any
-other new or missing field fails the test by name.
+speed-ups. Timing fields are left out (wall clock). The only allowed difference is a field added
+on purpose, named below (``ADDED_FIELDS``, ``ADDED_PATHS``, ``ADDED_PREFIXES``): it is dropped
+before hashing; any other new field fails the test by name, a missing or changed one by its digest.
 
 Regenerate the digests only for a change that is meant to change results:
 ``.venv/bin/python tests/test_eval_digests.py --write``.
