@@ -29,7 +29,7 @@ from typing import Any
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.tools import harness_tools
 from erp_sim.agents.prompt_cache import EpisodeMeter, sum_reported
-from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.tokens import RunningCount, TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
 from erp_sim.grading import Grade
@@ -61,10 +61,11 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
                             policy=policy or getattr(agent, "spec", "full"), tools=tools)
     agent.reset()
-    recorder = ContextRecorder() if keep_shown else None
+    recorder = ContextRecorder(counter) if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
     agent_requests = meter.tracker("agent")
+    count_shown = RunningCount(counter)  # a context that only grows (full history) is counted by its new messages
     model_time, done, truncated, termination = 0.0, False, False, None
     last_info = info
     while not done and len(trajectory.steps) < max_model_calls:
@@ -73,7 +74,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
             step = agent.act(transcript, tools)
             model_time += time.perf_counter() - call_started
             message = step.message
-            input_tokens = counter.count_messages(step.shown) + tool_tokens
+            input_tokens = count_shown(step.shown) + tool_tokens
             if context_window is not None and input_tokens > context_window:
                 raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
                                            f"over the context window of {context_window:,}")

@@ -42,6 +42,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
@@ -61,6 +62,7 @@ ASK = ("I found {n} charges on the receipt{doc}. Before I create the itemized li
        "as itemized lines with their subcategory, date and amount?")
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
+READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few hundred)
 
 
 def _parse_sop(text: str) -> dict | None:
@@ -160,14 +162,16 @@ class View:
             if role == "tool":
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
-                envelope = formstate.parse_response(content)
-                self.state = formstate.form_state(content) if envelope else parse_refined(content)
-                if self.state and self.state.get("Name") == "TrvReceiptViewer" and self._read_receipt(self.state):
+                self.state, receipt = _read_tool_result(content, self.expense_type)
+                if receipt is not None:
+                    self.charges, self.receipt_document = list(receipt[0]), receipt[1]
                     charges_at = position
             elif role == "user" and message is not messages[0]:
-                if _CONFIRMED.search(content):
+                confirms, summary = _read_user_message(content, self.expense_type)
+                if confirms:
                     self.confirmed = True
-                if self.charges is None and self._read_summary(content):
+                if self.charges is None and summary is not None:
+                    self.charges = list(summary)
                     charges_at = position
 
         if recall is not None and self.charges:
@@ -194,26 +198,39 @@ class View:
         say = self.sop_step("say")
         return say is None or bool(_CONFIRMED.search(str(say.get("expect", ""))))
 
-    def _read_receipt(self, state: dict) -> bool:
-        rows = formstate.grid_rows(state, "ReceiptItemsGrid")
-        charges = [(self.mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
-                    _money(r.get("ReceiptItem_Amount")) or "?") for r in rows]
-        if charges:
-            self.charges = charges
-            self.receipt_document = str(formstate.control_value(state, "Receipt_DocumentNumber") or "")
-        return bool(charges)
-
-    def _read_summary(self, text: str) -> bool:
-        """The "Receipt items" section of a structured summary (erp_sim.agents.expense_facts format)."""
-        block = _SUMMARY_ITEMS.search(text)
-        items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
-        if items:
-            self.charges = [(self.mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items]
-        return bool(items)
-
     @property
     def form(self) -> str | None:
         return self.state.get("Name") if self.state else None
+
+
+# -- reading one message: each message is read once, not at every step (the same transcript
+# messages are shown again and again; re-parsing them made every step cost the whole history).
+# Cached by text; the results are shared between steps and must not be mutated.
+@lru_cache(maxsize=READ_CACHE_SIZE)
+def _read_tool_result(content: str, expense_type: str) -> tuple[dict | None, tuple[tuple[Charge, ...], str] | None]:
+    """(the FormState a tool result shows, (its receipt charges, document number) for a receipt viewer)."""
+    state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
+    receipt = _read_receipt(state, wording_to_subcategory(expense_type)) if state and state.get("Name") == "TrvReceiptViewer" else None
+    return state, receipt
+
+
+def _read_receipt(state: dict, mapping: dict[str, str]) -> tuple[tuple[Charge, ...], str] | None:
+    rows = formstate.grid_rows(state, "ReceiptItemsGrid")
+    charges = tuple((mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
+                     _money(r.get("ReceiptItem_Amount")) or "?") for r in rows)
+    if not charges:
+        return None
+    return charges, str(formstate.control_value(state, "Receipt_DocumentNumber") or "")
+
+
+@lru_cache(maxsize=READ_CACHE_SIZE)
+def _read_user_message(content: str, expense_type: str) -> tuple[bool, tuple[Charge, ...] | None]:
+    """(the user confirms adding the charges, the charges of a structured summary's "Receipt items")."""
+    block = _SUMMARY_ITEMS.search(content)
+    items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
+    mapping = wording_to_subcategory(expense_type)
+    summary = tuple((mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items)
+    return bool(_CONFIRMED.search(content)), summary or None
 
 
 _REFINED_FORM = re.compile(r"^Form (\w+)")

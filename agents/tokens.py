@@ -21,13 +21,15 @@ framing constants are the cookbook's estimate of what the server adds, so totals
 from a server's reported prompt tokens by a few tokens per message.
 
 Counting a growing transcript is incremental: each message's count is cached under its
-canonical content (a bounded LRU), so re-counting a transcript costs one dictionary lookup
-per message already seen and a real tokenization only for new ones.
+canonical content (a bounded LRU) and, for the message objects counted last, under the object
+itself, so re-counting a transcript costs one dictionary lookup per message already seen and
+a real tokenization only for new ones.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
@@ -40,6 +42,7 @@ TOKENS_PER_TOOL_CALL = 3
 REPLY_PRIMING_TOKENS = 3
 DEFAULT_CACHE_SIZE = 65_536  # entries (messages, and long texts)
 DEFAULT_CACHE_CHARS = 32_000_000  # characters of text the cache keys may hold, about 8M tokens
+IDENTITY_CACHE_SIZE = 4_096  # message objects whose count is kept by identity (an episode shows a few hundred)
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
 
 
@@ -56,22 +59,34 @@ class Encoder(Protocol):
 
 
 class BpeOpenAIEncoder:
-    """An encoding from ``bpe-openai``, without its per-call size limits.
+    """An encoding from ``bpe-openai``'s Rust backend, without its per-call size limits.
 
-    ``Encoding.encode_ordinary`` refuses texts over 1M characters or 200k tokens; the Rust
-    backend it wraps has no such limit, so long tool outputs are counted through it directly.
+    Only the backend is loaded: ``import bpe_openai`` decodes the Python rank tables of every
+    encoding it ships (o200k_base, cl100k_base, voyage3_base: about a second of CPU in every
+    process), which counting and encoding never use. ``Encoding.encode_ordinary`` also refuses
+    texts over 1M characters or 200k tokens; the backend has no such limit. Decoding ids outside
+    the ordinary vocabulary (special tokens, unknown ids) goes to the full ``Encoding``, loaded then.
     """
 
     def __init__(self, name: str):
-        import warnings
-
         self.name = name
-        with warnings.catch_warnings():  # bpe-openai 0.1.4 loads its tables with a deprecated importlib call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import bpe_openai
+        self._encoding: Any = None  # the full bpe_openai Encoding, only when needed
+        bindings = _bpe_bindings()
+        self._backend = bindings.tokenizer_for_encoding(name) if bindings is not None else None
+        self._ordinary = ORDINARY_TOKENS.get(name, 0) if self._backend is not None else 0
+        if self._backend is None:
+            self._full()
 
-            self._encoding = bpe_openai.get_encoding(name)
-        self._backend = getattr(self._encoding, "_backend", None)
+    def _full(self) -> Any:
+        if self._encoding is None:
+            import warnings
+
+            with warnings.catch_warnings():  # bpe-openai 0.1.4 loads its tables with a deprecated importlib call
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import bpe_openai
+
+                self._encoding = bpe_openai.get_encoding(self.name)
+        return self._encoding
 
     def encode(self, text: str) -> list[int]:
         text = _valid_utf8(text)
@@ -80,7 +95,12 @@ class BpeOpenAIEncoder:
         return list(self._backend.encode(text))
 
     def decode(self, tokens: list[int]) -> str:
-        return self._encoding.decode(list(tokens))
+        tokens = list(tokens)
+        ordinary = self._ordinary
+        # the backend does not check ids (an unknown one panics or reads garbage)
+        if ordinary and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
+            return self._backend.decode(tokens)
+        return self._full().decode(tokens)
 
     def count(self, text: str) -> int:
         if not text:
@@ -89,6 +109,34 @@ class BpeOpenAIEncoder:
         if self._backend is None:
             return len(self._encoding.encode_ordinary(text))
         return self._backend.count(text)
+
+
+# Ordinary (non-special) token ids of each encoding are 0 .. N-1 (the line count of its rank table).
+ORDINARY_TOKENS = {"o200k_base": 199_998, "cl100k_base": 100_256}
+
+
+@cache
+def _bpe_bindings() -> Any:
+    """``bpe_openai._bindings`` (the Rust backend), loaded without running ``bpe_openai/__init__``;
+    None where the package is laid out otherwise (the full package is used then)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if "bpe_openai._bindings" in sys.modules:
+        return sys.modules["bpe_openai._bindings"]
+    spec = importlib.util.find_spec("bpe_openai")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = f"{folder}/_bindings{suffix}"
+            try:
+                loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", path)
+                module = importlib.util.module_from_spec(importlib.util.spec_from_loader("bpe_openai._bindings", loader))
+                loader.exec_module(module)
+            except (ImportError, OSError):
+                continue
+            return module
+    return None
 
 
 def _valid_utf8(text: str) -> str:
@@ -217,6 +265,8 @@ class TokenCounter:
         self.encoder = get_encoder(encoding)
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
+        # id(message) -> (message, its content, its tool_calls, count); holding the message keeps its id unique
+        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -233,16 +283,35 @@ class TokenCounter:
         return cached
 
     def count_message(self, message: dict[str, Any]) -> int:
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message and known[1] is message.get("content") \
+                and known[2] is message.get("tool_calls"):
+            self.hits += 1
+            return known[3]
         key = _message_key(message)
         cached = self._cache.get(key)
         if cached is not None:
             self.hits += 1
-            return cached
-        self.misses += 1
-        count = self._count_uncached(message)
-        chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
-        self._cache.put(key, count, chars)
-        return count
+        else:
+            self.misses += 1
+            cached = self._count_uncached(message)
+            chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
+            self._cache.put(key, cached, chars)
+        self._remember(message, cached)
+        return cached
+
+    def _remember(self, message: dict[str, Any], count: int) -> None:
+        """Keep the count under the message object itself: a transcript shows the same objects at
+        every step, and building their keys again made each step cost the whole history. A message
+        whose content or tool_calls is replaced is counted again (edit messages by replacing those,
+        as every policy here does, not by editing a tool call in place)."""
+        memo = self._by_identity
+        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count)
+        while len(memo) > IDENTITY_CACHE_SIZE:
+            try:
+                memo.popitem(last=False)  # the oldest (OrderedDict: O(1), unlike a plain dict's first key)
+            except KeyError:  # emptied by another thread meanwhile
+                break
 
     def count_messages(self, messages: list[dict[str, Any]]) -> int:
         return sum(map(self.count_message, messages)) + REPLY_PRIMING_TOKENS
@@ -266,34 +335,66 @@ class TokenCounter:
     def cache_clear(self) -> None:
         self._cache.clear()
         self._text_cache.clear()
+        self._by_identity.clear()
         self.hits = self.misses = 0
 
 
 class RunningCount:
-    """``count_messages`` for a transcript that grows by appending: only new messages are looked up.
+    """``count_messages`` for a context that changes little from call to call: each message object
+    is looked up once, by identity, and only messages not seen before are counted.
 
-    Remembers the last list it counted (the message objects and their content objects);
-    when the next list starts with the same ones, only the tail is counted. Anything else
-    (a shorter list, a replaced message or content) is counted from scratch.
+    Remembers every (message, content) pair it counted, by the identity of both, so a message
+    whose content is replaced in place is counted again; the lookups run in C (``map``), so a
+    call costs little per unchanged message wherever a policy inserts or drops messages.
     """
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
-        self._seen: list[tuple[dict[str, Any], Any]] = []
-        self._total = 0
+        # (id(message), id(content)) -> (message, content, count); holding both keeps the ids unique
+        self._known: dict[tuple[int, int], tuple[dict[str, Any], Any, int]] = {}
+        self._last: list[dict[str, Any]] = []  # the previous list and its entries: most calls only append
+        self._last_found: list[tuple[dict[str, Any], Any, int]] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        seen = self._seen
-        if len(messages) < len(seen) or not all(
-            m is old and m.get("content") is content for (old, content), m in zip(seen, messages)
-        ):
-            seen.clear()
-            self._total = 0
-        count = self.counter.count_message
-        for message in messages[len(seen) :]:
-            self._total += count(message)
-            seen.append((message, message.get("content")))
-        return self._total + REPLY_PRIMING_TOKENS
+        same = _same_prefix(messages, self._last)
+        same = _same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
+        rest = messages[same:]
+        keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
+        found = list(map(self._known.get, keys))
+        position = next_none(found, 0)
+        while position is not None:
+            message = rest[position]
+            entry = found[position] = (message, message.get("content"), self.counter.count_message(message))
+            self._known[keys[position]] = entry
+            position = next_none(found, position + 1)
+        found = self._last_found[:same] + found
+        if len(self._known) > 4 * len(messages) + 1024:  # forget what no longer shows (bounded memory)
+            self._known = {(id(m), id(c)): (m, c, n) for m, c, n in found}
+        self._last, self._last_found = list(messages), found
+        return sum(map(_COUNT, found)) + REPLY_PRIMING_TOKENS
+
+
+def _same_prefix(items: list[Any], reference: list[Any]) -> int:
+    """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
+    same = list(map(operator.is_, items, reference))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
+
+
+def next_none(found: list[Any], start: int) -> int | None:
+    """The next position at or after ``start`` holding None (nothing known there), searched in C."""
+    try:
+        return found.index(None, start)
+    except ValueError:
+        return None
+
+
+_SECOND, _COUNT = operator.itemgetter(1), operator.itemgetter(2)
+
+
+_CONTENT = operator.methodcaller("get", "content")
 
 
 @cache

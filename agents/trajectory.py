@@ -12,8 +12,10 @@ after every context policy, stored compactly::
       "messages": [{...}, {...}, ...],  # each distinct message once per episode (OpenAI chat dicts),
                                         # in the order the model first saw them
       "origins":  ["transcript", ...],  # one per message, see below
-      "steps":    [[0, 1], [0, 1, 2, 3], ...]  # per model call k: indices into messages, in the
-    }                                          # order shown (step k's input = messages[i] for i in steps[k])
+      "steps":    [[0, 1], [0, 1, 2, 3], ...],  # per model call k: indices into messages, in the
+                                                # order shown (step k's input = messages[i] for i in steps[k])
+      "tokens":   [812, 95, ...]    # one per message: its o200k_base count (agents/tokens.py formula)
+    }
 
 Origins say where a shown message came from:
 
@@ -37,6 +39,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.prompt_cache import ModelCall
+from erp_sim.agents.tokens import TokenCounter, get_counter, next_none
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 
@@ -50,6 +53,8 @@ class VisibleContext(BaseModel):
     messages: list[Message] = Field(default_factory=list, description="Each distinct shown message, once.")
     origins: list[str] = Field(default_factory=list, description="Per message: " + ", ".join(ORIGINS) + ".")
     steps: list[list[int]] = Field(default_factory=list, description="Per model call, indices into messages.")
+    tokens: list[int] = Field(default_factory=list, description="Per message: its o200k_base token count, so "
+                                                                 "readers (the run page) need not tokenize again.")
 
     def shown(self, step: int) -> list[Message]:
         """The messages model call ``step`` was shown, in order."""
@@ -63,10 +68,12 @@ class ContextRecorder:
     step, and policies never mutate them), then by their canonical JSON.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, counter: TokenCounter | None = None) -> None:
         self.context = VisibleContext()
+        self._counter = counter or get_counter()
         self._by_id: dict[int, int] = {}
         self._by_json: dict[str, int] = {}
+        self._json_of: dict[int, str] = {}  # id -> canonical JSON, so no kept message is serialised twice
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
         self._transcript_ids: set[int] = set()
         self._transcript_json: set[str] = set()
@@ -76,25 +83,38 @@ class ContextRecorder:
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
         for message in transcript[self._transcript_seen:]:
             self._transcript_ids.add(id(message))
-            self._transcript_json.add(_canonical(message))
+            self._transcript_json.add(self._canonical(message))
             self._transcript_tool_call_ids.update(_call_ids(message))
             self._kept.append(message)
         self._transcript_seen = len(transcript)
-        self.context.steps.append([self._index(message) for message in shown])
+        # messages seen before are looked up by identity in C; only the others go through _index
+        indices = list(map(self._by_id.get, map(id, shown)))
+        position = next_none(indices, 0)
+        while position is not None:
+            indices[position] = self._index(shown[position])
+            position = next_none(indices, position + 1)
+        self.context.steps.append(indices)
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))
         if index is not None:
             return index
-        key = _canonical(message)
+        key = self._canonical(message)
         index = self._by_json.get(key)
         if index is None:
             index = self._by_json[key] = len(self.context.messages)
             self.context.messages.append(message)
             self.context.origins.append(self._origin(message, key))
+            self.context.tokens.append(self._counter.count_message(message))
         self._by_id[id(message)] = index
         self._kept.append(message)
         return index
+
+    def _canonical(self, message: Message) -> str:
+        key = self._json_of.get(id(message))
+        if key is None:
+            key = self._json_of[id(message)] = _canonical(message)
+        return key
 
     def _origin(self, message: Message, key: str) -> str:
         if id(message) in self._transcript_ids or key in self._transcript_json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # OpenAI function-tool schema: {"type": "function", "function": {...}}
@@ -81,7 +81,10 @@ class AgentStep(BaseModel):
     """What an agent did at one step, and what it cost."""
 
     message: Message = Field(description="The assistant message it produced (text and/or tool calls).")
-    shown: list[Message] = Field(default_factory=list, description="The messages the model was shown, after every context policy.")
+    # not validated, so not copied: the recorder and the token counter find each shown message by
+    # identity, which a validated copy of every message at every step would defeat (quadratic work)
+    shown: SkipValidation[list[Message]] = Field(default_factory=list,
+                                                 description="The messages the model was shown, after every context policy.")
     usage: Usage = Field(default_factory=Usage, description="Tokens of the agent's own model call.")
     summarizer_usage: Usage = Field(default_factory=Usage, description="Tokens spent by summarizers inside context policies this step.")
     summarizer_calls: int = Field(0, ge=0, description="Summarizer calls made this step.")

@@ -12,18 +12,22 @@ import random
 from datetime import date, timedelta
 from decimal import Decimal
 from functools import lru_cache
-
-from faker import Faker
+from typing import TYPE_CHECKING
 
 from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES, RECEIPT_WORDING
 from erp_sim.money import CENT
 from erp_sim.tasks import ReceiptLine, Task
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 Charge = tuple[date, str, Decimal]  # (date, subcategory, amount)
 
 
 @lru_cache(maxsize=1)
 def _faker() -> Faker:
+    from faker import Faker  # here, not at import: the simulator imports this module's tables at reset
+
     return Faker("en_US")  # built once (slow); re-seeded per task
 
 

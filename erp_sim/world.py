@@ -7,22 +7,26 @@ target report carries a few other lines. Everything derives from the task seed.
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import date, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 from erp_sim.catalog import CATEGORIES, RECEIPT_WORDING
 from erp_sim.money import CENT
-from faker.providers.company.en_US import Provider as CompanyNames
-from faker.providers.person.en_US import Provider as PersonNames
 
 from erp_sim.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
 from erp_sim.tasks import Task
 
-# Faker's word lists, drawn with our own seeded rng: Faker's weighted sampling costs ~50 us a
-# name, which made a world take ~25 ms to build; plain choices keep session opens cheap.
-LAST_NAMES = sorted(PersonNames.last_names)
-COMPANY_SUFFIXES = list(CompanyNames.company_suffixes)
+# Faker's word lists (a copy in data/world_names.json, checked against the pinned Faker by
+# tests/test_fixtures.py), drawn with our own seeded rng: Faker's weighted sampling costs ~50 us
+# a name, which made a world take ~25 ms to build, and importing Faker costs ~0.1 s at the first
+# reset, where only fixture generation needs it.
+WORLD_NAMES_FILE = Path(__file__).with_name("data") / "world_names.json"
+_NAMES = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
+LAST_NAMES: list[str] = _NAMES["last_names"]
+COMPANY_SUFFIXES: list[str] = _NAMES["company_suffixes"]
 CITIES = ["Seattle", "Chicago", "Denver", "Austin", "Boston", "Atlanta", "Phoenix", "Portland", "Dallas", "Miami",
           "San Diego", "Nashville", "Detroit", "Minneapolis", "Charlotte", "Salt Lake City", "New York", "Orlando"]
 

@@ -143,7 +143,23 @@ def test_the_printed_table_has_the_columns_and_number_formats_of_the_readme_copy
                 for cell in cells]
 
     assert [shape(line)[:3] for line in printed[2:]] == [["text"] * 3] * 2
+    assert all(shape(line)[8] == "9 (deterministic agent)" for line in copy[2:] + printed[2:])
     for line in copy[2:] + printed[2:]:
         cells = shape(line)
         assert re.fullmatch(r"9+\.9%", cells[3]) and re.fullmatch(r"9+\.9%", cells[4]), line
         assert cells[5] == cells[6] == "N" and re.fullmatch(r"9+\.9", cells[7]), line
+
+
+def test_a_deterministic_agent_runs_once_by_default_and_runs_n_still_runs_n(tmp_path, capsys):
+    from erp_sim.agents.evaluation.runs import default_runs
+
+    assert default_runs("scripted") == 1
+    assert default_runs("scripted:recall=2e6") == default_runs("openai:gpt-4.1") == default_runs("replay:rec") == 5
+    tasks = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--quiet", "--concurrency", "1"]
+    assert eval_main([*tasks, "--out", str(tmp_path / "once")]) == 0
+    assert [r["run"] for r in read_rows(tmp_path / "once" / "results.jsonl")] == [0]
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| C3 |"))
+    assert line.startswith("| C3 | last_n:n=5 | rule | 100.0% |") and line.endswith("| 1 (deterministic agent) |")
+    assert eval_main([*tasks, "--runs", "2", "--out", str(tmp_path / "twice")]) == 0
+    assert [r["run"] for r in read_rows(tmp_path / "twice" / "results.jsonl")] == [0, 1]
+    assert "| 2 (deterministic agent) |" in capsys.readouterr().out

@@ -39,3 +39,17 @@ def test_five_expense_types_in_three_families_twenty_each():
         assert sum(float(i.amount) for i in task.receipt_items) == float(task.header_amount) or abs(
             sum(float(i.amount) for i in task.receipt_items) - float(task.header_amount)) < 1e-6
         assert all(i.subcategory in CATEGORIES[task.expense_type].subcategories for i in task.receipt_items)
+
+
+def test_world_names_are_the_pinned_fakers_word_lists():
+    """The simulator reads Faker's name lists from a copy, so a reset never imports Faker."""
+    import json
+
+    from faker.providers.company.en_US import Provider as CompanyNames
+    from faker.providers.person.en_US import Provider as PersonNames
+
+    from erp_sim.world import WORLD_NAMES_FILE
+
+    names = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
+    assert names["last_names"] == sorted(PersonNames.last_names)
+    assert names["company_suffixes"] == list(CompanyNames.company_suffixes)

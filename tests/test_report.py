@@ -57,7 +57,7 @@ def test_report_has_the_expected_table_rows(presets):
     assert "| C4 | 84.0 [77.2, 90.8] |" in md
     # tokens per benchmark: C3 runs 22,000 .. 22,400, t interval 22,200 +- 196.3
     assert "| C3 | 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] |" in md  # per episode, then per benchmark
-    assert "| C3 | `last_n:n=5` | scripted | rule | hotel_50 | 10 | 5 | 50 | 0 | t over 5 runs |" in md
+    assert "| C3 | `last_n:n=5` | scripted:recall=2e6 | rule | hotel_50 | 10 | 5 | 50 | 0 | t over 5 runs |" in md
     assert "## Against the baseline C2" in md
     assert "| C4 | +34.0 [" in md and "| 4 / 0 / 6 | 0.1250 |" in md
     against = md.split("## Against the baseline C2")[1].split("## pass^k")[0]
@@ -180,7 +180,7 @@ def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path)
     assert report._bar((0.0, 0.0)) is None and report._bar((1.0, 2.0)) == [[1.0], [2.0]]
     rows = [episode(name, t, 0, True, policy=name) for name in ("C2", long_name) for t in range(3)]
     md = report.render_report(rows)
-    assert f"| P1 | {long_name} | `{long_name}` | scripted |" in md
+    assert f"| P1 | {long_name} | `{long_name}` | scripted:recall=2e6 |" in md
 
 
 def test_an_llm_users_cost_has_its_own_table():
@@ -189,3 +189,11 @@ def test_an_llm_users_cost_has_its_own_table():
     for row in rows:
         row["metrics"] |= {"user_model_calls": 2, "user_input_tokens": 100, "user_output_tokens": 10}
     assert "| C2 | 2.0 | 330 |" in report.render_report(rows)  # 110 tokens x 3 tasks per benchmark
+
+
+def test_a_deterministic_agent_is_reported_with_one_run_and_why():
+    rows = [episode("C2", t, 0, True) | {"agent": "scripted"} for t in range(12)]
+    md = report.render_report(rows)
+    assert "| C2 | `full` | scripted | rule | hotel_50 | 12 | 1 (deterministic agent) | 12 | 0 | bootstrap over 12 tasks " \
+           "(deterministic agent: its runs are identical) |" in md
+    assert "C2: a deterministic agent, whose runs of a task are identical copies, so its pass^k is its pass^1" in md

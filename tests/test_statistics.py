@@ -17,7 +17,7 @@ def episode(config, task, run, success, *, policy="full", task_set="hotel_50", t
         "config": config,
         "policy": policy,
         "user": "rule",
-        "agent": "scripted",
+        "agent": "scripted:recall=2e6",  # runs differ (a deterministic agent's would be copies)
         "task_set": task_set,
         "task_id": f"hotel-{task:03d}",
         "run": run,
@@ -266,3 +266,17 @@ def test_sweep_grid_only_for_configs_differing_in_n_and_w():
     assert grid.n_values == (3, 5) and grid.w_values == (1, 3)
     assert grid.cells == {(3, 1): "N3W1", (3, 3): "N3W3", (5, 1): "N5W1", (5, 3): "N5W3"}
     assert grid.matrix(summaries).tolist() == [[0.4, 0.6], [0.6, 0.8]]
+
+
+def test_a_deterministic_agent_gets_intervals_over_tasks_and_the_reason():
+    """The scripted agent without recall= repeats itself: its runs are copies, so the interval is over
+    tasks (a t interval over copies would have zero width), with or without extra runs."""
+    rows = [episode("C3", task, run, task < 5) | {"agent": "scripted"} for run in range(2) for task in range(TASKS)]
+    for subset in (rows, [r for r in rows if r["run"] == 0]):
+        summary = st.summarize(subset)["C3"]
+        assert summary.deterministic
+        assert summary.interval_method == "bootstrap over 10 tasks (deterministic agent: its runs are identical)"
+        est = summary.estimates["success"]
+        assert est.method.startswith("bootstrap") and est.n == TASKS and est.low < 0.5 < est.high
+    varied = st.summarize([r | {"agent": "scripted:recall=2e6"} for r in rows])["C3"]
+    assert not varied.deterministic and varied.interval_method == "t over 2 runs"

@@ -121,3 +121,60 @@ def test_the_cache_is_bounded_in_characters_too():
     for i in range(50):
         counter.count_message({"role": "tool", "content": f"{i:04d}" + "x" * 996})
     assert len(counter._cache) == 10 and counter._cache.chars <= 10_000
+
+
+def test_counting_loads_only_the_backend_not_every_rank_table():
+    """``import bpe_openai`` decodes every encoding's Python rank table; counting needs none of them."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom erp_sim.agents.tokens import count_text, decode, encode\n"
+             "assert count_text('hello world') == 2 and decode(encode('héllo 🙂')) == 'héllo 🙂'\n"
+             "print('bpe_openai' in sys.modules, 'bpe_openai._bindings' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_ordinary_vocabulary_sizes_match_the_rank_tables():
+    from bpe_openai import registry
+
+    from erp_sim.agents.tokens import ORDINARY_TOKENS
+
+    for name, size in ORDINARY_TOKENS.items():
+        ranks = registry.ENCODING_CONSTRUCTORS[name]()["mergeable_ranks"]
+        assert size == len(ranks) == max(ranks.values()) + 1
+
+
+def test_decoding_special_and_unknown_ids_goes_through_the_full_encoding():
+    ids = encode("abc héllo")
+    assert decode(ids[:-1]) + decode(ids[-1:]) == "abc héllo"
+    assert decode([199_999]) == "<|endoftext|>"
+    with pytest.raises(KeyError):
+        decode([10**9])
+
+
+def test_a_message_whose_content_or_calls_are_replaced_is_counted_again():
+    counter = TokenCounter()
+    message = {"role": "assistant", "content": "short"}
+    first = counter.count_message(message)
+    assert counter.count_message(message) == first
+    message["content"] = "a much longer text than before, with many more tokens in it"
+    assert counter.count_message(message) > first
+    message["tool_calls"] = [{"id": "c", "type": "function", "function": {"name": "form_save_form", "arguments": "{}"}}]
+    assert counter.count_message(message) == count_message({"role": "assistant", "content": message["content"],
+                                                             "tool_calls": message["tool_calls"]})
+
+
+def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand():
+    counter = TokenCounter()
+    running = tokens.RunningCount(counter)
+    transcript = [{"role": "user", "content": f"message {i}"} for i in range(10)]
+    running(transcript)
+    transcript[6]["content"] = "this message was edited in place and is longer now"
+    assert running(transcript) == counter.count_messages(transcript)
+    lookups = counter.hits + counter.misses
+    anchor = {"role": "system", "content": "a note a policy inserts near the start"}
+    changed = [transcript[0], anchor, *transcript[1:8], *transcript[9:]]  # one inserted, one dropped
+    assert running(changed) == counter.count_messages(changed)
+    assert counter.hits + counter.misses == lookups + 1 + len(changed)  # the anchor, then count_messages

@@ -56,6 +56,35 @@ def test_messages_are_stored_once_and_episodes_refer_to_them(page_file):
     assert referenced == set(range(len(table)))  # every stored message is used, every reference resolves
 
 
+def test_stored_token_counts_are_used_and_match_a_fresh_count(run_dir, page_file, tmp_path, monkeypatch):
+    """The page takes each message's count from the trajectory (context.tokens, output_tokens) and
+    counts only what no model call was shown (the last results); without stored counts it counts
+    everything itself and gets the same page."""
+    from erp_sim.agents import tokens
+
+    counted = []
+    real = tokens.count_message
+    monkeypatch.setattr(tokens, "count_message", lambda message: counted.append(message) or real(message))
+    page = page_file.read_text(encoding="utf-8")
+    assert view.build_page(run_dir) == page
+    shown = {json.dumps(m, sort_keys=True) for path in run_dir.glob("trajectories/*/*.json.gz")
+             for m in json.loads(gzip.decompress(path.read_bytes()))["context"]["messages"]}
+    assert counted and all(json.dumps(m, sort_keys=True) not in shown for m in counted)
+    assert len(counted) <= 2 * 6  # at most the last tool result and user reply of each of the 6 episodes
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    for path in copy.glob("trajectories/*/*.json.gz"):
+        trajectory = json.loads(gzip.decompress(path.read_bytes()))
+        del trajectory["context"]["tokens"]
+        for step in trajectory["steps"]:
+            step["output_tokens"] = None
+        path.write_bytes(gzip.compress(json.dumps(trajectory).encode(), mtime=0))
+    counted.clear()
+    rebuilt = view.build_page(copy)
+    assert len(counted) > 12
+    assert _payloads(rebuilt, "chunk") == _payloads(page, "chunk")
+
+
 def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
     page = page_file.read_text(encoding="utf-8")
     overview = json.loads(re.search(r'id="overview-data">([^<]*)</script>', page).group(1))

@@ -1,12 +1,12 @@
 """``erp-sim eval``: policies x tasks x runs, one JSON line per episode, resumable, then a report.
 
 With no arguments it runs the embedded default: presets C1-C4 with the scripted agent on
-hotel_50, 5 runs each (the study's design; the scripted agent is deterministic, so its runs
-agree and its numbers are not LLM results). Each finished episode is appended to
-``OUT/results.jsonl`` at once, so a killed run loses at most the episodes in flight and
-``--resume`` finishes the rest exactly once (infrastructure errors are retried). At the end
-the file is rewritten in canonical order, so two runs of a deterministic agent give
-byte-identical files once the ``timing`` fields are dropped.
+hotel_50, one run each: the scripted agent is deterministic, so further runs would be identical
+copies (``runs.py``; an LLM agent gets the study's 5 runs), and its numbers are not LLM results.
+Each finished episode is appended to ``OUT/results.jsonl`` at once, so a killed run loses at
+most the episodes in flight and ``--resume`` finishes the rest exactly once (infrastructure
+errors are retried). At the end the file is rewritten in canonical order, so two runs of a
+deterministic agent give byte-identical files once the ``timing`` fields are dropped.
 
 Kill safety: worker processes die with the eval (``PR_SET_PDEATHSIG`` on Linux, and a
 watch on the parent's pid everywhere), and never write a trajectory once the eval is gone;
@@ -42,6 +42,7 @@ from erp_sim.agents.policies import PRESETS, parse_policy, preset
 from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.evaluation.runs import default_runs, runs_text
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
 DEFAULT_OUT = "runs/eval"
@@ -222,7 +223,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+    # level 6: within 4% of level 9's size on these JSON files, in about 60% of its CPU time
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="", compresslevel=6) as out:
         out.write(json.dumps(trajectory.deterministic_dump(), ensure_ascii=False).encode())
     grade = trajectory.grade
     agent_model = getattr(getattr(agent, "unwrapped", agent), "model", None)
@@ -445,7 +447,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
     parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
+                             "one without recall=, whose runs would be identical copies; else 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
                         help="episodes run at once in worker processes (1: in this process)")
@@ -562,7 +566,8 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
-    specs = plan(configs, task_set, ids, args.runs, args.seed, **episode_options(args))
+    runs = args.runs if args.runs is not None else default_runs(args.agent)
+    specs = plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
     if not specs:
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
     prepare_models(specs)
@@ -586,7 +591,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
 #: The table erp-sim eval prints, as GitHub Markdown, so that the README's copy is a paste of it
 #: (tests/test_evaluate.py holds the two to the same columns and number formats).
 TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "input tokens / benchmark", "peak tokens",
-                 "steps")
+                 "steps", "runs")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -598,8 +603,8 @@ def print_table(rows: list[dict]) -> None:
         e = summary.estimates
         numbers = [f"{e['success'].mean:.1%}", f"{e['strict_success'].mean:.1%}", f"{e['input_tokens'].mean:,.0f}",
                    f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else ["no scored episode", *[DASH] * 4]
-        lines.append((name, summary.policy, summary.user, *numbers))
-    print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 5))
+        lines.append((name, summary.policy, summary.user, *numbers, runs_text(summary.n_runs, summary.agent)))
+    print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 6))
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:

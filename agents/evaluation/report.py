@@ -19,6 +19,7 @@ from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.failures import error_text
+from erp_sim.agents.evaluation.runs import runs_text
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
@@ -179,7 +180,8 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str |
 
 def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
     rows = [
-        (s.config, f"`{s.policy}`", s.agent, s.user, s.task_set, s.n_tasks, s.n_runs, s.n_episodes, s.n_infra_errors, s.interval_method)
+        (s.config, f"`{s.policy}`", s.agent, s.user, s.task_set, s.n_tasks, runs_text(s.n_runs, s.agent), s.n_episodes,
+         s.n_infra_errors, s.interval_method)
         for s in summaries.values()
     ]
     headers = ("config", "policy", "agent", "user", "task set", "tasks", "runs", "scored episodes", "infra errors", "95% CI")
@@ -340,6 +342,14 @@ def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
         "Δ peak tokens (%)",
     )
     return md_table(headers, rows, "lrrrrlrr")
+
+
+def _deterministic_pass_k_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    names = [s.config for s in summaries.values() if s.deterministic]
+    if not names:
+        return ""
+    return (f" {', '.join(names)}: a deterministic agent, whose runs of a task are identical copies, so its pass^k is "
+            "its pass^1 (it runs once per task unless `--runs` asks for more).")
 
 
 def _pass_k(rows: Sequence[Mapping[str, Any]], configs: Sequence[str]) -> str:
@@ -998,7 +1008,8 @@ def render_report(
         ]
     sections += [
         "## pass^k",
-        "Chance that k independent runs of a task all succeed, averaged over tasks (tau-bench).",
+        "Chance that k independent runs of a task all succeed, averaged over tasks (tau-bench)."
+        + _deterministic_pass_k_note(summaries),
         _pass_k(scored, configs),
         "## Failure taxonomy",
         "Scored episodes by failure category.",

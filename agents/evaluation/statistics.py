@@ -13,7 +13,9 @@ Choices, and why
   repetitions of the same benchmark, the way the study reports "5 independent runs"; a
   run-level mean over dozens of tasks is close to normal even when episodes are skewed.
   With a single run there is no run-to-run spread, so the interval falls back to a
-  **bootstrap over tasks**, and the method is recorded with each estimate.
+  **bootstrap over tasks**, and the method is recorded with each estimate. A deterministic
+  agent (``runs.is_deterministic``) always gets the bootstrap over tasks: its runs are copies,
+  and a t interval over copies has zero width.
 * Differences against a baseline are **paired over tasks** (same task set and task id in
   both configurations): per-task differences are bounded, discrete and skewed, and there
   may be only a handful of runs, so their interval is a **BCa bootstrap over tasks**
@@ -41,6 +43,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
 
 Row = Mapping[str, Any]
 TaskKey = tuple[str, str]  # (task_set, task_id)
@@ -344,21 +348,29 @@ class ConfigSummary:
     n_infra_errors: int
     incomplete_runs: int  # runs with fewer scored episodes than tasks
     estimates: dict[str, Estimate]
+    deterministic: bool = False  # a deterministic agent: runs are copies, intervals are over tasks
 
     @property
     def interval_method(self) -> str:
         if self.n_episodes == 0:
             return "–"
+        if self.deterministic:
+            return f"bootstrap over {self.n_tasks} tasks ({DETERMINISTIC_REASON}: its runs are identical)"
         if self.n_runs >= 2:
             return f"t over {self.n_runs} runs"
         return f"bootstrap over {self.n_tasks} tasks"
+
+
+def deterministic_rows(rows: Sequence[Row]) -> bool:
+    """Whether every row is a deterministic agent's: its runs are copies, so only tasks vary."""
+    return bool(rows) and all(is_deterministic(str(row.get("agent", ""))) for row in rows)
 
 
 def estimate(rows: Sequence[Row], metric: Metric) -> Estimate:
     """Mean and 95% interval of one metric over one configuration's rows (the method above)."""
     scored = scored_rows(rows)
     n_tasks = len({task_key(row) for row in rows})
-    if len({int(row.get("run", 0)) for row in scored}) >= 2:
+    if len({int(row.get("run", 0)) for row in scored}) >= 2 and not deterministic_rows(rows):
         result = t_interval(run_values(scored, metric, n_tasks).values())
     else:  # one run: only task-to-task spread is left to show
         scale = n_tasks if metric.per_benchmark else 1
@@ -372,6 +384,7 @@ def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
     scored = scored_rows(rows)
     n_tasks = len({task_key(row) for row in rows})
     runs = sorted({int(row.get("run", 0)) for row in scored})
+    deterministic = deterministic_rows(rows)
     estimates = {metric.key: estimate(rows, metric) for metric in METRICS}
     per_run = Counter(int(row.get("run", 0)) for row in scored)
     return ConfigSummary(
@@ -386,6 +399,7 @@ def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
         n_infra_errors=sum(is_infra_error(row) for row in rows),
         incomplete_runs=sum(count < n_tasks for count in per_run.values()),
         estimates=estimates,
+        deterministic=deterministic,
     )
 
 

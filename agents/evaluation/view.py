@@ -52,15 +52,20 @@ class MessageTable:
         self.rows: list[list[Any]] = []
         self._ids: dict[tuple, int] = {}
 
-    def add(self, message: dict[str, Any]) -> int:
+    def add(self, message: dict[str, Any], known_tokens: dict[tuple, int] | None = None) -> int:
+        """The message's id; a new message's count comes from ``known_tokens`` (by ``row_key``,
+        what the trajectory stored) and is only counted here when the trajectory lacks it."""
         row = _message_row(message)
-        key = (row[0], row[1], tuple(map(tuple, row[2] or ())))
+        key = row_key(row)
         found = self._ids.get(key)
         if found is None:
-            from erp_sim.agents.tokens import count_message
+            tokens = (known_tokens or {}).get(key)
+            if tokens is None:
+                from erp_sim.agents.tokens import count_message
 
+                tokens = count_message(message)
             found = self._ids[key] = len(self.rows)
-            self.rows.append([*row, count_message(message)])
+            self.rows.append([*row, tokens])
         return found
 
     def chunks(self) -> tuple[list[str], list[int]]:
@@ -92,9 +97,14 @@ def _message_row(message: dict[str, Any]) -> list[Any]:
     return [str(message.get("role", "")), message_text(message.get("content")), calls or None]
 
 
+def row_key(row: list[Any]) -> tuple:
+    """What makes two messages the same message on the page (role, text, calls)."""
+    return (row[0], row[1], tuple(map(tuple, row[2] or ())))
+
+
 def _pack(value: Any) -> str:
     raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode()
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
 
 
 # --- one episode ---------------------------------------------------------------------------------
@@ -124,8 +134,24 @@ def _tool_result_state(text: str) -> tuple[bool, str | None]:
     return is_error, remaining
 
 
-def _marks(prefix: list[dict[str, Any]], context: list[tuple[dict[str, Any], str | None]], table: MessageTable,
-           prefix_ids: list[int]) -> tuple[list[list[Any]], list[int]]:
+class _Transcript:
+    """The transcript up to the current model call, indexed for ``_marks`` and grown one message
+    at a time, so an episode is read in time linear in what it stored (not once per call)."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.positions: dict[int, list[int]] = {}  # message id -> its positions (the same message can recur)
+        self.by_call: dict[Any, int] = {}  # tool_call_id -> position of its result
+
+    def append(self, message: dict[str, Any], message_id: int) -> None:
+        position = len(self.messages)
+        self.messages.append(message)
+        self.positions.setdefault(message_id, []).append(position)
+        if message.get("tool_call_id"):
+            self.by_call[message["tool_call_id"]] = position
+
+
+def _marks(prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | None]]) -> tuple[list[list[Any]], list[int]]:
     """Each shown message as [message id, mark, transcript position], and the transcript positions
     the model did not see.
 
@@ -133,31 +159,52 @@ def _marks(prefix: list[dict[str, Any]], context: list[tuple[dict[str, Any], str
     ``rewritten``, ``summary``, ``inserted``); the position says where a kept or rewritten
     message stands in the transcript, so the page can grey out what was dropped around it.
     """
-    verbatim: dict[int, list[int]] = {}  # the same message can stand at several positions
-    for position, message_id in enumerate(prefix_ids):
-        verbatim.setdefault(message_id, []).append(position)
-    by_call = {m.get("tool_call_id"): position for position, m in enumerate(prefix) if m.get("tool_call_id")}
+    used: set[int] = set()  # positions already given to an earlier copy shown in this call
     seen_positions: set[int] = set()
     last_position = -1
     shown: list[list[Any]] = []
-    for index, (message, origin) in enumerate(context):
-        message_id = table.add(message)
-        position = None
-        if verbatim.get(message_id):
-            # policies keep the transcript's order: take the first copy after the last match
-            positions = verbatim[message_id]
-            position = positions.pop(next((i for i, p in enumerate(positions) if p > last_position), 0))
-        elif message.get("tool_call_id") in by_call:
-            position = by_call[message["tool_call_id"]]  # a tool result the policy rewrote
-        elif index < 2 and index < len(prefix) and prefix[index].get("role") == message.get("role"):
+    for index, (message_id, message, origin) in enumerate(context):
+        position = _free_position(prefix.positions.get(message_id, ()), used, last_position)
+        if position is not None:
+            used.add(position)
+        elif message.get("tool_call_id") in prefix.by_call:
+            position = prefix.by_call[message["tool_call_id"]]  # a tool result the policy rewrote
+        elif index < 2 and index < len(prefix.messages) and prefix.messages[index].get("role") == message.get("role"):
             position = index  # the system prompt or the instruction with a summary folded into it
-        mark = {"transcript": "kept"}.get(origin or "", origin) or ("kept" if message_id in verbatim else "rewritten")
+        mark = {"transcript": "kept"}.get(origin or "", origin) or ("kept" if message_id in prefix.positions else "rewritten")
         if position is not None and mark != "inserted":
             seen_positions.add(position)
             last_position = max(last_position, position)
         shown.append([message_id, mark, position])
-    pruned = [position for position in range(len(prefix)) if position not in seen_positions]
+    pruned = [position for position in range(len(prefix.messages)) if position not in seen_positions]
     return shown, pruned
+
+
+def _free_position(positions: list[int], used: set[int], last_position: int) -> int | None:
+    """Where a kept message stands: policies keep the transcript's order, so the first of its
+    positions after the last match that no earlier copy in this call took (else the first free one)."""
+    if len(positions) == 1:  # the usual case: a message stands once in the transcript
+        return None if positions[0] in used else positions[0]
+    free = [p for p in positions if p not in used]
+    return next((p for p in free if p > last_position), free[0]) if free else None
+
+
+def _stored_tokens(trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[tuple, int]:
+    """Token counts the trajectory already holds, by ``row_key``: each shown message's
+    (``context.tokens``) and each assistant message's (its call's ``output_tokens``)."""
+    known: dict[tuple, int] = {}
+    context = trajectory.get("context")
+    if isinstance(context, dict) and len(context.get("tokens") or ()) == len(context.get("messages") or ()):
+        for message, tokens in zip(context["messages"], context["tokens"]):
+            if isinstance(message, dict) and isinstance(tokens, int):
+                known[row_key(_message_row(message))] = tokens
+    outputs = iter(step.get("output_tokens") for step in steps if isinstance(step, dict))
+    for message in messages:
+        if message.get("role") == "assistant":
+            tokens = next(outputs, None)
+            if isinstance(tokens, int):
+                known.setdefault(row_key(_message_row(message)), tokens)
+    return known
 
 
 def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
@@ -169,9 +216,14 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
         record.update(transcript=[], calls=[], events=[], remaining=[])
         return record
     messages = [m for m in trajectory.get("messages") or [] if isinstance(m, dict)]
-    transcript = [table.add(m) for m in messages]
     steps = trajectory.get("steps") or []
+    known = _stored_tokens(trajectory, messages, steps)
+    transcript = [table.add(m, known) for m in messages]
     contexts = shown_contexts(trajectory)
+    # each distinct shown message once (contexts refer to these very objects), not once per call
+    context_ids = {id(m): table.add(m, known) for m in (trajectory["context"].get("messages") or []) if isinstance(m, dict)} \
+        if contexts is not None else {}
+    prefix = _Transcript()
     calls, events, remaining = [], [], []
     call = -1
     for position, message in enumerate(messages):
@@ -183,7 +235,7 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
                      "output_tokens": step.get("output_tokens"), "summarizer_tokens": step.get("summarizer_tokens", 0),
                      **_call_costs(step)}
             if contexts is not None and call < len(contexts):
-                entry["shown"], entry["pruned"] = _marks(messages[:position], contexts[call], table, transcript[:position])
+                entry["shown"], entry["pruned"] = _marks(prefix, [(context_ids[id(m)], m, origin) for m, origin in contexts[call]])
             calls.append(entry)
             for name, arguments in tool_calls or []:
                 events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})
@@ -197,6 +249,7 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
                 remaining.append([call, shown_remaining])
         elif role == "user" and position > 1:
             events.append({"call": call, "kind": "user", "text": text, "at": position})
+        prefix.append(message, transcript[position])
     record.update(transcript=transcript, calls=calls, events=events, remaining=remaining)
     if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
         record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest

@@ -1,0 +1,191 @@
+"""CPU per model call of the eval loop against episode length, for every non-LLM context policy.
+
+Runs whole episodes through ``run_episode`` (the loop ``erp-sim eval`` runs: agent and policy,
+token counting, the visible-context recorder, the simulator) on the shortest, a median and the
+longest hotel_50 task with the scripted agent, and a synthetic 200-call episode (an agent that
+pages the expense-report list back and forth: every response is a new message). Each model
+call's CPU (``time.thread_time`` from one call to the next) is split into:
+
+- ``sim``: the simulator's ``env.step`` (the ERP call and the simulated user);
+- ``count``: tokenizing, with a cold counter, the messages this call shows for the first time
+  (new transcript messages, and whatever the policy wrote: summaries, anchors, cut results)
+  and the message it answers;
+- ``policy``: the context policy's own work (its ``act`` minus the agent it wraps);
+- ``floor`` = sim + count + policy, the work the call cannot avoid, and ``ratio`` = CPU / floor;
+- ``agent``: the agent's own decision (the scripted agent reads its shown context; an LLM agent's
+  share would be the request), and ``h-ratio`` = CPU / (floor + agent): the harness's own share
+  (the runner's bookkeeping, the recorder, counting what was counted before);
+- ``slope``: the least-squares growth of CPU per call with the call's index (us per earlier
+  call), over the calls after the first ten; flat (a few us) means no work grows with history
+  beyond what the policy's own output needs.
+
+The token counter's cache is cleared before every episode, so each episode pays for its own
+tokenization. Medians over ``--repeats`` runs of each episode. Prints one table; exits 0.
+
+    .venv/bin/python scripts/bench_eval.py                     # every policy, 3 tasks + synthetic
+    .venv/bin/python scripts/bench_eval.py --policies full last_n:n=5 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_policies import POLICIES as OTHER_POLICIES  # noqa: E402  (the bench next door lists the policies)
+
+import erp_sim.envs  # noqa: E402,F401  (registers the ids)
+from erp_sim.agents.policies import wrap  # noqa: E402
+from erp_sim.agents.runner import run_episode  # noqa: E402
+from erp_sim.agents.scripted import ScriptedAgent  # noqa: E402
+from erp_sim.agents.tokens import TokenCounter, get_counter  # noqa: E402
+from erp_sim.agents.types import AgentStep  # noqa: E402
+
+POLICIES = ["full", *(p for p in OTHER_POLICIES if p != "full"), "retrieval:backend=bm25"]
+TASKS = {"short": "hotel-000", "median": "hotel-024", "longest": "hotel-049"}  # 4, 13 and 22 receipt items
+SYNTHETIC_CALLS = 200
+EVAL_MAX_STEPS = 200  # erp-sim eval's --max-steps default
+SKIP_FIRST = 10  # the slope is fitted after the opening calls (menu search, first form)
+
+
+class Timed:
+    """Wraps an agent: when each call started, how long it took, how long the transcript was."""
+
+    def __init__(self, agent):
+        self.agent, self.starts, self.durations, self.steps = agent, [], [], []
+        self.spec = getattr(agent, "spec", "full")
+
+    @property
+    def unwrapped(self):
+        return getattr(self.agent, "unwrapped", self.agent)
+
+    def reset(self) -> None:
+        self.agent.reset()
+
+    def act(self, transcript, tools) -> AgentStep:
+        start = time.thread_time()
+        self.starts.append(start)
+        step = self.agent.act(transcript, tools)
+        self.durations.append(time.thread_time() - start)
+        self.steps.append(step)
+        return step
+
+
+class TimedEnv(gym.Wrapper):
+    """Sums the CPU of ``env.step`` per model call (a call's tool calls may step several times)."""
+
+    def __init__(self, env, timed_agent: Timed):
+        super().__init__(env)
+        self.timed_agent, self.per_call = timed_agent, {}
+
+    def step(self, action):
+        start = time.thread_time()
+        result = self.env.step(action)
+        call = len(self.timed_agent.starts) - 1
+        self.per_call[call] = self.per_call.get(call, 0.0) + time.thread_time() - start
+        return result
+
+
+class PagingAgent:
+    """The synthetic long episode: open the report list, then page it forth and back forever."""
+
+    spec = "full"
+
+    def reset(self) -> None: ...
+
+    def act(self, transcript, tools) -> AgentStep:
+        calls = (len(transcript) - 2) // 2  # system, instruction, then one call and one result per step
+        if calls == 0:
+            name, arguments = "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
+        else:
+            page = "LoadNextPage" if calls % 2 else "LoadPreviousPage"
+            name, arguments = "form_click_control", {"controlName": "ExpenseReportsGrid", "actionId": page}
+        call_id = "call_" + hashlib.sha1(f"{calls}".encode()).hexdigest()[:12]
+        message = {"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+        return AgentStep(message=message, shown=list(transcript))
+
+
+def run(policy: str, task: str) -> dict:
+    """One episode, timed per call."""
+    synthetic = task == "synthetic"
+    inner = PagingAgent() if synthetic else ScriptedAgent()
+    inner_timed = Timed(inner)
+    outer = Timed(wrap(inner_timed, policy))
+    steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
+    env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
+    get_counter().cache_clear()
+    trajectory = run_episode(env, outer, task_id="hotel-010" if synthetic else task, seed=0, policy=policy,
+                             max_model_calls=SYNTHETIC_CALLS if synthetic else 400)
+    env.close()
+    calls = len(outer.starts)
+    cold, shown_before, count_cpu = TokenCounter(), set(), []
+    for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers, with a cold cache
+        new = [m for m in step.shown if id(m) not in shown_before]
+        shown_before.update(map(id, step.shown))
+        start = time.thread_time()
+        cold.count_messages(new)
+        cold.count_message(step.message)
+        count_cpu.append(time.thread_time() - start)
+    total = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
+    policy_cpu = [outer.durations[k] - inner_timed.durations[k] for k in range(calls - 1)]
+    floor = [env.per_call.get(k, 0.0) + count_cpu[k] + policy_cpu[k] for k in range(calls - 1)]
+    return {"calls": calls, "total": total, "floor": floor, "sim": [env.per_call.get(k, 0.0) for k in range(calls - 1)],
+            "count": count_cpu[:-1], "policy": policy_cpu, "agent": inner_timed.durations[:-1],
+            "termination": trajectory.termination}
+
+
+def slope(values: list[float]) -> float:
+    """Least-squares growth per call (same unit as values), after the opening calls."""
+    points = list(enumerate(values))[SKIP_FIRST:]
+    if len(points) < 3:
+        return float("nan")
+    return statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope
+
+
+def measure(policy: str, task: str, repeats: int) -> dict:
+    runs = [run(policy, task) for _ in range(repeats)]
+    per_call = {key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
+                for key in ("total", "floor", "sim", "count", "policy", "agent")}
+    harness = [t - f - a for t, f, a in zip(per_call["total"], per_call["floor"], per_call["agent"])]
+    med = {key: statistics.median(values) if values else float("nan") for key, values in per_call.items()}
+    return {"calls": runs[0]["calls"], "termination": runs[0]["termination"], **{f"{k}_ms": v * 1e3 for k, v in med.items()},
+            "ratio": med["total"] / med["floor"] if med["floor"] else float("nan"),
+            "harness_ratio": med["total"] / (med["floor"] + med["agent"]),
+            "harness_ms": statistics.median(harness) * 1e3 if harness else float("nan"),
+            "slope_us": slope(per_call["total"]) * 1e6, "floor_slope_us": slope(per_call["floor"]) * 1e6}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policies", nargs="*", default=POLICIES)
+    parser.add_argument("--tasks", nargs="*", default=[*TASKS, "synthetic"], help="short, median, longest, synthetic")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    run("full", TASKS["short"])  # warm up: imports, the first session
+    print(f"CPU per model call (thread time, medians over calls and {args.repeats} repeats); floor = sim + count + policy")
+    print(f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
+          f"{'agent':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}")
+    ratios, harness_ratios = [], []
+    for policy in args.policies:
+        for name in args.tasks:
+            row = measure(policy, TASKS.get(name, name), args.repeats)
+            ratios.append(row["ratio"])
+            harness_ratios.append(row["harness_ratio"])
+            print(f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
+                  f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ratio']:>7.2f}"
+                  f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}", flush=True)
+    print(f"\nratio CPU / floor: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f} (target <= 1.3); "
+          f"CPU / (floor + agent): median {statistics.median(harness_ratios):.2f}, worst {max(harness_ratios):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
