@@ -48,8 +48,16 @@ TIMING = {"timing"}  # wall clock: never deterministic
 # a path in ADDED_PATHS matches exactly: ``context.tokens`` (each shown message's o200k count,
 # stored by the speed work so the run page need not tokenize again) and every new key under a
 # row's ``sampling`` (the sampling settings of an LLM agent or user).
-ADDED_FIELDS = {"cacheable_prefix_tokens"}
-ADDED_PATHS = ("context.tokens",)
+ADDED_FIELDS = {"cacheable_prefix_tokens", "provider_cached_tokens", "role_calls"}
+# the cost change (issues 20 and 25): per episode, each role's cacheable prefix, the provider's cached
+# tokens and the service's own counts, named apart from our o200k counts (the steps had the service's
+# counts already; user_input_tokens/user_output_tokens existed and must keep their values offline)
+ADDED_PATHS = ("context.tokens", "metrics.reported_input_tokens", "metrics.reported_output_tokens",
+               *(f"metrics.{role}_{field}" for role, fields in (
+                   ("summarizer", ("input_tokens", "output_tokens", "reported_input_tokens", "reported_output_tokens",
+                                   "cacheable_prefix_tokens", "provider_cached_tokens")),
+                   ("user", ("reported_input_tokens", "reported_output_tokens", "cacheable_prefix_tokens",
+                             "provider_cached_tokens"))) for field in fields))
 ADDED_PREFIXES = ("sampling.",)
 
 
