@@ -45,7 +45,7 @@ def test_report_of_a_killed_resume_counts_each_episode_once(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("4 episodes;")
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
     assert "3 episodes scored in 1 configuration; 1 infrastructure error excluded from the scores" in md
-    assert "| C2 | `full` | scripted | rule | hotel_50 | 4 | 1 | 3 | 1 |" in md
+    assert "| C2 | `full` | scripted:recall=2e6 | rule | hotel_50 | 4 | 1 | 3 | 1 |" in md
     assert "3 episodes needed a retry (`--resume`)" in md
     assert "3 rows of `results.jsonl` held earlier attempts of an episode (a run stopped during `--resume`)" in md
     # the error of the last attempt, with its status once
