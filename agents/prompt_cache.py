@@ -99,38 +99,63 @@ class PrefixTracker:
         self._root = _Node()
         self._messages: dict[tuple, bytes] = {}  # message key -> packed token ids, one per distinct message
         self._tools: dict[str, tuple[bytes, int]] = {}
+        # The last request, to skip its leading messages when the next one starts with the same objects
+        # (full history resends them all): its tools object and unit, and per message the object, the
+        # trie node after it and the tokens up to it. The objects are held, so identity cannot be reused.
+        self._last_tools: tuple[Any, bytes, int] | None = None
+        self._last_path: list[tuple[dict[str, Any], _Node, int]] = []
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
-        tools_key, tools_tokens = self._tools_unit(tools)
-        node = self._root.children.get(tools_key)
-        cacheable = tools_tokens if node is not None else 0
-        keys = [self._message_unit(message) for message in messages]
-        if node is not None:
-            for key in keys:
+        tools_key, tools_tokens, same_tools = self._tools_unit(tools)
+        known = self._known_prefix(messages) if same_tools else 0
+        if known:  # the last request's first `known` messages: in the trie, their tokens summed already
+            _, node, tokens = self._last_path[known - 1]
+            walking, cacheable, at = True, tools_tokens + tokens, node
+        else:
+            node = self._root.children.get(tools_key)
+            walking, cacheable, at = node is not None, tools_tokens if node is not None else 0, self._root.child(tools_key)
+        path = self._last_path[:known]
+        for message in messages[known:]:
+            key = self._message_unit(message)
+            if walking:  # still on an earlier request's path: compare, before this request is added
                 following = node.children.get(key)
                 if following is None:
                     cacheable += _best_partial(node, key)
-                    break
-                cacheable += len(key) // _TOKEN_BYTES
-                node = following
-            else:
-                if node.ended:
-                    cacheable += REPLY_PRIMING_TOKENS
-        # remember this request: walk again from the root, adding what is new
-        node = self._root.child(tools_key)
-        for key in keys:
-            node = node.child(key)
-        node.ended = True
+                    walking = False
+                else:
+                    cacheable += len(key) // _TOKEN_BYTES
+                    node = following
+            at = at.child(key)  # remember this request as it goes
+            path.append((message, at, (path[-1][2] if path else 0) + len(key) // _TOKEN_BYTES))
+        if walking and at.ended:  # the whole request repeats an earlier one
+            cacheable += REPLY_PRIMING_TOKENS
+        at.ended = True
+        self._last_path = path
         return cacheable
 
-    def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int]:
+    def _known_prefix(self, messages: list[dict[str, Any]]) -> int:
+        """How many leading messages are the very objects the last request began with."""
+        known = 0
+        for (seen, _, _), message in zip(self._last_path, messages):
+            if seen is not message:
+                break
+            known += 1
+        return known
+
+    def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
+        """The tools' packed ids and tokens, and whether they are the last request's very object."""
+        last = self._last_tools
+        if last is not None and last[0] is tools:
+            return last[1], last[2], True
         text = tools_text(tools)
         unit = self._tools.get(text)
         if unit is None:
             ids = self.counter.encoder.encode(text) if text else []
             unit = self._tools[text] = (_packed(ids), len(ids))
-        return unit
+        same = last is not None and last[1] == unit[0]
+        self._last_tools = (tools, *unit)
+        return unit[0], unit[1], same
 
     def _message_unit(self, message: dict[str, Any]) -> bytes:
         key = message_cache_key(message)

@@ -136,3 +136,28 @@ def test_many_branches_at_one_point_cost_two_comparisons(calls):
         if n:
             assert figure >= COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
             assert figure < COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK, step(n)[0])
+
+
+def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
+    """The tracker skips the leading messages that are the last request's very objects (full
+    history); on random sequences (grow, prune, rewrite an early message, switch tools, repeat)
+    that shortcut gives exactly the figures of the same requests built from fresh copies."""
+    import copy
+    import random
+
+    rng = random.Random(7)
+    for _ in range(30):
+        pool = [SYSTEM, TASK, *[m for n in range(12) for m in step(n)]]
+        shared, fresh = PrefixTracker(), PrefixTracker()
+        history = pool[:2]
+        for _ in range(25):
+            move = rng.random()
+            if move < 0.5:
+                history = history + pool[len(history):len(history) + 2] if len(history) < len(pool) else history
+            elif move < 0.7:
+                history = history[:2] + history[rng.randrange(2, max(3, len(history))):]  # prune
+            elif move < 0.8:
+                history = [history[0], {"role": "user", "content": TASK["content"] + f" summary {rng.random()}"},
+                           *history[2:]]  # rewrite an early message
+            tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
+            assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
