@@ -1,0 +1,87 @@
+"""The verifiers environment, run by verifiers' own rollout machinery against the strict fake OpenAI server,
+whose replies a scripted oracle (or a bad agent) computes from each request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see README: Training on erp-sim)")
+
+import erp_sim  # noqa: E402
+from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
+
+from openai import AsyncOpenAI  # noqa: E402
+
+
+def oracle_reply(body: dict):
+    """The oracle's next call for the task named in the request, replayed over the tool results it holds."""
+    messages = body["messages"]
+    task = next(t for t in erp_sim.load_task_set("hotel_50") if t.report_number in messages[1]["content"])
+    calls = erp_sim.oracle_calls(task)
+    name, arguments = next(calls)
+    for message in messages[2:]:
+        if message["role"] == "tool":
+            name, arguments = calls.send(message["content"])
+    number = sum(m["role"] == "tool" for m in messages) + 1
+    call = {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}, 10, 5
+
+
+def bad_reply(body: dict):
+    """A bad agent: a call to no tool, a malformed call, then a plain message (to the user), then it gives up."""
+    turn = sum(m["role"] == "assistant" for m in body["messages"])
+    if turn == 0:
+        calls = [{"id": "call_a", "type": "function", "function": {"name": "no_such_tool", "arguments": "{}"}},
+                 {"id": "call_b", "type": "function", "function": {"name": "form_find_menu_item", "arguments": "{x"}}]
+        return {"role": "assistant", "content": None, "tool_calls": calls}, 10, 5
+    return {"role": "assistant", "content": "I cannot find the receipt. Can you help?"}, 10, 5
+
+
+@pytest.fixture
+def model_server():
+    """Not strict: verifiers' OpenAI client sends ``reasoning_content`` on assistant turns, which vLLM (its usual
+    server) accepts and OpenAI's API does not; every other check of a request still holds."""
+    with FakeOpenAIServer(strict=False) as server:
+        yield server
+
+
+def client_for(server) -> vf.Client:
+    return vf.OpenAIChatCompletionsClient(AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0))
+
+
+def test_rows_are_system_and_user_turns_without_reserved_columns():
+    rows = dataset_rows("erp_sim/MealsItemization-v0")
+    assert [m["role"] for m in rows[0]["prompt"]] == ["system", "user"] and set(rows[0]) == {"prompt", "info"}
+    env = load_environment(env_id="erp_sim/MealsItemization-v0", verbosity="compact")
+    dataset = env.get_eval_dataset()
+    assert len(dataset) == len(rows) and dataset[0]["info"]["task_id"] == rows[0]["info"]["task_id"]
+    assert env.erp_env_kwargs == {"verbosity": "compact"} and len(env.tool_defs) == 23
+    loaded = vf.load_environment("erp_sim.envs.verifiers_env", erp_env_id="erp_sim/MealsItemization-v0")
+    assert isinstance(loaded, ErpMultiTurnEnv) and loaded.erp_env_id == "erp_sim/MealsItemization-v0"
+
+
+def test_oracle_rollouts_earn_exactly_one(model_server):
+    model_server.answer_with(oracle_reply)
+    env = load_environment(verbosity="compact")
+    results = env.evaluate_sync(client=client_for(model_server), model="fake-model", num_examples=2,
+                                max_concurrent=2)
+    outputs = results["outputs"]
+    assert [o["reward"] for o in outputs] == [1.0, 1.0]
+    for output in outputs:
+        assert output["metrics"]["strict_success"] == 1.0 and output["metrics"]["itemized_fraction"] == 1.0
+        assert output["metrics"]["invalid_actions"] == 0.0 and output["is_completed"]
+        assert output["completion"][-1]["role"] == "tool"  # the call that completed the itemization, answered
+
+
+def test_bad_actions_are_answered_and_counted(model_server):
+    model_server.answer_with(bad_reply)
+    env = load_environment(user_model=None)  # the first message to the user ends the episode (stalled)
+    outputs = env.evaluate_sync(client=client_for(model_server), model="fake-model", num_examples=1)["outputs"]
+    output = outputs[0]
+    tool_texts = [m["content"] for m in output["completion"] if m["role"] == "tool"]
+    assert len(tool_texts) == 2 and all('"InvalidAction"' in text for text in tool_texts)
+    assert output["reward"] == 0.0 and output["metrics"]["invalid_actions"] == 2.0
+    assert output["metrics"]["strict_success"] == 0.0 and output["completion"][-1]["role"] == "user"
