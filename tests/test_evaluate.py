@@ -122,3 +122,32 @@ def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
                       "--backend", "ray", "--out", str(tmp_path)]) == 0
     rows = read_rows(tmp_path / "results.jsonl")
     assert len(rows) == 2 and all(r["grade"]["success"] for r in rows)
+
+
+def test_ray_backend_does_not_retry_a_killed_worker_and_shuts_ray_down(tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
+    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
+    from erp_sim.agents.evaluation.evaluate import _execute_ray, plan
+    from ray_support import run_or_die
+
+    specs = plan([("C3", "last_n:n=5", "rule")], "hotel_50", ["hotel-000", "hotel-001"], 1, 0, agent="scripted",
+                 max_steps=200, verbosity="default", out_dir=str(tmp_path), base_url=None, record_dir=None,
+                 context_window=None)
+    rows = []
+    with pytest.raises(SystemExit, match="Ray worker died.*--resume"):
+        for row in _execute_ray(specs, None, run=run_or_die):
+            rows.append(row)
+    assert [r["task_id"] for r in rows] in ([], ["hotel-000"])  # the killed episode was not run again
+    assert not ray.is_initialized()  # shut down on the way out
+
+
+def test_resume_with_nothing_left_starts_no_backend(tmp_path, monkeypatch, capsys):
+    import erp_sim.agents.evaluation.evaluate as evaluate_module
+
+    args = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
+    assert eval_main(args) == 0
+    assert "\n1 episodes in " in capsys.readouterr().out
+    monkeypatch.setattr(evaluate_module, "execute", lambda *a, **k: pytest.fail("a backend started with nothing left"))
+    assert eval_main([*args, "--resume", "--backend", "ray"]) == 0
+    out = capsys.readouterr().out
+    assert "\n0 episodes in " in out and "(1 in the results)" in out
