@@ -3,8 +3,6 @@ whose replies a scripted oracle (or a bad agent) computes from each request."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see README: Training on erp-sim)")
@@ -12,22 +10,9 @@ vf = pytest.importorskip("verifiers", reason="the verifiers extra is not install
 import erp_sim  # noqa: E402
 from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from oracle_model import oracle_reply  # noqa: E402
 
 from openai import AsyncOpenAI  # noqa: E402
-
-
-def oracle_reply(body: dict):
-    """The oracle's next call for the task named in the request, replayed over the tool results it holds."""
-    messages = body["messages"]
-    task = next(t for t in erp_sim.load_task_set("hotel_50") if t.report_number in messages[1]["content"])
-    calls = erp_sim.oracle_calls(task)
-    name, arguments = next(calls)
-    for message in messages[2:]:
-        if message["role"] == "tool":
-            name, arguments = calls.send(message["content"])
-    number = sum(m["role"] == "tool" for m in messages) + 1
-    call = {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-    return {"role": "assistant", "content": None, "tool_calls": [call]}, 10, 5
 
 
 def bad_reply(body: dict):
