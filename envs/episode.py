@@ -15,6 +15,7 @@ Each adapter is a thin translation of this: TRL tool methods (``trl_adapter``), 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +87,13 @@ class Episode:
 
     def call_tool(self, name: str, arguments: Any = None) -> Turn:
         """Call a tool by name (``send_message_to_user`` sends its ``message``); arguments as a dict or JSON text."""
-        if name == MESSAGE_TOOL and isinstance(arguments, dict) and set(arguments) == {"message"}:
-            return self.act({"message": arguments["message"]})
+        if name == MESSAGE_TOOL:  # the env's message action; another shape is its invalid action, keys named
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except (ValueError, RecursionError):  # the env names the JSON error
+                    return self.act({"name": name, "arguments": arguments})
+            return self.act(arguments if isinstance(arguments, dict) else {"message": arguments})
         return self.act({"name": name, "arguments": {} if arguments is None else arguments})
 
     def send_message(self, message: str) -> Turn:

@@ -27,9 +27,12 @@ def test_actions_match_env_step_and_the_message_tool_is_a_message():
     assert turn.observation == env.step({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}})[0]
     reply = episode.call_tool(MESSAGE_TOOL, {"message": "Which receipt?"})
     assert reply.observation == env.step({"message": "Which receipt?"})[0] and episode.info["counts"]["user_turns"] == 1
-    bad = episode.call_tool(MESSAGE_TOOL, {"message": "x", "extra": 1})  # not the message shape: an unknown tool
-    assert bad.invalid and '"InvalidAction"' in bad.observation and not bad.done
-    assert episode.metrics()["invalid_actions"] == 1.0 and set(episode.metrics()) == set(METRICS)
+    as_text = episode.call_tool(MESSAGE_TOOL, '{"message": "Which receipt?"}')  # OpenAI-style JSON arguments
+    assert as_text.observation == reply.observation and episode.info["counts"]["user_turns"] == 2
+    for bad_arguments in ({"message": "x", "extra": 1}, {}, '{"message": 7}', "not json", None):
+        bad = episode.call_tool(MESSAGE_TOOL, bad_arguments)
+        assert bad.invalid and '"InvalidAction"' in bad.observation and not bad.done, bad_arguments
+    assert episode.metrics()["invalid_actions"] == 5.0 and set(episode.metrics()) == set(METRICS)
 
 
 def test_refusals_change_nothing():

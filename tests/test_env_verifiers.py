@@ -16,12 +16,17 @@ from openai import AsyncOpenAI  # noqa: E402
 
 
 def bad_reply(body: dict):
-    """A bad agent: a call to no tool, a malformed call, then a plain message (to the user), then it gives up."""
+    """A bad agent: a call to no tool and a malformed call, then messages to the user, as the message tool
+    (with OpenAI's JSON-text arguments) and as plain assistant turns, in turn, until the user has had enough."""
     turn = sum(m["role"] == "assistant" for m in body["messages"])
     if turn == 0:
         calls = [{"id": "call_a", "type": "function", "function": {"name": "no_such_tool", "arguments": "{}"}},
                  {"id": "call_b", "type": "function", "function": {"name": "form_find_menu_item", "arguments": "{x"}}]
         return {"role": "assistant", "content": None, "tool_calls": calls}, 10, 5
+    if turn % 2:
+        call = {"id": f"call_{turn}", "type": "function",
+                "function": {"name": "send_message_to_user", "arguments": '{"message": "Which receipt?"}'}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}, 10, 5
     return {"role": "assistant", "content": "I cannot find the receipt. Can you help?"}, 10, 5
 
 
@@ -63,10 +68,13 @@ def test_oracle_rollouts_earn_exactly_one(model_server):
 
 def test_bad_actions_are_answered_and_counted(model_server):
     model_server.answer_with(bad_reply)
-    env = load_environment(user_model=None)  # the first message to the user ends the episode (stalled)
+    env = load_environment()
     outputs = env.evaluate_sync(client=client_for(model_server), model="fake-model", num_examples=1)["outputs"]
-    output = outputs[0]
-    tool_texts = [m["content"] for m in output["completion"] if m["role"] == "tool"]
-    assert len(tool_texts) == 2 and all('"InvalidAction"' in text for text in tool_texts)
+    output, max_user_turns = outputs[0], 10
+    completion = output["completion"]
+    tool_texts = [m["content"] for m in completion if m["role"] == "tool"]
+    assert all('"InvalidAction"' in text for text in tool_texts[:2])
+    assert sum(m["role"] == "user" for m in completion) == max_user_turns // 2  # the plain-text turns
+    assert len(tool_texts) == 2 + max_user_turns // 2 and not any('"InvalidAction"' in t for t in tool_texts[2:])
     assert output["reward"] == 0.0 and output["metrics"]["invalid_actions"] == 2.0
-    assert output["metrics"]["strict_success"] == 0.0 and output["completion"][-1]["role"] == "user"
+    assert output["metrics"]["strict_success"] == 0.0 and output["is_completed"]
