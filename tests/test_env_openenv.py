@@ -140,3 +140,11 @@ def test_http_routes_answer_with_observations_not_server_errors(server):
     assert unknown["error_code"] == "ResetRefused"
     schema = httpx.get(f"{server}/schema", timeout=30).json()
     assert {"tool", "arguments", "message"} <= set(schema["action"]["properties"])
+
+
+@pytest.mark.parametrize("argv, problem", [(["--host", "0.0.0.0"], "--allow-remote"),
+                                           (["--max-sessions", "0"], "at least 1")])
+def test_serve_refuses_bad_options_in_one_line(argv, problem):
+    done = subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and problem in done.stderr and len(done.stderr.strip().splitlines()) == 1
