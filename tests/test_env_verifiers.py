@@ -78,3 +78,12 @@ def test_bad_actions_are_answered_and_counted(model_server):
     assert len(tool_texts) == 2 + max_user_turns // 2 and not any('"InvalidAction"' in t for t in tool_texts[2:])
     assert output["reward"] == 0.0 and output["metrics"]["invalid_actions"] == 2.0
     assert output["metrics"]["strict_success"] == 0.0 and output["is_completed"]
+
+
+def test_a_row_naming_no_task_is_a_rollout_error_not_a_crash(model_server):
+    model_server.answer_with(oracle_reply)
+    env = load_environment()
+    row = dict(env.get_eval_dataset()[0]) | {"info": {"task_id": "hotel-999"}}
+    output = env.generate_sync([row], client=client_for(model_server), model="fake-model")["outputs"][0]
+    assert output["reward"] == 0.0 and output["stop_condition"] == "has_error"
+    assert "hotel-999" in output["error"]["message"] and not model_server.requests  # no model call was made
