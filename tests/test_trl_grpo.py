@@ -43,18 +43,16 @@ def forced_call_bias(tokenizer, name: str, arguments: dict) -> list:
     return [[ids[: i + 1], 50.0 * (i + 1)] for i in range(len(ids))]
 
 
-@pytest.mark.parametrize("arguments, invalid", [({"menuItemFilter": "expense"}, False),
-                                                ({"menuItemFilter": "expense\u0000"}, True)])
-def test_one_grpo_step_plays_the_tools_and_scores_the_episodes(tokenizer, tmp_path, arguments, invalid):
+def one_grpo_step(tokenizer, tmp_path, arguments: dict, budget: int, calls: int):
+    """One GRPOTrainer step over two rollouts in which the model makes the forced call up to ``calls`` times."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen3_chat_template
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     tokenizer.chat_template = qwen3_chat_template
-    calls = 3
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
-                      max_completion_length=1024, max_tool_calling_iterations=calls, use_cpu=True, bf16=False,
+                      max_completion_length=budget, max_tool_calling_iterations=calls, use_cpu=True, bf16=False,
                       report_to=[], logging_steps=1, save_strategy="no", reward_weights=[0.0] * len(METRIC_FUNCS),
                       generation_kwargs={"sequence_bias": forced_call_bias(tokenizer, "form_find_menu_item", arguments)})
     trainer = GRPOTrainer(model=tiny_model(tokenizer), processing_class=tokenizer, args=args,
@@ -62,6 +60,14 @@ def test_one_grpo_step_plays_the_tools_and_scores_the_episodes(tokenizer, tmp_pa
                           reward_funcs=METRIC_FUNCS,
                           environment_factory=tool_env_factory(verbosity="compact", raise_on_invalid=True))
     trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize("arguments, invalid", [({"menuItemFilter": "expense"}, False),
+                                                ({"menuItemFilter": "expense\u0000"}, True)])
+def test_one_grpo_step_plays_the_tools_and_scores_the_episodes(tokenizer, tmp_path, arguments, invalid):
+    calls = 3
+    trainer = one_grpo_step(tokenizer, tmp_path, arguments, budget=1024, calls=calls)
     logged = trainer.state.log_history[0]
     # each rollout: the forced call, answered, then again, until TRL's iteration cap
     assert logged["tools/call_frequency"] == calls
@@ -71,3 +77,13 @@ def test_one_grpo_step_plays_the_tools_and_scores_the_episodes(tokenizer, tmp_pa
     for environment in trainer.environments:
         counts = environment.info["counts"]
         assert counts["steps"] == calls and counts["tool_calls"] == (0 if invalid else calls)
+
+
+def test_a_call_whose_result_overflows_the_budget_has_run(tokenizer, tmp_path):
+    """The hazard the adapter documents: TRL rolls back the result that would overflow max_completion_length
+    and ends the rollout, but the call has already changed the ERP (and get_reward reads the ERP)."""
+    call = forced_call_bias(tokenizer, "form_find_menu_item", {"menuItemFilter": "expense"})[-1][0]
+    trainer = one_grpo_step(tokenizer, tmp_path, {"menuItemFilter": "expense"}, budget=len(call) + 8, calls=3)
+    logged = trainer.state.log_history[0]
+    assert logged["tools/call_frequency"] == 1 and logged["completions/max_length"] == len(call)  # no result kept
+    assert [e.info["counts"]["tool_calls"] for e in trainer.environments] == [1, 1]  # yet the call ran
