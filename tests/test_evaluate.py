@@ -151,3 +151,30 @@ def test_resume_with_nothing_left_starts_no_backend(tmp_path, monkeypatch, capsy
     assert eval_main([*args, "--resume", "--backend", "ray"]) == 0
     out = capsys.readouterr().out
     assert "\n0 episodes in " in out and "(1 in the results)" in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_no_ray_process_outlives_a_killed_eval(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
+    import glob
+
+    from erp_sim.agents.evaluation.ray_reaper import session_holders
+
+    proc = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3", "--tasks",
+                             "hotel_50", "--runs", "5", "--quiet", "--backend", "ray", "--out", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "RAY_DISABLE_USAGE_STATS": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, "the eval ended before running an episode"
+            time.sleep(0.2)
+        (session,) = [os.path.realpath(p) for p in glob.glob(f"/tmp/ray/session_*_{proc.pid}")]
+        assert len(session_holders(session)) >= 3  # Ray's raylet, GCS, agents and workers
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 60
+    while session_holders(session) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not session_holders(session), "Ray processes outlived the killed eval"

@@ -283,16 +283,19 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
 
 def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Iterator[dict]:
     """The local backend's semantics on Ray: no silent retry of an episode whose worker died (Ray would run it
-    again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started, so no Ray process
-    outlives the eval (Ray's own processes also share the fate of a driver killed outright). ``run`` is for tests."""
+    again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started; a watchdog
+    (``ray_reaper``) stops that Ray's processes if the eval is killed outright. ``run`` is for tests."""
     try:
         import ray
         from ray.exceptions import LocalRayletDiedError, NodeDiedError, OutOfMemoryError, WorkerCrashedError
     except ImportError:
         raise SystemExit("The Ray backend needs Ray: pip install 'erp-sim[ray]'.") from None
+    from erp_sim.agents.evaluation.ray_reaper import start_reaper, stop_reaper
+
     owned = not ray.is_initialized()  # a Ray the caller started stays theirs
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
+    context = ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                       runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
+    reaper = start_reaper(context.address_info.get("session_dir", "")) if owned else None  # for a killed eval
     try:
         remote = ray.remote(max_retries=0)(run or run_spec)
         pending = [remote.remote(spec) for spec in specs]
@@ -307,6 +310,7 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Ite
     finally:
         if owned:
             ray.shutdown()
+            stop_reaper(reaper)
 
 
 def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
