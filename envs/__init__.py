@@ -48,7 +48,8 @@ _LAZY = {
     "UserView": "erp_sim.envs.user_models",
     "RuleBasedUser": "erp_sim.envs.user_models",
     "ErpToolEnv": "erp_sim.envs.trl_adapter",
-    "tool_env_class": "erp_sim.envs.trl_adapter",
+    "tool_env_factory": "erp_sim.envs.trl_adapter",
+    "Episode": "erp_sim.envs.episode",
     "make_vec": "erp_sim.envs.vector",
 }
 

@@ -1,55 +1,73 @@
-"""The env as a TRL ``environment_factory`` class: tools as typed methods, state for the reward.
+"""The env as a TRL ``environment_factory``: tools as typed methods, the reward from ``get_reward()``.
 
-TRL's ``GRPOTrainer(environment_factory=ErpToolEnv, reward_funcs=reward_func, ...)`` creates
-one instance per rollout with no arguments, calls ``reset(**dataset_row)`` (the returned
-instruction is appended to the prompt), exposes every public method but ``reset`` as a
-function-calling tool (schema from the signature and the ``Args:`` docstring), and feeds
-exceptions back to the model as tool results. Methods are generated from ``erp_sim.TOOLS``,
-so they always match the registry the MCP server and the env use.
+TRL's ``GRPOTrainer`` (1.16) makes one instance per rollout with no arguments, calls
+``reset(**dataset_row)``, exposes every public method of the class but ``reset`` and ``get_reward`` as
+a function-calling tool (schema from the signature and the ``Args:`` docstring), turns a raised
+exception into a tool result ``{"error": ...}`` that counts in its ``tools/failure_frequency``, and
+adds ``get_reward()`` as a reward source of weight 1. Methods are generated from ``erp_sim.TOOLS``, so
+they always match the registry the MCP server and the env use; the episode is ``erp_sim.envs.episode``.
 
-    trainer = GRPOTrainer(model=..., train_dataset=Dataset.from_list(training_rows()),
-                          reward_funcs=reward_func, environment_factory=ErpToolEnv)
+    trainer = GRPOTrainer(model=..., train_dataset=Dataset.from_list(training_rows(verbosity="compact")),
+                          reward_funcs=METRIC_FUNCS, args=GRPOConfig(reward_weights=[0.0] * len(METRIC_FUNCS),
+                          max_completion_length=COMPACT_COMPLETION_TOKENS, ...),
+                          environment_factory=tool_env_factory(verbosity="compact"))
 
-Another id or env kwargs: ``environment_factory=tool_env_class("erp_sim/MealsItemization-v0",
-reward_shaping="potential")``. The reward is ``"strict"`` unless the kwargs say otherwise: this is
-the training path, and ``"success"`` pays for one line holding the whole amount.
+- Prompts are a system and a user turn (``training_rows``): ``reset`` returns None, so TRL appends
+  nothing, and chat templates that need a user query (Qwen3, Llama 3.1) render.
+- ``tool_env_factory(env_id, **env_kwargs)`` is a ``functools.partial`` of the module-level class:
+  it pickles, as TRL's async trainer needs. ``reward="strict"`` unless the kwargs say otherwise.
+- ``METRIC_FUNCS`` log strict success, the itemized fraction, invalid actions and tool errors;
+  give them weight 0 so only ``get_reward`` trains.
+- ``raise_on_invalid=True`` raises on an action the env refused (after the env counted it), so TRL's
+  failure metric sees it; the model reads the same reason either way.
+- Budget: an oracle episode's observations are long: 35.6k o200k tokens at the median of hotel_50 at
+  ``verbosity="compact"`` (59.2k at default), 64.6k at most; train with ``verbosity="compact"`` and
+  ``max_completion_length=COMPACT_COMPLETION_TOKENS`` (65,536), or shorter episodes get cut. TRL drops the last tool
+  results that would overflow ``max_completion_length`` and ends the rollout, but those calls have
+  already run: ``get_reward`` pays for the ERP's state, which includes them. The calls themselves
+  stay in the completion that is trained on; only their results are missing. Raise
+  ``max_completion_length`` (or pass ``mask_truncated_completions=True``) rather than train on such ends.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from typing import Any, Optional, Union
 
-import gymnasium as gym
-
 import erp_sim
-import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.envs.prompts import system_prompt
+from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode
 
-DEFAULT_ENV_ID = "erp_sim/ExpenseItemization-v0"
 RETURNS = "The ERP's JSON response: SessionId, Result, Messages, FormState (the open form's state), ..."
 _SCALARS = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None), "object": dict}
+# o200k tokens of the oracle's calls and observations over hotel_50 at compact verbosity: median 35.6k,
+# longest 64.6k (default verbosity: 59.2k and 100.6k). A completion budget that fits the longest oracle
+# episode; tests/test_env_trl.py checks it still does.
+COMPACT_COMPLETION_TOKENS = 65_536
 
 
 class ErpToolEnv:
-    """Expense itemization in the simulated D365 ERP; after the episode ``reward`` and ``done`` are final."""
+    """Expense itemization in the simulated D365 ERP; ``get_reward()`` is the episode's return so far."""
 
-    env_id: str = DEFAULT_ENV_ID
-    env_kwargs: dict = {"reward": "strict"}
+    def __init__(self, env_id: str = DEFAULT_ENV_ID, raise_on_invalid: bool = False, **env_kwargs: Any):
+        self._episode = Episode(env_id, **env_kwargs)
+        self._raise_on_invalid = raise_on_invalid
 
-    def __init__(self):
-        self._env = gym.make(self.env_id, **self.env_kwargs)
-        self.reward = 0.0
-        self.done = False
-        self.info: dict = {}
+    def reset(self, **row) -> None:
+        """Start an episode: ``task_id``, ``task_index`` and ``seed`` choose the task; other columns are ignored.
+        Returns None: the prompt already holds the system and user turns (``training_rows``)."""
+        self._episode.start(**{key: row[key] for key in ("task_id", "task_index", "seed") if row.get(key) is not None})
 
-    def reset(self, **kwargs) -> str:
-        """Start an episode. Dataset columns ``task_id``, ``task_index`` and ``seed`` choose the task; others are ignored."""
-        options = {key: kwargs[key] for key in ("task_id", "task_index") if kwargs.get(key) is not None}
-        observation, self.info = self._env.reset(seed=kwargs.get("seed"), options=options)
-        self.reward, self.done = 0.0, False
-        return observation
+    def get_reward(self) -> float:
+        """The episode's return so far (TRL calls it once per finished rollout)."""
+        return self._episode.reward
+
+    # Read-only state for reward and metric functions (properties: TRL lists functions only as tools).
+    reward = property(lambda self: self._episode.reward)
+    done = property(lambda self: self._episode.done)
+    info = property(lambda self: self._episode.info)
+    metrics = property(lambda self: self._episode.metrics())
 
     def send_message_to_user(self, message: str) -> str:
         """
@@ -61,33 +79,46 @@ class ErpToolEnv:
         Returns:
             The user's reply.
         """
-        return self._step({"message": message})
+        return self._act({"message": message})
 
-    def _step(self, action: dict) -> str:
-        if self.done:
-            raise ValueError("The episode is over: no more tool calls or messages.")
-        observation, reward, terminated, truncated, self.info = self._env.step(action)
-        self.reward += float(reward)
-        self.done = bool(terminated or truncated)
-        return observation
+    def _act(self, action: dict) -> str:
+        turn = self._episode.act(action)  # EpisodeError (a ValueError) after the end: TRL counts it as a failure
+        if turn.invalid and self._raise_on_invalid:
+            raise ValueError(json.loads(turn.observation)["Error"]["Message"])
+        return turn.observation
+
+
+def tool_env_factory(env_id: str = DEFAULT_ENV_ID, **kwargs: Any) -> functools.partial:
+    """A picklable zero-argument factory of ``ErpToolEnv`` for another env id, env kwargs or ``raise_on_invalid``."""
+    return functools.partial(ErpToolEnv, env_id, **kwargs)
 
 
 def reward_func(environments, **kwargs) -> list[float]:
-    """TRL reward function: each rollout's return (1.0 for the receipt's charges itemized, by default)."""
-    return [environment.reward for environment in environments]
+    """TRL reward function: each rollout's return (for trainers that do not read ``get_reward``)."""
+    return [environment.get_reward() for environment in environments]
 
 
-def tool_env_class(env_id: str = DEFAULT_ENV_ID, **env_kwargs) -> type[ErpToolEnv]:
-    """A zero-argument ``ErpToolEnv`` subclass bound to another env id or kwargs (``reward="strict"`` unless given)."""
-    name = "ErpToolEnv_" + "".join(c if c.isalnum() else "_" for c in env_id)
-    return type(name, (ErpToolEnv,), {"env_id": env_id, "env_kwargs": {**ErpToolEnv.env_kwargs, **env_kwargs}})
+def _metric_func(name: str):
+    def metric(environments, **kwargs) -> list[float]:
+        return [environment.metrics[name] for environment in environments]
+
+    metric.__name__ = metric.__qualname__ = name  # TRL logs rewards/<name>
+    metric.__doc__ = f"The episode's {name.replace('_', ' ')}: log it with reward weight 0."
+    return metric
 
 
-def training_rows(env_id: str = DEFAULT_ENV_ID) -> list[dict]:
-    """One dataset row per task of the env's task set: the system prompt as ``prompt``, and ``task_id`` for reset."""
-    task_set = gym.spec(env_id).kwargs["task_set"]
-    return [{"prompt": [{"role": "system", "content": system_prompt(task)}], "task_id": task.task_id}
-            for task in erp_sim.load_task_set(task_set)]
+strict_success, itemized_fraction, invalid_actions, tool_errors = (
+    _metric_func(name) for name in ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors"))
+METRIC_FUNCS = [strict_success, itemized_fraction, invalid_actions, tool_errors]
+
+
+def training_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
+    """One dataset row per task of the env's task set: ``prompt`` (system + user turns) and ``task_id`` for reset."""
+    episode = Episode(env_id, **env_kwargs)
+    rows = [{"prompt": episode.start(task_index=index), "task_id": task.task_id}
+            for index, task in enumerate(episode.tasks)]
+    episode.close()
+    return rows
 
 
 # --- tool methods, generated from the registry ---------------------------------------------------
@@ -142,7 +173,7 @@ def _tool_method(tool: erp_sim.Tool):
     annotations["return"] = str
 
     def method(self, **arguments) -> str:
-        return self._step({"name": tool.name, "arguments": {k: v for k, v in arguments.items() if v is not None}})
+        return self._act({"name": tool.name, "arguments": {k: v for k, v in arguments.items() if v is not None}})
 
     args_doc = "".join(f"\n    {name}: {_describe(prop, defs)}" for name, prop in properties.items())
     method.__name__ = method.__qualname__ = tool.name

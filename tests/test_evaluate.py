@@ -163,3 +163,59 @@ def test_a_deterministic_agent_runs_once_by_default_and_runs_n_still_runs_n(tmp_
     assert eval_main([*tasks, "--runs", "2", "--out", str(tmp_path / "twice")]) == 0
     assert [r["run"] for r in read_rows(tmp_path / "twice" / "results.jsonl")] == [0, 1]
     assert "| 2 (deterministic agent) |" in capsys.readouterr().out
+
+
+def test_ray_backend_does_not_retry_a_killed_worker_and_shuts_ray_down(tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
+    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
+    from erp_sim.agents.evaluation.evaluate import _execute_ray, plan
+    from ray_support import run_or_die
+
+    specs = plan([("C3", "last_n:n=5", "rule")], "hotel_50", ["hotel-000", "hotel-001"], 1, 0, agent="scripted",
+                 max_steps=200, verbosity="default", out_dir=str(tmp_path), base_url=None, record_dir=None,
+                 context_window=None)
+    rows = []
+    with pytest.raises(SystemExit, match="Ray worker died.*--resume"):
+        for row in _execute_ray(specs, None, run=run_or_die):
+            rows.append(row)
+    assert [r["task_id"] for r in rows] in ([], ["hotel-000"])  # the killed episode was not run again
+    assert not ray.is_initialized()  # shut down on the way out
+
+
+def test_resume_with_nothing_left_starts_no_backend(tmp_path, monkeypatch, capsys):
+    import erp_sim.agents.evaluation.evaluate as evaluate_module
+
+    args = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
+    assert eval_main(args) == 0
+    assert "\n1 episodes in " in capsys.readouterr().out
+    monkeypatch.setattr(evaluate_module, "execute", lambda *a, **k: pytest.fail("a backend started with nothing left"))
+    assert eval_main([*args, "--resume", "--backend", "ray"]) == 0
+    out = capsys.readouterr().out
+    assert "\n0 episodes in " in out and "(1 in the results)" in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_no_ray_process_outlives_a_killed_eval(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
+    import glob
+
+    from erp_sim.agents.evaluation.ray_reaper import session_holders
+
+    proc = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3", "--tasks",
+                             "hotel_50", "--runs", "5", "--quiet", "--backend", "ray", "--out", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "RAY_DISABLE_USAGE_STATS": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, "the eval ended before running an episode"
+            time.sleep(0.2)
+        (session,) = [os.path.realpath(p) for p in glob.glob(f"/tmp/ray/session_*_{proc.pid}")]
+        assert len(session_holders(session)) >= 3  # Ray's raylet, GCS, agents and workers
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 60
+    while session_holders(session) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not session_holders(session), "Ray processes outlived the killed eval"

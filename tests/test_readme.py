@@ -29,6 +29,9 @@ def test_every_python_block_runs_as_a_script(code, tmp_path):
     script = tmp_path / "snippet.py"
     script.write_text(code)
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    missing = re.search(r"No module named '(trl|openenv|verifiers)'", done.stderr)
+    if done.returncode and missing:  # a training example whose extra is not installed (CI installs them all)
+        pytest.skip(f"the {missing.group(1)} extra is not installed")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), "the block prints nothing when run as a script"
 

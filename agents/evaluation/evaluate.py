@@ -366,18 +366,36 @@ def _same_file(handle: Any, path: Path) -> bool:
         return False
 
 
-def _execute_ray(specs: list[EpisodeSpec], address: str | None) -> Iterator[dict]:
+def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Iterator[dict]:
+    """The local backend's semantics on Ray: no silent retry of an episode whose worker died (Ray would run it
+    again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started; a watchdog
+    (``ray_reaper``) stops that Ray's processes if the eval is killed outright. ``run`` is for tests."""
     try:
         import ray
+        from ray.exceptions import LocalRayletDiedError, NodeDiedError, OutOfMemoryError, WorkerCrashedError
     except ImportError:
         raise SystemExit("The Ray backend needs Ray: pip install 'erp-sim[ray]'.") from None
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
-    remote = ray.remote(run_spec)
-    pending = [remote.remote(spec) for spec in specs]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        yield ray.get(done[0])
+    from erp_sim.agents.evaluation.ray_reaper import start_reaper, stop_reaper
+
+    owned = not ray.is_initialized()  # a Ray the caller started stays theirs
+    context = ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                       runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
+    reaper = start_reaper(context.address_info.get("session_dir", "")) if owned else None  # for a killed eval
+    try:
+        remote = ray.remote(max_retries=0)(run or run_spec)
+        pending = [remote.remote(spec) for spec in specs]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                row = ray.get(done[0])
+            except (WorkerCrashedError, OutOfMemoryError, NodeDiedError, LocalRayletDiedError) as error:
+                raise SystemExit(f"erp-sim: a Ray worker died while running an episode ({type(error).__name__}); "
+                                 "every finished episode is saved: run again with --resume") from None
+            yield row
+    finally:
+        if owned:
+            ray.shutdown()
+            stop_reaper(reaper)
 
 
 def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
@@ -390,7 +408,9 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
     with eval_lock(out_dir):
         done = finished_keys(read_rows(results))
         todo = [spec for spec in specs if spec.key not in done]
-        _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
+        if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
+            _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address,
+                            quiet=quiet)
         return canonicalize(results, specs)
 
 
@@ -572,11 +592,14 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
     prepare_models(specs)
     started = time.perf_counter()
+    done_before = finished_keys(read_rows(Path(args.out) / RESULTS_FILE)) if args.resume else set()
     rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
                     address=args.address, quiet=args.quiet)
     report = write_report(args.out, baseline=args.baseline, prices=prices)
     print_table(rows)
-    print(f"\n{len(rows)} episodes in {time.perf_counter() - started:.1f}s wall time; report: {report}")
+    run_now = sum(spec.key not in done_before for spec in specs)  # what this invocation ran, not the file's rows
+    print(f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
+          f"report: {report}")
     scored = [row for row in rows if not row.get("infra_error")]
     if not scored:
         print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure or harness errors "

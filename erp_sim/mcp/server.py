@@ -145,6 +145,9 @@ def _package_version() -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="erp-sim serve", description="Serve the ERP simulator over MCP (stdio by default).")
     p.add_argument("--http", action="store_true", help="Serve streamable HTTP at /mcp instead of stdio.")
+    p.add_argument("--openenv", action="store_true",
+                   help="Serve an OpenEnv environment instead (reset/step/state; needs the openenv extra); "
+                        "its options: erp-sim serve --openenv --help.")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote).")
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000).")
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
@@ -191,6 +194,15 @@ def _is_loopback(host: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """``erp-sim serve [options]``; returns the exit code. Logs go to stderr (stdout is the stdio protocol)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--openenv" in argv:  # the OpenEnv server has its own options (erp-sim serve --openenv --help)
+        try:
+            from erp_sim.envs.openenv import main as serve_openenv
+        except ImportError as exc:
+            print(f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}",
+                  file=sys.stderr)
+            return 2
+        return serve_openenv([arg for arg in argv if arg != "--openenv"])
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV) or None

@@ -1,0 +1,22 @@
+"""The oracle as a chat model: a role handler for the fake OpenAI server (``answer_with``) that answers each
+request with the oracle's next tool call for the task the request's user turn names."""
+
+from __future__ import annotations
+
+import json
+
+import erp_sim
+
+
+def oracle_reply(body: dict):
+    """The oracle's next call, replayed over the tool results the request holds; (message, prompt, completion tokens)."""
+    messages = body["messages"]
+    task = next(t for t in erp_sim.load_task_set("hotel_50") if t.report_number in messages[1]["content"])
+    calls = erp_sim.oracle_calls(task)
+    name, arguments = next(calls)
+    for message in messages[2:]:
+        if message["role"] == "tool":
+            name, arguments = calls.send(message["content"])
+    number = sum(m["role"] == "tool" for m in messages) + 1
+    call = {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}, 10, 5
