@@ -38,11 +38,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TokenCounter, encode_message, get_counter, message_cache_key,
+from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TOKEN_BYTES, TokenCounter, get_counter, message_cache_key,
                                    tools_text)
 
 ROLES = ("agent", "summarizer", "user")
-_TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints; a shared byte prefix / this = tokens
 
 
 class _Node:
@@ -88,7 +87,7 @@ def _best_partial(node: _Node, key: bytes) -> int:
     shared = 0
     for neighbour in node.order[max(0, at - 1): at + 1]:
         shared = max(shared, _shared_bytes(neighbour, key))
-    return shared // _TOKEN_BYTES
+    return shared // TOKEN_BYTES
 
 
 class PrefixTracker:
@@ -124,10 +123,10 @@ class PrefixTracker:
                     cacheable += _best_partial(node, key)
                     walking = False
                 else:
-                    cacheable += len(key) // _TOKEN_BYTES
+                    cacheable += len(key) // TOKEN_BYTES
                     node = following
             at = at.child(key)  # remember this request as it goes
-            path.append((message, at, (path[-1][2] if path else 0) + len(key) // _TOKEN_BYTES))
+            path.append((message, at, (path[-1][2] if path else 0) + len(key) // TOKEN_BYTES))
         if walking and at.ended:  # the whole request repeats an earlier one
             cacheable += REPLY_PRIMING_TOKENS
         at.ended = True
@@ -158,10 +157,12 @@ class PrefixTracker:
         return unit[0], unit[1], same
 
     def _message_unit(self, message: dict[str, Any]) -> bytes:
+        """The message's packed ids: the counter's, kept when it counted this very object (no second
+        tokenization), else the ones of an earlier message with the same key in this episode."""
         key = message_cache_key(message)
         unit = self._messages.get(key)
         if unit is None:
-            unit = self._messages[key] = _packed(encode_message(message, self.counter.encoding))
+            unit = self._messages[key] = self.counter.message_ids(message)
         return unit
 
 

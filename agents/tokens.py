@@ -23,13 +23,16 @@ from a server's reported prompt tokens by a few tokens per message.
 Counting a growing transcript is incremental: each message's count is cached under its
 canonical content (a bounded LRU) and, for the message objects counted last, under the object
 itself, so re-counting a transcript costs one dictionary lookup per message already seen and
-a real tokenization only for new ones.
+a real tokenization only for new ones. A new message is tokenized once for both uses: its
+count is the length of its ``encode_message`` ids, which are kept (packed) with the object for
+the prompt-cache measurement (``message_ids``).
 """
 
 from __future__ import annotations
 
 import json
 import operator
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
@@ -260,13 +263,18 @@ class TokenCounter:
         encoding: str = DEFAULT_ENCODING,
         cache_size: int = DEFAULT_CACHE_SIZE,
         cache_chars: int = DEFAULT_CACHE_CHARS,
+        keep_ids: bool = True,
     ):
+        """``keep_ids``: count a new message by encoding it and keep its ids for ``message_ids``
+        (one tokenization for both); False counts only (cheaper when ids are never asked for)."""
         self.encoding = encoding
         self.encoder = get_encoder(encoding)
+        self.keep_ids = keep_ids
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
-        # id(message) -> (message, its content, its tool_calls, count); holding the message keeps its id unique
-        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int]] = OrderedDict()
+        # id(message) -> (message, its content, its tool_calls, count, packed ids or None); holding the
+        # message keeps its id unique
+        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int, bytes | None]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -283,30 +291,62 @@ class TokenCounter:
         return cached
 
     def count_message(self, message: dict[str, Any]) -> int:
-        known = self._by_identity.get(id(message))
-        if known is not None and known[0] is message and known[1] is message.get("content") \
-                and known[2] is message.get("tool_calls"):
+        known = self._known(message)
+        if known is not None:
             self.hits += 1
             return known[3]
         key = _message_key(message)
         cached = self._cache.get(key)
+        ids = None
         if cached is not None:
             self.hits += 1
         else:
             self.misses += 1
-            cached = self._count_uncached(message)
+            if self.keep_ids:
+                ids = self._packed_ids(message)
+                cached = len(ids) // TOKEN_BYTES
+            else:
+                cached = self._count_uncached(message)
             chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
             self._cache.put(key, cached, chars)
-        self._remember(message, cached)
+        self._remember(message, cached, ids)
         return cached
 
-    def _remember(self, message: dict[str, Any], count: int) -> None:
+    def message_ids(self, message: dict[str, Any]) -> bytes:
+        """``encode_message(message)`` packed as unsigned ints (``array("I")``): kept from when the
+        message object was counted, or encoded now (and kept with it)."""
+        known = self._known(message)
+        if known is not None and known[4] is not None:
+            return known[4]
+        ids = self._packed_ids(message)
+        self._remember(message, len(ids) // TOKEN_BYTES if known is None else known[3], ids)
+        return ids
+
+    def _known(self, message: dict[str, Any]) -> tuple | None:
+        """The identity entry of this very message object, unless its content or calls were replaced."""
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message and known[1] is message.get("content") \
+                and known[2] is message.get("tool_calls"):
+            return known
+        return None
+
+    def _packed_ids(self, message: dict[str, Any]) -> bytes:
+        return array("I", _encode_message(message, self._encode_text)).tobytes()
+
+    def _encode_text(self, text: str) -> list[int]:
+        """The encoder's ids; a long text's count is cached as ``count_text`` would (policies measure tool outputs)."""
+        ids = self.encoder.encode(text) if text else []
+        if len(text) >= TEXT_CACHE_MIN_CHARS and self._text_cache.get(text) is None:
+            self._text_cache.put(text, len(ids), len(text))
+        return ids
+
+    def _remember(self, message: dict[str, Any], count: int, ids: bytes | None = None) -> None:
         """Keep the count under the message object itself: a transcript shows the same objects at
         every step, and building their keys again made each step cost the whole history. A message
         whose content or tool_calls is replaced is counted again (edit messages by replacing those,
         as every policy here does, not by editing a tool call in place)."""
         memo = self._by_identity
-        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count)
+        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count, ids)
         while len(memo) > IDENTITY_CACHE_SIZE:
             try:
                 memo.popitem(last=False)  # the oldest (OrderedDict: O(1), unlike a plain dict's first key)
@@ -423,6 +463,8 @@ def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
     return get_encoder(encoding).decode(tokens)
 
 
+TOKEN_BYTES = array("I").itemsize  # bytes per packed token id (message_ids; a shared byte prefix / this = tokens)
+
 # Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
 MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(1 << 24, (1 << 24) + 7)
 
@@ -434,17 +476,20 @@ def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) ->
     name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
     as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
     """
-    encoder = get_encoder(encoding)
-    ids = [MESSAGE_START, *encoder.encode(message.get("role", ""))]
+    return _encode_message(message, get_encoder(encoding).encode)
+
+
+def _encode_message(message: dict[str, Any], encode: Callable[[str], list[int]]) -> list[int]:
+    ids = [MESSAGE_START, *encode(message.get("role") or "")]
     name = _sent_name(message)
     if name:
-        ids += [NAME_MARK, *encoder.encode(name)]
+        ids += [NAME_MARK, *encode(name)]
     ids.append(MESSAGE_SEPARATOR)
-    ids += encoder.encode(message_text(message.get("content")))
+    ids += encode(message_text(message.get("content")))
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
-        ids += [CALL_START, *encoder.encode(function.get("name", "")), CALL_ARGUMENTS,
-                *encoder.encode(function.get("arguments", "")), CALL_END]
+        ids += [CALL_START, *encode(function.get("name") or ""), CALL_ARGUMENTS, *encode(function.get("arguments") or ""),
+                CALL_END]
     ids.append(MESSAGE_END)
     return ids
 
