@@ -23,9 +23,7 @@ from a server's reported prompt tokens by a few tokens per message.
 Counting a growing transcript is incremental: each message's count is cached under its
 canonical content (a bounded LRU) and, for the message objects counted last, under the object
 itself, so re-counting a transcript costs one dictionary lookup per message already seen and
-a real tokenization only for new ones. A new message is tokenized once for both uses: its
-count is the length of its ``encode_message`` ids, which are kept (packed) with the object for
-the prompt-cache measurement (``message_ids``).
+a real tokenization only for new ones.
 """
 
 from __future__ import annotations
@@ -263,13 +261,9 @@ class TokenCounter:
         encoding: str = DEFAULT_ENCODING,
         cache_size: int = DEFAULT_CACHE_SIZE,
         cache_chars: int = DEFAULT_CACHE_CHARS,
-        keep_ids: bool = True,
     ):
-        """``keep_ids``: count a new message by encoding it and keep its ids for ``message_ids``
-        (one tokenization for both); False counts only (cheaper when ids are never asked for)."""
         self.encoding = encoding
         self.encoder = get_encoder(encoding)
-        self.keep_ids = keep_ids
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
         # id(message) -> (message, its content, its tool_calls, count, packed ids or None); holding the
@@ -297,29 +291,30 @@ class TokenCounter:
             return known[3]
         key = _message_key(message)
         cached = self._cache.get(key)
-        ids = None
         if cached is not None:
             self.hits += 1
         else:
             self.misses += 1
-            if self.keep_ids:
-                ids = self._packed_ids(message)
-                cached = len(ids) // TOKEN_BYTES
-            else:
-                cached = self._count_uncached(message)
-            chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
-            self._cache.put(key, cached, chars)
-        self._remember(message, cached, ids)
+            cached = self._count_uncached(message)
+            self._cache_count(key, cached)
+        self._remember(message, cached)
         return cached
 
+    def _cache_count(self, key: tuple, count: int) -> None:
+        chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
+        self._cache.put(key, count, chars)
+
     def message_ids(self, message: dict[str, Any]) -> bytes:
-        """``encode_message(message)`` packed as unsigned ints (``array("I")``): kept from when the
-        message object was counted, or encoded now (and kept with it)."""
+        """``encode_message(message)`` packed as unsigned ints (``array("I")``), kept with the object:
+        the prompt-cache measurement asks for them first, so counting the message then costs nothing."""
         known = self._known(message)
         if known is not None and known[4] is not None:
             return known[4]
-        ids = self._packed_ids(message)
-        self._remember(message, len(ids) // TOKEN_BYTES if known is None else known[3], ids)
+        ids = array("I", encode_token_key(message_token_key(message), self.encoder)).tobytes()
+        count = len(ids) // TOKEN_BYTES
+        if known is None:  # an equal message (another object) finds the count in the cache too
+            self._cache_count(_message_key(message), count)
+        self._remember(message, count, ids)
         return ids
 
     def _known(self, message: dict[str, Any]) -> tuple | None:
@@ -329,16 +324,6 @@ class TokenCounter:
                 and known[2] is message.get("tool_calls"):
             return known
         return None
-
-    def _packed_ids(self, message: dict[str, Any]) -> bytes:
-        return array("I", _encode_message(message, self._encode_text)).tobytes()
-
-    def _encode_text(self, text: str) -> list[int]:
-        """The encoder's ids; a long text's count is cached as ``count_text`` would (policies measure tool outputs)."""
-        ids = self.encoder.encode(text) if text else []
-        if len(text) >= TEXT_CACHE_MIN_CHARS and self._text_cache.get(text) is None:
-            self._text_cache.put(text, len(ids), len(text))
-        return ids
 
     def _remember(self, message: dict[str, Any], count: int, ids: bytes | None = None) -> None:
         """Keep the count under the message object itself: a transcript shows the same objects at
@@ -396,8 +381,8 @@ class RunningCount:
         self._last_found: list[tuple[dict[str, Any], Any, int]] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        same = _same_prefix(messages, self._last)
-        same = _same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
+        same = same_prefix(messages, self._last)
+        same = same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
         rest = messages[same:]
         keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
         found = list(map(self._known.get, keys))
@@ -414,7 +399,7 @@ class RunningCount:
         return sum(map(_COUNT, found)) + REPLY_PRIMING_TOKENS
 
 
-def _same_prefix(items: list[Any], reference: list[Any]) -> int:
+def same_prefix(items: list[Any], reference: list[Any]) -> int:
     """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
     same = list(map(operator.is_, items, reference))
     try:
@@ -463,7 +448,7 @@ def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
     return get_encoder(encoding).decode(tokens)
 
 
-TOKEN_BYTES = array("I").itemsize  # bytes per packed token id (message_ids; a shared byte prefix / this = tokens)
+TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints (message_ids); bytes / this = tokens
 
 # Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
 MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(1 << 24, (1 << 24) + 7)
@@ -476,27 +461,32 @@ def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) ->
     name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
     as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
     """
-    return _encode_message(message, get_encoder(encoding).encode)
+    return encode_token_key(message_token_key(message), get_encoder(encoding))
 
 
-def _encode_message(message: dict[str, Any], encode: Callable[[str], list[int]]) -> list[int]:
-    ids = [MESSAGE_START, *encode(message.get("role") or "")]
+def message_token_key(message: dict[str, Any]) -> tuple:
+    """What ``encode_message``'s ids are made of, hashable: two messages have equal keys exactly
+    when they have equal ids (encoding is lossless on valid text; lone surrogates are replaced
+    first, as encoding does), so messages can be compared without tokenizing them."""
     name = _sent_name(message)
-    if name:
-        ids += [NAME_MARK, *encode(name)]
+    calls = tuple((_valid_utf8(function.get("name") or ""), _valid_utf8(function.get("arguments") or ""))
+                  for function in (call.get("function") or _NO_FUNCTION for call in message.get("tool_calls") or ()))
+    return (_valid_utf8(message.get("role") or ""), _valid_utf8(name) if name else None,
+            _valid_utf8(message_text(message.get("content"))), calls)
+
+
+def encode_token_key(key: tuple, encoder: Encoder) -> list[int]:
+    """The ids of a ``message_token_key``: role, name, content and calls with their framing."""
+    role, name, text, calls = key
+    ids = [MESSAGE_START, *encoder.encode(role)]
+    if name is not None:
+        ids += [NAME_MARK, *encoder.encode(name)]
     ids.append(MESSAGE_SEPARATOR)
-    ids += encode(message_text(message.get("content")))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        ids += [CALL_START, *encode(function.get("name") or ""), CALL_ARGUMENTS, *encode(function.get("arguments") or ""),
-                CALL_END]
+    ids += encoder.encode(text)
+    for function_name, arguments in calls:
+        ids += [CALL_START, *encoder.encode(function_name), CALL_ARGUMENTS, *encoder.encode(arguments), CALL_END]
     ids.append(MESSAGE_END)
     return ids
-
-
-def message_cache_key(message: dict[str, Any]) -> tuple:
-    """What a message's tokens depend on (ids left out), hashable: ``count_message``'s cache key."""
-    return _message_key(message)
 
 
 def tools_text(tools: list[dict[str, Any]] | None) -> str:

@@ -126,7 +126,7 @@ def run(policy: str, task: str) -> dict:
                              max_model_calls=SYNTHETIC_CALLS if synthetic else 400)
     env.close()
     calls = len(outer.starts)
-    cold, shown_before, count_cpu = TokenCounter(keep_ids=False), set(), []  # counting only: the cheapest
+    cold, shown_before, count_cpu = TokenCounter(), set(), []
     for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers, with a cold cache
         new = [m for m in step.shown if id(m) not in shown_before]
         shown_before.update(map(id, step.shown))

@@ -182,20 +182,16 @@ def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand(
     assert counter.hits + counter.misses == lookups + 1 + len(changed)  # the anchor, then count_messages
 
 
-def test_a_counted_message_keeps_its_ids_so_the_prompt_cache_does_not_tokenize_it_again():
+def test_message_ids_tokenize_a_message_once_for_its_ids_and_its_count():
     messages = [{"role": "system", "content": "You itemize expenses. " * 40},
                 {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi \ud800 there"}]},
                 {"role": "assistant", "content": None, "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "form_open", "arguments": '{"a": 1}'}}]},
                 {"role": "tool", "tool_call_id": "c1", "name": "form_open", "content": "state " * 100}]
-    keeping, counting = TokenCounter(), TokenCounter(keep_ids=False)
+    counter = TokenCounter()
     for message in messages:
-        assert keeping.count_message(message) == counting.count_message(message) == len(encode_message(message))
-        misses = keeping.misses
-        assert keeping.message_ids(message) == array("I", encode_message(message)).tobytes()
-        assert keeping.misses == misses
-    copy = dict(messages[3])  # an equal message that is another object: counted from the cache, encoded when asked
-    assert keeping.count_message(copy) == len(encode_message(copy))
-    assert keeping.message_ids(copy) == array("I", encode_message(copy)).tobytes()
-    # the long content's count is cached for count_text too (policies measure tool outputs)
-    assert keeping._text_cache.get("state " * 100) == keeping.encoder.count("state " * 100)
+        assert counter.message_ids(message) == array("I", encode_message(message)).tobytes()
+        misses = counter.misses
+        assert counter.count_message(message) == len(encode_message(message))  # from the ids: no tokenizing
+        assert counter.count_message(dict(message)) == len(encode_message(message))  # an equal copy: from the cache
+        assert counter.misses == misses
