@@ -18,11 +18,16 @@ It is an upper bound in o200k units: a provider caches in blocks above a minimum
 own tokenizer. The provider's own figure (``usage.prompt_tokens_details.cached_tokens``) is
 kept apart as ``provider_cached_tokens`` and never mixed with ours.
 
-Linear per call: earlier requests form a trie keyed by each message's token ids (packed into
-bytes and cached per distinct message), so a request is walked message by message with one
-dictionary lookup each; at the first message that leaves the trie, the continuations seen
-there are kept sorted, and the one sharing the most tokens with the new message is a neighbour
-of its sorted position (two comparisons, however many earlier requests branched there).
+Linear per call: earlier requests form a trie keyed by each message's ``message_token_key``
+(equal keys exactly when equal token ids), so a request is walked message by message with one
+dictionary lookup each and a message's tokens are its count (the counter has them already). At
+the first message that leaves the trie, the most tokens it shares with any continuation seen
+there is what counts; the continuations are tokenized then (each once per episode) and kept
+sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
+earlier requests branched there). Full history never leaves the trie at a branch, so it
+tokenizes nothing but the counts; once a request does (a pruning policy), new messages are
+tokenized as they arrive (``TokenCounter.message_ids``) and counted from those ids, so each is
+tokenized once either way (the runner measures the prefix before it counts the input).
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -38,11 +43,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TokenCounter, encode_message, get_counter, message_cache_key,
-                                   tools_text)
+from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TOKEN_BYTES, TokenCounter, encode_token_key, get_counter, message_token_key,
+                                   same_prefix, tools_text)
 
 ROLES = ("agent", "summarizer", "user")
-_TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints; a shared byte prefix / this = tokens
+KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
 
 
 class _Node:
@@ -51,16 +56,9 @@ class _Node:
     __slots__ = ("children", "order", "ended")
 
     def __init__(self) -> None:
-        self.children: dict[bytes, _Node] = {}
-        self.order: list[bytes] = []  # the children's keys, sorted, for the partial match
+        self.children: dict[Any, _Node] = {}
+        self.order: list[bytes] | None = None  # the children's packed ids, sorted: built when a request branches here
         self.ended = False  # an earlier request ended here (a full repeat gets the reply priming too)
-
-    def child(self, key: bytes) -> "_Node":
-        node = self.children.get(key)
-        if node is None:
-            node = self.children[key] = _Node()
-            insort(self.order, key)
-        return node
 
 
 def _packed(ids: list[int]) -> bytes:
@@ -68,27 +66,19 @@ def _packed(ids: list[int]) -> bytes:
 
 
 def _shared_bytes(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two byte strings (binary search over slices: C speed)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    low, high = 0, n  # a[:low] == b[:low], a[:high] != b[:high]
+    """Length of the common prefix of two byte strings (binary search over slices: C speed; each step
+    compares only the part not known equal, so the slices copied add up to about the shorter length)."""
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if long.startswith(short):
+        return len(short)
+    low, high = 0, len(short)  # a[:low] == b[:low], a[:high] != b[:high]
     while high - low > 1:
         middle = (low + high) // 2
-        if a[:middle] == b[:middle]:
+        if a[low:middle] == b[low:middle]:
             low = middle
         else:
             high = middle
     return low
-
-
-def _best_partial(node: _Node, key: bytes) -> int:
-    """Most tokens ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
-    at = bisect_left(node.order, key)
-    shared = 0
-    for neighbour in node.order[max(0, at - 1): at + 1]:
-        shared = max(shared, _shared_bytes(neighbour, key))
-    return shared // _TOKEN_BYTES
 
 
 class PrefixTracker:
@@ -97,51 +87,96 @@ class PrefixTracker:
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
         self._root = _Node()
-        self._messages: dict[tuple, bytes] = {}  # message key -> packed token ids, one per distinct message
+        self._ids: dict[tuple, bytes] = {}  # message key -> packed token ids, for the messages compared by tokens
+        self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
         self._tools: dict[str, tuple[bytes, int]] = {}
         # The last request, to skip its leading messages when the next one starts with the same objects
-        # (full history resends them all): its tools object and unit, and per message the object, the
+        # (full history resends them all): its tools object and unit, its messages, and per message the
         # trie node after it and the tokens up to it. The objects are held, so identity cannot be reused.
         self._last_tools: tuple[Any, bytes, int] | None = None
-        self._last_path: list[tuple[dict[str, Any], _Node, int]] = []
+        self._last_messages: list[dict[str, Any]] = []
+        self._last_path: list[tuple[_Node, int]] = []
+        # Set once a request left the trie where others branched (a pruning policy): from then on new
+        # messages are tokenized when they arrive, and their count comes from those ids (one tokenization).
+        self._branching = False
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
         tools_key, tools_tokens, same_tools = self._tools_unit(tools)
-        known = self._known_prefix(messages) if same_tools else 0
+        known = same_prefix(messages, self._last_messages) if same_tools else 0
         if known:  # the last request's first `known` messages: in the trie, their tokens summed already
-            _, node, tokens = self._last_path[known - 1]
+            node, tokens = self._last_path[known - 1]
             walking, cacheable, at = True, tools_tokens + tokens, node
         else:
-            node = self._root.children.get(tools_key)
-            walking, cacheable, at = node is not None, tools_tokens if node is not None else 0, self._root.child(tools_key)
+            node, tokens = self._root.children.get(tools_key), 0
+            walking, cacheable, at = node is not None, tools_tokens if node is not None else 0, self._child(self._root, tools_key)
         path = self._last_path[:known]
         for message in messages[known:]:
-            key = self._message_unit(message)
+            key = self._key(message)
+            if self._branching:  # its ids will likely be compared: tokenize it once, for its count too
+                ids = self._ids.get(key)
+                if ids is None:
+                    ids = self._ids[key] = self.counter.message_ids(message)
+                count = len(ids) // TOKEN_BYTES
+            else:
+                count = self.counter.count_message(message)  # == len(encode_message(message))
             if walking:  # still on an earlier request's path: compare, before this request is added
                 following = node.children.get(key)
                 if following is None:
-                    cacheable += _best_partial(node, key)
+                    cacheable += self._best_partial(node, key)
                     walking = False
                 else:
-                    cacheable += len(key) // _TOKEN_BYTES
+                    cacheable += count
                     node = following
-            at = at.child(key)  # remember this request as it goes
-            path.append((message, at, (path[-1][2] if path else 0) + len(key) // _TOKEN_BYTES))
+            at = self._child(at, key)  # remember this request as it goes
+            tokens += count
+            path.append((at, tokens))
         if walking and at.ended:  # the whole request repeats an earlier one
             cacheable += REPLY_PRIMING_TOKENS
         at.ended = True
-        self._last_path = path
+        self._last_messages, self._last_path = list(messages), path
         return cacheable
 
-    def _known_prefix(self, messages: list[dict[str, Any]]) -> int:
-        """How many leading messages are the very objects the last request began with."""
-        known = 0
-        for (seen, _, _), message in zip(self._last_path, messages):
-            if seen is not message:
-                break
-            known += 1
-        return known
+    def _key(self, message: dict[str, Any]) -> tuple:
+        """The message's ``message_token_key``, kept by identity: a pruned request shows the same
+        objects again at other positions, and building a key reads (and checks) all its text."""
+        known = self._keys.get(id(message))
+        if known is not None and known[0] is message and known[1] is message.get("content") \
+                and known[2] is message.get("tool_calls"):
+            return known[3]
+        key = message_token_key(message)
+        if len(self._keys) >= KEYS_KEPT:  # a policy that copies every message every call: stay bounded
+            self._keys.clear()
+        self._keys[id(message)] = (message, message.get("content"), message.get("tool_calls"), key)
+        return key
+
+    def _child(self, node: _Node, key: Any) -> _Node:
+        child = node.children.get(key)
+        if child is None:
+            child = node.children[key] = _Node()
+            if node.order is not None:  # requests branched here before: keep the new branch's ids in order too
+                insort(node.order, self._message_ids(key))
+        return child
+
+    def _best_partial(self, node: _Node, key: tuple) -> int:
+        """Most tokens the message ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
+        if not node.children:
+            return 0
+        self._branching = True
+        if node.order is None:
+            node.order = sorted(map(self._message_ids, node.children))
+        ids = self._message_ids(key)
+        at = bisect_left(node.order, ids)
+        shared = 0
+        for neighbour in node.order[max(0, at - 1): at + 1]:
+            shared = max(shared, _shared_bytes(neighbour, ids))
+        return shared // TOKEN_BYTES
+
+    def _message_ids(self, key: tuple) -> bytes:
+        ids = self._ids.get(key)
+        if ids is None:
+            ids = self._ids[key] = _packed(encode_token_key(key, self.counter.encoder))
+        return ids
 
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
         """The tools' packed ids and tokens, and whether they are the last request's very object."""
@@ -156,13 +191,6 @@ class PrefixTracker:
         same = last is not None and last[1] == unit[0]
         self._last_tools = (tools, *unit)
         return unit[0], unit[1], same
-
-    def _message_unit(self, message: dict[str, Any]) -> bytes:
-        key = message_cache_key(message)
-        unit = self._messages.get(key)
-        if unit is None:
-            unit = self._messages[key] = _packed(encode_message(message, self.counter.encoding))
-        return unit
 
 
 class ModelCall(BaseModel):
@@ -199,11 +227,12 @@ class EpisodeMeter:
 
     def record(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any) -> None:
         usage = getattr(response, "usage", None)
+        cacheable = self.tracker(role).observe(messages, tools)  # before counting: it may tokenize them for both
         self._pending.append(ModelCall(
             role=role,
             input_tokens=self.counter.count_messages(messages) + self.counter.count_tools(tools),
             output_tokens=self.counter.count_message(response.message),
-            cacheable_prefix_tokens=self.tracker(role).observe(messages, tools),
+            cacheable_prefix_tokens=cacheable,
             reported_input_tokens=getattr(usage, "input_tokens", 0), reported_output_tokens=getattr(usage, "output_tokens", 0),
             provider_cached_tokens=getattr(usage, "cached_input_tokens", None)))
 

@@ -74,6 +74,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
             step = agent.act(transcript, tools)
             model_time += time.perf_counter() - call_started
             message = step.message
+            cacheable = agent_requests.observe(step.shown, tools)  # first: it may tokenize new messages for both
             input_tokens = count_shown(step.shown) + tool_tokens
             if context_window is not None and input_tokens > context_window:
                 raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
@@ -87,7 +88,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                 index=len(trajectory.steps), shown_messages=len(step.shown),
                 input_tokens=input_tokens, output_tokens=counter.count_message(message),
                 reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
-                cacheable_prefix_tokens=agent_requests.observe(step.shown, tools),
+                cacheable_prefix_tokens=cacheable,
                 provider_cached_tokens=step.usage.cached_input_tokens,
                 summarizer_calls=step.summarizer_calls, role_calls=role_calls, tool_calls=len(calls),
                 summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer")))

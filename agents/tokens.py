@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import operator
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
@@ -265,8 +266,9 @@ class TokenCounter:
         self.encoder = get_encoder(encoding)
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
-        # id(message) -> (message, its content, its tool_calls, count); holding the message keeps its id unique
-        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int]] = OrderedDict()
+        # id(message) -> (message, its content, its tool_calls, count, packed ids or None); holding the
+        # message keeps its id unique
+        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int, bytes | None]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -283,9 +285,8 @@ class TokenCounter:
         return cached
 
     def count_message(self, message: dict[str, Any]) -> int:
-        known = self._by_identity.get(id(message))
-        if known is not None and known[0] is message and known[1] is message.get("content") \
-                and known[2] is message.get("tool_calls"):
+        known = self._known(message)
+        if known is not None:
             self.hits += 1
             return known[3]
         key = _message_key(message)
@@ -295,18 +296,42 @@ class TokenCounter:
         else:
             self.misses += 1
             cached = self._count_uncached(message)
-            chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
-            self._cache.put(key, cached, chars)
+            self._cache_count(key, cached)
         self._remember(message, cached)
         return cached
 
-    def _remember(self, message: dict[str, Any], count: int) -> None:
+    def _cache_count(self, key: tuple, count: int) -> None:
+        chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
+        self._cache.put(key, count, chars)
+
+    def message_ids(self, message: dict[str, Any]) -> bytes:
+        """``encode_message(message)`` packed as unsigned ints (``array("I")``), kept with the object:
+        the prompt-cache measurement asks for them first, so counting the message then costs nothing."""
+        known = self._known(message)
+        if known is not None and known[4] is not None:
+            return known[4]
+        ids = array("I", encode_token_key(message_token_key(message), self.encoder)).tobytes()
+        count = len(ids) // TOKEN_BYTES
+        if known is None:  # an equal message (another object) finds the count in the cache too
+            self._cache_count(_message_key(message), count)
+        self._remember(message, count, ids)
+        return ids
+
+    def _known(self, message: dict[str, Any]) -> tuple | None:
+        """The identity entry of this very message object, unless its content or calls were replaced."""
+        known = self._by_identity.get(id(message))
+        if known is not None and known[0] is message and known[1] is message.get("content") \
+                and known[2] is message.get("tool_calls"):
+            return known
+        return None
+
+    def _remember(self, message: dict[str, Any], count: int, ids: bytes | None = None) -> None:
         """Keep the count under the message object itself: a transcript shows the same objects at
         every step, and building their keys again made each step cost the whole history. A message
         whose content or tool_calls is replaced is counted again (edit messages by replacing those,
         as every policy here does, not by editing a tool call in place)."""
         memo = self._by_identity
-        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count)
+        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count, ids)
         while len(memo) > IDENTITY_CACHE_SIZE:
             try:
                 memo.popitem(last=False)  # the oldest (OrderedDict: O(1), unlike a plain dict's first key)
@@ -356,8 +381,8 @@ class RunningCount:
         self._last_found: list[tuple[dict[str, Any], Any, int]] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        same = _same_prefix(messages, self._last)
-        same = _same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
+        same = same_prefix(messages, self._last)
+        same = same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
         rest = messages[same:]
         keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
         found = list(map(self._known.get, keys))
@@ -374,7 +399,7 @@ class RunningCount:
         return sum(map(_COUNT, found)) + REPLY_PRIMING_TOKENS
 
 
-def _same_prefix(items: list[Any], reference: list[Any]) -> int:
+def same_prefix(items: list[Any], reference: list[Any]) -> int:
     """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
     same = list(map(operator.is_, items, reference))
     try:
@@ -423,6 +448,8 @@ def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
     return get_encoder(encoding).decode(tokens)
 
 
+TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints (message_ids); bytes / this = tokens
+
 # Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
 MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(1 << 24, (1 << 24) + 7)
 
@@ -434,24 +461,32 @@ def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) ->
     name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
     as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
     """
-    encoder = get_encoder(encoding)
-    ids = [MESSAGE_START, *encoder.encode(message.get("role", ""))]
+    return encode_token_key(message_token_key(message), get_encoder(encoding))
+
+
+def message_token_key(message: dict[str, Any]) -> tuple:
+    """What ``encode_message``'s ids are made of, hashable: two messages have equal keys exactly
+    when they have equal ids (encoding is lossless on valid text; lone surrogates are replaced
+    first, as encoding does), so messages can be compared without tokenizing them."""
     name = _sent_name(message)
-    if name:
+    calls = tuple((_valid_utf8(function.get("name") or ""), _valid_utf8(function.get("arguments") or ""))
+                  for function in (call.get("function") or _NO_FUNCTION for call in message.get("tool_calls") or ()))
+    return (_valid_utf8(message.get("role") or ""), _valid_utf8(name) if name else None,
+            _valid_utf8(message_text(message.get("content"))), calls)
+
+
+def encode_token_key(key: tuple, encoder: Encoder) -> list[int]:
+    """The ids of a ``message_token_key``: role, name, content and calls with their framing."""
+    role, name, text, calls = key
+    ids = [MESSAGE_START, *encoder.encode(role)]
+    if name is not None:
         ids += [NAME_MARK, *encoder.encode(name)]
     ids.append(MESSAGE_SEPARATOR)
-    ids += encoder.encode(message_text(message.get("content")))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        ids += [CALL_START, *encoder.encode(function.get("name", "")), CALL_ARGUMENTS,
-                *encoder.encode(function.get("arguments", "")), CALL_END]
+    ids += encoder.encode(text)
+    for function_name, arguments in calls:
+        ids += [CALL_START, *encoder.encode(function_name), CALL_ARGUMENTS, *encoder.encode(arguments), CALL_END]
     ids.append(MESSAGE_END)
     return ids
-
-
-def message_cache_key(message: dict[str, Any]) -> tuple:
-    """What a message's tokens depend on (ids left out), hashable: ``count_message``'s cache key."""
-    return _message_key(message)
 
 
 def tools_text(tools: list[dict[str, Any]] | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
@@ -161,3 +163,56 @@ def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
                            *history[2:]]  # rewrite an early message
             tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
             assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
+
+
+def _reference_figure(request: tuple, earlier: list[tuple]) -> int:
+    """The definition, by brute force: the longest unit-by-unit prefix shared with any earlier request."""
+    best = 0
+    for other in earlier:
+        if other[0] != request[0]:  # tool schemas differ: nothing is cacheable
+            continue
+        shared = len(request[0])
+        for position, unit in enumerate(request[1:], start=1):
+            if position >= len(other):
+                break
+            if unit != other[position]:
+                shared += next((n for n, (a, b) in enumerate(zip(unit, other[position])) if a != b), min(len(unit), len(other[position])))
+                break
+            shared += len(unit)
+        else:
+            shared += REPLY_PRIMING_TOKENS if len(other) == len(request) else 0
+        best = max(best, shared)
+    return best
+
+
+def test_figures_equal_the_definition_on_random_branching_requests():
+    """Messages compared by key (no tokenizing) give the token-by-token definition's figures, also
+    for messages that differ as dicts but not as tokens (None vs empty content, a tool result's
+    unsent name, text parts) and for requests that branch anywhere."""
+    import random
+
+    from erp_sim.agents.tokens import encode
+
+    rng = random.Random(11)
+    texts = ["form state " * 5, "form state " * 5 + "and more", "form status", "", "Itemize line 3 of EXP-000123."]
+    def message() -> dict:
+        role = rng.choice(["user", "assistant", "tool"])
+        content = rng.choice(texts)
+        made = {"role": role, "content": rng.choice([content, [{"type": "text", "text": content}]]
+                                                     + ([None] if not content else []))}
+        if role == "tool":
+            made.update(tool_call_id=f"c{rng.random()}", name=rng.choice(["a", "b"]))
+        elif role == "assistant" and rng.random() < 0.5:
+            made["tool_calls"] = [{"id": f"c{rng.random()}", "type": "function",
+                                   "function": {"name": "form_open", "arguments": rng.choice(['{"a": 1}', '{"a": 2}'])}}]
+        return made
+    for _ in range(20):
+        tracker, earlier = PrefixTracker(), []
+        pool = [message() for _ in range(8)]
+        for _ in range(15):
+            request = [SYSTEM, *(rng.choice(pool) if rng.random() < 0.7 else message() for _ in range(rng.randrange(0, 6)))]
+            tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
+            units = (tuple(encode(json.dumps(tools, sort_keys=True, separators=(",", ":")))),
+                     *(tuple(encode_message(m)) for m in request))
+            assert tracker.observe(request, tools) == _reference_figure(units, earlier)
+            earlier.append(units)
