@@ -165,18 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from erp_sim.envs import ENV_IDS
+    from erp_sim.mcp.server import _is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument("--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote).")
     parser.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
-    parser.add_argument("--port", type=int, default=8000, help="Port (default 8000).")
+    parser.add_argument("--port", type=port_number, default=8000, help="Port (default 8000; 0: any free port).")
     parser.add_argument("--env", default=DEFAULT_ENV_ID, choices=ENV_IDS, help="Env id (default %(default)s).")
     parser.add_argument("--verbosity", choices=("default", "compact"), default="default", help="Response verbosity.")
     parser.add_argument("--reward", choices=("strict", "success"), default="strict", help="Reward (default strict).")
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="Concurrent WebSocket sessions.")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
-    from erp_sim.mcp.server import _is_loopback  # the MCP server's rule: no unauthenticated LAN server by accident
 
     if not _is_loopback(args.host) and not args.allow_remote:
         print(f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "

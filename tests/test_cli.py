@@ -89,3 +89,14 @@ def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
     assert err == "erp-sim show: hotel-003 did not run in configuration 'C9'; it ran in C2, C4\n"
     assert main(["show", str(tmp_path), "hotel-003", "--config", "C4", "--run", "7"]) == 2
     assert capsys.readouterr().err == "erp-sim show: hotel-003 has no run 7 in C4; its runs: 0, 1\n"
+
+
+@pytest.mark.parametrize("serve", [["serve", "--http"], ["serve", "--openenv"]])
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_serve_refuses_a_port_out_of_range_in_one_line(serve, port):
+    """99999 used to be bound as 34463 (modulo 65536): a server on a port nobody asked for."""
+    if serve[-1] == "--openenv":
+        pytest.importorskip("openenv", reason="the openenv extra")
+    done = subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", *serve, "--port", port], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "is not a port number" in done.stderr and "Traceback" not in done.stderr

@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="Serve an OpenEnv environment instead (reset/step/state; needs the openenv extra); "
                         "its options: erp-sim serve --openenv --help.")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote).")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000).")
+    p.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0: any free port).")
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     p.add_argument("--task-set", default="hotel_50", help="hotel_50, expense_types, or one expense type (default hotel_50).")
     p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
@@ -181,6 +181,17 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     return p
+
+
+def port_number(text: str) -> int:
+    """argparse type of a TCP port: 0-65535 (a larger number was bound modulo 65536, on another port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
 
 
 def _is_loopback(host: str) -> bool:
