@@ -100,7 +100,10 @@ class BpeOpenAIEncoder:
         ordinary = self._ordinary
         # the backend does not check ids (an unknown one panics or reads garbage)
         if ordinary and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
-            return self._backend.decode(tokens)
+            try:
+                return self._backend.decode(tokens)
+            except ValueError:  # bytes that are not UTF-8 (a cut inside a character): replaced, as bpe_openai does
+                pass
         return self._full().decode(tokens)
 
     def count(self, text: str) -> int:

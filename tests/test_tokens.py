@@ -195,3 +195,13 @@ def test_message_ids_tokenize_a_message_once_for_its_ids_and_its_count():
         assert counter.count_message(message) == len(encode_message(message))  # from the ids: no tokenizing
         assert counter.count_message(dict(message)) == len(encode_message(message))  # an equal copy: from the cache
         assert counter.misses == misses
+
+
+def test_decoding_ids_cut_inside_a_character_replaces_it_as_bpe_openai_does():
+    """A head/tail cut by tokens can split a 4-byte character; the backend alone refuses such bytes."""
+    from erp_sim.agents.tokens import decode, encode
+
+    ids = encode("0:0\U00010000\U00010000")
+    cut = [decode(ids[:n]) for n in range(len(ids) + 1)]
+    assert cut[-1] == "0:0\U00010000\U00010000"
+    assert any("\ufffd" in text for text in cut)  # a cut inside a character: the replacement character
