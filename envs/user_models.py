@@ -113,7 +113,10 @@ class RuleBasedUser:
 def what_is_left(grade: "Grade") -> list[str]:
     """The completion protocol's open points, in the user's words."""
     left = []
-    if grade.remaining_amount != "0.00":
+    if grade.lines:  # a task with several lines: each line's own remaining must be 0.00
+        left += [f"line {line.line_number}'s remaining amount is {line.remaining_amount}, it must be exactly 0.00"
+                 for line in grade.lines if line.remaining_amount != "0.00"]
+    elif grade.remaining_amount != "0.00":
         left.append(f"the remaining amount is {grade.remaining_amount}, it must be exactly 0.00")
     if grade.saved_lines == 0:
         left.append("no itemized line is saved")
