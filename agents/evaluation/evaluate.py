@@ -156,14 +156,15 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
-    from erp_sim.agents.runner import run_episode
+    from erp_sim.agents.runner import DEFAULT_MAX_MODEL_CALLS, run_episode
 
     user, agent = build_user(spec), build_agent(spec)
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user,
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
         trajectory = run_episode(env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
-                                 context_window=spec.context_window)
+                                 context_window=spec.context_window,  # long horizons: as many model calls as env steps
+                                 max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps))
     finally:
         env.close()
     if _parent_pid is not None and os.getppid() != _parent_pid:
