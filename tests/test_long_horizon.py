@@ -68,15 +68,19 @@ def test_the_env_id_gives_long_episodes_room():
 
 
 def test_the_oracle_solves_every_task_strictly_and_grids_show_one_page():
+    longest: dict[int, int] = {}
     for task in TASKS:
         session = ErpSession(task)
         responses = run_oracle(session)
+        longest[task.item_count] = max(longest.get(task.item_count, 0), *(len(r.text) for r in responses))
         grade = session.grade()
         assert grade.strict_success and grade.collateral == [], task.task_id
         assert [line.remaining_amount for line in grade.lines or []] == ["0.00"] * len(grade.lines or [])
         for response in responses:
             for grid in _grids(response.form_state):
                 assert len(grid["Rows"]) <= PAGE_SIZE
+    # A response is bounded by the page, not by the task: 20x the charges, at most 1.3x the longest response.
+    assert longest[200] < 1.3 * longest[10], longest
 
 
 def _grids(state):
