@@ -363,7 +363,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
                                            "key from OPENAI_API_KEY)")
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
+    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)")
     parser.add_argument("--runs", type=int, default=5, help="runs over the task set per configuration")
     parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
