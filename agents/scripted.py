@@ -454,10 +454,12 @@ def _fill(charge: Charge):
         {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]}
 
 
+def _select(row: dict):
+    return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
+
+
 def _delete(row: dict):
-    if not row.get("IsSelected"):
-        return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
-    return "form_click_control", {"controlName": "DeleteLine"}
+    return "form_click_control", {"controlName": "DeleteLine"} if row.get("IsSelected") else _select(row)
 
 
 def _remaining(view: View) -> str | None:
@@ -489,7 +491,9 @@ def _unbalanced(charges: list[Charge], remaining: str | None) -> str:
 
 def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
     """A grid longer than a page: row r must hold charge r (lines are added in receipt order, and a new row
-    is shown on the last page). Wrong rows on the visible page are deleted, the last page is filled up."""
+    is shown on the last page). Wrong rows on the visible page are corrected in place (rows beyond the
+    receipt deleted), the last page is filled up; when all is saved and remaining is not 0.00, every
+    page is checked (back to the first, then forward) before the user is asked."""
     grid = "ItemizationGrid"
     for row in rows:
         number, charge = _row_index(row.get("RowNumber")), _row_charge(row.get("Values", {}))
@@ -497,8 +501,10 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
             if number <= len(charges):
                 return _fill(charges[number - 1])
             return "form_click_control", {"controlName": "DeleteLine"}
-        if number > len(charges) or charge != charges[number - 1]:
+        if number > len(charges):
             return _delete(row)
+        if charge != charges[number - 1]:  # corrected in place: deleting would shift every later row
+            return _fill(charges[number - 1]) if row.get("IsSelected") else _select(row)
     if _paging_back(view, grid):  # checking every page: back to the first, then forward
         return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
     if formstate.has_next_page(view.state, grid):
@@ -509,6 +515,8 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
     done = _save_or_close(view, rows)
     if done:
         return done
+    if (view.state or {}).get("HasUnsavedChanges"):  # corrections on other pages
+        return "form_save_form", {}
     if view.last_tool == "form_click_control" and view.last_arguments.get("actionId") == "LoadNextPage":
         return _unbalanced(charges, _remaining(view))  # every page was checked on the way here
     return _page(grid, "LoadPreviousPage")

@@ -59,3 +59,15 @@ def test_the_rule_based_user_names_each_unfinished_line():
     assert [f"line {line.line_number}'s remaining amount is {line.header_amount}" in " ".join(left) for line in task.lines] == [True] * 3
     as_json = type("GradeView", (dict,), {"__getattr__": dict.__getitem__})(grade.model_dump(mode="json"))
     assert what_is_left(as_json) == left  # a grade read back from JSON (the MCP evaluator's) reads the same
+
+
+def test_misread_charges_on_a_paged_grid_are_corrected_in_place_not_churned():
+    """recall=2e6 misreads charges far back in a long context; on a grid of several pages the agent corrects a
+    row where it stands (deleting it would shift every later row and never settle), then asks the user."""
+    env = gym.make("erp_sim/LongHorizon-v0", max_episode_steps=1500)
+    try:
+        trajectory = run_episode(env, ScriptedAgent(recall_horizon=2e6), task_id="long-050-00", seed=0,
+                                 max_model_calls=1500, keep_shown=False)
+    finally:
+        env.close()
+    assert trajectory.termination == "user_turn_limit" and trajectory.metrics.steps < 300
