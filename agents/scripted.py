@@ -459,7 +459,7 @@ def _select(row: dict):
 
 
 def _delete(row: dict):
-    return "form_click_control", {"controlName": "DeleteLine"} if row.get("IsSelected") else _select(row)
+    return ("form_click_control", {"controlName": "DeleteLine"}) if row.get("IsSelected") else _select(row)
 
 
 def _remaining(view: View) -> str | None:
@@ -503,7 +503,10 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
             return "form_click_control", {"controlName": "DeleteLine"}
         if number > len(charges):
             return _delete(row)
-        if charge != charges[number - 1]:  # corrected in place: deleting would shift every later row
+        if charge != charges[number - 1]:
+            if len(charges) <= PAGE_ROWS:  # a short receipt on a grid paged by extra rows: as before, delete
+                return _delete(row)
+            # corrected in place: deleting would shift every later row of a long receipt
             return _fill(charges[number - 1]) if row.get("IsSelected") else _select(row)
     if _paging_back(view, grid):  # checking every page: back to the first, then forward
         return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
@@ -515,7 +518,7 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
     done = _save_or_close(view, rows)
     if done:
         return done
-    if (view.state or {}).get("HasUnsavedChanges"):  # corrections on other pages
+    if len(charges) > PAGE_ROWS and (view.state or {}).get("HasUnsavedChanges"):  # corrections on other pages
         return "form_save_form", {}
     if view.last_tool == "form_click_control" and view.last_arguments.get("actionId") == "LoadNextPage":
         return _unbalanced(charges, _remaining(view))  # every page was checked on the way here

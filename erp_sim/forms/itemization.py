@@ -34,6 +34,18 @@ def _rows(form: OpenForm) -> dict:
     return form.pending.setdefault("rows", {})
 
 
+def _saved_lines(session, form) -> list:
+    """The line's saved itemized lines, read once per database version (a long itemization is read by
+    the grid, the totals and the summary of every render; callers must not mutate the list)."""
+    line_id = form.context["line_id"]
+    return session.cached_read(f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
+
+
+def _summary(session, form) -> ledger.ItemizationSummary:
+    line_id = form.context["line_id"]
+    return session.cached_read(f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id))
+
+
 def _saved_values(line) -> dict:
     return {"subcategory": line["subcategory"], "transaction_date": line["transaction_date"],
             "amount": line["amount"], "description": line["description"]}
@@ -55,7 +67,7 @@ class ItemizationForm(FormDefinition):
         return f"Itemize expense - line {header['line_number']} {header['category_id']} {header['merchant']}"
 
     def summary(self, session, form):
-        summary = ledger.itemization_summary(session.db, form.context["line_id"])
+        summary = _summary(session, form)
         unsaved = len(_rows(form))
         return (f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
                 f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s).")
@@ -69,7 +81,7 @@ class ItemizationForm(FormDefinition):
         edited = [key for key in pending or () if not isinstance(key, str)]
         if not edited:
             return
-        current = {line["id"] for line in ledger.itemized_lines(session.db, form.context["line_id"])}
+        current = {line["id"] for line in _saved_lines(session, form)}
         gone = [key for key in edited if key not in current]
         if not gone:
             return
@@ -89,7 +101,7 @@ class ItemizationForm(FormDefinition):
         """(key, values, status) per grid row: saved lines (with unsaved edits applied), then new rows."""
         pending = _rows(form)
         out = []
-        for line in ledger.itemized_lines(session.db, form.context["line_id"]):
+        for line in _saved_lines(session, form):
             saved = _saved_values(line)
             edit = pending.get(line["id"])
             if edit and edit.get("deleted"):
@@ -100,7 +112,7 @@ class ItemizationForm(FormDefinition):
 
     def sections(self, session, form):
         header = self.header(session, form)
-        summary = ledger.itemization_summary(session.db, header["id"])
+        summary = _summary(session, form)
         expense = [
             Control("HeaderCostType", "Expense category", "Input", header["category_id"]),
             Control("HeaderMerchant", "Merchant", "Input", header["merchant"]),
