@@ -438,9 +438,12 @@ def _itemization(view: View, ask: bool):
         if missing:
             return _fill(missing[0])
         return "form_click_control", {"controlName": "DeleteLine"}
+    extra = Counter(complete) - Counter(charges)
+    if missing and extra and len(rows) >= PAGE_ROWS and (view.task_lines or view.paged_receipt):
+        # long tasks: a full page makes room first, else the new row pages the grid and is deleted there
+        return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
     if missing:
         return "form_click_control", {"controlName": "NewLine"}
-    extra = Counter(complete) - Counter(charges)
     if extra:
         return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
     return _save_or_close(view, rows) or _unbalanced(charges, _remaining(view))

@@ -71,3 +71,15 @@ def test_misread_charges_on_a_paged_grid_are_corrected_in_place_not_churned():
     finally:
         env.close()
     assert trajectory.termination == "user_turn_limit" and trajectory.metrics.steps < 300
+
+
+def test_a_full_page_with_a_misread_charge_makes_room_before_adding():
+    """A 25-charge line (long-050-05: two lines of 25): a misread saved row and the charge it should be. Adding
+    first would page the grid to a 26th row, which the paged check deletes: the two steps used to loop."""
+    env = gym.make("erp_sim/LongHorizon-v0", max_episode_steps=1500)
+    try:
+        trajectory = run_episode(env, ScriptedAgent(recall_horizon=2e6), task_id="long-050-05", seed=0,
+                                 max_model_calls=1500, keep_shown=False)
+    finally:
+        env.close()
+    assert trajectory.termination == "user_turn_limit" and trajectory.metrics.steps < 200

@@ -81,7 +81,7 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
 
 
 def scale_study(rows: list[dict[str, Any]], window: int) -> list[PolicyScale]:
-    """Rows of scored episodes -> one ``PolicyScale`` per configuration, in the rows' order."""
+    """Rows of scored episodes -> one ``PolicyScale`` per configuration, by name."""
     from erp_sim.task_sets import task_rows
 
     sizes: dict[tuple[str, str], int] = {}
@@ -95,7 +95,7 @@ def scale_study(rows: list[dict[str, Any]], window: int) -> list[PolicyScale]:
             sizes.update({(row["task_set"], r.task_id): r.charges for r in task_rows(row["task_set"])})
         groups[row["config"]][sizes[key]].append(row)
         policies.setdefault(row["config"], row.get("policy", row["config"]))
-    return [_policy_scale(config, policies[config], by_size, window) for config, by_size in groups.items()]
+    return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]
 
 
 def _policy_scale(config: str, policy: str, by_size: dict[int, list[dict]], window: int) -> PolicyScale:
