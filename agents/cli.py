@@ -18,6 +18,7 @@ COMMANDS = {
     "play": ("erp_sim.envs.play", "Play an episode in the terminal."),
     "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
+    "scale": ("erp_sim.agents.evaluation.scale", "Cost of each context policy against the horizon (long_horizon ladder)."),
     "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
     "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),

@@ -62,6 +62,7 @@ class ExpenseFacts(BaseModel):
     line: dict[str, str] = Field(default_factory=dict, description="Values of the selected expense line.")
     receipt: dict[str, str] = Field(default_factory=dict, description="Receipt header: document number, merchant, total.")
     receipt_items: dict[str, ReceiptItem] = Field(default_factory=dict, description="By receipt row number.")
+    receipt_rows: int = Field(0, description="Rows of the receipt's grid over all its pages (0: not shown).")
     itemization_total: str = ""
     itemization_itemized: str = ""
     itemization_remaining: str = ""
@@ -135,6 +136,12 @@ def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
             if selected:
                 facts.line = values
     elif name == "TrvReceiptViewer":
+        document = _value(form, "Receipt_DocumentNumber")
+        if document and facts.receipt.get("document", document) != document:
+            facts.receipt_items = {}  # another line's receipt (a task with several lines): its rows replace the last one's
+        grid = find_grid(form, "ReceiptItemsGrid") or {}
+        total = (grid.get("Pagination") or {}).get("TotalRows") if isinstance(grid.get("Pagination"), dict) else None
+        facts.receipt_rows = total if isinstance(total, int) else 0
         for label, control in RECEIPT_HEADER:
             value = _value(form, control)
             if value:
@@ -325,7 +332,8 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
     if facts.receipt:
         lines.append("Receipt: " + ", ".join(f"{label} {value}" for label, value in facts.receipt.items()))
     if facts.receipt_items:
-        lines.append(f"Receipt items ({len(facts.receipt_items)}):")
+        read = len(facts.receipt_items)  # a receipt longer than a page says how much of it was read
+        lines.append(f"Receipt items ({read} of {facts.receipt_rows} read):" if facts.receipt_rows > read else f"Receipt items ({read}):")
         lines += [
             f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
             for n, i in facts.receipt_items.items()

@@ -23,6 +23,12 @@ It reads the raw JSON responses and the prose form that ``acon_observation``'s s
 refinement writes (``erp_sim.agents.expense_facts.render_observation``); text it cannot read at all
 counts as no form, and it starts over from the menu.
 
+Long horizons (``long_horizon``): an instruction naming several lines is worked line by line, in
+its order, from the report form (the first line not yet "Fully itemized"); each line's charges are
+those of its own receipt (told apart by document number). Receipts and itemization grids longer
+than a page (25 rows) are read page by page: a receipt counts as read when every row of it is
+visible at once, and a paged itemization grid is checked by position (row r holds charge r).
+
 By default its recall is perfect. ``recall_horizon=H`` (tokens) adds one synthetic failure
 mode, for studies that want policies to differ in accuracy offline: each receipt charge is
 misread (its cents transposed) when ``u < 1 - exp(-d / H)``, where ``d`` is how many tokens
@@ -43,6 +49,7 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from typing import NamedTuple
 
 from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
@@ -58,6 +65,9 @@ _TYPE = re.compile(r"the (\w+) expense")
 _SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
 _SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)
 _CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
+_TASK_LINES = re.compile(r"\bline (\d+), [^;]*?\(receipt ([A-Z]+-\d+)\)")  # a multi-line instruction's lines
+_SUMMARY_DOCUMENT = re.compile(r"^Receipt: document (\S+?),", re.MULTILINE)
+_CAPTION_LINE = re.compile(r"\bline (\d+)\b")
 ASK = ("I found {n} charges on the receipt{doc}. Before I create the itemized lines: should I add all of them "
        "as itemized lines with their subcategory, date and amount?")
 
@@ -76,6 +86,21 @@ def _money(text: object) -> str | None:
         return str(Decimal(str(text).replace(",", "")).quantize(Decimal("0.01")))
     except (InvalidOperation, ValueError):
         return None
+
+
+PAGE_ROWS = 25  # the ERP's grid page
+
+
+def _row_index(number: object) -> int:
+    return int(number) if isinstance(number, str) and number.isdigit() else 0
+
+
+def _arguments(text: object) -> dict:
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -141,13 +166,20 @@ class View:
         self.mapping = wording_to_subcategory(self.expense_type)
         self.state: dict | None = None  # FormState of the latest visible tool result
         self.last_tool: str | None = None
+        self.last_arguments: dict = {}
         self.charges: list[Charge] | None = None
+        # Multi-line instructions: (line number, receipt document) in order; receipts read per document.
+        self.task_lines = _TASK_LINES.findall(instruction) if len(_TASK_LINES.findall(instruction)) > 1 else []
+        self.receipts: dict[str, dict[int, tuple[Charge, int]]] = {}  # document -> row -> (charge, message index)
+        self.receipt_ends: dict[str, int] = {}  # document -> its last row (seen on a page without a next one)
+        self.paged_receipt = False
         charges_at = 0  # index of the message the charges were read from
         self.receipt_document = ""
         self.confirmed = False
         self.seen_tool_result = False
         self.memory = False
         tool_names = {c["id"]: c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
+        tool_arguments = {c["id"]: c["function"].get("arguments") for m in messages for c in m.get("tool_calls") or []}
         self.sop_key = self._indexed_sop(messages)
         self.sop: dict | None = None  # the SOP as memory_read returned it
         self.sop_read = False
@@ -162,22 +194,59 @@ class View:
             if role == "tool":
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
+                self.last_arguments = _arguments(tool_arguments.get(message.get("tool_call_id")))
                 self.state, receipt = _read_tool_result(content, self.expense_type)
                 if receipt is not None:
-                    self.charges, self.receipt_document = list(receipt[0]), receipt[1]
+                    self.charges, self.receipt_document = list(receipt.charges), receipt.document
+                    self._keep_rows(receipt.document, list(receipt.rows), self.charges, position, receipt.more)
                     charges_at = position
             elif role == "user" and message is not messages[0]:
-                confirms, summary = _read_user_message(content, self.expense_type)
+                confirms, summary, document = _read_user_message(content, self.expense_type)
                 if confirms:
                     self.confirmed = True
-                if self.charges is None and summary is not None:
+                if self.charges is None and summary is not None:  # the "Receipt items" of a structured summary
                     self.charges = list(summary)
+                    if document:
+                        self._keep_rows(document, list(range(1, len(summary) + 1)), self.charges, position, False)
+                        self.receipt_document = document
                     charges_at = position
 
-        if recall is not None and self.charges:
+        if self.receipts and (self.task_lines or self.paged_receipt):
+            self._long_receipts(instruction, messages, recall)
+        elif recall is not None and self.charges:
             distance = count_messages(messages[charges_at + 1:])
             self.charges = [(sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
                             for n, (sub, day, amount) in enumerate(self.charges)]
+
+    def _long_receipts(self, instruction: str, messages: list[Message], recall: "Recall | None") -> None:
+        """Multi-line tasks and paged receipts: each document's charges, once every row of it is visible
+        (misread per charge by the distance to the message its row was read from)."""
+        distances: dict[int, int] = {}
+        self.by_document: dict[str, list[Charge]] = {}
+        for document, rows in self.receipts.items():
+            end = self.receipt_ends.get(document)
+            if end is None or any(n not in rows for n in range(1, end + 1)):
+                continue
+            charges = []
+            for n in range(1, end + 1):
+                (sub, day, amount), at = rows[n]
+                if recall is not None:
+                    distance = distances.setdefault(at, count_messages(messages[at + 1:]))
+                    if recall.misread(f"{instruction}/{document}", n - 1, distance):
+                        amount = misread_amount(amount)
+                charges.append((sub, day, amount))
+            self.by_document[document] = charges
+        if not self.task_lines:  # one line: the receipt read last
+            self.charges = self.by_document.get(self.receipt_document)
+
+    def line_document(self, line: str | None) -> str | None:
+        return next((document for number, document in self.task_lines if number == line), None)
+
+    def charges_of(self, line: str | None) -> list[Charge] | None:
+        """The charges of a multi-line task's line (by line number), or the single line's."""
+        if not self.task_lines:
+            return self.charges
+        return getattr(self, "by_document", {}).get(self.line_document(line) or "")
 
     def _indexed_sop(self, messages: list[Message]) -> str | None:
         """The SOP key for this expense type if the memory index (a system message) lists it."""
@@ -198,6 +267,14 @@ class View:
         say = self.sop_step("say")
         return say is None or bool(_CONFIRMED.search(str(say.get("expect", ""))))
 
+    def _keep_rows(self, document: str, numbers: list[int], charges: list[Charge], position: int, more: bool) -> None:
+        known = self.receipts.setdefault(document, {})
+        self.paged_receipt = self.paged_receipt or more or max(numbers, default=0) > PAGE_ROWS
+        for number, charge in zip(numbers, charges):
+            known[number] = (charge, position)
+        if not more and numbers:
+            self.receipt_ends[document] = max(numbers)
+
     @property
     def form(self) -> str | None:
         return self.state.get("Name") if self.state else None
@@ -206,31 +283,43 @@ class View:
 # -- reading one message: each message is read once, not at every step (the same transcript
 # messages are shown again and again; re-parsing them made every step cost the whole history).
 # Cached by text; the results are shared between steps and must not be mutated.
+class ReceiptPage(NamedTuple):
+    """What one receipt-viewer result shows: its charges, their row numbers, and whether a next page exists."""
+
+    charges: tuple[Charge, ...]
+    document: str
+    rows: tuple[int, ...]
+    more: bool
+
+
 @lru_cache(maxsize=READ_CACHE_SIZE)
-def _read_tool_result(content: str, expense_type: str) -> tuple[dict | None, tuple[tuple[Charge, ...], str] | None]:
-    """(the FormState a tool result shows, (its receipt charges, document number) for a receipt viewer)."""
+def _read_tool_result(content: str, expense_type: str) -> tuple[dict | None, ReceiptPage | None]:
+    """(the FormState a tool result shows, the receipt page a receipt viewer shows)."""
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
     receipt = _read_receipt(state, wording_to_subcategory(expense_type)) if state and state.get("Name") == "TrvReceiptViewer" else None
     return state, receipt
 
 
-def _read_receipt(state: dict, mapping: dict[str, str]) -> tuple[tuple[Charge, ...], str] | None:
+def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
     rows = formstate.grid_rows(state, "ReceiptItemsGrid")
     charges = tuple((mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
                      _money(r.get("ReceiptItem_Amount")) or "?") for r in rows)
     if not charges:
         return None
-    return charges, str(formstate.control_value(state, "Receipt_DocumentNumber") or "")
+    return ReceiptPage(charges, str(formstate.control_value(state, "Receipt_DocumentNumber") or ""),
+                       tuple(_row_index(r.get("RowNumber")) for r in rows), formstate.has_next_page(state, "ReceiptItemsGrid"))
 
 
 @lru_cache(maxsize=READ_CACHE_SIZE)
-def _read_user_message(content: str, expense_type: str) -> tuple[bool, tuple[Charge, ...] | None]:
-    """(the user confirms adding the charges, the charges of a structured summary's "Receipt items")."""
+def _read_user_message(content: str, expense_type: str) -> tuple[bool, tuple[Charge, ...] | None, str | None]:
+    """(the user confirms adding the charges, the charges of a structured summary's "Receipt items"
+    (erp_sim.agents.expense_facts format), that receipt's document number)."""
     block = _SUMMARY_ITEMS.search(content)
     items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
     mapping = wording_to_subcategory(expense_type)
     summary = tuple((mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items)
-    return bool(_CONFIRMED.search(content)), summary or None
+    document = _SUMMARY_DOCUMENT.search(content) if summary else None
+    return bool(_CONFIRMED.search(content)), summary or None, document.group(1) if document else None
 
 
 _REFINED_FORM = re.compile(r"^Form (\w+)")
@@ -245,7 +334,7 @@ def parse_refined(text: str) -> dict | None:
     grid: dict | None = None
     for line in text.splitlines():
         if match := _REFINED_FORM.match(line):
-            state = {"Name": match.group(1), "Form": {"Input": [], "Grid": []}}
+            state = {"Name": match.group(1), "Caption": line[len(match.group(0)):].strip(" ()"), "Form": {"Input": [], "Grid": []}}
         elif state is None:
             continue
         elif match := _REFINED_GRID.match(line):
@@ -303,22 +392,49 @@ def _report_list(view: View, ask: bool):
 def _report_form(view: View, ask: bool):
     grid = formstate.grids(view.state).get("ExpenseLinesGrid") or {}
     rows = grid.get("Rows", [])
-    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTrans_LineNum") == view.line
+    line = view.line
+    if view.task_lines:  # several lines: the first (in the instruction's order) not yet fully itemized
+        status = {r.get("Values", {}).get("TrvExpTrans_LineNum"): r.get("Values", {}).get("TrvExpTrans_ItemizationStatus")
+                  for r in rows if r.get("Values", {}).get("TrvExpTrans_LineType") != "ItemizedLine"}
+        line = next((number for number, _ in view.task_lines if status.get(number) != "Fully itemized"), None)
+        if line is None:
+            return f"All {len(view.task_lines)} expense lines are fully itemized and saved, and the itemization form is closed: done."
+    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTrans_LineNum") == line
                    and r.get("Values", {}).get("TrvExpTrans_LineType") != "ItemizedLine"), None)
     if target is None:
         if grid.get("Pagination", {}).get("HasNextPage"):
             return "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
-        return f"I cannot find line {view.line} on expense report {view.report}. Could you check the line number?"
+        return f"I cannot find line {line} on expense report {view.report}. Could you check the line number?"
     if not target.get("IsSelected"):
         return "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": target["RowNumber"]}
-    if view.charges is None:
+    if view.charges_of(line) is None:
         return "form_click_control", {"controlName": "ViewReceipt"}
     return "form_click_control", {"controlName": "Itemize"}
 
 
+def _page(grid: str, action: str):
+    return "form_click_control", {"controlName": grid, "actionId": action}
+
+
+def _paging_back(view: View, grid: str) -> bool:
+    """Whether the last call paged ``grid`` back (a memoryless agent's only record of its direction)."""
+    return (view.last_tool == "form_click_control" and view.last_arguments.get("controlName") == grid
+            and view.last_arguments.get("actionId") == "LoadPreviousPage")
+
+
+def _first_row(view: View, grid: str) -> int:
+    rows = formstate.grid_rows(view.state, grid)
+    return _row_index(rows[0].get("RowNumber")) if rows else 0
+
+
 def _receipt_viewer(view: View, ask: bool):
-    if formstate.has_next_page(view.state, "ReceiptItemsGrid"):
-        return "form_click_control", {"controlName": "ReceiptItemsGrid", "actionId": "LoadNextPage"}
+    grid = "ReceiptItemsGrid"
+    if _paging_back(view, grid):  # back to the first page, then forward again
+        return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
+    if formstate.has_next_page(view.state, grid):
+        return _page(grid, "LoadNextPage")
+    if view.paged_receipt and view.receipt_document not in getattr(view, "by_document", {}) and _first_row(view, grid) > 1:
+        return _page(grid, "LoadPreviousPage")  # earlier pages are no longer in view: read them again
     return "form_close_form", {}
 
 
@@ -329,37 +445,112 @@ def _row_charge(values: dict) -> Charge | None:
 
 
 def _itemization(view: View, ask: bool):
-    if view.charges is None:
+    line = (_CAPTION_LINE.search(str((view.state or {}).get("Caption", ""))) or [None, None])[1]
+    charges = view.charges_of(line)
+    if charges is None:
         return "form_click_control", {"controlName": "ViewReceipt"}
     grid = formstate.grids(view.state).get("ItemizationGrid") or {}
     rows = grid.get("Rows", [])
+    document = view.line_document(line) or view.receipt_document
     if ask and not rows and not view.confirmed and not view.sop_confirms:
-        return ASK.format(n=len(view.charges), doc=f" {view.receipt_document}" if view.receipt_document else "")
+        return ASK.format(n=len(charges), doc=f" {document}" if document else "")
+    if (grid.get("Pagination") or {}).get("HasNextPage") or _first_row(view, "ItemizationGrid") > 1:
+        return _paged_itemization(view, rows, charges)
     complete = Counter(c for r in rows if (c := _row_charge(r.get("Values", {}))))
-    missing = list((Counter(view.charges) - complete).elements())
+    missing = list((Counter(charges) - complete).elements())
+    if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
+        unmatched = Counter(complete)
+        missing = [c for c in charges if not _consume(unmatched, c)]
     selected = _selected(rows)
     if selected is not None and _row_charge(selected.get("Values", {})) is None:  # a blank new row
         if missing:
-            subcategory, day, amount = missing[0]
-            return "form_set_control_values", {"controlValues": [
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": subcategory},
-                {"controlName": "TrvExpTrans_TransDate", "value": day},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]}
+            return _fill(missing[0])
         return "form_click_control", {"controlName": "DeleteLine"}
+    extra = Counter(complete) - Counter(charges)
+    if missing and extra and len(rows) >= PAGE_ROWS and (view.task_lines or view.paged_receipt):
+        # long tasks: a full page makes room first, else the new row pages the grid and is deleted there
+        return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
     if missing:
         return "form_click_control", {"controlName": "NewLine"}
-    extra = Counter(complete) - Counter(view.charges)
     if extra:
-        row = next(r for r in rows if _row_charge(r.get("Values", {})) in extra)
-        if not row.get("IsSelected"):
-            return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
-        return "form_click_control", {"controlName": "DeleteLine"}
+        return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
+    return _save_or_close(view, rows) or _unbalanced(charges, _remaining(view))
+
+
+def _fill(charge: Charge):
+    subcategory, day, amount = charge
+    return "form_set_control_values", {"controlValues": [
+        {"controlName": "TrvExpTrans_ExpSubCategory", "value": subcategory},
+        {"controlName": "TrvExpTrans_TransDate", "value": day},
+        {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]}
+
+
+def _select(row: dict):
+    return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
+
+
+def _delete(row: dict):
+    return ("form_click_control", {"controlName": "DeleteLine"}) if row.get("IsSelected") else _select(row)
+
+
+def _remaining(view: View) -> str | None:
+    return _money(formstate.control_value(view.state, "ItemizationRemaining"))
+
+
+def _save_or_close(view: View, rows: list[dict]):
+    """Save unsaved rows; close once remaining is 0.00; None when neither applies."""
     if any(r.get("Values", {}).get("TrvExpTrans_LineStatus") != "Saved" for r in rows):
         return "form_save_form", {}
-    remaining = _money(formstate.control_value(view.state, "ItemizationRemaining"))
-    if remaining == "0.00":
+    if _remaining(view) == "0.00":
         if view.memory and not view.long_term_update_requested:
             return "start_long_term_update", {}
         return "form_close_form", {}
-    return (f"All {len(view.charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
+    return None
+
+
+def _consume(counts: Counter, charge: Charge) -> bool:
+    if counts[charge] > 0:
+        counts[charge] -= 1
+        return True
+    return False
+
+
+def _unbalanced(charges: list[Charge], remaining: str | None) -> str:
+    return (f"All {len(charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
             "Should I investigate the difference?")
+
+
+def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
+    """A grid longer than a page: row r must hold charge r (lines are added in receipt order, and a new row
+    is shown on the last page). Wrong rows on the visible page are corrected in place (rows beyond the
+    receipt deleted), the last page is filled up; when all is saved and remaining is not 0.00, every
+    page is checked (back to the first, then forward) before the user is asked."""
+    grid = "ItemizationGrid"
+    for row in rows:
+        number, charge = _row_index(row.get("RowNumber")), _row_charge(row.get("Values", {}))
+        if charge is None and row.get("IsSelected"):  # a blank new row
+            if number <= len(charges):
+                return _fill(charges[number - 1])
+            return "form_click_control", {"controlName": "DeleteLine"}
+        if number > len(charges):
+            return _delete(row)
+        if charge != charges[number - 1]:
+            if len(charges) <= PAGE_ROWS:  # a short receipt on a grid paged by extra rows: as before, delete
+                return _delete(row)
+            # corrected in place: deleting would shift every later row of a long receipt
+            return _fill(charges[number - 1]) if row.get("IsSelected") else _select(row)
+    if _paging_back(view, grid):  # checking every page: back to the first, then forward
+        return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
+    if formstate.has_next_page(view.state, grid):
+        return _page(grid, "LoadNextPage")
+    last = max((_row_index(r.get("RowNumber")) for r in rows), default=0)
+    if last < len(charges):
+        return "form_click_control", {"controlName": "NewLine"}
+    done = _save_or_close(view, rows)
+    if done:
+        return done
+    if len(charges) > PAGE_ROWS and (view.state or {}).get("HasUnsavedChanges"):  # corrections on other pages
+        return "form_save_form", {}
+    if view.last_tool == "form_click_control" and view.last_arguments.get("actionId") == "LoadNextPage":
+        return _unbalanced(charges, _remaining(view))  # every page was checked on the way here
+    return _page(grid, "LoadPreviousPage")

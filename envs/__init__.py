@@ -31,13 +31,16 @@ ENV_TASK_SETS = {
     "erp_sim/AirfareItemization-v0": "Airfare",
     "erp_sim/MealsItemization-v0": "Meals",
     "erp_sim/ConferenceItemization-v0": "Conference",
+    "erp_sim/LongHorizon-v0": "long_horizon",
 }
+# Up to 200 receipt charges over 1-5 lines take two calls a charge and more: room for them.
+STEP_LIMITS = {"erp_sim/LongHorizon-v0": 1500}
 # disable_env_checker: gymnasium 1.4's PassiveEnvChecker marks its first reset as checked before the
 # reset runs, so after a refused first reset (bad options) every later step fails inside the
 # checker. The envs pass gymnasium's full ``check_env`` in the tests instead.
 for _env_id, _task_set in ENV_TASK_SETS.items():
-    register(id=_env_id, entry_point=ENTRY_POINT, kwargs={"task_set": _task_set}, max_episode_steps=MAX_EPISODE_STEPS,
-             disable_env_checker=True)
+    register(id=_env_id, entry_point=ENTRY_POINT, kwargs={"task_set": _task_set},
+             max_episode_steps=STEP_LIMITS.get(_env_id, MAX_EPISODE_STEPS), disable_env_checker=True)
 ENV_IDS = tuple(ENV_TASK_SETS)
 
 _LAZY = {
@@ -60,4 +63,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'erp_sim.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", *_LAZY]
+__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", "STEP_LIMITS", *_LAZY]

@@ -62,7 +62,7 @@ def potential(state: Progress, reward: str = "success") -> Decimal:
         return Decimal(1)
     if not summary.total:
         return Decimal(0)
-    return PARTIAL_CREDIT * max(Decimal(0), 1 - abs(summary.remaining) / summary.total)
+    return PARTIAL_CREDIT * max(Decimal(0), 1 - state.distance / summary.total)
 
 
 @lru_cache(maxsize=1)
@@ -210,7 +210,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     reward in force.
     ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
     step earns ``phi(s') - phi(s)`` with ``phi = 1`` when the reward in force is earned, else
-    ``0.5 * max(0, 1 - |remaining| / header amount)``. The return then equals ``phi`` of the
+    ``0.5 * max(0, 1 - |remaining| / header amount)`` (a multi-line task adds its lines' amounts and
+    their ``|remaining|``, so over-itemizing one line does not make up for another). The return then equals ``phi`` of the
     last state whatever ends the episode (success, the user, or ``TimeLimit``): partial credit
     for the itemized share, none for over-itemization beyond the amount.
 
@@ -218,7 +219,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     Terminated on the study's success (under either reward); when the user ends the conversation (``user_ended``); when the
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
-    Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default).
+    Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default; 1,500 for long_horizon).
     ``close()`` ends the ERP session and may be called any number of times; ``step``, ``grade`` and
     ``snapshot`` before the first ``reset`` or after ``close()`` raise ``gymnasium.error.ResetNeeded``,
     and a ``reset`` starts a new episode.
@@ -226,7 +227,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ## Information
     ``reset`` and ``step`` return fresh dicts with:
     - ``task``: task_id, task_set, expense_type, family, difficulty, report_number,
-      line_number, header_amount, currency, item_count;
+      line_number, header_amount, currency, item_count (of a multi-line task: its first line, and the
+      charges of all lines);
     - ``grade``: success, remaining_amount, itemized_fraction, saved_lines, unsaved_rows,
       itemization_form_open (the live state, not the transcript);
     - ``counts``: steps, tool_calls, invalid_actions, tool_errors, user_turns;
@@ -318,10 +320,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading import expected_charges, initial_rows, target_line_id  # at the first reset, not at gym.make
+        from erp_sim.grading import expected_charges, initial_rows, target_line_ids  # at the first reset, not at gym.make
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
-        self._line_id = target_line_id(self.session)
+        self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
         initial_rows(self.task), expected_charges(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)

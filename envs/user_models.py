@@ -113,7 +113,12 @@ class RuleBasedUser:
 def what_is_left(grade: "Grade") -> list[str]:
     """The completion protocol's open points, in the user's words."""
     left = []
-    if grade.remaining_amount != "0.00":
+    lines = getattr(grade, "lines", None)  # a task with several lines: each line's own remaining must be 0.00
+    if lines:  # (a Grade's LineGrade models, or the dicts of a grade read back from JSON)
+        for line in (line if isinstance(line, dict) else line.model_dump() for line in lines):
+            if line["remaining_amount"] != "0.00":
+                left.append(f"line {line['line_number']}'s remaining amount is {line['remaining_amount']}, it must be exactly 0.00")
+    elif grade.remaining_amount != "0.00":
         left.append(f"the remaining amount is {grade.remaining_amount}, it must be exactly 0.00")
     if grade.saved_lines == 0:
         left.append("no itemized line is saved")

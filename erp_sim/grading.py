@@ -12,6 +12,12 @@ target line as the task built it), never against what the agent may have rewritt
 - ``strict_success``: success, and the saved lines equal the receipt's charges as a multiset of
   (subcategory, date, amount). The study scores only the remainder; we report both.
 - ``collateral``: every change outside the target line's itemization, like AppWorld's DB diffs.
+
+A task with several lines (``Task.extra_lines``) is graded on each: success needs every line's
+remaining at exactly 0.00 (against its own amount), no target line's itemization form open, and
+strict success each line's saved lines equal to its own receipt. The grade's amounts and lists
+add the lines up, and ``lines`` holds each line's figures (left out for single-line tasks, whose
+grades keep their bytes).
 """
 
 from __future__ import annotations
@@ -36,6 +42,17 @@ if TYPE_CHECKING:
 Charge = tuple[str, str, str]  # (subcategory, date, amount)
 
 
+class LineGrade(BaseModel):
+    """One line of a multi-line task: remaining = its amount - its saved itemized lines."""
+
+    line_number: int
+    header_amount: str
+    itemized_amount: str
+    remaining_amount: str
+    saved_lines: int
+    expected_lines: int
+
+
 class Grade(BaseModel):
     success: bool = Field(description="Remaining exactly 0.00 against the task's amount, all rows saved, itemization "
                                       "form closed, no collateral change.")
@@ -52,15 +69,29 @@ class Grade(BaseModel):
     unexpected_lines: list[Charge] = Field(default_factory=list, description="Saved lines matching no receipt charge.")
     duplicate_lines: list[Charge] = Field(default_factory=list, description="Receipt charges saved more often than they appear.")
     collateral: list[str] = Field(default_factory=list, description="Changes outside the target line's itemization.")
+    lines: list[LineGrade] | None = Field(None, exclude_if=lambda lines: lines is None,
+                                          description="Per line, for tasks with several lines (absent otherwise).")
 
 
-def target_line_id(session: "ErpSession") -> int:
+def target_line_id(session: "ErpSession", line_number: int | None = None) -> int:
+    """The RecId of the task's (first) line, or of its line ``line_number``."""
     task = session.task
     row = session.db.execute(
         "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
         "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine'",
-        (task.report_number, task.line_number)).fetchone()
+        (task.report_number, task.line_number if line_number is None else line_number)).fetchone()
     return int(row[0])
+
+
+def target_line_ids(session: "ErpSession") -> "int | tuple[int, ...]":
+    """The RecId of a single-line task's line, or the RecIds of a multi-line task's lines in task order."""
+    if not session.task.extra_lines:
+        return target_line_id(session)
+    return tuple(target_line_id(session, line.line_number) for line in session.task.lines)
+
+
+def _ids(line_ids: "int | tuple[int, ...]") -> tuple[int, ...]:
+    return line_ids if isinstance(line_ids, tuple) else (line_ids,)
 
 
 @dataclass(frozen=True)
@@ -74,12 +105,19 @@ class Progress:
     itemization_form_open: bool
     collateral_free: bool  # False also when not checked because something cheaper failed
     matches_receipt: bool  # saved lines == receipt charges as a multiset; checked only at success
+    lines_settled: bool = True  # multi-line tasks: every line's own remaining is 0.00 with a saved line
+    gap: Decimal | None = None  # multi-line tasks: the lines' |remaining| added (None: |summary.remaining|)
 
     @property
     def zero_remainder(self) -> bool:
         summary = self.summary
-        return (summary.remaining == ZERO and summary.line_count > 0 and self.unsaved_rows == 0
+        return (summary.remaining == ZERO and summary.line_count > 0 and self.lines_settled and self.unsaved_rows == 0
                 and not self.itemization_form_open)
+
+    @property
+    def distance(self) -> Decimal:
+        """How far the itemization is from done, in money: over-itemizing one line does not make up for another."""
+        return abs(self.summary.remaining) if self.gap is None else self.gap
 
     @property
     def success(self) -> bool:
@@ -91,25 +129,33 @@ class Progress:
         return self.success and self.matches_receipt
 
 
-def progress(session: "ErpSession", line_id: int) -> Progress:
-    """Cheap: it depends only on the database (cached until its next write) and the target's open forms."""
-    forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") == line_id]
+def progress(session: "ErpSession", line_id: "int | tuple[int, ...]") -> Progress:
+    """Cheap: it depends only on the database (cached until its next write) and the target's open forms.
+    ``line_id``: what ``target_line_ids`` gives (one RecId, or a multi-line task's RecIds)."""
+    ids = _ids(line_id)
+    forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") in ids]
     unsaved, form_open = sum(len(f.pending.get("rows", ())) for f in forms), bool(forms)
     return session.cached_read(f"grade/progress/{line_id}/{unsaved}/{form_open}",
-                               lambda: _progress(session, line_id, unsaved, form_open))
+                               lambda: _progress(session, ids, unsaved, form_open))
 
 
-def _progress(session: "ErpSession", line_id: int, unsaved: int, form_open: bool) -> Progress:
-    saved, itemized, count = _saved_lines(session, line_id)
-    state = Progress(ledger.ItemizationSummary(session.task.header_decimal, itemized, count), unsaved, form_open, False, False)
+def _progress(session: "ErpSession", ids: tuple[int, ...], unsaved: int, form_open: bool) -> Progress:
+    task = session.task
+    per_line = [_saved_lines(session, line_id) for line_id in ids]
+    itemized, count = sum((p[1] for p in per_line), ZERO), sum(p[2] for p in per_line)
+    state = Progress(ledger.ItemizationSummary(task.total_decimal, itemized, count), unsaved, form_open, False, False)
+    if len(ids) > 1:
+        amounts = [line.header_decimal for line in task.lines]
+        state = replace(state, lines_settled=all(p[2] > 0 and p[1] == amount for p, amount in zip(per_line, amounts)),
+                        gap=sum((abs(amount - p[1]) for p, amount in zip(per_line, amounts)), ZERO))
     if not state.zero_remainder:
         return state
-    collateral_free = not _collateral(session, line_id)
-    matches = collateral_free and saved == expected_charges(session.task)
+    collateral_free = not _collateral(session, ids if len(ids) > 1 else ids[0])
+    matches = collateral_free and all(p[0] == expected_charges(task, n) for n, p in enumerate(per_line))
     return replace(state, collateral_free=collateral_free, matches_receipt=matches)
 
 
-def _collateral(session: "ErpSession", line_id: int) -> list[str]:
+def _collateral(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
     """``collateral_changes``, cached until the database next changes (callers must not mutate it)."""
     return session.cached_read(f"grade/collateral/{line_id}", lambda: collateral_changes(session, line_id))
 
@@ -123,16 +169,18 @@ def _saved_lines(session: "ErpSession", line_id: int) -> tuple[Counter, Decimal,
     return session.cached_read(f"grade/lines/{line_id}", read)
 
 
-_expected: dict[tuple[str, str, int], Counter] = {}
+_expected: dict[tuple[str, str, int, int], Counter] = {}
 
 
-def expected_charges(task) -> Counter:
-    """The receipt's charges as a multiset of (subcategory, date, amount), built once per task."""
-    key = (task.task_set, task.task_id, task.seed)
+def expected_charges(task, line: int = 0) -> Counter:
+    """A receipt's charges as a multiset of (subcategory, date, amount), built once per task and line
+    (``line``: index into ``task.lines``)."""
+    key = (task.task_set, task.task_id, task.seed, line)
     if key not in _expected:
         if len(_expected) >= 256:
             _expected.pop(next(iter(_expected)))
-        _expected[key] = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in task.receipt_items)
+        items = task.receipt_items if line == 0 else task.extra_lines[line - 1].receipt_items
+        _expected[key] = Counter((i.subcategory, i.date, money_text(Decimal(i.amount))) for i in items)
     return _expected[key]
 
 
@@ -142,23 +190,30 @@ def grade_session(session: "ErpSession", line_id: int | None = None, state: Prog
     return Grade.model_validate(grade_dict(session, line_id, state))
 
 
-def grade_dict(session: "ErpSession", line_id: int | None = None, state: Progress | None = None) -> dict:
+def grade_dict(session: "ErpSession", line_id: "int | tuple[int, ...] | None" = None, state: Progress | None = None) -> dict:
     """The full grade as ``Grade.model_dump(mode="json")`` would give it, without the model's cost (the env
     puts it in the terminating step's ``info``)."""
     task = session.task
-    line_id = target_line_id(session) if line_id is None else line_id
+    line_id = target_line_ids(session) if line_id is None else line_id
     state = state or progress(session, line_id)
     summary = state.summary
-    saved, expected = _saved_lines(session, line_id)[0], expected_charges(task)
-    return {
+    ids = _ids(line_id)
+    per_line = [(_saved_lines(session, i), expected_charges(task, n)) for n, i in enumerate(ids)]
+    if len(ids) == 1:
+        saved, expected = per_line[0][0][0], per_line[0][1]
+    else:  # lines are told apart by their own receipts; the lists below name charges of any line
+        saved = sum((p[0][0] for p in per_line), Counter())
+        expected = sum((p[1] for p in per_line), Counter())
+    strict = all(p[0][0] == p[1] for p in per_line)
+    grade = {
         "success": state.success,
-        "strict_success": state.success and saved == expected,
+        "strict_success": state.success and strict,
         "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
         "header_amount": money_text(summary.total),
         "itemized_amount": money_text(summary.itemized),
         "remaining_amount": money_text(summary.remaining),
         "saved_lines": summary.line_count,
-        "expected_lines": len(task.receipt_items),
+        "expected_lines": task.item_count,
         "unsaved_rows": state.unsaved_rows,
         "itemization_form_open": state.itemization_form_open,
         "missing_charges": [list(c) for c in sorted((expected - saved).elements())],
@@ -167,6 +222,12 @@ def grade_dict(session: "ErpSession", line_id: int | None = None, state: Progres
                                                      for _ in range(n - expected[c]))],
         "collateral": list(_collateral(session, line_id)),
     }
+    if len(ids) > 1:
+        grade["lines"] = [{"line_number": line.line_number, "header_amount": money_text(line.header_decimal),
+                           "itemized_amount": money_text(p[0][1]), "remaining_amount": money_text(line.header_decimal - p[0][1]),
+                           "saved_lines": p[0][2], "expected_lines": len(line.receipt_items)}
+                          for line, p in zip(task.lines, per_line)]
+    return grade
 
 
 def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
@@ -178,8 +239,8 @@ def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
     return [tuple(r) for r in db.execute(f"SELECT DISTINCT tbl, rec_id FROM {CHANGE_LOG} ORDER BY tbl, rec_id")]
 
 
-def collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
-    """Row-level diff against the task's initial database, minus the target's own itemization."""
+def collateral_changes(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
+    """Row-level diff against the task's initial database, minus the target lines' own itemization."""
     before = initial_rows(session.task)
     touched: dict[str, list[int]] = {}
     for table, rec_id in changed_rows(session.db):
@@ -196,7 +257,7 @@ def collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
     return changes
 
 
-def full_collateral_changes(session: "ErpSession", line_id: int) -> list[str]:
+def full_collateral_changes(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
     """The same diff over every row of every table (slow; what tests check the logged diff against)."""
     before = initial_rows(session.task)
     after = {t: {r[0]: r for r in rows} for t, rows in table_dump(session.db).items()}
@@ -226,7 +287,7 @@ def initial_rows(task) -> dict[str, dict[int, tuple]]:
     return _initial_rows[key]
 
 
-def _row_change(table: str, cols: list[str], line_id: int, rec_id: int, a, b) -> list[str]:
+def _row_change(table: str, cols: list[str], line_id: "int | tuple[int, ...]", rec_id: int, a, b) -> list[str]:
     if a == b or (table == "expense_line" and _within_itemization(a, b, cols, line_id)):
         return []
     if a is None:
@@ -237,10 +298,10 @@ def _row_change(table: str, cols: list[str], line_id: int, rec_id: int, a, b) ->
     return [f"{table} RecId {rec_id} changed ({'; '.join(diffs)})"]
 
 
-def _within_itemization(old, new, cols: list[str], line_id: int) -> bool:
-    parent = cols.index("parent_line_id")
-    if all(row is None or row[parent] == line_id for row in (old, new)):
+def _within_itemization(old, new, cols: list[str], line_id: "int | tuple[int, ...]") -> bool:
+    parent, ids = cols.index("parent_line_id"), _ids(line_id)
+    if all(row is None or row[parent] in ids for row in (old, new)):
         return True
-    if old is not None and new is not None and old[0] == line_id:  # the header's own line type may flip
+    if old is not None and new is not None and old[0] in ids:  # the header's own line type may flip
         return all(x == y or c == "line_type" for c, x, y in zip(cols, old, new))
     return False

@@ -29,7 +29,8 @@ def _rows_until(response_text: str, grid: str, match) -> tuple[dict | None, dict
 
 
 def oracle_calls(task: Task) -> Generator[Call, str, None]:
-    """Yield the calls that solve ``task``; receive each response text via ``send``."""
+    """Yield the calls that solve ``task``; receive each response text via ``send``. A task with several
+    lines is itemized line by line, in the instruction's order, from the same report form."""
     yield "form_find_menu_item", {"menuItemFilter": "expense reports"}
     yield "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
     response = yield "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber",
@@ -39,14 +40,19 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
         raise OracleError(f"report {task.report_number} not in the filtered list")
     yield "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": row["RowNumber"]}
     response = yield "form_click_control", {"controlName": "EditReport"}
+    for line in task.lines:
+        response = yield from _itemize_line(task, line.line_number, response)
 
+
+def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call, str, str]:
+    """From the report form (``response``): itemize one line and close its form; returns the last response."""
     def is_target(r: dict) -> bool:
-        return r["TrvExpTrans_LineNum"] == str(task.line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine"
+        return r["TrvExpTrans_LineNum"] == str(line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine"
 
     row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
     while row is None:
         if not formstate.has_next_page(state, "ExpenseLinesGrid"):
-            raise OracleError(f"line {task.line_number} not found on report {task.report_number}")
+            raise OracleError(f"line {line_number} not found on report {task.report_number}")
         response = yield "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
         row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
     yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row["RowNumber"]}
@@ -75,7 +81,7 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
     remaining = formstate.control_value(formstate.form_state(response), "ItemizationRemaining")
     if remaining is None or Decimal(str(remaining).replace(",", "")) != 0:
         raise OracleError(f"remaining after save is {remaining!r}, not 0.00")
-    yield "form_close_form", {}
+    return (yield "form_close_form", {})
 
 
 def run_oracle(session) -> list:

@@ -166,6 +166,8 @@ class ErpSession:
 
     # --- responses ---
     def _envelope(self, result: str, payload: dict | None) -> dict:
+        if self.forms:  # before the messages are taken: reconciling may add a warning
+            FORMS[self.forms[-1].name].reconcile(self, self.forms[-1])
         envelope: dict[str, Any] = {"SessionId": self.session_id, "Result": result, "Messages": list(self._messages)}
         if payload:
             envelope.update(payload)

@@ -27,7 +27,9 @@ def _fixtures_dir() -> Path:
 FIXTURES_DIR = _fixtures_dir()
 
 # Task sets shipped in fixtures/. Each expense-type set is a filtered view of expense_types.
-TASK_SET_FILES = {"hotel_50": "hotel_50.jsonl", "expense_types": "expense_types.jsonl"}
+TASK_SET_FILES = {"hotel_50": "hotel_50.jsonl", "expense_types": "expense_types.jsonl", "long_horizon": "long_horizon.jsonl"}
+# Sets whose split is stratified by size too (number of receipt charges): each rung of a ladder is split alike.
+SIZE_STRATIFIED = {"long_horizon"}
 
 
 class TaskRow(NamedTuple):
@@ -37,6 +39,7 @@ class TaskRow(NamedTuple):
     expense_type: str
     difficulty: str
     line: str
+    charges: int  # receipt charges over every line of the task
 
 
 @lru_cache(maxsize=None)
@@ -58,7 +61,8 @@ def task_rows(name: str) -> tuple[TaskRow, ...]:
 
 def _row(line: str) -> TaskRow:
     fields = json.loads(line)
-    return TaskRow(fields["task_id"], fields["expense_type"], fields["difficulty"], line.strip())
+    charges = sum(len(part["receipt_items"]) for part in [fields, *fields.get("extra_lines", ())])
+    return TaskRow(fields["task_id"], fields["expense_type"], fields["difficulty"], line.strip(), charges)
 
 
 # --- train/test splits --------------------------------------------------------------------
@@ -78,12 +82,13 @@ def split_rows(task_set: str, split: str) -> tuple[TaskRow, ...]:
     if split not in SPLITS:
         raise KeyError(f"Unknown split {split[:80]!r}: use {' or '.join(SPLITS)}.")
     rows = task_rows(task_set)
-    strata: dict[tuple[str, str], list[TaskRow]] = {}
+    strata: dict[str, list[TaskRow]] = {}
     for row in sorted(rows, key=lambda r: r.task_id):
-        strata.setdefault((row.expense_type, row.difficulty), []).append(row)
+        size = f"/{row.charges}" if task_set in SIZE_STRATIFIED else ""
+        strata.setdefault(f"{row.expense_type}/{row.difficulty}{size}", []).append(row)
     train: set[str] = set()
-    for (expense_type, difficulty), members in sorted(strata.items()):
-        rng = random.Random(f"{SPLIT_SEED}/{task_set}/{expense_type}/{difficulty}")
+    for stratum, members in sorted(strata.items()):
+        rng = random.Random(f"{SPLIT_SEED}/{task_set}/{stratum}")
         shuffled = list(members)
         rng.shuffle(shuffled)
         train.update(r.task_id for r in shuffled[: int(len(members) * TRAIN_FRACTION + 0.5)])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES, RECEIPT_WORDING
 from erp_sim.money import CENT
-from erp_sim.tasks import ReceiptLine, Task
+from erp_sim.tasks import ReceiptLine, Task, TaskLine
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -39,9 +39,9 @@ def _pct(amount: Decimal, percent: Decimal) -> Decimal:
     return (amount * percent / 100).quantize(CENT)
 
 
-def _hotel(rng: random.Random, start: date, count: int) -> list[Charge]:
+def _hotel(rng: random.Random, start: date, count: int, max_nights: int = 7) -> list[Charge]:
     per_night = ["Daily room rate", "Room tax"] + (["City tax"] if count >= 6 and rng.random() < 0.6 else [])
-    nights = max(1, min(7, count // len(per_night)))
+    nights = max(1, min(max_nights, count // len(per_night)))
     rate, tax_pct, city_tax = _money(rng, 119, 389), Decimal(rng.choice(["12", "14.5", "15.75"])), _money(rng, 2.5, 7)
     charges: list[Charge] = []
     for night in range(nights):
@@ -130,23 +130,52 @@ DOCUMENT_PREFIX = {"Hotel": "FOLIO", "CarRental": "RA", "Airfare": "TKT", "Meals
 
 
 def difficulty_of(count: int) -> str:
-    return "easy" if count <= 8 else "medium" if count <= 15 else "hard"
+    return "easy" if count <= 8 else "medium" if count <= 15 else "hard" if count <= 22 else "long"
 
 
-def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_count: int) -> Task:
+MAX_CHARGES = 200  # the horizon knob's range: receipt charges over all of a task's lines
+MAX_LINES = 5  # lines to itemize in one instruction
+
+
+def _layout(expense_type: str, max_nights: int):
+    if max_nights != 7:
+        if expense_type != "Hotel":
+            raise ValueError("max_nights applies to Hotel tasks only")
+        return lambda rng, start, count: _hotel(rng, start, count, max_nights)
+    return LAYOUTS[expense_type]
+
+
+def _receipt(rng: random.Random, expense_type: str, charges: list[Charge]) -> tuple[list[ReceiptLine], str]:
+    wording = {sub: rng.choice(words) for sub, words in RECEIPT_WORDING[expense_type].items()}
+    items = [ReceiptLine(date=d.isoformat(), description=wording[sub], subcategory=sub, amount=str(amount)) for d, sub, amount in charges]
+    assert all(item.subcategory in CATEGORIES[expense_type].subcategories for item in items)
+    return items, str(sum((Decimal(i.amount) for i in items), Decimal("0")).quantize(CENT))
+
+
+def line_sizes(item_count: int, lines: int) -> list[int]:
+    """``item_count`` charges over ``lines`` receipts, as even as possible, larger ones first."""
+    return [item_count // lines + (1 if n < item_count % lines else 0) for n in range(lines)]
+
+
+def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_count: int, *, lines: int = 1,
+                  max_nights: int = 7, task_id: str | None = None) -> Task:
+    """One task. The horizon knob: ``item_count`` receipt charges (up to 200) over ``lines`` expense lines
+    (1-5) of one report, and ``max_nights`` (Hotel) for stays longer than a week. With the defaults the
+    random draws are exactly those of the single-line sets, so their fixtures keep their bytes."""
+    if not 1 <= lines <= MAX_LINES or not 2 * lines <= item_count <= MAX_CHARGES:
+        raise ValueError(f"lines must be 1-{MAX_LINES} and item_count from 2 per line to {MAX_CHARGES}, got {lines}, {item_count}")
+    layout = _layout(expense_type, max_nights)
+    sizes = line_sizes(item_count, lines)
     rng = random.Random(seed)
     fake = _faker()
     fake.seed_instance(seed)
     start = date(2026, 1, 5) + timedelta(days=rng.randrange(300))
-    charges = LAYOUTS[expense_type](rng, start, item_count)
-    assert len(charges) == item_count, (expense_type, item_count, len(charges))
-    wording = {sub: rng.choice(words) for sub, words in RECEIPT_WORDING[expense_type].items()}
-    items = [ReceiptLine(date=d.isoformat(), description=wording[sub], subcategory=sub, amount=str(amount)) for d, sub, amount in charges]
-    assert all(item.subcategory in CATEGORIES[expense_type].subcategories for item in items)
-    total = sum((Decimal(i.amount) for i in items), Decimal("0")).quantize(CENT)
+    charges = layout(rng, start, sizes[0])
+    assert len(charges) == sizes[0], (expense_type, sizes[0], len(charges))
+    items, total = _receipt(rng, expense_type, charges)
     prefix = {"Hotel": "hotel", "CarRental": "car", "Airfare": "air", "Meals": "meals", "Conference": "conf"}[expense_type]
-    return Task(
-        task_id=f"{prefix}-{index:03d}",
+    task = Task(
+        task_id=task_id or f"{prefix}-{index:03d}",
         task_set=task_set,
         seed=seed,
         expense_type=expense_type,
@@ -159,10 +188,34 @@ def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_
         merchant=f"{fake.last_name()} {rng.choice(MERCHANT_KINDS[expense_type])}",
         transaction_date=max(d for d, _, _ in charges).isoformat(),
         currency="USD",
-        header_amount=str(total),
+        header_amount=total,
         document_number=f"{DOCUMENT_PREFIX[expense_type]}-{rng.randint(10000, 99999)}",
         receipt_items=items,
     )
+    if lines == 1:
+        return task
+    return task.model_copy(update={"extra_lines": _extra_lines(rng, task, layout, sizes[1:], max(d for d, _, _ in charges))})
+
+
+def _extra_lines(rng: random.Random, task: Task, layout, sizes: list[int], last_day: date) -> list[TaskLine]:
+    """The further lines of a multi-line task: later trips with other merchants, drawn after everything else."""
+    others = sorted(rng.sample([n for n in range(1, len(sizes) + 4) if n != task.line_number], len(sizes)))
+    documents = {task.document_number}
+    extra = []
+    for line_number, size in zip(others, sizes):
+        start = last_day + timedelta(days=rng.randint(3, 20))
+        charges = layout(rng, start, size)
+        assert len(charges) == size, (task.expense_type, size, len(charges))
+        items, total = _receipt(rng, task.expense_type, charges)
+        document = f"{DOCUMENT_PREFIX[task.expense_type]}-{rng.randint(10000, 99999)}"
+        while document in documents:  # each line's receipt must be told apart by its number
+            document = f"{DOCUMENT_PREFIX[task.expense_type]}-{rng.randint(10000, 99999)}"
+        documents.add(document)
+        last_day = max(d for d, _, _ in charges)
+        extra.append(TaskLine(line_number=line_number, merchant=f"{_faker().last_name()} {rng.choice(MERCHANT_KINDS[task.expense_type])}",
+                              transaction_date=last_day.isoformat(), header_amount=total, document_number=document,
+                              receipt_items=items))
+    return extra
 
 
 def generate_hotel_50() -> list[Task]:
@@ -181,4 +234,18 @@ def generate_expense_types(per_type: int = 20) -> list[Task]:
     return tasks
 
 
-TASK_SETS = {"hotel_50": generate_hotel_50, "expense_types": generate_expense_types}
+# long_horizon: a ladder of sizes, LADDER_TASKS tasks per rung; within each rung the first tasks have one line,
+# the rest 2-5 lines (the rung's charges split over them). Hotel stays run up to four weeks of nightly charges.
+LADDER = (10, 20, 50, 100, 200)
+LADDER_TASKS = 10
+LADDER_LINES = (1, 1, 1, 1, 1, 2, 2, 3, 4, 5)
+
+
+def generate_long_horizon() -> list[Task]:
+    """Hotel tasks from 10 to 200 receipt charges (``LADDER``), 10 per rung, some over several lines."""
+    return [generate_task("long_horizon", k, "Hotel", seed=50000 + 100 * rung + k, item_count=charges,
+                          lines=LADDER_LINES[k], max_nights=28, task_id=f"long-{charges:03d}-{k:02d}")
+            for rung, charges in enumerate(LADDER) for k in range(LADDER_TASKS)]
+
+
+TASK_SETS = {"hotel_50": generate_hotel_50, "expense_types": generate_expense_types, "long_horizon": generate_long_horizon}

@@ -28,8 +28,24 @@ class ReceiptLine(BaseModel):
     amount: str = Field(description="Amount, Decimal text with two places.")
 
 
+class TaskLine(BaseModel):
+    """One expense line of a task's report to itemize, with its receipt."""
+
+    model_config = ConfigDict(frozen=True)
+    line_number: int = Field(description="Line number of the expense within the report.")
+    merchant: str = Field(description="Merchant of the expense line.")
+    transaction_date: str = Field(description="Date of the expense line, ISO 8601.")
+    header_amount: str = Field(description="Amount of the expense line; equals its receipt's total.")
+    document_number: str = Field(description="Number of the receipt attached to the line.")
+    receipt_items: list[ReceiptLine] = Field(description="The receipt's charges, in printed order.")
+
+    @property
+    def header_decimal(self) -> Decimal:
+        return Decimal(self.header_amount)
+
+
 class Task(BaseModel):
-    """One itemization task."""
+    """One itemization task: one expense line (the fields below), or several (``extra_lines``), in one instruction."""
 
     model_config = ConfigDict(frozen=True)
     task_id: str = Field(description="Unique id, e.g. hotel-007.")
@@ -37,7 +53,7 @@ class Task(BaseModel):
     seed: int = Field(description="Seed of everything random in the task's world.")
     expense_type: str = Field(description="Category id of the line to itemize, e.g. Hotel.")
     family: str = Field(description="Structural family: lodging, transport or itemized_bill.")
-    difficulty: str = Field(description="easy (4-8 items), medium (9-15) or hard (16-22).")
+    difficulty: str = Field(description="easy (4-8 items), medium (9-15), hard (16-22) or long (23 and more).")
     worker_name: str = Field(description="The employee who owns the report (the simulated user).")
     personnel_number: str = Field(description="The employee's personnel number.")
     report_number: str = Field(description="Expense report number, e.g. EXP-000123.")
@@ -48,17 +64,36 @@ class Task(BaseModel):
     header_amount: str = Field(description="Amount of the expense line; equals the receipt total.")
     document_number: str = Field(description="Number of the attached receipt (folio, agreement, bill).")
     receipt_items: list[ReceiptLine] = Field(description="The receipt's charges, in printed order.")
+    # Left out of the JSON when empty, so single-line task sets keep their bytes.
+    extra_lines: list[TaskLine] = Field(default_factory=list, exclude_if=lambda lines: not lines,
+                                        description="Further lines of the same report and expense type to itemize.")
+
+    @property
+    def lines(self) -> list[TaskLine]:
+        """Every line to itemize, the first (the fields above) first."""
+        first = TaskLine(line_number=self.line_number, merchant=self.merchant, transaction_date=self.transaction_date,
+                         header_amount=self.header_amount, document_number=self.document_number,
+                         receipt_items=self.receipt_items)
+        return [first, *self.extra_lines]
 
     @property
     def item_count(self) -> int:
-        return len(self.receipt_items)
+        """Receipt charges over every line of the task."""
+        return len(self.receipt_items) + sum(len(line.receipt_items) for line in self.extra_lines)
 
     @property
     def header_decimal(self) -> Decimal:
         return Decimal(self.header_amount)
 
+    @property
+    def total_decimal(self) -> Decimal:
+        """The amounts of every line to itemize, added."""
+        return sum((line.header_decimal for line in self.extra_lines), self.header_decimal)
+
     def instruction(self, *, include_receipt: bool = False) -> str:
         """The user's first message. By default the receipt items are not listed: the agent reads them."""
+        if self.extra_lines:
+            return self._lines_instruction(include_receipt)
         text = (
             f"Hi, I'm {self.worker_name}. Please itemize the {self.expense_type} expense on my expense "
             f"report {self.report_number}: line {self.line_number}, {self.merchant}, dated "
@@ -70,6 +105,23 @@ class Task(BaseModel):
         if include_receipt:
             items = "\n".join(f"- {r.date} {r.description}: {r.amount}" for r in self.receipt_items)
             text += f"\n\nThe receipt lists these charges:\n{items}"
+        return text
+
+    def _lines_instruction(self, include_receipt: bool) -> str:
+        """One instruction for several lines: each named with its merchant, date, amount and receipt."""
+        lines = self.lines
+        named = "; ".join(f"line {line.line_number}, {line.merchant}, dated {line.transaction_date}, for "
+                          f"{line.header_amount} {self.currency} (receipt {line.document_number})" for line in lines)
+        text = (
+            f"Hi, I'm {self.worker_name}. Please itemize the {self.expense_type} expense lines on my expense report "
+            f"{self.report_number}, all {len(lines)} of them: {named}. Each receipt is attached to its line. For every "
+            f"line, create one itemized line per receipt charge with the right subcategory, date and amount, save, make "
+            f"sure its remaining amount is exactly 0.00, and close the itemization form."
+        )
+        if include_receipt:
+            for line in lines:
+                items = "\n".join(f"- {r.date} {r.description}: {r.amount}" for r in line.receipt_items)
+                text += f"\n\nReceipt {line.document_number} (line {line.line_number}) lists these charges:\n{items}"
         return text
 
     def mapping_rules(self) -> str:

@@ -66,11 +66,11 @@ class _Builder:
             self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=day.isoformat(),
                      description=wording[sub], amount=str(amount))
 
-    def target_receipt(self, line_id: int) -> None:
+    def target_receipt(self, line_id: int, line) -> None:
         task = self.task
-        receipt_id = self.add("receipt", expense_line_id=line_id, document_number=task.document_number, merchant=task.merchant,
-                              issued_date=task.transaction_date, total=task.header_amount, currency=task.currency)
-        for n, item in enumerate(task.receipt_items, start=1):
+        receipt_id = self.add("receipt", expense_line_id=line_id, document_number=line.document_number, merchant=line.merchant,
+                              issued_date=line.transaction_date, total=line.header_amount, currency=task.currency)
+        for n, item in enumerate(line.receipt_items, start=1):
             self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=item.date,
                      description=item.description, amount=item.amount)
 
@@ -101,6 +101,7 @@ class _Builder:
         target_position = rng.randrange(report_count)
         target_number = int(task.report_number.split("-")[1])
         first_number = max(1, target_number - target_position)
+        targets = {line.line_number: line for line in task.lines}
         start = date.fromisoformat(task.transaction_date) - timedelta(days=7 * target_position + 14)
         for position in range(report_count):
             number = first_number + position
@@ -110,12 +111,13 @@ class _Builder:
             report_id = self.add("expense_report", report_number=f"EXP-{number:06d}", worker_id=worker_id,
                                  purpose=rng.choice(PURPOSES), destination=rng.choice(CITIES), status=status,
                                  created_date=created.isoformat())
-            line_count = max(task.line_number + rng.randint(0, 2), 2) if is_target else rng.randint(1, 4)
+            line_count = max(max(targets) + rng.randint(0, 2), 2) if is_target else rng.randint(1, 4)
             for line_number in range(1, line_count + 1):
-                if is_target and line_number == task.line_number:
-                    line_id = self.line(report_id, line_number, task.expense_type, task.merchant,
-                                        date.fromisoformat(task.transaction_date), task.header_decimal)
-                    self.target_receipt(line_id)
+                if is_target and line_number in targets:
+                    target = targets[line_number]
+                    line_id = self.line(report_id, line_number, task.expense_type, target.merchant,
+                                        date.fromisoformat(target.transaction_date), target.header_decimal)
+                    self.target_receipt(line_id, target)
                 else:
                     self.distractor_line(report_id, line_number, created + timedelta(days=rng.randint(0, 5)),
                                          itemized=status != "Draft" or rng.random() < 0.5)

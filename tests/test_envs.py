@@ -25,8 +25,9 @@ def test_registry_has_one_id_per_fixture_set_and_expense_type():
 
     assert ENV_IDS == sorted(erp_sim.envs.ENV_IDS)
     task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}
-    assert task_sets == {"hotel_50", "expense_types", *EXPENSE_TYPES}
-    assert all(gym.spec(env_id).max_episode_steps == erp_sim.envs.MAX_EPISODE_STEPS for env_id in ENV_IDS)
+    assert task_sets == {"hotel_50", "expense_types", "long_horizon", *EXPENSE_TYPES}
+    assert all(gym.spec(env_id).max_episode_steps == erp_sim.envs.STEP_LIMITS.get(env_id, erp_sim.envs.MAX_EPISODE_STEPS)
+               for env_id in ENV_IDS)
 
 
 def test_pprint_registry_lists_the_ids(capsys):

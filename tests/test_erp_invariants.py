@@ -64,10 +64,10 @@ def assert_books_balance(session: ErpSession) -> None:
     assert Decimal(grade.itemized_amount) == itemized
 
 
-def prefix_calls(n: int) -> list:
+def prefix_calls(n: int, task=TASK) -> list:
     """The oracle's first n calls, so random calls start from interesting forms too."""
-    calls, out = oracle_calls(TASK), []
-    session = ErpSession(TASK)
+    calls, out = oracle_calls(task), []
+    session = ErpSession(task)
     name, args = next(calls)
     for _ in range(n):
         out.append((name, args))

@@ -207,7 +207,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
-    from erp_sim.agents.runner import run_episode
+    from erp_sim.agents.runner import DEFAULT_MAX_MODEL_CALLS, run_episode
 
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
@@ -215,7 +215,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
                    verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
     try:
         trajectory = run_episode(env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
-                                 context_window=spec.context_window)
+                                 context_window=spec.context_window,  # long horizons: as many model calls as env steps
+                                 max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps))
     finally:
         env.close()
     if _parent_pid is not None and os.getppid() != _parent_pid:
@@ -466,7 +467,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="= --model-param summarizer:max_tokens=N (None: not sent)")
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, Hotel, Meals ...)")
+    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)")
     parser.add_argument("--runs", type=int, default=None,
                         help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
                              "one without recall=, whose runs would be identical copies; else 5)")

@@ -163,6 +163,9 @@ class FormDefinition:
     def discard(self, form: OpenForm) -> None:
         form.pending.clear()
 
+    def reconcile(self, session: FormHost, form: OpenForm) -> None:
+        """Bring unsaved edits in line with the current rows before the form is shown (writes elsewhere)."""
+
     def on_select(self, session: FormHost, form: OpenForm, grid: str, key: Any) -> None:
         """Hook after a row is selected (e.g. the itemization form edits the selected row)."""
 

@@ -5,6 +5,12 @@ edits of saved lines, and deletions of saved lines (``DeleteLine`` hides the row
 the line is deleted at save, and a double close discards the deletion like any other edit).
 The Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
 nothing: one invalid row names itself and nothing is written.
+
+Forms and data tools agree by one rule: every render reads the current rows. The grid, the
+totals and the summary all read the saved lines afresh, and an unsaved edit of a saved line
+holds only the fields the user changed, laid over the line's current values (so a change the
+data tools made to another field shows in the grid and survives the save). An edit of a line
+deleted elsewhere is dropped, with a warning, the next time the form is shown (``reconcile``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,18 @@ def _rows(form: OpenForm) -> dict:
     return form.pending.setdefault("rows", {})
 
 
+def _saved_lines(session, form) -> list:
+    """The line's saved itemized lines, read once per database version (a long itemization is read by
+    the grid, the totals and the summary of every render; callers must not mutate the list)."""
+    line_id = form.context["line_id"]
+    return session.cached_read(f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
+
+
+def _summary(session, form) -> ledger.ItemizationSummary:
+    line_id = form.context["line_id"]
+    return session.cached_read(f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id))
+
+
 def _saved_values(line) -> dict:
     return {"subcategory": line["subcategory"], "transaction_date": line["transaction_date"],
             "amount": line["amount"], "description": line["description"]}
@@ -49,13 +67,29 @@ class ItemizationForm(FormDefinition):
         return f"Itemize expense - line {header['line_number']} {header['category_id']} {header['merchant']}"
 
     def summary(self, session, form):
-        summary = ledger.itemization_summary(session.db, form.context["line_id"])
+        summary = _summary(session, form)
         unsaved = len(_rows(form))
         return (f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
                 f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s).")
 
     def has_unsaved_changes(self, form):
         return bool(form.pending.get("rows"))
+
+    def reconcile(self, session, form):
+        """Drop unsaved edits of saved lines that no longer belong to this expense line (deleted elsewhere)."""
+        pending = form.pending.get("rows")
+        edited = [key for key in pending or () if not isinstance(key, str)]
+        if not edited:
+            return
+        current = {line["id"] for line in _saved_lines(session, form)}
+        gone = [key for key in edited if key not in current]
+        if not gone:
+            return
+        form.pending["rows"] = {key: row for key, row in pending.items() if key not in gone}
+        if form.grid_state(GRID).selected_key in gone:
+            form.grid_state(GRID).selected_key = None
+        session.add_message("Warning", f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
+                                       "their unsaved changes were dropped.")
 
     def discard(self, form):
         form.pending.pop("rows", None)
@@ -67,7 +101,7 @@ class ItemizationForm(FormDefinition):
         """(key, values, status) per grid row: saved lines (with unsaved edits applied), then new rows."""
         pending = _rows(form)
         out = []
-        for line in ledger.itemized_lines(session.db, form.context["line_id"]):
+        for line in _saved_lines(session, form):
             saved = _saved_values(line)
             edit = pending.get(line["id"])
             if edit and edit.get("deleted"):
@@ -78,7 +112,7 @@ class ItemizationForm(FormDefinition):
 
     def sections(self, session, form):
         header = self.header(session, form)
-        summary = ledger.itemization_summary(session.db, header["id"])
+        summary = _summary(session, form)
         expense = [
             Control("HeaderCostType", "Expense category", "Input", header["category_id"]),
             Control("HeaderMerchant", "Merchant", "Input", header["merchant"]),
@@ -165,7 +199,7 @@ class ItemizationForm(FormDefinition):
             if isinstance(row_key, str):
                 del _rows(form)[row_key]
                 return "The new itemized line was removed."
-            _rows(form)[row_key] = {"values": selected[1], "deleted": True}
+            _rows(form)[row_key] = {"values": {}, "deleted": True}
             return ("The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
                     "discards the deletion).")
         if key == "viewreceipt":
@@ -198,9 +232,13 @@ class ItemizationForm(FormDefinition):
             parsed = money_text(parse_money(value, control.name))
         else:
             parsed = ledger.parse_text(value, control.name)
-        _rows(form)[row_key] = {"values": {**values, field: parsed}}  # replaced, never mutated (see OpenForm.snapshot)
+        # Replaced, never mutated (see OpenForm.snapshot). A saved line's edit keeps only the changed
+        # fields, laid over its current values at every render and at save.
+        base = values if isinstance(row_key, str) else _rows(form).get(row_key, {}).get("values", {})
+        _rows(form)[row_key] = {"values": {**base, field: parsed}}
 
     def save(self, session, form):
+        self.reconcile(session, form)
         pending = _rows(form)
         if not pending:
             return "There were no changes to save."
@@ -213,8 +251,9 @@ class ItemizationForm(FormDefinition):
             for key, row in pending.items():
                 if row.get("deleted"):
                     continue
+                raw = row["values"] if isinstance(key, str) else {**_saved_values(ledger.line_by_id(session.db, key)), **row["values"]}
                 try:
-                    values = ledger.validate_itemized_values(header, row["values"], CONTROL_OF)
+                    values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
                 except ValidationError as exc:
                     raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
                                           "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again.") from None

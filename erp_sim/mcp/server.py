@@ -151,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote).")
     p.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0: any free port).")
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
-    p.add_argument("--task-set", default="hotel_50", help="hotel_50, expense_types, or one expense type (default hotel_50).")
+    p.add_argument("--task-set", default="hotel_50", help="hotel_50, expense_types, long_horizon, or one expense type (default hotel_50).")
     p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
     p.add_argument("--seed", type=int, default=None, help="Shuffle the order in which new sessions get tasks.")
     p.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="Response verbosity.")

@@ -1,0 +1,224 @@
+"""``erp-sim scale``: what each context policy costs as the work grows (the long_horizon ladder).
+
+    erp-sim scale                                     # C2-C4, scripted agent, long_horizon, 1 run
+    erp-sim scale --agent scripted:recall=2e6 --runs 1 --out runs/scale-recall
+    erp-sim scale --report-only runs/sweep            # the study on results already run
+
+Episodes run like ``erp-sim eval`` (same results.jsonl, trajectories and report.md), without a
+context limit of ours, so that every rung's cost is measured; ``--context-window`` is the window
+the study marks: a policy overflows at the first rung where an episode's largest request (peak
+tokens) exceeds it, or where an episode ended as ``context_overflow`` (results of a run with the
+window enforced, e.g. ``erp-sim sweep --context-window``, or ``--enforce-window`` here). Then
+``scale.md`` and ``scale.png`` go beside report.md: per policy and rung (receipt charges of the
+task) the mean input tokens, peak tokens, steps, success, and, when the rows carry
+``cacheable_prefix_tokens``, the cacheable share of the input; each cost against the number of
+charges on log-log axes with the slope of a least-squares line through the rung means
+(``numpy.polyfit`` on the logs), fitted over the rungs where no episode was cut short by the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
+from erp_sim.agents.evaluation.report import _RC, _save, config_color, load_results
+
+SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
+DEFAULT_WINDOW = 128_000
+DEFAULT_CONFIGS = "C2,C3,C4"
+# (row field, label): the costs fitted on log-log axes
+COSTS = (("input_tokens", "input tokens / episode"), ("peak_tokens", "peak tokens"), ("steps", "steps"))
+
+
+class Rung(BaseModel):
+    """One policy at one size of the ladder: means over its episodes."""
+
+    charges: int
+    episodes: int
+    success: float
+    success_within_window: float = Field(description="Success by an episode whose every request fit the window.")
+    input_tokens: float
+    peak_tokens: float
+    steps: float
+    cacheable_share: float | None = Field(None, description="Cacheable prefix tokens / input tokens (None: not recorded).")
+    overflowed: int = Field(description="Episodes whose peak exceeded the window, or that ended as context_overflow.")
+    cut_short: int = Field(description="Episodes ended by the window (context_overflow): their costs stop there.")
+
+
+class PolicyScale(BaseModel):
+    config: str
+    policy: str
+    rungs: list[Rung]
+    slopes: dict[str, float | None] = Field(description="Cost -> slope of log(cost) on log(charges); None: under 2 rungs.")
+    fitted_rungs: list[int] = Field(description="The rungs the slopes were fitted over.")
+    overflow_rung: int | None = Field(description="First rung (charges) with an overflowing episode; None: none.")
+
+
+def _cacheable(row: dict[str, Any]) -> int | None:
+    """``cacheable_prefix_tokens`` of a row (in its metrics, or at the top level), when recorded."""
+    for source in (row.get("metrics") or {}, row):
+        value = source.get("cacheable_prefix_tokens")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return int(value)
+    return None
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """Slope of the least-squares line through (log x, log y); None under two usable points."""
+    import numpy as np
+
+    points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if len({x for x, _ in points}) < 2:
+        return None
+    fitted = np.polyfit([x for x, _ in points], [y for _, y in points], 1)
+    return float(fitted[0])
+
+
+def scale_study(rows: list[dict[str, Any]], window: int) -> list[PolicyScale]:
+    """Rows of scored episodes -> one ``PolicyScale`` per configuration, by name."""
+    from erp_sim.task_sets import task_rows
+
+    sizes: dict[tuple[str, str], int] = {}
+    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    policies: dict[str, str] = {}
+    for row in rows:
+        if row.get("infra_error") or not row.get("metrics"):
+            continue
+        key = (row["task_set"], row["task_id"])
+        if key not in sizes:
+            sizes.update({(row["task_set"], r.task_id): r.charges for r in task_rows(row["task_set"])})
+        groups[row["config"]][sizes[key]].append(row)
+        policies.setdefault(row["config"], row.get("policy", row["config"]))
+    return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]
+
+
+def _policy_scale(config: str, policy: str, by_size: dict[int, list[dict]], window: int) -> PolicyScale:
+    rungs = []
+    for charges in sorted(by_size):
+        episodes = by_size[charges]
+        metrics = [row["metrics"] for row in episodes]
+        cut = [row.get("termination") == "context_overflow" for row in episodes]
+        over = [c or m.get("peak_tokens", 0) > window for c, m in zip(cut, metrics)]
+        success = [bool((row.get("grade") or {}).get("success")) for row in episodes]
+        cacheable = [_cacheable(row) for row in episodes]
+        inputs = [m.get("input_tokens", 0) for m in metrics]
+        share = (sum(c for c in cacheable) / sum(inputs)) if all(c is not None for c in cacheable) and sum(inputs) else None
+        n = len(episodes)
+        rungs.append(Rung(charges=charges, episodes=n, success=sum(success) / n,
+                          success_within_window=sum(s and not o for s, o in zip(success, over)) / n,
+                          input_tokens=sum(inputs) / n, peak_tokens=sum(m.get("peak_tokens", 0) for m in metrics) / n,
+                          steps=sum(m.get("steps", 0) for m in metrics) / n, cacheable_share=share,
+                          overflowed=sum(over), cut_short=sum(cut)))
+    whole = [r for r in rungs if not r.cut_short]
+    slopes = {field: slope([r.charges for r in whole], [getattr(r, field) for r in whole]) for field, _ in COSTS}
+    overflow = next((r.charges for r in rungs if r.overflowed), None)
+    return PolicyScale(config=config, policy=policy, rungs=rungs, slopes=slopes, fitted_rungs=[r.charges for r in whole],
+                       overflow_rung=overflow)
+
+
+def render_scale(study: list[PolicyScale], window: int) -> str:
+    """scale.md: the per-rung table of every policy, then slopes and overflow rungs."""
+    cacheable = any(r.cacheable_share is not None for p in study for r in p.rungs)
+    lines = ["# Scaling with the horizon", "",
+             f"Costs per episode against the number of receipt charges (rung). Window: {window:,} tokens; an episode "
+             "overflows when its largest request (peak tokens) exceeds it. Slopes: least-squares fit of log(cost) on "
+             "log(charges) over the rung means (1.0: linear growth, 2.0: quadratic).", "",
+             "| config | policy | charges | episodes | success | success within window | input tokens / episode | "
+             "peak tokens | steps |" + (" cacheable share |" if cacheable else "") + " overflowed |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if cacheable else "") + "---:|"]
+    for policy in study:
+        for rung in policy.rungs:
+            share = ("" if not cacheable else f" {'-' if rung.cacheable_share is None else f'{rung.cacheable_share:.1%}'} |")
+            lines.append(f"| {policy.config} | {policy.policy} | {rung.charges} | {rung.episodes} | {rung.success:.0%} | "
+                         f"{rung.success_within_window:.0%} | {rung.input_tokens:,.0f} | {rung.peak_tokens:,.0f} | "
+                         f"{rung.steps:,.1f} |{share} {rung.overflowed}/{rung.episodes} |")
+    lines += ["", "| config | policy | slope: input tokens | slope: peak tokens | slope: steps | fitted over | first overflow |",
+              "|---|---|---:|---:|---:|---|---|"]
+    for policy in study:
+        cells = [f"{policy.slopes[field]:.2f}" if policy.slopes[field] is not None else "-" for field, _ in COSTS]
+        fitted = ", ".join(map(str, policy.fitted_rungs)) or "-"
+        overflow = f"{policy.overflow_rung} charges" if policy.overflow_rung is not None else "never"
+        lines.append(f"| {policy.config} | {policy.policy} | {' | '.join(cells)} | {fitted} | {overflow} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
+    """Each cost against charges on log-log axes (fitted slope in the legend), success on a log x axis;
+    a dashed vertical line marks each policy's first overflowing rung, the window a dotted line on peak tokens."""
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    panels = [*COSTS, ("success_within_window", "success within the window")]
+    if any(r.cacheable_share is not None for p in study for r in p.rungs):
+        panels.append(("cacheable_share", "cacheable share of input"))
+    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
+        axes = fig.subplots(1, len(panels))
+        for ax, (field, label) in zip(axes, panels):
+            for policy in study:
+                points = [(r.charges, getattr(r, field)) for r in policy.rungs if getattr(r, field) is not None]
+                fitted = policy.slopes.get(field)
+                name = policy.config + (f" (slope {fitted:.2f})" if fitted is not None else "")
+                ax.plot([x for x, _ in points], [y for _, y in points], marker="o", color=config_color(policy.config), label=name)
+                if policy.overflow_rung is not None:
+                    ax.axvline(policy.overflow_rung, color=config_color(policy.config), linestyle="--", linewidth=0.8)
+            ax.set_xscale("log")
+            if field in dict(COSTS):
+                ax.set_yscale("log")
+            else:  # shares
+                ax.set_ylim(-0.05, 1.05)
+            if field == "peak_tokens":
+                ax.axhline(window, color="black", linestyle=":", linewidth=0.8, label=f"window {window:,}")
+            ax.set_xlabel("receipt charges")
+            ax.set_title(label)
+            ax.legend(fontsize=7)
+        _save(fig, path)
+    return path
+
+
+def write_scale(results_dir: str | Path, window: int = DEFAULT_WINDOW) -> Path:
+    """Read results.jsonl; write scale.md and scale.png beside it. Returns scale.md's path."""
+    results_dir = Path(results_dir)
+    rows, _ = load_results(results_dir)
+    study = scale_study(rows, window)
+    if not study:
+        raise SystemExit(f"erp-sim scale: no scored episode in {results_dir}")
+    plot_scale(study, window, results_dir / SCALE_PNG)
+    path = results_dir / SCALE_FILE
+    path.write_text(render_scale(study, window), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="erp-sim scale", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma-separated presets (C1-C4)")
+    parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
+    parser.add_argument("--enforce-window", action="store_true",
+                        help="end an episode at its first request over --context-window (as eval does); by default "
+                             "episodes run on and the window only marks where a policy overflows")
+    parser.add_argument("--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR")
+    add_common_arguments(parser)
+    parser.set_defaults(tasks="long_horizon", runs=1, max_steps=1500, out="runs/scale", context_window=DEFAULT_WINDOW)
+    args = parser.parse_args(argv)
+    window = args.context_window
+    if window is None or window < 1:
+        parser.error("--context-window must be a positive number of tokens")
+    if args.report_only:
+        print(f"scale study: {write_scale(args.report_only, window)}")
+        return 0
+    try:
+        configs = parse_configs([n for n in args.configs.split(",") if n.strip()], args.policy, args.user)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not args.enforce_window:
+        args.context_window = None
+    status = run_from_args(args, configs)
+    print(f"scale study: {write_scale(args.out, window)}")
+    return status
