@@ -208,7 +208,8 @@ class View:
                     self.charges = list(summary)
                     if document:
                         self._keep_rows(document, list(range(1, len(summary) + 1)), self.charges, position, False)
-                        self.receipt_document = document
+                        if self.task_lines:  # several receipts: name the one asked about (one line's question keeps its words)
+                            self.receipt_document = document
                     charges_at = position
 
         if self.receipts and (self.task_lines or self.paged_receipt):
