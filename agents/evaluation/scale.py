@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
 from erp_sim.agents.evaluation.report import _RC, _save, config_color, load_results
 
@@ -197,7 +198,7 @@ def write_scale(results_dir: str | Path, window: int = DEFAULT_WINDOW) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim scale", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=PlainDefaultsHelpFormatter)
     parser.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma-separated presets (C1-C4)")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     parser.add_argument("--enforce-window", action="store_true",
