@@ -268,7 +268,10 @@ def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) 
     protocol = guarded_h11(args.http_header_timeout, args.http_body_timeout, args.max_connections)
     config = uvicorn.Config(server.streamable_http_app(), host=args.host, port=args.port, log_level=args.log_level,
                             access_log=args.log_level == "debug", timeout_graceful_shutdown=2, lifespan="on",
-                            http=protocol, timeout_keep_alive=5)
+                            http=protocol, timeout_keep_alive=5,
+                            # asyncio's loop, whatever is installed: uvicorn takes uvloop when present (the training
+                            # extras bring it), and under uvloop stalled sockets were not shed (the guards' test failed)
+                            loop="asyncio")
     host = f"[{args.host}]" if ":" in args.host else args.host
     # printed, not logged: the operator needs the URL and the auth state at every log level
     print(f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
