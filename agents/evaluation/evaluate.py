@@ -619,7 +619,7 @@ TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "inpu
 
 
 def print_table(rows: list[dict]) -> None:
-    from erp_sim.agents.evaluation.report import DASH, md_table
+    from erp_sim.agents.evaluation.report_format import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
     lines = []
