@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
@@ -64,79 +65,134 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     recorder = ContextRecorder(counter) if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
-    agent_requests = meter.tracker("agent")
-    count_shown = RunningCount(counter)  # a context that only grows (full history) is counted by its new messages
-    model_time, done, truncated, termination = 0.0, False, False, None
-    last_info = info
-    while not done and len(trajectory.steps) < max_model_calls:
-        call_started = time.perf_counter()
+    acting = _Acting(agent, tools, counter, meter, recorder, context_window, tool_tokens,
+                     agent_requests=meter.tracker("agent"),
+                     count_shown=RunningCount(counter))  # a context that only grows (full history) is counted by its new messages
+    env_state = _EnvState(info=info)
+    termination = None
+    while not env_state.done and len(trajectory.steps) < max_model_calls:
         try:
-            step = agent.act(transcript, tools)
-            model_time += time.perf_counter() - call_started
-            message = step.message
-            cacheable = agent_requests.observe(step.shown, tools)  # first: it may tokenize new messages for both
-            input_tokens = count_shown(step.shown) + tool_tokens
-            if context_window is not None and input_tokens > context_window:
-                raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
-                                           f"over the context window of {context_window:,}")
-            if recorder is not None:
-                recorder.record(step.shown, transcript)
-            transcript.append(message)
-            calls = message.get("tool_calls") or []
-            role_calls = meter.drain()  # the summarizer's, while the policies built this context
-            trajectory.steps.append(StepRecord(
-                index=len(trajectory.steps), shown_messages=len(step.shown),
-                input_tokens=input_tokens, output_tokens=counter.count_message(message),
-                reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
-                cacheable_prefix_tokens=cacheable,
-                provider_cached_tokens=step.usage.cached_input_tokens,
-                summarizer_calls=step.summarizer_calls, role_calls=role_calls, tool_calls=len(calls),
-                summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer")))
-            if calls:
-                for call in calls:
-                    if done:  # keep the transcript valid: every call gets a result
-                        transcript.append(_tool_result(call, EPISODE_ENDED))
-                        continue
-                    action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
-                    if harness is not None and harness.handles(action["name"]):
-                        transcript.append(_tool_result(call, harness.call(action["name"], action["arguments"])))
-                        continue
-                    observation, _, terminated, truncated, last_info = env.step(json.dumps(action))
-                    transcript.append(_tool_result(call, observation))
-                    done = terminated or truncated
-            else:  # a text message goes to the user (whose model may fail too)
-                observation, _, terminated, truncated, last_info = env.step(json.dumps({"message": message.get("content") or ""}))
-                if observation:
-                    transcript.append({"role": "user", "content": observation})
-                done = terminated or truncated
+            message = _act(acting, transcript, trajectory)
+            _dispatch(env, harness, message, transcript, env_state)
             trajectory.steps[-1].role_calls += meter.drain()  # the LLM user's answer to this step
-        except InfrastructureError as exc:
-            trajectory.infra_error, termination = str(exc), "infra_error"
-            break
-        except ContextOverflowError as exc:
-            trajectory.model_error, termination = str(exc), "context_overflow"
-            break
-        except ModelRequestError as exc:
-            trajectory.model_error, termination = str(exc), "model_error"
-            break
-        except Exception as exc:  # a bug in the harness (agent, policy, user) ends this episode, not the run
-            trajectory.infra_error, termination = _harness_error(exc), "harness_error"
+        except Exception as exc:  # noqa: BLE001 (_failure sorts it; a harness bug ends this episode, not the run)
+            termination = _failure(exc, trajectory)
             break
     meter.stop()
     if trajectory.steps:  # calls made before a failure later in the step
         trajectory.steps[-1].role_calls += meter.drain()
     if termination is None:
-        termination = last_info.get("termination_reason") or ("step_limit" if truncated or not done else "agent_stopped")
+        termination = env_state.info.get("termination_reason") or (
+            "step_limit" if env_state.truncated or not env_state.done else "agent_stopped")
     trajectory.messages = transcript
     if recorder is not None:
         trajectory.context = recorder.context
     trajectory.termination = termination
+    _grade_and_measure(env, trajectory, env_state.info)
+    trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": acting.model_time}
+    return trajectory
+
+
+# --- acting: one model call, counted and recorded -----------------------------------------------
+@dataclass
+class _Acting:
+    """What choosing a step needs, and the model time spent so far."""
+
+    agent: Agent
+    tools: list
+    counter: TokenCounter
+    meter: EpisodeMeter
+    recorder: ContextRecorder | None
+    context_window: int | None
+    tool_tokens: int
+    agent_requests: Any
+    count_shown: RunningCount
+    model_time: float = 0.0
+
+
+def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> Message:
+    """Ask the agent for its next message, append it and the step's record; refuse an over-long context."""
+    call_started = time.perf_counter()
+    step = acting.agent.act(transcript, acting.tools)
+    acting.model_time += time.perf_counter() - call_started
+    message = step.message
+    cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # first: it may tokenize new messages for both
+    input_tokens = acting.count_shown(step.shown) + acting.tool_tokens
+    if acting.context_window is not None and input_tokens > acting.context_window:
+        raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
+                                   f"over the context window of {acting.context_window:,}")
+    if acting.recorder is not None:
+        acting.recorder.record(step.shown, transcript)
+    transcript.append(message)
+    calls = message.get("tool_calls") or []
+    role_calls = acting.meter.drain()  # the summarizer's, while the policies built this context
+    trajectory.steps.append(StepRecord(
+        index=len(trajectory.steps), shown_messages=len(step.shown),
+        input_tokens=input_tokens, output_tokens=acting.counter.count_message(message),
+        reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
+        cacheable_prefix_tokens=cacheable,
+        provider_cached_tokens=step.usage.cached_input_tokens,
+        summarizer_calls=step.summarizer_calls, role_calls=role_calls, tool_calls=len(calls),
+        summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer")))
+    return message
+
+
+# --- dispatching: the message's tool calls to the env or the harness, or its text to the user ----
+@dataclass
+class _EnvState:
+    """Where the env stands after the last ``env.step``."""
+
+    info: dict[str, Any]
+    done: bool = False
+    truncated: bool = False
+
+
+def _dispatch(env, harness: Any, message: Message, transcript: list[Message], state: _EnvState) -> None:
+    calls = message.get("tool_calls") or []
+    if not calls:  # a text message goes to the user (whose model may fail too)
+        _send_message(env, message, transcript, state)
+        return
+    for call in calls:
+        if state.done:  # keep the transcript valid: every call gets a result
+            transcript.append(_tool_result(call, EPISODE_ENDED))
+            continue
+        action = {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"}
+        if harness is not None and harness.handles(action["name"]):
+            transcript.append(_tool_result(call, harness.call(action["name"], action["arguments"])))
+            continue
+        observation, _, terminated, state.truncated, state.info = env.step(json.dumps(action))
+        transcript.append(_tool_result(call, observation))
+        state.done = terminated or state.truncated
+
+
+def _send_message(env, message: Message, transcript: list[Message], state: _EnvState) -> None:
+    observation, _, terminated, state.truncated, state.info = env.step(json.dumps({"message": message.get("content") or ""}))
+    if observation:
+        transcript.append({"role": "user", "content": observation})
+    state.done = terminated or state.truncated
+
+
+def _failure(exc: Exception, trajectory: Trajectory) -> str:
+    """The termination a failed step gives its episode, with the error recorded on the trajectory."""
+    if isinstance(exc, InfrastructureError):
+        trajectory.infra_error = str(exc)
+        return "infra_error"
+    if isinstance(exc, ContextOverflowError):
+        trajectory.model_error = str(exc)
+        return "context_overflow"
+    if isinstance(exc, ModelRequestError):
+        trajectory.model_error = str(exc)
+        return "model_error"
+    trajectory.infra_error = _harness_error(exc)  # a bug in the harness (agent, policy, user)
+    return "harness_error"
+
+
+# --- metrics: the grade and what the episode cost -------------------------------------------------
+def _grade_and_measure(env, trajectory: Trajectory, last_info: dict[str, Any]) -> None:
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
     trajectory.grade = Grade.model_validate(grade) if grade is not None else None  # a remote grade arrives as its JSON dict
     trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
     trajectory.failure_category = None if trajectory.infra_error else classify_failure(trajectory)
-    trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": model_time}
-    return trajectory
 
 
 def _harness_error(exc: Exception) -> str:

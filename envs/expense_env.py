@@ -17,6 +17,7 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
+from erp_sim.response import error_envelope
 from erp_sim.task_sets import task_rows
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
@@ -478,8 +479,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _invalid_action(self, reason: str) -> str:
         self._counts["invalid_actions"] += 1
-        envelope = {"SessionId": self.session.session_id, "Result": f"Error: {reason}",
-                    "Messages": [{"Level": "Error", "Text": reason}], "Error": {"Code": "InvalidAction", "Message": reason}}
+        envelope = error_envelope(self.session.session_id, "InvalidAction", reason)
         return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
 
     def _reward(self) -> float:

@@ -31,6 +31,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError
+from erp_sim.response import error_envelope
 
 DEFAULT_MAX_SESSIONS = 64
 
@@ -74,8 +75,7 @@ class ErpState(State):
 
 
 def _error_observation(code: str, message: str, done: bool) -> ErpObservation:
-    text = json.dumps({"Result": f"Error: {message}", "Messages": [{"Level": "Error", "Text": message}],
-                       "Error": {"Code": code, "Message": message}}, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(error_envelope(None, code, message), ensure_ascii=False, separators=(",", ":"))
     return ErpObservation(text=text, is_error=True, error_code=code, done=done, reward=0.0)
 
 

@@ -27,6 +27,7 @@ from datasets import Dataset
 
 from erp_sim.envs import MAX_EPISODE_STEPS
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError, tool_schemas
+from erp_sim.response import error_payload
 
 LOGGED_METRICS = ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors")
 
@@ -86,7 +87,7 @@ def _play(episode: Episode, tool: str | None, payload: str) -> str:
     try:
         turn = episode.call_tool(tool, payload) if tool is not None else episode.send_message(payload)
     except EpisodeError as exc:  # more calls in the turn that ended the episode
-        return json.dumps({"Error": {"Code": "EpisodeOver", "Message": str(exc)}})
+        return json.dumps(error_payload("EpisodeOver", str(exc)))
     return turn.observation
 
 

@@ -15,11 +15,10 @@ import random
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
 import pydantic
 from pydantic import BaseModel, Field
 
-from erp_sim import VERBOSITIES
+from erp_sim import VERBOSITIES, response
 from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
@@ -168,9 +167,7 @@ class ErpSession:
     def _envelope(self, result: str, payload: dict | None) -> dict:
         if self.forms:  # before the messages are taken: reconciling may add a warning
             FORMS[self.forms[-1].name].reconcile(self, self.forms[-1])
-        envelope: dict[str, Any] = {"SessionId": self.session_id, "Result": result, "Messages": list(self._messages)}
-        if payload:
-            envelope.update(payload)
+        envelope = response.envelope(self.session_id, result, self._messages, payload)
         envelope["FormState"] = self._form_state()
         envelope["MCPActivityId"] = str(uuid.uuid5(_NAMESPACE, f"{self.session_id}/{self.call_count}"))
         envelope["DeepLinks"] = self._deep_links()
@@ -192,19 +189,9 @@ class ErpSession:
         form = self.forms[-1]
         return [{"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}]
 
-    @staticmethod
-    def _render(envelope: dict) -> str:
-        """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json).
-
-        orjson refuses integers beyond 64 bits; the standard library writes them (same bytes otherwise)."""
-        try:
-            return orjson.dumps(envelope).decode()
-        except TypeError:
-            return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
-
     def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
         envelope = self._envelope(outcome.result, outcome.payload)
-        text = self._render(envelope)
+        text = response.render(envelope)
         if len(text) > MAX_RESPONSE_CHARS:
             return self._error(name, tool, ResponseTooLargeError(
                 f"The response has {len(text):,} characters, over the limit of {MAX_RESPONSE_CHARS:,}. Narrow the request "
@@ -215,9 +202,9 @@ class ErpSession:
         message = str(exc)
         if len(message) > MAX_ERROR_CHARS:  # e.g. every unknown property name of a huge request
             message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS:,} more characters cut)"
-        self._messages.append({"Level": "Error", "Text": message})
-        envelope = self._envelope(f"Error: {message}", {"Error": {"Code": exc.code, "Message": message}})
-        return ToolResponse(tool=str(name)[:200], text=self._render(envelope), is_error=True, error_code=exc.code,
+        self._messages.append(response.error_message(message))
+        envelope = self._envelope(response.error_result(message), response.error_payload(exc.code, message))
+        return ToolResponse(tool=str(name)[:200], text=response.render(envelope), is_error=True, error_code=exc.code,
                             read_only=tool.read_only if tool else True, envelope=envelope)
 
     # --- for graders, tests and evaluators (never shown to the agent) ---

@@ -23,6 +23,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from erp_sim.errors import ValidationError
 from erp_sim.models import TABLES
@@ -39,6 +40,11 @@ class SqlLimits:
 
 
 LIMITS = SqlLimits()
+SQL_CELL_CHARS = 2000
+SQL_OUTPUT_CHARS = 100_000  # stays well under the server's 160,000-character response limit
+# SQLite limits while an agent's query runs: with at most 201 rows fetched, they bound its memory.
+SQL_MAX_VALUE_BYTES = 20_000
+SQL_MAX_COLUMNS = 100
 PRINTF_MAX_WIDTH = 100_000  # SQLite's '%.*c' loops once per character even past the length limit
 _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, steps)
 
@@ -221,3 +227,41 @@ def _strip_string_literals(sql: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# --- the SQL tool's answer ----------------------------------------------------------------------
+def run_sql(db: sqlite3.Connection, sql: str) -> dict:
+    """One read-only SELECT (see ``run_select``); cells over 2,000 characters are cut."""
+    limits = {sqlite3.SQLITE_LIMIT_LENGTH: SQL_MAX_VALUE_BYTES, sqlite3.SQLITE_LIMIT_COLUMN: SQL_MAX_COLUMNS}
+    previous = {limit: db.setlimit(limit, value) for limit, value in limits.items()}
+    try:  # a value over the limit becomes NULL (printf) or "string or blob too big", never a memory bomb
+        columns, rows, truncated = run_select(db, sql)
+    finally:
+        for limit, value in previous.items():
+            db.setlimit(limit, value)
+    out_rows, size, cut = [], 0, False
+    for row in rows:
+        cells = [_cell(value) for value in row]
+        cut = cut or any(isinstance(v, str) and len(v) > SQL_CELL_CHARS for v in row)
+        size += sum(len(str(c)) for c in cells) + 4
+        if size > SQL_OUTPUT_CHARS and out_rows:
+            truncated = True
+            break
+        out_rows.append(cells)
+    payload: dict[str, Any] = {"Columns": columns, "Rows": out_rows, "Truncated": truncated}
+    notes = []
+    if truncated:
+        notes.append(f"Only the first {len(out_rows)} row(s) are shown; add a WHERE clause or use LIMIT/OFFSET.")
+    if cut:
+        notes.append(f"Values longer than {SQL_CELL_CHARS:,} characters were cut.")
+    if notes:
+        payload["Note"] = " ".join(notes)
+    return payload
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, bytes):
+        value = "x'" + value.hex() + "'"
+    if isinstance(value, str) and len(value) > SQL_CELL_CHARS:
+        return value[:SQL_CELL_CHARS] + "...[cut]"
+    return value

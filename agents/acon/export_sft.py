@@ -27,7 +27,7 @@ import json
 import sys
 from pathlib import Path
 
-from erp_sim.agents.acon.optimize import read_gz_json, write_json, write_text
+from erp_sim.agents.acon.files import read_gz_json, write_json, write_text
 from erp_sim.agents.command_line import PlainHelpFormatter
 
 

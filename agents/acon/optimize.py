@@ -31,9 +31,7 @@ offline, and gives the same files.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -43,11 +41,15 @@ from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.models.roles import add_model_arguments, params_by_role
-from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt, render_transcript
+from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
+from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
+from erp_sim.agents.acon.optimizer_requests import (
+    extract_guideline, feedback_request, load_optimizer_prompt, shorten_request, update_request,
+)
+from erp_sim.agents.acon.scoring import cost_usd, score
 
-PROMPTS_DIR = Path(__file__).parent / "prompts"
 ROLES = ("agent", "compressor", "optimizer")
 # compressed kind -> (built-in prompt file, policy)
 KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
@@ -109,42 +111,6 @@ class CallLog:
 
     def usage(self) -> dict[str, int]:
         return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-
-
-# --- files -------------------------------------------------------------------------------------
-def write_text(path: Path, text: str) -> None:
-    """Atomic write: a killed run leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
-def write_json(path: Path, value: Any) -> None:
-    write_text(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n")
-
-
-def write_gz_json(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
-        out.write(json.dumps(value, ensure_ascii=False).encode())
-    tmp.replace(path)
-
-
-def read_gz_json(path: Path) -> Any:
-    with gzip.open(path, "rb") as data:
-        return json.loads(data.read())
-
-
-def load_optimizer_prompt(name: str) -> str:
-    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
-
-
-def extract_guideline(text: str) -> str:
-    """The text between <guideline> tags if the optimizer used them, else its whole answer."""
-    match = re.search(r"<guideline>\s*(.*?)\s*</guideline>", text, re.DOTALL)
-    return (match.group(1) if match else text).strip() + "\n"
 
 
 def compressor_kind(messages: list[Message]) -> str:
@@ -372,56 +338,6 @@ def overlap_message(tasks: str, test_tasks: str, shared: list[str]) -> str:
     named = ", ".join(shared[:5]) + (f" and {len(shared) - 5} more" if len(shared) > 5 else "")
     return (f"--tasks {tasks} and --test-tasks {test_tasks} share {len(shared)} task(s) ({named}): "
             "a test task must not be a train task")
-
-
-def feedback_request(compressed: dict, plain: dict, guideline: dict[str, str]) -> str:
-    parts = [f"=== Task ===\n{message_text(plain['messages'][1].get('content')) if len(plain['messages']) > 1 else ''}"]
-    parts += [f"=== Current guideline ({kind}) ===\n{text}" for kind, text in guideline.items()]
-    parts.append(f"=== Uncompressed context (succeeded) ===\n{render_transcript(plain['messages'])}")
-    parts.append(f"=== Compressed context (failed) ===\n{render_transcript(compressed['shown_last'])}")
-    parts.append(f"=== How the compressed run ended ===\n{compressed.get('termination')}; "
-                 f"failure: {compressed.get('failure_category')}")
-    return "\n\n".join(parts)
-
-
-def update_request(kind: str, guideline: str, feedback: str, number: int, k: int) -> str:
-    what = "history summaries" if kind == "history" else "rewritten tool responses (observations)"
-    return (f"=== Compressor ===\n{kind}: writes {what}\n\n=== Current guideline ===\n{guideline}\n\n"
-            f"=== Feedback ===\n{feedback}\n\n=== Candidate ===\n{number} of {k}")
-
-
-def shorten_request(kind: str, guideline: str, outputs: list[tuple[str, list[str]]]) -> str:
-    shown = "\n\n".join(f"--- task {task_id} ---\n" + "\n\n".join(texts) for task_id, texts in outputs)
-    return f"=== Compressor ===\n{kind}\n\n=== Current guideline ===\n{guideline}\n\n=== Compressed outputs ===\n{shown}"
-
-
-def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dict[str, Any]:
-    """ACON's per-configuration figures: success, peak tokens, dependency, compressor calls/tokens, cost."""
-    n = len(episodes) or 1
-
-    def mean(key: str) -> float:
-        return round(sum(e["metrics"].get(key, 0) for e in episodes) / n, 3)
-
-    usage = {role: {key: sum(e[f"{role}_usage"][key] for e in episodes) for key in ("calls", "input_tokens", "output_tokens")}
-             for role in ("agent", "compressor")}
-    result = {
-        "episodes": len(episodes),
-        "success": round(sum(e["success"] for e in episodes) / n, 4),
-        "peak_tokens": mean("peak_tokens"),
-        "dependency": mean("dependency"),
-        "steps": mean("model_calls"),
-        "agent": usage["agent"],
-        "compressor": usage["compressor"],
-    }
-    cost = {role: cost_usd(usage[role], prices.get(role)) for role in usage}
-    result["cost_usd"] = None if any(v is None for v in cost.values()) else {**cost, "total": round(sum(cost.values()), 6)}
-    return result
-
-
-def cost_usd(usage: dict[str, int], price: list[float] | None) -> float | None:
-    if price is None:
-        return None
-    return round((usage["input_tokens"] * price[0] + usage["output_tokens"] * price[1]) / 1e6, 6)
 
 
 # --- the report --------------------------------------------------------------------------------

@@ -37,16 +37,15 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
-from erp_sim.agents.policies import PRESETS, parse_policy, preset
-from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
+from erp_sim.agents.policies import PRESETS
+from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
+from erp_sim.agents.evaluation.eval_options import add_common_arguments, episode_options, parse_configs, task_ids
+from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
-DEFAULT_OUT = "runs/eval"
-LOCK_FILE = "eval.lock"
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
 
@@ -327,46 +326,6 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
-@contextlib.contextmanager
-def eval_lock(out_dir: Path) -> Iterator[None]:
-    """Hold OUT/eval.lock while running; a second eval on OUT (e.g. an early --resume) stops at once.
-
-    ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock;
-    a run that ends removes the file (while still holding it, so a waiting eval sees the removal).
-    """
-    import fcntl
-
-    path = out_dir / LOCK_FILE
-    while True:
-        handle = path.open("a+", encoding="utf-8")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            raise SystemExit(f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it") from None
-        if _same_file(handle, path):
-            break
-        handle.close()  # locked the file of a run that has just ended and removed it: lock the one now there
-    try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        handle.close()
-
-
-def _same_file(handle: Any, path: Path) -> bool:
-    try:
-        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
-    except FileNotFoundError:
-        return False
-
-
 def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Iterator[dict]:
     """The local backend's semantics on Ray: no silent retry of an episode whose worker died (Ray would run it
     again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started; a watchdog
@@ -448,61 +407,6 @@ def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
 
 
 # --- command line --------------------------------------------------------------------------------
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
-    parser.add_argument("--agent", default="scripted",
-                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-                             "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
-                             "in DIR, offline, and refuses a --user/--summarizer that contradicts it)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
-                                           "key from OPENAI_API_KEY)")
-    parser.add_argument("--summarizer", default="structured",
-                        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
-                             "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)")
-    parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
-    parser.add_argument("--summarizer-temperature", type=positive(float, zero=True), metavar="T",
-                        help="= --model-param summarizer:temperature=T (None: 0.0)")
-    parser.add_argument("--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)")
-    parser.add_argument("--summarizer-max-tokens", type=positive(int), metavar="N",
-                        help="= --model-param summarizer:max_tokens=N (None: not sent)")
-    add_model_arguments(parser, EVAL_ROLES)
-    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
-                             "one without recall=, whose runs would be identical copies; else 5)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
-    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
-                        help="episodes run at once in worker processes (1: in this process)")
-    parser.add_argument("--backend", choices=["local", "ray"], default="local", help="where episodes run")
-    parser.add_argument("--address", help="Ray cluster address (with --backend ray; None: a local Ray instance)")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="output directory (results.jsonl, trajectories, report.md)")
-    parser.add_argument("--resume", action="store_true", help="continue an existing --out: run only episodes without a "
-                                                               "scored row (infrastructure errors are retried)")
-    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
-    parser.add_argument("--context-window", type=int, metavar="TOKENS",
-                        help="the model's context window: a longer request ends its episode, scored as context_overflow "
-                             "(None: no limit of ours; a server's own context-length 400 does the same)")
-    parser.add_argument("--record", metavar="DIR",
-                        help="record every model call (agent, LLM user, summarizer, consolidator) into DIR/cassettes, a "
-                             "cassette per role and episode, and the models and settings into DIR/cassettes/models.json "
-                             "(openai agents; None: off)")
-    parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
-    add_price_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def task_ids(tasks: str) -> tuple[str, list[str]]:
-    """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.task_sets.resolve_tasks``)."""
-    from erp_sim.task_sets import resolve_tasks
-
-    try:
-        return resolve_tasks(tasks)
-    except (KeyError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
-
-
 def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Build the models of one episode here, so that a bad --agent/--user/--summarizer (an unknown
     kind, a missing API key or cassette, a replay that contradicts its recording) is one line before
@@ -569,21 +473,6 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
             raise SystemExit(f"erp-sim: --record {error}") from None
 
 
-def episode_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The EpisodeSpec fields that come from the options of eval and sweep."""
-    from erp_sim.agents.models.roles import params_by_role
-
-    items = list(args.model_param)
-    for key, value in (("temperature", args.summarizer_temperature), ("seed", args.summarizer_seed),
-                       ("max_tokens", args.summarizer_max_tokens)):
-        if value is not None:
-            items.append(("summarizer", key, value))
-    return {"agent": args.agent, "max_steps": args.max_steps, "verbosity": args.verbosity, "out_dir": str(Path(args.out)),
-            "base_url": args.base_url, "record_dir": args.record, "context_window": args.context_window,
-            "summarizer": args.summarizer, "summarizer_base_url": args.summarizer_base_url,
-            "model_params": params_by_role(items, EVAL_ROLES), "timeout": args.timeout, "max_retries": args.max_retries}
-
-
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
@@ -619,7 +508,7 @@ TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "inpu
 
 
 def print_table(rows: list[dict]) -> None:
-    from erp_sim.agents.evaluation.report import DASH, md_table
+    from erp_sim.agents.evaluation.report_format import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
     lines = []
@@ -629,16 +518,6 @@ def print_table(rows: list[dict]) -> None:
                    f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else ["no scored episode", *[DASH] * 4]
         lines.append((name, summary.policy, summary.user, *numbers, runs_text(summary.n_runs, summary.agent)))
     print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 6))
-
-
-def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:
-    configs = []
-    for name in names:
-        p = preset(name)
-        configs.append((name.upper(), p.policy, "none" if p.user_model == "none" else user))
-    for spec in policies:
-        configs.append((parse_policy(spec).spec, parse_policy(spec).spec, user))
-    return configs
 
 
 def main(argv: list[str] | None = None) -> int:

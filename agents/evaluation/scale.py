@@ -28,7 +28,8 @@ from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
-from erp_sim.agents.evaluation.report import _RC, _save, config_color, load_results
+from erp_sim.agents.evaluation.report import load_results
+from erp_sim.agents.evaluation.report_plots import _RC, _save, config_color
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
 DEFAULT_WINDOW = 128_000

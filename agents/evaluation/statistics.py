@@ -45,13 +45,13 @@ import numpy as np
 from scipy import stats
 
 from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
-
-Row = Mapping[str, Any]
-TaskKey = tuple[str, str]  # (task_set, task_id)
-
-CONFIDENCE = 0.95
-SEED = 20240607
-N_RESAMPLES = 9999
+from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' callers use these names)
+    Row, TaskKey, _episode_key, by_config, canonical_order, duplicate_count, infra_error_rows, is_infra_error,
+    natural_key, scored_rows, succeeded, task_key,
+)
+from erp_sim.agents.evaluation.intervals import (  # noqa: F401 (statistics' callers use these names)
+    CONFIDENCE, N_RESAMPLES, SEED, Estimate, _bootstrap, _finite, _without_interval, bootstrap_mean, t_interval,
+)
 
 #: The failure taxonomy (``erp_sim.agents.evaluation.failures``), in report order.
 FAILURE_CATEGORIES = (
@@ -73,68 +73,6 @@ UNCLASSIFIED = "unclassified"
 
 TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "context_overflow", "model_error",
                 "infra_error")
-
-
-# ---------------------------------------------------------------------------------------
-# Rows
-# ---------------------------------------------------------------------------------------
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key that puts C2 before C10 and n=3 before n=11."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
-
-
-def task_key(row: Row) -> TaskKey:
-    return (str(row.get("task_set", "")), str(row["task_id"]))
-
-
-def _episode_key(row: Row) -> tuple:
-    return (natural_key(str(row["config"])), natural_key(task_key(row)[0]), natural_key(task_key(row)[1]), int(row.get("run", 0)))
-
-
-def is_infra_error(row: Row) -> bool:
-    return bool(row.get("infra_error"))
-
-
-def succeeded(row: Row) -> bool:
-    """The full-itemization outcome; a row without a grade counts as a failure."""
-    return bool((row.get("grade") or {}).get("success"))
-
-
-def canonical_order(rows: Iterable[Row]) -> list[Row]:
-    """Rows sorted by (config, task, run): results do not depend on the order episodes finished in."""
-    return sorted(rows, key=_episode_key)
-
-
-def scored_rows(rows: Iterable[Row]) -> list[Row]:
-    """The rows the agent is scored on: no infrastructure error, one row per episode.
-
-    A resumed run may append an episode again; the last row of an episode wins.
-    """
-    latest: dict[tuple, Row] = {}
-    for row in rows:
-        if not is_infra_error(row):
-            latest[_episode_key(row)] = row
-    return canonical_order(latest.values())
-
-
-def duplicate_count(rows: Iterable[Row]) -> int:
-    """How many scored rows repeat an episode already seen (a runner bug worth showing)."""
-    keys = [_episode_key(row) for row in rows if not is_infra_error(row)]
-    return len(keys) - len(set(keys))
-
-
-def infra_error_rows(rows: Iterable[Row]) -> list[Row]:
-    return canonical_order(row for row in rows if is_infra_error(row))
-
-
-def by_config(rows: Iterable[Row]) -> dict[str, list[Row]]:
-    """Rows grouped by configuration, configurations in natural order."""
-    groups: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        groups[str(row["config"])].append(row)
-    return {name: canonical_order(groups[name]) for name in sorted(groups, key=natural_key)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -236,92 +174,6 @@ def task_values(rows: Sequence[Row], metric: Metric) -> dict[TaskKey, float]:
     for row in rows:
         per_task[task_key(row)].append(metric.value(row))
     return {task: _nanmean(values) for task, values in sorted(per_task.items(), key=lambda item: tuple(map(natural_key, item[0])))}
-
-
-# ---------------------------------------------------------------------------------------
-# Intervals
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with its 95% interval, the number of units behind it, and how."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    method: str
-
-    @property
-    def has_interval(self) -> bool:
-        return math.isfinite(self.low) and math.isfinite(self.high)
-
-    def clipped(self, low: float, high: float) -> "Estimate":
-        """The interval cut to a quantity's feasible range (a t interval is symmetric and
-        can cross 0% or 100% when runs are few and rates extreme)."""
-        if not self.has_interval:
-            return self
-        return Estimate(self.mean, min(max(self.low, low), high), min(max(self.high, low), high), self.n, self.method)
-
-
-def _finite(values: Iterable[float]) -> np.ndarray:
-    return np.asarray([v for v in values if math.isfinite(v)], dtype=float)
-
-
-def _without_interval(array: np.ndarray, method: str) -> Estimate:
-    """Fewer than two values: the mean (NaN for none) and no interval."""
-    mean = float(array.mean()) if array.size else math.nan
-    return Estimate(mean, math.nan, math.nan, int(array.size), method)
-
-
-def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
-    """Mean and Student t interval: mean +- t_{(1+c)/2, n-1} * s / sqrt(n), s with ddof=1."""
-    array = _finite(values)
-    n = int(array.size)
-    if n < 2:
-        return _without_interval(array, "t")
-    mean = float(array.mean())
-    sem = float(stats.sem(array))
-    if sem == 0.0:  # scipy rejects scale=0; the interval of identical runs is the point
-        return Estimate(mean, mean, mean, n, "t")
-    low, high = stats.t.interval(confidence, df=n - 1, loc=mean, scale=sem)
-    return Estimate(mean, float(low), float(high), n, "t")
-
-
-def _bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool) -> tuple[float, float, str]:
-    """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
-    for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = stats.bootstrap(
-                tuple(samples),
-                statistic,
-                n_resamples=N_RESAMPLES,
-                paired=paired,
-                vectorized=True,
-                confidence_level=CONFIDENCE,
-                method=method,
-                rng=np.random.default_rng(SEED),
-            )
-        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        if math.isfinite(low) and math.isfinite(high):
-            return low, high, f"bootstrap {method}"
-    return math.nan, math.nan, "bootstrap"
-
-
-def bootstrap_mean(values: Iterable[float], scale: float = 1.0) -> Estimate:
-    """Mean (times ``scale``) with a BCa bootstrap interval over the given units."""
-    array = _finite(values) * scale
-    n = int(array.size)
-    if n < 2:
-        return _without_interval(array, "bootstrap")
-    mean = float(array.mean())
-    if np.all(array == array[0]):
-        return Estimate(mean, mean, mean, n, "bootstrap")
-    low, high, method = _bootstrap((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
-    return Estimate(mean, low, high, n, method)
 
 
 # ---------------------------------------------------------------------------------------
