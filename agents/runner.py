@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
-from erp_sim.agents.memory.tools import harness_tools
+from erp_sim.agents.memory.memory_tools import harness_tools
 from erp_sim.agents.prompt_cache import EpisodeMeter, sum_reported
 from erp_sim.agents.tokens import RunningCount, TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory

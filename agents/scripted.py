@@ -55,7 +55,7 @@ from erp_sim import formstate
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
 from erp_sim.agents.memory.store import parse_steps
-from erp_sim.agents.memory.tools import MEMORY_TOOLS
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 

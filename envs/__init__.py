@@ -53,6 +53,7 @@ _LAZY = {
     "ErpToolEnv": "erp_sim.envs.trl_adapter",
     "tool_env_factory": "erp_sim.envs.trl_adapter",
     "Episode": "erp_sim.envs.episode",
+    "McpEnv": "erp_sim.envs.mcp_env",
     "make_vec": "erp_sim.envs.vector",
 }
 

@@ -68,10 +68,10 @@ def potential(state: Progress, reward: str = "success") -> Decimal:
 
 @lru_cache(maxsize=1)
 def _session_module():
-    """``erp_sim.session``, loaded by the first reset, not by gym.make (a from-import per step costs ~2 µs)."""
-    import erp_sim.session
+    """``erp_sim.erp_session``, loaded by the first reset, not by gym.make (a from-import per step costs ~2 µs)."""
+    import erp_sim.erp_session
 
-    return erp_sim.session
+    return erp_sim.erp_session
 
 
 @lru_cache(maxsize=1)

@@ -43,7 +43,7 @@ RETURNS = "The ERP's JSON response: SessionId, Result, Messages, FormState (the 
 _SCALARS = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None), "object": dict}
 # o200k tokens of the oracle's calls and observations over hotel_50 at compact verbosity: median 35.6k,
 # longest 64.6k (default verbosity: 59.2k and 100.6k). A completion budget that fits the longest oracle
-# episode; tests/test_env_trl.py checks it still does.
+# episode; tests/envs/test_env_trl.py checks it still does.
 COMPACT_COMPLETION_TOKENS = 65_536
 
 

@@ -22,14 +22,14 @@ _LAZY = {
     "OracleError": "erp_sim.oracle",
     "oracle_calls": "erp_sim.oracle",
     "run_oracle": "erp_sim.oracle",
-    "ErpSession": "erp_sim.session",
-    "ToolResponse": "erp_sim.session",
+    "ErpSession": "erp_sim.erp_session",
+    "ToolResponse": "erp_sim.erp_session",
     "Task": "erp_sim.tasks",
     "get_task": "erp_sim.tasks",
     "load_task_set": "erp_sim.tasks",
-    "TOOLS": "erp_sim.tools",
-    "Tool": "erp_sim.tools",
-    "openai_tool_schemas": "erp_sim.tools",
+    "TOOLS": "erp_sim.tool_registry",
+    "Tool": "erp_sim.tool_registry",
+    "openai_tool_schemas": "erp_sim.tool_registry",
 }
 
 if TYPE_CHECKING:
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from erp_sim.faults import FaultProfile
     from erp_sim.grading import Grade, grade_session
     from erp_sim.oracle import OracleError, oracle_calls, run_oracle
-    from erp_sim.session import ErpSession, ToolResponse
+    from erp_sim.erp_session import ErpSession, ToolResponse
     from erp_sim.tasks import Task, get_task, load_task_set
-    from erp_sim.tools import TOOLS, Tool, openai_tool_schemas
+    from erp_sim.tool_registry import TOOLS, Tool, openai_tool_schemas
 
 
 # The response shapes a session can render: "default" (the verbose D365 form state) or "compact".
@@ -60,7 +60,7 @@ def __dir__() -> list[str]:
 
 def open_session(task_set: str = "hotel_50", task: "str | int | Task" = 0, **options) -> "ErpSession":
     """Open a session on a task, given by id (``hotel-007``), index, or ``Task``. Options go to ``ErpSession``."""
-    from erp_sim.session import ErpSession
+    from erp_sim.erp_session import ErpSession
     from erp_sim.tasks import Task, get_task
 
     if not isinstance(task, Task):

@@ -1,4 +1,4 @@
-"""One error hierarchy. Tools raise; one place (``erp_sim.session``) turns errors into responses.
+"""One error hierarchy. Tools raise; one place (``erp_sim.erp_session``) turns errors into responses.
 
 Every error has a stable ``code`` (shown to the agent, used by the MCP server to decide what
 is a tool error) and a message written for the agent: what was wrong and what to do.

@@ -37,7 +37,7 @@ from erp_sim.models import TABLES
 from erp_sim.money import ZERO, money_text
 
 if TYPE_CHECKING:
-    from erp_sim.session import ErpSession
+    from erp_sim.erp_session import ErpSession
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount)
 

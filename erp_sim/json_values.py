@@ -1,6 +1,6 @@
 """What a value must be to enter the simulator as tool arguments or an env action: plain JSON.
 
-Apart from ``erp_sim.session`` so that the Gymnasium env can classify actions without loading
+Apart from ``erp_sim.erp_session`` so that the Gymnasium env can classify actions without loading
 the simulator at ``gym.make``.
 """
 

@@ -102,7 +102,7 @@ def run_oracle(session) -> list:
 
 def oracle_trace(task: Task, verbosity: str = "default") -> list[Call]:
     """The oracle's whole call sequence for ``task``, played on a side session (for replays and benchmarks)."""
-    from erp_sim.session import ErpSession  # the oracle itself only reads responses; this helper needs a session
+    from erp_sim.erp_session import ErpSession  # the oracle itself only reads responses; this helper needs a session
 
     session = ErpSession(task, verbosity=verbosity)
     calls, trace = oracle_calls(task), []

@@ -30,8 +30,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from erp_sim import get_task
-from erp_sim.mcp.sessions import EpisodeStore
-from erp_sim.session import ErpSession
+from erp_sim.mcp.episode_store import EpisodeStore
+from erp_sim.erp_session import ErpSession
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]

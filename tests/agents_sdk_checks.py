@@ -1,6 +1,6 @@
 """erp-sim beside OpenAI's Agents SDK (``openai-agents``, import name ``agents``) in one environment.
 
-Run by tests/test_agents_sdk.py in the test venv (editable install) and, as a script, in a second
+Run by tests/agents/test_agents_sdk.py in the test venv (editable install) and, as a script, in a second
 venv that holds both wheels installed the ordinary way. It needs only erp-sim and the SDK: each
 check raises AssertionError on failure; ``python agents_sdk_checks.py`` runs them all and prints
 one line per check.

@@ -64,7 +64,7 @@ def test_no_module_imports_the_folders_by_their_top_level_names():
 
     offenders = []
     for path in [*ROOT.glob("erp_sim/**/*.py"), *ROOT.glob("envs/**/*.py"), *ROOT.glob("agents/**/*.py"),
-                 *ROOT.glob("scripts/*.py"), *ROOT.glob("tests/*.py")]:
+                 *ROOT.glob("scripts/*.py"), *ROOT.glob("tests/**/*.py")]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []

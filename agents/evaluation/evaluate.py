@@ -502,7 +502,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
 
 
 #: The table erp-sim eval prints, as GitHub Markdown, so that the README's copy is a paste of it
-#: (tests/test_evaluate.py holds the two to the same columns and number formats).
+#: (tests/agents/evaluation/test_evaluate.py holds the two to the same columns and number formats).
 TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "input tokens / benchmark", "peak tokens",
                  "steps", "runs")
 

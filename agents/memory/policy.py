@@ -5,7 +5,7 @@ system prompt (which stays verbatim) with the meta rules and the L1 index of the
 once per episode; and, when the agent has called ``update_working_checkpoint``, its latest
 checkpoint as a block pinned after the instruction (later policies keep it like the
 instruction). The three memory tools are added to the tool list the model gets; the runner
-answers their calls through ``memory_tools`` (``erp_sim.agents.memory.tools``). Facts and SOPs
+answers their calls through ``memory_tools`` (``erp_sim.agents.memory.memory_tools``). Facts and SOPs
 reach the context only as results of ``memory_read`` calls; the L4 archive never does.
 """
 
@@ -17,7 +17,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from erp_sim.agents.memory.store import MemoryStore, render_memory_block
-from erp_sim.agents.memory.tools import MemoryTools
+from erp_sim.agents.memory.memory_tools import MemoryTools
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 

@@ -18,7 +18,7 @@ from erp_sim.tasks import Task
 
 
 class FormHost(Protocol):
-    """What a form needs from the session that hosts it (``erp_sim.session.ErpSession``).
+    """What a form needs from the session that hosts it (``erp_sim.erp_session.ErpSession``).
 
     Forms depend on this protocol, not on the session module, so the session can import the
     forms without a cycle.

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.jsonrpc import error_reply, message_problem
-from erp_sim.mcp.sessions import EpisodeStore
+from erp_sim.mcp.episode_store import EpisodeStore
 
 logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one

@@ -4,8 +4,8 @@
     erp-sim serve --http --port 8000                  # streamable HTTP at http://127.0.0.1:8000/mcp
     erp-sim serve --http --host 0.0.0.0 --allow-remote --auth-token "$T" --admin-token "$A"
 
-The 22 tools come from ``erp_sim.TOOLS`` (see ``erp_sim.mcp.tools``); each client session
-gets its own ``ErpSession`` (``erp_sim.mcp.sessions``); evaluators read grades through the
+The 22 tools come from ``erp_sim.TOOLS`` (see ``erp_sim.mcp.routing``); each client session
+gets its own ``ErpSession`` (``erp_sim.mcp.episode_store``); evaluators read grades through the
 admin HTTP routes or ``--grade-file`` (``erp_sim.mcp.http``), which the agent cannot reach.
 In process: ``build_server(...)`` and fastmcp's ``Client(server)``; ``server.episodes`` holds
 the grades.
@@ -37,9 +37,9 @@ from mcp.server.stdio import stdio_server
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.http import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
                               add_admin_routes, create_http_app, guarded_h11)
-from erp_sim.mcp.sessions import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
+from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.stdio import CappedWriter, LimitedLines
-from erp_sim.mcp.tools import register
+from erp_sim.mcp.routing import register
 from erp_sim import VERBOSITIES
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.sql_sandbox import set_limits as set_sql_limits

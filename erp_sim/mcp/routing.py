@@ -29,8 +29,8 @@ from mcp_types import ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
-from erp_sim import tools as registry
-from erp_sim.mcp.sessions import Episode, EpisodeError, EpisodeStore
+from erp_sim import tool_registry as registry
+from erp_sim.mcp.episode_store import Episode, EpisodeError, EpisodeStore
 from erp_sim.tasks import is_task_reference
 
 SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"

@@ -20,7 +20,7 @@ from erp_sim.agents.memory.store import (
     SopStep,
     parse_steps,
 )
-from erp_sim.agents.memory.tools import MEMORY_TOOLS, MemoryTools, harness_tools
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools, harness_tools
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent

@@ -119,7 +119,7 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     """Against the simulator's own responses (an oracle run), when erp_sim is importable."""
     try:
         from erp_sim.oracle import oracle_calls
-        from erp_sim.session import ErpSession
+        from erp_sim.erp_session import ErpSession
         from erp_sim.tasks import get_task
     except Exception as exc:  # the simulator is developed in parallel; this test follows it
         pytest.skip(f"erp_sim not importable: {exc}")
@@ -148,7 +148,7 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     assert not missing_receipt_items(facts)
 
 
-SAMPLES = sorted((Path(__file__).parent.parent / "fixtures" / "samples").glob("*"))
+SAMPLES = sorted((Path(__file__).resolve().parents[3] / "fixtures" / "samples").glob("*"))
 
 
 @pytest.mark.skipif(not SAMPLES, reason="no sample responses under fixtures/samples yet")

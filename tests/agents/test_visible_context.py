@@ -91,7 +91,7 @@ def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys)
 
 
 def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_openai_server, monkeypatch):
-    from test_harness import script_server_with_scripted_agent
+    from harness_support import script_server_with_scripted_agent
 
     env = gym.make("erp_sim/ExpenseItemization-v0")
     script_server_with_scripted_agent(fake_openai_server, env, "hotel-003")

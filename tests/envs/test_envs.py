@@ -267,7 +267,7 @@ def test_bench_script_runs(capsys):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "bench_env.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "bench_env.py"
     spec = importlib.util.spec_from_file_location("bench_env", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -6,7 +6,7 @@ import pytest
 
 from erp_sim import ErpSession, get_task
 from erp_sim.formstate import grid_rows
-from test_erp_session import open_itemization
+from erp_support import open_itemization
 
 
 def _two_saved_lines(session: ErpSession) -> None:

@@ -58,7 +58,7 @@ def test_the_same_message_from_form_data_tool_and_action(value):
     """A form refuses the value when it is set; the data tools refuse it with the same message."""
     from erp_sim import ErpSession, get_task
     from erp_sim.grading import target_line_id
-    from test_erp_session import open_itemization
+    from erp_support import open_itemization
 
     session = ErpSession(get_task("hotel_50", 0))
     open_itemization(session)

@@ -22,7 +22,7 @@ pytest.importorskip("agents.mcp", reason="openai-agents is not installed (pip in
 
 import agents_sdk_checks as checks  # noqa: E402  (tests/ is on sys.path under pytest's rootdir layout)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", list(checks.CHECKS))

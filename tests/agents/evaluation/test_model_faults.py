@@ -12,7 +12,7 @@ from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from test_harness import script_server_with_scripted_agent
+from harness_support import script_server_with_scripted_agent
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 from erp_sim import load_task_set
 from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generator_reproduces_the_checked_in_fixtures(tmp_path):

@@ -1,6 +1,6 @@
 """ERP episodes behind the MCP server: one ``ErpSession`` per client session, never shared.
 
-Transport-agnostic: ``erp_sim.mcp.tools`` turns an MCP request into a session key, and this
+Transport-agnostic: ``erp_sim.mcp.routing`` turns an MCP request into a session key, and this
 store maps keys to episodes. It also decides which task an episode works on (a pinned task,
 the client's pick, or the next task of a fixed cycle), expires idle episodes (grading them
 first and freeing their database), and keeps the grades an evaluator reads (the admin HTTP
@@ -32,7 +32,7 @@ import anyio.to_thread
 
 from erp_sim import VERBOSITIES
 from erp_sim.faults import FaultProfile
-from erp_sim.session import ErpSession, ToolResponse
+from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.tasks import Task, get_task, load_task_set
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -127,7 +127,7 @@ class EpisodeStore:
                 client_key: str | None = None) -> Episode:
         """The key's episode, opened on first use (with the requested task, if the server allows a pick).
 
-        ``key`` already carries its owner's namespace (see ``erp_sim.mcp.tools``); ``owner`` is
+        ``key`` already carries its owner's namespace (see ``erp_sim.mcp.routing``); ``owner`` is
         counted against the per-session cap when it is an MCP session.
         """
         episode = self.active.get(key)

@@ -1,6 +1,6 @@
 """The agent-side memory tools, described like the 22 ERP tools but answered by the harness.
 
-Each tool is a pydantic argument model (one JSON schema, the same shape ``erp_sim.tools`` gives
+Each tool is a pydantic argument model (one JSON schema, the same shape ``erp_sim.tool_registry`` gives
 the ERP tools) plus a handler over the episode's ``MemoryTools``. The ERP never sees these
 calls: the runner asks ``harness_tools(agent)`` for the tools of the agent's policy stack,
 adds their schemas to the model's tool list and answers their calls itself.
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from typing_extensions import Annotated
 
 from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
-from erp_sim.tools import _schema
+from erp_sim.tool_registry import _schema
 
 MAX_CHECKPOINT_CHARS = 4000
 
@@ -51,7 +51,7 @@ class HarnessTool:
 
     @property
     def schema(self) -> dict:
-        """OpenAI function-tool form, as ``erp_sim.tools.openai_tool_schemas`` gives the ERP tools."""
+        """OpenAI function-tool form, as ``erp_sim.tool_registry.openai_tool_schemas`` gives the ERP tools."""
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": dict(_schema(self.args_model))}}
 

@@ -9,7 +9,7 @@ import time
 
 import httpx
 
-from erp_sim.agents.mcp_env import McpEnv, admin_grade, store_grade
+from erp_sim.envs.mcp_env import McpEnv, admin_grade, store_grade
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent

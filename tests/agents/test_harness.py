@@ -18,6 +18,7 @@ from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.trajectory import write_finetuning_jsonl
 from erp_sim.agents.types import InfrastructureError
 from erp_sim import load_task_set
+from harness_support import script_server_with_scripted_agent
 
 
 @pytest.fixture(scope="module")
@@ -89,19 +90,6 @@ def test_trajectory_exports_for_fine_tuning(env, tmp_path):
     assert set(record) == {"messages", "tools"} and record["messages"][0]["role"] == "system"
     calls = {c["id"] for m in record["messages"] for c in m.get("tool_calls") or []}
     assert calls == {m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"}
-
-
-def script_server_with_scripted_agent(server, env, task_id):
-    """Queue on the fake server the replies the scripted agent would give (a stand-in LLM)."""
-    reference = run_episode(env, ScriptedAgent(), task_id=task_id)
-    for message in reference.messages:
-        if message["role"] != "assistant":
-            continue
-        if message.get("tool_calls"):
-            server.reply_tool_calls([(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]])
-        else:
-            server.reply_text(message["content"])
-    return reference
 
 
 def test_openai_path_records_and_replays_an_identical_trajectory(env, fake_openai_server, tmp_path):

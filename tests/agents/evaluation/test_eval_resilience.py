@@ -16,7 +16,7 @@ from fake_openai_server import FakeOpenAIServer
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.evaluate import LOCK_FILE, _same_file, eval_lock, main as eval_main, read_rows
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
-from test_harness import script_server_with_scripted_agent
+from harness_support import script_server_with_scripted_agent
 
 
 def _children(pid: int) -> set[int]:

@@ -25,7 +25,7 @@ from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
 from erp_sim.json_values import MAX_ARGUMENT_DEPTH, json_value_problem
 from erp_sim.tasks import Task
-from erp_sim.tools import TOOLS, Outcome, Tool
+from erp_sim.tool_registry import TOOLS, Outcome, Tool
 
 if TYPE_CHECKING:
     from erp_sim.grading import Grade
@@ -36,7 +36,7 @@ MAX_ERROR_CHARS = 2_000  # an error message's text (it appears twice in the resp
 MAX_FORM_DEPTH = 8
 _NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
 BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
-logger = logging.getLogger("erp_sim.session")
+logger = logging.getLogger("erp_sim.erp_session")
 
 
 class ToolResponse(BaseModel):

@@ -32,7 +32,7 @@ def _odata():
     return odata
 
 if TYPE_CHECKING:
-    from erp_sim.session import ErpSession
+    from erp_sim.erp_session import ErpSession
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=2000)]

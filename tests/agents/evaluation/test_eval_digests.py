@@ -9,7 +9,7 @@ on purpose, named below (``ADDED_FIELDS``, ``ADDED_PATHS``, ``ADDED_PREFIXES``):
 before hashing; any other new field fails the test by name, a missing or changed one by its digest.
 
 Regenerate the digests only for a change that is meant to change results:
-``.venv/bin/python tests/test_eval_digests.py --write``.
+``.venv/bin/python tests/agents/evaluation/test_eval_digests.py --write``.
 """
 
 from __future__ import annotations
@@ -175,5 +175,5 @@ def write(path: Path = DIGESTS) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python tests/test_eval_digests.py --write   (only for a change meant to change results)")
+        sys.exit("usage: python tests/agents/evaluation/test_eval_digests.py --write   (only for a change meant to change results)")
     write()

@@ -7,21 +7,10 @@ import json
 import pytest
 
 from erp_sim import ErpSession, FaultProfile, TOOLS, get_task, load_task_set, oracle_calls, run_oracle
-from erp_sim.session import MAX_RESPONSE_CHARS
+from erp_sim.erp_session import MAX_RESPONSE_CHARS
+from erp_support import open_itemization
 
 ENVELOPE_KEYS = ["SessionId", "Result", "Messages", "FormState", "MCPActivityId", "DeepLinks"]
-
-
-def open_itemization(session: ErpSession) -> list:
-    """Drive the oracle up to the opened itemization form; returns the charges it read."""
-    calls = oracle_calls(session.task)
-    name, args = next(calls)
-    while True:
-        response = session.call(name, args)
-        assert not response.is_error, response.result
-        if name == "form_click_control" and args.get("controlName") == "Itemize":
-            return response
-        name, args = calls.send(response.text)
 
 
 def test_registry_has_the_22_tool_names_of_the_real_server():
@@ -154,9 +143,9 @@ def test_wrong_subcategory_is_refused_with_the_valid_values(session):
 
 
 def test_oversized_responses_fail_with_response_too_large(session, monkeypatch):
-    import erp_sim.session
+    import erp_sim.erp_session
 
-    monkeypatch.setattr(erp_sim.session, "MAX_RESPONSE_CHARS", 2000)  # the real 160,000 limit, scaled down
+    monkeypatch.setattr(erp_sim.erp_session, "MAX_RESPONSE_CHARS", 2000)  # the real 160,000 limit, scaled down
     response = session.call("form_open_menu_item", {"name": "TrvExpenses"})
     assert response.is_error and response.error_code == "ResponseTooLarge" and "2,000" in response.result
     huge_sql = session.call("data_find_entities_sql", {"sqlQuery": "SELECT printf('%.*c', 100000000, 'x')"})
@@ -257,14 +246,14 @@ def test_task_lookup_by_id_and_index_with_clear_errors():
 def test_a_simulator_bug_is_logged_with_its_traceback_and_answered_as_an_internal_error(session, monkeypatch, caplog):
     import dataclasses
 
-    import erp_sim.session
+    import erp_sim.erp_session
 
     def broken(erp, args):
         raise ZeroDivisionError("a bug deep in a tool")
 
     tool = TOOLS["form_find_menu_item"]
-    monkeypatch.setitem(erp_sim.session.TOOLS, tool.name, dataclasses.replace(tool, fn=broken))
-    with caplog.at_level("ERROR", logger="erp_sim.session"):
+    monkeypatch.setitem(erp_sim.erp_session.TOOLS, tool.name, dataclasses.replace(tool, fn=broken))
+    with caplog.at_level("ERROR", logger="erp_sim.erp_session"):
         response = session.call("form_find_menu_item", {"menuItemFilter": "expense"})
     assert response.is_error and response.error_code == "InternalError"
     assert "ZeroDivisionError" in response.result and "a bug deep" not in response.text  # the agent sees the type only

@@ -18,7 +18,7 @@ from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows, row
 from erp_sim.agents.policies import PolicySpecError
 from erp_sim.agents.evaluation.report_cli import main as report_main
 from erp_sim.agents.evaluation.sweep import grid_specs, main as sweep_main
-from test_harness import script_server_with_scripted_agent
+from harness_support import script_server_with_scripted_agent
 
 SMALL = ["--tasks", "hotel_50:hotel-000,hotel-021", "--runs", "2", "--quiet", "--concurrency", "1"]
 
@@ -132,7 +132,7 @@ def test_the_printed_table_has_the_columns_and_number_formats_of_the_readme_copy
     assert eval_main(["--configs", "C1,C2", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet",
                       "--concurrency", "1", "--out", str(tmp_path)]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8").splitlines()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8").splitlines()
     start = readme.index(printed[0])  # the README's copy: the same header line ...
     copy = [line for line in readme[start:start + 12] if line.startswith("|")][:len(printed)]
     assert copy[1] == printed[1]  # ... and the same alignment
