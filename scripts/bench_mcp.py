@@ -189,7 +189,7 @@ async def memory_of_server(url: str, pid: int, count: int) -> dict:
     before = rss_bytes(pid)
     opened = []
     try:
-        for i in range(count):
+        for _ in range(count):
             http, client = http_client(url)
             await http.__aenter__()
             await client.__aenter__()

@@ -59,7 +59,7 @@ async def main(calls: int) -> dict:
         for name, sql in BOMBS.items():
             stop, ran = asyncio.Event(), [0, 0.0]
 
-            async def bomb_forever():
+            async def bomb_forever(stop=stop, sql=sql, ran=ran):  # this bomb's own, bound now
                 while not stop.is_set():
                     started = time.perf_counter()
                     result = await abuser.call_tool_mcp(SQL, {"sqlQuery": sql}, meta={"erp-sim/session": "abuser"})

@@ -222,7 +222,7 @@ class LabelSummarizer:
 def labels(messages: list[Message], with_head: bool = True) -> list[str]:
     """Short names: S (system), I (instruction; I+... with a block appended), c1 (result of call c1), u:text, a:text, [c1,c2] (a call)."""
     out = []
-    for i, m in enumerate(messages):
+    for m in messages:
         role = m.get("role")
         text = m.get("content") if isinstance(m.get("content"), str) else ""
         if with_head and role == "system":

@@ -296,7 +296,7 @@ def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
 
 def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
     rows = []
-    for config, setup, success, amount, tokens, hours in STUDY_REFERENCE:
+    for config, setup, success, amount, tokens, _hours in STUDY_REFERENCE:
         ours = summaries.get(config)
         study_success = fmt_number(100 * success, 1)
         if amount is not None:

@@ -13,7 +13,6 @@ from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.summarizers import LLMSummarizer, load_prompt
 from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, get_counter
-from fake_openai_server import fake_openai_server  # noqa: F401  (fixture)
 
 TASK = "hotel-003"
 

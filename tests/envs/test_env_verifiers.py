@@ -7,7 +7,6 @@ import pytest
 
 vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see README: Training on erp-sim)")
 
-import erp_sim  # noqa: E402
 from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 from oracle_model import oracle_reply  # noqa: E402

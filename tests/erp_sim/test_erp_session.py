@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from erp_sim import ErpSession, FaultProfile, TOOLS, get_task, load_task_set, oracle_calls, run_oracle
+from erp_sim import ErpSession, FaultProfile, TOOLS, get_task, load_task_set, run_oracle
 from erp_sim.erp_session import MAX_RESPONSE_CHARS
 from erp_support import open_itemization
 
