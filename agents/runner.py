@@ -34,6 +34,7 @@ from erp_sim.agents.tokens import RunningCount, TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
 from erp_sim.grading import Grade
+from erp_sim.outcomes import HarnessTermination, Termination
 
 DEFAULT_MAX_MODEL_CALLS = 400
 HARNESS_TRACEBACK_FRAMES = 6
@@ -69,7 +70,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
                      agent_requests=meter.tracker("agent"),
                      count_shown=RunningCount(counter))  # a context that only grows (full history) is counted by its new messages
     env_state = _EnvState(info=info)
-    termination = None
+    termination: Termination | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:
         try:
             message = _act(acting, transcript, trajectory)
@@ -172,7 +173,7 @@ def _send_message(env, message: Message, transcript: list[Message], state: _EnvS
     state.done = terminated or state.truncated
 
 
-def _failure(exc: Exception, trajectory: Trajectory) -> str:
+def _failure(exc: Exception, trajectory: Trajectory) -> HarnessTermination:
     """The termination a failed step gives its episode, with the error recorded on the trajectory."""
     if isinstance(exc, InfrastructureError):
         trajectory.infra_error = str(exc)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +43,7 @@ from erp_sim.agents.prompt_cache import ModelCall
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
+from erp_sim.outcomes import FailureCategory, Termination
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
 SUMMARY_MARKERS = ("<EARLIER_STEPS_SUMMARY>", "<HISTORY_SUMMARY>")  # the tags summarizing policies write
@@ -214,9 +216,9 @@ class Trajectory(BaseModel):
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
     grade: Grade | None = Field(None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source.")
-    termination: str = Field("", description="success, user_ended, stalled, step_limit, agent_stopped, infra_error, "
-                                                "harness_error, model_error or context_overflow.")
-    failure_category: str | None = None
+    termination: Termination | Literal[""] = Field("", description="How the episode ended (erp_sim.outcomes); "
+                                                                   "empty until the runner sets it.")
+    failure_category: FailureCategory | None = None
     infra_error: str | None = Field(None, description="Why the episode is not scored (infra_error, harness_error); "
                                                       "resume runs it again.")
     model_error: str | None = Field(None, description="The refusal that ended the episode (model_error, context_overflow).")

@@ -17,6 +17,7 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
+from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
 from erp_sim.response import error_envelope
 from erp_sim.task_sets import task_rows
 from erp_sim.envs.prompts import system_prompt
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
-TERMINATION_REASONS = ("success", "stalled", "user_ended", "user_turn_limit")
+TERMINATION_REASONS = ENV_TERMINATIONS
 REWARDS = ("success", "strict")
 RESET_OPTIONS = ('Valid options: {"task_id": "<id>"} (a task of the env\'s task set) or {"task_index": <int>}; '
                  "None draws a task with the env's seed.")
@@ -329,7 +330,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
-        self._termination: str | None = None
+        self._termination: EnvTermination | None = None
         if self.user is not None:
             self.user.reset(self.task)
         self._last_observation = self.task.instruction(include_receipt=self.receipt_in_instruction)

@@ -26,6 +26,7 @@ import gymnasium as gym
 
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserView
+from erp_sim.outcomes import EnvTermination
 
 GradeSource = Callable[[str], "dict | None"]  # session key -> grade dict (or None)
 
@@ -80,7 +81,7 @@ class McpEnv(gym.Env):
         self._loop = _LoopThread()
         self._client = None
         self._counts: dict[str, int] = {}
-        self._termination: str | None = None
+        self._termination: EnvTermination | None = None
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None):

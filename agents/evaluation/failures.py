@@ -27,9 +27,8 @@ from collections import Counter
 from decimal import Decimal
 
 from erp_sim.agents.trajectory import Trajectory
+from erp_sim.outcomes import FailureCategory
 
-CATEGORIES = ("context_overflow", "model_request_refused", "stalled_unanswered_question", "step_limit", "invalid_tool_calls", "over_itemization", "duplicate_line",
-              "wrong_subcategory", "wrong_amount", "unsaved_or_unclosed_form", "stale_state", "premature_termination")
 _CLAIMS_ZERO = re.compile(r"remaining[^.\n]{0,40}?\b0\.00\b", re.IGNORECASE)
 # "HTTP 400: HTTP 400: Error code: 400 - ", as rows written before the model layer named the status once read
 _REPEATED_STATUS = re.compile(r"(HTTP (\d{3}): )(?:HTTP \2: )*(?:Error code: \2(?: - )?)?")
@@ -40,7 +39,7 @@ def error_text(error: object) -> str:
     return _REPEATED_STATUS.sub(r"\1", str(error or ""))
 
 
-def classify_failure(trajectory: Trajectory) -> str | None:
+def classify_failure(trajectory: Trajectory) -> FailureCategory | None:
     grade = trajectory.grade
     if grade is not None and grade.success:
         return None

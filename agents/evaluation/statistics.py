@@ -52,27 +52,11 @@ from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' c
 from erp_sim.agents.evaluation.intervals import (  # noqa: F401 (statistics' callers use these names)
     CONFIDENCE, N_RESAMPLES, SEED, Estimate, _bootstrap, _finite, _without_interval, bootstrap_mean, t_interval,
 )
+from erp_sim.outcomes import FAILURE_REPORT_ORDER, TERMINATIONS, UNCLASSIFIED  # noqa: F401 (the report reads TERMINATIONS here)
 
-#: The failure taxonomy (``erp_sim.agents.evaluation.failures``), in report order.
-FAILURE_CATEGORIES = (
-    "context_overflow",
-    "model_request_refused",
-    "stalled_unanswered_question",
-    "premature_termination",
-    "stale_state",
-    "wrong_subcategory",
-    "wrong_amount",
-    "duplicate_line",
-    "over_itemization",
-    "unsaved_or_unclosed_form",
-    "invalid_tool_calls",
-    "step_limit",
-)
-#: Failed episodes the classifier left without a category.
-UNCLASSIFIED = "unclassified"
-
-TERMINATIONS = ("success", "user_ended", "stalled", "step_limit", "agent_stopped", "context_overflow", "model_error",
-                "infra_error")
+#: The failure taxonomy (``erp_sim.agents.evaluation.failures``) in report order; the terminations'
+#: order (TERMINATIONS) and UNCLASSIFIED live with them in ``erp_sim.outcomes``.
+FAILURE_CATEGORIES = FAILURE_REPORT_ORDER
 
 
 # ---------------------------------------------------------------------------------------

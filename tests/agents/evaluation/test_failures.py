@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from erp_sim.agents.evaluation.failures import CATEGORIES, classify_failure
+from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.trajectory import EpisodeMetrics, Trajectory
+from erp_sim.outcomes import FAILURE_CATEGORIES
 
 CHARGE, OTHER = ("Room tax", "2026-03-02", "12.50"), ("Daily room rate", "2026-03-02", "129.00")
 
@@ -32,7 +33,7 @@ def trajectory(termination="user_ended", messages=None, steps=20, invalid=0, **g
     (trajectory(missing_charges=[list(OTHER)]), "premature_termination"),
 ])
 def test_each_category(episode, category):
-    assert category in CATEGORIES
+    assert category in FAILURE_CATEGORIES
     assert classify_failure(episode) == category
 
 
