@@ -1,6 +1,6 @@
 """The expense catalog: categories, subcategories and how receipts word each subcategory.
 
-Categories fall into three structural families (our own definition, see README):
+Categories fall into three structural families (our own definition, see docs/simulator.md):
 - ``lodging``: per-night recurring charges plus incidentals (Hotel);
 - ``transport``: a base charge with stacked fees and taxes (CarRental, Airfare);
 - ``itemized_bill``: a bill of distinct items with tax, tip or fees on top (Meals, Conference).

@@ -1,5 +1,6 @@
-"""The README as written: every JSON block is one valid file, every Python block runs as a script
-and prints something, and its test command is the one CI runs."""
+"""The README and the docs/ pages as written: every JSON block is one valid file, every Python block runs
+as a script and prints something, the README's test command is the one CI runs, every docs/ page is
+linked from the README and every relative link resolves (to a file, and to a heading when it names one)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,32 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.S | re.M)
-PYTHON = [code for kind, code in BLOCKS if kind == "python"]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TEXT = {page: page.read_text() for page in PAGES}
+README = TEXT[ROOT / "README.md"]
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+BLOCKS = blocks(README)
+PYTHON = [(f"{name(page)}:block{i}", code)
+          for page in PAGES for i, code in enumerate(code for kind, code in blocks(TEXT[page]) if kind == "python")]
 
 
 def test_every_json_block_is_one_valid_file():
-    blocks = [code for kind, code in BLOCKS if kind == "json"]
-    assert len(blocks) >= 3
-    for code in blocks:
+    found = [code for page in PAGES for kind, code in blocks(TEXT[page]) if kind == "json"]
+    assert len(found) >= 3
+    for code in found:
         assert isinstance(json.loads(code), dict), code  # json.loads refuses two objects in one block
 
 
-@pytest.mark.parametrize("code", PYTHON, ids=[f"block{i}" for i in range(len(PYTHON))])
+@pytest.mark.parametrize("code", [code for _, code in PYTHON], ids=[block_id for block_id, _ in PYTHON])
 def test_every_python_block_runs_as_a_script(code, tmp_path):
     script = tmp_path / "snippet.py"
     script.write_text(code)
@@ -42,4 +56,35 @@ def test_the_readme_test_command_is_what_ci_runs():
     install = re.search(r'pip install (-e "\.\[[\w,]+\]")', command).group(1)
     assert f"pip install --quiet {install}" in ci
     assert ".venv/bin/python -m pytest -q" in command and ".venv/bin/python -m pytest -q\n" in ci
-    assert "npx -y @modelcontextprotocol/inspector --cli" in README and "npx @modelcontextprotocol" not in README
+    everything = "".join(TEXT.values())
+    assert "npx -y @modelcontextprotocol/inspector --cli" in everything and "npx @modelcontextprotocol" not in everything
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {target for target in re.findall(r"\]\(([^)#\s]+)", README)}
+    assert len(PAGES) > 1
+    for page in PAGES[1:]:
+        assert name(page) in linked, f"{name(page)} is not linked from README.md"
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's heading ids: lower case, punctuation dropped, spaces to hyphens (headings in code blocks are not headings)."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    headings = re.findall(r"^#+ (.+)$", prose, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_relative_link_resolves():
+    checked = 0
+    for page in PAGES:
+        prose = re.sub(r"^```.*?^```", "", TEXT[page], flags=re.S | re.M)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s), mailto: not relative
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            assert file.is_file(), f"{name(page)}: {target} does not resolve"
+            if anchor and file.suffix == ".md":
+                assert anchor in anchors(file.read_text()), f"{name(page)}: {target} names no heading"
+            checked += 1
+    assert checked >= len(PAGES) - 1

@@ -1,4 +1,4 @@
-"""A research user's solver, written from the README, the env docstring, ``info["tools"]``,
+"""A research user's solver, written from docs/envs.md, the env docstring, ``info["tools"]``,
 ``info["system_prompt"]`` and the observations only (not the oracle): it reads every value it
 needs from what ``env.step`` returns, so it checks that the documented path is really there."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see README: Training on erp-sim)")
+vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see docs/training.md)")
 
 from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 from fake_openai_server import FakeOpenAIServer  # noqa: E402

@@ -245,7 +245,7 @@ def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a
 
 
 def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs_no_server(tmp_path):
-    """The README's local-server command, end to end: a server that ignores tools without tool_choice,
+    """The local-server command of docs/evaluation.md, end to end: a server that ignores tools without tool_choice,
     answers 500 to null content, runs away without max_tokens and counts its own tokens. With the
     flags every role's episode is scored; the row records them and both token units; a replay with
     the server stopped gives the same rows."""

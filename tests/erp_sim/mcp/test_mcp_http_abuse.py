@@ -28,7 +28,7 @@ async def listed(url: str) -> list[dict]:
 
 async def test_episode_keys_are_bound_to_the_session_that_opened_them(capped_url):
     http_a, a = http_client(capped_url, headers={"X-ERP-Session": "run-1"})
-    http_b, b = http_client(capped_url, headers={"X-ERP-Session": "run-1"})  # the README's example key
+    http_b, b = http_client(capped_url, headers={"X-ERP-Session": "run-1"})  # docs/mcp.md's example key
     async with http_a, a, http_b, b:
         opened = json.loads((await a.call_tool(*OPEN)).content[0].text)
         seen_by_b = json.loads((await b.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})).content[0].text)
