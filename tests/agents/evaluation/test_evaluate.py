@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
 from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows, row_key
 from erp_sim.agents.policies import PolicySpecError
 from erp_sim.agents.evaluation.report_cli import main as report_main
