@@ -21,7 +21,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from erp_sim.formstate import CONTAINER_TYPES, find_control, find_grid, parse_response, walk_controls
+from erp_sim import response_keys as K
+from erp_sim.formstate import (
+    CONTAINER_TYPES,
+    control_text,
+    find_grid,
+    grid_has_next_page,
+    grid_row_values,
+    grid_total_rows,
+    parse_response,
+    text_of,
+    walk_controls,
+)
 
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
@@ -77,76 +88,41 @@ class ExpenseFacts(BaseModel):
 
 
 # -- reading one response: erp_sim.formstate is the one reader of the response shape ----------
-def grid_rows(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[str, str]]]:
-    """(row number, selected, values) of a grid's rows, values as strings.
-
-    Selection is ``IsSelected`` (our ERP) or ``Selected`` (older samples).
-    """
-    rows = []
-    for index, row in enumerate((grid or {}).get("Rows") or [], start=1):
-        if not isinstance(row, dict):
-            continue
-        values = row.get("Values") if isinstance(row.get("Values"), dict) else {}
-        number = str(row.get("RowNumber", index))
-        selected = bool(row.get("IsSelected", row.get("Selected")))
-        rows.append((number, selected, {str(k): _text(v) for k, v in values.items()}))
-    return rows
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _value(form: Any, name: str) -> str | None:
-    control = find_control(form, name)
-    return None if control is None else _text(control.get("Value"))
-
-
-def _grid_has_more(grid: dict[str, Any]) -> bool:
-    pagination = grid.get("Pagination")
-    if not isinstance(pagination, dict):
-        return False
-    return any(bool(v) for k, v in pagination.items() if k.lower() in ("hasnextpage", "hasmore", "morerows", "hasmorerows"))
-
-
 def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
     """Fold one parsed tool response into ``facts``."""
-    for message in response.get("Messages") or []:
-        if isinstance(message, dict) and message.get("Level") in ("Warning", "Error"):
-            _note(facts, f"{message['Level']}: {_text(message.get('Text'))}")
-    state = response.get("FormState")
+    for message in response.get(K.MESSAGES) or []:
+        if isinstance(message, dict) and message.get(K.LEVEL) in (K.LEVEL_WARNING, K.LEVEL_ERROR):
+            _note(facts, f"{message[K.LEVEL]}: {text_of(message.get(K.TEXT))}")
+    state = response.get(K.FORM_STATE)
     if not isinstance(state, dict):
         return
-    name, caption = _text(state.get("Name")), _text(state.get("Caption"))
+    name, caption = text_of(state.get(K.NAME)), text_of(state.get(K.CAPTION))
     facts.current_form, facts.current_caption = name, caption
     if name and name not in facts.forms_seen:
         facts.forms_seen.append(name)
-    form = state.get("Form")
+    form = state.get(K.FORM)
     if name == "TrvExpenses":
-        for _, selected, values in grid_rows(find_grid(form, "ExpenseReportsGrid")):
+        for _, selected, values in grid_row_values(find_grid(form, "ExpenseReportsGrid")):
             if selected and values.get("TrvExpTable_ExpNumber"):
                 facts.report = values["TrvExpTable_ExpNumber"]
     elif name == "TrvExpenseReport":
-        number = _value(form, "TrvExpTable_ExpNumber") or _first_match(REPORT_NUMBER, caption)
+        number = control_text(state, "TrvExpTable_ExpNumber") or _first_match(REPORT_NUMBER, caption)
         if number:
             facts.report = number
-        for _, selected, values in grid_rows(find_grid(form, "ExpenseLinesGrid")):
+        for _, selected, values in grid_row_values(find_grid(form, "ExpenseLinesGrid")):
             if selected:
                 facts.line = values
     elif name == "TrvReceiptViewer":
-        document = _value(form, "Receipt_DocumentNumber")
+        document = control_text(state, "Receipt_DocumentNumber")
         if document and facts.receipt.get("document", document) != document:
             facts.receipt_items = {}  # another line's receipt (a task with several lines): its rows replace the last one's
-        grid = find_grid(form, "ReceiptItemsGrid") or {}
-        total = (grid.get("Pagination") or {}).get("TotalRows") if isinstance(grid.get("Pagination"), dict) else None
-        facts.receipt_rows = total if isinstance(total, int) else 0
+        grid = find_grid(form, "ReceiptItemsGrid")
+        facts.receipt_rows = grid_total_rows(grid)
         for label, control in RECEIPT_HEADER:
-            value = _value(form, control)
+            value = control_text(state, control)
             if value:
                 facts.receipt[label] = value
-        for number, _, values in grid_rows(find_grid(form, "ReceiptItemsGrid")):
+        for number, _, values in grid_row_values(grid):
             facts.receipt_items[number] = ReceiptItem(
                 date=values.get("ReceiptItem_Date", ""),
                 description=values.get("ReceiptItem_Description", ""),
@@ -159,12 +135,12 @@ def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
             ("itemization_itemized", "ItemizationItemized"),
             ("itemization_remaining", "ItemizationRemaining"),
         ):
-            value = _value(form, control)
+            value = control_text(state, control)
             if value is not None:
                 setattr(facts, field, value)
         grid = find_grid(form, "ItemizationGrid")
         if grid is not None:
-            rows = grid_rows(grid)
+            rows = grid_row_values(grid)
             for number, _, values in rows:
                 facts.itemized_lines[number] = ItemizedLine(
                     date=values.get("TrvExpTrans_TransDate", ""),
@@ -173,7 +149,7 @@ def observe_response(facts: ExpenseFacts, response: dict[str, Any]) -> None:
                     description=values.get("TrvExpTrans_Description", ""),
                     status=values.get("TrvExpTrans_LineStatus", ""),
                 )
-            if not _grid_has_more(grid):
+            if not grid_has_next_page(grid):
                 shown = {number for number, _, _ in rows}
                 last = max((_row_index(n) for n in shown), default=0)
                 for number in [n for n in facts.itemized_lines if n not in shown and _row_index(n) > last]:
@@ -204,7 +180,7 @@ def compact_arguments(arguments: str, limit: int = 60) -> str:
         return _shorten(arguments, limit)
     if not isinstance(value, dict):
         return _shorten(json.dumps(value, ensure_ascii=False), limit)
-    return ", ".join(f"{k}={_shorten(_text(v), limit)}" for k, v in value.items())
+    return ", ".join(f"{k}={_shorten(text_of(v), limit)}" for k, v in value.items())
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -217,17 +193,17 @@ def result_line(content: str) -> str:
     response = parse_response(content)
     if response is None:
         return _shorten(content, 100)
-    parts = [_text(response.get("Result"))] if response.get("Result") else []
+    parts = [text_of(response.get(K.RESULT))] if response.get(K.RESULT) else []
     errors = [
-        _text(m.get("Text"))
-        for m in response.get("Messages") or []
-        if isinstance(m, dict) and m.get("Level") == "Error"
+        text_of(m.get(K.TEXT))
+        for m in response.get(K.MESSAGES) or []
+        if isinstance(m, dict) and m.get(K.LEVEL) == K.LEVEL_ERROR
     ]
     if errors:
         parts.append("error: " + "; ".join(errors))
-    state = response.get("FormState")
-    if isinstance(state, dict) and state.get("Name"):
-        parts.append(f"form {state['Name']}")
+    state = response.get(K.FORM_STATE)
+    if isinstance(state, dict) and state.get(K.NAME):
+        parts.append(f"form {state[K.NAME]}")
     return _shorten(" | ".join(parts) or "(no result text)", 160)
 
 
@@ -401,23 +377,23 @@ def render_observation(content: str, limit: int = 2000) -> str:
     if response is None:
         return content if len(content) <= limit else content[: limit // 2] + "\n…\n" + content[-limit // 2 :]
     lines = []
-    if response.get("Result"):
-        lines.append(f"Result: {_text(response['Result'])}")
-    for message in response.get("Messages") or []:
+    if response.get(K.RESULT):
+        lines.append(f"Result: {text_of(response[K.RESULT])}")
+    for message in response.get(K.MESSAGES) or []:
         if isinstance(message, dict):
-            lines.append(f"{message.get('Level', 'Info')}: {_text(message.get('Text'))}")
-    state = response.get("FormState")
+            lines.append(f"{message.get(K.LEVEL, 'Info')}: {text_of(message.get(K.TEXT))}")
+    state = response.get(K.FORM_STATE)
     if isinstance(state, dict):
-        head = f"Form {_text(state.get('Name'))}"
-        if state.get("Caption"):
-            head += f" ({_text(state['Caption'])})"
+        head = f"Form {text_of(state.get(K.NAME))}"
+        if state.get(K.CAPTION):
+            head += f" ({text_of(state[K.CAPTION])})"
         lines.append(head)
-        for control_type, control in walk_controls(state.get("Form")):
-            if control_type == "Grid":
+        for control_type, control in walk_controls(state.get(K.FORM)):
+            if control_type == K.GRID:
                 lines += _grid_lines(control)
-            elif control_type not in CONTAINER_TYPES and "Value" in control:
-                lines.append(f"  {control.get('Name', '?')} = {_text(control.get('Value'))}")
-        buttons = [b.get("Name") for b in state.get("Buttons") or [] if isinstance(b, dict) and b.get("Name")]
+            elif control_type not in CONTAINER_TYPES and K.VALUE in control:
+                lines.append(f"  {control.get(K.NAME, '?')} = {text_of(control.get(K.VALUE))}")
+        buttons = [b.get(K.NAME) for b in state.get(K.BUTTONS) or [] if isinstance(b, dict) and b.get(K.NAME)]
         if buttons:
             lines.append("Buttons: " + ", ".join(buttons))
     if not lines:
@@ -426,12 +402,12 @@ def render_observation(content: str, limit: int = 2000) -> str:
 
 
 def _grid_lines(grid: dict[str, Any]) -> list[str]:
-    rows = grid_rows(grid)
-    columns = [c.get("Name", "?") if isinstance(c, dict) else str(c) for c in grid.get("Columns") or []]
-    lines = [f"  Grid {grid.get('Name', '?')} ({len(rows)} rows): " + " | ".join(columns)]
+    rows = grid_row_values(grid)
+    columns = [c.get(K.NAME, "?") if isinstance(c, dict) else str(c) for c in grid.get(K.COLUMNS) or []]
+    lines = [f"  Grid {grid.get(K.NAME, '?')} ({len(rows)} rows): " + " | ".join(columns)]
     for number, selected, values in rows:
         cells = [values.get(c, "") for c in columns] if columns else list(values.values())
         lines.append(f"    {number}{'*' if selected else ''}: " + " | ".join(cells))
-    if _grid_has_more(grid):
+    if grid_has_next_page(grid):
         lines.append("    (more rows on the next page)")
     return lines

@@ -52,6 +52,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from erp_sim import formstate
+from erp_sim import response_keys as K
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
 from erp_sim.agents.memory.store import parse_steps
@@ -278,7 +279,7 @@ class View:
 
     @property
     def form(self) -> str | None:
-        return self.state.get("Name") if self.state else None
+        return self.state.get(K.NAME) if self.state else None
 
 
 # -- reading one message: each message is read once, not at every step (the same transcript
@@ -297,7 +298,7 @@ class ReceiptPage(NamedTuple):
 def _read_tool_result(content: str, expense_type: str) -> tuple[dict | None, ReceiptPage | None]:
     """(the FormState a tool result shows, the receipt page a receipt viewer shows)."""
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
-    receipt = _read_receipt(state, wording_to_subcategory(expense_type)) if state and state.get("Name") == "TrvReceiptViewer" else None
+    receipt = _read_receipt(state, wording_to_subcategory(expense_type)) if state and state.get(K.NAME) == "TrvReceiptViewer" else None
     return state, receipt
 
 
@@ -308,7 +309,7 @@ def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
     if not charges:
         return None
     return ReceiptPage(charges, str(formstate.control_value(state, "Receipt_DocumentNumber") or ""),
-                       tuple(_row_index(r.get("RowNumber")) for r in rows), formstate.has_next_page(state, "ReceiptItemsGrid"))
+                       tuple(_row_index(r.get(K.ROW_NUMBER)) for r in rows), formstate.has_next_page(state, "ReceiptItemsGrid"))
 
 
 @lru_cache(maxsize=READ_CACHE_SIZE)
@@ -335,19 +336,19 @@ def parse_refined(text: str) -> dict | None:
     grid: dict | None = None
     for line in text.splitlines():
         if match := _REFINED_FORM.match(line):
-            state = {"Name": match.group(1), "Caption": line[len(match.group(0)):].strip(" ()"), "Form": {"Input": [], "Grid": []}}
+            state = {K.NAME: match.group(1), K.CAPTION: line[len(match.group(0)):].strip(" ()"), K.FORM: {K.INPUT: [], K.GRID: []}}
         elif state is None:
             continue
         elif match := _REFINED_GRID.match(line):
-            grid = {"Name": match.group(1), "Columns": match.group(2).split(" | "), "Rows": [], "Pagination": {}}
-            state["Form"]["Grid"].append(grid)
+            grid = {K.NAME: match.group(1), K.COLUMNS: match.group(2).split(" | "), K.ROWS: [], K.PAGINATION: {}}
+            state[K.FORM][K.GRID].append(grid)
         elif grid is not None and (match := _REFINED_ROW.match(line)):
-            values = dict(zip(grid["Columns"], match.group(3).split(" | ")))
-            grid["Rows"].append({"RowNumber": match.group(1), "IsSelected": bool(match.group(2)), "Values": values})
+            values = dict(zip(grid[K.COLUMNS], match.group(3).split(" | ")))
+            grid[K.ROWS].append({K.ROW_NUMBER: match.group(1), K.IS_SELECTED: bool(match.group(2)), K.VALUES: values})
         elif grid is not None and line.strip() == "(more rows on the next page)":
-            grid["Pagination"]["HasNextPage"] = True
+            grid[K.PAGINATION][K.HAS_NEXT_PAGE] = True
         elif match := _REFINED_CONTROL.match(line):
-            state["Form"]["Input"].append({"Name": match.group(1), "Value": match.group(2)})
+            state[K.FORM][K.INPUT].append({K.NAME: match.group(1), K.VALUE: match.group(2)})
             grid = None
     return state
 
@@ -376,38 +377,38 @@ def _no_form(view: View, ask: bool):
 
 
 def _selected(rows: list[dict]) -> dict | None:
-    return next((r for r in rows if r.get("IsSelected")), None)
+    return next((r for r in rows if r.get(K.IS_SELECTED)), None)
 
 
 def _report_list(view: View, ask: bool):
     grid = formstate.grids(view.state).get("ExpenseReportsGrid") or {}
-    rows = grid.get("Rows", [])
-    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTable_ExpNumber") == view.report), None)
+    rows = grid.get(K.ROWS, [])
+    target = next((r for r in rows if r.get(K.VALUES, {}).get("TrvExpTable_ExpNumber") == view.report), None)
     if target is None:
         return "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber", "filterValue": view.report}
-    if not target.get("IsSelected"):
-        return "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": target["RowNumber"]}
+    if not target.get(K.IS_SELECTED):
+        return "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": target[K.ROW_NUMBER]}
     return "form_click_control", {"controlName": "EditReport"}
 
 
 def _report_form(view: View, ask: bool):
     grid = formstate.grids(view.state).get("ExpenseLinesGrid") or {}
-    rows = grid.get("Rows", [])
+    rows = grid.get(K.ROWS, [])
     line = view.line
     if view.task_lines:  # several lines: the first (in the instruction's order) not yet fully itemized
-        status = {r.get("Values", {}).get("TrvExpTrans_LineNum"): r.get("Values", {}).get("TrvExpTrans_ItemizationStatus")
-                  for r in rows if r.get("Values", {}).get("TrvExpTrans_LineType") != "ItemizedLine"}
+        status = {r.get(K.VALUES, {}).get("TrvExpTrans_LineNum"): r.get(K.VALUES, {}).get("TrvExpTrans_ItemizationStatus")
+                  for r in rows if r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"}
         line = next((number for number, _ in view.task_lines if status.get(number) != "Fully itemized"), None)
         if line is None:
             return f"All {len(view.task_lines)} expense lines are fully itemized and saved, and the itemization form is closed: done."
-    target = next((r for r in rows if r.get("Values", {}).get("TrvExpTrans_LineNum") == line
-                   and r.get("Values", {}).get("TrvExpTrans_LineType") != "ItemizedLine"), None)
+    target = next((r for r in rows if r.get(K.VALUES, {}).get("TrvExpTrans_LineNum") == line
+                   and r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"), None)
     if target is None:
-        if grid.get("Pagination", {}).get("HasNextPage"):
-            return "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
+        if formstate.grid_has_next_page(grid):
+            return "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": K.LOAD_NEXT_PAGE}
         return f"I cannot find line {line} on expense report {view.report}. Could you check the line number?"
-    if not target.get("IsSelected"):
-        return "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": target["RowNumber"]}
+    if not target.get(K.IS_SELECTED):
+        return "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": target[K.ROW_NUMBER]}
     if view.charges_of(line) is None:
         return "form_click_control", {"controlName": "ViewReceipt"}
     return "form_click_control", {"controlName": "Itemize"}
@@ -420,22 +421,22 @@ def _page(grid: str, action: str):
 def _paging_back(view: View, grid: str) -> bool:
     """Whether the last call paged ``grid`` back (a memoryless agent's only record of its direction)."""
     return (view.last_tool == "form_click_control" and view.last_arguments.get("controlName") == grid
-            and view.last_arguments.get("actionId") == "LoadPreviousPage")
+            and view.last_arguments.get("actionId") == K.LOAD_PREVIOUS_PAGE)
 
 
 def _first_row(view: View, grid: str) -> int:
     rows = formstate.grid_rows(view.state, grid)
-    return _row_index(rows[0].get("RowNumber")) if rows else 0
+    return _row_index(rows[0].get(K.ROW_NUMBER)) if rows else 0
 
 
 def _receipt_viewer(view: View, ask: bool):
     grid = "ReceiptItemsGrid"
     if _paging_back(view, grid):  # back to the first page, then forward again
-        return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
+        return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
     if formstate.has_next_page(view.state, grid):
-        return _page(grid, "LoadNextPage")
+        return _page(grid, K.LOAD_NEXT_PAGE)
     if view.paged_receipt and view.receipt_document not in getattr(view, "by_document", {}) and _first_row(view, grid) > 1:
-        return _page(grid, "LoadPreviousPage")  # earlier pages are no longer in view: read them again
+        return _page(grid, K.LOAD_PREVIOUS_PAGE)  # earlier pages are no longer in view: read them again
     return "form_close_form", {}
 
 
@@ -446,35 +447,35 @@ def _row_charge(values: dict) -> Charge | None:
 
 
 def _itemization(view: View, ask: bool):
-    line = (_CAPTION_LINE.search(str((view.state or {}).get("Caption", ""))) or [None, None])[1]
+    line = (_CAPTION_LINE.search(str((view.state or {}).get(K.CAPTION, ""))) or [None, None])[1]
     charges = view.charges_of(line)
     if charges is None:
         return "form_click_control", {"controlName": "ViewReceipt"}
     grid = formstate.grids(view.state).get("ItemizationGrid") or {}
-    rows = grid.get("Rows", [])
+    rows = grid.get(K.ROWS, [])
     document = view.line_document(line) or view.receipt_document
     if ask and not rows and not view.confirmed and not view.sop_confirms:
         return ASK.format(n=len(charges), doc=f" {document}" if document else "")
-    if (grid.get("Pagination") or {}).get("HasNextPage") or _first_row(view, "ItemizationGrid") > 1:
+    if formstate.grid_has_next_page(grid) or _first_row(view, "ItemizationGrid") > 1:
         return _paged_itemization(view, rows, charges)
-    complete = Counter(c for r in rows if (c := _row_charge(r.get("Values", {}))))
+    complete = Counter(c for r in rows if (c := _row_charge(r.get(K.VALUES, {}))))
     missing = list((Counter(charges) - complete).elements())
     if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
         unmatched = Counter(complete)
         missing = [c for c in charges if not _consume(unmatched, c)]
     selected = _selected(rows)
-    if selected is not None and _row_charge(selected.get("Values", {})) is None:  # a blank new row
+    if selected is not None and _row_charge(selected.get(K.VALUES, {})) is None:  # a blank new row
         if missing:
             return _fill(missing[0])
         return "form_click_control", {"controlName": "DeleteLine"}
     extra = Counter(complete) - Counter(charges)
     if missing and extra and len(rows) >= PAGE_ROWS and (view.task_lines or view.paged_receipt):
         # long tasks: a full page makes room first, else the new row pages the grid and is deleted there
-        return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
+        return _delete(next(r for r in rows if _row_charge(r.get(K.VALUES, {})) in extra))
     if missing:
         return "form_click_control", {"controlName": "NewLine"}
     if extra:
-        return _delete(next(r for r in rows if _row_charge(r.get("Values", {})) in extra))
+        return _delete(next(r for r in rows if _row_charge(r.get(K.VALUES, {})) in extra))
     return _save_or_close(view, rows) or _unbalanced(charges, _remaining(view))
 
 
@@ -487,11 +488,11 @@ def _fill(charge: Charge):
 
 
 def _select(row: dict):
-    return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row["RowNumber"]}
+    return "form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": row[K.ROW_NUMBER]}
 
 
 def _delete(row: dict):
-    return ("form_click_control", {"controlName": "DeleteLine"}) if row.get("IsSelected") else _select(row)
+    return ("form_click_control", {"controlName": "DeleteLine"}) if row.get(K.IS_SELECTED) else _select(row)
 
 
 def _remaining(view: View) -> str | None:
@@ -500,7 +501,7 @@ def _remaining(view: View) -> str | None:
 
 def _save_or_close(view: View, rows: list[dict]):
     """Save unsaved rows; close once remaining is 0.00; None when neither applies."""
-    if any(r.get("Values", {}).get("TrvExpTrans_LineStatus") != "Saved" for r in rows):
+    if any(r.get(K.VALUES, {}).get("TrvExpTrans_LineStatus") != "Saved" for r in rows):
         return "form_save_form", {}
     if _remaining(view) == "0.00":
         if view.memory and not view.long_term_update_requested:
@@ -528,8 +529,8 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
     page is checked (back to the first, then forward) before the user is asked."""
     grid = "ItemizationGrid"
     for row in rows:
-        number, charge = _row_index(row.get("RowNumber")), _row_charge(row.get("Values", {}))
-        if charge is None and row.get("IsSelected"):  # a blank new row
+        number, charge = _row_index(row.get(K.ROW_NUMBER)), _row_charge(row.get(K.VALUES, {}))
+        if charge is None and row.get(K.IS_SELECTED):  # a blank new row
             if number <= len(charges):
                 return _fill(charges[number - 1])
             return "form_click_control", {"controlName": "DeleteLine"}
@@ -539,19 +540,19 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
             if len(charges) <= PAGE_ROWS:  # a short receipt on a grid paged by extra rows: as before, delete
                 return _delete(row)
             # corrected in place: deleting would shift every later row of a long receipt
-            return _fill(charges[number - 1]) if row.get("IsSelected") else _select(row)
+            return _fill(charges[number - 1]) if row.get(K.IS_SELECTED) else _select(row)
     if _paging_back(view, grid):  # checking every page: back to the first, then forward
-        return _page(grid, "LoadPreviousPage" if _first_row(view, grid) > 1 else "LoadNextPage")
+        return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
     if formstate.has_next_page(view.state, grid):
-        return _page(grid, "LoadNextPage")
-    last = max((_row_index(r.get("RowNumber")) for r in rows), default=0)
+        return _page(grid, K.LOAD_NEXT_PAGE)
+    last = max((_row_index(r.get(K.ROW_NUMBER)) for r in rows), default=0)
     if last < len(charges):
         return "form_click_control", {"controlName": "NewLine"}
     done = _save_or_close(view, rows)
     if done:
         return done
-    if len(charges) > PAGE_ROWS and (view.state or {}).get("HasUnsavedChanges"):  # corrections on other pages
+    if len(charges) > PAGE_ROWS and (view.state or {}).get(K.HAS_UNSAVED_CHANGES):  # corrections on other pages
         return "form_save_form", {}
-    if view.last_tool == "form_click_control" and view.last_arguments.get("actionId") == "LoadNextPage":
+    if view.last_tool == "form_click_control" and view.last_arguments.get("actionId") == K.LOAD_NEXT_PAGE:
         return _unbalanced(charges, _remaining(view))  # every page was checked on the way here
-    return _page(grid, "LoadPreviousPage")
+    return _page(grid, K.LOAD_PREVIOUS_PAGE)

@@ -10,7 +10,8 @@ import json
 from functools import lru_cache
 from typing import Any, Iterator
 
-CONTAINER_TYPES = ("Group", "Tab", "TabPage", "FastTab")
+from erp_sim import response_keys as K
+from erp_sim.response_keys import CONTAINER_TYPES
 
 
 def parse_response(text: str) -> dict[str, Any] | None:
@@ -32,7 +33,7 @@ def _parse_response(text: str) -> dict[str, Any] | None:
 
 def form_state(text: str) -> dict[str, Any] | None:
     """The ``FormState`` of a response text (None when there is none)."""
-    state = (parse_response(text) or {}).get("FormState")
+    state = (parse_response(text) or {}).get(K.FORM_STATE)
     return state if isinstance(state, dict) else None
 
 
@@ -48,34 +49,72 @@ def walk_controls(form: Any) -> Iterator[tuple[str, dict[str, Any]]]:
                 continue
             yield control_type, control
             if control_type in CONTAINER_TYPES:
-                yield from walk_controls(control.get("Children"))
+                yield from walk_controls(control.get(K.CHILDREN))
 
 
 def find_control(form: Any, name: str) -> dict[str, Any] | None:
-    return next((c for kind, c in walk_controls(form) if kind != "Grid" and c.get("Name") == name), None)
+    return next((c for kind, c in walk_controls(form) if kind != K.GRID and c.get(K.NAME) == name), None)
 
 
 def find_grid(form: Any, name: str) -> dict[str, Any] | None:
-    return next((c for kind, c in walk_controls(form) if kind == "Grid" and c.get("Name") == name), None)
+    return next((c for kind, c in walk_controls(form) if kind == K.GRID and c.get(K.NAME) == name), None)
 
 
 def grids(state: dict | None) -> dict[str, dict]:
-    return {c["Name"]: c for kind, c in walk_controls((state or {}).get("Form")) if kind == "Grid" and "Name" in c}
+    return {c[K.NAME]: c for kind, c in walk_controls((state or {}).get(K.FORM)) if kind == K.GRID and K.NAME in c}
 
 
 def grid_rows(state: dict | None, grid_name: str) -> list[dict]:
     """Rows of a grid as dicts: the column values plus ``RowNumber``."""
-    grid = find_grid((state or {}).get("Form"), grid_name) or {}
-    return [{"RowNumber": row.get("RowNumber"), **(row.get("Values") or {})}
-            for row in grid.get("Rows") or [] if isinstance(row, dict)]
+    grid = find_grid((state or {}).get(K.FORM), grid_name) or {}
+    return [{K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})}
+            for row in grid.get(K.ROWS) or [] if isinstance(row, dict)]
+
+
+def grid_row_values(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[str, str]]]:
+    """(row number, selected, values as text) of a grid's rows; a row without a number gets its position.
+
+    Selection is ``IsSelected`` (our ERP) or ``Selected`` (older samples).
+    """
+    rows = []
+    for index, row in enumerate((grid or {}).get(K.ROWS) or [], start=1):
+        if not isinstance(row, dict):
+            continue
+        values = row.get(K.VALUES) if isinstance(row.get(K.VALUES), dict) else {}
+        selected = bool(row.get(K.IS_SELECTED, row.get(K.SELECTED_LEGACY)))
+        rows.append((str(row.get(K.ROW_NUMBER, index)), selected, {str(k): text_of(v) for k, v in values.items()}))
+    return rows
+
+
+def text_of(value: Any) -> str:
+    """A value as an agent reads it: strings as they are, None as "", anything else as JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def control_value(state: dict | None, name: str) -> Any:
-    control = find_control((state or {}).get("Form"), name)
-    return control.get("Value") if control else None
+    control = find_control((state or {}).get(K.FORM), name)
+    return control.get(K.VALUE) if control else None
+
+
+def control_text(state: dict | None, name: str) -> str | None:
+    """A control's value as text ("" when it has none), or None when the form has no such control."""
+    control = find_control((state or {}).get(K.FORM), name)
+    return None if control is None else text_of(control.get(K.VALUE))
 
 
 def has_next_page(state: dict | None, grid_name: str) -> bool:
-    grid = find_grid((state or {}).get("Form"), grid_name) or {}
-    pagination = grid.get("Pagination")
-    return bool(pagination.get("HasNextPage")) if isinstance(pagination, dict) else False
+    return grid_has_next_page(find_grid((state or {}).get(K.FORM), grid_name))
+
+
+def grid_has_next_page(grid: dict[str, Any] | None) -> bool:
+    pagination = (grid or {}).get(K.PAGINATION)
+    return bool(pagination.get(K.HAS_NEXT_PAGE)) if isinstance(pagination, dict) else False
+
+
+def grid_total_rows(grid: dict[str, Any] | None) -> int:
+    """The rows of a grid over all its pages (0 when its pagination does not say)."""
+    pagination = (grid or {}).get(K.PAGINATION)
+    total = pagination.get(K.TOTAL_ROWS) if isinstance(pagination, dict) else None
+    return total if isinstance(total, int) else 0

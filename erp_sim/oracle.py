@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Generator
 
 from erp_sim import formstate
+from erp_sim import response_keys as K
 from erp_sim.catalog import wording_to_subcategory
 from erp_sim.tasks import Task
 
@@ -38,7 +39,7 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
     row, _ = _rows_until(response, "ExpenseReportsGrid", lambda r: r["TrvExpTable_ExpNumber"] == task.report_number)
     if row is None:
         raise OracleError(f"report {task.report_number} not in the filtered list")
-    yield "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": row["RowNumber"]}
+    yield "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": row[K.ROW_NUMBER]}
     response = yield "form_click_control", {"controlName": "EditReport"}
     for line in task.lines:
         response = yield from _itemize_line(task, line.line_number, response)
@@ -55,7 +56,7 @@ def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call
             raise OracleError(f"line {line_number} not found on report {task.report_number}")
         response = yield "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
         row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
-    yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row["RowNumber"]}
+    yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row[K.ROW_NUMBER]}
 
     response = yield "form_click_control", {"controlName": "ViewReceipt"}
     state = formstate.form_state(response)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from erp_sim import response_keys as K
+
 
 def envelope(session_id: str | None, result: str, messages: list[dict], payload: dict | None = None) -> dict[str, Any]:
     """``{"SessionId", "Result", "Messages", **payload}``; ``SessionId`` left out when ``session_id`` is None."""
-    built: dict[str, Any] = {} if session_id is None else {"SessionId": session_id}
-    built.update({"Result": result, "Messages": list(messages)})
+    built: dict[str, Any] = {} if session_id is None else {K.SESSION_ID: session_id}
+    built.update({K.RESULT: result, K.MESSAGES: list(messages)})
     if payload:
         built.update(payload)
     return built
@@ -22,7 +24,7 @@ def envelope(session_id: str | None, result: str, messages: list[dict], payload:
 
 def error_message(text: str) -> dict[str, str]:
     """The ``Messages`` entry of a failed call."""
-    return {"Level": "Error", "Text": text}
+    return {K.LEVEL: K.LEVEL_ERROR, K.TEXT: text}
 
 
 def error_result(message: str) -> str:
@@ -30,7 +32,7 @@ def error_result(message: str) -> str:
 
 
 def error_payload(code: str, message: str) -> dict[str, dict[str, str]]:
-    return {"Error": {"Code": code, "Message": message}}
+    return {K.ERROR: {K.CODE: code, K.MESSAGE: message}}
 
 
 def error_envelope(session_id: str | None, code: str, message: str) -> dict[str, Any]:
