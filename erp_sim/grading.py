@@ -134,7 +134,7 @@ def progress(session: "ErpSession", line_id: "int | tuple[int, ...]") -> Progres
     ``line_id``: what ``target_line_ids`` gives (one RecId, or a multi-line task's RecIds)."""
     ids = _ids(line_id)
     forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") in ids]
-    unsaved, form_open = sum(len(f.pending.get("rows", ())) for f in forms), bool(forms)
+    unsaved, form_open = sum(f.pending.unsaved_count() if f.pending is not None else 0 for f in forms), bool(forms)
     return session.cached_read(f"grade/progress/{line_id}/{unsaved}/{form_open}",
                                lambda: _progress(session, ids, unsaved, form_open))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
+from erp_sim.forms.pending import FormEdits
 from erp_sim.tasks import Task
 
 
@@ -110,17 +111,16 @@ class OpenForm:
     grids: dict[str, GridState] = field(default_factory=dict)
     collapsed: set[str] = field(default_factory=set)
     quick_filter: str = ""
-    pending: dict[str, Any] = field(default_factory=dict)  # form-specific unsaved edits
+    pending: FormEdits | None = None  # the form's unsaved edits (created at the first edit)
     close_warned: bool = False
 
     def grid_state(self, grid: str) -> GridState:
         return self.grids.setdefault(grid, GridState())
 
-    # Forms replace nested edit dicts instead of mutating them, so two levels copy the state.
-    def snapshot(self) -> tuple[dict, str]:
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in self.pending.items()}, self.quick_filter
+    def snapshot(self) -> tuple[FormEdits | None, str]:
+        return (self.pending.copy() if self.pending is not None else None), self.quick_filter
 
-    def restore(self, snapshot: tuple[dict, str]) -> None:
+    def restore(self, snapshot: tuple[FormEdits | None, str]) -> None:
         self.pending, self.quick_filter = snapshot
 
 
@@ -153,7 +153,7 @@ class FormDefinition:
         raise FormStateError(f"Control {control.name} is read-only.")
 
     def has_unsaved_changes(self, form: OpenForm) -> bool:
-        return bool(form.pending)
+        return form.pending is not None and form.pending.unsaved_count() > 0
 
     def save(self, session: FormHost, form: OpenForm) -> str:
         if not self.has_unsaved_changes(form):
@@ -161,7 +161,7 @@ class FormDefinition:
         raise FormStateError(f"Form {self.name} cannot be saved.")
 
     def discard(self, form: OpenForm) -> None:
-        form.pending.clear()
+        form.pending = None
 
     def reconcile(self, session: FormHost, form: OpenForm) -> None:
         """Bring unsaved edits in line with the current rows before the form is shown (writes elsewhere)."""

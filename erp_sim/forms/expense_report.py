@@ -7,7 +7,8 @@ from decimal import Decimal
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, Section
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.pending import ReportEdits
 from erp_sim.money import ZERO, display_money, parse_money
 
 GRID = "ExpenseLinesGrid"  # header lines only (ledger.header_lines): a selected line is never an itemized one
@@ -24,6 +25,13 @@ def itemization_status(session, line) -> str:
     if summary.remaining == ZERO:
         return "Fully itemized"
     return f"Remaining {display_money(summary.remaining)}"
+
+
+def _edits(form: OpenForm) -> ReportEdits:
+    if form.pending is None:
+        form.pending = ReportEdits()
+    assert isinstance(form.pending, ReportEdits)
+    return form.pending
 
 
 class ExpenseReportForm(FormDefinition):
@@ -53,13 +61,14 @@ class ExpenseReportForm(FormDefinition):
         return ledger.line_by_id(session.db, key) if key is not None else None
 
     def _line_value(self, form, line, field):
-        return form.pending.get("lines", {}).get(line["id"], {}).get(field, line[field])
+        return _edits(form).line_value(line["id"], field, line[field])
 
     def sections(self, session, form):
         report = self.report(session, form)
         lines = ledger.header_lines(session.db, report["id"])
         total = sum((Decimal(line["amount"]) for line in lines), ZERO)
-        purpose = form.pending.get("report", {}).get("purpose", report["purpose"])
+        purpose = _edits(form).purpose
+        purpose = report["purpose"] if purpose is None else purpose
         header = [
             Control("TrvExpTable_ExpNumber", "Expense report number", "Input", report["report_number"], data_field="ExpNumber"),
             Control("TrvExpTable_Txt", "Purpose", "Input", purpose, editable=report["status"] == "Draft", required=True,
@@ -101,7 +110,7 @@ class ExpenseReportForm(FormDefinition):
     def _line_controls(self, session, form, report, line) -> list[Control]:
         editable = report["status"] == "Draft"
         receipt = ledger.receipt_of_line(session.db, line["id"])
-        pending_amount = form.pending.get("lines", {}).get(line["id"], {}).get("amount")
+        pending_amount = _edits(form).line_value(line["id"], "amount", None)
         controls = [
             Control("TrvExpTrans_CostType", "Expense category", "Input", line["category_id"], data_field="CostType"),
             Control("TrvExpTrans_MerchantId", "Merchant", "Input", self._line_value(form, line, "merchant"), editable, data_field="MerchantId"),
@@ -172,12 +181,12 @@ class ExpenseReportForm(FormDefinition):
         if not control.editable:
             return super().set_value(session, form, control, value)
         if control.name == "TrvExpTable_Txt":
-            form.pending["report"] = {**form.pending.get("report", {}), "purpose": ledger.parse_text(value, control.name)}
+            _edits(form).purpose = ledger.parse_text(value, control.name)
             return
         line = self.selected_line(session, form)
         field = LINE_FIELDS[control.name]
         parsed = display_money(parse_money(value, control.name)) if field == "amount" else ledger.parse_text(value, control.name)
-        lines = form.pending.setdefault("lines", {})
+        lines = _edits(form).lines
         lines[line["id"]] = {**lines.get(line["id"], {}), field: parsed}
 
     def save(self, session, form):
@@ -185,9 +194,10 @@ class ExpenseReportForm(FormDefinition):
             return "There were no changes to save."
         controls = {field: name for name, field in LINE_FIELDS.items()}
         with ledger.transaction(session.db):
-            if "purpose" in form.pending.get("report", {}):
-                ledger.update_report_purpose(session.db, form.context["report_id"], form.pending["report"]["purpose"], "TrvExpTable_Txt")
-            for line_id, changes in form.pending.get("lines", {}).items():
+            edits = _edits(form)
+            if edits.purpose is not None:
+                ledger.update_report_purpose(session.db, form.context["report_id"], edits.purpose, "TrvExpTable_Txt")
+            for line_id, changes in edits.lines.items():
                 ledger.update_line_fields(session.db, line_id, changes, controls)
-        form.pending.clear()
+        form.pending = None
         return "The expense report was saved."

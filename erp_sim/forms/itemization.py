@@ -1,6 +1,6 @@
 """TrvItemization: split one expense line into itemized lines until the remaining amount is 0.00.
 
-Unsaved rows live in the form (``form.pending["rows"]``) until ``form_save_form``: new rows,
+Unsaved rows live in the form (``ItemizationEdits.rows``) until ``form_save_form``: new rows,
 edits of saved lines, and deletions of saved lines (``DeleteLine`` hides the row and marks it;
 the line is deleted at save, and a double close discards the deletion like any other edit).
 The Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
@@ -21,6 +21,7 @@ from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError, ValidationError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.pending import ItemizationEdits, PendingRow
 from erp_sim.money import ZERO, display_money, money_text, parse_money
 
 GRID = "ItemizationGrid"
@@ -30,8 +31,15 @@ ROW_CONTROLS = {"TrvExpTrans_ExpSubCategory": "subcategory", "TrvExpTrans_TransD
 CONTROL_OF = {key: name for name, key in ROW_CONTROLS.items()}
 
 
-def _rows(form: OpenForm) -> dict:
-    return form.pending.setdefault("rows", {})
+def _edits(form: OpenForm) -> ItemizationEdits:
+    if form.pending is None:
+        form.pending = ItemizationEdits()
+    assert isinstance(form.pending, ItemizationEdits)
+    return form.pending
+
+
+def _rows(form: OpenForm) -> dict[int | str, PendingRow]:
+    return _edits(form).rows
 
 
 def _saved_lines(session, form) -> list:
@@ -68,31 +76,31 @@ class ItemizationForm(FormDefinition):
 
     def summary(self, session, form):
         summary = _summary(session, form)
-        unsaved = len(_rows(form))
+        unsaved = _edits(form).unsaved_count()
         return (f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
                 f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s).")
 
     def has_unsaved_changes(self, form):
-        return bool(form.pending.get("rows"))
+        return _edits(form).unsaved_count() > 0
 
     def reconcile(self, session, form):
         """Drop unsaved edits of saved lines that no longer belong to this expense line (deleted elsewhere)."""
-        pending = form.pending.get("rows")
-        edited = [key for key in pending or () if not isinstance(key, str)]
+        edits = _edits(form)
+        edited = edits.edited_line_ids()
         if not edited:
             return
         current = {line["id"] for line in _saved_lines(session, form)}
         gone = [key for key in edited if key not in current]
         if not gone:
             return
-        form.pending["rows"] = {key: row for key, row in pending.items() if key not in gone}
+        edits.rows = {key: row for key, row in edits.rows.items() if key not in gone}
         if form.grid_state(GRID).selected_key in gone:
             form.grid_state(GRID).selected_key = None
         session.add_message("Warning", f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
                                        "their unsaved changes were dropped.")
 
     def discard(self, form):
-        form.pending.pop("rows", None)
+        _edits(form).rows = {}
         state = form.grid_state(GRID)
         if isinstance(state.selected_key, str):
             state.selected_key = None
@@ -104,10 +112,10 @@ class ItemizationForm(FormDefinition):
         for line in _saved_lines(session, form):
             saved = _saved_values(line)
             edit = pending.get(line["id"])
-            if edit and edit.get("deleted"):
+            if edit and edit.deleted:
                 continue
-            out.append((line["id"], {**saved, **edit["values"]} if edit else saved, "Modified" if edit else "Saved"))
-        out += [(key, row["values"], "New") for key, row in pending.items() if isinstance(key, str)]
+            out.append((line["id"], {**saved, **edit.values} if edit else saved, "Modified" if edit else "Saved"))
+        out += [(key, row.values, "New") for key, row in _edits(form).new_rows()]
         return out
 
     def sections(self, session, form):
@@ -162,15 +170,15 @@ class ItemizationForm(FormDefinition):
         key = form.grid_state(GRID).selected_key
         edit = _rows(form).get(key)
         if isinstance(key, str):
-            return (key, edit["values"], "New") if edit else None
+            return (key, edit.values, "New") if edit else None
         if key is None:
             return None
         line = session.db.execute("SELECT * FROM expense_line WHERE id = ? AND parent_line_id = ?",
                                   (key, form.context["line_id"])).fetchone()
-        if line is None or (edit and edit.get("deleted")):
+        if line is None or (edit and edit.deleted):
             return None
         saved = _saved_values(line)
-        return (key, {**saved, **edit["values"]}, "Modified") if edit else (key, saved, "Saved")
+        return (key, {**saved, **edit.values}, "Modified") if edit else (key, saved, "Saved")
 
     def buttons(self, session, form):
         selected = self._selected(session, form) is not None
@@ -182,11 +190,10 @@ class ItemizationForm(FormDefinition):
     def click(self, session, form, button):
         key = button.lower()
         if key == "newline":
-            form.pending["next_row"] = form.pending.get("next_row", 0) + 1
-            row_key = f"new-{form.pending['next_row']}"
+            row_key = _edits(form).new_key()
             header = self.header(session, form)
-            _rows(form)[row_key] = {"values": {"subcategory": None, "transaction_date": header["transaction_date"],
-                                               "amount": None, "description": ""}}
+            _rows(form)[row_key] = PendingRow({"subcategory": None, "transaction_date": header["transaction_date"],
+                                               "amount": None, "description": ""})
             form.grid_state(GRID).selected_key = row_key
             self._show_row(session, form, row_key)
             return "A new itemized line was added and selected. Set its subcategory, date and amount, then save."
@@ -199,7 +206,7 @@ class ItemizationForm(FormDefinition):
             if isinstance(row_key, str):
                 del _rows(form)[row_key]
                 return "The new itemized line was removed."
-            _rows(form)[row_key] = {"values": {}, "deleted": True}
+            _rows(form)[row_key] = PendingRow({}, deleted=True)
             return ("The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
                     "discards the deletion).")
         if key == "viewreceipt":
@@ -232,10 +239,11 @@ class ItemizationForm(FormDefinition):
             parsed = money_text(parse_money(value, control.name))
         else:
             parsed = ledger.parse_text(value, control.name)
-        # Replaced, never mutated (see OpenForm.snapshot). A saved line's edit keeps only the changed
+        # Replaced, never mutated (see erp_sim.forms.pending). A saved line's edit keeps only the changed
         # fields, laid over its current values at every render and at save.
-        base = values if isinstance(row_key, str) else _rows(form).get(row_key, {}).get("values", {})
-        _rows(form)[row_key] = {"values": {**base, field: parsed}}
+        edit = _rows(form).get(row_key)
+        base = values if isinstance(row_key, str) else edit.values if edit else {}
+        _rows(form)[row_key] = PendingRow({**base, field: parsed})
 
     def save(self, session, form):
         self.reconcile(session, form)
@@ -246,12 +254,12 @@ class ItemizationForm(FormDefinition):
         numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
         with ledger.transaction(session.db):
             for key, row in pending.items():
-                if row.get("deleted"):
+                if row.deleted:
                     ledger.delete_itemized_line(session.db, key, header["id"])
             for key, row in pending.items():
-                if row.get("deleted"):
+                if row.deleted:
                     continue
-                raw = row["values"] if isinstance(key, str) else {**_saved_values(ledger.line_by_id(session.db, key)), **row["values"]}
+                raw = row.values if isinstance(key, str) else {**_saved_values(ledger.line_by_id(session.db, key)), **row.values}
                 try:
                     values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
                 except ValidationError as exc:
@@ -264,7 +272,7 @@ class ItemizationForm(FormDefinition):
                 else:
                     ledger.update_itemized_line(session.db, key, values, header["id"])
         count = len(pending)
-        form.pending.pop("rows")
+        _edits(form).rows = {}
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
             session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
