@@ -170,10 +170,12 @@ class View:
         self.last_arguments: dict = {}
         self.charges: list[Charge] | None = None
         # Multi-line instructions: (line number, receipt document) in order; receipts read per document.
-        self.task_lines = _TASK_LINES.findall(instruction) if len(_TASK_LINES.findall(instruction)) > 1 else []
+        task_lines = _TASK_LINES.findall(instruction)
+        self.task_lines = task_lines if len(task_lines) > 1 else []
         self.receipts: dict[str, dict[int, tuple[Charge, int]]] = {}  # document -> row -> (charge, message index)
         self.receipt_ends: dict[str, int] = {}  # document -> its last row (seen on a page without a next one)
         self.paged_receipt = False
+        self.by_document: dict[str, list[Charge]] = {}  # document -> its charges, once every row of it was seen
         charges_at = 0  # index of the message the charges were read from
         self.receipt_document = ""
         self.confirmed = False
@@ -224,7 +226,6 @@ class View:
         """Multi-line tasks and paged receipts: each document's charges, once every row of it is visible
         (misread per charge by the distance to the message its row was read from)."""
         distances: dict[int, int] = {}
-        self.by_document: dict[str, list[Charge]] = {}
         for document, rows in self.receipts.items():
             end = self.receipt_ends.get(document)
             if end is None or any(n not in rows for n in range(1, end + 1)):
@@ -248,7 +249,7 @@ class View:
         """The charges of a multi-line task's line (by line number), or the single line's."""
         if not self.task_lines:
             return self.charges
-        return getattr(self, "by_document", {}).get(self.line_document(line) or "")
+        return self.by_document.get(self.line_document(line) or "")
 
     def _indexed_sop(self, messages: list[Message]) -> str | None:
         """The SOP key for this expense type if the memory index (a system message) lists it."""
@@ -435,7 +436,7 @@ def _receipt_viewer(view: View, ask: bool):
         return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
     if formstate.has_next_page(view.state, grid):
         return _page(grid, K.LOAD_NEXT_PAGE)
-    if view.paged_receipt and view.receipt_document not in getattr(view, "by_document", {}) and _first_row(view, grid) > 1:
+    if view.paged_receipt and view.receipt_document not in view.by_document and _first_row(view, grid) > 1:
         return _page(grid, K.LOAD_PREVIOUS_PAGE)  # earlier pages are no longer in view: read them again
     return "form_close_form", {}
 
