@@ -20,7 +20,7 @@ from erp_sim.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
 from erp_sim.tasks import Task
 
 # Faker's word lists (a copy in data/world_names.json, checked against the pinned Faker by
-# tests/erp_sim/test_fixtures.py), drawn with our own seeded rng: Faker's weighted sampling costs ~50 us
+# tests/simulator/test_fixtures.py), drawn with our own seeded rng: Faker's weighted sampling costs ~50 us
 # a name, which made a world take ~25 ms to build, and importing Faker costs ~0.1 s at the first
 # reset, where only fixture generation needs it.
 WORLD_NAMES_FILE = Path(__file__).with_name("data") / "world_names.json"

@@ -71,3 +71,15 @@ def test_no_module_imports_the_folders_by_their_top_level_names():
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name in names
                           if name.split(".")[0] in ("envs", "agents") and path.name != "agents_sdk_checks.py"]
     assert offenders == []
+
+
+def test_the_tests_folder_on_sys_path_does_not_shadow_the_package(tmp_path):
+    """pytest puts tests/ on sys.path (its conftest's folder); the `pytest` console script, unlike
+    `python -m pytest`, does not put the repository root there too. A folder tests/erp_sim then made
+    `erp_sim` a namespace package ahead of the editable install, and every test failed to import."""
+    script = tmp_path / "imports.py"  # a script: sys.path[0] is its own folder, not the repository
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+                      "import erp_sim.forms\nprint(erp_sim.forms.__file__)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(ROOT / "erp_sim")
