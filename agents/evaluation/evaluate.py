@@ -425,8 +425,7 @@ def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = 
         summarizer = build_summarizer(live)
         models = {"agent": getattr(build_agent(live, summarizer).unwrapped, "model", None),
                   "user": getattr(build_user(live), "model", None), "summarizer": getattr(summarizer, "model", None),
-                  **{role: _chat_model(name, spec.base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout,
-                                       max_retries=spec.max_retries)
+                  **{role: role_model(live, role, name, spec.base_url)
                      for role, name in (other_roles or {}).items() if name is not None}}
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"erp-sim: {error}") from None
