@@ -18,7 +18,7 @@ import erp_sim
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
 from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
-from erp_sim.response import error_envelope
+from erp_sim.response import error_envelope, render
 from erp_sim.task_sets import task_rows
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
@@ -480,8 +480,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _invalid_action(self, reason: str) -> str:
         self._counts["invalid_actions"] += 1
-        envelope = error_envelope(self.session.session_id, "InvalidAction", reason)
-        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))  # compact, as the ERP's responses
+        return render(error_envelope(self.session.session_id, "InvalidAction", reason))
 
     def _reward(self) -> float:
         if self.reward_shaping == "none":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from typing import Any, Optional
 
@@ -31,7 +30,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError
-from erp_sim.response import error_envelope
+from erp_sim.response import error_envelope, render
 
 DEFAULT_MAX_SESSIONS = 64
 
@@ -75,7 +74,7 @@ class ErpState(State):
 
 
 def _error_observation(code: str, message: str, done: bool) -> ErpObservation:
-    text = json.dumps(error_envelope(None, code, message), ensure_ascii=False, separators=(",", ":"))
+    text = render(error_envelope(None, code, message))
     return ErpObservation(text=text, is_error=True, error_code=code, done=done, reward=0.0)
 
 

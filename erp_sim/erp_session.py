@@ -19,6 +19,7 @@ import pydantic
 from pydantic import BaseModel, Field
 
 from erp_sim import VERBOSITIES, response
+from erp_sim import response_keys as K
 from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
@@ -51,11 +52,11 @@ class ToolResponse(BaseModel):
 
     @property
     def result(self) -> str:
-        return self.envelope["Result"]
+        return self.envelope[K.RESULT]
 
     @property
     def form_state(self) -> dict | None:
-        return self.envelope.get("FormState")
+        return self.envelope.get(K.FORM_STATE)
 
 
 class ErpSession:
@@ -168,9 +169,9 @@ class ErpSession:
         if self.forms:  # before the messages are taken: reconciling may add a warning
             FORMS[self.forms[-1].name].reconcile(self, self.forms[-1])
         envelope = response.envelope(self.session_id, result, self._messages, payload)
-        envelope["FormState"] = self._form_state()
-        envelope["MCPActivityId"] = str(uuid.uuid5(_NAMESPACE, f"{self.session_id}/{self.call_count}"))
-        envelope["DeepLinks"] = self._deep_links()
+        envelope[K.FORM_STATE] = self._form_state()
+        envelope[K.ACTIVITY_ID] = str(uuid.uuid5(_NAMESPACE, f"{self.session_id}/{self.call_count}"))
+        envelope[K.DEEP_LINKS] = self._deep_links()
         return envelope
 
     def _form_state(self) -> dict | None:
