@@ -263,9 +263,3 @@ def record_call(role: str, messages: list[dict[str, Any]], tools: list[dict[str,
     meter = _ACTIVE.get()
     if meter is not None:
         meter.record(role, messages, tools, response)
-
-
-def sum_reported(values: list[int | None]) -> int | None:
-    """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
-    reported = [value for value in values if value is not None]
-    return sum(reported) if reported else None

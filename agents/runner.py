@@ -29,10 +29,10 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.memory_tools import harness_tools
-from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, sum_reported
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
-from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
+from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError, sum_reported
 from erp_sim.grading import Grade
 from erp_sim.outcomes import HarnessTermination, Termination
 
