@@ -27,7 +27,8 @@ sorted, so the best one is a neighbour of its sorted position (two comparisons, 
 earlier requests branched there). Full history never leaves the trie at a branch, so it
 tokenizes nothing but the counts; once a request does (a pruning policy), new messages are
 tokenized as they arrive (``TokenCounter.message_ids``) and counted from those ids, so each is
-tokenized once either way (the runner measures the prefix before it counts the input).
+tokenized once either way. The same walk sums the request's message tokens (``message_tokens``),
+which the runner and ``EpisodeMeter`` take as its input count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -99,6 +100,7 @@ class PrefixTracker:
         # Set once a request left the trie where others branched (a pruning policy): from then on new
         # messages are tokenized when they arrive, and their count comes from those ids (one tokenization).
         self._branching = False
+        self.message_tokens = 0  # the last request's messages as ``count_messages`` counts them (priming included)
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
@@ -135,6 +137,7 @@ class PrefixTracker:
             cacheable += REPLY_PRIMING_TOKENS
         at.ended = True
         self._last_messages, self._last_path = list(messages), path
+        self.message_tokens = tokens + REPLY_PRIMING_TOKENS
         return cacheable
 
     def _key(self, message: dict[str, Any]) -> tuple:
@@ -227,10 +230,11 @@ class EpisodeMeter:
 
     def record(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any) -> None:
         usage = getattr(response, "usage", None)
-        cacheable = self.tracker(role).observe(messages, tools)  # before counting: it may tokenize them for both
+        tracker = self.tracker(role)
+        cacheable = tracker.observe(messages, tools)  # it counts the messages on the way
         self._pending.append(ModelCall(
             role=role,
-            input_tokens=self.counter.count_messages(messages) + self.counter.count_tools(tools),
+            input_tokens=tracker.message_tokens + self.counter.count_tools(tools),
             output_tokens=self.counter.count_message(response.message),
             cacheable_prefix_tokens=cacheable,
             reported_input_tokens=getattr(usage, "input_tokens", 0), reported_output_tokens=getattr(usage, "output_tokens", 0),
@@ -259,9 +263,3 @@ def record_call(role: str, messages: list[dict[str, Any]], tools: list[dict[str,
     meter = _ACTIVE.get()
     if meter is not None:
         meter.record(role, messages, tools, response)
-
-
-def sum_reported(values: list[int | None]) -> int | None:
-    """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
-    reported = [value for value in values if value is not None]
-    return sum(reported) if reported else None

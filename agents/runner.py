@@ -29,10 +29,10 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.memory_tools import harness_tools
-from erp_sim.agents.prompt_cache import EpisodeMeter, sum_reported
-from erp_sim.agents.tokens import RunningCount, TokenCounter, get_counter
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker
+from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
-from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError
+from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError, sum_reported
 from erp_sim.grading import Grade
 from erp_sim.outcomes import HarnessTermination, Termination
 
@@ -67,8 +67,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
     acting = _Acting(agent, tools, counter, meter, recorder, context_window, tool_tokens,
-                     agent_requests=meter.tracker("agent"),
-                     count_shown=RunningCount(counter))  # a context that only grows (full history) is counted by its new messages
+                     agent_requests=meter.tracker("agent"))
     env_state = _EnvState(info=info)
     termination: Termination | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:
@@ -106,8 +105,7 @@ class _Acting:
     recorder: ContextRecorder | None
     context_window: int | None
     tool_tokens: int
-    agent_requests: Any
-    count_shown: RunningCount
+    agent_requests: PrefixTracker
     model_time: float = 0.0
 
 
@@ -117,8 +115,8 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
     step = acting.agent.act(transcript, acting.tools)
     acting.model_time += time.perf_counter() - call_started
     message = step.message
-    cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # first: it may tokenize new messages for both
-    input_tokens = acting.count_shown(step.shown) + acting.tool_tokens
+    cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # it counts the shown messages on the way
+    input_tokens = acting.agent_requests.message_tokens + acting.tool_tokens
     if acting.context_window is not None and input_tokens > acting.context_window:
         raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
                                    f"over the context window of {acting.context_window:,}")

@@ -38,7 +38,7 @@ from erp_sim.agents.expense_facts import (
     render_summary,
 )
 from erp_sim.agents.prompt_cache import record_call
-from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
+from erp_sim.agents.tokens import message_text
 from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.types import ChatModel, InfrastructureError, Message, ModelRequestError, Usage
 
@@ -105,12 +105,10 @@ class LLMSummarizer:
         *,
         history_prompt: str = HISTORY_PROMPT,
         observation_prompt: str = OBSERVATION_PROMPT,
-        counter: TokenCounter | None = None,
     ):
         self.model = model
         self.history_prompt = load_prompt(history_prompt)
         self.observation_prompt = load_prompt(observation_prompt)
-        self.counter = counter or get_counter()
 
     def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
                           *, guideline: str | None = None) -> SummaryResult:

@@ -52,12 +52,17 @@ class Usage(BaseModel):
                                             "cache (prompt_tokens_details.cached_tokens); None: not reported.")
 
     def __add__(self, other: "Usage") -> "Usage":
-        cached = [c for c in (self.cached_input_tokens, other.cached_input_tokens) if c is not None]
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=sum(cached) if cached else None,
+            cached_input_tokens=sum_reported([self.cached_input_tokens, other.cached_input_tokens]),
         )
+
+
+def sum_reported(values: list[int | None]) -> int | None:
+    """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
+    reported = [value for value in values if value is not None]
+    return sum(reported) if reported else None
 
 
 class ChatResponse(BaseModel):

@@ -374,8 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"erp-sim view: no results in {args.run_dir}/{RESULTS_FILE}", file=sys.stderr)
         return 2
-    path = write_view(args.run_dir, args.out)
-    print(f"{len(latest_attempts(rows))} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    rows = latest_attempts(rows)
+    path = write_view(args.run_dir, args.out, rows)  # the rows read above, not the results file read again
+    print(f"{len(rows)} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
