@@ -18,7 +18,10 @@ COMMANDS = {
     "play": ("erp_sim.envs.play", "Play an episode in the terminal."),
     "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
-    "scale": ("erp_sim.agents.evaluation.scale", "Cost of each context policy against the horizon (long_horizon ladder)."),
+    "scale": (
+        "erp_sim.agents.evaluation.scale",
+        "Cost of each context policy against the horizon (long_horizon ladder).",
+    ),
     "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
     "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),
@@ -43,7 +46,9 @@ def _run(argv: list[str]) -> int:
     # here would import its package: Gymnasium and NumPy for `play`, just to print the help).
     available = COMMANDS
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in available:
-        parser = argparse.ArgumentParser(prog="erp-sim", description="erp-sim: a Dynamics 365 expense ERP simulator for LLM agents.")
+        parser = argparse.ArgumentParser(
+            prog="erp-sim", description="erp-sim: a Dynamics 365 expense ERP simulator for LLM agents."
+        )
         sub = parser.add_subparsers(dest="command", metavar="COMMAND")
         for name, (_, help_text) in available.items():
             sub.add_parser(name, help=help_text, add_help=False)

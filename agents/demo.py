@@ -15,8 +15,11 @@ DEFAULT_TASKS = {"hotel_50": "hotel-007"}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="erp-sim demo", description=__doc__, formatter_class=PlainHelpFormatter)
     parser.add_argument("--task-set", default="hotel_50")
-    parser.add_argument("--task", default=None,
-                        help="task id or 0-based index (default: hotel-007 in hotel_50, else the set's first task)")
+    parser.add_argument(
+        "--task",
+        default=None,
+        help="task id or 0-based index (default: hotel-007 in hotel_50, else the set's first task)",
+    )
     parser.add_argument("--verbosity", default="default", choices=["default", "compact"])
     args = parser.parse_args(argv)
     try:

@@ -22,6 +22,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from erp_sim import response_keys as K
+from erp_sim.agents.tokens import message_text
+from erp_sim.agents.types import Message
 from erp_sim.formstate import (
     CONTAINER_TYPES,
     control_text,
@@ -33,9 +35,6 @@ from erp_sim.formstate import (
     text_of,
     walk_controls,
 )
-
-from erp_sim.agents.tokens import message_text
-from erp_sim.agents.types import Message
 
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
 MAX_ACTIONS_SHOWN = 15
@@ -71,7 +70,9 @@ class ExpenseFacts(BaseModel):
 
     report: str = ""
     line: dict[str, str] = Field(default_factory=dict, description="Values of the selected expense line.")
-    receipt: dict[str, str] = Field(default_factory=dict, description="Receipt header: document number, merchant, total.")
+    receipt: dict[str, str] = Field(
+        default_factory=dict, description="Receipt header: document number, merchant, total."
+    )
     receipt_items: dict[str, ReceiptItem] = Field(default_factory=dict, description="By receipt row number.")
     receipt_rows: int = Field(0, description="Rows of the receipt's grid over all its pages (0: not shown).")
     itemization_total: str = ""
@@ -215,7 +216,9 @@ def observe_messages(facts: ExpenseFacts, messages: list[Message]) -> None:
         if role == "assistant":
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
-                calls[call.get("id", "")] = f"{function.get('name', '?')}({compact_arguments(function.get('arguments', ''))})"
+                calls[call.get("id", "")] = (
+                    f"{function.get('name', '?')}({compact_arguments(function.get('arguments', ''))})"
+                )
         elif role == "tool":
             content = message_text(message.get("content"))
             call = calls.pop(message.get("tool_call_id", ""), f"{message.get('name', 'tool')}(?)")
@@ -232,11 +235,7 @@ def observe_messages(facts: ExpenseFacts, messages: list[Message]) -> None:
 
 def copy_facts(facts: ExpenseFacts) -> ExpenseFacts:
     """An independent copy, cheaply: containers are copied, their items are replaced, never mutated."""
-    update = {
-        name: type(value)(value)
-        for name, value in facts.__dict__.items()
-        if isinstance(value, (list, dict))
-    }
+    update = {name: type(value)(value) for name, value in facts.__dict__.items() if isinstance(value, (list, dict))}
     return facts.model_copy(update=update)
 
 
@@ -257,11 +256,7 @@ def _amount(text: str) -> Decimal | None:
 
 def missing_receipt_items(facts: ExpenseFacts) -> list[ReceiptItem]:
     """Receipt items with no saved itemized line of the same amount (a multiset match)."""
-    saved = [
-        _amount(line.amount)
-        for line in facts.itemized_lines.values()
-        if line.status.lower() in ("saved", "")
-    ]
+    saved = [_amount(line.amount) for line in facts.itemized_lines.values() if line.status.lower() in ("saved", "")]
     missing = []
     for item in facts.receipt_items.values():
         amount = _amount(item.amount)
@@ -309,7 +304,11 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
         lines.append("Receipt: " + ", ".join(f"{label} {value}" for label, value in facts.receipt.items()))
     if facts.receipt_items:
         read = len(facts.receipt_items)  # a receipt longer than a page says how much of it was read
-        lines.append(f"Receipt items ({read} of {facts.receipt_rows} read):" if facts.receipt_rows > read else f"Receipt items ({read}):")
+        lines.append(
+            f"Receipt items ({read} of {facts.receipt_rows} read):"
+            if facts.receipt_rows > read
+            else f"Receipt items ({read}):"
+        )
         lines += [
             f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
             for n, i in facts.receipt_items.items()
@@ -333,7 +332,9 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
             for n, line in facts.itemized_lines.items()
         ]
     if facts.current_form:
-        lines.append(f"Current form: {facts.current_form}" + (f" ({facts.current_caption})" if facts.current_caption else ""))
+        lines.append(
+            f"Current form: {facts.current_form}" + (f" ({facts.current_caption})" if facts.current_caption else "")
+        )
     return lines or ["(none observed yet)"]
 
 

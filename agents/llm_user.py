@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from erp_sim.envs.user_models import UserReply, UserView, what_is_left
-
 from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, Usage
+from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 
 PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
 END_TOKEN = "###END###"
@@ -34,10 +33,14 @@ class LLMUser:
 
     def reply(self, message: str, view: UserView) -> UserReply:
         grade = view.grade
-        state = ("complete: all three conditions hold" if grade.success
-                 else "not complete: " + "; ".join(what_is_left(grade)))
-        system = self.template.format(worker_name=self.task.worker_name, instruction=self.task.instruction(),
-                                      end_token=END_TOKEN, state=state)
+        state = (
+            "complete: all three conditions hold"
+            if grade.success
+            else "not complete: " + "; ".join(what_is_left(grade))
+        )
+        system = self.template.format(
+            worker_name=self.task.worker_name, instruction=self.task.instruction(), end_token=END_TOKEN, state=state
+        )
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
         request = [{"role": "system", "content": system}, *self.history]
         with failures_named("user"):  # an outage or a refused request, named as the user model's

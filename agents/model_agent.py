@@ -29,7 +29,8 @@ class ModelAgent:
             counter = get_counter()
             tokens = counter.count_messages(transcript) + counter.count_tools(tools)
             if tokens > self.context_window:
-                raise ContextOverflowError(f"the request has {tokens:,} tokens, over the context window of "
-                                           f"{self.context_window:,}; not sent")
+                raise ContextOverflowError(
+                    f"the request has {tokens:,} tokens, over the context window of {self.context_window:,}; not sent"
+                )
         response = self.model.complete(transcript, tools)
         return AgentStep(message=response.message, shown=list(transcript), usage=response.usage)

@@ -44,8 +44,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.tokens import (REPLY_PRIMING_TOKENS, TOKEN_BYTES, TokenCounter, encode_token_key, get_counter, message_token_key,
-                                   same_prefix, tools_text)
+from erp_sim.agents.tokens import (
+    REPLY_PRIMING_TOKENS,
+    TOKEN_BYTES,
+    TokenCounter,
+    encode_token_key,
+    get_counter,
+    message_token_key,
+    same_prefix,
+    tools_text,
+)
 
 ROLES = ("agent", "summarizer", "user")
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
@@ -54,7 +62,7 @@ KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an e
 class _Node:
     """A point in the trie of earlier requests: the units sent so far, and what followed them."""
 
-    __slots__ = ("children", "order", "ended")
+    __slots__ = ("children", "ended", "order")
 
     def __init__(self) -> None:
         self.children: dict[Any, _Node] = {}
@@ -111,7 +119,11 @@ class PrefixTracker:
             walking, cacheable, at = True, tools_tokens + tokens, node
         else:
             node, tokens = self._root.children.get(tools_key), 0
-            walking, cacheable, at = node is not None, tools_tokens if node is not None else 0, self._child(self._root, tools_key)
+            walking, cacheable, at = (
+                node is not None,
+                tools_tokens if node is not None else 0,
+                self._child(self._root, tools_key),
+            )
         path = self._last_path[:known]
         for message in messages[known:]:
             key = self._key(message)
@@ -144,8 +156,12 @@ class PrefixTracker:
         """The message's ``message_token_key``, kept by identity: a pruned request shows the same
         objects again at other positions, and building a key reads (and checks) all its text."""
         known = self._keys.get(id(message))
-        if known is not None and known[0] is message and known[1] is message.get("content") \
-                and known[2] is message.get("tool_calls"):
+        if (
+            known is not None
+            and known[0] is message
+            and known[1] is message.get("content")
+            and known[2] is message.get("tool_calls")
+        ):
             return known[3]
         key = message_token_key(message)
         if len(self._keys) >= KEYS_KEPT:  # a policy that copies every message every call: stay bounded
@@ -171,7 +187,7 @@ class PrefixTracker:
         ids = self._message_ids(key)
         at = bisect_left(node.order, ids)
         shared = 0
-        for neighbour in node.order[max(0, at - 1): at + 1]:
+        for neighbour in node.order[max(0, at - 1) : at + 1]:
             shared = max(shared, _shared_bytes(neighbour, ids))
         return shared // TOKEN_BYTES
 
@@ -207,12 +223,16 @@ class ModelCall(BaseModel):
     role: str = Field(description="summarizer or user.")
     input_tokens: int = Field(0, description="o200k tokens of the request (messages + tool schemas).")
     output_tokens: int = Field(0, description="o200k tokens of the answer.")
-    cacheable_prefix_tokens: int = Field(0, description="o200k tokens of the request's longest prefix identical to "
-                                                        "an earlier request of the same role in the episode.")
+    cacheable_prefix_tokens: int = Field(
+        0,
+        description="o200k tokens of the request's longest prefix identical to "
+        "an earlier request of the same role in the episode.",
+    )
     reported_input_tokens: int = Field(0, description="Prompt tokens as the service reported them (0: none).")
     reported_output_tokens: int = Field(0, description="Completion tokens as the service reported them (0: none).")
-    provider_cached_tokens: int | None = Field(None, description="Cached prompt tokens as the service reported them "
-                                                                 "(None: not reported).")
+    provider_cached_tokens: int | None = Field(
+        None, description="Cached prompt tokens as the service reported them (None: not reported)."
+    )
 
 
 class EpisodeMeter:
@@ -228,23 +248,29 @@ class EpisodeMeter:
             self.trackers[role] = PrefixTracker(self.counter)
         return self.trackers[role]
 
-    def record(self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any) -> None:
+    def record(
+        self, role: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, response: Any
+    ) -> None:
         usage = getattr(response, "usage", None)
         tracker = self.tracker(role)
         cacheable = tracker.observe(messages, tools)  # it counts the messages on the way
-        self._pending.append(ModelCall(
-            role=role,
-            input_tokens=tracker.message_tokens + self.counter.count_tools(tools),
-            output_tokens=self.counter.count_message(response.message),
-            cacheable_prefix_tokens=cacheable,
-            reported_input_tokens=getattr(usage, "input_tokens", 0), reported_output_tokens=getattr(usage, "output_tokens", 0),
-            provider_cached_tokens=getattr(usage, "cached_input_tokens", None)))
+        self._pending.append(
+            ModelCall(
+                role=role,
+                input_tokens=tracker.message_tokens + self.counter.count_tools(tools),
+                output_tokens=self.counter.count_message(response.message),
+                cacheable_prefix_tokens=cacheable,
+                reported_input_tokens=getattr(usage, "input_tokens", 0),
+                reported_output_tokens=getattr(usage, "output_tokens", 0),
+                provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
+            )
+        )
 
     def drain(self) -> list[ModelCall]:
         calls, self._pending = self._pending, []
         return calls
 
-    def start(self) -> "EpisodeMeter":
+    def start(self) -> EpisodeMeter:
         """Make this the meter ``record_call`` reports to (until ``stop``, or another episode's ``start``)."""
         _ACTIVE.set(self)
         return self

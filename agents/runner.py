@@ -32,7 +32,14 @@ from erp_sim.agents.memory.memory_tools import harness_tools
 from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
-from erp_sim.agents.types import Agent, ContextOverflowError, InfrastructureError, Message, ModelRequestError, sum_reported
+from erp_sim.agents.types import (
+    Agent,
+    ContextOverflowError,
+    InfrastructureError,
+    Message,
+    ModelRequestError,
+    sum_reported,
+)
 from erp_sim.grading import Grade
 from erp_sim.outcomes import HarnessTermination, Termination
 
@@ -42,10 +49,18 @@ MAX_HARNESS_ERROR_CHARS = 4_000
 EPISODE_ENDED = "The episode has ended; this call was not executed."
 
 
-def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | None = None,
-                max_model_calls: int = DEFAULT_MAX_MODEL_CALLS, keep_shown: bool = True,
-                counter: TokenCounter | None = None, policy: str | None = None,
-                context_window: int | None = None) -> Trajectory:
+def run_episode(
+    env,
+    agent: Agent,
+    *,
+    task_id: str | None = None,
+    seed: int | None = None,
+    max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
+    keep_shown: bool = True,
+    counter: TokenCounter | None = None,
+    policy: str | None = None,
+    context_window: int | None = None,
+) -> Trajectory:
     """Run one episode and return its trajectory (grade, metrics, termination, transcript).
 
     ``keep_shown``: store what the model was shown at every step (``Trajectory.context``).
@@ -59,15 +74,24 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
     # tools the agent harness answers itself (ga_memory's memory tools), never sent to the ERP
     harness = harness_tools(agent)
     tools = [*info["tools"], *harness.schemas] if harness is not None else info["tools"]
-    transcript: list[Message] = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}]
-    trajectory = Trajectory(task_id=info["task"]["task_id"], task_set=info["task"]["task_set"], seed=seed,
-                            policy=policy or getattr(agent, "spec", "full"), tools=tools)
+    transcript: list[Message] = [
+        {"role": "system", "content": info["system_prompt"]},
+        {"role": "user", "content": observation},
+    ]
+    trajectory = Trajectory(
+        task_id=info["task"]["task_id"],
+        task_set=info["task"]["task_set"],
+        seed=seed,
+        policy=policy or getattr(agent, "spec", "full"),
+        tools=tools,
+    )
     agent.reset()
     recorder = ContextRecorder(counter) if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
-    acting = _Acting(agent, tools, counter, meter, recorder, context_window, tool_tokens,
-                     agent_requests=meter.tracker("agent"))
+    acting = _Acting(
+        agent, tools, counter, meter, recorder, context_window, tool_tokens, agent_requests=meter.tracker("agent")
+    )
     env_state = _EnvState(info=info)
     termination: Termination | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:
@@ -75,7 +99,7 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
             message = _act(acting, transcript, trajectory)
             _dispatch(env, harness, message, transcript, env_state)
             trajectory.steps[-1].role_calls += meter.drain()  # the LLM user's answer to this step
-        except Exception as exc:  # noqa: BLE001 (_failure sorts it; a harness bug ends this episode, not the run)
+        except Exception as exc:
             termination = _failure(exc, trajectory)
             break
     meter.stop()
@@ -83,7 +107,8 @@ def run_episode(env, agent: Agent, *, task_id: str | None = None, seed: int | No
         trajectory.steps[-1].role_calls += meter.drain()
     if termination is None:
         termination = env_state.info.get("termination_reason") or (
-            "step_limit" if env_state.truncated or not env_state.done else "agent_stopped")
+            "step_limit" if env_state.truncated or not env_state.done else "agent_stopped"
+        )
     trajectory.messages = transcript
     if recorder is not None:
         trajectory.context = recorder.context
@@ -118,21 +143,31 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
     cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # it counts the shown messages on the way
     input_tokens = acting.agent_requests.message_tokens + acting.tool_tokens
     if acting.context_window is not None and input_tokens > acting.context_window:
-        raise ContextOverflowError(f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
-                                   f"over the context window of {acting.context_window:,}")
+        raise ContextOverflowError(
+            f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
+            f"over the context window of {acting.context_window:,}"
+        )
     if acting.recorder is not None:
         acting.recorder.record(step.shown, transcript)
     transcript.append(message)
     calls = message.get("tool_calls") or []
     role_calls = acting.meter.drain()  # the summarizer's, while the policies built this context
-    trajectory.steps.append(StepRecord(
-        index=len(trajectory.steps), shown_messages=len(step.shown),
-        input_tokens=input_tokens, output_tokens=acting.counter.count_message(message),
-        reported_input_tokens=step.usage.input_tokens, reported_output_tokens=step.usage.output_tokens,
-        cacheable_prefix_tokens=cacheable,
-        provider_cached_tokens=step.usage.cached_input_tokens,
-        summarizer_calls=step.summarizer_calls, role_calls=role_calls, tool_calls=len(calls),
-        summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer")))
+    trajectory.steps.append(
+        StepRecord(
+            index=len(trajectory.steps),
+            shown_messages=len(step.shown),
+            input_tokens=input_tokens,
+            output_tokens=acting.counter.count_message(message),
+            reported_input_tokens=step.usage.input_tokens,
+            reported_output_tokens=step.usage.output_tokens,
+            cacheable_prefix_tokens=cacheable,
+            provider_cached_tokens=step.usage.cached_input_tokens,
+            summarizer_calls=step.summarizer_calls,
+            role_calls=role_calls,
+            tool_calls=len(calls),
+            summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer"),
+        )
+    )
     return message
 
 
@@ -165,7 +200,9 @@ def _dispatch(env, harness: Any, message: Message, transcript: list[Message], st
 
 
 def _send_message(env, message: Message, transcript: list[Message], state: _EnvState) -> None:
-    observation, _, terminated, state.truncated, state.info = env.step(json.dumps({"message": message.get("content") or ""}))
+    observation, _, terminated, state.truncated, state.info = env.step(
+        json.dumps({"message": message.get("content") or ""})
+    )
     if observation:
         transcript.append({"role": "user", "content": observation})
     state.done = terminated or state.truncated
@@ -189,7 +226,9 @@ def _failure(exc: Exception, trajectory: Trajectory) -> HarnessTermination:
 # --- metrics: the grade and what the episode cost -------------------------------------------------
 def _grade_and_measure(env, trajectory: Trajectory, last_info: dict[str, Any]) -> None:
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
-    trajectory.grade = Grade.model_validate(grade) if grade is not None else None  # a remote grade arrives as its JSON dict
+    trajectory.grade = (
+        Grade.model_validate(grade) if grade is not None else None
+    )  # a remote grade arrives as its JSON dict
     trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
     trajectory.failure_category = None if trajectory.infra_error else classify_failure(trajectory)
 
@@ -208,11 +247,16 @@ def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> 
     counts = info.get("counts", {})
     steps = trajectory.steps
     return EpisodeMetrics(
-        user_model_calls=getattr(user, "calls", 0), **_role_metrics(steps),
-        steps=counts.get("steps", 0), model_calls=len(steps), tool_calls=counts.get("tool_calls", 0),
-        invalid_actions=counts.get("invalid_actions", 0), tool_errors=counts.get("tool_errors", 0),
+        user_model_calls=getattr(user, "calls", 0),
+        **_role_metrics(steps),
+        steps=counts.get("steps", 0),
+        model_calls=len(steps),
+        tool_calls=counts.get("tool_calls", 0),
+        invalid_actions=counts.get("invalid_actions", 0),
+        tool_errors=counts.get("tool_errors", 0),
         user_turns=counts.get("user_turns", 0),
-        input_tokens=sum(s.input_tokens for s in steps), output_tokens=sum(s.output_tokens for s in steps),
+        input_tokens=sum(s.input_tokens for s in steps),
+        output_tokens=sum(s.output_tokens for s in steps),
         peak_tokens=max((s.input_tokens for s in steps), default=0),
         dependency=sum((s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in steps),
         reported_input_tokens=sum(s.reported_input_tokens for s in steps),
@@ -228,8 +272,13 @@ def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
     sums: dict[str, Any] = {}
     for role in ("summarizer", "user"):
         calls = [call for s in steps for call in s.role_calls if call.role == role]
-        for name in ("input_tokens", "output_tokens", "cacheable_prefix_tokens", "reported_input_tokens",
-                     "reported_output_tokens"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cacheable_prefix_tokens",
+            "reported_input_tokens",
+            "reported_output_tokens",
+        ):
             sums[f"{role}_{name}"] = sum(getattr(call, name) for call in calls)
         sums[f"{role}_provider_cached_tokens"] = sum_reported([call.provider_cached_tokens for call in calls])
     sums["summarizer_tokens"] = sums["summarizer_input_tokens"] + sums["summarizer_output_tokens"]

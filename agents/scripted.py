@@ -47,53 +47,39 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from functools import lru_cache
-from typing import NamedTuple
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.catalog import CATEGORIES, wording_to_subcategory
-
-from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
+from erp_sim.agents.memory.store import parse_steps
+from erp_sim.agents.scripted_reading import (
+    CONFIRMED,
+    PAGE_ROWS,
+    Charge,
+    read_money,
+    read_tool_result,
+    read_user_message,
+    row_index,
+)
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
+from erp_sim.catalog import CATEGORIES, wording_to_subcategory
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
 _LINE = re.compile(r"\bline (\d+)\b")
 _TYPE = re.compile(r"the (\w+) expense")
-_SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
-_SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)
-_CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
 _TASK_LINES = re.compile(r"\bline (\d+), [^;]*?\(receipt ([A-Z]+-\d+)\)")  # a multi-line instruction's lines
-_SUMMARY_DOCUMENT = re.compile(r"^Receipt: document (\S+?),", re.MULTILINE)
 _CAPTION_LINE = re.compile(r"\bline (\d+)\b")
-ASK = ("I found {n} charges on the receipt{doc}. Before I create the itemized lines: should I add all of them "
-       "as itemized lines with their subcategory, date and amount?")
-
-Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
-READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few hundred)
+ASK = (
+    "I found {n} charges on the receipt{doc}. Before I create the itemized lines: should I add all of them "
+    "as itemized lines with their subcategory, date and amount?"
+)
 
 
 def _parse_sop(text: str) -> dict | None:
     """The steps of an SOP as memory_read shows it, or None (an error text)."""
     steps = parse_steps(text) if text.startswith("sop/") else []
     return {"steps": [step.model_dump() for step in steps]} if steps else None
-
-
-def _money(text: object) -> str | None:
-    try:
-        return str(Decimal(str(text).replace(",", "")).quantize(Decimal("0.01")))
-    except (InvalidOperation, ValueError):
-        return None
-
-
-PAGE_ROWS = 25  # the ERP's grid page
-
-
-def _row_index(number: object) -> int:
-    return int(number) if isinstance(number, str) and number.isdigit() else 0
 
 
 def _arguments(text: object) -> dict:
@@ -148,10 +134,19 @@ class ScriptedAgent:
             message: Message = {"role": "assistant", "content": decision}
         else:
             name, arguments = decision
-            call_id = "call_" + hashlib.sha1(json.dumps([len(transcript), transcript[-1], name, arguments],
-                                                        sort_keys=True, default=str).encode()).hexdigest()[:16]
-            message = {"role": "assistant", "content": "", "tool_calls": [{
-                "id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+            call_id = (
+                "call_"
+                + hashlib.sha1(
+                    json.dumps([len(transcript), transcript[-1], name, arguments], sort_keys=True, default=str).encode()
+                ).hexdigest()[:16]
+            )
+            message = {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                ],
+            }
         return AgentStep(message=message, shown=list(transcript))
 
 
@@ -198,31 +193,35 @@ class View:
                 self.seen_tool_result = True
                 self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
                 self.last_arguments = _arguments(tool_arguments.get(message.get("tool_call_id")))
-                self.state, receipt = _read_tool_result(content, self.expense_type)
+                self.state, receipt = read_tool_result(content, self.expense_type)
                 if receipt is not None:
                     self.charges, self.receipt_document = list(receipt.charges), receipt.document
                     self._keep_rows(receipt.document, list(receipt.rows), self.charges, position, receipt.more)
                     charges_at = position
             elif role == "user" and message is not messages[0]:
-                confirms, summary, document = _read_user_message(content, self.expense_type)
+                confirms, summary, document = read_user_message(content, self.expense_type)
                 if confirms:
                     self.confirmed = True
                 if self.charges is None and summary is not None:  # the "Receipt items" of a structured summary
                     self.charges = list(summary)
                     if document:
                         self._keep_rows(document, list(range(1, len(summary) + 1)), self.charges, position, False)
-                        if self.task_lines:  # several receipts: name the one asked about (one line's question keeps its words)
+                        if (
+                            self.task_lines
+                        ):  # several receipts: name the one asked about (one line's question keeps its words)
                             self.receipt_document = document
                     charges_at = position
 
         if self.receipts and (self.task_lines or self.paged_receipt):
             self._long_receipts(instruction, messages, recall)
         elif recall is not None and self.charges:
-            distance = count_messages(messages[charges_at + 1:])
-            self.charges = [(sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
-                            for n, (sub, day, amount) in enumerate(self.charges)]
+            distance = count_messages(messages[charges_at + 1 :])
+            self.charges = [
+                (sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
+                for n, (sub, day, amount) in enumerate(self.charges)
+            ]
 
-    def _long_receipts(self, instruction: str, messages: list[Message], recall: "Recall | None") -> None:
+    def _long_receipts(self, instruction: str, messages: list[Message], recall: Recall | None) -> None:
         """Multi-line tasks and paged receipts: each document's charges, once every row of it is visible
         (misread per charge by the distance to the message its row was read from)."""
         distances: dict[int, int] = {}
@@ -234,7 +233,7 @@ class View:
             for n in range(1, end + 1):
                 (sub, day, amount), at = rows[n]
                 if recall is not None:
-                    distance = distances.setdefault(at, count_messages(messages[at + 1:]))
+                    distance = distances.setdefault(at, count_messages(messages[at + 1 :]))
                     if recall.misread(f"{instruction}/{document}", n - 1, distance):
                         amount = misread_amount(amount)
                 charges.append((sub, day, amount))
@@ -268,7 +267,7 @@ class View:
         if self.sop is None:
             return False
         say = self.sop_step("say")
-        return say is None or bool(_CONFIRMED.search(str(say.get("expect", ""))))
+        return say is None or bool(CONFIRMED.search(str(say.get("expect", ""))))
 
     def _keep_rows(self, document: str, numbers: list[int], charges: list[Charge], position: int, more: bool) -> None:
         known = self.receipts.setdefault(document, {})
@@ -283,79 +282,9 @@ class View:
         return self.state.get(K.NAME) if self.state else None
 
 
-# -- reading one message: each message is read once, not at every step (the same transcript
-# messages are shown again and again; re-parsing them made every step cost the whole history).
-# Cached by text; the results are shared between steps and must not be mutated.
-class ReceiptPage(NamedTuple):
-    """What one receipt-viewer result shows: its charges, their row numbers, and whether a next page exists."""
-
-    charges: tuple[Charge, ...]
-    document: str
-    rows: tuple[int, ...]
-    more: bool
-
-
-@lru_cache(maxsize=READ_CACHE_SIZE)
-def _read_tool_result(content: str, expense_type: str) -> tuple[dict | None, ReceiptPage | None]:
-    """(the FormState a tool result shows, the receipt page a receipt viewer shows)."""
-    state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
-    receipt = _read_receipt(state, wording_to_subcategory(expense_type)) if state and state.get(K.NAME) == "TrvReceiptViewer" else None
-    return state, receipt
-
-
-def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
-    rows = formstate.grid_rows(state, "ReceiptItemsGrid")
-    charges = tuple((mapping.get(r.get("ReceiptItem_Description", ""), "?"), r.get("ReceiptItem_Date", ""),
-                     _money(r.get("ReceiptItem_Amount")) or "?") for r in rows)
-    if not charges:
-        return None
-    return ReceiptPage(charges, str(formstate.control_value(state, "Receipt_DocumentNumber") or ""),
-                       tuple(_row_index(r.get(K.ROW_NUMBER)) for r in rows), formstate.has_next_page(state, "ReceiptItemsGrid"))
-
-
-@lru_cache(maxsize=READ_CACHE_SIZE)
-def _read_user_message(content: str, expense_type: str) -> tuple[bool, tuple[Charge, ...] | None, str | None]:
-    """(the user confirms adding the charges, the charges of a structured summary's "Receipt items"
-    (erp_sim.agents.expense_facts format), that receipt's document number)."""
-    block = _SUMMARY_ITEMS.search(content)
-    items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
-    mapping = wording_to_subcategory(expense_type)
-    summary = tuple((mapping.get(desc.strip(), "?"), day, _money(amount) or "?") for day, desc, amount in items)
-    document = _SUMMARY_DOCUMENT.search(content) if summary else None
-    return bool(_CONFIRMED.search(content)), summary or None, document.group(1) if document else None
-
-
-_REFINED_FORM = re.compile(r"^Form (\w+)")
-_REFINED_CONTROL = re.compile(r"^  (\w+) = (.*)$")
-_REFINED_GRID = re.compile(r"^  Grid (\w+) \(\d+ rows\): (.*)$")
-_REFINED_ROW = re.compile(r"^    (\d+)(\*?): (.*)$")
-
-
-def parse_refined(text: str) -> dict | None:
-    """A FormState-shaped dict from a refined observation (see ``render_observation``), or None."""
-    state: dict | None = None
-    grid: dict | None = None
-    for line in text.splitlines():
-        if match := _REFINED_FORM.match(line):
-            state = {K.NAME: match.group(1), K.CAPTION: line[len(match.group(0)):].strip(" ()"), K.FORM: {K.INPUT: [], K.GRID: []}}
-        elif state is None:
-            continue
-        elif match := _REFINED_GRID.match(line):
-            grid = {K.NAME: match.group(1), K.COLUMNS: match.group(2).split(" | "), K.ROWS: [], K.PAGINATION: {}}
-            state[K.FORM][K.GRID].append(grid)
-        elif grid is not None and (match := _REFINED_ROW.match(line)):
-            values = dict(zip(grid[K.COLUMNS], match.group(3).split(" | ")))
-            grid[K.ROWS].append({K.ROW_NUMBER: match.group(1), K.IS_SELECTED: bool(match.group(2)), K.VALUES: values})
-        elif grid is not None and line.strip() == "(more rows on the next page)":
-            grid[K.PAGINATION][K.HAS_NEXT_PAGE] = True
-        elif match := _REFINED_CONTROL.match(line):
-            state[K.FORM][K.INPUT].append({K.NAME: match.group(1), K.VALUE: match.group(2)})
-            grid = None
-    return state
-
-
-def decide(messages: list[Message], *, ask_before_itemizing: bool = True,
-           recall: Recall | None = None, memory: bool = False) -> "tuple[str, dict] | str":
+def decide(
+    messages: list[Message], *, ask_before_itemizing: bool = True, recall: Recall | None = None, memory: bool = False
+) -> tuple[str, dict] | str:
     """The next action: ``(tool, arguments)`` or a text message to the user."""
     view = View(messages, recall)
     if view.report is None or view.line is None:
@@ -363,15 +292,23 @@ def decide(messages: list[Message], *, ask_before_itemizing: bool = True,
     if memory and view.sop_key and not view.sop_read and not view.seen_tool_result:
         return "memory_read", {"key": view.sop_key}
     view.memory = memory
-    handlers = {None: _no_form, "TrvExpenses": _report_list, "TrvExpenseReport": _report_form,
-                "TrvReceiptViewer": _receipt_viewer, "TrvItemization": _itemization}
+    handlers = {
+        None: _no_form,
+        "TrvExpenses": _report_list,
+        "TrvExpenseReport": _report_form,
+        "TrvReceiptViewer": _receipt_viewer,
+        "TrvItemization": _itemization,
+    }
     return handlers.get(view.form, lambda v, a: ("form_close_form", {}))(view, ask_before_itemizing)
 
 
 def _no_form(view: View, ask: bool):
     opening = view.sop_step("form_open_menu_item")
     if opening and isinstance(opening.get("arguments"), dict) and opening["arguments"].get("name"):
-        return "form_open_menu_item", {"name": opening["arguments"]["name"], "type": opening["arguments"].get("type", "Display")}
+        return "form_open_menu_item", {
+            "name": opening["arguments"]["name"],
+            "type": opening["arguments"].get("type", "Display"),
+        }
     if view.last_tool == "form_find_menu_item":
         return "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
     return "form_find_menu_item", {"menuItemFilter": "expense reports"}
@@ -386,7 +323,11 @@ def _report_list(view: View, ask: bool):
     rows = grid.get(K.ROWS, [])
     target = next((r for r in rows if r.get(K.VALUES, {}).get("TrvExpTable_ExpNumber") == view.report), None)
     if target is None:
-        return "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber", "filterValue": view.report}
+        return "form_filter_grid", {
+            "gridName": "ExpenseReportsGrid",
+            "gridColumnName": "TrvExpTable_ExpNumber",
+            "filterValue": view.report,
+        }
     if not target.get(K.IS_SELECTED):
         return "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": target[K.ROW_NUMBER]}
     return "form_click_control", {"controlName": "EditReport"}
@@ -397,13 +338,23 @@ def _report_form(view: View, ask: bool):
     rows = grid.get(K.ROWS, [])
     line = view.line
     if view.task_lines:  # several lines: the first (in the instruction's order) not yet fully itemized
-        status = {r.get(K.VALUES, {}).get("TrvExpTrans_LineNum"): r.get(K.VALUES, {}).get("TrvExpTrans_ItemizationStatus")
-                  for r in rows if r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"}
+        status = {
+            r.get(K.VALUES, {}).get("TrvExpTrans_LineNum"): r.get(K.VALUES, {}).get("TrvExpTrans_ItemizationStatus")
+            for r in rows
+            if r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"
+        }
         line = next((number for number, _ in view.task_lines if status.get(number) != "Fully itemized"), None)
         if line is None:
             return f"All {len(view.task_lines)} expense lines are fully itemized and saved, and the itemization form is closed: done."
-    target = next((r for r in rows if r.get(K.VALUES, {}).get("TrvExpTrans_LineNum") == line
-                   and r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"), None)
+    target = next(
+        (
+            r
+            for r in rows
+            if r.get(K.VALUES, {}).get("TrvExpTrans_LineNum") == line
+            and r.get(K.VALUES, {}).get("TrvExpTrans_LineType") != "ItemizedLine"
+        ),
+        None,
+    )
     if target is None:
         if formstate.grid_has_next_page(grid):
             return "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": K.LOAD_NEXT_PAGE}
@@ -421,13 +372,16 @@ def _page(grid: str, action: str):
 
 def _paging_back(view: View, grid: str) -> bool:
     """Whether the last call paged ``grid`` back (a memoryless agent's only record of its direction)."""
-    return (view.last_tool == "form_click_control" and view.last_arguments.get("controlName") == grid
-            and view.last_arguments.get("actionId") == K.LOAD_PREVIOUS_PAGE)
+    return (
+        view.last_tool == "form_click_control"
+        and view.last_arguments.get("controlName") == grid
+        and view.last_arguments.get("actionId") == K.LOAD_PREVIOUS_PAGE
+    )
 
 
 def _first_row(view: View, grid: str) -> int:
     rows = formstate.grid_rows(view.state, grid)
-    return _row_index(rows[0].get(K.ROW_NUMBER)) if rows else 0
+    return row_index(rows[0].get(K.ROW_NUMBER)) if rows else 0
 
 
 def _receipt_viewer(view: View, ask: bool):
@@ -442,7 +396,7 @@ def _receipt_viewer(view: View, ask: bool):
 
 
 def _row_charge(values: dict) -> Charge | None:
-    amount = _money(values.get("TrvExpTrans_AmountCurr"))
+    amount = read_money(values.get("TrvExpTrans_AmountCurr"))
     subcategory, day = values.get("TrvExpTrans_ExpSubCategory"), values.get("TrvExpTrans_TransDate")
     return (subcategory, day, amount) if subcategory and day and amount else None
 
@@ -482,10 +436,13 @@ def _itemization(view: View, ask: bool):
 
 def _fill(charge: Charge):
     subcategory, day, amount = charge
-    return "form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_ExpSubCategory", "value": subcategory},
-        {"controlName": "TrvExpTrans_TransDate", "value": day},
-        {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]}
+    return "form_set_control_values", {
+        "controlValues": [
+            {"controlName": "TrvExpTrans_ExpSubCategory", "value": subcategory},
+            {"controlName": "TrvExpTrans_TransDate", "value": day},
+            {"controlName": "TrvExpTrans_AmountCurr", "value": amount},
+        ]
+    }
 
 
 def _select(row: dict):
@@ -497,7 +454,7 @@ def _delete(row: dict):
 
 
 def _remaining(view: View) -> str | None:
-    return _money(formstate.control_value(view.state, "ItemizationRemaining"))
+    return read_money(formstate.control_value(view.state, "ItemizationRemaining"))
 
 
 def _save_or_close(view: View, rows: list[dict]):
@@ -519,8 +476,10 @@ def _consume(counts: Counter, charge: Charge) -> bool:
 
 
 def _unbalanced(charges: list[Charge], remaining: str | None) -> str:
-    return (f"All {len(charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
-            "Should I investigate the difference?")
+    return (
+        f"All {len(charges)} receipt charges are saved but the remaining amount is {remaining}, not 0.00. "
+        "Should I investigate the difference?"
+    )
 
 
 def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
@@ -530,7 +489,7 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
     page is checked (back to the first, then forward) before the user is asked."""
     grid = "ItemizationGrid"
     for row in rows:
-        number, charge = _row_index(row.get(K.ROW_NUMBER)), _row_charge(row.get(K.VALUES, {}))
+        number, charge = row_index(row.get(K.ROW_NUMBER)), _row_charge(row.get(K.VALUES, {}))
         if charge is None and row.get(K.IS_SELECTED):  # a blank new row
             if number <= len(charges):
                 return _fill(charges[number - 1])
@@ -546,7 +505,7 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
         return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
     if formstate.has_next_page(view.state, grid):
         return _page(grid, K.LOAD_NEXT_PAGE)
-    last = max((_row_index(r.get(K.ROW_NUMBER)) for r in rows), default=0)
+    last = max((row_index(r.get(K.ROW_NUMBER)) for r in rows), default=0)
     if last < len(charges):
         return "form_click_control", {"controlName": "NewLine"}
     done = _save_or_close(view, rows)

@@ -37,9 +37,9 @@ from erp_sim.agents.expense_facts import (
     render_observation,
     render_summary,
 )
+from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.tokens import message_text
-from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.types import ChatModel, InfrastructureError, Message, ModelRequestError, Usage
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -53,17 +53,21 @@ class SummarizerError(RuntimeError):
 
 class SummaryResult(BaseModel):
     text: str = Field(description="The summary or refined observation.")
-    usage: Usage = Field(default_factory=Usage, description="Tokens as the summarizer's service reported them (0 offline).")
+    usage: Usage = Field(
+        default_factory=Usage, description="Tokens as the summarizer's service reported them (0 offline)."
+    )
     calls: int = Field(1, ge=0, description="Summarizer invocations this result took.")
 
 
 @runtime_checkable
 class Summarizer(Protocol):
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
-                          *, guideline: str | None = None) -> SummaryResult: ...
+    def summarize_history(
+        self, task: str, messages: list[Message], previous: str | None = None, *, guideline: str | None = None
+    ) -> SummaryResult: ...
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message],
-                           *, guideline: str | None = None) -> SummaryResult: ...
+    def refine_observation(
+        self, task: str, observation: Message, history: list[Message], *, guideline: str | None = None
+    ) -> SummaryResult: ...
 
 
 def checked(result: SummaryResult, what: str) -> SummaryResult:
@@ -100,26 +104,24 @@ class LLMSummarizer:
     """Summaries written by any ``ChatModel``, with the prompts kept as files."""
 
     def __init__(
-        self,
-        model: ChatModel,
-        *,
-        history_prompt: str = HISTORY_PROMPT,
-        observation_prompt: str = OBSERVATION_PROMPT,
+        self, model: ChatModel, *, history_prompt: str = HISTORY_PROMPT, observation_prompt: str = OBSERVATION_PROMPT
     ):
         self.model = model
         self.history_prompt = load_prompt(history_prompt)
         self.observation_prompt = load_prompt(observation_prompt)
 
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
-                          *, guideline: str | None = None) -> SummaryResult:
+    def summarize_history(
+        self, task: str, messages: list[Message], previous: str | None = None, *, guideline: str | None = None
+    ) -> SummaryResult:
         parts = [f"# Task\n{task}"]
         if previous:
             parts.append(f"# Previous summary\n{previous}")
         parts.append(f"# Steps to fold in\n{render_transcript(messages)}")
         return self._ask(guideline or self.history_prompt, "\n\n".join(parts), "history summary")
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message],
-                           *, guideline: str | None = None) -> SummaryResult:
+    def refine_observation(
+        self, task: str, observation: Message, history: list[Message], *, guideline: str | None = None
+    ) -> SummaryResult:
         parts = [
             f"# Task\n{task}",
             f"# Recent steps\n{render_transcript(history) or '(none)'}",
@@ -153,8 +155,9 @@ class StructuredSummarizer:
         self.memo_size = memo_size
         self._facts_by_summary: OrderedDict[str, ExpenseFacts] = OrderedDict()
 
-    def summarize_history(self, task: str, messages: list[Message], previous: str | None = None,
-                          *, guideline: str | None = None) -> SummaryResult:
+    def summarize_history(
+        self, task: str, messages: list[Message], previous: str | None = None, *, guideline: str | None = None
+    ) -> SummaryResult:
         """``guideline`` is accepted and ignored: these summaries come from parsed facts, not prose rules."""
         known = self._facts_by_summary.get(previous) if previous else None
         if known is not None:
@@ -168,8 +171,9 @@ class StructuredSummarizer:
         self._remember(text, facts)
         return checked(SummaryResult(text=text, calls=1), "history summary")
 
-    def refine_observation(self, task: str, observation: Message, history: list[Message],
-                           *, guideline: str | None = None) -> SummaryResult:
+    def refine_observation(
+        self, task: str, observation: Message, history: list[Message], *, guideline: str | None = None
+    ) -> SummaryResult:
         text = render_observation(message_text(observation.get("content")))
         return checked(SummaryResult(text=text, calls=1), "refined observation")
 

@@ -135,7 +135,9 @@ def _bpe_bindings() -> Any:
             path = f"{folder}/_bindings{suffix}"
             try:
                 loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", path)
-                module = importlib.util.module_from_spec(importlib.util.spec_from_loader("bpe_openai._bindings", loader))
+                module = importlib.util.module_from_spec(
+                    importlib.util.spec_from_loader("bpe_openai._bindings", loader)
+                )
                 loader.exec_module(module)
             except (ImportError, OSError):
                 continue
@@ -185,9 +187,7 @@ def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-        )
+        return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
     return str(content)
 
 
@@ -304,7 +304,9 @@ class TokenCounter:
         return cached
 
     def _cache_count(self, key: tuple, count: int) -> None:
-        chars = len(key[1] or "") + sum(len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ()))
+        chars = len(key[1] or "") + sum(
+            len(name) + len(arguments) for name, arguments in (key[3] if len(key) > 3 else ())
+        )
         self._cache.put(key, count, chars)
 
     def message_ids(self, message: dict[str, Any]) -> bytes:
@@ -323,8 +325,12 @@ class TokenCounter:
     def _known(self, message: dict[str, Any]) -> tuple | None:
         """The identity entry of this very message object, unless its content or calls were replaced."""
         known = self._by_identity.get(id(message))
-        if known is not None and known[0] is message and known[1] is message.get("content") \
-                and known[2] is message.get("tool_calls"):
+        if (
+            known is not None
+            and known[0] is message
+            and known[1] is message.get("content")
+            and known[2] is message.get("tool_calls")
+        ):
             return known
         return None
 
@@ -454,7 +460,9 @@ def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
 TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints (message_ids); bytes / this = tokens
 
 # Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
-MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(1 << 24, (1 << 24) + 7)
+MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(
+    1 << 24, (1 << 24) + 7
+)
 
 
 def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) -> list[int]:
@@ -472,10 +480,16 @@ def message_token_key(message: dict[str, Any]) -> tuple:
     when they have equal ids (encoding is lossless on valid text; lone surrogates are replaced
     first, as encoding does), so messages can be compared without tokenizing them."""
     name = _sent_name(message)
-    calls = tuple((_valid_utf8(function.get("name") or ""), _valid_utf8(function.get("arguments") or ""))
-                  for function in (call.get("function") or _NO_FUNCTION for call in message.get("tool_calls") or ()))
-    return (_valid_utf8(message.get("role") or ""), _valid_utf8(name) if name else None,
-            _valid_utf8(message_text(message.get("content"))), calls)
+    calls = tuple(
+        (_valid_utf8(function.get("name") or ""), _valid_utf8(function.get("arguments") or ""))
+        for function in (call.get("function") or _NO_FUNCTION for call in message.get("tool_calls") or ())
+    )
+    return (
+        _valid_utf8(message.get("role") or ""),
+        _valid_utf8(name) if name else None,
+        _valid_utf8(message_text(message.get("content"))),
+        calls,
+    )
 
 
 def encode_token_key(key: tuple, encoder: Encoder) -> list[int]:

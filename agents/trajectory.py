@@ -55,8 +55,10 @@ class VisibleContext(BaseModel):
     messages: list[Message] = Field(default_factory=list, description="Each distinct shown message, once.")
     origins: list[str] = Field(default_factory=list, description="Per message: " + ", ".join(ORIGINS) + ".")
     steps: list[list[int]] = Field(default_factory=list, description="Per model call, indices into messages.")
-    tokens: list[int] = Field(default_factory=list, description="Per message: its o200k_base token count, so "
-                                                                 "readers (the run page) need not tokenize again.")
+    tokens: list[int] = Field(
+        default_factory=list,
+        description="Per message: its o200k_base token count, so readers (the run page) need not tokenize again.",
+    )
 
     def shown(self, step: int) -> list[Message]:
         """The messages model call ``step`` was shown, in order."""
@@ -83,7 +85,7 @@ class ContextRecorder:
         self._transcript_seen = 0
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
-        for message in transcript[self._transcript_seen:]:
+        for message in transcript[self._transcript_seen :]:
             self._transcript_ids.add(id(message))
             self._transcript_json.add(self._canonical(message))
             self._transcript_tool_call_ids.update(_call_ids(message))
@@ -150,15 +152,22 @@ class StepRecord(BaseModel):
     output_tokens: int = Field(description="Tokens of the assistant message it produced.")
     reported_input_tokens: int = Field(0, description="Input tokens the model service reported (0 offline).")
     reported_output_tokens: int = Field(0, description="Output tokens the model service reported (0 offline).")
-    cacheable_prefix_tokens: int = Field(0, description="o200k tokens of this request's longest prefix identical to an "
-                                                        "earlier request of the agent (erp_sim.agents.prompt_cache).")
-    provider_cached_tokens: int | None = Field(None, description="Cached prompt tokens the model service reported "
-                                                                 "(None: not reported, e.g. offline).")
+    cacheable_prefix_tokens: int = Field(
+        0,
+        description="o200k tokens of this request's longest prefix identical to an "
+        "earlier request of the agent (erp_sim.agents.prompt_cache).",
+    )
+    provider_cached_tokens: int | None = Field(
+        None, description="Cached prompt tokens the model service reported (None: not reported, e.g. offline)."
+    )
     summarizer_calls: int = Field(0)
     summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
     tool_calls: int = Field(0, description="Tool calls in the assistant message.")
-    role_calls: list[ModelCall] = Field(default_factory=list, description="Model calls of other roles in this step: the "
-                                        "summarizer's (building this context) and the LLM user's (answering this step).")
+    role_calls: list[ModelCall] = Field(
+        default_factory=list,
+        description="Model calls of other roles in this step: the "
+        "summarizer's (building this context) and the LLM user's (answering this step).",
+    )
 
 
 class EpisodeMetrics(BaseModel):
@@ -174,19 +183,27 @@ class EpisodeMetrics(BaseModel):
     steps: int = Field(0, description="Environment steps (tool calls + messages to the user).")
     model_calls: int = Field(0, description="Agent model calls.")
     tool_calls: int = 0
-    invalid_actions: int = Field(0, description="Actions the env could not parse (not JSON, unknown tool, bad arguments).")
+    invalid_actions: int = Field(
+        0, description="Actions the env could not parse (not JSON, unknown tool, bad arguments)."
+    )
     tool_errors: int = Field(0, description="Well-formed tool calls the ERP answered with an error.")
     user_turns: int = 0
     input_tokens: int = Field(0, description="Input tokens summed over model calls.")
     output_tokens: int = 0
     peak_tokens: int = Field(0, description="The largest single model input.")
     dependency: float = Field(0.0, description="ACON: sum over calls of (n_in + 2 n_out) * n_out / 2.")
-    reported_input_tokens: int = Field(0, description="Agent input tokens as the model service reported them (0 offline).")
+    reported_input_tokens: int = Field(
+        0, description="Agent input tokens as the model service reported them (0 offline)."
+    )
     reported_output_tokens: int = Field(0, description="Agent output tokens as the model service reported them.")
-    cacheable_prefix_tokens: int = Field(0, description="o200k input tokens a provider could serve from its prompt "
-                                                        "cache (erp_sim.agents.prompt_cache); share = this / input_tokens.")
-    provider_cached_tokens: int | None = Field(None, description="Cached agent input tokens as the service reported them "
-                                                                 "(None: never reported).")
+    cacheable_prefix_tokens: int = Field(
+        0,
+        description="o200k input tokens a provider could serve from its prompt "
+        "cache (erp_sim.agents.prompt_cache); share = this / input_tokens.",
+    )
+    provider_cached_tokens: int | None = Field(
+        None, description="Cached agent input tokens as the service reported them (None: never reported)."
+    )
     summarizer_calls: int = 0
     summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
     summarizer_input_tokens: int = Field(0, description="o200k.")
@@ -194,7 +211,9 @@ class EpisodeMetrics(BaseModel):
     summarizer_cacheable_prefix_tokens: int = Field(0, description="o200k.")
     summarizer_reported_input_tokens: int = Field(0, description="As the summarizer's service reported them.")
     summarizer_reported_output_tokens: int = Field(0, description="As the summarizer's service reported them.")
-    summarizer_provider_cached_tokens: int | None = Field(None, description="As the service reported them (None: never).")
+    summarizer_provider_cached_tokens: int | None = Field(
+        None, description="As the service reported them (None: never)."
+    )
     user_model_calls: int = Field(0, description="Calls of an LLM user's model (0 for the rule-based user).")
     user_input_tokens: int = Field(0, description="o200k input tokens of the LLM user's calls.")
     user_output_tokens: int = Field(0, description="o200k output tokens of the LLM user's calls.")
@@ -211,17 +230,24 @@ class Trajectory(BaseModel):
     policy: str = Field("full", description="Context policy spec the agent ran with.")
     messages: list[Message] = Field(default_factory=list, description="The full transcript, OpenAI chat format.")
     tools: list[ToolSchema] = Field(default_factory=list)
-    context: VisibleContext = Field(default_factory=VisibleContext,
-                                    description="What the model was shown at each call (see the module docstring).")
+    context: VisibleContext = Field(
+        default_factory=VisibleContext, description="What the model was shown at each call (see the module docstring)."
+    )
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
-    grade: Grade | None = Field(None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source.")
-    termination: Termination | Literal[""] = Field("", description="How the episode ended (erp_sim.outcomes); "
-                                                                   "empty until the runner sets it.")
+    grade: Grade | None = Field(
+        None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source."
+    )
+    termination: Termination | Literal[""] = Field(
+        "", description="How the episode ended (erp_sim.outcomes); empty until the runner sets it."
+    )
     failure_category: FailureCategory | None = None
-    infra_error: str | None = Field(None, description="Why the episode is not scored (infra_error, harness_error); "
-                                                      "resume runs it again.")
-    model_error: str | None = Field(None, description="The refusal that ended the episode (model_error, context_overflow).")
+    infra_error: str | None = Field(
+        None, description="Why the episode is not scored (infra_error, harness_error); resume runs it again."
+    )
+    model_error: str | None = Field(
+        None, description="The refusal that ended the episode (model_error, context_overflow)."
+    )
     timing: dict[str, float] = Field(default_factory=dict, description="Wall-clock figures; not deterministic.")
 
     def deterministic_dump(self) -> dict:

@@ -48,10 +48,14 @@ class Usage(BaseModel):
 
     input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
     output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
-    cached_input_tokens: int | None = Field(None, ge=0, description="Prompt tokens the service says it served from its "
-                                            "cache (prompt_tokens_details.cached_tokens); None: not reported.")
+    cached_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="Prompt tokens the service says it served from its "
+        "cache (prompt_tokens_details.cached_tokens); None: not reported.",
+    )
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -88,10 +92,13 @@ class AgentStep(BaseModel):
     message: Message = Field(description="The assistant message it produced (text and/or tool calls).")
     # not validated, so not copied: the recorder and the token counter find each shown message by
     # identity, which a validated copy of every message at every step would defeat (quadratic work)
-    shown: SkipValidation[list[Message]] = Field(default_factory=list,
-                                                 description="The messages the model was shown, after every context policy.")
+    shown: SkipValidation[list[Message]] = Field(
+        default_factory=list, description="The messages the model was shown, after every context policy."
+    )
     usage: Usage = Field(default_factory=Usage, description="Tokens of the agent's own model call.")
-    summarizer_usage: Usage = Field(default_factory=Usage, description="Tokens spent by summarizers inside context policies this step.")
+    summarizer_usage: Usage = Field(
+        default_factory=Usage, description="Tokens spent by summarizers inside context policies this step."
+    )
     summarizer_calls: int = Field(0, ge=0, description="Summarizer calls made this step.")
 
 

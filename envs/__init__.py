@@ -39,8 +39,13 @@ STEP_LIMITS = {"erp_sim/LongHorizon-v0": 1500}
 # reset runs, so after a refused first reset (bad options) every later step fails inside the
 # checker. The envs pass gymnasium's full ``check_env`` in the tests instead.
 for _env_id, _task_set in ENV_TASK_SETS.items():
-    register(id=_env_id, entry_point=ENTRY_POINT, kwargs={"task_set": _task_set},
-             max_episode_steps=STEP_LIMITS.get(_env_id, MAX_EPISODE_STEPS), disable_env_checker=True)
+    register(
+        id=_env_id,
+        entry_point=ENTRY_POINT,
+        kwargs={"task_set": _task_set},
+        max_episode_steps=STEP_LIMITS.get(_env_id, MAX_EPISODE_STEPS),
+        disable_env_checker=True,
+    )
 ENV_IDS = tuple(ENV_TASK_SETS)
 
 _LAZY = {

@@ -22,20 +22,39 @@ from typing import Any
 import gymnasium as gym
 
 import erp_sim
-import erp_sim.envs  # noqa: F401  (registers the ids)
+import erp_sim.envs
 
 DEFAULT_ENV_ID = "erp_sim/ExpenseItemization-v0"
 TRAINING_DEFAULTS = {"reward": "strict"}
 MESSAGE_TOOL = "send_message_to_user"
-MESSAGE_TOOL_SCHEMA = {"type": "function", "function": {
-    "name": MESSAGE_TOOL,
-    "description": "Send a message to the user (the employee who owns the expense report) and return their reply.",
-    "parameters": {"type": "object", "properties": {"message": {
-        "type": "string",
-        "description": "The message to the user, e.g. a question or a report that the itemization is done."}},
-        "required": ["message"], "additionalProperties": False}}}
-METRICS = ("strict_success", "success", "itemized_fraction", "invalid_actions", "tool_errors", "tool_calls",
-           "user_turns", "steps")
+MESSAGE_TOOL_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": MESSAGE_TOOL,
+        "description": "Send a message to the user (the employee who owns the expense report) and return their reply.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "message": {
+                    "type": "string",
+                    "description": "The message to the user, e.g. a question or a report that the itemization is done.",
+                }
+            },
+            "required": ["message"],
+            "additionalProperties": False,
+        },
+    },
+}
+METRICS = (
+    "strict_success",
+    "success",
+    "itemized_fraction",
+    "invalid_actions",
+    "tool_errors",
+    "tool_calls",
+    "user_turns",
+    "steps",
+)
 
 
 class EpisodeError(ValueError):
@@ -109,8 +128,9 @@ class Episode:
         observation, reward, terminated, truncated, self.info = self.env.step(action)
         self.reward += float(reward)
         self.done, self.truncated = bool(terminated or truncated), bool(truncated)
-        return Turn(observation, float(reward), self.done, self.truncated,
-                    self.info["action"]["kind"] == "invalid", self.info)
+        return Turn(
+            observation, float(reward), self.done, self.truncated, self.info["action"]["kind"] == "invalid", self.info
+        )
 
     def grade(self) -> dict:
         """The full grade of the ERP's state now (``erp_sim.Grade`` as a dict): for evaluators, never the agent."""
@@ -123,9 +143,12 @@ class Episode:
         if not self.started:
             return dict.fromkeys(METRICS, 0.0)
         grade, counts = self.grade(), self.info["counts"]
-        return {"strict_success": float(grade["strict_success"]), "success": float(grade["success"]),
-                "itemized_fraction": float(grade["itemized_fraction"]),
-                **{name: float(counts[name]) for name in METRICS[3:]}}
+        return {
+            "strict_success": float(grade["strict_success"]),
+            "success": float(grade["success"]),
+            "itemized_fraction": float(grade["itemized_fraction"]),
+            **{name: float(counts[name]) for name in METRICS[3:]},
+        }
 
     def close(self) -> None:
         self.env.close()

@@ -6,8 +6,8 @@ import json
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from decimal import Decimal
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
@@ -15,14 +15,14 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
+from erp_sim.envs.prompts import system_prompt
+from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
 from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
 from erp_sim.response import error_envelope, render
 from erp_sim.task_sets import task_rows
-from erp_sim.envs.prompts import system_prompt
-from erp_sim.envs.spaces import AnyText
-from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -34,17 +34,23 @@ MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error respon
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ENV_TERMINATIONS
 REWARDS = ("success", "strict")
-RESET_OPTIONS = ('Valid options: {"task_id": "<id>"} (a task of the env\'s task set) or {"task_index": <int>}; '
-                 "None draws a task with the env's seed.")
+RESET_OPTIONS = (
+    'Valid options: {"task_id": "<id>"} (a task of the env\'s task set) or {"task_index": <int>}; '
+    "None draws a task with the env's seed."
+)
 
 
 @lru_cache(maxsize=64)  # Progress is frozen and, while nothing changes, the same object step after step
 def _progress_info(state: Progress) -> dict:
     summary = state.summary
-    return {"success": state.success, "remaining_amount": f"{summary.remaining:.2f}",
-            "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
-            "saved_lines": summary.line_count, "unsaved_rows": state.unsaved_rows,
-            "itemization_form_open": state.itemization_form_open}
+    return {
+        "success": state.success,
+        "remaining_amount": f"{summary.remaining:.2f}",
+        "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
+        "saved_lines": summary.line_count,
+        "unsaved_rows": state.unsaved_rows,
+        "itemization_form_open": state.itemization_form_open,
+    }
 
 
 def progress_info(state: Progress) -> dict:
@@ -81,8 +87,9 @@ def _tools_json() -> str:
     return json.dumps(erp_sim.openai_tool_schemas())
 
 
-_ACTION_SHAPES = ('Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} '
-                  "to write to the user.")
+_ACTION_SHAPES = (
+    'Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} to write to the user.'
+)
 
 
 def parse_action(action: Any) -> tuple[str, Any]:
@@ -146,12 +153,31 @@ class EnvSnapshot:
 
 
 # The kwargs a snapshot must be restored under: they decide what the restored steps observe and pay.
-SNAPSHOT_SETTINGS = ("task_set", "verbosity", "faults", "reward", "reward_shaping", "max_user_turns",
-                     "receipt_in_instruction")
+SNAPSHOT_SETTINGS = (
+    "task_set",
+    "verbosity",
+    "faults",
+    "reward",
+    "reward_shaping",
+    "max_user_turns",
+    "receipt_in_instruction",
+)
 
 # What an episode is: everything reset() sets and step() changes (the user model, as it may keep state).
-EPISODE_STATE = ("session", "task", "_line_id", "_progress", "_potential", "_counts", "_termination",
-                 "_last_observation", "_task_info", "user", "_np_random", "_np_random_seed")
+EPISODE_STATE = (
+    "session",
+    "task",
+    "_line_id",
+    "_progress",
+    "_potential",
+    "_counts",
+    "_termination",
+    "_last_observation",
+    "_task_info",
+    "user",
+    "_np_random",
+    "_np_random_seed",
+)
 
 
 class ExpenseItemizationEnv(gym.Env[str, str]):
@@ -275,11 +301,19 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, task_set: str = "hotel_50", *, verbosity: str = "default", user_model: Any = "rule",
-                 receipt_in_instruction: bool = False, faults: Any = None,
-                 reward: Literal["success", "strict"] = "success",
-                 reward_shaping: Literal["none", "potential"] = "none", max_user_turns: int = 10,
-                 render_mode: str | None = None):
+    def __init__(
+        self,
+        task_set: str = "hotel_50",
+        *,
+        verbosity: str = "default",
+        user_model: Any = "rule",
+        receipt_in_instruction: bool = False,
+        faults: Any = None,
+        reward: Literal["success", "strict"] = "success",
+        reward_shaping: Literal["none", "potential"] = "none",
+        max_user_turns: int = 10,
+        render_mode: str | None = None,
+    ):
         if verbosity not in erp_sim.VERBOSITIES:
             raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
         if reward not in REWARDS:
@@ -322,7 +356,11 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading import expected_charges, initial_rows, target_line_ids  # at the first reset, not at gym.make
+        from erp_sim.grading import (  # at the first reset, not at gym.make
+            expected_charges,
+            initial_rows,
+            target_line_ids,
+        )
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
@@ -335,10 +373,18 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             self.user.reset(self.task)
         self._last_observation = self.task.instruction(include_receipt=self.receipt_in_instruction)
         task = self.task
-        self._task_info = {"task_id": task.task_id, "task_set": task.task_set, "expense_type": task.expense_type,
-                           "family": task.family, "difficulty": task.difficulty, "report_number": task.report_number,
-                           "line_number": task.line_number, "header_amount": task.header_amount,
-                           "currency": task.currency, "item_count": task.item_count}
+        self._task_info = {
+            "task_id": task.task_id,
+            "task_set": task.task_set,
+            "expense_type": task.expense_type,
+            "family": task.family,
+            "difficulty": task.difficulty,
+            "report_number": task.report_number,
+            "line_number": task.line_number,
+            "header_amount": task.header_amount,
+            "currency": task.currency,
+            "item_count": task.item_count,
+        }
         info = self._info()
         info.update(tools=json.loads(_tools_json()), system_prompt=system_prompt(self.task))
         return self._last_observation, info
@@ -347,8 +393,13 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if self.session is None:
             raise ResetNeeded("Call reset() before step().")
         if self._termination is not None:
-            return self._invalid_action("The episode is over; call reset() to start a new one."), 0.0, True, False, \
-                self._info(kind="invalid")
+            return (
+                self._invalid_action("The episode is over; call reset() to start a new one."),
+                0.0,
+                True,
+                False,
+                self._info(kind="invalid"),
+            )
         self._counts["steps"] += 1
         kind, payload = parse_action(action)
         tool_name = payload[0] if kind == "tool" else None
@@ -375,8 +426,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if self.render_mode != "ansi" or self.session is None:
             return None
         grade = progress_info(self._progress)
-        return (f"{self._last_observation}\n--- remaining {grade['remaining_amount']}, saved lines {grade['saved_lines']}, "
-                f"unsaved rows {grade['unsaved_rows']}, itemization form open: {grade['itemization_form_open']}\n")
+        return (
+            f"{self._last_observation}\n--- remaining {grade['remaining_amount']}, saved lines {grade['saved_lines']}, "
+            f"unsaved rows {grade['unsaved_rows']}, itemization form open: {grade['itemization_form_open']}\n"
+        )
 
     def close(self) -> None:
         if self.session is not None:
@@ -399,8 +452,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         restore equal the steps after the snapshot. The user model must pickle (``"rule"`` and ``None`` do)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before snapshot().")
-        return EnvSnapshot(self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}),
-                           self._settings())
+        return EnvSnapshot(
+            self.task_set, pickle.dumps({name: getattr(self, name) for name in EPISODE_STATE}), self._settings()
+        )
 
     def restore(self, snapshot: EnvSnapshot) -> None:
         """Resume from ``snapshot`` (this env's current episode is closed); the snapshot stays reusable."""
@@ -409,8 +463,11 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         mine, theirs = dict(self._settings()), dict(snapshot.settings)
         differing = [name for name in SNAPSHOT_SETTINGS if theirs.get(name) != mine[name]]
         if differing:
-            raise ValueError("The snapshot was taken under other env settings: " + ", ".join(
-                f"{name}={theirs.get(name)!r} (this env: {mine[name]!r})" for name in differing) + ".")
+            raise ValueError(
+                "The snapshot was taken under other env settings: "
+                + ", ".join(f"{name}={theirs.get(name)!r} (this env: {mine[name]!r})" for name in differing)
+                + "."
+            )
         state = pickle.loads(snapshot.data)
         self.close()
         self.__dict__.update(state)
@@ -438,14 +495,18 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             match = next((t for t in tasks if t.task_id == task_id), None) if isinstance(task_id, str) else None
             if match is None:
                 shown = ", ".join(t.task_id for t in tasks[:3])
-                raise ValueError(f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(tasks)} "
-                                 f"ids are {shown}, ... (env.unwrapped.tasks).")
+                raise ValueError(
+                    f"task_id {repr(task_id)[:80]} is not a task of {self.task_set!r}; its {len(tasks)} "
+                    f"ids are {shown}, ... (env.unwrapped.tasks)."
+                )
             return match
         if "task_index" in options:
             index = options["task_index"]
             if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(tasks):
-                raise ValueError(f"task_index must be an int from 0 to {len(tasks) - 1} ({self.task_set!r} has "
-                                 f"{len(tasks)} tasks), got {repr(index)[:80]}.")
+                raise ValueError(
+                    f"task_index must be an int from 0 to {len(tasks) - 1} ({self.task_set!r} has "
+                    f"{len(tasks)} tasks), got {repr(index)[:80]}."
+                )
             return tasks[int(index)]
         return None
 
@@ -491,8 +552,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         shaped, self._potential = value - self._potential, value
         return float(shaped)
 
-    def _info(self, kind: str | None = None, tool: str | None = None, is_error: bool = False,
-              error_code: str | None = None) -> dict:
+    def _info(
+        self, kind: str | None = None, tool: str | None = None, is_error: bool = False, error_code: str | None = None
+    ) -> dict:
         info = {
             "task": dict(self._task_info),
             "grade": progress_info(self._progress),

@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 
@@ -63,16 +64,27 @@ class GradeView(dict):
 class McpEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, server: Any, *, task=None, instruction: str | None = None, system_prompt: str | None = None,
-                 user_model=None, grade: GradeSource | None = None, auth_token: str | None = None,
-                 call_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        server: Any,
+        *,
+        task=None,
+        instruction: str | None = None,
+        system_prompt: str | None = None,
+        user_model=None,
+        grade: GradeSource | None = None,
+        auth_token: str | None = None,
+        call_timeout_s: float = 120.0,
+    ):
         from erp_sim.envs import system_prompt as default_system_prompt
 
         if task is None and instruction is None:
             raise ValueError("McpEnv needs a task (from erp_sim fixtures) or an instruction text")
         self.server, self.task, self.user_model, self.grade_source = server, task, user_model, grade
         self.instruction = instruction or task.instruction()
-        self.system_prompt = system_prompt or (default_system_prompt(task) if task else "You operate an ERP through its tools.")
+        self.system_prompt = system_prompt or (
+            default_system_prompt(task) if task else "You operate an ERP through its tools."
+        )
         self.call_timeout_s, self.auth_token = call_timeout_s, auth_token
         self._episodes = 0
         self.session_key = ""
@@ -95,8 +107,13 @@ class McpEnv(gym.Env):
         self._client = Client(self._transport(), auth=None if isinstance(self.server, str) else self.auth_token)
         self._loop.run(self._client.__aenter__(), self.call_timeout_s)
         tools = self._loop.run(self._client.list_tools(), self.call_timeout_s)
-        self._tools = [{"type": "function", "function": {"name": t.name, "description": t.description or "",
-                                                         "parameters": t.input_schema}} for t in tools]
+        self._tools = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema},
+            }
+            for t in tools
+        ]
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "tool_errors": 0, "user_turns": 0}
         self._termination = None
         if self.user_model is not None and self.task is not None:
@@ -115,7 +132,13 @@ class McpEnv(gym.Env):
             return self._message(str(parsed["message"]))
         if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
             self._counts["invalid_actions"] += 1
-            return json.dumps({"Result": "Error: the action must be {\"name\", \"arguments\"} or {\"message\"}."}), 0.0, False, False, self._info()
+            return (
+                json.dumps({"Result": 'Error: the action must be {"name", "arguments"} or {"message"}.'}),
+                0.0,
+                False,
+                False,
+                self._info(),
+            )
         arguments = parsed.get("arguments") or {}
         if isinstance(arguments, str):
             try:
@@ -146,7 +169,13 @@ class McpEnv(gym.Env):
         reply = self.user_model.reply(text, UserView(self.task, self._counts["user_turns"], lambda: grade))
         if reply.ends_conversation:
             self._termination = "success" if grade.get("success") else "user_ended"
-        return reply.text, float(bool(grade.get("success")) and reply.ends_conversation), reply.ends_conversation, False, self._info()
+        return (
+            reply.text,
+            float(bool(grade.get("success")) and reply.ends_conversation),
+            reply.ends_conversation,
+            False,
+            self._info(),
+        )
 
     def grade(self) -> GradeView | None:
         """The evaluator's view of the episode's state, or None without a grade source."""
@@ -165,8 +194,11 @@ class McpEnv(gym.Env):
 
     def _info(self) -> dict:
         task = self.task
-        return {"task": {"task_id": task.task_id if task else "remote", "task_set": task.task_set if task else "remote"},
-                "counts": dict(self._counts), "termination_reason": self._termination}
+        return {
+            "task": {"task_id": task.task_id if task else "remote", "task_set": task.task_set if task else "remote"},
+            "counts": dict(self._counts),
+            "termination_reason": self._termination,
+        }
 
     def _disconnect(self) -> None:
         if self._client is not None:
@@ -198,8 +230,11 @@ def admin_grade(base_url: str, admin_token: str, timeout_s: float = 30.0) -> Gra
     import httpx
 
     def read(session_key: str) -> dict | None:
-        response = httpx.get(f"{base_url.rstrip('/')}/admin/sessions/{session_key}/grade", timeout=timeout_s,
-                             headers={"Authorization": f"Bearer {admin_token}"})
+        response = httpx.get(
+            f"{base_url.rstrip('/')}/admin/sessions/{session_key}/grade",
+            timeout=timeout_s,
+            headers={"Authorization": f"Bearer {admin_token}"},
+        )
         if response.status_code == 404:
             return None
         response.raise_for_status()

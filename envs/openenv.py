@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
@@ -38,9 +38,9 @@ DEFAULT_MAX_SESSIONS = 64
 class ErpAction(Action):
     """A tool call (``tool`` and ``arguments``; ``send_message_to_user`` is a message) or a ``message`` to the user."""
 
-    tool: Optional[str] = Field(default=None, description="An ERP tool's name (or send_message_to_user).")
+    tool: str | None = Field(default=None, description="An ERP tool's name (or send_message_to_user).")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
-    message: Optional[str] = Field(default=None, description="A message to the user, instead of a tool call.")
+    message: str | None = Field(default=None, description="A message to the user, instead of a tool call.")
 
 
 class ErpObservation(Observation):
@@ -49,25 +49,26 @@ class ErpObservation(Observation):
     text: str = Field(default="", description="The tool's response, the user's reply, or the error.")
     messages: list[dict[str, str]] = Field(default_factory=list, description="On reset: the system and user turns.")
     tools: list[dict[str, Any]] = Field(default_factory=list, description="On reset: the tools in OpenAI form.")
-    action_kind: Optional[str] = Field(default=None, description="tool, message or invalid (None on reset).")
+    action_kind: str | None = Field(default=None, description="tool, message or invalid (None on reset).")
     is_error: bool = Field(default=False, description="The action failed: refused, or the ERP answered with an error.")
-    error_code: Optional[str] = Field(default=None, description="InvalidAction, ResetNeeded, the ERP's code, ...")
+    error_code: str | None = Field(default=None, description="InvalidAction, ResetNeeded, the ERP's code, ...")
     success: bool = Field(default=False, description="The live grade: the itemization is complete.")
     itemized_fraction: float = Field(default=0.0, description="Saved itemized amount / the task's amount.")
     remaining_amount: str = Field(default="", description="The task's amount minus saved itemized lines.")
-    counts: dict[str, int] = Field(default_factory=dict, description="steps, tool_calls, invalid_actions, "
-                                                                     "tool_errors, user_turns.")
+    counts: dict[str, int] = Field(
+        default_factory=dict, description="steps, tool_calls, invalid_actions, tool_errors, user_turns."
+    )
     episode_return: float = Field(default=0.0, description="The sum of the episode's rewards so far.")
-    termination_reason: Optional[str] = Field(default=None, description="Set when the episode ended.")
+    termination_reason: str | None = Field(default=None, description="Set when the episode ended.")
     truncated: bool = Field(default=False, description="Ended by the step limit.")
-    final_grade: Optional[dict[str, Any]] = Field(default=None, description="erp_sim.Grade when the episode ended.")
+    final_grade: dict[str, Any] | None = Field(default=None, description="erp_sim.Grade when the episode ended.")
 
 
 class ErpState(State):
     """The session's episode: the task and its counts."""
 
     env_id: str = DEFAULT_ENV_ID
-    task_id: Optional[str] = None
+    task_id: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     episode_return: float = 0.0
     done: bool = False
@@ -86,13 +87,22 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
     def __init__(self, env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any):
         super().__init__()
         self._episode = Episode(env_id, **env_kwargs)
-        self._episode_id: Optional[str] = None
+        self._episode_id: str | None = None
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, task_id: Optional[str] = None,
-              task_index: Optional[int] = None, **kwargs: Any) -> ErpObservation:
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        task_index: int | None = None,
+        **kwargs: Any,
+    ) -> ErpObservation:
         if kwargs:
-            return _error_observation("ResetRefused", f"Unknown reset option(s) {', '.join(sorted(kwargs))}: give "
-                                      "task_id, task_index or seed.", done=True)
+            return _error_observation(
+                "ResetRefused",
+                f"Unknown reset option(s) {', '.join(sorted(kwargs))}: give task_id, task_index or seed.",
+                done=True,
+            )
         try:
             messages = self._episode.start(task_id=task_id, task_index=task_index, seed=seed)
         except ValueError as exc:  # the env's one-line reason; a running episode goes on
@@ -100,7 +110,7 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
         self._episode_id = episode_id
         return self._observation(messages[-1]["content"], 0.0, messages=messages, tools=self._episode.tools)
 
-    def step(self, action: ErpAction, timeout_s: Optional[float] = None, **kwargs: Any) -> ErpObservation:
+    def step(self, action: ErpAction, timeout_s: float | None = None, **kwargs: Any) -> ErpObservation:
         if action.tool is None and action.message is not None and not action.arguments:
             return self._play(lambda: self._episode.send_message(action.message))
         if action.tool is not None and action.message is None:
@@ -120,9 +130,15 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
     def state(self) -> ErpState:
         episode = self._episode
         info = episode.info if episode.started else {}
-        return ErpState(episode_id=self._episode_id, step_count=info.get("counts", {}).get("steps", 0),
-                        env_id=episode.env_id, task_id=info.get("task", {}).get("task_id"),
-                        counts=info.get("counts", {}), episode_return=episode.reward, done=episode.done)
+        return ErpState(
+            episode_id=self._episode_id,
+            step_count=info.get("counts", {}).get("steps", 0),
+            env_id=episode.env_id,
+            task_id=info.get("task", {}).get("task_id"),
+            counts=info.get("counts", {}),
+            episode_return=episode.reward,
+            done=episode.done,
+        )
 
     def close(self) -> None:
         self._episode.close()
@@ -131,11 +147,22 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
         episode, info = self._episode, self._episode.info
         action, grade = info.get("action") or {}, info["grade"]
         return ErpObservation(
-            text=text, reward=reward, done=episode.done, action_kind=action.get("kind"),
-            is_error=bool(action.get("is_error")), error_code=action.get("error_code"), success=grade["success"],
-            itemized_fraction=grade["itemized_fraction"], remaining_amount=grade["remaining_amount"],
-            counts=info["counts"], episode_return=episode.reward, termination_reason=info["termination_reason"],
-            truncated=episode.truncated, final_grade=episode.grade() if episode.done else None, **extra)
+            text=text,
+            reward=reward,
+            done=episode.done,
+            action_kind=action.get("kind"),
+            is_error=bool(action.get("is_error")),
+            error_code=action.get("error_code"),
+            success=grade["success"],
+            itemized_fraction=grade["itemized_fraction"],
+            remaining_amount=grade["remaining_amount"],
+            counts=info["counts"],
+            episode_return=episode.reward,
+            termination_reason=info["termination_reason"],
+            truncated=episode.truncated,
+            final_grade=episode.grade() if episode.done else None,
+            **extra,
+        )
 
 
 class ErpEnvClient(EnvClient[ErpAction, ErpObservation, ErpState]):
@@ -145,8 +172,9 @@ class ErpEnvClient(EnvClient[ErpAction, ErpObservation, ErpState]):
         return action.model_dump(exclude={"metadata"})
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[ErpObservation]:
-        observation = ErpObservation(**payload.get("observation", {}), reward=payload.get("reward"),
-                                     done=payload.get("done", False))
+        observation = ErpObservation(
+            **payload.get("observation", {}), reward=payload.get("reward"), done=payload.get("done", False)
+        )
         return StepResult(observation=observation, reward=payload.get("reward"), done=payload.get("done", False))
 
     def _parse_state(self, payload: dict[str, Any]) -> ErpState:
@@ -167,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     from erp_sim.mcp.server import _is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
-    parser.add_argument("--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote).")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote)."
+    )
     parser.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     parser.add_argument("--port", type=port_number, default=8000, help="Port (default 8000; 0: any free port).")
     parser.add_argument("--env", default=DEFAULT_ENV_ID, choices=ENV_IDS, help="Env id (default %(default)s).")
@@ -178,8 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if not _is_loopback(args.host) and not args.allow_remote:
-        print(f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "
-              "machines (OpenEnv has no authentication: put it behind a proxy that has).", file=sys.stderr)
+        print(
+            f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "
+            "machines (OpenEnv has no authentication: put it behind a proxy that has).",
+            file=sys.stderr,
+        )
         return 2
     if args.max_sessions < 1:
         print("erp-sim serve --openenv: --max-sessions must be at least 1.", file=sys.stderr)

@@ -60,7 +60,7 @@ def parse_command(line: str, tool_names) -> tuple[str, object]:
     text = line.strip()
     if not text:
         return "empty", None
-    if any(ord(ch) < 32 and ch != "\t" or ord(ch) == 127 for ch in text):
+    if any((ord(ch) < 32 and ch != "\t") or ord(ch) == 127 for ch in text):
         return "error", "Ignored a line with control characters or a terminal escape sequence; nothing was sent."
     word, _, rest = text.partition(" ")
     rest = rest.strip()
@@ -82,7 +82,7 @@ def parse_command(line: str, tool_names) -> tuple[str, object]:
     if word not in tool_names:
         return "error", unknown(word, tool_names)
     if rest and not rest.startswith("{"):
-        return "error", "Arguments must be a JSON object, e.g. form_find_menu_item {\"menuItemFilter\": \"expense\"}."
+        return "error", 'Arguments must be a JSON object, e.g. form_find_menu_item {"menuItemFilter": "expense"}.'
     return "action", json.dumps({"name": word, "arguments": rest or {}})
 
 
@@ -97,7 +97,11 @@ def type_of(schema: dict, defs: dict) -> str:
     """A JSON schema as a short type: string, list[...], {field: type}, a|b."""
     if "$ref" in schema:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
-        return "{" + ", ".join(f"{name}: {type_of(prop, defs)}" for name, prop in target.get("properties", {}).items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{name}: {type_of(prop, defs)}" for name, prop in target.get("properties", {}).items())
+            + "}"
+        )
     if "anyOf" in schema:
         return "|".join(type_of(option, defs) for option in schema["anyOf"])
     if "enum" in schema:
@@ -110,8 +114,10 @@ def type_of(schema: dict, defs: dict) -> str:
 def tool_signature(parameters: dict) -> list[tuple[str, str, str]]:
     """(name, type, description) per argument; optional ones end in '?'."""
     required, defs = set(parameters.get("required", ())), parameters.get("$defs", {})
-    return [(name + ("" if name in required else "?"), type_of(prop, defs), prop.get("description", ""))
-            for name, prop in parameters.get("properties", {}).items()]
+    return [
+        (name + ("" if name in required else "?"), type_of(prop, defs), prop.get("description", ""))
+        for name, prop in parameters.get("properties", {}).items()
+    ]
 
 
 def describe_tools(tools: list[dict], name: str | None = None) -> str:
@@ -122,7 +128,9 @@ def describe_tools(tools: list[dict], name: str | None = None) -> str:
             return unknown(name, [f["name"] for f in functions]).replace("; nothing was sent", "")
         function = chosen[0]
         lines = [f"{function['name']}: {function['description']}", "Arguments (? = optional):"]
-        lines += [f"  {arg}: {kind}\n      {text}" for arg, kind, text in tool_signature(function["parameters"])] or ["  (none)"]
+        lines += [f"  {arg}: {kind}\n      {text}" for arg, kind, text in tool_signature(function["parameters"])] or [
+            "  (none)"
+        ]
         return "\n".join(lines)
     lines = []
     for function in functions:
@@ -134,23 +142,30 @@ def describe_tools(tools: list[dict], name: str | None = None) -> str:
 # --- a readable view of a response ---------------------------------------------------------------
 def table(columns: list[tuple[str, str]], rows: list[dict]) -> list[str]:
     """Rows as a text table; columns are (key, header) pairs."""
+
     def cell(value) -> str:
         text = "" if value is None else str(value)
         return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "~"
 
     cells = [[cell(row.get(key)) for key, _ in columns] for row in rows]
     widths = [max([len(header)] + [len(line[i]) for line in cells]) for i, (_, header) in enumerate(columns)]
-    render = lambda values: "  " + " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
-    return [render([header for _, header in columns]), "  " + "-+-".join("-" * w for w in widths),
-            *(render(line) for line in cells)]
+    render = lambda values: "  " + " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+    return [
+        render([header for _, header in columns]),
+        "  " + "-+-".join("-" * w for w in widths),
+        *(render(line) for line in cells),
+    ]
 
 
 def pages(pagination: dict | None, shown: int) -> str:
     if not isinstance(pagination, dict) or "TotalRows" not in pagination:
         return f"{shown} row(s)"
     text = f"rows {pagination.get('FirstRow')}-{pagination.get('LastRow')} of {pagination['TotalRows']}"
-    more = [action for key, action in (("HasPreviousPage", "LoadPreviousPage"), ("HasNextPage", "LoadNextPage"))
-            if pagination.get(key)]
+    more = [
+        action
+        for key, action in (("HasPreviousPage", "LoadPreviousPage"), ("HasNextPage", "LoadNextPage"))
+        if pagination.get(key)
+    ]
     return text + (f" (more: actionId {' / '.join(more)})" if more else "") if pagination["TotalRows"] else "no rows"
 
 
@@ -177,8 +192,9 @@ def form_lines(node, lines: list[str]) -> None:
         return
     for key, value in node.items():
         if key == "Buttons" and isinstance(value, list):
-            lines.append("Buttons: " + ", ".join(b["Name"] + ("" if b.get("IsEnabled", True) else " (disabled)")
-                                                 for b in value))
+            lines.append(
+                "Buttons: " + ", ".join(b["Name"] + ("" if b.get("IsEnabled", True) else " (disabled)") for b in value)
+            )
         elif isinstance(value, (dict, list)):
             form_lines(value, lines)
 
@@ -208,7 +224,9 @@ def readable(observation: str) -> str:
             lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
     form = response.get("FormState")
     if form:
-        lines.append(f"Form {form.get('Caption')} ({form.get('Name')}){': ' + form['Summary'] if form.get('Summary') else ''}")
+        lines.append(
+            f"Form {form.get('Caption')} ({form.get('Name')}){': ' + form['Summary'] if form.get('Summary') else ''}"
+        )
         form_lines({"Form": form.get("Form"), "Buttons": form.get("Buttons") or []}, lines)
         if form.get("HasUnsavedChanges"):
             lines.append("Unsaved changes: save with form_save_form")
@@ -252,8 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     import erp_sim.envs  # noqa: F401  (registers the ids)
 
     out = sys.stdout
-    kwargs = {"verbosity": args.verbosity, "user_model": args.user, "receipt_in_instruction": args.receipt,
-              "faults": args.faults}
+    kwargs = {
+        "verbosity": args.verbosity,
+        "user_model": args.user,
+        "receipt_in_instruction": args.receipt,
+        "faults": args.faults,
+    }
     if args.max_steps is not None:
         kwargs["max_episode_steps"] = args.max_steps
     try:
@@ -267,8 +289,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     task, tools, system_prompt, instruction = info["task"], info["tools"], info["system_prompt"], observation
     tool_names = [tool["function"]["name"] for tool in tools]
-    print(f"Task {task['task_id']} ({task['expense_type']}, {task['difficulty']}, {task['item_count']} receipt charges). "
-          "Type 'help' for commands.\n", file=out)
+    print(
+        f"Task {task['task_id']} ({task['expense_type']}, {task['difficulty']}, {task['item_count']} receipt charges). "
+        "Type 'help' for commands.\n",
+        file=out,
+    )
     print(f"USER: {observation}\n", file=out)
     read = line_reader([*LOCAL_COMMANDS, "say", *tool_names])
     last_response, steps, reason = None, 0, None
@@ -314,10 +339,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def format_grade(grade) -> str:
-    lines = [f"Grade: success={grade.success} strict_success={grade.strict_success} "
-             f"itemized={grade.itemized_fraction:.2%} remaining={grade.remaining_amount} "
-             f"saved_lines={grade.saved_lines}/{grade.expected_lines} unsaved_rows={grade.unsaved_rows} "
-             f"itemization_form_open={grade.itemization_form_open}"]
+    lines = [
+        f"Grade: success={grade.success} strict_success={grade.strict_success} "
+        f"itemized={grade.itemized_fraction:.2%} remaining={grade.remaining_amount} "
+        f"saved_lines={grade.saved_lines}/{grade.expected_lines} unsaved_rows={grade.unsaved_rows} "
+        f"itemization_form_open={grade.itemization_form_open}"
+    ]
     if grade.collateral:
         lines.append("Collateral changes: " + "; ".join(grade.collateral))
     return "\n".join(lines)

@@ -53,10 +53,11 @@ Work autonomously: do not stop to ask for confirmation, and keep itemizing until
 you are done."""
 
 
-def system_prompt(task: "Task") -> str:
+def system_prompt(task: Task) -> str:
     """The system prompt for an agent working on ``task`` (depends only on its expense category)."""
     from erp_sim.catalog import CATEGORIES
 
     category = CATEGORIES[task.expense_type]
-    return _TEMPLATE.format(category=category.name, subcategories=", ".join(category.subcategories),
-                            mapping_rules=task.mapping_rules())
+    return _TEMPLATE.format(
+        category=category.name, subcategories=", ".join(category.subcategories), mapping_rules=task.mapping_rules()
+    )

@@ -38,5 +38,7 @@ class AnyText(Text):
 
 @create_shared_memory.register(AnyText)
 def _refuse_shared_memory(space: AnyText, n: int = 1, ctx: Any = None):
-    raise CustomSpaceError("AnyText observations cannot go through shared memory: create the AsyncVectorEnv with "
-                           "shared_memory=False (erp_sim.envs.make_vec does).")
+    raise CustomSpaceError(
+        "AnyText observations cannot go through shared memory: create the AsyncVectorEnv with "
+        "shared_memory=False (erp_sim.envs.make_vec does)."
+    )

@@ -108,15 +108,17 @@ def _metric_func(name: str):
 
 
 strict_success, itemized_fraction, invalid_actions, tool_errors = (
-    _metric_func(name) for name in ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors"))
+    _metric_func(name) for name in ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors")
+)
 METRIC_FUNCS = [strict_success, itemized_fraction, invalid_actions, tool_errors]
 
 
 def training_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
     """One dataset row per task of the env's task set: ``prompt`` (system + user turns) and ``task_id`` for reset."""
     episode = Episode(env_id, **env_kwargs)
-    rows = [{"prompt": episode.start(task_index=index), "task_id": task.task_id}
-            for index, task in enumerate(episode.tasks)]
+    rows = [
+        {"prompt": episode.start(task_index=index), "task_id": task.task_id} for index, task in enumerate(episode.tasks)
+    ]
     episode.close()
     return rows
 
@@ -130,7 +132,7 @@ def _annotation(schema: dict) -> Any:
     """
     if "anyOf" in schema:
         members = tuple(dict.fromkeys(_annotation(s) for s in schema["anyOf"]))
-        return Union[members] if len(members) > 1 else members[0]
+        return Union[members] if len(members) > 1 else members[0]  # noqa: UP007 (built at run time from a tuple)
     if "$ref" in schema:
         return dict
     if "enum" in schema:
@@ -147,8 +149,9 @@ def _describe(schema: dict, defs: dict) -> str:
     ref = schema.get("$ref") or schema.get("items", {}).get("$ref")
     if ref:
         nested = defs[ref.rsplit("/", 1)[-1]]
-        fields = "; ".join(f"{key}: {value.get('description', '').rstrip('.')}"
-                           for key, value in nested.get("properties", {}).items())
+        fields = "; ".join(
+            f"{key}: {value.get('description', '').rstrip('.')}" for key, value in nested.get("properties", {}).items()
+        )
         text += f" Each item is an object with {fields}."
     if "default" in schema and schema["default"] not in (None, "", [], {}):
         text += f" Default: {json.dumps(schema['default'])}."
@@ -166,10 +169,16 @@ def _tool_method(tool: erp_sim.Tool):
     for name, prop in properties.items():
         annotation = _annotation(prop)
         if name not in required:
-            annotation = Optional[annotation]
+            annotation = Optional[annotation]  # noqa: UP045 (transformers reads Optional to mark a parameter optional)
         annotations[name] = annotation
-        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
-                                            default=inspect.Parameter.empty if name in required else None))
+        parameters.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=annotation,
+                default=inspect.Parameter.empty if name in required else None,
+            )
+        )
     annotations["return"] = str
 
     def method(self, **arguments) -> str:

@@ -20,8 +20,9 @@ The env enforces ``max_user_turns`` itself, so a user model never has to count.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from erp_sim import Grade, Task
@@ -35,40 +36,50 @@ class UserReply(NamedTuple):
 class UserView:
     """What the user may look at when replying. ``grade`` is computed on first access only."""
 
-    def __init__(self, task: "Task", turn: int, grade: Callable[[], "Grade"]):
+    def __init__(self, task: Task, turn: int, grade: Callable[[], Grade]):
         self.task = task
         self.turn = turn  # 1-based number of this agent message
         self._grade = grade
 
     @cached_property
-    def grade(self) -> "Grade":
+    def grade(self) -> Grade:
         return self._grade()
 
 
 @runtime_checkable
 class UserModel(Protocol):
-    def reset(self, task: "Task") -> None: ...
+    def reset(self, task: Task) -> None: ...
 
     def reply(self, message: str, view: UserView) -> UserReply: ...
 
 
 # --- the rule-based user ---------------------------------------------------------------------
 _ATTACHMENT = re.compile(r"\b(attach\w*|upload\w*|scan\w*|photo|copy of|send (me|us|over)|provide|share|forward)\b")
-_DOCUMENT = re.compile(r"\b(receipts?|folios?|documents?|invoices?|files?|attachments?|bills?|statements?|agreements?)\b")
+_DOCUMENT = re.compile(
+    r"\b(receipts?|folios?|documents?|invoices?|files?|attachments?|bills?|statements?|agreements?)\b"
+)
 _REQUEST = re.compile(r"\?|\b(please|need|needs|require[sd]?|would like|could you|can you|kindly)\b")
 _QUESTION = re.compile(r"\?|^\s*(should|shall|can|could|may|do|does|would|will|is|are|please confirm)\b")
 _CONFIRMATION = re.compile(r"\b(add|adding|missing|create|include|proceed|continue|go ahead|confirm|ok(ay)?)\b")
 _DONE = re.compile(r"\b(done|complete[d]?|finished|all set|fully itemi[sz]ed|wrapped up)\b")
 
-DECLINE_ATTACHMENT = ("I can't send anything else: the receipt is already attached to the expense line in the system. "
-                      "Please read the charges from it there and carry on with the itemization.")
-CONFIRM_ADD = ("Yes, please add every missing charge from the receipt as its own itemized line, with the right "
-               "subcategory, date and amount. Then save, check that the remaining amount is exactly 0.00 and close "
-               "the itemization form.")
-VERIFY = ("Thanks. Please verify that the itemization's remaining amount is exactly 0.00, that every itemized line "
-          "is saved, and that the itemization form is closed.")
-CARRY_ON = ("Please go ahead with the itemization as described in my first message: one itemized line per receipt "
-            "charge, saved, remaining amount exactly 0.00, and the itemization form closed.")
+DECLINE_ATTACHMENT = (
+    "I can't send anything else: the receipt is already attached to the expense line in the system. "
+    "Please read the charges from it there and carry on with the itemization."
+)
+CONFIRM_ADD = (
+    "Yes, please add every missing charge from the receipt as its own itemized line, with the right "
+    "subcategory, date and amount. Then save, check that the remaining amount is exactly 0.00 and close "
+    "the itemization form."
+)
+VERIFY = (
+    "Thanks. Please verify that the itemization's remaining amount is exactly 0.00, that every itemized line "
+    "is saved, and that the itemization form is closed."
+)
+CARRY_ON = (
+    "Please go ahead with the itemization as described in my first message: one itemized line per receipt "
+    "charge, saved, remaining amount exactly 0.00, and the itemization form closed."
+)
 THANKS = "Thanks, I checked: the itemization is complete. That's all I needed."
 
 
@@ -83,9 +94,9 @@ class RuleBasedUser:
     """
 
     def __init__(self) -> None:
-        self.task: "Task | None" = None
+        self.task: Task | None = None
 
-    def reset(self, task: "Task") -> None:
+    def reset(self, task: Task) -> None:
         self.task = task
 
     def reply(self, message: str, view: UserView) -> UserReply:
@@ -106,18 +117,21 @@ class RuleBasedUser:
         grade = view.grade
         if grade.success:
             return UserReply(THANKS, ends_conversation=True)
-        return UserReply("It isn't finished yet: " + "; ".join(what_is_left(grade)) + ". Please fix that and tell me when "
-                         "it's done.")
+        return UserReply(
+            "It isn't finished yet: " + "; ".join(what_is_left(grade)) + ". Please fix that and tell me when it's done."
+        )
 
 
-def what_is_left(grade: "Grade") -> list[str]:
+def what_is_left(grade: Grade) -> list[str]:
     """The completion protocol's open points, in the user's words."""
     left = []
     lines = getattr(grade, "lines", None)  # a task with several lines: each line's own remaining must be 0.00
     if lines:  # (a Grade's LineGrade models, or the dicts of a grade read back from JSON)
         for line in (line if isinstance(line, dict) else line.model_dump() for line in lines):
             if line["remaining_amount"] != "0.00":
-                left.append(f"line {line['line_number']}'s remaining amount is {line['remaining_amount']}, it must be exactly 0.00")
+                left.append(
+                    f"line {line['line_number']}'s remaining amount is {line['remaining_amount']}, it must be exactly 0.00"
+                )
     elif grade.remaining_amount != "0.00":
         left.append(f"the remaining amount is {grade.remaining_amount}, it must be exactly 0.00")
     if grade.saved_lines == 0:
@@ -129,7 +143,7 @@ def what_is_left(grade: "Grade") -> list[str]:
     return left or ["the itemization does not pass the check yet"]
 
 
-def make_user_model(spec: "str | UserModel | None") -> "UserModel | None":
+def make_user_model(spec: str | UserModel | None) -> UserModel | None:
     """``"rule"`` -> ``RuleBasedUser()``; ``None`` or ``"none"`` -> no user (the study's C1); objects pass through."""
     if spec is None or (isinstance(spec, str) and spec.lower() == "none"):
         return None

@@ -16,9 +16,14 @@ import gymnasium as gym
 import erp_sim.envs  # noqa: F401  (registers the ids)
 
 
-def make_vec(env_id: str = "erp_sim/ExpenseItemization-v0", num_envs: int = 2, *,
-             vectorization_mode: Literal["sync", "async"] = "async", vector_kwargs: dict | None = None,
-             **env_kwargs) -> gym.vector.VectorEnv:
+def make_vec(
+    env_id: str = "erp_sim/ExpenseItemization-v0",
+    num_envs: int = 2,
+    *,
+    vectorization_mode: Literal["sync", "async"] = "async",
+    vector_kwargs: dict | None = None,
+    **env_kwargs,
+) -> gym.vector.VectorEnv:
     """``gym.make_vec`` for an erp_sim id; async envs use ``shared_memory=False``.
 
     ``vector_kwargs`` pass on to the vector env (``autoreset_mode``, ``context="spawn"``, ...);
@@ -27,5 +32,6 @@ def make_vec(env_id: str = "erp_sim/ExpenseItemization-v0", num_envs: int = 2, *
     vector_kwargs = dict(vector_kwargs or {})
     if vectorization_mode == "async":
         vector_kwargs.setdefault("shared_memory", False)
-    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=vectorization_mode,
-                        vector_kwargs=vector_kwargs, **env_kwargs)
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode=vectorization_mode, vector_kwargs=vector_kwargs, **env_kwargs
+    )

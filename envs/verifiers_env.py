@@ -35,8 +35,10 @@ LOGGED_METRICS = ("strict_success", "itemized_fraction", "invalid_actions", "too
 def dataset_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
     """One row per task of the env's task set: ``prompt`` (system + user turns), ``info`` (the task id)."""
     episode = Episode(env_id, **env_kwargs)
-    rows = [{"prompt": episode.start(task_index=index), "info": {"task_id": task.task_id}}
-            for index, task in enumerate(episode.tasks)]
+    rows = [
+        {"prompt": episode.start(task_index=index), "info": {"task_id": task.task_id}}
+        for index, task in enumerate(episode.tasks)
+    ]
     episode.close()
     return rows
 
@@ -46,10 +48,16 @@ class ErpMultiTurnEnv(vf.MultiTurnEnv):
 
     def __init__(self, erp_env_id: str = DEFAULT_ENV_ID, env_kwargs: dict | None = None, **kwargs: Any):
         self.erp_env_id, self.erp_env_kwargs = erp_env_id, dict(env_kwargs or {})
-        rows = lambda: Dataset.from_list(dataset_rows(erp_env_id, **self.erp_env_kwargs))  # noqa: E731 (built lazily)
+        rows = lambda: Dataset.from_list(dataset_rows(erp_env_id, **self.erp_env_kwargs))
         tools = [schema["function"] for schema in tool_schemas()]
-        super().__init__(dataset=rows, eval_dataset=rows, tool_defs=tools, rubric=episode_rubric(),
-                         max_turns=MAX_EPISODE_STEPS, **kwargs)
+        super().__init__(
+            dataset=rows,
+            eval_dataset=rows,
+            tool_defs=tools,
+            rubric=episode_rubric(),
+            max_turns=MAX_EPISODE_STEPS,
+            **kwargs,
+        )
 
     async def setup_state(self, state: vf.State) -> vf.State:
         episode = Episode(self.erp_env_id, **self.erp_env_kwargs)
@@ -65,8 +73,10 @@ class ErpMultiTurnEnv(vf.MultiTurnEnv):
         episode: Episode = state["erp_episode"]
         last = messages[-1]
         if last.tool_calls:
-            replies = [vf.ToolMessage(tool_call_id=call.id, content=_play(episode, call.name, call.arguments))
-                       for call in last.tool_calls]
+            replies = [
+                vf.ToolMessage(tool_call_id=call.id, content=_play(episode, call.name, call.arguments))
+                for call in last.tool_calls
+            ]
         else:
             replies = [vf.UserMessage(content=_play(episode, None, _text(last.content)))]
         if episode.done:
@@ -93,8 +103,9 @@ def _play(episode: Episode, tool: str | None, payload: str) -> str:
 
 def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts
-        return "".join(getattr(part, "text", None) or (part.get("text", "") if isinstance(part, dict) else "")
-                       for part in content)
+        return "".join(
+            getattr(part, "text", None) or (part.get("text", "") if isinstance(part, dict) else "") for part in content
+        )
     return content or ""
 
 
@@ -119,8 +130,9 @@ def episode_rubric() -> vf.Rubric:
     return rubric
 
 
-def load_environment(env_id: str = DEFAULT_ENV_ID, verbosity: str = "default", erp_env_id: str | None = None,
-                     **env_kwargs: Any) -> ErpMultiTurnEnv:
+def load_environment(
+    env_id: str = DEFAULT_ENV_ID, verbosity: str = "default", erp_env_id: str | None = None, **env_kwargs: Any
+) -> ErpMultiTurnEnv:
     """The verifiers environment for a gym id (``env_id``, or ``erp_env_id`` through ``vf.load_environment``,
     which takes ``env_id`` for itself) with env kwargs (``reward="strict"`` unless given)."""
     return ErpMultiTurnEnv(erp_env_id or env_id, {"verbosity": verbosity, **env_kwargs})

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
@@ -40,19 +41,27 @@ class Action:
 # --- parameter checks ------------------------------------------------------------------------------
 def _convert(param: Parameter, value: object) -> object:
     if param.type == "Edm.Int64":
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or not re.fullmatch(r"\s*\d{1,18}\s*", str(value)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or not re.fullmatch(r"\s*\d{1,18}\s*", str(value))
+        ):
             raise ValidationError(f"Parameter {param.name}: expected a whole number, got {value!r}.")
         return int(value)
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"Parameter {param.name}: expected non-empty text, got {value!r}.")
     if len(value) > MAX_PARAMETER_CHARS:
-        raise ValidationError(f"Parameter {param.name}: text is {len(value)} characters; at most {MAX_PARAMETER_CHARS}.")
+        raise ValidationError(
+            f"Parameter {param.name}: text is {len(value)} characters; at most {MAX_PARAMETER_CHARS}."
+        )
     return value.strip()
 
 
 def _arguments(action: Action, parameters: object) -> dict[str, Any]:
     if not isinstance(parameters, dict):
-        raise ValidationError(f"parameters: expected an object of parameter name -> value, got {type(parameters).__name__}.")
+        raise ValidationError(
+            f"parameters: expected an object of parameter name -> value, got {type(parameters).__name__}."
+        )
     by_name = {p.name.lower(): p for p in action.parameters}
     names = ", ".join(p.name for p in action.parameters)
     unknown = [str(n) for n in parameters if str(n).lower() not in by_name]
@@ -67,7 +76,9 @@ def _arguments(action: Action, parameters: object) -> dict[str, Any]:
             args[param.name] = _convert(param, value)
     missing = [p.name for p in action.parameters if p.required and p.name not in args]
     if missing:
-        raise ValidationError(f"Action {action.name}: parameter(s) {', '.join(missing)} must be given. Parameters: {names}.")
+        raise ValidationError(
+            f"Action {action.name}: parameter(s) {', '.join(missing)} must be given. Parameters: {names}."
+        )
     return args
 
 
@@ -82,12 +93,16 @@ def _header_line(db: sqlite3.Connection, args: dict[str, Any]) -> Any:
         if "ReportNumber" not in args or "LineNumber" not in args:
             raise ValidationError("Give RecId (the expense line's RecId), or both ReportNumber and LineNumber.")
         report = ledger.report_by_number(db, args["ReportNumber"])
-        line = db.execute("SELECT * FROM expense_line WHERE report_id = ? AND line_number = ? AND parent_line_id IS NULL",
-                          (report["id"], args["LineNumber"])).fetchone()
+        line = db.execute(
+            "SELECT * FROM expense_line WHERE report_id = ? AND line_number = ? AND parent_line_id IS NULL",
+            (report["id"], args["LineNumber"]),
+        ).fetchone()
         if line is None:
             raise NotFoundError(f"Expense report {report['report_number']} has no line {args['LineNumber']}.")
     if line["line_type"] == "ItemizedLine":
-        raise BusinessRuleError(f"RecId {line['id']} is an itemized line; ask for its header line, RecId {line['parent_line_id']}.")
+        raise BusinessRuleError(
+            f"RecId {line['id']} is an itemized line; ask for its header line, RecId {line['parent_line_id']}."
+        )
     return line
 
 
@@ -107,8 +122,10 @@ def get_itemization_status(db: sqlite3.Connection, args: dict[str, Any]) -> tupl
         "ItemizedLineCount": summary.line_count,
         "IsComplete": summary.line_count > 0 and summary.remaining == ZERO,
     }
-    result = (f"Line {line['line_number']} of {report['report_number']}: total {payload['Total']}, itemized "
-              f"{payload['Itemized']}, remaining {payload['Remaining']} ({summary.line_count} itemized line(s)).")
+    result = (
+        f"Line {line['line_number']} of {report['report_number']}: total {payload['Total']}, itemized "
+        f"{payload['Itemized']}, remaining {payload['Remaining']} ({summary.line_count} itemized line(s))."
+    )
     if summary.remaining < ZERO:
         result += " The line is over-itemized: reduce or delete itemized lines."
     return result, payload
@@ -117,8 +134,12 @@ def get_itemization_status(db: sqlite3.Connection, args: dict[str, Any]) -> tupl
 def validate_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, dict]:
     report = ledger.report_by_number(db, args["ReportNumber"])
     problems = ledger.report_problems(db, report["id"])
-    payload = {"ReportNumber": report["report_number"], "Status": report["status"], "IsValid": not problems,
-               "Problems": problems}
+    payload = {
+        "ReportNumber": report["report_number"],
+        "Status": report["status"],
+        "IsValid": not problems,
+        "Problems": problems,
+    }
     if not problems:
         return f"Expense report {report['report_number']} has no problems.", payload
     return f"Expense report {report['report_number']} has {len(problems)} problem(s).", payload
@@ -129,40 +150,60 @@ def submit_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple
     with ledger.transaction(db):
         ledger.submit_report(db, report["id"])
     status = ledger.report_by_id(db, report["id"])["status"]
-    return f"Expense report {report['report_number']} was submitted.", {"ReportNumber": report["report_number"], "Status": status}
+    return f"Expense report {report['report_number']} was submitted.", {
+        "ReportNumber": report["report_number"],
+        "Status": status,
+    }
 
 
 _REPORT_NUMBER = Parameter("ReportNumber", "Edm.String", "Expense report number, e.g. EXP-000123.")
-ACTIONS: dict[str, Action] = {a.name: a for a in [
-    Action(
-        "GetItemizationStatus",
-        "Itemization figures of one expense line: total, itemized, remaining (total minus the sum of its itemized "
-        "lines) and the number of itemized lines. Name the line by RecId, or by ReportNumber and LineNumber.",
-        (Parameter("RecId", "Edm.Int64", "RecId of the expense line (not of an itemized line).", required=False),
-         Parameter("ReportNumber", "Edm.String", "Expense report number, e.g. EXP-000123 (with LineNumber).", required=False),
-         Parameter("LineNumber", "Edm.Int64", "Line number within the report (with ReportNumber).", required=False)),
-        get_itemization_status,
-    ),
-    Action(
-        "ValidateExpenseReport",
-        "Check an expense report before submission: lists the lines whose itemization does not add up. Changes nothing.",
-        (_REPORT_NUMBER,),
-        validate_expense_report,
-    ),
-    Action(
-        "SubmitExpenseReport",
-        "Submit a Draft expense report for approval. Refused while a line's itemization does not add up; after "
-        "submission the report can no longer be changed.",
-        (_REPORT_NUMBER,),
-        submit_expense_report,
-    ),
-]}
+ACTIONS: dict[str, Action] = {
+    a.name: a
+    for a in [
+        Action(
+            "GetItemizationStatus",
+            "Itemization figures of one expense line: total, itemized, remaining (total minus the sum of its itemized "
+            "lines) and the number of itemized lines. Name the line by RecId, or by ReportNumber and LineNumber.",
+            (
+                Parameter("RecId", "Edm.Int64", "RecId of the expense line (not of an itemized line).", required=False),
+                Parameter(
+                    "ReportNumber",
+                    "Edm.String",
+                    "Expense report number, e.g. EXP-000123 (with LineNumber).",
+                    required=False,
+                ),
+                Parameter(
+                    "LineNumber", "Edm.Int64", "Line number within the report (with ReportNumber).", required=False
+                ),
+            ),
+            get_itemization_status,
+        ),
+        Action(
+            "ValidateExpenseReport",
+            "Check an expense report before submission: lists the lines whose itemization does not add up. Changes nothing.",
+            (_REPORT_NUMBER,),
+            validate_expense_report,
+        ),
+        Action(
+            "SubmitExpenseReport",
+            "Submit a Draft expense report for approval. Refused while a line's itemization does not add up; after "
+            "submission the report can no longer be changed.",
+            (_REPORT_NUMBER,),
+            submit_expense_report,
+        ),
+    ]
+}
 
 
 def _describe(action: Action) -> dict:
-    return {"Name": action.name, "Description": action.description,
-            "Parameters": [{"Name": p.name, "Type": p.type, "Required": p.required, "Description": p.description}
-                           for p in action.parameters]}
+    return {
+        "Name": action.name,
+        "Description": action.description,
+        "Parameters": [
+            {"Name": p.name, "Type": p.type, "Required": p.required, "Description": p.description}
+            for p in action.parameters
+        ],
+    }
 
 
 def find_actions(search: str) -> list[dict]:
@@ -175,5 +216,7 @@ def invoke_action(db: sqlite3.Connection, name: str, parameters: dict) -> tuple[
     """Run an action; returns (result sentence, payload)."""
     action = next((a for a in ACTIONS.values() if a.name.lower() == str(name).strip().lower()), None)
     if action is None:
-        raise NotFoundError(f"Action {name!r} does not exist. Actions: {', '.join(ACTIONS)}. Use api_find_actions to search.")
+        raise NotFoundError(
+            f"Action {name!r} does not exist. Actions: {', '.join(ACTIONS)}. Use api_find_actions to search."
+        )
     return action.run(db, _arguments(action, parameters))

@@ -24,7 +24,7 @@ from erp_sim.world import build_rows, catalog_rows
 TABLE_NAMES = [model.__tablename__ for model in TABLES]
 SQL_MAX_ROWS = LIMITS.max_rows
 _TEMPLATE_CACHE_SIZE = 256
-_templates: "OrderedDict[tuple[str, int], sqlite3.Connection]" = OrderedDict()
+_templates: OrderedDict[tuple[str, int], sqlite3.Connection] = OrderedDict()
 _initial_dumps: dict[tuple[str, int], dict[str, list[tuple]]] = {}
 
 
@@ -36,7 +36,9 @@ def _template_key(task: Task) -> tuple[str, int]:
 def schema_ddl() -> tuple[str, ...]:
     dialect = sqlite_dialect.dialect()
     tables = [str(CreateTable(model.__table__).compile(dialect=dialect)) for model in TABLES]
-    indexes = [str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in model.__table__.indexes]
+    indexes = [
+        str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in model.__table__.indexes
+    ]
     return tuple(tables + sorted(indexes))
 
 
@@ -76,8 +78,11 @@ CHANGE_LOG = "erp_changed_rows"
 def _change_log_ddl() -> str:
     triggers = "".join(
         f"CREATE TRIGGER erp_log_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
-        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs) + "END;"
-        for table in TABLE_NAMES for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"])))
+        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs)
+        + "END;"
+        for table in TABLE_NAMES
+        for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"]))
+    )
     return f"CREATE TABLE {CHANGE_LOG} (tbl TEXT NOT NULL, rec_id INTEGER NOT NULL);{triggers}"
 
 

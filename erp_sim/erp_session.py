@@ -20,7 +20,14 @@ from pydantic import BaseModel, Field
 
 from erp_sim import VERBOSITIES, response
 from erp_sim import response_keys as K
-from erp_sim.errors import ErpError, FormStateError, InternalError, NotFoundError, ResponseTooLargeError, ValidationError
+from erp_sim.errors import (
+    ErpError,
+    FormStateError,
+    InternalError,
+    NotFoundError,
+    ResponseTooLargeError,
+    ValidationError,
+)
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
@@ -62,8 +69,14 @@ class ToolResponse(BaseModel):
 class ErpSession:
     """One episode's ERP. Deterministic: same task, options and calls give byte-identical responses."""
 
-    def __init__(self, task: Task, *, verbosity: Verbosity = "default", faults: "FaultProfile | str | float | None" = None,
-                 instance: int = 0):
+    def __init__(
+        self,
+        task: Task,
+        *,
+        verbosity: Verbosity = "default",
+        faults: FaultProfile | str | float | None = None,
+        instance: int = 0,
+    ):
         if verbosity not in VERBOSITIES:
             raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
         self.task = task
@@ -119,8 +132,11 @@ class ErpSession:
         definition = FORMS[form.name]
         if definition.has_unsaved_changes(form) and not form.close_warned:
             form.close_warned = True
-            self.add_message("Warning", "The form has unsaved changes. Save them with form_save_form, or call form_close_form "
-                                        "again to discard them.")
+            self.add_message(
+                "Warning",
+                "The form has unsaved changes. Save them with form_save_form, or call form_close_form "
+                "again to discard them.",
+            )
             return f"Form {form.name} was not closed: it has unsaved changes."
         discarded = definition.has_unsaved_changes(form)
         definition.discard(form)
@@ -131,7 +147,7 @@ class ErpSession:
         return f"Form {form.name} was closed.{back}"
 
     # --- the one entry point ---
-    def call(self, name: str, arguments: "dict[str, Any] | str | None" = None) -> ToolResponse:
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolResponse:
         """Run a tool by name. Never raises for bad input: errors come back as error responses."""
         try:
             tool, args = parse_call(name, arguments)
@@ -140,7 +156,7 @@ class ErpSession:
             return self._error(name, TOOLS.get(name) if isinstance(name, str) else None, exc)
         return self.call_parsed(tool, args)
 
-    def call_parsed(self, tool: "Tool", args: BaseModel) -> ToolResponse:
+    def call_parsed(self, tool: Tool, args: BaseModel) -> ToolResponse:
         """Run a tool on arguments ``parse_call`` returned (the env checks actions with it first)."""
         self._start_call()
         top = self.forms[-1] if self.forms else None
@@ -154,8 +170,11 @@ class ErpSession:
         except Exception as exc:  # a simulator bug: still an answer in the usual shape, and the episode goes on
             # the agent sees only the exception's type; whoever runs the simulator needs the traceback to fix it
             logger.exception("simulator bug in %s (session %s, call %d)", tool.name, self.session_id, self.call_count)
-            return self._error(tool.name, tool, InternalError(
-                f"The server could not process the request ({type(exc).__name__}). Nothing was changed."))
+            return self._error(
+                tool.name,
+                tool,
+                InternalError(f"The server could not process the request ({type(exc).__name__}). Nothing was changed."),
+            )
         if top is not None and top in self.forms and warned_before and tool.name != "form_close_form":
             top.close_warned = False  # a discard needs two closes in a row
         return self._respond(tool.name, tool, outcome)
@@ -188,15 +207,22 @@ class ErpSession:
         if not self.forms:
             return []
         form = self.forms[-1]
-        return [{"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}]
+        return [
+            {"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}
+        ]
 
     def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
         envelope = self._envelope(outcome.result, outcome.payload)
         text = response.render(envelope)
         if len(text) > MAX_RESPONSE_CHARS:
-            return self._error(name, tool, ResponseTooLargeError(
-                f"The response has {len(text):,} characters, over the limit of {MAX_RESPONSE_CHARS:,}. Narrow the request "
-                f"($top, $select, a WHERE clause or a grid filter)."))
+            return self._error(
+                name,
+                tool,
+                ResponseTooLargeError(
+                    f"The response has {len(text):,} characters, over the limit of {MAX_RESPONSE_CHARS:,}. Narrow the request "
+                    f"($top, $select, a WHERE clause or a grid filter)."
+                ),
+            )
         return ToolResponse(tool=name, text=text, is_error=False, read_only=tool.read_only, envelope=envelope)
 
     def _error(self, name, tool, exc: ErpError) -> ToolResponse:
@@ -205,8 +231,14 @@ class ErpSession:
             message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS:,} more characters cut)"
         self._messages.append(response.error_message(message))
         envelope = self._envelope(response.error_result(message), response.error_payload(exc.code, message))
-        return ToolResponse(tool=str(name)[:200], text=response.render(envelope), is_error=True, error_code=exc.code,
-                            read_only=tool.read_only if tool else True, envelope=envelope)
+        return ToolResponse(
+            tool=str(name)[:200],
+            text=response.render(envelope),
+            is_error=True,
+            error_code=exc.code,
+            read_only=tool.read_only if tool else True,
+            envelope=envelope,
+        )
 
     # --- for graders, tests and evaluators (never shown to the agent) ---
     def grade(self) -> Grade:
@@ -238,7 +270,7 @@ class ErpSession:
         self.db = database_from_bytes(state["db"], self.task, self.sql_random)
 
 
-def parse_call(name: object, arguments: "dict[str, Any] | str | None") -> "tuple[Tool, BaseModel]":
+def parse_call(name: object, arguments: dict[str, Any] | str | None) -> tuple[Tool, BaseModel]:
     """The tool and its typed arguments, or the ErpError ``call`` would answer with before reaching the ERP
     (unknown tool, arguments failing the tool's schema or the JSON checks): what the env calls an invalid action."""
     tool = TOOLS.get(name) if isinstance(name, str) else None
@@ -251,7 +283,7 @@ def _unknown_tool(name: object) -> str:
     return f"Unknown tool {str(name)[:100]!r}. Tools: {', '.join(TOOLS)}."
 
 
-def validate_arguments(tool, arguments: "dict[str, Any] | str | None") -> BaseModel:
+def validate_arguments(tool, arguments: dict[str, Any] | str | None) -> BaseModel:
     """The tool's typed arguments, or a ValidationError naming what is wrong. Never raises anything else."""
     raw = _parse_arguments(arguments)
     problem = json_value_problem(raw)
@@ -263,7 +295,7 @@ def validate_arguments(tool, arguments: "dict[str, Any] | str | None") -> BaseMo
         raise ValidationError(_describe_validation_error(tool.name, exc)) from None
 
 
-def _parse_arguments(arguments: "dict | str | None") -> dict:
+def _parse_arguments(arguments: dict | str | None) -> dict:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, str):
@@ -276,7 +308,9 @@ def _parse_arguments(arguments: "dict | str | None") -> dict:
         except ValueError as exc:  # e.g. an integer literal over Python's 4,300-digit limit
             raise ValidationError(f"The arguments cannot be read: {exc}.") from None
         except RecursionError:
-            raise ValidationError(f"The arguments cannot be read: nested more than {MAX_ARGUMENT_DEPTH} levels deep.") from None
+            raise ValidationError(
+                f"The arguments cannot be read: nested more than {MAX_ARGUMENT_DEPTH} levels deep."
+            ) from None
     if not isinstance(arguments, dict):
         raise ValidationError(f"The arguments must be a JSON object, got {type(arguments).__name__}.")
     return arguments

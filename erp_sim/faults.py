@@ -43,7 +43,7 @@ class FaultProfile:
             raise ValueError(f"Unknown fault kinds: {unknown or 'none given'}; known: {sorted(FAULT_KINDS)}")
 
     @classmethod
-    def parse(cls, spec: "str | float | FaultProfile | None") -> "FaultProfile | None":
+    def parse(cls, spec: str | float | FaultProfile | None) -> FaultProfile | None:
         """Accept None, a rate (0.1), ``"0.1"`` or ``"rate=0.1,seed=3,kinds=FormBusy|SessionLost"``.
 
         Raises ``ValueError`` naming what is wrong."""
@@ -52,7 +52,9 @@ class FaultProfile:
         if isinstance(spec, (int, float)) and not isinstance(spec, bool):
             return cls(rate=float(spec))
         if not isinstance(spec, str):
-            raise ValueError(f"faults must be None, a rate or a string like 'rate=0.1,seed=3', got {type(spec).__name__}")
+            raise ValueError(
+                f"faults must be None, a rate or a string like 'rate=0.1,seed=3', got {type(spec).__name__}"
+            )
         values: dict[str, object] = {}
         for part in spec.split(","):
             key, has_value, value = (text.strip() for text in part.partition("="))

@@ -7,8 +7,9 @@ what an agent sees, not from the database. Tolerant by design: anything malforme
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from erp_sim import response_keys as K
 from erp_sim.response_keys import CONTAINER_TYPES
@@ -67,8 +68,11 @@ def grids(state: dict | None) -> dict[str, dict]:
 def grid_rows(state: dict | None, grid_name: str) -> list[dict]:
     """Rows of a grid as dicts: the column values plus ``RowNumber``."""
     grid = find_grid((state or {}).get(K.FORM), grid_name) or {}
-    return [{K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})}
-            for row in grid.get(K.ROWS) or [] if isinstance(row, dict)]
+    return [
+        {K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})}
+        for row in grid.get(K.ROWS) or []
+        if isinstance(row, dict)
+    ]
 
 
 def grid_row_values(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[str, str]]]:

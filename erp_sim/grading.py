@@ -25,8 +25,8 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from decimal import Decimal
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -54,8 +54,10 @@ class LineGrade(BaseModel):
 
 
 class Grade(BaseModel):
-    success: bool = Field(description="Remaining exactly 0.00 against the task's amount, all rows saved, itemization "
-                                      "form closed, no collateral change.")
+    success: bool = Field(
+        description="Remaining exactly 0.00 against the task's amount, all rows saved, itemization "
+        "form closed, no collateral change."
+    )
     strict_success: bool = Field(description="Success and saved lines equal the receipt items as a multiset.")
     itemized_fraction: float = Field(description="Saved itemized amount / header amount.")
     header_amount: str = Field(description="The task's amount of the target line (not what the ERP holds now).")
@@ -65,32 +67,40 @@ class Grade(BaseModel):
     expected_lines: int = Field(description="Charges on the receipt.")
     unsaved_rows: int = Field(description="Unsaved rows in an open itemization form of the target line.")
     itemization_form_open: bool = Field(description="An itemization form of the target line is still open.")
-    missing_charges: list[Charge] = Field(default_factory=list, description="Receipt charges with no matching saved line.")
+    missing_charges: list[Charge] = Field(
+        default_factory=list, description="Receipt charges with no matching saved line."
+    )
     unexpected_lines: list[Charge] = Field(default_factory=list, description="Saved lines matching no receipt charge.")
-    duplicate_lines: list[Charge] = Field(default_factory=list, description="Receipt charges saved more often than they appear.")
+    duplicate_lines: list[Charge] = Field(
+        default_factory=list, description="Receipt charges saved more often than they appear."
+    )
     collateral: list[str] = Field(default_factory=list, description="Changes outside the target line's itemization.")
-    lines: list[LineGrade] | None = Field(None, exclude_if=lambda lines: lines is None,
-                                          description="Per line, for tasks with several lines (absent otherwise).")
+    lines: list[LineGrade] | None = Field(
+        None,
+        exclude_if=lambda lines: lines is None,
+        description="Per line, for tasks with several lines (absent otherwise).",
+    )
 
 
-def target_line_id(session: "ErpSession", line_number: int | None = None) -> int:
+def target_line_id(session: ErpSession, line_number: int | None = None) -> int:
     """The RecId of the task's (first) line, or of its line ``line_number``."""
     task = session.task
     row = session.db.execute(
         "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
         "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine'",
-        (task.report_number, task.line_number if line_number is None else line_number)).fetchone()
+        (task.report_number, task.line_number if line_number is None else line_number),
+    ).fetchone()
     return int(row[0])
 
 
-def target_line_ids(session: "ErpSession") -> "int | tuple[int, ...]":
+def target_line_ids(session: ErpSession) -> int | tuple[int, ...]:
     """The RecId of a single-line task's line, or the RecIds of a multi-line task's lines in task order."""
     if not session.task.extra_lines:
         return target_line_id(session)
     return tuple(target_line_id(session, line.line_number) for line in session.task.lines)
 
 
-def _ids(line_ids: "int | tuple[int, ...]") -> tuple[int, ...]:
+def _ids(line_ids: int | tuple[int, ...]) -> tuple[int, ...]:
     return line_ids if isinstance(line_ids, tuple) else (line_ids,)
 
 
@@ -111,8 +121,13 @@ class Progress:
     @property
     def zero_remainder(self) -> bool:
         summary = self.summary
-        return (summary.remaining == ZERO and summary.line_count > 0 and self.lines_settled and self.unsaved_rows == 0
-                and not self.itemization_form_open)
+        return (
+            summary.remaining == ZERO
+            and summary.line_count > 0
+            and self.lines_settled
+            and self.unsaved_rows == 0
+            and not self.itemization_form_open
+        )
 
     @property
     def distance(self) -> Decimal:
@@ -129,25 +144,29 @@ class Progress:
         return self.success and self.matches_receipt
 
 
-def progress(session: "ErpSession", line_id: "int | tuple[int, ...]") -> Progress:
+def progress(session: ErpSession, line_id: int | tuple[int, ...]) -> Progress:
     """Cheap: it depends only on the database (cached until its next write) and the target's open forms.
     ``line_id``: what ``target_line_ids`` gives (one RecId, or a multi-line task's RecIds)."""
     ids = _ids(line_id)
     forms = [f for f in session.forms if f.name == "TrvItemization" and f.context.get("line_id") in ids]
     unsaved, form_open = sum(f.pending.unsaved_count() if f.pending is not None else 0 for f in forms), bool(forms)
-    return session.cached_read(f"grade/progress/{line_id}/{unsaved}/{form_open}",
-                               lambda: _progress(session, ids, unsaved, form_open))
+    return session.cached_read(
+        f"grade/progress/{line_id}/{unsaved}/{form_open}", lambda: _progress(session, ids, unsaved, form_open)
+    )
 
 
-def _progress(session: "ErpSession", ids: tuple[int, ...], unsaved: int, form_open: bool) -> Progress:
+def _progress(session: ErpSession, ids: tuple[int, ...], unsaved: int, form_open: bool) -> Progress:
     task = session.task
     per_line = [_saved_lines(session, line_id) for line_id in ids]
     itemized, count = sum((p[1] for p in per_line), ZERO), sum(p[2] for p in per_line)
     state = Progress(ledger.ItemizationSummary(task.total_decimal, itemized, count), unsaved, form_open, False, False)
     if len(ids) > 1:
         amounts = [line.header_decimal for line in task.lines]
-        state = replace(state, lines_settled=all(p[2] > 0 and p[1] == amount for p, amount in zip(per_line, amounts)),
-                        gap=sum((abs(amount - p[1]) for p, amount in zip(per_line, amounts)), ZERO))
+        state = replace(
+            state,
+            lines_settled=all(p[2] > 0 and p[1] == amount for p, amount in zip(per_line, amounts)),
+            gap=sum((abs(amount - p[1]) for p, amount in zip(per_line, amounts)), ZERO),
+        )
     if not state.zero_remainder:
         return state
     collateral_free = not _collateral(session, ids if len(ids) > 1 else ids[0])
@@ -155,17 +174,23 @@ def _progress(session: "ErpSession", ids: tuple[int, ...], unsaved: int, form_op
     return replace(state, collateral_free=collateral_free, matches_receipt=matches)
 
 
-def _collateral(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
+def _collateral(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
     """``collateral_changes``, cached until the database next changes (callers must not mutate it)."""
     return session.cached_read(f"grade/collateral/{line_id}", lambda: collateral_changes(session, line_id))
 
 
-def _saved_lines(session: "ErpSession", line_id: int) -> tuple[Counter, Decimal, int]:
+def _saved_lines(session: ErpSession, line_id: int) -> tuple[Counter, Decimal, int]:
     """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version."""
+
     def read():
-        saved = Counter(tuple(r) for r in session.db.execute(
-            "SELECT subcategory, transaction_date, amount FROM expense_line WHERE parent_line_id = ?", (line_id,)))
+        saved = Counter(
+            tuple(r)
+            for r in session.db.execute(
+                "SELECT subcategory, transaction_date, amount FROM expense_line WHERE parent_line_id = ?", (line_id,)
+            )
+        )
         return saved, sum((Decimal(c[2]) * n for c, n in saved.items()), ZERO), sum(saved.values())
+
     return session.cached_read(f"grade/lines/{line_id}", read)
 
 
@@ -184,13 +209,15 @@ def expected_charges(task, line: int = 0) -> Counter:
     return _expected[key]
 
 
-def grade_session(session: "ErpSession", line_id: int | None = None, state: Progress | None = None) -> Grade:
+def grade_session(session: ErpSession, line_id: int | None = None, state: Progress | None = None) -> Grade:
     """The full grade. ``line_id`` (the target's RecId) and ``state`` (its current ``progress``) may be
     passed by callers that know them."""
     return Grade.model_validate(grade_dict(session, line_id, state))
 
 
-def grade_dict(session: "ErpSession", line_id: "int | tuple[int, ...] | None" = None, state: Progress | None = None) -> dict:
+def grade_dict(
+    session: ErpSession, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
+) -> dict:
     """The full grade as ``Grade.model_dump(mode="json")`` would give it, without the model's cost (the env
     puts it in the terminating step's ``info``)."""
     task = session.task
@@ -218,15 +245,23 @@ def grade_dict(session: "ErpSession", line_id: "int | tuple[int, ...] | None" = 
         "itemization_form_open": state.itemization_form_open,
         "missing_charges": [list(c) for c in sorted((expected - saved).elements())],
         "unexpected_lines": [list(c) for c in sorted((saved - expected).elements())],
-        "duplicate_lines": [list(c) for c in sorted(c for c, n in saved.items() if c in expected
-                                                     for _ in range(n - expected[c]))],
+        "duplicate_lines": [
+            list(c) for c in sorted(c for c, n in saved.items() if c in expected for _ in range(n - expected[c]))
+        ],
         "collateral": list(_collateral(session, line_id)),
     }
     if len(ids) > 1:
-        grade["lines"] = [{"line_number": line.line_number, "header_amount": money_text(line.header_decimal),
-                           "itemized_amount": money_text(p[0][1]), "remaining_amount": money_text(line.header_decimal - p[0][1]),
-                           "saved_lines": p[0][2], "expected_lines": len(line.receipt_items)}
-                          for line, p in zip(task.lines, per_line)]
+        grade["lines"] = [
+            {
+                "line_number": line.line_number,
+                "header_amount": money_text(line.header_decimal),
+                "itemized_amount": money_text(p[0][1]),
+                "remaining_amount": money_text(line.header_decimal - p[0][1]),
+                "saved_lines": p[0][2],
+                "expected_lines": len(line.receipt_items),
+            }
+            for line, p in zip(task.lines, per_line)
+        ]
     return grade
 
 
@@ -239,7 +274,7 @@ def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
     return [tuple(r) for r in db.execute(f"SELECT DISTINCT tbl, rec_id FROM {CHANGE_LOG} ORDER BY tbl, rec_id")]
 
 
-def collateral_changes(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
+def collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
     """Row-level diff against the task's initial database, minus the target lines' own itemization."""
     before = initial_rows(session.task)
     touched: dict[str, list[int]] = {}
@@ -250,14 +285,18 @@ def collateral_changes(session: "ErpSession", line_id: "int | tuple[int, ...]") 
         if table not in touched:
             continue
         cols = _column_names()[table]
-        now = {r[0]: tuple(r) for r in session.db.execute(
-            f"SELECT * FROM {table} WHERE id IN (SELECT rec_id FROM {CHANGE_LOG} WHERE tbl = ?)", (table,))}
+        now = {
+            r[0]: tuple(r)
+            for r in session.db.execute(
+                f"SELECT * FROM {table} WHERE id IN (SELECT rec_id FROM {CHANGE_LOG} WHERE tbl = ?)", (table,)
+            )
+        }
         for rec_id in touched[table]:
             changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), now.get(rec_id))
     return changes
 
 
-def full_collateral_changes(session: "ErpSession", line_id: "int | tuple[int, ...]") -> list[str]:
+def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
     """The same diff over every row of every table (slow; what tests check the logged diff against)."""
     before = initial_rows(session.task)
     after = {t: {r[0]: r for r in rows} for t, rows in table_dump(session.db).items()}
@@ -287,7 +326,7 @@ def initial_rows(task) -> dict[str, dict[int, tuple]]:
     return _initial_rows[key]
 
 
-def _row_change(table: str, cols: list[str], line_id: "int | tuple[int, ...]", rec_id: int, a, b) -> list[str]:
+def _row_change(table: str, cols: list[str], line_id: int | tuple[int, ...], rec_id: int, a, b) -> list[str]:
     if a == b or (table == "expense_line" and _within_itemization(a, b, cols, line_id)):
         return []
     if a is None:
@@ -298,7 +337,7 @@ def _row_change(table: str, cols: list[str], line_id: "int | tuple[int, ...]", r
     return [f"{table} RecId {rec_id} changed ({'; '.join(diffs)})"]
 
 
-def _within_itemization(old, new, cols: list[str], line_id: "int | tuple[int, ...]") -> bool:
+def _within_itemization(old, new, cols: list[str], line_id: int | tuple[int, ...]) -> bool:
     parent, ids = cols.index("parent_line_id"), _ids(line_id)
     if all(row is None or row[parent] in ids for row in (old, new)):
         return True

@@ -36,7 +36,9 @@ def json_value_problem(value: Any, path: str = "arguments", depth: int = 0) -> s
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"{path}: keys must be text, got {type(key).__name__}."
-            problem = json_value_problem(key, f"{path} key", depth + 1) or json_value_problem(item, f"{path}.{key[:40]}", depth + 1)
+            problem = json_value_problem(key, f"{path} key", depth + 1) or json_value_problem(
+                item, f"{path}.{key[:40]}", depth + 1
+            )
             if problem:
                 return problem
         return None

@@ -7,11 +7,11 @@ create and an action obey the same rules and either apply whole or not at all.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Iterator
 
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
@@ -57,8 +57,10 @@ def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
 
 def header_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:
     """A report's expense lines in line order, without itemized lines (those belong to their header)."""
-    return db.execute("SELECT * FROM expense_line WHERE report_id = ? AND line_type != 'ItemizedLine' "
-                      "ORDER BY line_number, id", (report_id,)).fetchall()
+    return db.execute(
+        "SELECT * FROM expense_line WHERE report_id = ? AND line_type != 'ItemizedLine' ORDER BY line_number, id",
+        (report_id,),
+    ).fetchall()
 
 
 def itemized_lines(db: sqlite3.Connection, header_id: int) -> list[sqlite3.Row]:
@@ -180,8 +182,18 @@ def create_itemized_line(db: sqlite3.Connection, header_id: int, values: Itemize
     cursor = db.execute(
         "INSERT INTO expense_line (report_id, line_number, category_id, merchant, transaction_date, amount, currency,"
         " line_type, parent_line_id, subcategory, description) VALUES (?, ?, ?, ?, ?, ?, ?, 'ItemizedLine', ?, ?, ?)",
-        (header["report_id"], header["line_number"], header["category_id"], header["merchant"], values.transaction_date,
-         money_text(values.amount), header["currency"], header_id, values.subcategory, values.description),
+        (
+            header["report_id"],
+            header["line_number"],
+            header["category_id"],
+            header["merchant"],
+            values.transaction_date,
+            money_text(values.amount),
+            header["currency"],
+            header_id,
+            values.subcategory,
+            values.description,
+        ),
     )
     db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
     return int(cursor.lastrowid)
@@ -194,17 +206,23 @@ def _itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None) 
     # A form's unsaved row names a RecId; if that line was deleted meanwhile, SQLite may have given
     # the RecId to another header's new line, which the form must not write.
     if header_id is not None and line["parent_line_id"] != header_id:
-        raise NotFoundError(f"Itemized line RecId {line_id} no longer belongs to this expense line; it was deleted "
-                            "elsewhere. Close the form without saving and open it again.")
+        raise NotFoundError(
+            f"Itemized line RecId {line_id} no longer belongs to this expense line; it was deleted "
+            "elsewhere. Close the form without saving and open it again."
+        )
     _draft_report_of(db, line)
     return line
 
 
-def update_itemized_line(db: sqlite3.Connection, line_id: int, values: ItemizedValues, header_id: int | None = None) -> None:
+def update_itemized_line(
+    db: sqlite3.Connection, line_id: int, values: ItemizedValues, header_id: int | None = None
+) -> None:
     """Write an itemized line's values; ``header_id``, when given, is the header it must still belong to."""
     _itemized_line(db, line_id, header_id)
-    db.execute("UPDATE expense_line SET subcategory = ?, transaction_date = ?, amount = ?, description = ? WHERE id = ?",
-               (values.subcategory, values.transaction_date, money_text(values.amount), values.description, line_id))
+    db.execute(
+        "UPDATE expense_line SET subcategory = ?, transaction_date = ?, amount = ?, description = ? WHERE id = ?",
+        (values.subcategory, values.transaction_date, money_text(values.amount), values.description, line_id),
+    )
 
 
 def delete_itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None = None) -> None:
@@ -218,7 +236,9 @@ def delete_itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | 
 EDITABLE_LINE_FIELDS = {"merchant": parse_text, "description": parse_text, "amount": parse_money}
 
 
-def update_line_fields(db: sqlite3.Connection, line_id: int, changes: dict[str, object], controls: dict[str, str]) -> None:
+def update_line_fields(
+    db: sqlite3.Connection, line_id: int, changes: dict[str, object], controls: dict[str, str]
+) -> None:
     line = line_by_id(db, line_id)
     if line["line_type"] == "ItemizedLine":
         raise BusinessRuleError(f"Line RecId {line_id} is an itemized line; edit it in the itemization form.")
@@ -229,7 +249,9 @@ def update_line_fields(db: sqlite3.Connection, line_id: int, changes: dict[str, 
         parsed = EDITABLE_LINE_FIELDS[field](value, controls.get(field, field))
         if field == "amount":
             if line["line_type"] == "ItemizedHeader":
-                raise BusinessRuleError("The amount of an itemized expense cannot be changed; delete its itemized lines first.")
+                raise BusinessRuleError(
+                    "The amount of an itemized expense cannot be changed; delete its itemized lines first."
+                )
             parsed = money_text(parsed)
         db.execute(f"UPDATE expense_line SET {field} = ? WHERE id = ?", (parsed, line_id))
 
@@ -237,7 +259,9 @@ def update_line_fields(db: sqlite3.Connection, line_id: int, changes: dict[str, 
 def update_report_purpose(db: sqlite3.Connection, report_id: int, purpose: object, control: str) -> None:
     report = report_by_id(db, report_id)
     if report["status"] != "Draft":
-        raise BusinessRuleError(f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed.")
+        raise BusinessRuleError(
+            f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed."
+        )
     db.execute("UPDATE expense_report SET purpose = ? WHERE id = ?", (parse_text(purpose, control), report_id))
 
 
@@ -249,8 +273,10 @@ def report_problems(db: sqlite3.Connection, report_id: int) -> list[str]:
             continue
         summary = itemization_summary(db, line["id"])
         if summary.remaining != ZERO:
-            problems.append(f"Line {line['line_number']} ({line['category_id']}, {line['merchant']}): "
-                            f"{money_text(summary.remaining)} of {money_text(summary.total)} is not itemized.")
+            problems.append(
+                f"Line {line['line_number']} ({line['category_id']}, {line['merchant']}): "
+                f"{money_text(summary.remaining)} of {money_text(summary.total)} is not itemized."
+            )
     return problems
 
 

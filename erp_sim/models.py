@@ -10,8 +10,6 @@ Amounts are stored as TEXT ("1234.50") so SQLite never turns them into binary fl
 
 from __future__ import annotations
 
-from typing import Optional
-
 from sqlalchemy import String
 from sqlmodel import Field, SQLModel
 
@@ -72,15 +70,19 @@ class ExpenseLine(SQLModel, table=True):
     amount: str = money_field("Amount in transaction currency.")
     currency: str = Field(description="ISO currency code.")
     line_type: str = Field(description="Default, ItemizedHeader or ItemizedLine.")
-    parent_line_id: Optional[int] = Field(default=None, foreign_key="expense_line.id", index=True, description="For itemized lines: the header line.")
-    subcategory: Optional[str] = Field(default=None, description="Expense subcategory (itemized lines).")
+    parent_line_id: int | None = Field(
+        default=None, foreign_key="expense_line.id", index=True, description="For itemized lines: the header line."
+    )
+    subcategory: str | None = Field(default=None, description="Expense subcategory (itemized lines).")
     description: str = Field(default="", description="Free text.")
 
 
 class Receipt(SQLModel, table=True):
     __tablename__ = "receipt"
     id: int = Field(primary_key=True, description="Record id.")
-    expense_line_id: int = Field(foreign_key="expense_line.id", index=True, description="The expense line the receipt is attached to.")
+    expense_line_id: int = Field(
+        foreign_key="expense_line.id", index=True, description="The expense line the receipt is attached to."
+    )
     document_number: str = Field(description="Folio, agreement or bill number.")
     merchant: str = Field(description="Issuer of the receipt.")
     issued_date: str = Field(description="Issue date, ISO 8601.")
@@ -98,4 +100,13 @@ class ReceiptItem(SQLModel, table=True):
     amount: str = money_field("Charge amount.")
 
 
-TABLES: list[type[SQLModel]] = [Company, Worker, ExpenseCategory, ExpenseSubcategory, ExpenseReport, ExpenseLine, Receipt, ReceiptItem]
+TABLES: list[type[SQLModel]] = [
+    Company,
+    Worker,
+    ExpenseCategory,
+    ExpenseSubcategory,
+    ExpenseReport,
+    ExpenseLine,
+    Receipt,
+    ReceiptItem,
+]

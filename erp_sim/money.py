@@ -46,7 +46,9 @@ def parse_money(value: object, control: str) -> Decimal:
     else:
         raise ValidationError(f"{control}: expected an amount (number or numeric string), got {type(value).__name__}.")
     if amount <= 0:
-        raise ValidationError(f"{control}: amount must be greater than 0.00 (no negative or zero amounts), got {value!r}.")
+        raise ValidationError(
+            f"{control}: amount must be greater than 0.00 (no negative or zero amounts), got {value!r}."
+        )
     if amount > MONEY_CAP:
         raise ValidationError(f"{control}: amount {amount} exceeds the limit of {MONEY_CAP:,}.")
     if amount != amount.quantize(CENT):
@@ -61,7 +63,9 @@ def _amount_from_text(value: str, control: str) -> Decimal:
     if _AMOUNT_TEXT.fullmatch(text):
         return Decimal(text.replace(",", ""))
     if _AMOUNT_TEXT.fullmatch(text.lstrip("-")) and text.startswith("-"):
-        raise ValidationError(f"{control}: amount must be greater than 0.00 (no negative or zero amounts), got {value!r}.")
+        raise ValidationError(
+            f"{control}: amount must be greater than 0.00 (no negative or zero amounts), got {value!r}."
+        )
     if re.fullmatch(r"[0-9,]*\.[0-9]{3,}", text):
         raise ValidationError(f"{control}: amount {str(value).strip()} has more than two decimal places.")
     raise ValidationError(f"{control}: {value!r} is not a number in the form's format: {_FORMAT}.")

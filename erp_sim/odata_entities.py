@@ -67,121 +67,186 @@ def _prop(name: str, model, field: str, sql: str, *, writable: bool = False, not
 
 
 _EDIT = "Editable on Draft reports."
-ENTITY_SETS: dict[str, EntitySet] = {s.name: s for s in [
-    EntitySet(
-        "ExpenseReports", "Expense reports", "expense_report",
-        "expense_report r JOIN worker w ON w.id = r.worker_id",
-        (
-            _prop("RecId", ExpenseReport, "id", "r.id"),
-            _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number"),
-            _prop("WorkerRecId", ExpenseReport, "worker_id", "r.worker_id"),
-            _prop("WorkerName", Worker, "name", "w.name", note="(The report's worker.)"),
-            _prop("Purpose", ExpenseReport, "purpose", "r.purpose", writable=True, note=_EDIT),
-            _prop("Destination", ExpenseReport, "destination", "r.destination"),
-            _prop("Status", ExpenseReport, "status", "r.status"),
-            _prop("CreatedDate", ExpenseReport, "created_date", "r.created_date"),
+ENTITY_SETS: dict[str, EntitySet] = {
+    s.name: s
+    for s in [
+        EntitySet(
+            "ExpenseReports",
+            "Expense reports",
+            "expense_report",
+            "expense_report r JOIN worker w ON w.id = r.worker_id",
+            (
+                _prop("RecId", ExpenseReport, "id", "r.id"),
+                _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number"),
+                _prop("WorkerRecId", ExpenseReport, "worker_id", "r.worker_id"),
+                _prop("WorkerName", Worker, "name", "w.name", note="(The report's worker.)"),
+                _prop("Purpose", ExpenseReport, "purpose", "r.purpose", writable=True, note=_EDIT),
+                _prop("Destination", ExpenseReport, "destination", "r.destination"),
+                _prop("Status", ExpenseReport, "status", "r.status"),
+                _prop("CreatedDate", ExpenseReport, "created_date", "r.created_date"),
+            ),
+            (
+                "Reports cannot be created or deleted through the data API.",
+                "Only Purpose can be updated, and only on Draft reports: give RecId (or ReportNumber) and Purpose.",
+                "Submit a report with the action SubmitExpenseReport; check it first with ValidateExpenseReport.",
+            ),
+            writable=True,
         ),
-        (
-            "Reports cannot be created or deleted through the data API.",
-            "Only Purpose can be updated, and only on Draft reports: give RecId (or ReportNumber) and Purpose.",
-            "Submit a report with the action SubmitExpenseReport; check it first with ValidateExpenseReport.",
+        EntitySet(
+            "ExpenseLines",
+            "Expense lines (including itemized lines)",
+            "expense_line",
+            "expense_line l JOIN expense_report r ON r.id = l.report_id",
+            (
+                _prop("RecId", ExpenseLine, "id", "l.id"),
+                _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number", note="(The line's report.)"),
+                _prop(
+                    "LineNumber",
+                    ExpenseLine,
+                    "line_number",
+                    "l.line_number",
+                    note="Itemized lines share their header's number.",
+                ),
+                _prop("Category", ExpenseLine, "category_id", "l.category_id"),
+                _prop(
+                    "Merchant",
+                    ExpenseLine,
+                    "merchant",
+                    "l.merchant",
+                    writable=True,
+                    note="Editable on header and default lines.",
+                ),
+                _prop(
+                    "TransactionDate",
+                    ExpenseLine,
+                    "transaction_date",
+                    "l.transaction_date",
+                    writable=True,
+                    note="Editable on itemized lines.",
+                ),
+                _prop(
+                    "Amount",
+                    ExpenseLine,
+                    "amount",
+                    "l.amount",
+                    writable=True,
+                    note="Editable on itemized and default lines (not on an itemized header).",
+                ),
+                _prop("Currency", ExpenseLine, "currency", "l.currency"),
+                _prop(
+                    "LineType",
+                    ExpenseLine,
+                    "line_type",
+                    "l.line_type",
+                    writable=True,
+                    note="Set on create only, and only to ItemizedLine.",
+                ),
+                _prop(
+                    "ParentRecId",
+                    ExpenseLine,
+                    "parent_line_id",
+                    "l.parent_line_id",
+                    writable=True,
+                    note="RecId of the header line; set on create only.",
+                ),
+                _prop(
+                    "Subcategory",
+                    ExpenseLine,
+                    "subcategory",
+                    "l.subcategory",
+                    writable=True,
+                    note="One of the header category's subcategories (see ExpenseSubcategories).",
+                ),
+                _prop("Description", ExpenseLine, "description", "l.description", writable=True, note="Editable."),
+            ),
+            (
+                "Create only itemized lines: each entity gives ParentRecId (the RecId of the expense line to itemize), "
+                "Subcategory, TransactionDate (YYYY-MM-DD) and Amount (greater than 0.00, two decimals at most), "
+                "optionally Description and LineType (which must be ItemizedLine).",
+                "The header line's category must support itemization, and Subcategory must be one of that category's "
+                "subcategories (entity set ExpenseSubcategories).",
+                "Only lines of Draft reports can be created, updated or deleted.",
+                "Update by RecId: itemized lines accept Subcategory, TransactionDate, Amount and Description; header and "
+                "default lines accept Merchant, Description and Amount (not the Amount of a line that has itemized lines).",
+                "Only itemized lines can be deleted (by RecId).",
+                "Remaining = the header line's Amount minus the sum of its itemized lines' Amount; the itemization is "
+                "complete at exactly 0.00. Over-itemization is accepted but leaves a negative remaining amount. "
+                "The action GetItemizationStatus reports the figures.",
+                "Each call is all or nothing: if one entity is invalid, nothing is written.",
+            ),
+            writable=True,
         ),
-        writable=True,
-    ),
-    EntitySet(
-        "ExpenseLines", "Expense lines (including itemized lines)", "expense_line",
-        "expense_line l JOIN expense_report r ON r.id = l.report_id",
-        (
-            _prop("RecId", ExpenseLine, "id", "l.id"),
-            _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number", note="(The line's report.)"),
-            _prop("LineNumber", ExpenseLine, "line_number", "l.line_number", note="Itemized lines share their header's number."),
-            _prop("Category", ExpenseLine, "category_id", "l.category_id"),
-            _prop("Merchant", ExpenseLine, "merchant", "l.merchant", writable=True, note="Editable on header and default lines."),
-            _prop("TransactionDate", ExpenseLine, "transaction_date", "l.transaction_date", writable=True,
-                  note="Editable on itemized lines."),
-            _prop("Amount", ExpenseLine, "amount", "l.amount", writable=True,
-                  note="Editable on itemized and default lines (not on an itemized header)."),
-            _prop("Currency", ExpenseLine, "currency", "l.currency"),
-            _prop("LineType", ExpenseLine, "line_type", "l.line_type", writable=True,
-                  note="Set on create only, and only to ItemizedLine."),
-            _prop("ParentRecId", ExpenseLine, "parent_line_id", "l.parent_line_id", writable=True,
-                  note="RecId of the header line; set on create only."),
-            _prop("Subcategory", ExpenseLine, "subcategory", "l.subcategory", writable=True,
-                  note="One of the header category's subcategories (see ExpenseSubcategories)."),
-            _prop("Description", ExpenseLine, "description", "l.description", writable=True, note="Editable."),
+        EntitySet(
+            "ExpenseCategories",
+            "Expense categories (cost types)",
+            "expense_category",
+            "expense_category c",
+            (
+                _prop("RecId", ExpenseCategory, "id", "c.id"),
+                _prop("CategoryId", ExpenseCategory, "category_id", "c.category_id"),
+                _prop("Name", ExpenseCategory, "name", "c.name"),
+                _prop("Itemize", ExpenseCategory, "itemize", "c.itemize"),
+            ),
+            ("Read-only.",),
         ),
-        (
-            "Create only itemized lines: each entity gives ParentRecId (the RecId of the expense line to itemize), "
-            "Subcategory, TransactionDate (YYYY-MM-DD) and Amount (greater than 0.00, two decimals at most), "
-            "optionally Description and LineType (which must be ItemizedLine).",
-            "The header line's category must support itemization, and Subcategory must be one of that category's "
-            "subcategories (entity set ExpenseSubcategories).",
-            "Only lines of Draft reports can be created, updated or deleted.",
-            "Update by RecId: itemized lines accept Subcategory, TransactionDate, Amount and Description; header and "
-            "default lines accept Merchant, Description and Amount (not the Amount of a line that has itemized lines).",
-            "Only itemized lines can be deleted (by RecId).",
-            "Remaining = the header line's Amount minus the sum of its itemized lines' Amount; the itemization is "
-            "complete at exactly 0.00. Over-itemization is accepted but leaves a negative remaining amount. "
-            "The action GetItemizationStatus reports the figures.",
-            "Each call is all or nothing: if one entity is invalid, nothing is written.",
+        EntitySet(
+            "ExpenseSubcategories",
+            "Expense subcategories",
+            "expense_subcategory",
+            "expense_subcategory s",
+            (
+                _prop("RecId", ExpenseSubcategory, "id", "s.id"),
+                _prop("CategoryId", ExpenseSubcategory, "category_id", "s.category_id"),
+                _prop("Name", ExpenseSubcategory, "name", "s.name"),
+            ),
+            ("Read-only. An itemized line's Subcategory must be a Name of its category.",),
         ),
-        writable=True,
-    ),
-    EntitySet(
-        "ExpenseCategories", "Expense categories (cost types)", "expense_category", "expense_category c",
-        (
-            _prop("RecId", ExpenseCategory, "id", "c.id"),
-            _prop("CategoryId", ExpenseCategory, "category_id", "c.category_id"),
-            _prop("Name", ExpenseCategory, "name", "c.name"),
-            _prop("Itemize", ExpenseCategory, "itemize", "c.itemize"),
+        EntitySet(
+            "ExpenseReceipts",
+            "Expense receipts (attached documents: folios, agreements, bills)",
+            "receipt",
+            "receipt d",
+            (
+                _prop("RecId", Receipt, "id", "d.id"),
+                _prop("ExpenseLineRecId", Receipt, "expense_line_id", "d.expense_line_id"),
+                _prop("DocumentNumber", Receipt, "document_number", "d.document_number"),
+                _prop("Merchant", Receipt, "merchant", "d.merchant"),
+                _prop("IssuedDate", Receipt, "issued_date", "d.issued_date"),
+                _prop("Total", Receipt, "total", "d.total"),
+                _prop("Currency", Receipt, "currency", "d.currency"),
+            ),
+            ("Read-only. The charges are in ExpenseReceiptItems (filter on ReceiptRecId).",),
         ),
-        ("Read-only.",),
-    ),
-    EntitySet(
-        "ExpenseSubcategories", "Expense subcategories", "expense_subcategory", "expense_subcategory s",
-        (
-            _prop("RecId", ExpenseSubcategory, "id", "s.id"),
-            _prop("CategoryId", ExpenseSubcategory, "category_id", "s.category_id"),
-            _prop("Name", ExpenseSubcategory, "name", "s.name"),
+        EntitySet(
+            "ExpenseReceiptItems",
+            "Expense receipt items (the charges printed on a receipt)",
+            "receipt_item",
+            "receipt_item i",
+            (
+                _prop("RecId", ReceiptItem, "id", "i.id"),
+                _prop("ReceiptRecId", ReceiptItem, "receipt_id", "i.receipt_id"),
+                _prop("ItemNumber", ReceiptItem, "item_number", "i.item_number"),
+                _prop("ItemDate", ReceiptItem, "item_date", "i.item_date"),
+                _prop("Description", ReceiptItem, "description", "i.description"),
+                _prop("Amount", ReceiptItem, "amount", "i.amount"),
+            ),
+            ("Read-only. Receipts print the vendor's wording, not subcategory names.",),
         ),
-        ("Read-only. An itemized line's Subcategory must be a Name of its category.",),
-    ),
-    EntitySet(
-        "ExpenseReceipts", "Expense receipts (attached documents: folios, agreements, bills)", "receipt", "receipt d",
-        (
-            _prop("RecId", Receipt, "id", "d.id"),
-            _prop("ExpenseLineRecId", Receipt, "expense_line_id", "d.expense_line_id"),
-            _prop("DocumentNumber", Receipt, "document_number", "d.document_number"),
-            _prop("Merchant", Receipt, "merchant", "d.merchant"),
-            _prop("IssuedDate", Receipt, "issued_date", "d.issued_date"),
-            _prop("Total", Receipt, "total", "d.total"),
-            _prop("Currency", Receipt, "currency", "d.currency"),
+        EntitySet(
+            "Workers",
+            "Workers (employees)",
+            "worker",
+            "worker k",
+            (
+                _prop("RecId", Worker, "id", "k.id"),
+                _prop("PersonnelNumber", Worker, "personnel_number", "k.personnel_number"),
+                _prop("Name", Worker, "name", "k.name"),
+                _prop("Email", Worker, "email", "k.email"),
+            ),
+            ("Read-only.",),
         ),
-        ("Read-only. The charges are in ExpenseReceiptItems (filter on ReceiptRecId).",),
-    ),
-    EntitySet(
-        "ExpenseReceiptItems", "Expense receipt items (the charges printed on a receipt)", "receipt_item", "receipt_item i",
-        (
-            _prop("RecId", ReceiptItem, "id", "i.id"),
-            _prop("ReceiptRecId", ReceiptItem, "receipt_id", "i.receipt_id"),
-            _prop("ItemNumber", ReceiptItem, "item_number", "i.item_number"),
-            _prop("ItemDate", ReceiptItem, "item_date", "i.item_date"),
-            _prop("Description", ReceiptItem, "description", "i.description"),
-            _prop("Amount", ReceiptItem, "amount", "i.amount"),
-        ),
-        ("Read-only. Receipts print the vendor's wording, not subcategory names.",),
-    ),
-    EntitySet(
-        "Workers", "Workers (employees)", "worker", "worker k",
-        (
-            _prop("RecId", Worker, "id", "k.id"),
-            _prop("PersonnelNumber", Worker, "personnel_number", "k.personnel_number"),
-            _prop("Name", Worker, "name", "k.name"),
-            _prop("Email", Worker, "email", "k.email"),
-        ),
-        ("Read-only.",),
-    ),
-]}
+    ]
+}
 
 
 def _entity_set(name: object) -> EntitySet:
@@ -189,15 +254,20 @@ def _entity_set(name: object) -> EntitySet:
     for entity in ENTITY_SETS.values():
         if entity.name.lower() == text.lower():
             return entity
-    raise NotFoundError(f"Entity set {text!r} does not exist. Entity sets: {', '.join(ENTITY_SETS)}. "
-                        "Use data_find_entity_type to search.")
+    raise NotFoundError(
+        f"Entity set {text!r} does not exist. Entity sets: {', '.join(ENTITY_SETS)}. "
+        "Use data_find_entity_type to search."
+    )
 
 
 def find_entity_sets(search: str) -> list[dict]:
     """Entity sets whose name, label or table name contain every word of ``search``."""
     words = search.lower().split()
-    return [{"Name": e.name, "Label": e.label, "Table": e.table, "IsReadOnly": not e.writable}
-            for e in ENTITY_SETS.values() if all(w in f"{e.name} {e.label} {e.table}".lower() for w in words)]
+    return [
+        {"Name": e.name, "Label": e.label, "Table": e.table, "IsReadOnly": not e.writable}
+        for e in ENTITY_SETS.values()
+        if all(w in f"{e.name} {e.label} {e.table}".lower() for w in words)
+    ]
 
 
 def entity_metadata(entity_set: str) -> dict:
@@ -206,7 +276,9 @@ def entity_metadata(entity_set: str) -> dict:
         "Name": entity.name,
         "Label": entity.label,
         "Key": "RecId",
-        "Properties": [{"Name": p.name, "Type": p.type, "Description": p.description, "IsReadOnly": not p.writable}
-                       for p in entity.properties],
+        "Properties": [
+            {"Name": p.name, "Type": p.type, "Description": p.description, "IsReadOnly": not p.writable}
+            for p in entity.properties
+        ],
         "Rules": list(entity.rules),
     }

@@ -32,14 +32,17 @@ class Token:
         return self.text
 
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<str>'(?:[^']|'')*')
   | (?P<date>\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?)(?![\w.])
   | (?P<num>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<punct>[(),])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 def _tokenize(text: str) -> list[Token]:
@@ -49,8 +52,10 @@ def _tokenize(text: str) -> list[Token]:
         if match is None:
             char = text[pos]
             if char == "'":
-                raise ValidationError(f"$filter: unterminated string literal starting at character {pos + 1}; "
-                                      "close it with ' and double any quote inside it ('O''Brien').")
+                raise ValidationError(
+                    f"$filter: unterminated string literal starting at character {pos + 1}; "
+                    "close it with ' and double any quote inside it ('O''Brien')."
+                )
             hint = " Quote strings with single quotes: 'Hotel'." if char == '"' else ""
             raise ValidationError(f"$filter: unexpected character {char!r} at character {pos + 1}.{hint}")
         if match.lastgroup != "ws":
@@ -90,7 +95,9 @@ class FilterParser:
 
     def parse(self) -> str:
         if not self.tokens:
-            raise ValidationError("$filter: the filter is empty. Example: $filter=Category eq 'Hotel' and Amount gt 100")
+            raise ValidationError(
+                "$filter: the filter is empty. Example: $filter=Category eq 'Hotel' and Amount gt 100"
+            )
         sql = self._or()
         if self._peek() is not None:
             raise self._error("'and', 'or' or the end of the filter")
@@ -144,7 +151,9 @@ class FilterParser:
         """Enter one more level of nesting (bounded, so no input can exhaust the stack)."""
         self.depth += 1
         if self.depth > MAX_FILTER_DEPTH:
-            raise ValidationError(f"$filter: the filter nests deeper than {MAX_FILTER_DEPTH} levels at character {token.pos}.")
+            raise ValidationError(
+                f"$filter: the filter nests deeper than {MAX_FILTER_DEPTH} levels at character {token.pos}."
+            )
         self.index += 1
 
     def _unary(self) -> str:
@@ -181,8 +190,10 @@ class FilterParser:
         op = self._operator()
         literal = self._next("a value (a 'string', a number, true, false or null)")
         if literal.kind == "ident" and not self._is_word(literal, *_KEYWORD_LITERALS):
-            raise ValidationError(f"$filter: expected a value at character {literal.pos}, found {literal.text!r}; "
-                                  "comparing two properties is not supported, and strings need single quotes.")
+            raise ValidationError(
+                f"$filter: expected a value at character {literal.pos}, found {literal.text!r}; "
+                "comparing two properties is not supported, and strings need single quotes."
+            )
         return self._comparison(prop, op, literal)
 
     def _operator(self) -> str:
@@ -213,8 +224,10 @@ class FilterParser:
         self._expect_punct(",")
         literal = self._next(f"a 'string' as the second argument of {name}")
         if literal.kind != "str":
-            raise ValidationError(f"$filter: {name} takes a quoted string as its second argument; "
-                                  f"found {literal.text!r} at character {literal.pos}.")
+            raise ValidationError(
+                f"$filter: {name} takes a quoted string as its second argument; "
+                f"found {literal.text!r} at character {literal.pos}."
+            )
         self._expect_punct(")")
         self.params.append(_like_pattern(literal.value, name))
         sql = f"COALESCE(lower(\"{prop.name}\") LIKE ? ESCAPE '\\', 0)"

@@ -1,5 +1,4 @@
-"""An OData path and query options (``$filter $select $orderby $top $skip $count``) parsed into a ``Query``.
-"""
+"""An OData path and query options (``$filter $select $orderby $top $skip $count``) parsed into a ``Query``."""
 
 from __future__ import annotations
 
@@ -62,9 +61,11 @@ def _parse_options(text: str) -> dict[str, str]:
         name = name.strip().lower()
         name = name if name.startswith("$") else "$" + name
         if name not in QUERY_OPTIONS:
-            raise ValidationError(f"odataQueryOptions: unknown query option {part.partition('=')[0].strip()[:40]!r}. "
-                                  f"Supported: {', '.join(QUERY_OPTIONS)}, joined with '&', "
-                                  "e.g. $filter=Category eq 'Hotel'&$top=10.")
+            raise ValidationError(
+                f"odataQueryOptions: unknown query option {part.partition('=')[0].strip()[:40]!r}. "
+                f"Supported: {', '.join(QUERY_OPTIONS)}, joined with '&', "
+                "e.g. $filter=Category eq 'Hotel'&$top=10."
+            )
         if not sep:
             raise ValidationError(f"odataQueryOptions: {name} has no value; write {name}=value.")
         if name in options:
@@ -76,8 +77,10 @@ def _parse_options(text: str) -> dict[str, str]:
 def _parse_query(odata_path: str, query_options: str | None) -> tuple[Query, FilterParser | None]:
     match = _PATH.match(odata_path.strip())
     if match is None:
-        raise ValidationError(f"odataPath: {odata_path[:100]!r} is not an entity set path. Use ExpenseLines, "
-                              "ExpenseLines(1234) for one record by RecId, or ExpenseLines?$filter=...")
+        raise ValidationError(
+            f"odataPath: {odata_path[:100]!r} is not an entity set path. Use ExpenseLines, "
+            "ExpenseLines(1234) for one record by RecId, or ExpenseLines?$filter=..."
+        )
     query = Query(_entity_set(match["set"]))
     if match["key"] is not None:
         key = _KEY.match(match["key"])
@@ -110,7 +113,9 @@ def _parse_query(odata_path: str, query_options: str | None) -> tuple[Query, Fil
 def _parse_select(entity: EntitySet, text: str) -> list[Property] | None:
     names = [n.strip() for n in text.split(",")]
     if any(not n for n in names):
-        raise ValidationError(f"$select: expected comma-separated property names, got {text!r}. Properties: {entity.property_list}.")
+        raise ValidationError(
+            f"$select: expected comma-separated property names, got {text!r}. Properties: {entity.property_list}."
+        )
     if names == ["*"]:
         return None
     selected: list[Property] = []
@@ -126,7 +131,9 @@ def _parse_orderby(entity: EntitySet, text: str) -> list[tuple[Property, bool]]:
     for part in text.split(","):
         words = part.split()
         if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() not in ("asc", "desc")):
-            raise ValidationError(f"$orderby: expected 'Property [asc|desc]' items separated by commas, got {part.strip()!r}.")
+            raise ValidationError(
+                f"$orderby: expected 'Property [asc|desc]' items separated by commas, got {part.strip()!r}."
+            )
         order.append((entity.find_property(words[0], "$orderby"), len(words) == 2 and words[1].lower() == "desc"))
     return order
 
@@ -141,4 +148,3 @@ def _parse_int(options: dict[str, str], name: str, default: int, maximum: int | 
     if maximum is not None and value > maximum:
         raise ValidationError(f"{name}: at most {maximum} records per call; page with $skip.")
     return value
-

@@ -1,5 +1,4 @@
-"""Reading OData records: one parameterized SELECT per query, money as two-place text.
-"""
+"""Reading OData records: one parameterized SELECT per query, money as two-place text."""
 
 from __future__ import annotations
 
@@ -45,8 +44,9 @@ def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> dict:
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     base = f"SELECT * FROM ({entity.select_sql}){where}"
     try:
-        rows = db.execute(f"{base} ORDER BY {_order_sql(query)} LIMIT ? OFFSET ?",
-                          params + [query.top + 1, query.skip]).fetchall()
+        rows = db.execute(
+            f"{base} ORDER BY {_order_sql(query)} LIMIT ? OFFSET ?", params + [query.top + 1, query.skip]
+        ).fetchall()
         total = db.execute(f"SELECT COUNT(*) FROM ({base})", params).fetchone()[0] if query.count else None
     except sqlite3.OperationalError as exc:  # e.g. a filter too long for SQLite's expression depth
         raise ValidationError(f"$filter: the query could not run ({exc}); simplify the filter.") from None
@@ -55,7 +55,7 @@ def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> dict:
     payload: dict[str, Any] = {"EntitySet": entity.name}
     if total is not None:
         payload["@odata.count"] = total
-    payload["value"] = [_record(entity, row, query.select or entity.properties) for row in rows[:query.top]]
+    payload["value"] = [_record(entity, row, query.select or entity.properties) for row in rows[: query.top]]
     if query.top and len(rows) > query.top:
         payload["NextSkip"] = query.skip + query.top
     return payload
@@ -76,4 +76,3 @@ def _records_by_id(db: sqlite3.Connection, entity: EntitySet, ids: list[int]) ->
     rows = db.execute(f'SELECT * FROM ({entity.select_sql}) WHERE "RecId" IN ({placeholders})', ids).fetchall()
     by_id = {row["RecId"]: _record(entity, row, entity.properties) for row in rows}
     return [by_id[i] for i in ids if i in by_id]
-

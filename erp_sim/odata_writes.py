@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from erp_sim import ledger
 from erp_sim.errors import BusinessRuleError, ErpError, ValidationError
@@ -18,10 +18,20 @@ MAX_BATCH = 200
 
 
 # --- writes ------------------------------------------------------------------------------------
-_CREATE_FIELDS = {"ParentRecId": None, "Subcategory": "subcategory", "TransactionDate": "transaction_date",
-                  "Amount": "amount", "Description": "description", "LineType": None}
-_ITEMIZED_FIELDS = {"Subcategory": "subcategory", "TransactionDate": "transaction_date", "Amount": "amount",
-                    "Description": "description"}
+_CREATE_FIELDS = {
+    "ParentRecId": None,
+    "Subcategory": "subcategory",
+    "TransactionDate": "transaction_date",
+    "Amount": "amount",
+    "Description": "description",
+    "LineType": None,
+}
+_ITEMIZED_FIELDS = {
+    "Subcategory": "subcategory",
+    "TransactionDate": "transaction_date",
+    "Amount": "amount",
+    "Description": "description",
+}
 _LINE_FIELDS = {"Merchant": "merchant", "Description": "description", "Amount": "amount"}
 _CONTROLS = {field: name for name, field in {**_ITEMIZED_FIELDS, **_LINE_FIELDS}.items()}
 
@@ -29,9 +39,11 @@ _CONTROLS = {field: name for name, field in {**_ITEMIZED_FIELDS, **_LINE_FIELDS}
 def _writable_set(entity_set: str, verb: str) -> EntitySet:
     entity = _entity_set(entity_set)
     if not entity.writable:
-        raise BusinessRuleError(f"{entity.name} is read-only; records cannot be {verb}. Writable entity sets: "
-                                "ExpenseLines (itemized lines; header-line Merchant, Description, Amount) and "
-                                "ExpenseReports (Purpose).")
+        raise BusinessRuleError(
+            f"{entity.name} is read-only; records cannot be {verb}. Writable entity sets: "
+            "ExpenseLines (itemized lines; header-line Merchant, Description, Amount) and "
+            "ExpenseReports (Purpose)."
+        )
     return entity
 
 
@@ -61,8 +73,10 @@ def _properties(entity: EntitySet, raw: object, allowed: list[str], purpose: str
         else:
             values[canonical] = value
     if unknown:
-        raise ValidationError(f"Unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
-                              f"of {entity.name}. {purpose} takes: {', '.join(allowed)}.")
+        raise ValidationError(
+            f"Unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
+            f"of {entity.name}. {purpose} takes: {', '.join(allowed)}."
+        )
     if refused:
         raise ValidationError(f"{', '.join(refused)} cannot be set here. {purpose} takes: {', '.join(allowed)}.")
     return values
@@ -89,9 +103,11 @@ def create_entities(db: sqlite3.Connection, entity_set: str, entities: list[dict
     """Create itemized expense lines, all or nothing. Returns the created records."""
     entity = _entity_set(entity_set)
     if entity.name != "ExpenseLines":
-        raise BusinessRuleError(f"Records of {entity.name} cannot be created through the data API. Only itemized "
-                                "lines can be created: entity set ExpenseLines with ParentRecId, Subcategory, "
-                                "TransactionDate and Amount.")
+        raise BusinessRuleError(
+            f"Records of {entity.name} cannot be created through the data API. Only itemized "
+            "lines can be created: entity set ExpenseLines with ParentRecId, Subcategory, "
+            "TransactionDate and Amount."
+        )
     _batch(entities, "entities")
     created: list[int] = []
     with ledger.transaction(db):
@@ -105,8 +121,10 @@ def _create_itemized(db: sqlite3.Connection, entity: EntitySet, raw: object) -> 
     values = _properties(entity, raw, list(_CREATE_FIELDS), "Creating an itemized line")
     line_type = values.pop("LineType", "ItemizedLine")
     if not isinstance(line_type, str) or line_type.strip().lower() != "itemizedline":
-        raise ValidationError(f"LineType: only itemized lines can be created, so LineType must be ItemizedLine "
-                              f"(or left out), got {line_type!r}.")
+        raise ValidationError(
+            f"LineType: only itemized lines can be created, so LineType must be ItemizedLine "
+            f"(or left out), got {line_type!r}."
+        )
     if values.get("ParentRecId") in (None, ""):
         raise ValidationError("ParentRecId must be filled in: the RecId of the expense line to itemize.")
     header = ledger.line_by_id(db, _rec_id(values.pop("ParentRecId"), "ParentRecId"))
@@ -136,12 +154,16 @@ def _update_line(db: sqlite3.Connection, entity: EntitySet, raw: object) -> int:
         raise ValidationError("RecId must be given to say which line to update.")
     line = ledger.line_by_id(db, _rec_id(values.pop("RecId"), "RecId"))
     if not values:
-        raise ValidationError(f"Nothing to update for RecId {line['id']}; give at least one of {', '.join(allowed[1:])}.")
+        raise ValidationError(
+            f"Nothing to update for RecId {line['id']}; give at least one of {', '.join(allowed[1:])}."
+        )
     if line["line_type"] == "ItemizedLine":
         wrong = [name for name in values if name not in _ITEMIZED_FIELDS]
         if wrong:
-            raise ValidationError(f"{', '.join(wrong)}: line RecId {line['id']} is an itemized line; it takes "
-                                  f"{', '.join(_ITEMIZED_FIELDS)} (its Merchant is the header's).")
+            raise ValidationError(
+                f"{', '.join(wrong)}: line RecId {line['id']} is an itemized line; it takes "
+                f"{', '.join(_ITEMIZED_FIELDS)} (its Merchant is the header's)."
+            )
         raw_values = {field: line[field] for field in _ITEMIZED_FIELDS.values()}
         raw_values.update({_ITEMIZED_FIELDS[name]: value for name, value in values.items()})
         header = ledger.line_by_id(db, line["parent_line_id"])
@@ -149,9 +171,13 @@ def _update_line(db: sqlite3.Connection, entity: EntitySet, raw: object) -> int:
     else:
         wrong = [name for name in values if name not in _LINE_FIELDS]
         if wrong:
-            raise ValidationError(f"{', '.join(wrong)}: line RecId {line['id']} is a {line['line_type']} line; it takes "
-                                  f"{', '.join(_LINE_FIELDS)}. Subcategory and TransactionDate are set on itemized lines.")
-        ledger.update_line_fields(db, line["id"], {_LINE_FIELDS[name]: value for name, value in values.items()}, _CONTROLS)
+            raise ValidationError(
+                f"{', '.join(wrong)}: line RecId {line['id']} is a {line['line_type']} line; it takes "
+                f"{', '.join(_LINE_FIELDS)}. Subcategory and TransactionDate are set on itemized lines."
+            )
+        ledger.update_line_fields(
+            db, line["id"], {_LINE_FIELDS[name]: value for name, value in values.items()}, _CONTROLS
+        )
     return int(line["id"])
 
 
@@ -160,7 +186,9 @@ def _update_report(db: sqlite3.Connection, entity: EntitySet, raw: object) -> in
     if "RecId" in values:
         report = ledger.report_by_id(db, _rec_id(values.pop("RecId"), "RecId"))
         if "ReportNumber" in values and str(values.pop("ReportNumber")).strip().upper() != report["report_number"]:
-            raise ValidationError(f"RecId {report['id']} is report {report['report_number']}, not the ReportNumber given.")
+            raise ValidationError(
+                f"RecId {report['id']} is report {report['report_number']}, not the ReportNumber given."
+            )
     elif "ReportNumber" in values:
         report = ledger.report_by_number(db, ledger.parse_text(values.pop("ReportNumber"), "ReportNumber"))
     else:
@@ -175,8 +203,10 @@ def delete_entities(db: sqlite3.Connection, entity_set: str, keys: list[int]) ->
     """Delete itemized expense lines by RecId, all or nothing."""
     entity = _entity_set(entity_set)
     if entity.name != "ExpenseLines":
-        raise BusinessRuleError(f"Records of {entity.name} cannot be deleted through the data API. Only itemized "
-                                "lines (entity set ExpenseLines, LineType ItemizedLine) can be deleted.")
+        raise BusinessRuleError(
+            f"Records of {entity.name} cannot be deleted through the data API. Only itemized "
+            "lines (entity set ExpenseLines, LineType ItemizedLine) can be deleted."
+        )
     ids = [_rec_id(key, f"keys[{i}]") for i, key in enumerate(_batch(keys, "keys"))]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:

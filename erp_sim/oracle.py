@@ -9,8 +9,9 @@ oracle drives an ``ErpSession`` directly, a Gymnasium env, or an MCP client.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from decimal import Decimal
-from typing import Any, Generator
+from typing import Any
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
@@ -34,8 +35,14 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
     lines is itemized line by line, in the instruction's order, from the same report form."""
     yield "form_find_menu_item", {"menuItemFilter": "expense reports"}
     yield "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
-    response = yield "form_filter_grid", {"gridName": "ExpenseReportsGrid", "gridColumnName": "TrvExpTable_ExpNumber",
-                                          "filterValue": task.report_number}
+    response = yield (
+        "form_filter_grid",
+        {
+            "gridName": "ExpenseReportsGrid",
+            "gridColumnName": "TrvExpTable_ExpNumber",
+            "filterValue": task.report_number,
+        },
+    )
     row, _ = _rows_until(response, "ExpenseReportsGrid", lambda r: r["TrvExpTable_ExpNumber"] == task.report_number)
     if row is None:
         raise OracleError(f"report {task.report_number} not in the filtered list")
@@ -47,6 +54,7 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
 
 def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call, str, str]:
     """From the report form (``response``): itemize one line and close its form; returns the last response."""
+
     def is_target(r: dict) -> bool:
         return r["TrvExpTrans_LineNum"] == str(line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine"
 
@@ -73,11 +81,16 @@ def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call
     mapping = wording_to_subcategory(task.expense_type)
     for charge in charges:
         yield "form_click_control", {"controlName": "NewLine"}
-        yield "form_set_control_values", {"controlValues": [
-            {"controlName": "TrvExpTrans_ExpSubCategory", "value": mapping[charge["ReceiptItem_Description"]]},
-            {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
-            {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"].replace(",", "")},
-        ]}
+        yield (
+            "form_set_control_values",
+            {
+                "controlValues": [
+                    {"controlName": "TrvExpTrans_ExpSubCategory", "value": mapping[charge["ReceiptItem_Description"]]},
+                    {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
+                    {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"].replace(",", "")},
+                ]
+            },
+        )
     response = yield "form_save_form", {}
     remaining = formstate.control_value(formstate.form_state(response), "ItemizationRemaining")
     if remaining is None or Decimal(str(remaining).replace(",", "")) != 0:

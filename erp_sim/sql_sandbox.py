@@ -50,9 +50,21 @@ _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, step
 
 READABLE = {model.__tablename__ for model in TABLES} | {"sqlite_master", "sqlite_schema"}
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
-_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "fts5", "randomblob",
-                      "zeroblob", "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_source_id",
-                      "sqlite_version", "sqlite_offset"}
+_REFUSED_FUNCTIONS = {
+    "load_extension",
+    "readfile",
+    "writefile",
+    "edit",
+    "fts3_tokenizer",
+    "fts5",
+    "randomblob",
+    "zeroblob",
+    "sqlite_compileoption_get",
+    "sqlite_compileoption_used",
+    "sqlite_source_id",
+    "sqlite_version",
+    "sqlite_offset",
+}
 
 
 def set_limits(cpu_seconds: float | None = None, memory_bytes: int | None = None) -> SqlLimits:
@@ -173,13 +185,16 @@ class _Budget:
         elif time.thread_time() - self.cpu_start > self.limits.cpu_seconds:
             self.reason = f"query interrupted after {self.limits.cpu_seconds:g} s of CPU time; add filters or a LIMIT"
         elif _heap_used and _heap_used() - self.heap_start > self.limits.memory_bytes:
-            self.reason = (f"query interrupted: it needed over {self.limits.memory_bytes >> 20} MiB of memory "
-                           f"(sorts, DISTINCT, GROUP BY on wide values); select fewer or shorter columns")
+            self.reason = (
+                f"query interrupted: it needed over {self.limits.memory_bytes >> 20} MiB of memory "
+                f"(sorts, DISTINCT, GROUP BY on wide values); select fewer or shorter columns"
+            )
         return 1 if self.reason else 0
 
 
-
-def run_select(conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = None) -> tuple[list[str], list[list], bool]:
+def run_select(
+    conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = None
+) -> tuple[list[str], list[list], bool]:
     """Run one read-only SELECT within ``limits`` (default ``LIMITS``). Returns (columns, rows, truncated)."""
     limits = limits or LIMITS
     statement = sql.strip().rstrip(";").strip()
@@ -213,7 +228,7 @@ def run_select(conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = No
         conn.set_authorizer(None)
         conn.set_progress_handler(None, 0)
     truncated = len(rows) > limits.max_rows
-    return columns, [list(r) for r in rows[:limits.max_rows]], truncated
+    return columns, [list(r) for r in rows[: limits.max_rows]], truncated
 
 
 def _strip_string_literals(sql: str) -> str:

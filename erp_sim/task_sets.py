@@ -11,7 +11,7 @@ import json
 import os
 import random
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,7 +27,11 @@ def _fixtures_dir() -> Path:
 FIXTURES_DIR = _fixtures_dir()
 
 # Task sets shipped in fixtures/. Each expense-type set is a filtered view of expense_types.
-TASK_SET_FILES = {"hotel_50": "hotel_50.jsonl", "expense_types": "expense_types.jsonl", "long_horizon": "long_horizon.jsonl"}
+TASK_SET_FILES = {
+    "hotel_50": "hotel_50.jsonl",
+    "expense_types": "expense_types.jsonl",
+    "long_horizon": "long_horizon.jsonl",
+}
 # Sets whose split is stratified by size too (number of receipt charges): each rung of a ladder is split alike.
 SIZE_STRATIFIED = {"long_horizon"}
 
@@ -42,7 +46,7 @@ class TaskRow(NamedTuple):
     charges: int  # receipt charges over every line of the task
 
 
-@lru_cache(maxsize=None)
+@cache
 def task_rows(name: str) -> tuple[TaskRow, ...]:
     """The rows of a task set by name: ``hotel_50``, ``expense_types``, one expense type (``Meals``),
     or one half of a set's fixed split (``hotel_50:train``). Raises ``KeyError`` naming the known sets."""
@@ -110,5 +114,7 @@ def resolve_tasks(selection: str) -> tuple[str, list[str]]:
     chosen = [i.strip() for i in rest.split(",") if i.strip()] if rest else known
     unknown = [i for i in chosen if i not in known]
     if unknown:
-        raise KeyError(f"Unknown task id(s) in {task_set}: {', '.join(unknown)} (or use {task_set}:train / {task_set}:test).")
+        raise KeyError(
+            f"Unknown task id(s) in {task_set}: {', '.join(unknown)} (or use {task_set}:train / {task_set}:test)."
+        )
     return task_set, chosen

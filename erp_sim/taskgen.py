@@ -48,8 +48,16 @@ def _hotel(rng: random.Random, start: date, count: int, max_nights: int = 7) -> 
         day = start + timedelta(days=night)
         amounts = {"Daily room rate": rate, "Room tax": _pct(rate, tax_pct), "City tax": city_tax}
         charges += [(day, sub, amounts[sub]) for sub in per_night]
-    extras = {"Breakfast": (12, 34), "Room service": (18, 95), "Parking": (15, 45), "Internet": (9.95, 19.95),
-              "Telephone": (2, 25), "Laundry": (8, 60), "Minibar": (4, 38), "Resort fee": (20, 45)}
+    extras = {
+        "Breakfast": (12, 34),
+        "Room service": (18, 95),
+        "Parking": (15, 45),
+        "Internet": (9.95, 19.95),
+        "Telephone": (2, 25),
+        "Laundry": (8, 60),
+        "Minibar": (4, 38),
+        "Resort fee": (20, 45),
+    }
     for _ in range(count - len(charges)):
         sub = rng.choice(sorted(extras))
         charges.append((start + timedelta(days=rng.randrange(nights)), sub, _money(rng, *extras[sub])))
@@ -60,7 +68,14 @@ def _car_rental(rng: random.Random, start: date, count: int) -> list[Charge]:
     fees = ["Rental tax", "Airport concession fee", "Vehicle license fee", "Fuel", "Additional driver"]
     per_day = ["Base rate", "Collision damage waiver", "GPS rental"][: 1 if count <= 8 else 2 if count <= 15 else 3]
     # Fill ``count`` with whole days of per-day charges plus 2-5 one-off fees.
-    n_fees = next((n for n in range(min(5, count - len(per_day)), 1, -1) if (count - n) % len(per_day) == 0 and (count - n) // len(per_day) <= 10), None)
+    n_fees = next(
+        (
+            n
+            for n in range(min(5, count - len(per_day)), 1, -1)
+            if (count - n) % len(per_day) == 0 and (count - n) // len(per_day) <= 10
+        ),
+        None,
+    )
     if n_fees is None:
         per_day, n_fees = per_day[:1], 5
     days = (count - n_fees) // len(per_day)
@@ -71,9 +86,13 @@ def _car_rental(rng: random.Random, start: date, count: int) -> list[Charge]:
         charges += [(start + timedelta(days=d), sub, amounts[sub]) for sub in per_day]
     base_total = rate * days
     end = start + timedelta(days=days - 1)
-    fee_amounts = {"Rental tax": _pct(base_total, Decimal("8.25")), "Airport concession fee": _pct(base_total, Decimal("11.11")),
-                   "Vehicle license fee": _money(rng, 1.5, 9), "Fuel": _money(rng, 35, 80),
-                   "Additional driver": _money(rng, 12, 15) * days}
+    fee_amounts = {
+        "Rental tax": _pct(base_total, Decimal("8.25")),
+        "Airport concession fee": _pct(base_total, Decimal("11.11")),
+        "Vehicle license fee": _money(rng, 1.5, 9),
+        "Fuel": _money(rng, 35, 80),
+        "Additional driver": _money(rng, 12, 15) * days,
+    }
     charges += [(end, sub, fee_amounts[sub]) for sub in fees[:n_fees]]
     return charges
 
@@ -86,8 +105,13 @@ def _airfare(rng: random.Random, start: date, count: int) -> list[Charge]:
     for s in range(segments):
         day = start + timedelta(days=s * rng.randint(1, 3))
         fare = _money(rng, 89, 640)
-        amounts = {"Base fare": fare, "Fuel surcharge": _money(rng, 20, 180), "Passenger facility charge": Decimal("4.50"),
-                   "Security fee": Decimal("5.60"), "Government tax": _pct(fare, Decimal("7.5"))}
+        amounts = {
+            "Base fare": fare,
+            "Fuel surcharge": _money(rng, 20, 180),
+            "Passenger facility charge": Decimal("4.50"),
+            "Security fee": Decimal("5.60"),
+            "Government tax": _pct(fare, Decimal("7.5")),
+        }
         charges += [(day, sub, amounts[sub]) for sub in per_segment[:k]]
     extras = {"Seat selection": (15, 89), "Checked baggage": (35, 75), "Change fee": (50, 200)}
     for _ in range(count - len(charges)):
@@ -99,9 +123,15 @@ def _airfare(rng: random.Random, start: date, count: int) -> list[Charge]:
 def _meals(rng: random.Random, start: date, count: int) -> list[Charge]:
     n_on_top = 3 if count >= 6 else 2  # tax + tip (+ service charge)
     ranges = {"Food": (9, 48), "Beverages": (3, 9), "Alcohol": (8, 22)}
-    dishes = [(start, sub, _money(rng, *ranges[sub])) for sub in (rng.choice(["Food", "Food", "Beverages", "Alcohol"]) for _ in range(count - n_on_top))]
+    dishes = [
+        (start, sub, _money(rng, *ranges[sub]))
+        for sub in (rng.choice(["Food", "Food", "Beverages", "Alcohol"]) for _ in range(count - n_on_top))
+    ]
     subtotal = sum((c[2] for c in dishes), Decimal("0"))
-    on_top = [(start, "Sales tax", _pct(subtotal, Decimal("8.875"))), (start, "Tip", _pct(subtotal, Decimal(rng.choice(["15", "18", "20"]))))]
+    on_top = [
+        (start, "Sales tax", _pct(subtotal, Decimal("8.875"))),
+        (start, "Tip", _pct(subtotal, Decimal(rng.choice(["15", "18", "20"])))),
+    ]
     if n_on_top == 3:
         on_top.append((start, "Service charge", _pct(subtotal, Decimal("3"))))
     return dishes + on_top
@@ -114,7 +144,10 @@ def _conference(rng: random.Random, start: date, count: int) -> list[Charge]:
         sub = rng.choice(sorted(optional))
         charges.append((start + timedelta(days=rng.randrange(3)), sub, _money(rng, *optional[sub])))
     subtotal = sum((c[2] for c in charges), Decimal("0"))
-    charges += [(start, "Sales tax", _pct(subtotal, Decimal("6"))), (start, "Processing fee", _pct(subtotal, Decimal("2.9")))]
+    charges += [
+        (start, "Sales tax", _pct(subtotal, Decimal("6"))),
+        (start, "Processing fee", _pct(subtotal, Decimal("2.9"))),
+    ]
     return charges
 
 
@@ -147,7 +180,10 @@ def _layout(expense_type: str, max_nights: int):
 
 def _receipt(rng: random.Random, expense_type: str, charges: list[Charge]) -> tuple[list[ReceiptLine], str]:
     wording = {sub: rng.choice(words) for sub, words in RECEIPT_WORDING[expense_type].items()}
-    items = [ReceiptLine(date=d.isoformat(), description=wording[sub], subcategory=sub, amount=str(amount)) for d, sub, amount in charges]
+    items = [
+        ReceiptLine(date=d.isoformat(), description=wording[sub], subcategory=sub, amount=str(amount))
+        for d, sub, amount in charges
+    ]
     assert all(item.subcategory in CATEGORIES[expense_type].subcategories for item in items)
     return items, str(sum((Decimal(i.amount) for i in items), Decimal("0")).quantize(CENT))
 
@@ -157,13 +193,24 @@ def line_sizes(item_count: int, lines: int) -> list[int]:
     return [item_count // lines + (1 if n < item_count % lines else 0) for n in range(lines)]
 
 
-def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_count: int, *, lines: int = 1,
-                  max_nights: int = 7, task_id: str | None = None) -> Task:
+def generate_task(
+    task_set: str,
+    index: int,
+    expense_type: str,
+    seed: int,
+    item_count: int,
+    *,
+    lines: int = 1,
+    max_nights: int = 7,
+    task_id: str | None = None,
+) -> Task:
     """One task. The horizon knob: ``item_count`` receipt charges (up to 200) over ``lines`` expense lines
     (1-5) of one report, and ``max_nights`` (Hotel) for stays longer than a week. With the defaults the
     random draws are exactly those of the single-line sets, so their fixtures keep their bytes."""
     if not 1 <= lines <= MAX_LINES or not 2 * lines <= item_count <= MAX_CHARGES:
-        raise ValueError(f"lines must be 1-{MAX_LINES} and item_count from 2 per line to {MAX_CHARGES}, got {lines}, {item_count}")
+        raise ValueError(
+            f"lines must be 1-{MAX_LINES} and item_count from 2 per line to {MAX_CHARGES}, got {lines}, {item_count}"
+        )
     layout = _layout(expense_type, max_nights)
     sizes = line_sizes(item_count, lines)
     rng = random.Random(seed)
@@ -173,7 +220,9 @@ def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_
     charges = layout(rng, start, sizes[0])
     assert len(charges) == sizes[0], (expense_type, sizes[0], len(charges))
     items, total = _receipt(rng, expense_type, charges)
-    prefix = {"Hotel": "hotel", "CarRental": "car", "Airfare": "air", "Meals": "meals", "Conference": "conf"}[expense_type]
+    prefix = {"Hotel": "hotel", "CarRental": "car", "Airfare": "air", "Meals": "meals", "Conference": "conf"}[
+        expense_type
+    ]
     task = Task(
         task_id=task_id or f"{prefix}-{index:03d}",
         task_set=task_set,
@@ -194,7 +243,9 @@ def generate_task(task_set: str, index: int, expense_type: str, seed: int, item_
     )
     if lines == 1:
         return task
-    return task.model_copy(update={"extra_lines": _extra_lines(rng, task, layout, sizes[1:], max(d for d, _, _ in charges))})
+    return task.model_copy(
+        update={"extra_lines": _extra_lines(rng, task, layout, sizes[1:], max(d for d, _, _ in charges))}
+    )
 
 
 def _extra_lines(rng: random.Random, task: Task, layout, sizes: list[int], last_day: date) -> list[TaskLine]:
@@ -212,9 +263,16 @@ def _extra_lines(rng: random.Random, task: Task, layout, sizes: list[int], last_
             document = f"{DOCUMENT_PREFIX[task.expense_type]}-{rng.randint(10000, 99999)}"
         documents.add(document)
         last_day = max(d for d, _, _ in charges)
-        extra.append(TaskLine(line_number=line_number, merchant=f"{_faker().last_name()} {rng.choice(MERCHANT_KINDS[task.expense_type])}",
-                              transaction_date=last_day.isoformat(), header_amount=total, document_number=document,
-                              receipt_items=items))
+        extra.append(
+            TaskLine(
+                line_number=line_number,
+                merchant=f"{_faker().last_name()} {rng.choice(MERCHANT_KINDS[task.expense_type])}",
+                transaction_date=last_day.isoformat(),
+                header_amount=total,
+                document_number=document,
+                receipt_items=items,
+            )
+        )
     return extra
 
 
@@ -243,9 +301,24 @@ LADDER_LINES = (1, 1, 1, 1, 1, 2, 2, 3, 4, 5)
 
 def generate_long_horizon() -> list[Task]:
     """Hotel tasks from 10 to 200 receipt charges (``LADDER``), 10 per rung, some over several lines."""
-    return [generate_task("long_horizon", k, "Hotel", seed=50000 + 100 * rung + k, item_count=charges,
-                          lines=LADDER_LINES[k], max_nights=28, task_id=f"long-{charges:03d}-{k:02d}")
-            for rung, charges in enumerate(LADDER) for k in range(LADDER_TASKS)]
+    return [
+        generate_task(
+            "long_horizon",
+            k,
+            "Hotel",
+            seed=50000 + 100 * rung + k,
+            item_count=charges,
+            lines=LADDER_LINES[k],
+            max_nights=28,
+            task_id=f"long-{charges:03d}-{k:02d}",
+        )
+        for rung, charges in enumerate(LADDER)
+        for k in range(LADDER_TASKS)
+    ]
 
 
-TASK_SETS = {"hotel_50": generate_hotel_50, "expense_types": generate_expense_types, "long_horizon": generate_long_horizon}
+TASK_SETS = {
+    "hotel_50": generate_hotel_50,
+    "expense_types": generate_expense_types,
+    "long_horizon": generate_long_horizon,
+}

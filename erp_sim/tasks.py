@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,15 +65,23 @@ class Task(BaseModel):
     document_number: str = Field(description="Number of the attached receipt (folio, agreement, bill).")
     receipt_items: list[ReceiptLine] = Field(description="The receipt's charges, in printed order.")
     # Left out of the JSON when empty, so single-line task sets keep their bytes.
-    extra_lines: list[TaskLine] = Field(default_factory=list, exclude_if=lambda lines: not lines,
-                                        description="Further lines of the same report and expense type to itemize.")
+    extra_lines: list[TaskLine] = Field(
+        default_factory=list,
+        exclude_if=lambda lines: not lines,
+        description="Further lines of the same report and expense type to itemize.",
+    )
 
     @property
     def lines(self) -> list[TaskLine]:
         """Every line to itemize, the first (the fields above) first."""
-        first = TaskLine(line_number=self.line_number, merchant=self.merchant, transaction_date=self.transaction_date,
-                         header_amount=self.header_amount, document_number=self.document_number,
-                         receipt_items=self.receipt_items)
+        first = TaskLine(
+            line_number=self.line_number,
+            merchant=self.merchant,
+            transaction_date=self.transaction_date,
+            header_amount=self.header_amount,
+            document_number=self.document_number,
+            receipt_items=self.receipt_items,
+        )
         return [first, *self.extra_lines]
 
     @property
@@ -110,8 +118,11 @@ class Task(BaseModel):
     def _lines_instruction(self, include_receipt: bool) -> str:
         """One instruction for several lines: each named with its merchant, date, amount and receipt."""
         lines = self.lines
-        named = "; ".join(f"line {line.line_number}, {line.merchant}, dated {line.transaction_date}, for "
-                          f"{line.header_amount} {self.currency} (receipt {line.document_number})" for line in lines)
+        named = "; ".join(
+            f"line {line.line_number}, {line.merchant}, dated {line.transaction_date}, for "
+            f"{line.header_amount} {self.currency} (receipt {line.document_number})"
+            for line in lines
+        )
         text = (
             f"Hi, I'm {self.worker_name}. Please itemize the {self.expense_type} expense lines on my expense report "
             f"{self.report_number}, all {len(lines)} of them: {named}. Each receipt is attached to its line. For every "
@@ -134,7 +145,7 @@ def load_task_set(name: str) -> list[Task]:
     return list(_load_task_set(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_task_set(name: str) -> tuple[Task, ...]:
     return tuple(Task.model_validate_json(row.line) for row in task_rows(name))
 

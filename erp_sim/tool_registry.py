@@ -12,12 +12,12 @@ style (``gridColumnName``, ``filterValue``, ``controlValues``, ``sqlQuery``, ``e
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Literal, Union
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from typing_extensions import Annotated
 
 from erp_sim import actions
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
@@ -31,12 +31,13 @@ def _odata():
 
     return odata
 
+
 if TYPE_CHECKING:
     from erp_sim.erp_session import ErpSession
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=2000)]
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
 
 
 class Args(BaseModel):
@@ -56,7 +57,7 @@ class Tool:
     name: str
     description: str
     args_model: type[Args]
-    fn: Callable[["ErpSession", Any], Outcome]
+    fn: Callable[[ErpSession, Any], Outcome]
     read_only: bool
 
     @property
@@ -65,7 +66,7 @@ class Tool:
         return copy.deepcopy(_schema(self.args_model))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(model: type[Args]) -> dict:
     schema = model.model_json_schema()
     schema.pop("title", None)
@@ -87,16 +88,18 @@ def tool(name: str, args_model: type[Args], *, read_only: bool):
     return register
 
 
-def _top(session: "ErpSession"):
+def _top(session: ErpSession):
     if not session.forms:
         raise FormStateError("No form is open. Open one with form_open_menu_item (find it with form_find_menu_item).")
     form = session.forms[-1]
     return form, FORMS[form.name]
 
 
-def _check_company(session: "ErpSession", company_id: str | None) -> None:
+def _check_company(session: ErpSession, company_id: str | None) -> None:
     if company_id and company_id.strip().upper() != session.company:
-        raise NotFoundError(f"Company {company_id!r} does not exist or you have no access; available: {session.company}.")
+        raise NotFoundError(
+            f"Company {company_id!r} does not exist or you have no access; available: {session.company}."
+        )
 
 
 # --- form tools ------------------------------------------------------------------------------
@@ -111,11 +114,15 @@ def form_find_menu_item(session, args: FindMenuItemArgs) -> Outcome:
     """Find menu items (forms) by name, label or navigation path. Returns their names, labels and types."""
     _check_company(session, args.companyId)
     words = args.menuItemFilter.lower().split()
-    hits = [{"Name": name, "Label": label, "Type": kind, "NavigationPath": path}
-            for name, (label, kind, path, _) in MENU_ITEMS.items()
-            if all(w in f"{name} {label} {path}".lower() for w in words)]
-    return Outcome(f"Found {len(hits[:args.topHitCount])} menu item(s) matching {args.menuItemFilter!r}.",
-                   {"MenuItems": hits[:args.topHitCount]})
+    hits = [
+        {"Name": name, "Label": label, "Type": kind, "NavigationPath": path}
+        for name, (label, kind, path, _) in MENU_ITEMS.items()
+        if all(w in f"{name} {label} {path}".lower() for w in words)
+    ]
+    return Outcome(
+        f"Found {len(hits[: args.topHitCount])} menu item(s) matching {args.menuItemFilter!r}.",
+        {"MenuItems": hits[: args.topHitCount]},
+    )
 
 
 class OpenMenuItemArgs(Args):
@@ -131,7 +138,7 @@ def form_open_menu_item(session, args: OpenMenuItemArgs) -> Outcome:
     match = next((n for n in MENU_ITEMS if n.lower() == args.name.lower()), None)
     if match is None:
         raise NotFoundError(f"Menu item {args.name!r} does not exist. Use form_find_menu_item to search.")
-    label, kind, _, form_name = MENU_ITEMS[match]
+    _label, kind, _, form_name = MENU_ITEMS[match]
     if args.type.lower() != kind.lower():
         raise ValidationError(f"type: menu item {match} is of type {kind}, not {args.type}.")
     return Outcome(session.open_form(form_name, {}))
@@ -146,19 +153,25 @@ def form_find_controls(session, args: FindControlsArgs) -> Outcome:
     """Find controls on the open form whose name or label contains the search term, with their values."""
     form, definition = _top(session)
     term = args.controlSearchTerm.lower()
-    hits = [{"Name": c.name, "Label": c.label, "Type": c.kind, "Value": c.value, "IsEditable": c.editable}
-            for c in definition.controls(session, form) if term in c.name.lower() or term in c.label.lower()]
+    hits = [
+        {"Name": c.name, "Label": c.label, "Type": c.kind, "Value": c.value, "IsEditable": c.editable}
+        for c in definition.controls(session, form)
+        if term in c.name.lower() or term in c.label.lower()
+    ]
     return Outcome(f"Found {len(hits)} control(s) matching {args.controlSearchTerm!r}.", {"Controls": hits})
 
 
 class ControlValue(Args):
     controlName: Name = Field(description="Control name, e.g. TrvExpTrans_AmountCurr.")
     value: Annotated[str, StringConstraints(max_length=2000)] | int | float | bool | None = Field(
-        description="New value. Amounts accept a number or a numeric string; dates YYYY-MM-DD.")
+        description="New value. Amounts accept a number or a numeric string; dates YYYY-MM-DD."
+    )
 
 
 class SetControlValuesArgs(Args):
-    controlValues: list[ControlValue] = Field(min_length=1, max_length=50, description="Controls and the values to set, applied in order.")
+    controlValues: list[ControlValue] = Field(
+        min_length=1, max_length=50, description="Controls and the values to set, applied in order."
+    )
 
 
 @tool("form_set_control_values", SetControlValuesArgs, read_only=False)
@@ -204,7 +217,8 @@ def form_click_control(session, args: ClickControlArgs) -> Outcome:
 class SelectGridRowArgs(Args):
     gridName: Name = Field(description="Grid name, e.g. ExpenseLinesGrid.")
     rowNumber: Annotated[str, StringConstraints(min_length=1, max_length=12)] = Field(
-        description="Row number as a string, as shown in the grid's RowNumber (1-based over all pages).")
+        description="Row number as a string, as shown in the grid's RowNumber (1-based over all pages)."
+    )
     marking: Literal["Marked", "Unmarked"] | None = Field(None, description="Also mark or unmark the row's check box.")
 
 
@@ -218,7 +232,9 @@ def form_select_grid_row(session, args: SelectGridRowArgs) -> Outcome:
 class FilterGridArgs(Args):
     gridName: Name = Field(description="Grid name.")
     gridColumnName: Name = Field(description="Column (control) name to filter on, e.g. TrvExpTable_ExpNumber.")
-    filterValue: Text = Field("", description="Rows whose column contains this text (case-insensitive) are kept; empty clears the filter.")
+    filterValue: Text = Field(
+        "", description="Rows whose column contains this text (case-insensitive) are kept; empty clears the filter."
+    )
 
 
 @tool("form_filter_grid", FilterGridArgs, read_only=True)
@@ -229,7 +245,9 @@ def form_filter_grid(session, args: FilterGridArgs) -> Outcome:
 
 
 class FilterFormArgs(Args):
-    filterValue: Text = Field(description="Text to match in any column of the form's main grid; empty clears the filter.")
+    filterValue: Text = Field(
+        description="Text to match in any column of the form's main grid; empty clears the filter."
+    )
 
 
 @tool("form_filter_form", FilterFormArgs, read_only=True)
@@ -237,7 +255,9 @@ def form_filter_form(session, args: FilterFormArgs) -> Outcome:
     """Apply the form's quick filter: keep rows of the main grid with the text in any column."""
     form, definition = _top(session)
     if definition.primary_grid is None:
-        raise FormStateError(f"Form {definition.name} has no filterable list; use form_filter_grid on one of its grids.")
+        raise FormStateError(
+            f"Form {definition.name} has no filterable list; use form_filter_grid on one of its grids."
+        )
     form.quick_filter = args.filterValue
     form.grid_state(definition.primary_grid).page = 0
     _, _, total = definition.page_rows(form, definition.grid(session, form, definition.primary_grid))
@@ -280,8 +300,10 @@ def form_open_lookup(session, args: LookupArgs) -> Outcome:
     control = definition.control(session, form, args.controlName)
     if control.options is None:
         raise FormStateError(f"Control {control.name} has no lookup.")
-    return Outcome(f"Lookup of {control.name} opened: {len(control.options)} value(s).",
-                   {"Lookup": {"ControlName": control.name, "Values": list(control.options)}})
+    return Outcome(
+        f"Lookup of {control.name} opened: {len(control.options)} value(s).",
+        {"Lookup": {"ControlName": control.name, "Values": list(control.options)}},
+    )
 
 
 class NoArgs(Args):
@@ -327,8 +349,11 @@ def data_get_entity_metadata(session, args: EntityMetadataArgs) -> Outcome:
 
 class FindEntitiesArgs(Args):
     odataPath: Annotated[str, StringConstraints(min_length=1, max_length=2000)] = Field(
-        description="Entity set, optionally with a key or query: ExpenseLines, ExpenseLines(1234), ExpenseLines?$filter=...")
-    odataQueryOptions: Text | None = Field(None, description="OData query options: $filter, $select, $orderby, $top, $skip, $count.")
+        description="Entity set, optionally with a key or query: ExpenseLines, ExpenseLines(1234), ExpenseLines?$filter=..."
+    )
+    odataQueryOptions: Text | None = Field(
+        None, description="OData query options: $filter, $select, $orderby, $top, $skip, $count."
+    )
 
 
 @tool("data_find_entities", FindEntitiesArgs, read_only=True)
@@ -340,7 +365,8 @@ def data_find_entities(session, args: FindEntitiesArgs) -> Outcome:
 
 class FindEntitiesSqlArgs(Args):
     sqlQuery: Annotated[str, StringConstraints(min_length=1, max_length=4000)] = Field(
-        description="One read-only SELECT over the tables company, worker, expense_category, expense_subcategory, expense_report, expense_line, receipt, receipt_item.")
+        description="One read-only SELECT over the tables company, worker, expense_category, expense_subcategory, expense_report, expense_line, receipt, receipt_item."
+    )
 
 
 @tool("data_find_entities_sql", FindEntitiesSqlArgs, read_only=True)
@@ -367,7 +393,11 @@ def data_create_entities(session, args: CreateEntitiesArgs) -> Outcome:
 
 class UpdateEntitiesArgs(Args):
     entitySetName: Name = Field(description="Entity set name.")
-    entities: list[Entity] = Field(min_length=1, max_length=50, description="Records to update: each has its key (RecId) and the properties to change.")
+    entities: list[Entity] = Field(
+        min_length=1,
+        max_length=50,
+        description="Records to update: each has its key (RecId) and the properties to change.",
+    )
 
 
 @tool("data_update_entities", UpdateEntitiesArgs, read_only=False)
@@ -391,7 +421,9 @@ def data_delete_entities(session, args: DeleteEntitiesArgs) -> Outcome:
 
 # --- action tools ----------------------------------------------------------------------------
 class FindActionsArgs(Args):
-    actionSearchFilter: Text = Field("", description="Text to search in action names and descriptions; empty lists all.")
+    actionSearchFilter: Text = Field(
+        "", description="Text to search in action names and descriptions; empty lists all."
+    )
 
 
 @tool("api_find_actions", FindActionsArgs, read_only=True)
@@ -418,5 +450,7 @@ assert len(TOOLS) == 22, sorted(TOOLS)
 
 def openai_tool_schemas() -> list[dict]:
     """The registry in OpenAI function-tool form (what the env's ``info["tools"]`` carries)."""
-    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
-            for t in TOOLS.values()]
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in TOOLS.values()
+    ]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from erp_sim.catalog import CATEGORIES, RECEIPT_WORDING
 from erp_sim.money import CENT
-
 from erp_sim.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
 from erp_sim.tasks import Task
 
@@ -27,13 +26,41 @@ WORLD_NAMES_FILE = Path(__file__).with_name("data") / "world_names.json"
 _NAMES = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
 LAST_NAMES: list[str] = _NAMES["last_names"]
 COMPANY_SUFFIXES: list[str] = _NAMES["company_suffixes"]
-CITIES = ["Seattle", "Chicago", "Denver", "Austin", "Boston", "Atlanta", "Phoenix", "Portland", "Dallas", "Miami",
-          "San Diego", "Nashville", "Detroit", "Minneapolis", "Charlotte", "Salt Lake City", "New York", "Orlando"]
+CITIES = [
+    "Seattle",
+    "Chicago",
+    "Denver",
+    "Austin",
+    "Boston",
+    "Atlanta",
+    "Phoenix",
+    "Portland",
+    "Dallas",
+    "Miami",
+    "San Diego",
+    "Nashville",
+    "Detroit",
+    "Minneapolis",
+    "Charlotte",
+    "Salt Lake City",
+    "New York",
+    "Orlando",
+]
 
 Rows = dict[str, list[dict]]
 
-PURPOSES = ["Customer visit", "Sales kickoff", "Quarterly business review", "Partner workshop", "Training",
-            "Trade show", "Site inspection", "Board meeting", "Recruiting event", "Project go-live"]
+PURPOSES = [
+    "Customer visit",
+    "Sales kickoff",
+    "Quarterly business review",
+    "Partner workshop",
+    "Training",
+    "Trade show",
+    "Site inspection",
+    "Board meeting",
+    "Recruiting event",
+    "Project go-live",
+]
 COMPANY = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
 
 
@@ -42,7 +69,7 @@ class _Builder:
         self.task = task
         self.rng = random.Random(task.seed * 7919 + 17)
         self.rows: Rows = {name: [] for name in ["worker", "expense_report", "expense_line", "receipt", "receipt_item"]}
-        self.next_id = {name: 1 for name in self.rows}
+        self.next_id = dict.fromkeys(self.rows, 1)
 
     def add(self, table: str, **values) -> int:
         values = {"id": self.next_id[table], **values}
@@ -50,29 +77,66 @@ class _Builder:
         self.rows[table].append(values)
         return values["id"]
 
-    def line(self, report_id: int, number: int, category: str, merchant: str, day: date, amount: Decimal, **extra) -> int:
-        return self.add("expense_line", report_id=report_id, line_number=number, category_id=category, merchant=merchant,
-                        transaction_date=day.isoformat(), amount=str(amount), currency="USD",
-                        line_type=extra.get("line_type", "Default"), parent_line_id=extra.get("parent_line_id"),
-                        subcategory=extra.get("subcategory"), description=extra.get("description", ""))
+    def line(
+        self, report_id: int, number: int, category: str, merchant: str, day: date, amount: Decimal, **extra
+    ) -> int:
+        return self.add(
+            "expense_line",
+            report_id=report_id,
+            line_number=number,
+            category_id=category,
+            merchant=merchant,
+            transaction_date=day.isoformat(),
+            amount=str(amount),
+            currency="USD",
+            line_type=extra.get("line_type", "Default"),
+            parent_line_id=extra.get("parent_line_id"),
+            subcategory=extra.get("subcategory"),
+            description=extra.get("description", ""),
+        )
 
     def receipt(self, line_id: int, category: str, merchant: str, charges: list[tuple[date, str, Decimal]]) -> None:
         total = sum((c[2] for c in charges), Decimal("0")).quantize(CENT)
-        receipt_id = self.add("receipt", expense_line_id=line_id,
-                              document_number=f"{DOCUMENT_PREFIX[category]}-{self.rng.randint(10000, 99999)}",
-                              merchant=merchant, issued_date=max(c[0] for c in charges).isoformat(), total=str(total), currency="USD")
+        receipt_id = self.add(
+            "receipt",
+            expense_line_id=line_id,
+            document_number=f"{DOCUMENT_PREFIX[category]}-{self.rng.randint(10000, 99999)}",
+            merchant=merchant,
+            issued_date=max(c[0] for c in charges).isoformat(),
+            total=str(total),
+            currency="USD",
+        )
         wording = {sub: self.rng.choice(words) for sub, words in RECEIPT_WORDING[category].items()}
         for n, (day, sub, amount) in enumerate(charges, start=1):
-            self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=day.isoformat(),
-                     description=wording[sub], amount=str(amount))
+            self.add(
+                "receipt_item",
+                receipt_id=receipt_id,
+                item_number=n,
+                item_date=day.isoformat(),
+                description=wording[sub],
+                amount=str(amount),
+            )
 
     def target_receipt(self, line_id: int, line) -> None:
         task = self.task
-        receipt_id = self.add("receipt", expense_line_id=line_id, document_number=line.document_number, merchant=line.merchant,
-                              issued_date=line.transaction_date, total=line.header_amount, currency=task.currency)
+        receipt_id = self.add(
+            "receipt",
+            expense_line_id=line_id,
+            document_number=line.document_number,
+            merchant=line.merchant,
+            issued_date=line.transaction_date,
+            total=line.header_amount,
+            currency=task.currency,
+        )
         for n, item in enumerate(line.receipt_items, start=1):
-            self.add("receipt_item", receipt_id=receipt_id, item_number=n, item_date=item.date,
-                     description=item.description, amount=item.amount)
+            self.add(
+                "receipt_item",
+                receipt_id=receipt_id,
+                item_number=n,
+                item_date=item.date,
+                description=item.description,
+                amount=item.amount,
+            )
 
     def distractor_line(self, report_id: int, number: int, day: date, *, itemized: bool) -> None:
         rng = self.rng
@@ -85,18 +149,38 @@ class _Builder:
         charges = LAYOUTS[category](rng, day, rng.randint(3, 6))
         merchant = f"{rng.choice(LAST_NAMES)} {rng.choice(MERCHANT_KINDS[category])}"
         total = sum((c[2] for c in charges), Decimal("0")).quantize(CENT)
-        line_id = self.line(report_id, number, category, merchant, max(c[0] for c in charges), total,
-                            line_type="ItemizedHeader" if itemized else "Default")
+        line_id = self.line(
+            report_id,
+            number,
+            category,
+            merchant,
+            max(c[0] for c in charges),
+            total,
+            line_type="ItemizedHeader" if itemized else "Default",
+        )
         self.receipt(line_id, category, merchant, charges)
         if itemized:
             for day_, sub, amount in charges:
-                self.line(report_id, number, category, merchant, day_, amount, line_type="ItemizedLine",
-                          parent_line_id=line_id, subcategory=sub)
+                self.line(
+                    report_id,
+                    number,
+                    category,
+                    merchant,
+                    day_,
+                    amount,
+                    line_type="ItemizedLine",
+                    parent_line_id=line_id,
+                    subcategory=sub,
+                )
 
     def build(self) -> Rows:
         task, rng = self.task, self.rng
-        worker_id = self.add("worker", personnel_number=task.personnel_number, name=task.worker_name,
-                             email=task.worker_name.lower().replace(" ", ".") + "@contoso.com")
+        worker_id = self.add(
+            "worker",
+            personnel_number=task.personnel_number,
+            name=task.worker_name,
+            email=task.worker_name.lower().replace(" ", ".") + "@contoso.com",
+        )
         report_count = rng.randint(27, 34)
         target_position = rng.randrange(report_count)
         target_number = int(task.report_number.split("-")[1])
@@ -108,29 +192,52 @@ class _Builder:
             created = start + timedelta(days=7 * position)
             is_target = number == target_number
             status = "Draft" if is_target else rng.choice(["Approved", "Approved", "Submitted", "Draft"])
-            report_id = self.add("expense_report", report_number=f"EXP-{number:06d}", worker_id=worker_id,
-                                 purpose=rng.choice(PURPOSES), destination=rng.choice(CITIES), status=status,
-                                 created_date=created.isoformat())
+            report_id = self.add(
+                "expense_report",
+                report_number=f"EXP-{number:06d}",
+                worker_id=worker_id,
+                purpose=rng.choice(PURPOSES),
+                destination=rng.choice(CITIES),
+                status=status,
+                created_date=created.isoformat(),
+            )
             line_count = max(max(targets) + rng.randint(0, 2), 2) if is_target else rng.randint(1, 4)
             for line_number in range(1, line_count + 1):
                 if is_target and line_number in targets:
                     target = targets[line_number]
-                    line_id = self.line(report_id, line_number, task.expense_type, target.merchant,
-                                        date.fromisoformat(target.transaction_date), target.header_decimal)
+                    line_id = self.line(
+                        report_id,
+                        line_number,
+                        task.expense_type,
+                        target.merchant,
+                        date.fromisoformat(target.transaction_date),
+                        target.header_decimal,
+                    )
                     self.target_receipt(line_id, target)
                 else:
-                    self.distractor_line(report_id, line_number, created + timedelta(days=rng.randint(0, 5)),
-                                         itemized=status != "Draft" or rng.random() < 0.5)
+                    self.distractor_line(
+                        report_id,
+                        line_number,
+                        created + timedelta(days=rng.randint(0, 5)),
+                        itemized=status != "Draft" or rng.random() < 0.5,
+                    )
         return self.rows
 
 
 def catalog_rows() -> Rows:
     """The rows every task shares: the company, the categories and their subcategories."""
-    categories = [{"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
-                  for n, spec in enumerate(CATEGORIES.values(), start=1)]
-    subcategories = [{"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories]
-    return {"company": [dict(COMPANY)], "expense_category": categories,
-            "expense_subcategory": [{"id": n, **row} for n, row in enumerate(subcategories, start=1)]}
+    categories = [
+        {"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
+        for n, spec in enumerate(CATEGORIES.values(), start=1)
+    ]
+    subcategories = [
+        {"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories
+    ]
+    return {
+        "company": [dict(COMPANY)],
+        "expense_category": categories,
+        "expense_subcategory": [{"id": n, **row} for n, row in enumerate(subcategories, start=1)],
+    }
 
 
 def build_rows(task: Task) -> Rows:

@@ -22,8 +22,8 @@ import time
 
 import gymnasium as gym
 
-import erp_sim.envs  # noqa: F401  (registers the ids)
 import erp_sim
+import erp_sim.envs
 from erp_sim.oracle import oracle_trace
 
 PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")
@@ -49,8 +49,10 @@ def time_episode(task: erp_sim.Task, sequence, actions: list[str], envs_: list, 
 
 def row(label: str, values: list[float], base: list[float]) -> str:
     median, mean = statistics.median(values), statistics.fmean(values)
-    return (f"{label:<50} {median * 1e6:>10.1f} {mean * 1e6:>9.1f} {1 / mean:>9,.0f} "
-            f"{median / statistics.median(base) - 1:>+11.1%} {mean / statistics.fmean(base) - 1:>+11.1%}")
+    return (
+        f"{label:<50} {median * 1e6:>10.1f} {mean * 1e6:>9.1f} {1 / mean:>9,.0f} "
+        f"{median / statistics.median(base) - 1:>+11.1%} {mean / statistics.fmean(base) - 1:>+11.1%}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,36 +72,51 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.rounds):
         for task in tasks:
             gc.collect()
-            for path, episode in zip(PATHS, time_episode(task, sequences[task.task_id], actions[task.task_id],
-                                                         [unwrapped, wrapped], args.verbosity)):
+            for path, episode in zip(
+                PATHS,
+                time_episode(
+                    task, sequences[task.task_id], actions[task.task_id], [unwrapped, wrapped], args.verbosity
+                ),
+            ):
                 steps[path].append(episode)
 
     every = {path: [t for episode in episodes for t in episode] for path, episodes in steps.items()}
     inner = {path: [t for episode in episodes for t in episode[:-1]] for path, episodes in steps.items()}
     last = {path: [episode[-1] for episode in episodes] for path, episodes in steps.items()}
     calls = sum(len(s) for s in sequences.values())
-    print(f"{args.env}, verbosity={args.verbosity}: {len(tasks)} tasks x {args.rounds} rounds, {calls} steps per round\n")
+    print(
+        f"{args.env}, verbosity={args.verbosity}: {len(tasks)} tasks x {args.rounds} rounds, {calls} steps per round\n"
+    )
     print(f"{'path, steps':<50} {'median µs':>10} {'mean µs':>9} {'steps/s':>9} {'ovh median':>11} {'ovh mean':>11}")
     for label, subset in (("all steps", every), ("all but each episode's last", inner)):
         for path in PATHS:
             print(row(f"{path}, {label}", subset[path], subset[PATHS[0]]))
         print()
     last_env, last_direct = statistics.median(last[PATHS[2]]) * 1e3, statistics.median(last[PATHS[0]]) * 1e3
-    print(f"last step of an episode (env adds the full grade to info): median {last_env:.2f} ms vs {last_direct:.2f} ms direct")
+    print(
+        f"last step of an episode (env adds the full grade to info): median {last_env:.2f} ms vs {last_direct:.2f} ms direct"
+    )
     overhead = statistics.median(every[PATHS[2]]) / statistics.median(every[PATHS[0]]) - 1
     print(f"env.step overhead (gym.make stack, median over all steps): {overhead:+.1%}")
     print("\nper episode (env time / direct time - 1, the same steps timed in lockstep):")
     for path in PATHS[1:]:
         ratios = [sum(env) / sum(direct) - 1 for env, direct in zip(steps[path], steps[PATHS[0]])]
-        print(f"  {path:<28} every episode ({len(ratios)}):        mean {statistics.fmean(ratios):+7.1%}   "
-              f"median {statistics.median(ratios):+7.1%}")
+        print(
+            f"  {path:<28} every episode ({len(ratios)}):        mean {statistics.fmean(ratios):+7.1%}   "
+            f"median {statistics.median(ratios):+7.1%}"
+        )
     # Preemption on a loaded machine adds milliseconds to random steps and swamps a 50 µs overhead;
     # it only ever adds time, so each step's fastest run over the rounds is its cost (as timeit advises).
     for path in PATHS[1:]:
-        ratios = [sum(map(min, zip(*steps[path][n::len(tasks)]))) / sum(map(min, zip(*steps[PATHS[0]][n::len(tasks)]))) - 1
-                  for n in range(len(tasks))]
-        print(f"  {path:<28} per task, fastest of rounds ({len(ratios)}): mean {statistics.fmean(ratios):+7.1%}   "
-              f"median {statistics.median(ratios):+7.1%}   (target < +15%)")
+        ratios = [
+            sum(map(min, zip(*steps[path][n :: len(tasks)]))) / sum(map(min, zip(*steps[PATHS[0]][n :: len(tasks)])))
+            - 1
+            for n in range(len(tasks))
+        ]
+        print(
+            f"  {path:<28} per task, fastest of rounds ({len(ratios)}): mean {statistics.fmean(ratios):+7.1%}   "
+            f"median {statistics.median(ratios):+7.1%}   (target < +15%)"
+        )
     return 0
 
 

@@ -18,8 +18,8 @@ import statistics
 import time
 
 from erp_sim import ErpSession, load_task_set, run_oracle
-from erp_sim.oracle import oracle_trace
 from erp_sim.database import _templates
+from erp_sim.oracle import oracle_trace
 
 
 def median_ms(samples: list[float]) -> float:
@@ -31,8 +31,9 @@ def horizon(repeats: int) -> None:
     groups: dict[tuple[int, str], dict[str, list]] = {}
     for task in load_task_set("long_horizon"):
         trace = oracle_trace(task)
-        group = groups.setdefault((task.item_count, "1 line" if not task.extra_lines else "2-5 lines"),
-                                  {"cpu": [], "chars": [], "calls": []})
+        group = groups.setdefault(
+            (task.item_count, "1 line" if not task.extra_lines else "2-5 lines"), {"cpu": [], "chars": [], "calls": []}
+        )
         group["calls"].append(len(trace))
         for repeat in range(repeats):
             session = ErpSession(task)
@@ -42,12 +43,16 @@ def horizon(repeats: int) -> None:
                 group["cpu"].append(time.process_time() - start)
                 if repeat == 0:
                     group["chars"].append(len(response.text))
-    print(f"\n{'long_horizon (oracle calls)':<28}{'calls/task':>11}{'CPU/call median':>17}{'p90':>9}"
-          f"{'response chars median':>23}{'max':>8}")
+    print(
+        f"\n{'long_horizon (oracle calls)':<28}{'calls/task':>11}{'CPU/call median':>17}{'p90':>9}"
+        f"{'response chars median':>23}{'max':>8}"
+    )
     for (charges, lines), group in sorted(groups.items()):
         cpu = sorted(group["cpu"])
-        print(f"{f'{charges} charges, {lines}':<28}{statistics.median(group['calls']):>11.0f}{median_ms(cpu):>15.3f}ms"
-              f"{cpu[int(0.9 * (len(cpu) - 1))] * 1000:>7.3f}ms{statistics.median(group['chars']):>23,.0f}{max(group['chars']):>8,}")
+        print(
+            f"{f'{charges} charges, {lines}':<28}{statistics.median(group['calls']):>11.0f}{median_ms(cpu):>15.3f}ms"
+            f"{cpu[int(0.9 * (len(cpu) - 1))] * 1000:>7.3f}ms{statistics.median(group['chars']):>23,.0f}{max(group['chars']):>8,}"
+        )
 
 
 def main() -> None:
@@ -99,11 +104,14 @@ def main() -> None:
     print(f"{'tool call (all oracle calls, default)':<44}{median_ms(per_call):>10.3f}ms{'< 0.5ms':>10}")
     print(f"{'session open (warm: template cached)':<44}{median_ms(warm):>10.3f}ms{'< 5ms':>10}")
     print(f"{'session open (cold: first open of a task)':<44}{median_ms(cold):>10.3f}ms")
-    print(f"{'oracle solves hotel_50 (' + str(sum(len(t) for _, t in traces)) + ' calls)':<44}{statistics.median(solve):>11.3f}s{'< 2s':>10}")
+    print(
+        f"{'oracle solves hotel_50 (' + str(sum(len(t) for _, t in traces)) + ' calls)':<44}{statistics.median(solve):>11.3f}s{'< 2s':>10}"
+    )
     print("\nper tool (median ms):")
     for name, samples in sorted(per_tool.items()):
         print(f"  {name:<28}{median_ms(samples):>8.3f}  (n={len(samples)})")
     horizon(args.repeats)
+    return None
 
 
 if __name__ == "__main__":

@@ -39,14 +39,14 @@ from pathlib import Path
 import gymnasium as gym
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_policies import POLICIES as OTHER_POLICIES  # noqa: E402  (the bench next door lists the policies)
+from bench_policies import POLICIES as OTHER_POLICIES
 
-import erp_sim.envs  # noqa: E402,F401  (registers the ids)
-from erp_sim.agents.policies import wrap  # noqa: E402
-from erp_sim.agents.runner import run_episode  # noqa: E402
-from erp_sim.agents.scripted import ScriptedAgent  # noqa: E402
-from erp_sim.agents.tokens import TokenCounter, get_counter  # noqa: E402
-from erp_sim.agents.types import AgentStep  # noqa: E402
+import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.types import AgentStep
 
 POLICIES = ["full", *(p for p in OTHER_POLICIES if p != "full"), "retrieval:backend=bm25"]
 TASKS = {"short": "hotel-000", "median": "hotel-024", "longest": "hotel-049"}  # 4, 13 and 22 receipt items
@@ -108,8 +108,13 @@ class PagingAgent:
             page = "LoadNextPage" if calls % 2 else "LoadPreviousPage"
             name, arguments = "form_click_control", {"controlName": "ExpenseReportsGrid", "actionId": page}
         call_id = "call_" + hashlib.sha1(f"{calls}".encode()).hexdigest()[:12]
-        message = {"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+        message = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            ],
+        }
         return AgentStep(message=message, shown=list(transcript))
 
 
@@ -122,8 +127,14 @@ def run(policy: str, task: str) -> dict:
     steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
     env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
     get_counter().cache_clear()
-    trajectory = run_episode(env, outer, task_id="hotel-010" if synthetic else task, seed=0, policy=policy,
-                             max_model_calls=SYNTHETIC_CALLS if synthetic else 400)
+    trajectory = run_episode(
+        env,
+        outer,
+        task_id="hotel-010" if synthetic else task,
+        seed=0,
+        policy=policy,
+        max_model_calls=SYNTHETIC_CALLS if synthetic else 400,
+    )
     env.close()
     calls = len(outer.starts)
     cold, shown_before, count_cpu = TokenCounter(), set(), []
@@ -137,9 +148,16 @@ def run(policy: str, task: str) -> dict:
     total = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
     policy_cpu = [outer.durations[k] - inner_timed.durations[k] for k in range(calls - 1)]
     floor = [env.per_call.get(k, 0.0) + count_cpu[k] + policy_cpu[k] for k in range(calls - 1)]
-    return {"calls": calls, "total": total, "floor": floor, "sim": [env.per_call.get(k, 0.0) for k in range(calls - 1)],
-            "count": count_cpu[:-1], "policy": policy_cpu, "agent": inner_timed.durations[:-1],
-            "termination": trajectory.termination}
+    return {
+        "calls": calls,
+        "total": total,
+        "floor": floor,
+        "sim": [env.per_call.get(k, 0.0) for k in range(calls - 1)],
+        "count": count_cpu[:-1],
+        "policy": policy_cpu,
+        "agent": inner_timed.durations[:-1],
+        "termination": trajectory.termination,
+    }
 
 
 def slope(values: list[float]) -> float:
@@ -152,15 +170,22 @@ def slope(values: list[float]) -> float:
 
 def measure(policy: str, task: str, repeats: int) -> dict:
     runs = [run(policy, task) for _ in range(repeats)]
-    per_call = {key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
-                for key in ("total", "floor", "sim", "count", "policy", "agent")}
+    per_call = {
+        key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
+        for key in ("total", "floor", "sim", "count", "policy", "agent")
+    }
     harness = [t - f - a for t, f, a in zip(per_call["total"], per_call["floor"], per_call["agent"])]
     med = {key: statistics.median(values) if values else float("nan") for key, values in per_call.items()}
-    return {"calls": runs[0]["calls"], "termination": runs[0]["termination"], **{f"{k}_ms": v * 1e3 for k, v in med.items()},
-            "ratio": med["total"] / med["floor"] if med["floor"] else float("nan"),
-            "harness_ratio": med["total"] / (med["floor"] + med["agent"]),
-            "harness_ms": statistics.median(harness) * 1e3 if harness else float("nan"),
-            "slope_us": slope(per_call["total"]) * 1e6, "floor_slope_us": slope(per_call["floor"]) * 1e6}
+    return {
+        "calls": runs[0]["calls"],
+        "termination": runs[0]["termination"],
+        **{f"{k}_ms": v * 1e3 for k, v in med.items()},
+        "ratio": med["total"] / med["floor"] if med["floor"] else float("nan"),
+        "harness_ratio": med["total"] / (med["floor"] + med["agent"]),
+        "harness_ms": statistics.median(harness) * 1e3 if harness else float("nan"),
+        "slope_us": slope(per_call["total"]) * 1e6,
+        "floor_slope_us": slope(per_call["floor"]) * 1e6,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,20 +195,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     run("full", TASKS["short"])  # warm up: imports, the first session
-    print(f"CPU per model call (thread time, medians over calls and {args.repeats} repeats); floor = sim + count + policy")
-    print(f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
-          f"{'agent':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}")
+    print(
+        f"CPU per model call (thread time, medians over calls and {args.repeats} repeats); floor = sim + count + policy"
+    )
+    print(
+        f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
+        f"{'agent':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
+    )
     ratios, harness_ratios = [], []
     for policy in args.policies:
         for name in args.tasks:
             row = measure(policy, TASKS.get(name, name), args.repeats)
             ratios.append(row["ratio"])
             harness_ratios.append(row["harness_ratio"])
-            print(f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
-                  f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ratio']:>7.2f}"
-                  f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}", flush=True)
-    print(f"\nratio CPU / floor: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f} (target <= 1.3); "
-          f"CPU / (floor + agent): median {statistics.median(harness_ratios):.2f}, worst {max(harness_ratios):.2f}")
+            print(
+                f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
+                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ratio']:>7.2f}"
+                f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}",
+                flush=True,
+            )
+    print(
+        f"\nratio CPU / floor: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f} (target <= 1.3); "
+        f"CPU / (floor + agent): median {statistics.median(harness_ratios):.2f}, worst {max(harness_ratios):.2f}"
+    )
     return 0
 
 

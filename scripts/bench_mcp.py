@@ -30,8 +30,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from erp_sim import get_task
-from erp_sim.mcp.episode_store import EpisodeStore
 from erp_sim.erp_session import ErpSession
+from erp_sim.mcp.episode_store import EpisodeStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "erp_sim.mcp.server"]
@@ -66,8 +66,11 @@ async def timed_calls(client: Client, calls: int, server_pid: int | None = None)
         result = await client.call_tool(*CALL)
         times.append(time.perf_counter() - start)
         errors += result.is_error
-    report = {"median_ms": ms(statistics.median(times)), "p95_ms": ms(statistics.quantiles(times, n=20)[-1]),
-              "errors": errors}
+    report = {
+        "median_ms": ms(statistics.median(times)),
+        "p95_ms": ms(statistics.quantiles(times, n=20)[-1]),
+        "errors": errors,
+    }
     if server_pid:
         report["server_cpu_ms_per_call"] = ms((cpu_seconds(server_pid) - cpu_before) / calls)
     return report
@@ -150,10 +153,15 @@ async def http_throughput(url: str, sessions: int, calls: int, pid: int) -> dict
     wall, server_cpu = time.perf_counter() - start, cpu_seconds(pid) - cpu_before
     failed = [o for o in outcomes if isinstance(o, BaseException)]
     done = [o for o in outcomes if not isinstance(o, BaseException)]
-    return {"sessions": sessions, "calls": sessions * calls, "wall_s": round(wall, 2),
-            "calls_per_s": round(len(done) * calls / wall, 1), "errors": sum(e for _, e in done) + len(failed),
-            "median_of_session_medians_ms": statistics.median(m for m, _ in done) if done else None,
-            "server_cpu_ms_per_call": ms(server_cpu / (sessions * (calls + 1)))}
+    return {
+        "sessions": sessions,
+        "calls": sessions * calls,
+        "wall_s": round(wall, 2),
+        "calls_per_s": round(len(done) * calls / wall, 1),
+        "errors": sum(e for _, e in done) + len(failed),
+        "median_of_session_medians_ms": statistics.median(m for m, _ in done) if done else None,
+        "server_cpu_ms_per_call": ms(server_cpu / (sessions * (calls + 1))),
+    }
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -177,11 +185,16 @@ def memory_in_process(count: int) -> dict:
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     python_heap = sum(s.size_diff for s in after.compare_to(before, "filename"))
-    pages = sum(e.session.db.execute("PRAGMA page_count").fetchone()[0] * e.session.db.execute("PRAGMA page_size").fetchone()[0]
-                for e in episodes)
+    pages = sum(
+        e.session.db.execute("PRAGMA page_count").fetchone()[0] * e.session.db.execute("PRAGMA page_size").fetchone()[0]
+        for e in episodes
+    )
     store.close_all()
-    return {"sessions": count, "python_heap_kb_per_session": round(python_heap / count / 1024, 1),
-            "sqlite_kb_per_session": round(pages / count / 1024, 1)}
+    return {
+        "sessions": count,
+        "python_heap_kb_per_session": round(python_heap / count / 1024, 1),
+        "sqlite_kb_per_session": round(pages / count / 1024, 1),
+    }
 
 
 async def memory_of_server(url: str, pid: int, count: int) -> dict:
@@ -208,8 +221,12 @@ def start_http_server() -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen(SERVE + ["--http", "--port", str(port), "--auth-token", TOKEN], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        SERVE + ["--http", "--port", str(port), "--auth-token", TOKEN],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         with socket.socket() as sock:
@@ -225,17 +242,29 @@ async def run(args) -> dict:
     report = {"tool": CALL[0], "in_process": in_process(args.calls * 5)}
     rounds: dict[str, list[dict]] = {}
     for _ in range(STDIO_ROUNDS):  # ours and bare fastmcp interleaved, so load on the machine hits both alike
-        for name, mode, command in (("stdio_legacy", "legacy", SERVE), ("stdio_bare_fastmcp_legacy", "legacy", bare),
-                                    ("stdio_2026", "auto", SERVE), ("stdio_bare_fastmcp_2026", "auto", bare)):
+        for name, mode, command in (
+            ("stdio_legacy", "legacy", SERVE),
+            ("stdio_bare_fastmcp_legacy", "legacy", bare),
+            ("stdio_2026", "auto", SERVE),
+            ("stdio_bare_fastmcp_2026", "auto", bare),
+        ):
             rounds.setdefault(name, []).append(await over_stdio(args.calls, mode, command))
     for name, results in rounds.items():  # the median round of each (by median latency)
         report[name] = sorted(results, key=lambda r: r["median_ms"])[len(results) // 2] | {"rounds": len(results)}
     Path(bare[3]).unlink(missing_ok=True)
     report["stdio_vs_bare_fastmcp"] = {
-        mode: {"median_x": round(report[f"stdio_{mode}"]["median_ms"] / report[f"stdio_bare_fastmcp_{mode}"]["median_ms"], 2),
-               "server_cpu_x": round(report[f"stdio_{mode}"]["server_cpu_ms_per_call"]
-                                     / report[f"stdio_bare_fastmcp_{mode}"]["server_cpu_ms_per_call"], 2)}
-        for mode in ("legacy", "2026")}
+        mode: {
+            "median_x": round(
+                report[f"stdio_{mode}"]["median_ms"] / report[f"stdio_bare_fastmcp_{mode}"]["median_ms"], 2
+            ),
+            "server_cpu_x": round(
+                report[f"stdio_{mode}"]["server_cpu_ms_per_call"]
+                / report[f"stdio_bare_fastmcp_{mode}"]["server_cpu_ms_per_call"],
+                2,
+            ),
+        }
+        for mode in ("legacy", "2026")
+    }
     proc, url = start_http_server()
     try:
         report["http_legacy"] = await over_http(url, args.calls, "legacy", proc.pid)

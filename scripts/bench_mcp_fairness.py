@@ -23,19 +23,23 @@ from fastmcp import Client
 from erp_sim.mcp.server import build_server
 
 SQL = "data_find_entities_sql"
-BOMBS = {"cpu_join": "SELECT count(*) FROM expense_line a, expense_line b, expense_line c "
-                     "WHERE printf('%d', a.id + b.id + c.id) = 'x'",
-         "sorter": "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
-                   "FROM expense_line a, expense_line b ORDER BY big)",
-         "printf": "SELECT printf('%.*c', 2147483647, 'x')"}
+BOMBS = {
+    "cpu_join": "SELECT count(*) FROM expense_line a, expense_line b, expense_line c "
+    "WHERE printf('%d', a.id + b.id + c.id) = 'x'",
+    "sorter": "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
+    "FROM expense_line a, expense_line b ORDER BY big)",
+    "printf": "SELECT printf('%.*c', 2147483647, 'x')",
+}
 SIMPLE = ("form_find_menu_item", {"menuItemFilter": "expense"})
 
 
 def figures(times: list[float]) -> dict:
     ordered = sorted(times)
-    return {"p50_ms": round(statistics.median(ordered) * 1000, 2),
-            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2),
-            "max_ms": round(ordered[-1] * 1000, 2)}
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 2),
+        "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2),
+        "max_ms": round(ordered[-1] * 1000, 2),
+    }
 
 
 async def victim_calls(victim: Client, calls: int) -> list[float]:
@@ -72,7 +76,9 @@ async def main(calls: int) -> dict:
             phase = figures(await victim_calls(victim, calls))
             stop.set()
             await task
-            phase.update(bombs=ran[0], slowest_bomb_s=round(ran[1], 2), p95_ratio=round(phase["p95_ms"] / base["p95_ms"], 2))
+            phase.update(
+                bombs=ran[0], slowest_bomb_s=round(ran[1], 2), p95_ratio=round(phase["p95_ms"] / base["p95_ms"], 2)
+            )
             out[f"next_to_{name}"] = phase
     return out
 

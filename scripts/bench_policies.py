@@ -72,8 +72,14 @@ def form_response(step: int, rows: int = 14) -> str:
         for r in range(1, rows + 1)
     ]
     controls = [
-        {"Name": name, "Label": name[11:], "Value": f"{(step * 13) % 900 + 0.5:.2f}", "IsEnabled": True, "IsEditable": False,
-         "HelpText": "Amount of the expense line, itemized so far, and what remains to itemize."}
+        {
+            "Name": name,
+            "Label": name[11:],
+            "Value": f"{(step * 13) % 900 + 0.5:.2f}",
+            "IsEnabled": True,
+            "IsEditable": False,
+            "HelpText": "Amount of the expense line, itemized so far, and what remains to itemize.",
+        }
         for name in ("ItemizationTotal", "ItemizationItemized", "ItemizationRemaining")
     ]
     columns = [{"Name": c, "Label": c, "IsSortable": True} for c in grid_rows[0]["Values"]]
@@ -87,10 +93,18 @@ def form_response(step: int, rows: int = 14) -> str:
             "Company": "USMF",
             "Form": {
                 "Group": [{"Name": "Amounts", "Children": {"RealInput": controls}}],
-                "Grid": [{"Name": "ItemizationGrid", "Columns": columns, "Rows": grid_rows,
-                          "Pagination": {"HasNextPage": False, "TotalRows": rows}}],
+                "Grid": [
+                    {
+                        "Name": "ItemizationGrid",
+                        "Columns": columns,
+                        "Rows": grid_rows,
+                        "Pagination": {"HasNextPage": False, "TotalRows": rows},
+                    }
+                ],
             },
-            "Buttons": [{"Name": b, "Label": b, "IsEnabled": True} for b in ("NewLine", "DeleteLine", "ViewReceipt", "Close")],
+            "Buttons": [
+                {"Name": b, "Label": b, "IsEnabled": True} for b in ("NewLine", "DeleteLine", "ViewReceipt", "Close")
+            ],
             "Guidance": ["Click NewLine to add a row, then set the subcategory, date and amount, then save."],
         },
         "MCPActivityId": f"activity-{step:08d}",
@@ -103,16 +117,29 @@ def build_transcript(target_tokens: int) -> tuple[list[dict], list[int]]:
     """Messages of about ``target_tokens`` tokens and the index after each unit."""
     messages = [
         {"role": "system", "content": "You itemize expenses in Dynamics 365 through the tools."},
-        {"role": "user", "content": "Please itemize the Hotel expense on report EXP-699559, line 3, and close the form."},
+        {
+            "role": "user",
+            "content": "Please itemize the Hotel expense on report EXP-699559, line 3, and close the form.",
+        },
     ]
     counter = TokenCounter()
     total, boundaries, step = counter.count_messages(messages), [], 0
     while total < target_tokens:
         step += 1
-        call = {"id": f"call_{step}", "type": "function",
-                "function": {"name": "form_click_control", "arguments": json.dumps({"controlName": "NewLine"})}}
-        unit = [{"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": f"call_{step}", "name": "form_click_control", "content": form_response(step)}]
+        call = {
+            "id": f"call_{step}",
+            "type": "function",
+            "function": {"name": "form_click_control", "arguments": json.dumps({"controlName": "NewLine"})},
+        }
+        unit = [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{step}",
+                "name": "form_click_control",
+                "content": form_response(step),
+            },
+        ]
         if step % 10 == 0:
             unit.append({"role": "user", "content": f"Any progress? (message {step})"})
         messages.extend(unit)
@@ -121,7 +148,9 @@ def build_transcript(target_tokens: int) -> tuple[list[dict], list[int]]:
     return messages, boundaries
 
 
-def time_policy(spec: str, messages: list[dict], boundaries: list[int], steps: int, repeats: int) -> tuple[list[float], int]:
+def time_policy(
+    spec: str, messages: list[dict], boundaries: list[int], steps: int, repeats: int
+) -> tuple[list[float], int]:
     samples = []
     shown_tokens = 0
     for _ in range(repeats):
@@ -152,8 +181,10 @@ def main() -> None:
 
     transcripts = {size: build_transcript(size) for size in args.sizes}
     for size, (messages, boundaries) in transcripts.items():
-        print(f"transcript ~{size:,} tokens: {count_messages(messages):,} tokens, "
-              f"{len(messages)} messages, {len(boundaries)} steps")
+        print(
+            f"transcript ~{size:,} tokens: {count_messages(messages):,} tokens, "
+            f"{len(messages)} messages, {len(boundaries)} steps"
+        )
     header = "| policy | " + " | ".join(f"{size:,} tok: ms/step (shown tok)" for size in args.sizes) + " |"
     print()
     print(header)

@@ -21,23 +21,43 @@ from pathlib import Path
 
 CLI = str(Path(sys.executable).parent / "erp-sim")
 # Each child prints the seconds its own work took (after the interpreter itself started).
-TIMED = ("import time; t, c = time.perf_counter(), time.process_time(); {work}; "
-         "print(time.perf_counter() - t, time.process_time() - c)")
+TIMED = (
+    "import time; t, c = time.perf_counter(), time.process_time(); {work}; "
+    "print(time.perf_counter() - t, time.process_time() - c)"
+)
 CASES = {
     "python -c pass (baseline)": [sys.executable, "-c", TIMED.format(work="pass")],
     "import erp_sim": [sys.executable, "-c", TIMED.format(work="import erp_sim")],
-    "erp-sim --help": [sys.executable, "-c", TIMED.format(
-        work="import sys, contextlib, io; sys.argv = ['erp-sim', '--help']; from erp_sim.agents.cli import main; "
-             "f = io.StringIO(); ctx = contextlib.redirect_stdout(f); ctx.__enter__(); main(); ctx.__exit__(None, None, None)")],
+    "erp-sim --help": [
+        sys.executable,
+        "-c",
+        TIMED.format(
+            work="import sys, contextlib, io; sys.argv = ['erp-sim', '--help']; from erp_sim.agents.cli import main; "
+            "f = io.StringIO(); ctx = contextlib.redirect_stdout(f); ctx.__enter__(); main(); ctx.__exit__(None, None, None)"
+        ),
+    ],
     "erp-sim --help (script)": [CLI, "--help"],
     "import gymnasium (alone)": [sys.executable, "-c", TIMED.format(work="import gymnasium")],
-    "first gym.make": [sys.executable, "-c", TIMED.format(
-        work="import gymnasium as gym, erp_sim.envs; gym.make('erp_sim/ExpenseItemization-v0')")],
-    "first gym.make + reset": [sys.executable, "-c", TIMED.format(
-        work="import gymnasium as gym, erp_sim.envs; gym.make('erp_sim/ExpenseItemization-v0').reset(seed=0)")],
+    "first gym.make": [
+        sys.executable,
+        "-c",
+        TIMED.format(work="import gymnasium as gym, erp_sim.envs; gym.make('erp_sim/ExpenseItemization-v0')"),
+    ],
+    "first gym.make + reset": [
+        sys.executable,
+        "-c",
+        TIMED.format(
+            work="import gymnasium as gym, erp_sim.envs; gym.make('erp_sim/ExpenseItemization-v0').reset(seed=0)"
+        ),
+    ],
 }
-TARGETS = {"import erp_sim": 0.3, "erp-sim --help": 0.3, "erp-sim --help (script)": 0.3, "first gym.make": 0.5,
-           "first gym.make + reset": 0.5}
+TARGETS = {
+    "import erp_sim": 0.3,
+    "erp-sim --help": 0.3,
+    "erp-sim --help (script)": 0.3,
+    "first gym.make": 0.5,
+    "first gym.make + reset": 0.5,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
                 inside_cpu[name].append(float(cpu_inside))
     base = statistics.median(walls["python -c pass (baseline)"])
     print(f"{args.runs} cold runs each, medians; python {sys.version.split()[0]} at {sys.executable}")
-    print(f"{'case':<28}{'wall s':>8}{'x base':>8}{'wall-base s':>13}{'in-process s':>14}{'its CPU s':>11}{'target s':>10}")
+    print(
+        f"{'case':<28}{'wall s':>8}{'x base':>8}{'wall-base s':>13}{'in-process s':>14}{'its CPU s':>11}{'target s':>10}"
+    )
     for name in CASES:
         wall = statistics.median(walls[name])
         work = f"{statistics.median(inside[name]):.3f}" if inside[name] else "-"

@@ -35,8 +35,21 @@ def start_server() -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", "--port", str(port),
-                                "--verbosity", "compact"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "erp_sim.agents.cli",
+            "serve",
+            "--openenv",
+            "--port",
+            str(port),
+            "--verbosity",
+            "compact",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -49,8 +62,11 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 
 async def lockstep(url: str, tasks: list) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"env.step (in process)": [], "OpenEnv WebSocket step": [],
-                                     "OpenEnv HTTP /step (stateless)": []}
+    times: dict[str, list[float]] = {
+        "env.step (in process)": [],
+        "OpenEnv WebSocket step": [],
+        "OpenEnv HTTP /step (stateless)": [],
+    }
     episode = Episode(verbosity="compact")
     async with ErpEnvClient(base_url=url) as client, httpx.AsyncClient(base_url=url, timeout=60) as http:
         for task in tasks:

@@ -33,22 +33,98 @@ from typing import Any
 import gymnasium as gym
 
 import erp_sim
-import erp_sim.envs  # noqa: F401  (registers the ids)
+import erp_sim.envs
 from erp_sim.database import CHANGE_LOG
 from erp_sim.grading import collateral_changes, full_collateral_changes, target_line_id
 from erp_sim.oracle import oracle_trace
 
-NAMES = ["TrvExpenses", "TrvExpTrans_AmountCurr", "TrvExpTrans_ExpSubCategory", "TrvExpTrans_TransDate",
-         "TrvExpTrans_Description", "TrvExpTrans_MerchantId", "NewLine", "DeleteLine", "Itemize", "EditReport",
-         "ViewReceipt", "SubmitReport", "ExpenseReportsGrid", "ExpenseLinesGrid", "ItemizationGrid", "ReceiptItemsGrid",
-         "LoadNextPage", "TrvExpTable_ExpNumber", "ExpenseLines", "ExpenseReports", "ReceiptItems", "Receipts",
-         "GetItemizationStatus", "ValidateExpenseReport", "SubmitExpenseReport", "Display", "Room tax", "Hotel", "x"]
-VALUES = ["12.50", "1,234.50", "0", "-5", "1e2", "+5", "5.", "２", "2026-03-14", "3/14/2026", "Room tax", "Parking",
-          "1", "2", "25", "", " ", "EXP-000001", "SELECT * FROM expense_line LIMIT 3", "SELECT 1", "ExpenseLines(1)",
-          "$top=2", "$filter=Amount gt 10", "Draft", "Marked", "Open", "Close", True, False, None, 0, 1, 7, -1, 2.5]
-HOSTILE = ["\x00", "a\x00b", "\ud800", "x\udfff", 10 ** 5000, -(10 ** 4400), "9" * 5000, "x" * 300_000,
-           [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], {"\ud800": 1},
-           float("inf"), float("nan"), 1e308, [], {}, {"a": None}, ["\x00"]]
+NAMES = [
+    "TrvExpenses",
+    "TrvExpTrans_AmountCurr",
+    "TrvExpTrans_ExpSubCategory",
+    "TrvExpTrans_TransDate",
+    "TrvExpTrans_Description",
+    "TrvExpTrans_MerchantId",
+    "NewLine",
+    "DeleteLine",
+    "Itemize",
+    "EditReport",
+    "ViewReceipt",
+    "SubmitReport",
+    "ExpenseReportsGrid",
+    "ExpenseLinesGrid",
+    "ItemizationGrid",
+    "ReceiptItemsGrid",
+    "LoadNextPage",
+    "TrvExpTable_ExpNumber",
+    "ExpenseLines",
+    "ExpenseReports",
+    "ReceiptItems",
+    "Receipts",
+    "GetItemizationStatus",
+    "ValidateExpenseReport",
+    "SubmitExpenseReport",
+    "Display",
+    "Room tax",
+    "Hotel",
+    "x",
+]
+VALUES = [
+    "12.50",
+    "1,234.50",
+    "0",
+    "-5",
+    "1e2",
+    "+5",
+    "5.",
+    "２",
+    "2026-03-14",
+    "3/14/2026",
+    "Room tax",
+    "Parking",
+    "1",
+    "2",
+    "25",
+    "",
+    " ",
+    "EXP-000001",
+    "SELECT * FROM expense_line LIMIT 3",
+    "SELECT 1",
+    "ExpenseLines(1)",
+    "$top=2",
+    "$filter=Amount gt 10",
+    "Draft",
+    "Marked",
+    "Open",
+    "Close",
+    True,
+    False,
+    None,
+    0,
+    1,
+    7,
+    -1,
+    2.5,
+]
+HOSTILE = [
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udfff",
+    10**5000,
+    -(10**4400),
+    "9" * 5000,
+    "x" * 300_000,
+    [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+    {"\ud800": 1},
+    float("inf"),
+    float("nan"),
+    1e308,
+    [],
+    {},
+    {"a": None},
+    ["\x00"],
+]
 ARGUMENTS = {name: list(tool.input_schema.get("properties", {})) for name, tool in erp_sim.TOOLS.items()}
 
 
@@ -60,11 +136,13 @@ def json_value(rng: random.Random, depth: int = 0) -> Any:
     if kind == 1:
         return rng.random() < 0.5
     if kind == 2:
-        return rng.choice([0, 1, -1, 2**31, 2**63, 2**64 + 1, rng.randint(-10**6, 10**6)])
+        return rng.choice([0, 1, -1, 2**31, 2**63, 2**64 + 1, rng.randint(-(10**6), 10**6)])
     if kind == 3:
         return rng.choice([0.5, -0.0, 1e-9, 123.456, rng.uniform(-1e6, 1e6)])
     if kind == 4:
-        return "".join(chr(rng.choice([rng.randint(32, 126), rng.randint(0, 0x2FFFF)])) for _ in range(rng.randint(0, 12)))
+        return "".join(
+            chr(rng.choice([rng.randint(32, 126), rng.randint(0, 0x2FFFF)])) for _ in range(rng.randint(0, 12))
+        )
     if kind == 5:
         return [json_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     return {str(json_value(rng, depth + 1))[:10]: json_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
@@ -77,10 +155,27 @@ def argument_value(rng: random.Random, name: str) -> Any:
     if draw < 0.25:
         return json_value(rng)
     if name == "controlValues":
-        return [{"controlName": rng.choice(NAMES), "value": argument_value(rng, "value")} for _ in range(rng.randint(1, 3))]
+        return [
+            {"controlName": rng.choice(NAMES), "value": argument_value(rng, "value")} for _ in range(rng.randint(1, 3))
+        ]
     if name == "entities":
-        return [{rng.choice(["RecId", "ParentRecId", "Amount", "Subcategory", "TransactionDate", "Purpose", "ReportNumber",
-                             "Merchant"]): argument_value(rng, "value") for _ in range(rng.randint(1, 4))}]
+        return [
+            {
+                rng.choice(
+                    [
+                        "RecId",
+                        "ParentRecId",
+                        "Amount",
+                        "Subcategory",
+                        "TransactionDate",
+                        "Purpose",
+                        "ReportNumber",
+                        "Merchant",
+                    ]
+                ): argument_value(rng, "value")
+                for _ in range(rng.randint(1, 4))
+            }
+        ]
     if name == "keys":
         return [rng.randint(-2, 300) for _ in range(rng.randint(1, 3))]
     if name == "parameters":
@@ -150,7 +245,7 @@ def fuzz_session(tally: Tally, rng: random.Random, task: erp_sim.Task, calls: in
         before = log_size(session)
         try:
             response = session.call(name, arguments)
-        except Exception as exc:  # noqa: BLE001 - counting is the point
+        except Exception as exc:
             tally.exceptions.append(f"session {name!r}: {type(exc).__name__}: {exc}"[:300])
             continue
         finally:
@@ -170,7 +265,9 @@ def fuzz_env(tally: Tally, rng: random.Random, env, task: erp_sim.Task, calls: i
     for _ in range(calls):
         draw = rng.random()
         if draw < 0.05:
-            plan.append({"message": rng.choice(["Should I add them?", "done", "Please attach the receipt", "\ud800", "x\x00"])})
+            plan.append(
+                {"message": rng.choice(["Should I add them?", "done", "Please attach the receipt", "\ud800", "x\x00"])}
+            )
         elif draw < 0.1:
             plan.append(rng.choice(["not json", "", "[]", '{"name": 3}', json_value(rng), None, 3.5]))
         else:
@@ -185,7 +282,7 @@ def fuzz_env(tally: Tally, rng: random.Random, env, task: erp_sim.Task, calls: i
     for action in plan:
         try:
             observation, reward, terminated, truncated, info = env.step(action)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             tally.exceptions.append(f"env {str(action)[:80]!r}: {type(exc).__name__}: {exc}"[:300])
             continue
         finally:
@@ -201,8 +298,15 @@ def fuzz_env(tally: Tally, rng: random.Random, env, task: erp_sim.Task, calls: i
         if kind == "invalid" and info["action"]["error_code"] != "InvalidAction":
             tally.violation("env", f"invalid action without InvalidAction: {info['action']}")
         session = env.unwrapped.session
-        saved = sum((Decimal(a) for (a,) in session.db.execute(
-            "SELECT amount FROM expense_line WHERE parent_line_id = ?", (env.unwrapped._line_id,))), Decimal(0))
+        saved = sum(
+            (
+                Decimal(a)
+                for (a,) in session.db.execute(
+                    "SELECT amount FROM expense_line WHERE parent_line_id = ?", (env.unwrapped._line_id,)
+                )
+            ),
+            Decimal(0),
+        )
         if f"{header - saved:.2f}" != info["grade"]["remaining_amount"]:
             tally.violation("env", f"remaining {info['grade']['remaining_amount']} != {header} - {saved}")
         if reward not in (0.0, 1.0) or (reward == 1.0 and info["termination_reason"] != "success"):
@@ -229,7 +333,7 @@ async def fuzz_mcp(tally: Tally, rng: random.Random, task_index: int, calls: int
                 name, arguments = "form_find_controls", {"controlSearchTerm": str(name)[:20]}
             try:
                 result = await client.call_tool_mcp(name, arguments)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if _unsendable(exc):  # the MCP client library cannot encode it, so no server ever sees it
                     tally.unsendable += 1
                     continue
@@ -242,7 +346,9 @@ async def fuzz_mcp(tally: Tally, rng: random.Random, task_index: int, calls: int
                 tally.violation("mcp", f"{name}: no text content")
             elif texts[0].startswith("{"):
                 check_response_text(tally, "mcp", texts[0], bool(result.is_error))
-            elif texts[0].startswith("Error calling tool") or "InternalError" in texts[0]:  # an exception the server masked
+            elif (
+                texts[0].startswith("Error calling tool") or "InternalError" in texts[0]
+            ):  # an exception the server masked
                 tally.violation("mcp", f"{name}: {texts[0][:160]}")
             else:
                 tally.other_mcp_texts.add(texts[0][:60])
@@ -250,7 +356,9 @@ async def fuzz_mcp(tally: Tally, rng: random.Random, task_index: int, calls: int
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=100_000, help="total calls over the three faces (about 40/40/20%%)")
+    parser.add_argument(
+        "--calls", type=int, default=100_000, help="total calls over the three faces (about 40/40/20%%)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--episode", type=int, default=60, help="random calls per episode after the oracle prefix")
     args = parser.parse_args(argv)
@@ -271,8 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         episode += 1
     elapsed = time.perf_counter() - start
     total = sum(tally.calls.values())
-    print(f"fuzzed {total:,} calls in {elapsed:.0f} s over {episode} episodes (seed {args.seed}): "
-          + ", ".join(f"{face} {n:,}" for face, n in tally.calls.items()))
+    print(
+        f"fuzzed {total:,} calls in {elapsed:.0f} s over {episode} episodes (seed {args.seed}): "
+        + ", ".join(f"{face} {n:,}" for face, n in tally.calls.items())
+    )
     print(f"MCP requests the client library could not encode (lone surrogates in a name or key): {tally.unsendable}")
     if tally.other_mcp_texts:
         print("MCP answers not from the ERP (the MCP layer's own errors):", sorted(tally.other_mcp_texts)[:5])

@@ -1,7 +1,7 @@
 """Regenerate the task fixtures under fixtures/ from their seeds (and sample responses from them).
 
-    python scripts/generate_fixtures.py           # write fixtures/*.jsonl
-    python scripts/generate_fixtures.py --check   # exit 1 if a checked-in file differs
+python scripts/generate_fixtures.py           # write fixtures/*.jsonl
+python scripts/generate_fixtures.py --check   # exit 1 if a checked-in file differs
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from erp_sim.taskgen import TASK_SETS
 from erp_sim.task_sets import FIXTURES_DIR, TASK_SET_FILES
+from erp_sim.taskgen import TASK_SETS
 from erp_sim.tasks import task_to_json
 
 

@@ -36,13 +36,17 @@ from erp_sim import get_task, oracle_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN, ADMIN = "soak-client-token", "soak-admin-token"
-BOMBS = ["SELECT count(*) FROM expense_line a, expense_line b, expense_line c WHERE printf('%d', a.id + b.id + c.id) = 'x'",
-         "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
-         "FROM expense_line a, expense_line b ORDER BY big)",
-         "SELECT printf('%.*c', 2147483647, 'x')"]
-READS = [("form_find_menu_item", {"menuItemFilter": "expense"}),
-         ("data_find_entities_sql", {"sqlQuery": "SELECT report_number, status FROM expense_report LIMIT 5"}),
-         ("data_find_entities", {"odataPath": "ExpenseLines", "odataQueryOptions": "$top=3"})]
+BOMBS = [
+    "SELECT count(*) FROM expense_line a, expense_line b, expense_line c WHERE printf('%d', a.id + b.id + c.id) = 'x'",
+    "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
+    "FROM expense_line a, expense_line b ORDER BY big)",
+    "SELECT printf('%.*c', 2147483647, 'x')",
+]
+READS = [
+    ("form_find_menu_item", {"menuItemFilter": "expense"}),
+    ("data_find_entities_sql", {"sqlQuery": "SELECT report_number, status FROM expense_report LIMIT 5"}),
+    ("data_find_entities", {"odataPath": "ExpenseLines", "odataQueryOptions": "$top=3"}),
+]
 
 
 def free_port() -> int:
@@ -87,7 +91,7 @@ async def well_behaved(url: str, until: float, latencies: list[float], errors: l
                 await timed(client, *READS[turn % len(READS)])
                 turn += 1
                 await asyncio.sleep(0.05)
-    except Exception as exc:  # noqa: BLE001 - counted, not raised: the soak goes on
+    except Exception as exc:
         errors.append(f"{type(exc).__name__}: {exc}"[:200])
 
 
@@ -95,7 +99,9 @@ async def sql_bomber(url: str, until: float, counts: dict) -> None:
     http, client = client_for(url)
     async with http, client:
         while time.monotonic() < until:
-            result = await client.call_tool("data_find_entities_sql", {"sqlQuery": BOMBS[counts["sql_bombs"] % len(BOMBS)]})
+            result = await client.call_tool(
+                "data_find_entities_sql", {"sqlQuery": BOMBS[counts["sql_bombs"] % len(BOMBS)]}
+            )
             counts["sql_bombs"] += 1
             counts["sql_bombs_refused"] += result.is_error
 
@@ -105,8 +111,9 @@ async def episode_flood(url: str, until: float, counts: dict) -> None:
         http, client = client_for(url)
         async with http, client:
             for key in range(12):  # past the per-session cap
-                result = await client.call_tool("form_find_menu_item", {"menuItemFilter": "x"},
-                                                meta={"erp-sim/session": f"flood-{key}"})
+                result = await client.call_tool(
+                    "form_find_menu_item", {"menuItemFilter": "x"}, meta={"erp-sim/session": f"flood-{key}"}
+                )
                 counts["flood_calls"] += 1
                 counts["flood_refused"] += result.is_error
 
@@ -147,8 +154,11 @@ async def stalled_sockets(url: str, until: float, counts: dict, width: int = 200
 
 
 async def oversized(url: str, until: float, counts: dict) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream"}
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "' + b"x" * (8 << 20) + b'"}}'
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
         while time.monotonic() < until:
@@ -167,10 +177,15 @@ async def oversized(url: str, until: float, counts: dict) -> None:
 
 def latency_figures(latencies: list[float], errors: list[str], sessions: int) -> dict:
     ordered = sorted(latencies)
-    return {"sessions": sessions, "calls": len(latencies), "errors": len(errors), "first_errors": errors[:5],
-            "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
-            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 1) if ordered else None,
-            "max_ms": round(ordered[-1] * 1000, 1) if ordered else None}
+    return {
+        "sessions": sessions,
+        "calls": len(latencies),
+        "errors": len(errors),
+        "first_errors": errors[:5],
+        "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
+        "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 1) if ordered else None,
+        "max_ms": round(ordered[-1] * 1000, 1) if ordered else None,
+    }
 
 
 async def baseline(url: str, seconds: float, sessions: int) -> dict:
@@ -184,15 +199,34 @@ async def soak(url: str, seconds: float, sessions: int) -> dict:
     until = time.monotonic() + seconds
     latencies: list[float] = []
     errors: list[str] = []
-    counts = {key: 0 for key in ("sql_bombs", "sql_bombs_refused", "flood_calls", "flood_refused", "stalled_opened",
-                                 "stalled_closed_by_server", "oversized_refused", "oversized_headers_refused")}
-    abusers = [sql_bomber(url, until, counts), sql_bomber(url, until, counts), episode_flood(url, until, counts),
-               stalled_sockets(url, until, counts), oversized(url, until, counts)]
+    counts = dict.fromkeys(
+        (
+            "sql_bombs",
+            "sql_bombs_refused",
+            "flood_calls",
+            "flood_refused",
+            "stalled_opened",
+            "stalled_closed_by_server",
+            "oversized_refused",
+            "oversized_headers_refused",
+        ),
+        0,
+    )
+    abusers = [
+        sql_bomber(url, until, counts),
+        sql_bomber(url, until, counts),
+        episode_flood(url, until, counts),
+        stalled_sockets(url, until, counts),
+        oversized(url, until, counts),
+    ]
     agents = [well_behaved(url, until, latencies, errors) for _ in range(sessions)]
     outcomes = await asyncio.gather(*abusers, *agents, return_exceptions=True)
-    abuser_failures = [repr(o)[:200] for o in outcomes[:len(abusers)] if isinstance(o, BaseException)]
-    return {"well_behaved": latency_figures(latencies, errors, sessions), "abusers": counts,
-            "abuser_failures": abuser_failures}
+    abuser_failures = [repr(o)[:200] for o in outcomes[: len(abusers)] if isinstance(o, BaseException)]
+    return {
+        "well_behaved": latency_figures(latencies, errors, sessions),
+        "abusers": counts,
+        "abuser_failures": abuser_failures,
+    }
 
 
 def main() -> None:
@@ -203,9 +237,23 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"erp-sim-soak-{port}.log"
-    proc = subprocess.Popen([sys.executable, "-m", "erp_sim.mcp.server", "--http", "--port", str(port),
-                             "--auth-token", TOKEN, "--admin-token", ADMIN], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "erp_sim.mcp.server",
+            "--http",
+            "--port",
+            str(port),
+            "--auth-token",
+            TOKEN,
+            "--admin-token",
+            ADMIN,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -221,10 +269,15 @@ def main() -> None:
             report["p50_ratio_vs_alone"] = round(report["well_behaved"]["p50_ms"] / alone["p50_ms"], 2)
             report["p95_ratio_vs_alone"] = round(report["well_behaved"]["p95_ms"] / alone["p95_ms"], 2)
         report["wall_s"] = round(time.monotonic() - started, 1)
-        report["server"] = {"peak_rss_mb": round(peak_rss_mb(proc.pid), 1), "alive": proc.poll() is None,
-                            "admin_sessions_listed": len(httpx.get(f"{url}/admin/sessions", timeout=30,
-                                                                   headers={"Authorization": f"Bearer {ADMIN}"})
-                                                         .json()["sessions"])}
+        report["server"] = {
+            "peak_rss_mb": round(peak_rss_mb(proc.pid), 1),
+            "alive": proc.poll() is None,
+            "admin_sessions_listed": len(
+                httpx.get(f"{url}/admin/sessions", timeout=30, headers={"Authorization": f"Bearer {ADMIN}"}).json()[
+                    "sessions"
+                ]
+            ),
+        }
     finally:
         proc.terminate()
         proc.wait(20)

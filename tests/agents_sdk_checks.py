@@ -28,12 +28,12 @@ def erp_sim_command() -> str:
 
 
 def check_imports() -> str:
-    import agents
-    from agents import Agent, Runner  # noqa: F401  (the SDK's own names)
     from agents.mcp import MCPServerStdio, MCPServerStreamableHttp  # noqa: F401
 
+    import agents
     import erp_sim.agents.runner
     import erp_sim.envs
+    from agents import Agent, Runner  # noqa: F401  (the SDK's own names)
 
     sdk_dir = Path(agents.__file__).parent
     assert (sdk_dir / "mcp").is_dir(), f"`agents` is not the SDK: {agents.__file__}"
@@ -118,8 +118,10 @@ def check_mcp_stdio(workdir: Path) -> str:
     from agents.mcp import MCPServerStdio
 
     grades = workdir / "stdio-grades.json"
-    server = MCPServerStdio({"command": erp_sim_command(), "args": ["serve", "--task", TASK_ID, "--grade-file", str(grades)]},
-                            client_session_timeout_seconds=60)
+    server = MCPServerStdio(
+        {"command": erp_sim_command(), "args": ["serve", "--task", TASK_ID, "--grade-file", str(grades)]},
+        client_session_timeout_seconds=60,
+    )
     listed, calls = asyncio.run(solve_through(server))
     wait_for_grade(grades)
     return f"MCPServerStdio: {listed} tools listed, task solved in {calls} calls, graded strict_success"
@@ -136,8 +138,13 @@ def check_mcp_http(workdir: Path) -> str:
 
     port, token, grades = free_port(), "sdk-check-token", workdir / "http-grades.json"
     log = (workdir / "http-server.log").open("w")
-    proc = subprocess.Popen([erp_sim_command(), "serve", "--http", "--port", str(port), "--grade-file", str(grades)],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, "ERP_SIM_AUTH_TOKEN": token})
+    proc = subprocess.Popen(
+        [erp_sim_command(), "serve", "--http", "--port", str(port), "--grade-file", str(grades)],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        env={**os.environ, "ERP_SIM_AUTH_TOKEN": token},
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -148,8 +155,9 @@ def check_mcp_http(workdir: Path) -> str:
             assert time.monotonic() < deadline, "erp-sim serve --http did not listen within 60 s"
             time.sleep(0.05)
         headers = {"Authorization": f"Bearer {token}", "X-ERP-Session": "sdk-1", "X-ERP-Task": TASK_ID}
-        server = MCPServerStreamableHttp({"url": f"http://127.0.0.1:{port}/mcp", "headers": headers},
-                                         client_session_timeout_seconds=60)
+        server = MCPServerStreamableHttp(
+            {"url": f"http://127.0.0.1:{port}/mcp", "headers": headers}, client_session_timeout_seconds=60
+        )
         listed, calls = asyncio.run(solve_through(server))
         wait_for_grade(grades)
     finally:
@@ -159,8 +167,13 @@ def check_mcp_http(workdir: Path) -> str:
     return f"MCPServerStreamableHttp: {listed} tools listed, task solved in {calls} calls, graded strict_success"
 
 
-CHECKS = {"imports": check_imports, "cli": check_cli, "env_and_harness": check_env_and_harness,
-          "mcp_stdio": check_mcp_stdio, "mcp_http": check_mcp_http}
+CHECKS = {
+    "imports": check_imports,
+    "cli": check_cli,
+    "env_and_harness": check_env_and_harness,
+    "mcp_stdio": check_mcp_stdio,
+    "mcp_http": check_mcp_http,
+}
 
 
 def main() -> int:

@@ -42,7 +42,9 @@ from erp_sim.agents.tokens import get_counter
 
 EXACT = re.compile(r"\b(exact|exactly|verbatim|digit for digit|never round)\b", re.IGNORECASE)
 AMOUNT = re.compile(r"(?<![\d.])(\d+)\.(\d{2})(?![\d])")
-SUMMARIZER_SECTION = re.compile(r"^# (Task|Previous summary|Steps to fold in|Recent steps|Response to rewrite)$", re.MULTILINE)
+SUMMARIZER_SECTION = re.compile(
+    r"^# (Task|Previous summary|Steps to fold in|Recent steps|Response to rewrite)$", re.MULTILINE
+)
 OPTIMIZER_SECTION = re.compile(r"^=== (.+) ===$", re.MULTILINE)
 RESULT_LINE = re.compile(r"^\[result of ([^\]]+)\] (.*)$", re.MULTILINE)
 RECEIPT_BLOCK = re.compile(r"^Receipt items \(\d+\):\n(?:[ \t]+\d+\..*\n?)+", re.MULTILINE)
@@ -81,10 +83,14 @@ def compress(guideline: str, request: str) -> str:
     if "Response to rewrite" in shown:
         text = render_observation(shown["Response to rewrite"])
     else:
-        steps = [{"role": "tool", "name": name, "content": content}
-                 for name, content in RESULT_LINE.findall(shown.get("Steps to fold in", ""))]
-        text = merge(StructuredSummarizer().summarize_history(shown.get("Task", ""), steps).text,
-                     shown.get("Previous summary", ""))
+        steps = [
+            {"role": "tool", "name": name, "content": content}
+            for name, content in RESULT_LINE.findall(shown.get("Steps to fold in", ""))
+        ]
+        text = merge(
+            StructuredSummarizer().summarize_history(shown.get("Task", ""), steps).text,
+            shown.get("Previous summary", ""),
+        )
     if not EXACT.search(guideline):
         text = AMOUNT.sub(lambda m: f"{m.group(1)}.00", text)
     return text
@@ -127,13 +133,20 @@ def update(shown: dict[str, str]) -> str:
     lessons = list(dict.fromkeys(LESSON.findall(shown.get("Feedback", ""))))
     chosen = [lesson for j, lesson in enumerate(lessons) if number >> j & 1]
     rules = "".join(f"\n- {lesson}" for lesson in chosen)
-    return f"<guideline>\n{current}\n\nRules learned from failures:{rules}\n</guideline>" if chosen else f"<guideline>\n{current}\n</guideline>"
+    return (
+        f"<guideline>\n{current}\n\nRules learned from failures:{rules}\n</guideline>"
+        if chosen
+        else f"<guideline>\n{current}\n</guideline>"
+    )
 
 
 def shorten(shown: dict[str, str]) -> str:
     used = {word.lower() for word in re.findall(r"[A-Za-z]{5,}", shown.get("Compressed outputs", ""))}
-    kept = [line for line in shown.get("Current guideline", "").splitlines()
-            if line.strip() and (EXACT.search(line) or used & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", line)})]
+    kept = [
+        line
+        for line in shown.get("Current guideline", "").splitlines()
+        if line.strip() and (EXACT.search(line) or used & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", line)})
+    ]
     return "<guideline>\n" + "\n".join(kept) + "\n</guideline>"
 
 
@@ -144,11 +157,17 @@ def serve(argv: list[str] | None = None) -> None:
     from fake_openai_server import FakeOpenAIServer
 
     parser = argparse.ArgumentParser(description="ACON's roles on the fake OpenAI-compatible server")
-    parser.add_argument("--tools-need-tool-choice", action="store_true", help="tools ignored unless tool_choice is sent")
-    parser.add_argument("--null-content-500", action="store_true", help="HTTP 500 to an assistant message without content")
+    parser.add_argument(
+        "--tools-need-tool-choice", action="store_true", help="tools ignored unless tool_choice is sent"
+    )
+    parser.add_argument(
+        "--null-content-500", action="store_true", help="HTTP 500 to an assistant message without content"
+    )
     parser.add_argument("--runaway-seconds", type=float, help="without max_tokens: answer this late, cut at the length")
     parser.add_argument("--own-token-counts", action="store_true", help="usage in the server's own tokens, not o200k")
-    parser.add_argument("--cached-tokens", action="store_true", help="and report usage.prompt_tokens_details.cached_tokens")
+    parser.add_argument(
+        "--cached-tokens", action="store_true", help="and report usage.prompt_tokens_details.cached_tokens"
+    )
     args = parser.parse_args(argv)
     with FakeOpenAIServer(**vars(args)) as server:
         server.answer_with(acon_role_reply)

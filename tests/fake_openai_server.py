@@ -58,12 +58,12 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from strict_chat_request import rejection
 
 # request body -> (assistant message, prompt_tokens, completion_tokens)
@@ -90,9 +90,18 @@ class ScriptedReply:
 class FakeOpenAIServer:
     """A threaded ``http.server`` on 127.0.0.1 and a free port; a context manager."""
 
-    def __init__(self, model: str = "fake-model", *, random_tool_call_ids: bool = False, strict: bool = True,
-                 tools_need_tool_choice: bool = False, null_content_500: bool = False,
-                 runaway_seconds: float | None = None, own_token_counts: bool = False, cached_tokens: bool = False):
+    def __init__(
+        self,
+        model: str = "fake-model",
+        *,
+        random_tool_call_ids: bool = False,
+        strict: bool = True,
+        tools_need_tool_choice: bool = False,
+        null_content_500: bool = False,
+        runaway_seconds: float | None = None,
+        own_token_counts: bool = False,
+        cached_tokens: bool = False,
+    ):
         if cached_tokens and not own_token_counts:
             raise ValueError("cached_tokens needs own_token_counts (the cache counts the server's own tokens)")
         self.model = model
@@ -125,7 +134,7 @@ class FakeOpenAIServer:
         host, port = self._http.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "FakeOpenAIServer":
+    def start(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
 
@@ -134,7 +143,7 @@ class FakeOpenAIServer:
         self._http.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -142,10 +151,14 @@ class FakeOpenAIServer:
 
     # --- scripting -------------------------------------------------------------------
 
-    def reply_text(self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, delay: float = 0.0) -> None:
+    def reply_text(
+        self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, delay: float = 0.0
+    ) -> None:
         """Queue an assistant answer in plain text."""
         message = {"role": "assistant", "content": content}
-        self._queue(ScriptedReply(200, self._completion(message, "stop", prompt_tokens, completion_tokens), delay=delay))
+        self._queue(
+            ScriptedReply(200, self._completion(message, "stop", prompt_tokens, completion_tokens), delay=delay)
+        )
 
     def reply_tool_calls(
         self,
@@ -162,11 +175,17 @@ class FakeOpenAIServer:
             with self._lock:
                 self._tool_call_count += 1
                 call_id = f"call_{self._tool_call_count}"
-            tool_calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}})
+            tool_calls.append(
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            )
         message = {"role": "assistant", "content": content, "tool_calls": tool_calls}
-        self._queue(ScriptedReply(200, self._completion(message, "tool_calls", prompt_tokens, completion_tokens), delay=delay))
+        self._queue(
+            ScriptedReply(200, self._completion(message, "tool_calls", prompt_tokens, completion_tokens), delay=delay)
+        )
 
-    def fail(self, status: int, times: int = 1, *, retry_after: float | None = None, message: str | None = None) -> None:
+    def fail(
+        self, status: int, times: int = 1, *, retry_after: float | None = None, message: str | None = None
+    ) -> None:
         """Queue ``times`` error answers with this HTTP status (e.g. 429 before a success)."""
         for _ in range(times):
             self._queue(_error_reply(status, retry_after, message))
@@ -198,7 +217,9 @@ class FakeOpenAIServer:
         with self._lock:
             self._replies.append(reply)
 
-    def _completion(self, message: dict[str, Any], finish_reason: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    def _completion(
+        self, message: dict[str, Any], finish_reason: str, prompt_tokens: int, completion_tokens: int
+    ) -> dict[str, Any]:
         with self._lock:
             self._completion_count += 1
             number = self._completion_count
@@ -214,8 +235,12 @@ class FakeOpenAIServer:
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": self.cached_tokens, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                              "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+                "completion_tokens_details": {
+                    "reasoning_tokens": 0,
+                    "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0,
+                    "rejected_prediction_tokens": 0,
+                },
             },
             "service_tier": "default",
             "system_fingerprint": "fp_fake",
@@ -230,8 +255,12 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests.append(body)
             if refused is not None:  # refused before any scripted reply is used, as the API checks first
-                error = {"message": refused["message"], "type": "invalid_request_error",
-                         "param": refused["param"], "code": refused["code"]}
+                error = {
+                    "message": refused["message"],
+                    "type": "invalid_request_error",
+                    "param": refused["param"],
+                    "code": refused["code"],
+                }
                 self.rejections.append(error)
                 return ScriptedReply(400, {"error": error})
             if self._failure_on_every_request is not None:
@@ -249,7 +278,9 @@ class FakeOpenAIServer:
             try:
                 message, prompt_tokens, completion_tokens = handler(body)
             except Exception as exc:  # a handler bug must show in the test, not hang the client
-                return ScriptedReply(400, _error_body(f"fake server: role handler failed: {exc!r}", "invalid_request_error"))
+                return ScriptedReply(
+                    400, _error_body(f"fake server: role handler failed: {exc!r}", "invalid_request_error")
+                )
             finish = "tool_calls" if message.get("tool_calls") else "stop"
             reply = ScriptedReply(200, self._completion(message, finish, prompt_tokens, completion_tokens))
         if self.random_tool_call_ids and reply.status == 200:
@@ -275,7 +306,11 @@ class FakeOpenAIServer:
         completion = sum(len(own_tokens(_message_text(choice["message"]))) for choice in answer.get("choices", []))
         if answer["choices"] and answer["choices"][0].get("finish_reason") == "length":
             completion = RUNAWAY_TOKENS
-        usage = {"prompt_tokens": len(prompt), "completion_tokens": completion, "total_tokens": len(prompt) + completion}
+        usage = {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": completion,
+            "total_tokens": len(prompt) + completion,
+        }
         if self.reports_shared_prefix:
             usage["prompt_tokens_details"] = {"cached_tokens": shared // CACHE_BLOCK * CACHE_BLOCK}
         answer["usage"] = usage
@@ -300,8 +335,11 @@ def _message_text(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):
         content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    calls = [f"{call['function']['name']} {call['function']['arguments']}" for call in message.get("tool_calls") or []
-             if isinstance(call, dict) and isinstance(call.get("function"), dict)]
+    calls = [
+        f"{call['function']['name']} {call['function']['arguments']}"
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict) and isinstance(call.get("function"), dict)
+    ]
     return " ".join([content if isinstance(content, str) else "", *calls])
 
 
@@ -315,8 +353,10 @@ def _common_prefix(first: list[str], second: list[str]) -> int:
 
 
 def _has_null_assistant_content(body: dict[str, Any]) -> bool:
-    return any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
-               for m in body.get("messages") or [])
+    return any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        for m in body.get("messages") or []
+    )
 
 
 def _limits_tokens(body: dict[str, Any]) -> bool:
@@ -329,8 +369,10 @@ def _with_tool_calls_as_text(reply: ScriptedReply) -> ScriptedReply:
     for choice in body.get("choices", []):
         calls = choice["message"].pop("tool_calls", None) or []
         if calls:
-            written = [f'{{"name": {json.dumps(c["function"]["name"])}, "arguments": {c["function"]["arguments"]}}}'
-                       for c in calls]
+            written = [
+                f'{{"name": {json.dumps(c["function"]["name"])}, "arguments": {c["function"]["arguments"]}}}'
+                for c in calls
+            ]
             choice["message"]["content"] = "\n".join(filter(None, [choice["message"].get("content"), *written]))
             choice["finish_reason"] = "stop"
     return ScriptedReply(reply.status, body, reply.headers, reply.delay, reply.truncate)
@@ -345,8 +387,10 @@ def _with_fresh_tool_call_ids(reply: ScriptedReply) -> ScriptedReply:
 
 
 FIXED_CREATED = 1_700_000_000  # a real-looking Unix time that stays the same from run to run
-CONTEXT_LENGTH_MESSAGE = ("This model's maximum context length is 128000 tokens. However, your messages resulted in "
-                          "130001 tokens. Please reduce the length of the messages.")
+CONTEXT_LENGTH_MESSAGE = (
+    "This model's maximum context length is 128000 tokens. However, your messages resulted in "
+    "130001 tokens. Please reduce the length of the messages."
+)
 
 
 def _error_reply(status: int, retry_after: float | None, message: str | None = None) -> ScriptedReply:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 
@@ -14,7 +15,9 @@ def script_server_with_scripted_agent(server, env, task_id):
         if message["role"] != "assistant":
             continue
         if message.get("tool_calls"):
-            server.reply_tool_calls([(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]])
+            server.reply_tool_calls(
+                [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]]
+            )
         else:
             server.reply_text(message["content"])
     return reference

@@ -30,8 +30,9 @@ def free_port() -> int:
 
 
 def start_server(args: list[str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(SERVE + args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=log.open("w"))
+    return subprocess.Popen(
+        SERVE + args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log.open("w")
+    )
 
 
 def wait_for_port(proc: subprocess.Popen, port: int, log: Path) -> None:
@@ -60,7 +61,9 @@ async def admin(base: str, path: str, method: str = "GET") -> httpx.Response:
 def http_server(log_dir: Path, *extra_args: str) -> Iterator[str]:
     """``erp-sim serve --http`` with the test tokens (and ``extra_args``) on a free port; yields its base URL."""
     port, log = free_port(), log_dir / "server.log"
-    proc = start_server(["--http", "--port", str(port), "--auth-token", TOKEN, "--admin-token", ADMIN, *extra_args], log)
+    proc = start_server(
+        ["--http", "--port", str(port), "--auth-token", TOKEN, "--admin-token", ADMIN, *extra_args], log
+    )
     try:
         wait_for_port(proc, port, log)
         yield f"http://127.0.0.1:{port}"
@@ -76,8 +79,9 @@ class RawStdio:
     """The server as a child process, spoken to line by line."""
 
     def __init__(self, *args: str):
-        self.proc = subprocess.Popen(SERVE + list(args), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            SERVE + list(args), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout], daemon=True).start()
 
@@ -96,7 +100,7 @@ class RawStdio:
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def peak_rss_kb(self) -> int:
-        status = open(f"/proc/{self.proc.pid}/status").read()
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
         return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
     def close(self) -> None:

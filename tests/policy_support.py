@@ -37,7 +37,9 @@ def call(call_id: str, name: str = "form_click_control", **arguments: Any) -> di
 def tool_unit(*results: tuple[str, str, str]) -> list[Message]:
     """An assistant message calling each (id, tool name, result text), then the results."""
     assistant = {"role": "assistant", "content": None, "tool_calls": [call(i, name) for i, name, _ in results]}
-    return [assistant] + [{"role": "tool", "tool_call_id": i, "name": name, "content": text} for i, name, text in results]
+    return [assistant] + [
+        {"role": "tool", "tool_call_id": i, "name": name, "content": text} for i, name, text in results
+    ]
 
 
 def step(call_id: str, text: str, name: str = "form_click_control") -> list[Message]:
@@ -116,23 +118,39 @@ def report_response(number: str = "EXP-000123") -> str:
     return envelope({"Name": "TrvExpenseReport", "Caption": f"Expense report {number}", "Form": form})
 
 
-RECEIPT = [("2024-03-01", "Room charge", "300.00"), ("2024-03-01", "City tax", "45.00"), ("2024-03-02", "Minibar", "15.00")]
+RECEIPT = [
+    ("2024-03-01", "Room charge", "300.00"),
+    ("2024-03-01", "City tax", "45.00"),
+    ("2024-03-02", "Minibar", "15.00"),
+]
 
 
 def receipt_response(items=RECEIPT) -> str:
     rows = [{"ReceiptItem_Date": d, "ReceiptItem_Description": t, "ReceiptItem_Amount": a} for d, t, a in items]
     columns = ["ReceiptItem_Date", "ReceiptItem_Description", "ReceiptItem_Amount"]
-    return envelope({"Name": "TrvReceiptViewer", "Caption": "Receipt", "Form": {"Grid": [grid("ReceiptItemsGrid", columns, rows)]}})
+    return envelope(
+        {"Name": "TrvReceiptViewer", "Caption": "Receipt", "Form": {"Grid": [grid("ReceiptItemsGrid", columns, rows)]}}
+    )
 
 
 def itemization_response(lines: list[tuple[str, str, str, str]], total="360.00", warning: str | None = None) -> str:
     itemized = sum(float(a) for _, _, a, s in lines if s == "Saved")
     remaining = float(total) - itemized
     rows = [
-        {"TrvExpTrans_TransDate": d, "TrvExpTrans_ExpSubCategory": c, "TrvExpTrans_AmountCurr": a, "TrvExpTrans_LineStatus": s}
+        {
+            "TrvExpTrans_TransDate": d,
+            "TrvExpTrans_ExpSubCategory": c,
+            "TrvExpTrans_AmountCurr": a,
+            "TrvExpTrans_LineStatus": s,
+        }
         for d, c, a, s in lines
     ]
-    columns = ["TrvExpTrans_TransDate", "TrvExpTrans_ExpSubCategory", "TrvExpTrans_AmountCurr", "TrvExpTrans_LineStatus"]
+    columns = [
+        "TrvExpTrans_TransDate",
+        "TrvExpTrans_ExpSubCategory",
+        "TrvExpTrans_AmountCurr",
+        "TrvExpTrans_LineStatus",
+    ]
     form = {
         "Group": [
             {
@@ -156,13 +174,19 @@ def itemization_response(lines: list[tuple[str, str, str, str]], total="360.00",
 TOOL_NAMES = ["form_open_menu_item", "form_click_control", "form_find_controls", "data_find_entities"]
 
 _short_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
-_long_text = st.builds(lambda word, n: (word + " ") * n, st.sampled_from(["lorem", "ItemizationRemaining", "東京", "{\"x\": 1}"]), st.integers(50, 3000))
+_long_text = st.builds(
+    lambda word, n: (word + " ") * n,
+    st.sampled_from(["lorem", "ItemizationRemaining", "東京", '{"x": 1}']),
+    st.integers(50, 3000),
+)
 _result_text = st.one_of(
     _short_text,
     _long_text,
     st.just(receipt_response()),
     st.just(report_response()),
-    st.builds(lambda n: itemization_response([("2024-03-01", "Daily room rate", "300.00", "Saved")] * n), st.integers(0, 12)),
+    st.builds(
+        lambda n: itemization_response([("2024-03-01", "Daily room rate", "300.00", "Saved")] * n), st.integers(0, 12)
+    ),
     st.just(envelope(None, "Error", [{"Level": "Error", "Text": "Form is busy."}])),
     st.just("Error: the form is busy"),
 )
@@ -216,7 +240,9 @@ class LabelSummarizer:
 
     def refine_observation(self, task, observation, history):
         self.observation_calls.append((observation["tool_call_id"], labels(history, with_head=False)))
-        return self._result(text=f"refined({observation['tool_call_id']})", usage=self._usage(input_tokens=5, output_tokens=1))
+        return self._result(
+            text=f"refined({observation['tool_call_id']})", usage=self._usage(input_tokens=5, output_tokens=1)
+        )
 
 
 def labels(messages: list[Message], with_head: bool = True) -> list[str]:

@@ -14,14 +14,47 @@ import re
 from typing import Any
 
 # openai-python 1.x/2.x ``CompletionCreateParams`` keys (``stream`` included: we send False).
-REQUEST_KEYS = frozenset({
-    "messages", "model", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
-    "max_completion_tokens", "max_tokens", "metadata", "modalities", "moderation", "n", "parallel_tool_calls",
-    "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention",
-    "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier", "stop", "store", "stream",
-    "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity",
-    "web_search_options",
-})
+REQUEST_KEYS = frozenset(
+    {
+        "messages",
+        "model",
+        "audio",
+        "frequency_penalty",
+        "function_call",
+        "functions",
+        "logit_bias",
+        "logprobs",
+        "max_completion_tokens",
+        "max_tokens",
+        "metadata",
+        "modalities",
+        "moderation",
+        "n",
+        "parallel_tool_calls",
+        "prediction",
+        "presence_penalty",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "reasoning_effort",
+        "response_format",
+        "safety_identifier",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "stream",
+        "stream_options",
+        "temperature",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "user",
+        "verbosity",
+        "web_search_options",
+    }
+)
 # The keys each role's message param allows, and the content-part types it takes.
 MESSAGE_KEYS = {
     "system": frozenset({"role", "content", "name"}),
@@ -32,11 +65,19 @@ MESSAGE_KEYS = {
     "function": frozenset({"role", "content", "name"}),
 }
 PART_TYPES = {
-    "system": ("text",), "developer": ("text",), "tool": ("text",),
+    "system": ("text",),
+    "developer": ("text",),
+    "tool": ("text",),
     "user": ("text", "image_url", "input_audio", "file"),
     "assistant": ("text", "refusal"),
 }
-PART_FIELD = {"text": "text", "refusal": "refusal", "image_url": "image_url", "input_audio": "input_audio", "file": "file"}
+PART_FIELD = {
+    "text": "text",
+    "refusal": "refusal",
+    "image_url": "image_url",
+    "input_audio": "input_audio",
+    "file": "file",
+}
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 MESSAGE_NAME = re.compile(r"^[^\s<|\\/>]+$")
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -44,14 +85,23 @@ MAX_FUNCTION_NAME = 64
 MAX_TOOLS = 128
 # parameter -> (minimum, maximum, integer?) as the API bounds them
 NUMERIC_RANGES = {
-    "temperature": (0, 2, False), "top_p": (0, 1, False), "presence_penalty": (-2, 2, False),
-    "frequency_penalty": (-2, 2, False), "n": (1, None, True), "max_tokens": (1, None, True),
-    "max_completion_tokens": (1, None, True), "top_logprobs": (0, 20, True),
+    "temperature": (0, 2, False),
+    "top_p": (0, 1, False),
+    "presence_penalty": (-2, 2, False),
+    "frequency_penalty": (-2, 2, False),
+    "n": (1, None, True),
+    "max_tokens": (1, None, True),
+    "max_completion_tokens": (1, None, True),
+    "top_logprobs": (0, 20, True),
 }
 ONLY_WITH_TOOLS = ("tool_choice", "parallel_tool_calls")
-UNANSWERED = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-              "'tool_call_id'. The following tool_call_ids did not have response messages: ")
-ORPHAN_TOOL = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+UNANSWERED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
+ORPHAN_TOOL = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+)
 
 
 class Rejected(Exception):
@@ -100,16 +150,25 @@ def _check_message(message: Any, where: str) -> None:
         raise Rejected(f"Missing required parameter: '{where}.role'.", f"{where}.role", "missing_required_parameter")
     role = message["role"]
     if role not in ROLES:
-        raise Rejected(f"Invalid value: {_repr(role)}. Supported values are: "
-                       + ", ".join(f"'{r}'" for r in ROLES[:-1]) + f", and '{ROLES[-1]}'.", f"{where}.role", "invalid_value")
+        raise Rejected(
+            f"Invalid value: {_repr(role)}. Supported values are: "
+            + ", ".join(f"'{r}'" for r in ROLES[:-1])
+            + f", and '{ROLES[-1]}'.",
+            f"{where}.role",
+            "invalid_value",
+        )
     _no_extra_keys(message, MESSAGE_KEYS[role], where)
     if "name" in message:
         name = message["name"]
         if not isinstance(name, str):
             raise _invalid_type(f"{where}.name", "a string", name)
         if not MESSAGE_NAME.match(name):
-            raise Rejected(f"Invalid '{where}.name': string does not match pattern. Expected a string that matches "
-                           f"the pattern '{MESSAGE_NAME.pattern}'.", f"{where}.name", "invalid_value")
+            raise Rejected(
+                f"Invalid '{where}.name': string does not match pattern. Expected a string that matches "
+                f"the pattern '{MESSAGE_NAME.pattern}'.",
+                f"{where}.name",
+                "invalid_value",
+            )
     if role == "assistant":
         if message.get("tool_calls") is not None:
             _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
@@ -119,12 +178,17 @@ def _check_message(message: Any, where: str) -> None:
             _check_content(message["content"], role, f"{where}.content")
         return
     if role == "tool" and "tool_call_id" not in message:
-        raise Rejected(f"Missing required parameter: '{where}.tool_call_id'.", f"{where}.tool_call_id",
-                       "missing_required_parameter")
+        raise Rejected(
+            f"Missing required parameter: '{where}.tool_call_id'.",
+            f"{where}.tool_call_id",
+            "missing_required_parameter",
+        )
     if role == "tool" and not isinstance(message["tool_call_id"], str):
         raise _invalid_type(f"{where}.tool_call_id", "a string", message["tool_call_id"])
     if "content" not in message:
-        raise Rejected(f"Missing required parameter: '{where}.content'.", f"{where}.content", "missing_required_parameter")
+        raise Rejected(
+            f"Missing required parameter: '{where}.content'.", f"{where}.content", "missing_required_parameter"
+        )
     if role == "function":
         if message["content"] is not None and not isinstance(message["content"], str):
             raise _invalid_type(f"{where}.content", "a string", message["content"])
@@ -144,14 +208,21 @@ def _check_content(content: Any, role: str, where: str) -> None:
             raise _invalid_type(at, "an object", part)
         kind = part.get("type")
         if kind not in allowed:
-            raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: "
-                           + " and ".join(f"'{k}'" for k in allowed) + ".", f"{at}.type", "invalid_value")
+            raise Rejected(
+                f"Invalid value: {_repr(kind)}. Supported values are: " + " and ".join(f"'{k}'" for k in allowed) + ".",
+                f"{at}.type",
+                "invalid_value",
+            )
         field = PART_FIELD[kind]
         _no_extra_keys(part, ("type", field), at)
         if field not in part:
-            raise Rejected(f"Missing required parameter: '{at}.{field}'.", f"{at}.{field}", "missing_required_parameter")
+            raise Rejected(
+                f"Missing required parameter: '{at}.{field}'.", f"{at}.{field}", "missing_required_parameter"
+            )
         expected_string = kind in ("text", "refusal")
-        if expected_string != isinstance(part[field], str) or (not expected_string and not isinstance(part[field], dict)):
+        if expected_string != isinstance(part[field], str) or (
+            not expected_string and not isinstance(part[field], dict)
+        ):
             raise _invalid_type(f"{at}.{field}", "a string" if expected_string else "an object", part[field])
 
 
@@ -172,8 +243,11 @@ def _check_tool_calls(calls: Any, where: str) -> None:
         _no_extra_keys(inner, fields, f"{at}.{kind}")
         for field in fields:
             if field not in inner:
-                raise Rejected(f"Missing required parameter: '{at}.{kind}.{field}'.", f"{at}.{kind}.{field}",
-                               "missing_required_parameter")
+                raise Rejected(
+                    f"Missing required parameter: '{at}.{kind}.{field}'.",
+                    f"{at}.{kind}.{field}",
+                    "missing_required_parameter",
+                )
             if not isinstance(inner[field], str):
                 raise _invalid_type(f"{at}.{kind}.{field}", "a string", inner[field])
 
@@ -190,7 +264,7 @@ def _check_tool_call_order(messages: list[dict[str, Any]]) -> None:
             continue
         _refuse_unanswered(pending)
         group = [call["id"] for call in message.get("tool_calls") or []] if message["role"] == "assistant" else []
-        pending = {call_id: index for call_id in group}
+        pending = dict.fromkeys(group, index)
     _refuse_unanswered(pending)
 
 
@@ -212,8 +286,12 @@ def _check_tools(body: dict[str, Any]) -> None:
     if not tools:
         raise _empty_array("tools")
     if len(tools) > MAX_TOOLS:
-        raise Rejected(f"Invalid 'tools': array too long. Expected an array with maximum length {MAX_TOOLS}, but got an "
-                       f"array with length {len(tools)} instead.", "tools", "array_above_max_length")
+        raise Rejected(
+            f"Invalid 'tools': array too long. Expected an array with maximum length {MAX_TOOLS}, but got an "
+            f"array with length {len(tools)} instead.",
+            "tools",
+            "array_above_max_length",
+        )
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         at = f"tools[{index}]"
@@ -238,8 +316,11 @@ def _typed_item(item: Any, at: str, keys: tuple[str, ...]) -> str:
         raise _invalid_type(at, "an object", item)
     kind = item.get("type")
     if kind not in ("function", "custom"):
-        raise Rejected(f"Invalid value: {_repr(kind)}. Supported values are: 'function' and 'custom'.",
-                       f"{at}.type", "invalid_value")
+        raise Rejected(
+            f"Invalid value: {_repr(kind)}. Supported values are: 'function' and 'custom'.",
+            f"{at}.type",
+            "invalid_value",
+        )
     for key in (*keys, kind):
         if key not in item:
             raise Rejected(f"Missing required parameter: '{at}.{key}'.", f"{at}.{key}", "missing_required_parameter")
@@ -250,7 +331,9 @@ def _typed_item(item: Any, at: str, keys: tuple[str, ...]) -> str:
 def _check_function(function: Any, kind: str, where: str) -> str:
     if not isinstance(function, dict):
         raise _invalid_type(where, "an object", function)
-    allowed = ("name", "description", "parameters", "strict") if kind == "function" else ("name", "description", "format")
+    allowed = (
+        ("name", "description", "parameters", "strict") if kind == "function" else ("name", "description", "format")
+    )
     _no_extra_keys(function, allowed, where)
     if "name" not in function:
         raise Rejected(f"Missing required parameter: '{where}.name'.", f"{where}.name", "missing_required_parameter")
@@ -258,15 +341,26 @@ def _check_function(function: Any, kind: str, where: str) -> str:
     if not isinstance(name, str):
         raise _invalid_type(f"{where}.name", "a string", name)
     if not name:
-        raise Rejected(f"Invalid '{where}.name': empty string. Expected a string with minimum length 1, but got an "
-                       "empty string instead.", f"{where}.name", "empty_string")
+        raise Rejected(
+            f"Invalid '{where}.name': empty string. Expected a string with minimum length 1, but got an "
+            "empty string instead.",
+            f"{where}.name",
+            "empty_string",
+        )
     if len(name) > MAX_FUNCTION_NAME:
-        raise Rejected(f"Invalid '{where}.name': string too long. Expected a string with maximum length "
-                       f"{MAX_FUNCTION_NAME}, but got a string with length {len(name)} instead.", f"{where}.name",
-                       "string_above_max_length")
+        raise Rejected(
+            f"Invalid '{where}.name': string too long. Expected a string with maximum length "
+            f"{MAX_FUNCTION_NAME}, but got a string with length {len(name)} instead.",
+            f"{where}.name",
+            "string_above_max_length",
+        )
     if not FUNCTION_NAME.match(name):
-        raise Rejected(f"Invalid '{where}.name': string does not match pattern. Expected a string that matches the "
-                       f"pattern '{FUNCTION_NAME.pattern}'.", f"{where}.name", "invalid_value")
+        raise Rejected(
+            f"Invalid '{where}.name': string does not match pattern. Expected a string that matches the "
+            f"pattern '{FUNCTION_NAME.pattern}'.",
+            f"{where}.name",
+            "invalid_value",
+        )
     if "description" in function and not isinstance(function["description"], str):
         raise _invalid_type(f"{where}.description", "a string", function["description"])
     if "strict" in function and function["strict"] is not None and not isinstance(function["strict"], bool):
@@ -276,9 +370,13 @@ def _check_function(function: Any, kind: str, where: str) -> str:
         if not isinstance(parameters, dict):
             raise _invalid_type(f"{where}.parameters", "an object", parameters)
         if parameters.get("type") != "object":
-            got = f"type: \"{parameters['type']}\"" if "type" in parameters else "None"
-            raise Rejected(f"Invalid schema for function '{name}': schema must be a JSON Schema of 'type: \"object\"', "
-                           f"got '{got}'.", f"{where}.parameters", "invalid_function_parameters")
+            got = f'type: "{parameters["type"]}"' if "type" in parameters else "None"
+            raise Rejected(
+                f"Invalid schema for function '{name}': schema must be a JSON Schema of 'type: \"object\"', "
+                f"got '{got}'.",
+                f"{where}.parameters",
+                "invalid_function_parameters",
+            )
     return name
 
 
@@ -295,11 +393,17 @@ def _check_numbers(body: dict[str, Any]) -> None:
             raise _invalid_type(key, "a number", value)
         kind = "integer" if integer else "decimal"
         if low is not None and value < low:
-            raise Rejected(f"Invalid '{key}': {kind} below minimum value. Expected a value >= {low}, but got {value} "
-                           "instead.", key, f"{kind}_below_min_value")
+            raise Rejected(
+                f"Invalid '{key}': {kind} below minimum value. Expected a value >= {low}, but got {value} instead.",
+                key,
+                f"{kind}_below_min_value",
+            )
         if high is not None and value > high:
-            raise Rejected(f"Invalid '{key}': {kind} above maximum value. Expected a value <= {high}, but got {value} "
-                           "instead.", key, f"{kind}_above_max_value")
+            raise Rejected(
+                f"Invalid '{key}': {kind} above maximum value. Expected a value <= {high}, but got {value} instead.",
+                key,
+                f"{kind}_above_max_value",
+            )
 
 
 def _is_integer(value: Any) -> bool:
@@ -307,13 +411,17 @@ def _is_integer(value: Any) -> bool:
 
 
 def _invalid_type(param: str, expected: str, value: Any) -> Rejected:
-    return Rejected(f"Invalid type for '{param}': expected {expected}, but got {_json_type(value)} instead.", param,
-                    "invalid_type")
+    return Rejected(
+        f"Invalid type for '{param}': expected {expected}, but got {_json_type(value)} instead.", param, "invalid_type"
+    )
 
 
 def _empty_array(param: str) -> Rejected:
-    return Rejected(f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array "
-                    "instead.", param, "empty_array")
+    return Rejected(
+        f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        param,
+        "empty_array",
+    )
 
 
 def _json_type(value: Any) -> str:

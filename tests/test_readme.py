@@ -27,8 +27,11 @@ def name(page: Path) -> str:
 
 
 BLOCKS = blocks(README)
-PYTHON = [(f"{name(page)}:block{i}", code)
-          for page in PAGES for i, code in enumerate(code for kind, code in blocks(TEXT[page]) if kind == "python")]
+PYTHON = [
+    (f"{name(page)}:block{i}", code)
+    for page in PAGES
+    for i, code in enumerate(code for kind, code in blocks(TEXT[page]) if kind == "python")
+]
 
 
 def test_every_json_block_is_one_valid_file():
@@ -57,11 +60,13 @@ def test_the_readme_test_command_is_what_ci_runs():
     assert f"pip install --quiet {install}" in ci
     assert ".venv/bin/python -m pytest -q" in command and ".venv/bin/python -m pytest -q\n" in ci
     everything = "".join(TEXT.values())
-    assert "npx -y @modelcontextprotocol/inspector --cli" in everything and "npx @modelcontextprotocol" not in everything
+    assert (
+        "npx -y @modelcontextprotocol/inspector --cli" in everything and "npx @modelcontextprotocol" not in everything
+    )
 
 
 def test_every_docs_page_is_linked_from_the_readme():
-    linked = {target for target in re.findall(r"\]\(([^)#\s]+)", README)}
+    linked = set(re.findall(r"\]\(([^)#\s]+)", README))
     assert len(PAGES) > 1
     for page in PAGES[1:]:
         assert name(page) in linked, f"{name(page)} is not linked from README.md"

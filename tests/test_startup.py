@@ -12,8 +12,27 @@ import sys
 
 import erp_sim
 
-HEAVY = ("sqlalchemy", "sqlmodel", "faker", "numpy", "scipy", "matplotlib", "openai", "fastmcp", "mcp", "bpe_openai",
-         "gymnasium", "agents", "httpx", "uvicorn", "starlette", "tqdm", "orjson", "pydantic", "sqlite3")
+HEAVY = (
+    "sqlalchemy",
+    "sqlmodel",
+    "faker",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "openai",
+    "fastmcp",
+    "mcp",
+    "bpe_openai",
+    "gymnasium",
+    "agents",
+    "httpx",
+    "uvicorn",
+    "starlette",
+    "tqdm",
+    "orjson",
+    "pydantic",
+    "sqlite3",
+)
 
 
 def loaded_after(code: str) -> set[str]:
@@ -28,17 +47,23 @@ def test_import_erp_sim_loads_no_heavy_library():
 
 
 def test_cli_help_loads_no_heavy_library():
-    code = ("import contextlib, io\nfrom erp_sim.agents.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])")
+    code = (
+        "import contextlib, io\nfrom erp_sim.agents.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])"
+    )
     assert loaded_after(code) == set()
 
 
 def test_first_gym_make_leaves_the_simulator_for_reset():
     # gym.make checks its arguments (task set, faults, verbosity) without the model or database layer
-    made = loaded_after("import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0', task_set='Meals', "
-                        "faults='rate=0.1,seed=2', verbosity='compact')")
+    made = loaded_after(
+        "import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0', task_set='Meals', "
+        "faults='rate=0.1,seed=2', verbosity='compact')"
+    )
     assert made <= {"gymnasium", "numpy"}, made
-    reset = loaded_after("import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0').reset(seed=0)")
+    reset = loaded_after(
+        "import gymnasium as gym, erp_sim.envs\ngym.make('erp_sim/ExpenseItemization-v0').reset(seed=0)"
+    )
     assert {"sqlalchemy", "pydantic", "sqlite3"} <= reset
     assert "faker" not in reset  # only fixture generation needs it
 

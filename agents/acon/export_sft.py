@@ -55,14 +55,26 @@ def export(run_dir: Path, out: Path, *, include_failed: bool = False, heldout_fr
         for number, call in enumerate(episode["compressor_calls"]):
             messages = [*call["messages"], {"role": "assistant", "content": call["output"]}]
             lines[part].append(json.dumps({"messages": messages}, ensure_ascii=False))
-            sources[part].append({"task_set": episode.get("task_set"), "task_id": episode["task_id"],
-                                  "split": episode["split"], "kind": call["kind"], "call": number})
+            sources[part].append(
+                {
+                    "task_set": episode.get("task_set"),
+                    "task_id": episode["task_id"],
+                    "split": episode["split"],
+                    "kind": call["kind"],
+                    "call": number,
+                }
+            )
     for part, rows in lines.items():
         write_text(out / f"{part}.jsonl", "".join(row + "\n" for row in rows))
-    manifest = {"run": str(run_dir), "guideline": chosen, "only_successful_episodes": not include_failed,
-                "skipped_failed_episodes": skipped,
-                "heldout_rule": "test-split episodes" if has_test else f"sha256(task id) < {heldout_fraction}",
-                "counts": {part: len(rows) for part, rows in lines.items()}, "sources": sources}
+    manifest = {
+        "run": str(run_dir),
+        "guideline": chosen,
+        "only_successful_episodes": not include_failed,
+        "skipped_failed_episodes": skipped,
+        "heldout_rule": "test-split episodes" if has_test else f"sha256(task id) < {heldout_fraction}",
+        "counts": {part: len(rows) for part, rows in lines.items()},
+        "sources": sources,
+    }
     manifest["warnings"] = empty_split_warnings(manifest, len(episodes))
     write_json(out / "manifest.json", manifest)
     return manifest
@@ -77,8 +89,10 @@ def empty_split_warnings(manifest: dict, episodes: int) -> list[str]:
         if not episodes:
             why = f"the chosen guideline {manifest['guideline']} has no episodes"
         elif manifest["skipped_failed_episodes"] and manifest["only_successful_episodes"]:
-            why = (f"{manifest['skipped_failed_episodes']} failed episode(s) skipped (--include-failed keeps them), "
-                   "or no compressor call in the rest")
+            why = (
+                f"{manifest['skipped_failed_episodes']} failed episode(s) skipped (--include-failed keeps them), "
+                "or no compressor call in the rest"
+            )
         else:
             why = "no episode of this split called the compressor"
         if part == "heldout" and not manifest["heldout_rule"].startswith("test"):
@@ -88,8 +102,9 @@ def empty_split_warnings(manifest: dict, episodes: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim acon export-sft", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim acon export-sft", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
+    )
     parser.add_argument("run_dir", metavar="DIR", help="an `erp-sim acon optimize --out` directory")
     parser.add_argument("--out", help="where to write (default DIR/sft)")
     parser.add_argument("--include-failed", action="store_true", help="also pairs from episodes that failed")
@@ -98,10 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.heldout_fraction < 1:
         parser.error("--heldout-fraction must be in [0, 1)")
     run_dir = Path(args.run_dir)
-    manifest = export(run_dir, Path(args.out) if args.out else run_dir / "sft", include_failed=args.include_failed,
-                      heldout_fraction=args.heldout_fraction)
-    print(f"guideline {manifest['guideline']}: {manifest['counts']['train']} train and {manifest['counts']['heldout']} "
-          f"held-out pairs ({manifest['heldout_rule']}); {manifest['skipped_failed_episodes']} failed episodes skipped")
+    manifest = export(
+        run_dir,
+        Path(args.out) if args.out else run_dir / "sft",
+        include_failed=args.include_failed,
+        heldout_fraction=args.heldout_fraction,
+    )
+    print(
+        f"guideline {manifest['guideline']}: {manifest['counts']['train']} train and {manifest['counts']['heldout']} "
+        f"held-out pairs ({manifest['heldout_rule']}); {manifest['skipped_failed_episodes']} failed episodes skipped"
+    )
     for warning in manifest["warnings"]:
         print(warning, file=sys.stderr)
     return 0

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 
-
-
 def write_text(path: Path, text: str) -> None:
     """Atomic write: a killed run leaves the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,4 +32,3 @@ def write_gz_json(path: Path, value: Any) -> None:
 def read_gz_json(path: Path) -> Any:
     with gzip.open(path, "rb") as data:
         return json.loads(data.read())
-

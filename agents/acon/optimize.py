@@ -39,23 +39,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
+from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, build_report, report_markdown
+from erp_sim.agents.acon.optimizer_requests import (
+    extract_guideline,
+    feedback_request,
+    load_optimizer_prompt,
+    shorten_request,
+    update_request,
+)
+from erp_sim.agents.acon.scoring import score
+from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.models.roles import add_model_arguments, params_by_role
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
-from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
-from erp_sim.agents.acon.optimizer_requests import (
-    extract_guideline, feedback_request, load_optimizer_prompt, shorten_request, update_request,
-)
-from erp_sim.agents.acon.scoring import cost_usd, score
 
 ROLES = ("agent", "compressor", "optimizer")
 # compressed kind -> (built-in prompt file, policy)
 KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
 COMPRESSION = {"history": ("history",), "observation": ("observation",), "both": ("observation", "history")}
 CO_EPISODES, CO_OUTPUTS = 5, 3  # successful episodes, and last outputs of each, shown to the shortening step
-NO_COMPRESSION = "none"
 
 
 class Settings(BaseModel):
@@ -74,9 +79,12 @@ class Settings(BaseModel):
     seed: int = 0
     max_steps: int = 200
     initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
-    prices: dict[str, list[float]] = Field(default_factory=dict, description="role -> [USD per 1M input, per 1M output]")
-    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys "
-                                                                                      "(--model-param)")
+    prices: dict[str, list[float]] = Field(
+        default_factory=dict, description="role -> [USD per 1M input, per 1M output]"
+    )
+    model_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="role -> request body keys (--model-param)"
+    )
 
 
 class CallLog:
@@ -98,8 +106,10 @@ class CallLog:
         response = self.inner.complete(messages, tools)
         usage = response.usage
         if not usage.input_tokens and not usage.output_tokens:
-            usage = Usage(input_tokens=self.counter.count_messages(messages) + (self.counter.count_tools(tools) if tools else 0),
-                          output_tokens=self.counter.count_message(response.message))
+            usage = Usage(
+                input_tokens=self.counter.count_messages(messages) + (self.counter.count_tools(tools) if tools else 0),
+                output_tokens=self.counter.count_message(response.message),
+            )
         self.calls += 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -165,7 +175,11 @@ class Run:
         if path.exists():
             return read_gz_json(path)
         legacy = self.out / "episodes" / label / f"{task_id}.json.gz"  # where runs before split/set keys kept it
-        if legacy.exists() and (record := read_gz_json(legacy)).get("task_set") == task_set and record.get("split") == split:
+        if (
+            legacy.exists()
+            and (record := read_gz_json(legacy)).get("task_set") == task_set
+            and record.get("split") == split
+        ):
             path.parent.mkdir(parents=True, exist_ok=True)
             legacy.replace(path)  # moved, not copied: export-sft reads every episode file once
             return record
@@ -173,8 +187,12 @@ class Run:
         if twin is None:
             record = self._run_episode(label, task_set, task_id, split)
         else:  # same guideline text, same task and seed: same requests, so the episode is not paid for twice
-            record = {**self.episode(twin, task_set, task_id, split), "label": label,
-                      "policy": self.policy_spec(label, relative=True), "reused_from": twin}
+            record = {
+                **self.episode(twin, task_set, task_id, split),
+                "label": label,
+                "policy": self.policy_spec(label, relative=True),
+                "reused_from": twin,
+            }
         write_gz_json(path, record)
         return record
 
@@ -203,27 +221,46 @@ class Run:
         agent_log.reset()
         compressor_log.reset()
         agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
-        env = gym.make("erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule",
-                       max_episode_steps=self.settings.max_steps)
-        record: dict[str, Any] = {"task_set": task_set, "task_id": task_id, "split": split, "label": label,
-                                  "policy": self.policy_spec(label, relative=True)}
+        env = gym.make(
+            "erp_sim/ExpenseItemization-v0",
+            task_set=task_set,
+            user_model="rule",
+            max_episode_steps=self.settings.max_steps,
+        )
+        record: dict[str, Any] = {
+            "task_set": task_set,
+            "task_id": task_id,
+            "split": split,
+            "label": label,
+            "policy": self.policy_spec(label, relative=True),
+        }
         try:
-            trajectory = run_episode(env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True,
-                                     policy=record["policy"])
+            trajectory = run_episode(
+                env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True, policy=record["policy"]
+            )
         except SummarizerError as exc:  # the compressor gave nothing usable: the episode fails, the run goes on
             trajectory = None
-            record.update(success=False, termination="compressor_error", error=str(exc), metrics={}, messages=[],
-                          shown_last=[])
+            record.update(
+                success=False, termination="compressor_error", error=str(exc), metrics={}, messages=[], shown_last=[]
+            )
         finally:
             env.close()
         if trajectory is not None:
             if trajectory.infra_error:
-                raise SystemExit(f"{label}/{task_id}: model service failed ({trajectory.infra_error}); "
-                                 "nothing was saved for this episode: rerun with --resume")
-            record.update(success=trajectory.grade is not None and trajectory.grade.success, termination=trajectory.termination,
-                          failure_category=trajectory.failure_category,
-                          metrics=trajectory.metrics.model_dump(mode="json"), messages=trajectory.messages,
-                          shown_last=trajectory.context.shown(len(trajectory.context.steps) - 1) if trajectory.context.steps else [])
+                raise SystemExit(
+                    f"{label}/{task_id}: model service failed ({trajectory.infra_error}); "
+                    "nothing was saved for this episode: rerun with --resume"
+                )
+            record.update(
+                success=trajectory.grade is not None and trajectory.grade.success,
+                termination=trajectory.termination,
+                failure_category=trajectory.failure_category,
+                metrics=trajectory.metrics.model_dump(mode="json"),
+                messages=trajectory.messages,
+                shown_last=trajectory.context.shown(len(trajectory.context.steps) - 1)
+                if trajectory.context.steps
+                else [],
+            )
         record["agent_usage"] = agent_log.usage()
         record["compressor_usage"] = compressor_log.usage()
         record["compressor_calls"] = [{"kind": compressor_kind(p["messages"]), **p} for p in compressor_log.pairs]
@@ -238,8 +275,9 @@ class Run:
             return answer_path.read_text(encoding="utf-8").strip()  # as first returned: stripped
         log = self.roles["optimizer"]
         log.reset()
-        response = log.complete([{"role": "system", "content": load_optimizer_prompt(prompt)},
-                                 {"role": "user", "content": user}])
+        response = log.complete(
+            [{"role": "system", "content": load_optimizer_prompt(prompt)}, {"role": "user", "content": user}]
+        )
         text = message_text(response.message.get("content")).strip()
         if not text:
             raise SystemExit(f"optimizer step {name}: empty answer; rerun with --resume to ask again")
@@ -259,8 +297,10 @@ class Run:
         for kind in self.kinds:
             if not self.guideline_path("v0", kind).exists():
                 write_text(self.guideline_path("v0", kind), self.settings.initial_guideline[kind])
-        self.timed("round 0 (train: no compression, v0)", lambda: (self.episodes(NO_COMPRESSION, "train"),
-                                                                    self.episodes("v0", "train")))
+        self.timed(
+            "round 0 (train: no compression, v0)",
+            lambda: (self.episodes(NO_COMPRESSION, "train"), self.episodes("v0", "train")),
+        )
 
     def ut(self) -> str:
         """UT: feedback per contrastive pair, k candidates from it, each scored on train; the best label."""
@@ -273,8 +313,11 @@ class Run:
         current = self.guideline("v0")
         feedback = []
         for episode in pairs:
-            text = self.ask(f"ut-feedback-{episode['task_id']}", "feedback", feedback_request(
-                episode, plain[episode["task_id"]], current))
+            text = self.ask(
+                f"ut-feedback-{episode['task_id']}",
+                "feedback",
+                feedback_request(episode, plain[episode["task_id"]], current),
+            )
             write_text(self.out / "feedback" / f"{episode['task_id']}.md", text + "\n")
             feedback.append(f"--- task {episode['task_id']} ---\n{text}")
         k = self.settings.candidates
@@ -282,13 +325,22 @@ class Run:
             for kind in self.kinds:
                 path = self.guideline_path(f"ut-{number}", kind)
                 if not path.exists():
-                    answer = self.ask(f"ut-update-{number}-{kind}", "update", update_request(
-                        kind, current[kind], "\n\n".join(feedback), number, k))
+                    answer = self.ask(
+                        f"ut-update-{number}-{kind}",
+                        "update",
+                        update_request(kind, current[kind], "\n\n".join(feedback), number, k),
+                    )
                     write_text(path, extract_guideline(answer))
         scores = [{"label": f"ut-{n}", "train": self.score(f"ut-{n}", "train")} for n in range(1, k + 1)]
         best = max(scores, key=lambda c: (c["train"]["success"], -c["train"]["peak_tokens"], -int(c["label"][3:])))
-        write_json(self.out / "candidates.json", {"candidates": scores, "best": best["label"],
-                                                 "rule": "highest success, then lowest mean peak tokens, then lowest number"})
+        write_json(
+            self.out / "candidates.json",
+            {
+                "candidates": scores,
+                "best": best["label"],
+                "rule": "highest success, then lowest mean peak tokens, then lowest number",
+            },
+        )
         return best["label"]
 
     def co(self, base: str) -> str | None:
@@ -300,8 +352,10 @@ class Run:
         for kind in self.kinds:
             path = self.guideline_path("co", kind)
             if not path.exists():
-                outputs = [(e["task_id"], [c["output"] for c in e["compressor_calls"] if c["kind"] == kind][-CO_OUTPUTS:])
-                           for e in succeeded[:CO_EPISODES]]
+                outputs = [
+                    (e["task_id"], [c["output"] for c in e["compressor_calls"] if c["kind"] == kind][-CO_OUTPUTS:])
+                    for e in succeeded[:CO_EPISODES]
+                ]
                 answer = self.ask(f"co-shorten-{kind}", "shorten", shorten_request(kind, current[kind], outputs))
                 write_text(path, extract_guideline(answer))
         self.episodes("co", "train")
@@ -315,79 +369,6 @@ class Run:
         result = work()
         self.timing[phase] = round(time.perf_counter() - started, 3)
         return result
-
-
-def overlapping_tasks(tasks: str, test_tasks: str) -> list[str]:
-    """Test tasks that are also train tasks (the same fixture line: an expense-type view such as
-    ``Hotel`` holds expense_types' tasks; hotel_50's ``hotel-001`` is another task than theirs)."""
-    from erp_sim.task_sets import resolve_tasks, task_rows
-
-    if test_tasks == "none":
-        return []
-
-    def lines(selection: str) -> dict[str, str]:
-        task_set, ids = resolve_tasks(selection)
-        by_id = {row.task_id: row.line for row in task_rows(task_set)}
-        return {by_id[task_id]: task_id for task_id in ids}
-
-    train = lines(tasks)
-    return [task_id for line, task_id in lines(test_tasks).items() if line in train]
-
-
-def overlap_message(tasks: str, test_tasks: str, shared: list[str]) -> str:
-    named = ", ".join(shared[:5]) + (f" and {len(shared) - 5} more" if len(shared) > 5 else "")
-    return (f"--tasks {tasks} and --test-tasks {test_tasks} share {len(shared)} task(s) ({named}): "
-            "a test task must not be a train task")
-
-
-# --- the report --------------------------------------------------------------------------------
-def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> dict[str, Any]:
-    """rounds: (round name, label, optimizer-usage prefix)."""
-    rows = []
-    for name, label, prefix in [("no compression", NO_COMPRESSION, ""), *rounds]:
-        row = {"round": name, "label": label, "policy": run.policy_spec(label, relative=True),
-               "train": run.score(label, "train"), "test": run.score(label, "test") if run.test else None,
-               "optimizer": run.optimizer_usage(prefix) if prefix else None,
-               "guideline_tokens": {k: get_counter().count_text(t) for k, t in run.guideline(label).items()}
-               if label != NO_COMPRESSION else None}
-        rows.append(row)
-    optimizer = run.optimizer_usage("")
-    return {"settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
-            # each role's sampling params as sent ({}: the server's defaults); a replay reads them from its cassette
-            "sampling": {role: dict(getattr(log.inner, "sampling_params", {}) or {}) for role, log in sorted(run.roles.items())},
-            "train_tasks": run.train, "test_tasks": run.test, "rounds": rows, "chosen": chosen,
-            "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
-            "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))}}
-
-
-def report_markdown(report: dict[str, Any]) -> str:
-    lines = ["# ACON guideline optimisation", "",
-             f"Agent `{report['settings']['agent']}`, compressor `{report['settings']['compressor']}`, optimizer "
-             f"`{report['settings']['optimizer']}`; compression: {report['settings']['compression']}; train "
-             f"`{report['settings']['tasks']}` ({len(report['train_tasks'])} tasks), test `{report['settings']['test_tasks']}` "
-             f"({len(report['test_tasks'])} tasks). Chosen guideline: **{report['chosen']}**.", "",
-             "Sampling params sent: " + "; ".join(f"{role} {json.dumps(params, sort_keys=True) if params else 'none (server defaults)'}"
-                                                 for role, params in report.get("sampling", {}).items()) + ".", "",
-             "| round | guideline | split | success | peak tokens | dependency | steps | compressor calls | "
-             "compressor tokens | agent tokens | cost (USD) |", "|" + "---|" * 11]
-    for row in report["rounds"]:
-        for split in ("train", "test"):
-            s = row[split]
-            if s is None:
-                continue
-            cost = "n/a" if s["cost_usd"] is None else f"{s['cost_usd']['total']:.4f}"
-            lines.append(
-                f"| {row['round']} | {row['label']} | {split} | {s['success']:.1%} | {s['peak_tokens']:,.0f} | "
-                f"{s['dependency'] / 1e6:,.2f}M | {s['steps']:.1f} | {s['compressor']['calls']} | "
-                f"{s['compressor']['input_tokens'] + s['compressor']['output_tokens']:,} | "
-                f"{s['agent']['input_tokens'] + s['agent']['output_tokens']:,} | {cost} |")
-    lines += ["", "Optimizer per round (calls, input + output tokens): " + "; ".join(
-        f"{row['round']}: {row['optimizer']['calls']} calls, {row['optimizer']['input_tokens'] + row['optimizer']['output_tokens']:,} tokens"
-        for row in report["rounds"] if row["optimizer"]), "",
-        "Peak tokens: the largest context the agent was shown in an episode (mean over episodes). Dependency: "
-        "ACON's sum over steps of (input + 2 x output) x output / 2 tokens, mean per episode. Compressor and agent "
-        "tokens: totals over the split as the servers reported them. Cost: from --price; n/a without one.", ""]
-    return "\n".join(lines)
 
 
 def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str, Any]:
@@ -408,8 +389,10 @@ def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str,
     for kind in run.kinds:
         write_text(run.guideline_path("chosen", kind), run.guideline(chosen)[kind])
     if run.test:
-        run.timed("test (every round)", lambda: [run.episodes(label, "test")
-                                                for label in dict.fromkeys([NO_COMPRESSION, *(r[1] for r in rounds)])])
+        run.timed(
+            "test (every round)",
+            lambda: [run.episodes(label, "test") for label in dict.fromkeys([NO_COMPRESSION, *(r[1] for r in rounds)])],
+        )
     report = build_report(run, rounds, chosen)
     write_json(out / "report.json", report)
     write_text(out / "report.md", report_markdown(report))
@@ -422,8 +405,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
     answered from the recording with --replay, which refuses role names and settings that contradict it."""
     from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.roles import (chat_model, read_manifest, replay_contradiction, settings_of,
-                                             write_manifest)
+    from erp_sim.agents.models.roles import chat_model, read_manifest, replay_contradiction, settings_of, write_manifest
 
     names = {}
     for role in ROLES:
@@ -436,23 +418,42 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
             recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
         except ValueError as error:
             raise SystemExit(f"--replay: {error}") from None
-        problem = recorded and replay_contradiction(recorded, names, Path(args.replay), params=model_params,
-                                                    timeout=args.timeout, max_retries=args.max_retries)
+        problem = recorded and replay_contradiction(
+            recorded, names, Path(args.replay), params=model_params, timeout=args.timeout, max_retries=args.max_retries
+        )
         if problem:
             raise SystemExit(f"erp-sim acon optimize: {problem}")
-        return {role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES}
-    endpoints = {"agent": args.base_url, "compressor": args.compressor_base_url or args.base_url,
-                 "optimizer": args.optimizer_base_url or args.base_url}
+        return {
+            role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
+        }
+    endpoints = {
+        "agent": args.base_url,
+        "compressor": args.compressor_base_url or args.base_url,
+        "optimizer": args.optimizer_base_url or args.base_url,
+    }
     # the optimizer samples at the server's default temperature, so the k candidates can differ
-    models = {role: chat_model(names[role], endpoints[role], temperature=None if role == "optimizer" else 0.0,
-                               params=model_params.get(role), timeout=args.timeout, max_retries=args.max_retries)
-              for role in ROLES}
+    models = {
+        role: chat_model(
+            names[role],
+            endpoints[role],
+            temperature=None if role == "optimizer" else 0.0,
+            params=model_params.get(role),
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+        )
+        for role in ROLES
+    }
     if args.record:
         try:
-            write_manifest(Path(args.record) / "cassettes", {role: settings_of(model) for role, model in models.items()})
+            write_manifest(
+                Path(args.record) / "cassettes", {role: settings_of(model) for role, model in models.items()}
+            )
         except ValueError as error:
             raise SystemExit(f"erp-sim acon optimize: --record {error}") from None
-        models = {role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl") for role, model in models.items()}
+        models = {
+            role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
+            for role, model in models.items()
+        }
     return models
 
 
@@ -479,23 +480,23 @@ def parse_prices(values: list[str]) -> dict[str, list[float]]:
         except ValueError:
             price = []
         if role not in ROLES or len(price) != 2 or min(price) < 0:
-            raise SystemExit(f"--price {value!r}: use ROLE=IN,OUT with ROLE one of {', '.join(ROLES)} (USD per 1M tokens)")
+            raise SystemExit(
+                f"--price {value!r}: use ROLE=IN,OUT with ROLE one of {', '.join(ROLES)} (USD per 1M tokens)"
+            )
         prices[role] = price
     return prices
 
 
-def default_test_tasks(tasks: str) -> str:
-    task_set, _, part = tasks.partition(":")
-    return f"{task_set}:test" if part.strip() == "train" else "none"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim acon optimize", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim acon optimize", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
+    )
     for role in ROLES:
         parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for every role (default: OpenAI)")
-    parser.add_argument("--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)")
+    parser.add_argument(
+        "--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)"
+    )
     parser.add_argument("--optimizer-base-url", help="endpoint of the optimizer alone")
     parser.add_argument("--tasks", required=True, help="train tasks: SET:train, SET or SET:id1,id2")
     parser.add_argument("--test-tasks", help="test tasks (default SET:test when --tasks is SET:train, else none)")
@@ -504,14 +505,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--t-hist", type=int, default=4096, help="T_hist, history tokens (default 4096, as in ACON)")
     parser.add_argument("--t-obs", type=int, default=1024, help="T_obs, observation tokens (default 1024, as in ACON)")
     parser.add_argument("--candidates", type=int, default=5, help="k candidate guidelines in UT (default 5)")
-    parser.add_argument("--steps", default="ut,co", help="ut,co (default), ut, co or none (evaluate the initial guideline)")
+    parser.add_argument(
+        "--steps", default="ut,co", help="ut,co (default), ut, co or none (evaluate the initial guideline)"
+    )
     parser.add_argument("--initial-guideline", action="append", default=[], metavar="[KIND=]FILE")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=200)
     parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
     parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
-    parser.add_argument("--replay", metavar="DIR", help="answer every model call from DIR/cassettes, offline (the role "
-                                                        "names and any model setting given must be the recorded ones)")
+    parser.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="answer every model call from DIR/cassettes, offline (the role "
+        "names and any model setting given must be the recorded ones)",
+    )
     add_model_arguments(parser, ROLES)
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     args = parser.parse_args(argv)
@@ -534,11 +541,23 @@ def main(argv: list[str] | None = None) -> int:
     shared = overlapping_tasks(args.tasks, test_tasks)
     if shared:
         raise SystemExit(f"erp-sim acon optimize: {overlap_message(args.tasks, test_tasks, shared)}")
-    settings = Settings(agent=args.agent, compressor=args.compressor, optimizer=args.optimizer, tasks=args.tasks,
-                        test_tasks=test_tasks, compression=args.compression, t_hist=args.t_hist, t_obs=args.t_obs,
-                        candidates=args.candidates, steps=steps, seed=args.seed, max_steps=args.max_steps,
-                        initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
-                        prices=parse_prices(args.price), model_params=params_by_role(args.model_param, ROLES))
+    settings = Settings(
+        agent=args.agent,
+        compressor=args.compressor,
+        optimizer=args.optimizer,
+        tasks=args.tasks,
+        test_tasks=test_tasks,
+        compression=args.compression,
+        t_hist=args.t_hist,
+        t_obs=args.t_obs,
+        candidates=args.candidates,
+        steps=steps,
+        seed=args.seed,
+        max_steps=args.max_steps,
+        initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
+        prices=parse_prices(args.price),
+        model_params=params_by_role(args.model_param, ROLES),
+    )
     out = Path(args.out)
     config = out / "config.json"
     if config.exists():

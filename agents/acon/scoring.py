@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 
-
-
 def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dict[str, Any]:
     """ACON's per-configuration figures: success, peak tokens, dependency, compressor calls/tokens, cost."""
     n = len(episodes) or 1
@@ -15,8 +13,12 @@ def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dic
     def mean(key: str) -> float:
         return round(sum(e["metrics"].get(key, 0) for e in episodes) / n, 3)
 
-    usage = {role: {key: sum(e[f"{role}_usage"][key] for e in episodes) for key in ("calls", "input_tokens", "output_tokens")}
-             for role in ("agent", "compressor")}
+    usage = {
+        role: {
+            key: sum(e[f"{role}_usage"][key] for e in episodes) for key in ("calls", "input_tokens", "output_tokens")
+        }
+        for role in ("agent", "compressor")
+    }
     result = {
         "episodes": len(episodes),
         "success": round(sum(e["success"] for e in episodes) / n, 4),
@@ -27,7 +29,9 @@ def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dic
         "compressor": usage["compressor"],
     }
     cost = {role: cost_usd(usage[role], prices.get(role)) for role in usage}
-    result["cost_usd"] = None if any(v is None for v in cost.values()) else {**cost, "total": round(sum(cost.values()), 6)}
+    result["cost_usd"] = (
+        None if any(v is None for v in cost.values()) else {**cost, "total": round(sum(cost.values()), 6)}
+    )
     return result
 
 
@@ -35,4 +39,3 @@ def cost_usd(usage: dict[str, int], price: list[float] | None) -> float | None:
     if price is None:
         return None
     return round((usage["input_tokens"] * price[0] + usage["output_tokens"] * price[1]) / 1e6, 6)
-

@@ -9,7 +9,8 @@ last row of each episode wins and carries the earlier ones under ``attempts``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 Row = dict[str, Any]
 
@@ -21,8 +22,12 @@ def episode_key(row: Row) -> tuple:
 
 def attempt_summary(row: Row) -> Row:
     """What an earlier attempt leaves in the last row: its number, termination and error."""
-    return {"attempt": row.get("attempt", 1), "termination": row.get("termination"),
-            "infra_error": row.get("infra_error"), "model_error": row.get("model_error")}
+    return {
+        "attempt": row.get("attempt", 1),
+        "termination": row.get("termination"),
+        "infra_error": row.get("infra_error"),
+        "model_error": row.get("model_error"),
+    }
 
 
 def latest_attempts(rows: Iterable[Row]) -> list[Row]:

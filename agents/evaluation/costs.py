@@ -40,7 +40,9 @@ class Price:
     cache_write: float | None = None
 
     def __str__(self) -> str:
-        parts = [self.input, self.cached_input, self.output] + ([self.cache_write] if self.cache_write is not None else [])
+        parts = [self.input, self.cached_input, self.output] + (
+            [self.cache_write] if self.cache_write is not None else []
+        )
         return ",".join(f"{p:g}" for p in parts)
 
 
@@ -96,8 +98,12 @@ def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching
 
 def cost_metric(prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> st.Metric:
     label = f"cost per benchmark (USD, {'with' if caching else 'without'} prompt caching, {units} counts)"
-    return st.Metric(f"cost_{'cached' if caching else 'uncached'}_{units}", label, True,
-                     lambda row: episode_cost(row, prices, caching=caching, units=units))
+    return st.Metric(
+        f"cost_{'cached' if caching else 'uncached'}_{units}",
+        label,
+        True,
+        lambda row: episode_cost(row, prices, caching=caching, units=units),
+    )
 
 
 @dataclass(frozen=True)
@@ -139,16 +145,24 @@ def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price])
             shares[role] = sum(tokens[1] for tokens in ours) / total_in if total_in else math.nan
             reported[role] = sum(tokens[0] for tokens in theirs) / len(scored) * n_tasks
             cached_key = role_fields(role, "service")[1]
-            cached[role] = (sum(tokens[1] for tokens in theirs) / len(scored) * n_tasks
-                            if any((row.get("metrics") or {}).get(cached_key) is not None for row in scored) else None)
+            cached[role] = (
+                sum(tokens[1] for tokens in theirs) / len(scored) * n_tasks
+                if any((row.get("metrics") or {}).get(cached_key) is not None for row in scored)
+                else None
+            )
         summary = st.estimate(group, st.METRIC_BY_KEY["success"])
         billed = any(reported[role] > 0 for role in prices)
         result[name] = ConfigCost(
-            config=name, input_tokens=inputs, cacheable_share=shares, reported_input_tokens=reported,
-            provider_cached_tokens=cached, success=summary,
+            config=name,
+            input_tokens=inputs,
+            cacheable_share=shares,
+            reported_input_tokens=reported,
+            provider_cached_tokens=cached,
+            success=summary,
             cost_uncached=st.estimate(group, cost_metric(prices, caching=False)) if prices else None,
             cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None,
-            cost_reported=st.estimate(group, cost_metric(prices, caching=True, units="service")) if billed else None)
+            cost_reported=st.estimate(group, cost_metric(prices, caching=True, units="service")) if billed else None,
+        )
     return result
 
 
@@ -168,36 +182,49 @@ def _finite(value: float | None) -> float | None:
 def _estimate_json(estimate: st.Estimate | None) -> dict[str, Any] | None:
     if estimate is None:
         return None
-    return {"mean": _finite(estimate.mean), "low": _finite(estimate.low), "high": _finite(estimate.high),
-            "method": estimate.method}
+    return {
+        "mean": _finite(estimate.mean),
+        "low": _finite(estimate.low),
+        "high": _finite(estimate.high),
+        "method": estimate.method,
+    }
 
 
 def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> dict[str, Any]:
     """The cost figures as plain JSON (report.json's ``cost``): NaN becomes null."""
     return {
-        "prices_usd_per_1m_tokens": {role: {"input": p.input, "cached_input": p.cached_input, "output": p.output,
-                                            "cache_write": p.cache_write} for role, p in prices.items()},
+        "prices_usd_per_1m_tokens": {
+            role: {"input": p.input, "cached_input": p.cached_input, "output": p.output, "cache_write": p.cache_write}
+            for role, p in prices.items()
+        },
         "unpriced_roles": unpriced_roles(costs, prices),
-        "configs": {name: {
-            "input_tokens_per_benchmark": {r: _finite(v) for r, v in c.input_tokens.items()},
-            "cacheable_share": {r: _finite(v) for r, v in c.cacheable_share.items()},
-            "reported_input_tokens_per_benchmark": {r: _finite(v) for r, v in c.reported_input_tokens.items()},
-            "provider_cached_tokens_per_benchmark": {r: _finite(v) for r, v in c.provider_cached_tokens.items()},
-            "success": _estimate_json(c.success),
-            "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
-            "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),
-            "cost_per_benchmark_service_counts_and_cached": _estimate_json(c.cost_reported),
-            "saving_with_caching": _finite(c.saving),
-        } for name, c in costs.items()},
+        "configs": {
+            name: {
+                "input_tokens_per_benchmark": {r: _finite(v) for r, v in c.input_tokens.items()},
+                "cacheable_share": {r: _finite(v) for r, v in c.cacheable_share.items()},
+                "reported_input_tokens_per_benchmark": {r: _finite(v) for r, v in c.reported_input_tokens.items()},
+                "provider_cached_tokens_per_benchmark": {r: _finite(v) for r, v in c.provider_cached_tokens.items()},
+                "success": _estimate_json(c.success),
+                "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
+                "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),
+                "cost_per_benchmark_service_counts_and_cached": _estimate_json(c.cost_reported),
+                "saving_with_caching": _finite(c.saving),
+            }
+            for name, c in costs.items()
+        },
     }
 
 
 def add_price_argument(parser: argparse.ArgumentParser) -> None:
     """``--price`` of eval, sweep and report (parsed by ``costs.parse_prices``)."""
-    parser.add_argument("--price", action="append", metavar="ROLE=IN,CACHED,OUT[,WRITE]",
-                        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
-                             "optional cache write; the report adds the cost with and without prompt caching "
-                             "(repeatable, one per role; None: no cost figures, no prices are shipped)")
+    parser.add_argument(
+        "--price",
+        action="append",
+        metavar="ROLE=IN,CACHED,OUT[,WRITE]",
+        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
+        "optional cache write; the report adds the cost with and without prompt caching "
+        "(repeatable, one per role; None: no cost figures, no prices are shipped)",
+    )
 
 
 def checked_prices(values: list[str] | None) -> dict[str, Price]:

@@ -8,8 +8,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-
 Row = Mapping[str, Any]
 TaskKey = tuple[str, str]  # (task_set, task_id)
 
@@ -24,7 +22,12 @@ def task_key(row: Row) -> TaskKey:
 
 
 def _episode_key(row: Row) -> tuple:
-    return (natural_key(str(row["config"])), natural_key(task_key(row)[0]), natural_key(task_key(row)[1]), int(row.get("run", 0)))
+    return (
+        natural_key(str(row["config"])),
+        natural_key(task_key(row)[0]),
+        natural_key(task_key(row)[1]),
+        int(row.get("run", 0)),
+    )
 
 
 def is_infra_error(row: Row) -> bool:
@@ -69,4 +72,3 @@ def by_config(rows: Iterable[Row]) -> dict[str, list[Row]]:
     for row in rows:
         groups[str(row["config"])].append(row)
     return {name: canonical_order(groups[name]) for name in sorted(groups, key=natural_key)}
-

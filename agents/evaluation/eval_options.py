@@ -8,54 +8,95 @@ import os
 from pathlib import Path
 from typing import Any
 
-
+from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
-from erp_sim.agents.evaluation.costs import add_price_argument
 
 DEFAULT_OUT = "runs/eval"
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
-    parser.add_argument("--agent", default="scripted",
-                        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-                             "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
-                             "in DIR, offline, and refuses a --user/--summarizer that contradicts it)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, "
-                                           "key from OPENAI_API_KEY)")
-    parser.add_argument("--summarizer", default="structured",
-                        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
-                             "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)")
+    parser.add_argument(
+        "--agent",
+        default="scripted",
+        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
+        "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
+        "in DIR, offline, and refuses a --user/--summarizer that contradicts it)",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, key from OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--summarizer",
+        default="structured",
+        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
+        "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
+    )
     parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
-    parser.add_argument("--summarizer-temperature", type=positive(float, zero=True), metavar="T",
-                        help="= --model-param summarizer:temperature=T (None: 0.0)")
-    parser.add_argument("--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)")
-    parser.add_argument("--summarizer-max-tokens", type=positive(int), metavar="N",
-                        help="= --model-param summarizer:max_tokens=N (None: not sent)")
+    parser.add_argument(
+        "--summarizer-temperature",
+        type=positive(float, zero=True),
+        metavar="T",
+        help="= --model-param summarizer:temperature=T (None: 0.0)",
+    )
+    parser.add_argument(
+        "--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)"
+    )
+    parser.add_argument(
+        "--summarizer-max-tokens",
+        type=positive(int),
+        metavar="N",
+        help="= --model-param summarizer:max_tokens=N (None: not sent)",
+    )
     add_model_arguments(parser, EVAL_ROLES)
-    parser.add_argument("--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)")
-    parser.add_argument("--tasks", default="hotel_50", help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
-                             "one without recall=, whose runs would be identical copies; else 5)")
+    parser.add_argument(
+        "--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)"
+    )
+    parser.add_argument(
+        "--tasks",
+        default="hotel_50",
+        help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs over the task set per configuration (None: 1 for a deterministic agent, the scripted "
+        "one without recall=, whose runs would be identical copies; else 5)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
-    parser.add_argument("--concurrency", type=int, default=min(2, os.cpu_count() or 1),
-                        help="episodes run at once in worker processes (1: in this process)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="episodes run at once in worker processes (1: in this process)",
+    )
     parser.add_argument("--backend", choices=["local", "ray"], default="local", help="where episodes run")
     parser.add_argument("--address", help="Ray cluster address (with --backend ray; None: a local Ray instance)")
     parser.add_argument("--out", default=DEFAULT_OUT, help="output directory (results.jsonl, trajectories, report.md)")
-    parser.add_argument("--resume", action="store_true", help="continue an existing --out: run only episodes without a "
-                                                               "scored row (infrastructure errors are retried)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an existing --out: run only episodes without a scored row (infrastructure errors are retried)",
+    )
     parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
     parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
-    parser.add_argument("--context-window", type=int, metavar="TOKENS",
-                        help="the model's context window: a longer request ends its episode, scored as context_overflow "
-                             "(None: no limit of ours; a server's own context-length 400 does the same)")
-    parser.add_argument("--record", metavar="DIR",
-                        help="record every model call (agent, LLM user, summarizer, consolidator) into DIR/cassettes, a "
-                             "cassette per role and episode, and the models and settings into DIR/cassettes/models.json "
-                             "(openai agents; None: off)")
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help="the model's context window: a longer request ends its episode, scored as context_overflow "
+        "(None: no limit of ours; a server's own context-length 400 does the same)",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every model call (agent, LLM user, summarizer, consolidator) into DIR/cassettes, a "
+        "cassette per role and episode, and the models and settings into DIR/cassettes/models.json "
+        "(openai agents; None: off)",
+    )
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     add_price_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -71,23 +112,32 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
         raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
 
 
-
-
 def episode_options(args: argparse.Namespace) -> dict[str, Any]:
     """The EpisodeSpec fields that come from the options of eval and sweep."""
     from erp_sim.agents.models.roles import params_by_role
 
     items = list(args.model_param)
-    for key, value in (("temperature", args.summarizer_temperature), ("seed", args.summarizer_seed),
-                       ("max_tokens", args.summarizer_max_tokens)):
+    for key, value in (
+        ("temperature", args.summarizer_temperature),
+        ("seed", args.summarizer_seed),
+        ("max_tokens", args.summarizer_max_tokens),
+    ):
         if value is not None:
             items.append(("summarizer", key, value))
-    return {"agent": args.agent, "max_steps": args.max_steps, "verbosity": args.verbosity, "out_dir": str(Path(args.out)),
-            "base_url": args.base_url, "record_dir": args.record, "context_window": args.context_window,
-            "summarizer": args.summarizer, "summarizer_base_url": args.summarizer_base_url,
-            "model_params": params_by_role(items, EVAL_ROLES), "timeout": args.timeout, "max_retries": args.max_retries}
-
-
+    return {
+        "agent": args.agent,
+        "max_steps": args.max_steps,
+        "verbosity": args.verbosity,
+        "out_dir": str(Path(args.out)),
+        "base_url": args.base_url,
+        "record_dir": args.record,
+        "context_window": args.context_window,
+        "summarizer": args.summarizer,
+        "summarizer_base_url": args.summarizer_base_url,
+        "model_params": params_by_role(items, EVAL_ROLES),
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+    }
 
 
 def parse_configs(names: list[str], policies: list[str], user: str) -> list[tuple[str, str, str]]:

@@ -29,23 +29,38 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
-from erp_sim.agents.policies import PRESETS
-from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
-from erp_sim.agents.evaluation.runs import default_runs, runs_text
+from erp_sim.agents.evaluation.costs import checked_prices
+from erp_sim.agents.evaluation.episode_models import (
+    build_agent,
+    build_summarizer,
+    build_user,
+    prepare_models,
+    sampling_settings,
+)
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, episode_options, parse_configs, task_ids
 from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
+from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.evaluation.runs import default_runs, runs_text
+from erp_sim.agents.policies import PRESETS
+
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
-RESULT_GRADE_FIELDS = {"success", "strict_success", "itemized_fraction", "remaining_amount", "collateral"}  # in results.jsonl
+RESULT_GRADE_FIELDS = {
+    "success",
+    "strict_success",
+    "itemized_fraction",
+    "remaining_amount",
+    "collateral",
+}  # in results.jsonl
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
 
@@ -71,7 +86,9 @@ class EpisodeSpec(BaseModel):
     summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
     model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
     timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
-    max_retries: int | None = Field(None, description="retries of a transient model failure (None: the client's default)")
+    max_retries: int | None = Field(
+        None, description="retries of a transient model failure (None: the client's default)"
+    )
 
     @property
     def key(self) -> tuple:
@@ -80,125 +97,6 @@ class EpisodeSpec(BaseModel):
     @property
     def episode_name(self) -> str:
         return f"{self.task_id}-run{self.run}"
-
-
-# --- building the pieces of one episode -------------------------------------------------------
-def _chat_model(name: str, base_url: str | None, **options: Any):
-    from erp_sim.agents.models.roles import chat_model
-
-    return chat_model(name, base_url, **options)
-
-
-def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None):
-    """The chat model playing ``role`` in this episode: live (with --record, into a cassette of its
-    own), or, when the agent is ``replay:DIR``, answered offline from the role's recorded cassette."""
-    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-
-    kind, _, replay_dir = spec.agent.partition(":")
-    if kind == "replay":
-        return ReplayModel(cassette_path(Path(replay_dir), spec, role), strict=True,
-                           settings=_recorded_settings(Path(replay_dir), role))
-    model = _chat_model(name, base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout,
-                        max_retries=spec.max_retries)
-    if spec.record_dir:
-        path = cassette_path(Path(spec.record_dir), spec, role)
-        _keep_earlier_attempt(path)
-        model = RecordingModel(model, path)
-    return model
-
-
-def cassette_path(directory: Path, spec: EpisodeSpec, role: str) -> Path:
-    """DIR/cassettes/CONFIG/EPISODE.jsonl for the agent, EPISODE.ROLE.jsonl for every other role."""
-    suffix = ".jsonl" if role == "agent" else f".{role}.jsonl"
-    return directory / "cassettes" / spec.config / f"{spec.episode_name}{suffix}"
-
-
-def _recorded_settings(directory: Path, role: str):
-    """The role's entry in the recording's manifest (None: a recording made before manifests)."""
-    from erp_sim.agents.models.roles import read_manifest
-
-    manifest = read_manifest(directory / "cassettes")
-    if manifest is not None and role not in manifest:
-        raise ValueError(f"the recording in {directory} has no {role} model")
-    return None if manifest is None else manifest[role]
-
-
-def build_agent(spec: EpisodeSpec, summarizer: Any = None):
-    """The agent wrapped in its policies; ``summarizer`` (None: the offline structured one) serves them."""
-    from erp_sim.agents.model_agent import ModelAgent
-    from erp_sim.agents.policies import wrap
-    from erp_sim.agents.scripted import ScriptedAgent
-
-    kind, _, argument = spec.agent.partition(":")
-    if kind == "scripted":
-        inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
-    elif kind in ("openai", "replay"):
-        inner = ModelAgent(role_model(spec, "agent", argument, spec.base_url), context_window=spec.context_window)
-    else:
-        raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
-    return wrap(inner, spec.policy, summarizer=summarizer)
-
-
-def build_summarizer(spec: EpisodeSpec):
-    """An ``LLMSummarizer`` when ``--summarizer openai:MODEL`` and the policy summarizes, else None."""
-    from erp_sim.agents.models.roles import summarizes
-    from erp_sim.agents.summarizers import LLMSummarizer
-
-    name = _openai_name("summarizer", spec.summarizer, "structured")
-    if name is None or not summarizes(spec.policy):
-        return None
-    return LLMSummarizer(role_model(spec, "summarizer", name, spec.summarizer_base_url or spec.base_url))
-
-
-def _openai_name(role: str, value: str, *offline: str) -> str | None:
-    """MODEL of ``openai:MODEL``; None for the offline choices; ValueError for anything else."""
-    if value in offline:
-        return None
-    kind, _, name = value.partition(":")
-    if kind != "openai" or not name:
-        raise ValueError(f"unknown {role} {value!r}: use {', '.join(offline)} or openai:MODEL")
-    return name
-
-
-def _keep_earlier_attempt(cassette: Path) -> None:
-    """Move an earlier attempt's cassette aside (NAME.attemptK.jsonl): NAME.jsonl is always the
-    attempt that produced the row, so replay follows it, and the history is still on disk."""
-    cassette.parent.mkdir(parents=True, exist_ok=True)
-    if not cassette.exists():
-        return
-    number = 1
-    while (earlier := cassette.with_name(f"{cassette.stem}.attempt{number}.jsonl")).exists():
-        number += 1
-    cassette.replace(earlier)
-
-
-def _scripted_recall(argument: str) -> float | None:
-    """``scripted`` or ``scripted:recall=H`` (the synthetic misreading model, H tokens)."""
-    if not argument:
-        return None
-    key, _, value = argument.partition("=")
-    try:
-        if key.strip() == "recall":
-            return float(value)
-    except ValueError:
-        pass
-    raise ValueError(f"scripted agent options: recall=TOKENS (e.g. scripted:recall=2e6), got {argument!r}")
-
-
-def sampling_settings(model: Any) -> dict[str, Any] | None:
-    """The model, request params and client settings of a role (None: no LLM); a replay's are the recording's."""
-    from erp_sim.agents.models.roles import sampling
-
-    return sampling(model)
-
-
-def build_user(spec: EpisodeSpec):
-    name = _openai_name("user", spec.user, "rule", "none")
-    if name is None:
-        return spec.user
-    from erp_sim.agents.llm_user import LLMUser
-
-    return LLMUser(role_model(spec, "user", name, spec.base_url))
 
 
 def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
@@ -210,12 +108,23 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
 
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
-    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user,
-                   verbosity=spec.verbosity, max_episode_steps=spec.max_steps)
+    env = gym.make(
+        "erp_sim/ExpenseItemization-v0",
+        task_set=spec.task_set,
+        user_model=user,
+        verbosity=spec.verbosity,
+        max_episode_steps=spec.max_steps,
+    )
     try:
-        trajectory = run_episode(env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy,
-                                 context_window=spec.context_window,  # long horizons: as many model calls as env steps
-                                 max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps))
+        trajectory = run_episode(
+            env,
+            agent,
+            task_id=spec.task_id,
+            seed=spec.seed,
+            policy=spec.policy,
+            context_window=spec.context_window,  # long horizons: as many model calls as env steps
+            max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps),
+        )
     finally:
         env.close()
     if _parent_pid is not None and os.getppid() != _parent_pid:
@@ -229,15 +138,28 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     grade = trajectory.grade
     agent_model = getattr(getattr(agent, "unwrapped", agent), "model", None)
     return {
-        "config": spec.config, "policy": spec.policy, "user": spec.user, "agent": _agent_label(spec, agent_model),
-        "task_set": spec.task_set, "task_id": spec.task_id, "run": spec.run, "seed": spec.seed,
+        "config": spec.config,
+        "policy": spec.policy,
+        "user": spec.user,
+        "agent": _agent_label(spec, agent_model),
+        "task_set": spec.task_set,
+        "task_id": spec.task_id,
+        "run": spec.run,
+        "seed": spec.seed,
         "grade": grade.model_dump(mode="json", include=RESULT_GRADE_FIELDS) if grade is not None else {},
         "metrics": trajectory.metrics.model_dump(mode="json"),
-        "termination": trajectory.termination, "failure_category": trajectory.failure_category,
-        "infra_error": trajectory.infra_error, "model_error": trajectory.model_error, "trajectory": str(relative),
-        "sampling": {"agent": sampling_settings(agent_model), "user": sampling_settings(getattr(user, "model", None)),
-                     "summarizer": sampling_settings(getattr(summarizer, "model", None)),
-                     "context_window": spec.context_window, "cassettes": _cassette_dir(spec)},
+        "termination": trajectory.termination,
+        "failure_category": trajectory.failure_category,
+        "infra_error": trajectory.infra_error,
+        "model_error": trajectory.model_error,
+        "trajectory": str(relative),
+        "sampling": {
+            "agent": sampling_settings(agent_model),
+            "user": sampling_settings(getattr(user, "model", None)),
+            "summarizer": sampling_settings(getattr(summarizer, "model", None)),
+            "context_window": spec.context_window,
+            "cassettes": _cassette_dir(spec),
+        },
         "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
     }
 
@@ -256,12 +178,25 @@ def _cassette_dir(spec: EpisodeSpec) -> str | None:
 
 
 # --- planning, resuming, running ---------------------------------------------------------------
-def plan(configs: list[tuple[str, str, str]], task_set: str, task_ids: list[str], runs: int, seed: int,
-         **common: Any) -> list[EpisodeSpec]:
+def plan(
+    configs: list[tuple[str, str, str]], task_set: str, task_ids: list[str], runs: int, seed: int, **common: Any
+) -> list[EpisodeSpec]:
     """configs: (name, policy spec, user). Seeds: ``seed + run`` (one seed per run, as runs repeat the benchmark)."""
-    return [EpisodeSpec(config=name, policy=policy, user=user, task_set=task_set, task_id=task_id, run=run,
-                        seed=seed + run, **common)
-            for name, policy, user in configs for run in range(runs) for task_id in task_ids]
+    return [
+        EpisodeSpec(
+            config=name,
+            policy=policy,
+            user=user,
+            task_set=task_set,
+            task_id=task_id,
+            run=run,
+            seed=seed + run,
+            **common,
+        )
+        for name, policy, user in configs
+        for run in range(runs)
+        for task_id in task_ids
+    ]
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -277,7 +212,9 @@ def finished_keys(rows: Iterable[dict]) -> set[tuple]:
     return {row_key(r) for r in rows if not r.get("infra_error")}
 
 
-def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: int = 1, address: str | None = None) -> Iterator[dict]:
+def execute(
+    specs: list[EpisodeSpec], *, backend: str = "local", concurrency: int = 1, address: str | None = None
+) -> Iterator[dict]:
     """Yield result rows as episodes finish."""
     if backend == "ray":
         yield from _execute_ray(specs, address)
@@ -287,18 +224,24 @@ def execute(specs: list[EpisodeSpec], *, backend: str = "local", concurrency: in
     else:
         # spawn, not fork: workers are direct children of this process (so the death signal and
         # the pid watch refer to it) and inherit no open files (the lock, the results file)
-        with ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(
+            max_workers=concurrency,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
-            queue = iter(specs[concurrency * 2:])
+            queue = iter(specs[concurrency * 2 :])
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     try:
                         row = future.result()
                     except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
-                        raise SystemExit("erp-sim: a worker process died (killed, or out of memory) while running "
-                                         "episodes; every finished episode is saved: run again with --resume") from None
+                        raise SystemExit(
+                            "erp-sim: a worker process died (killed, or out of memory) while running "
+                            "episodes; every finished episode is saved: run again with --resume"
+                        ) from None
                     yield row
                     nxt = next(queue, None)
                     if nxt is not None:
@@ -338,8 +281,12 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Ite
     from erp_sim.agents.evaluation.ray_reaper import start_reaper, stop_reaper
 
     owned = not ray.is_initialized()  # a Ray the caller started stays theirs
-    context = ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-                       runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None)
+    context = ray.init(
+        address=address,
+        ignore_reinit_error=True,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None,
+    )
     reaper = start_reaper(context.address_info.get("session_dir", "")) if owned else None  # for a killed eval
     try:
         remote = ray.remote(max_retries=0)(run or run_spec)
@@ -349,8 +296,10 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Ite
             try:
                 row = ray.get(done[0])
             except (WorkerCrashedError, OutOfMemoryError, NodeDiedError, LocalRayletDiedError) as error:
-                raise SystemExit(f"erp-sim: a Ray worker died while running an episode ({type(error).__name__}); "
-                                 "every finished episode is saved: run again with --resume") from None
+                raise SystemExit(
+                    f"erp-sim: a Ray worker died while running an episode ({type(error).__name__}); "
+                    "every finished episode is saved: run again with --resume"
+                ) from None
             yield row
     finally:
         if owned:
@@ -358,8 +307,16 @@ def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Ite
             stop_reaper(reaper)
 
 
-def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, backend: str = "local",
-             concurrency: int = 1, address: str | None = None, quiet: bool = False) -> list[dict]:
+def evaluate(
+    specs: list[EpisodeSpec],
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    backend: str = "local",
+    concurrency: int = 1,
+    address: str | None = None,
+    quiet: bool = False,
+) -> list[dict]:
     """Run what is not done yet, appending rows; return all rows in canonical order."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
@@ -369,19 +326,21 @@ def evaluate(specs: list[EpisodeSpec], out_dir: Path, *, resume: bool = False, b
         done = finished_keys(read_rows(results))
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
-            _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address,
-                            quiet=quiet)
+            _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
         return canonicalize(results, specs)
 
 
-def _run_and_append(todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None,
-                    quiet: bool) -> None:
+def _run_and_append(
+    todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None, quiet: bool
+) -> None:
     from tqdm import tqdm
 
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
-    with tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar, \
-            results.open("a", encoding="utf-8") as out:
+    with (
+        tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar,
+        results.open("a", encoding="utf-8") as out,
+    ):
         for row in execute(todo, backend=backend, concurrency=concurrency, address=address):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
@@ -407,71 +366,6 @@ def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
 
 
 # --- command line --------------------------------------------------------------------------------
-def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
-    """Build the models of one episode here, so that a bad --agent/--user/--summarizer (an unknown
-    kind, a missing API key or cassette, a replay that contradicts its recording) is one line before
-    any file is written, not a worker traceback. Returns each live model role's ``ModelSettings``.
-
-    ``other_roles``: role -> model name (None: no model) of roles outside the episode (the consolidator).
-    """
-    from erp_sim.agents.models.roles import settings_of
-
-    kind, _, argument = spec.agent.partition(":")
-    try:
-        if kind == "replay":
-            check_replay(spec, Path(argument), other_roles or {})
-            return {}
-        live = spec.model_copy(update={"record_dir": None})  # recording would create files
-        summarizer = build_summarizer(live)
-        models = {"agent": getattr(build_agent(live, summarizer).unwrapped, "model", None),
-                  "user": getattr(build_user(live), "model", None), "summarizer": getattr(summarizer, "model", None),
-                  **{role: role_model(live, role, name, spec.base_url)
-                     for role, name in (other_roles or {}).items() if name is not None}}
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: {error}") from None
-    return {role: settings_of(model) for role, model in models.items() if model is not None}
-
-
-def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
-    """The recording must be there, and what the command names must not contradict it (ValueError)."""
-    from erp_sim.agents.models.roles import read_manifest, replay_contradiction, summarizes
-
-    if not (directory / "cassettes").is_dir():  # episodes may lack a cassette of their own; the directory must be there
-        raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {str(directory)!r}")
-    recorded = read_manifest(directory / "cassettes")
-    if recorded is None:  # a recording made before manifests: nothing to check against
-        return
-    named = {"agent": recorded["agent"].model if "agent" in recorded else None}
-    if spec.user != "none":  # C1 runs without a user whatever the recording had
-        named["user"] = _openai_name("user", spec.user, "rule", "none")
-    if summarizes(spec.policy):
-        named["summarizer"] = _openai_name("summarizer", spec.summarizer, "structured")
-    problem = replay_contradiction(recorded, {**named, **other_roles}, directory, params=spec.model_params,
-                                   timeout=spec.timeout, max_retries=spec.max_retries)
-    if problem:
-        raise ValueError(problem)
-
-
-def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
-    """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
-    from erp_sim.agents.models.roles import summarizes, write_manifest
-
-    if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
-        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
-    settings: dict[str, Any] = {}
-    kinds = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
-    for spec in specs:
-        kinds.setdefault((spec.user, summarizes(spec.policy)), spec)
-    for spec in kinds.values():
-        settings.update(check_models(spec, other_roles))
-    record_dir = specs[0].record_dir
-    if record_dir:
-        try:
-            write_manifest(Path(record_dir) / "cassettes", settings)
-        except ValueError as error:
-            raise SystemExit(f"erp-sim: --record {error}") from None
-
-
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
@@ -482,28 +376,52 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     prepare_models(specs)
     started = time.perf_counter()
     done_before = finished_keys(read_rows(Path(args.out) / RESULTS_FILE)) if args.resume else set()
-    rows = evaluate(specs, Path(args.out), resume=args.resume, backend=args.backend, concurrency=args.concurrency,
-                    address=args.address, quiet=args.quiet)
+    rows = evaluate(
+        specs,
+        Path(args.out),
+        resume=args.resume,
+        backend=args.backend,
+        concurrency=args.concurrency,
+        address=args.address,
+        quiet=args.quiet,
+    )
     report = write_report(args.out, baseline=args.baseline, prices=prices)
     print_table(rows)
     run_now = sum(spec.key not in done_before for spec in specs)  # what this invocation ran, not the file's rows
-    print(f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
-          f"report: {report}")
+    print(
+        f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
+        f"report: {report}"
+    )
     scored = [row for row in rows if not row.get("infra_error")]
     if not scored:
-        print(f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure or harness errors "
-              f"(listed in {report}); fix the cause and run again with --resume", file=sys.stderr)
+        print(
+            f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure or harness errors "
+            f"(listed in {report}); fix the cause and run again with --resume",
+            file=sys.stderr,
+        )
         return 1
     if len(scored) < len(rows):
-        print(f"erp-sim: {len(rows) - len(scored)} of {len(rows)} episodes were not scored (infrastructure or harness "
-              f"errors, listed in {report}); --resume runs them again", file=sys.stderr)
+        print(
+            f"erp-sim: {len(rows) - len(scored)} of {len(rows)} episodes were not scored (infrastructure or harness "
+            f"errors, listed in {report}); --resume runs them again",
+            file=sys.stderr,
+        )
     return 0
 
 
 #: The table erp-sim eval prints, as GitHub Markdown, so that the README's copy is a paste of it
 #: (tests/agents/evaluation/test_evaluate.py holds the two to the same columns and number formats).
-TABLE_COLUMNS = ("config", "policy", "user", "full itemization", "strict", "input tokens / benchmark", "peak tokens",
-                 "steps", "runs")
+TABLE_COLUMNS = (
+    "config",
+    "policy",
+    "user",
+    "full itemization",
+    "strict",
+    "input tokens / benchmark",
+    "peak tokens",
+    "steps",
+    "runs",
+)
 
 
 def print_table(rows: list[dict]) -> None:
@@ -513,23 +431,40 @@ def print_table(rows: list[dict]) -> None:
     lines = []
     for name, summary in summarize(rows).items():
         e = summary.estimates
-        numbers = [f"{e['success'].mean:.1%}", f"{e['strict_success'].mean:.1%}", f"{e['input_tokens'].mean:,.0f}",
-                   f"{e['peak_tokens'].mean:,.0f}", f"{e['steps'].mean:.1f}"] if summary.n_episodes else ["no scored episode", *[DASH] * 4]
+        numbers = (
+            [
+                f"{e['success'].mean:.1%}",
+                f"{e['strict_success'].mean:.1%}",
+                f"{e['input_tokens'].mean:,.0f}",
+                f"{e['peak_tokens'].mean:,.0f}",
+                f"{e['steps'].mean:.1f}",
+            ]
+            if summary.n_episodes
+            else ["no scored episode", *[DASH] * 4]
+        )
         lines.append((name, summary.policy, summary.user, *numbers, runs_text(summary.n_runs, summary.agent)))
     print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 6))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim eval", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainDefaultsHelpFormatter)
-    parser.add_argument("--configs", default=None, help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 "
-                                                        "unless --policy is given")
+    parser = argparse.ArgumentParser(
+        prog="erp-sim eval", description=__doc__.splitlines()[0], formatter_class=PlainDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--configs",
+        default=None,
+        help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 unless --policy is given",
+    )
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     add_common_arguments(parser)
     # -- long-term memory across episodes (erp_sim.agents.memory.sequential) --
     parser.add_argument("--memory", metavar="DIR", help="memory store (directory or *.sqlite) for ga_memory policies")
-    parser.add_argument("--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve")
-    parser.add_argument("--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)")
+    parser.add_argument(
+        "--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve"
+    )
+    parser.add_argument(
+        "--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)"
+    )
     args = parser.parse_args(argv)
     if args.sequential:
         if len(args.policy) != 1 or args.configs:

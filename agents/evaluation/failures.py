@@ -75,5 +75,7 @@ def classify_failure(trajectory: Trajectory) -> FailureCategory | None:
 
 
 def _claimed_zero(trajectory: Trajectory) -> bool:
-    texts = [m.get("content") or "" for m in trajectory.messages if m.get("role") == "assistant" and not m.get("tool_calls")]
+    texts = [
+        m.get("content") or "" for m in trajectory.messages if m.get("role") == "assistant" and not m.get("tool_calls")
+    ]
     return any(_CLAIMS_ZERO.search(text) for text in texts)

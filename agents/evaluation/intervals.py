@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-
 CONFIDENCE = 0.95
 SEED = 20240607
 N_RESAMPLES = 9999
@@ -31,7 +30,7 @@ class Estimate:
     def has_interval(self) -> bool:
         return math.isfinite(self.low) and math.isfinite(self.high)
 
-    def clipped(self, low: float, high: float) -> "Estimate":
+    def clipped(self, low: float, high: float) -> Estimate:
         """The interval cut to a quantity's feasible range (a t interval is symmetric and
         can cross 0% or 100% when runs are few and rates extreme)."""
         if not self.has_interval:
@@ -63,7 +62,9 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estim
     return Estimate(mean, float(low), float(high), n, "t")
 
 
-def _bootstrap(samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool) -> tuple[float, float, str]:
+def _bootstrap(
+    samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool
+) -> tuple[float, float, str]:
     """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
@@ -96,4 +97,3 @@ def bootstrap_mean(values: Iterable[float], scale: float = 1.0) -> Estimate:
         return Estimate(mean, mean, mean, n, "bootstrap")
     low, high, method = _bootstrap((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
     return Estimate(mean, low, high, n, method)
-

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 LOCK_FILE = "eval.lock"
 
@@ -28,7 +29,9 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
-            raise SystemExit(f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it") from None
+            raise SystemExit(
+                f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it"
+            ) from None
         if _same_file(handle, path):
             break
         handle.close()  # locked the file of a run that has just ended and removed it: lock the one now there

@@ -34,9 +34,12 @@ def start_reaper(session_dir: str) -> subprocess.Popen | None:
     """Watch this process; when it dies, stop the processes of the Ray session at ``session_dir``."""
     if not sys.platform.startswith("linux") or not session_dir:
         return None
-    return subprocess.Popen([sys.executable, "-m", "erp_sim.agents.evaluation.ray_reaper", str(os.getpid()),
-                             os.path.realpath(session_dir)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "erp_sim.agents.evaluation.ray_reaper", str(os.getpid()), os.path.realpath(session_dir)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def stop_reaper(reaper: subprocess.Popen | None) -> None:

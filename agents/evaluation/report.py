@@ -18,13 +18,41 @@ from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.report_format import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
+from erp_sim.agents.evaluation.report_methods import METHODS
 from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-exported: the tests use them)
-    _RC, PEAK_TOKENS_PNG, SUCCESS_VS_COST_PNG, SUCCESS_VS_TOKENS_PNG, SWEEP_PNG_STEM, _agent_note, _bar, _plotted, _save,
-    config_color, is_scripted, plot_peak_tokens, plot_success_vs_cost, plot_success_vs_tokens, plot_sweep, short_labels,
+    _RC,
+    PEAK_TOKENS_PNG,
+    SUCCESS_VS_COST_PNG,
+    SUCCESS_VS_TOKENS_PNG,
+    SWEEP_PNG_STEM,
+    _agent_note,
+    _bar,
+    _plotted,
+    _save,
+    config_color,
+    is_scripted,
+    plot_peak_tokens,
+    plot_success_vs_cost,
+    plot_success_vs_tokens,
+    plot_sweep,
+    short_labels,
 )
 from erp_sim.agents.evaluation.report_sections import (
-    METHODS, _caveats, _comparisons, _configurations, _cost, _deterministic_pass_k_note, _failures, _infra,
-    _label_table, _outcomes, _pass_k, _prompt_cost, _reference, _sweeps, _terminations, _token_units,
+    _caveats,
+    _comparisons,
+    _configurations,
+    _cost,
+    _deterministic_pass_k_note,
+    _failures,
+    _infra,
+    _label_table,
+    _outcomes,
+    _pass_k,
+    _prompt_cost,
+    _reference,
+    _sweeps,
+    _terminations,
+    _token_units,
 )
 
 RESULTS_FILE = "results.jsonl"
@@ -60,11 +88,9 @@ def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> tuple[lis
     return rows, malformed
 
 
-
 # ---------------------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------------------
-
 
 
 def _sweep_png_names(count: int) -> list[str]:
@@ -96,12 +122,16 @@ def render_report(
         f"{_plural(len(infra), 'infrastructure error')} excluded from the scores (listed below)."
     ]
     if folded:
-        notes.append(f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
-                     "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below.")
+        notes.append(
+            f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
+            "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below."
+        )
     if malformed_lines:
         notes.append(f"{_plural(malformed_lines, 'unreadable line')} of `{RESULTS_FILE}` skipped.")
-    notes.append("Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
-                 "beside this file (rebuilt by `erp-sim view`).")
+    notes.append(
+        "Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
+        "beside this file (rebuilt by `erp-sim view`)."
+    )
     notes.append(
         "Brackets are 95% confidence intervals (a value without brackets has no spread at the "
         "shown precision); see Methods at the end for every formula."
@@ -156,8 +186,9 @@ def render_report(
     return "\n\n".join(sections) + "\n"
 
 
-def write_plots(rows: Sequence[Mapping[str, Any]], out_dir: str | Path,
-                prices: Mapping[str, cost.Price] | None = None) -> list[Path]:
+def write_plots(
+    rows: Sequence[Mapping[str, Any]], out_dir: str | Path, prices: Mapping[str, cost.Price] | None = None
+) -> list[Path]:
     """The PNGs of the report, written into ``out_dir``; stale sweep heatmaps are removed."""
     out_dir = Path(out_dir)
     summaries = _plotted(st.summarize(rows))
@@ -171,13 +202,15 @@ def write_plots(rows: Sequence[Mapping[str, Any]], out_dir: str | Path,
     for grid, name in zip(grids, _sweep_png_names(len(grids))):
         paths.append(plot_sweep(grid, summaries, out_dir / name))
     if prices:
-        paths.append(plot_success_vs_cost(cost.config_costs(rows, prices), out_dir / SUCCESS_VS_COST_PNG,
-                                          _agent_note(summaries)))
+        paths.append(
+            plot_success_vs_cost(cost.config_costs(rows, prices), out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries))
+        )
     return paths
 
 
-def write_report(results_dir: str | Path, baseline: str | None = None,
-                 prices: Mapping[str, cost.Price] | None = None) -> Path:
+def write_report(
+    results_dir: str | Path, baseline: str | None = None, prices: Mapping[str, cost.Price] | None = None
+) -> Path:
     """Read ``results_dir/results.jsonl``; write ``report.md``, ``report.json``, the PNG plots and ``view.html``
     beside it. ``prices`` (``costs.parse_prices``): USD per 1M tokens per role, for the cost figures."""
     results_dir = Path(results_dir)

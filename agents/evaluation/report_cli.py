@@ -14,21 +14,26 @@ from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_r
 def main(argv: list[str] | None = None) -> int:
     from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 
-    parser = argparse.ArgumentParser(prog="erp-sim report", description=__doc__,
-                                     formatter_class=PlainDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim report", description=__doc__, formatter_class=PlainDefaultsHelpFormatter
+    )
     parser.add_argument("results_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
     parser.add_argument("--baseline", help="configuration to compare against (None: C2, else the first)")
     add_price_argument(parser)
     args = parser.parse_args(argv)
     prices = checked_prices(args.price)
     if not (Path(args.results_dir) / RESULTS_FILE).is_file():
-        print(f"erp-sim report: {args.results_dir} has no {RESULTS_FILE} (run erp-sim eval --out {args.results_dir} first)",
-              file=sys.stderr)
+        print(
+            f"erp-sim report: {args.results_dir} has no {RESULTS_FILE} (run erp-sim eval --out {args.results_dir} first)",
+            file=sys.stderr,
+        )
         return 2
     rows, malformed = load_results(args.results_dir)
     if not rows:
         print(f"erp-sim report: no results in {Path(args.results_dir) / RESULTS_FILE}", file=sys.stderr)
         return 2
     path = write_report(args.results_dir, baseline=args.baseline, prices=prices)
-    print(f"{len(latest_attempts(rows))} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}")
+    print(
+        f"{len(latest_attempts(rows))} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}"
+    )
     return 0

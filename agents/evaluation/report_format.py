@@ -8,7 +8,6 @@ from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
 
-
 DASH = "–"
 
 
@@ -109,7 +108,6 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str |
     return "\n".join(lines)
 
 
-
 def fmt_usd(est: st.Estimate | None) -> str:
     if est is None:
         return DASH
@@ -119,4 +117,3 @@ def fmt_usd(est: st.Estimate | None) -> str:
 
 def _share(value: float) -> str:
     return fmt_number(100 * value, 1) if math.isfinite(value) else DASH
-

@@ -44,8 +44,24 @@ def _save(fig, path: Path) -> None:
 #: Fixed colours: the presets always get the same ones; any other configuration a colour picked
 #: from its name (sha256), so one configuration has one colour in every report.
 _PRESET_COLORS = {"C1": "#7f7f7f", "C2": "#1f77b4", "C3": "#ff7f0e", "C4": "#2ca02c"}
-_PALETTE = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31",
-            "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363")
+_PALETTE = (
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+    "#e6550d",
+    "#31a354",
+    "#756bb1",
+    "#636363",
+)
 SHORT_LABEL_CHARS = 8
 
 
@@ -73,10 +89,8 @@ def short_labels(names: Sequence[str]) -> dict[str, str]:
     return labels
 
 
-
 def is_scripted(agent: str) -> bool:
     return agent.split(":", 1)[0] == "scripted"
-
 
 
 def _plotted(summaries: Mapping[str, st.ConfigSummary]) -> dict[str, st.ConfigSummary]:
@@ -136,11 +150,26 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
                 _, n, w = in_sweep[name]
                 index = sweep_w.index(w)
                 color, marker = n_colors[n], _MARKERS[index % len(_MARKERS)]
-                style = {"markersize": 6 + 4 * (len(sweep_w) - 1 - index), "markerfacecolor": "none", "markeredgewidth": 1.3}
+                style = {
+                    "markersize": 6 + 4 * (len(sweep_w) - 1 - index),
+                    "markerfacecolor": "none",
+                    "markeredgewidth": 1.3,
+                }
             else:
                 color, marker = config_color(name), "o"
-            ax.errorbar(x, y, xerr=_bar(_errors(tokens)), yerr=_bar(_errors(success, 100)), fmt=marker, color=color,
-                        ecolor=color, elinewidth=1.1, capsize=3, alpha=0.9, **style)
+            ax.errorbar(
+                x,
+                y,
+                xerr=_bar(_errors(tokens)),
+                yerr=_bar(_errors(success, 100)),
+                fmt=marker,
+                color=color,
+                ecolor=color,
+                elinewidth=1.1,
+                capsize=3,
+                alpha=0.9,
+                **style,
+            )
             if name not in in_sweep:
                 handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=labels[name]))
         if in_sweep:
@@ -148,8 +177,15 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
             handles.append(Line2D([], [], linestyle="", label="sweep: " + "; ".join(families)))
             handles += [Line2D([], [], color=n_colors[n], marker="s", linestyle="", label=f"N={n}") for n in sweep_n]
             handles += [
-                Line2D([], [], color="0.3", marker=_MARKERS[i % len(_MARKERS)], markerfacecolor="none", linestyle="",
-                       label=f"W={w}")
+                Line2D(
+                    [],
+                    [],
+                    color="0.3",
+                    marker=_MARKERS[i % len(_MARKERS)],
+                    markerfacecolor="none",
+                    linestyle="",
+                    label=f"W={w}",
+                )
                 for i, w in enumerate(sweep_w)
             ]
         ax.set_xlabel("input tokens per benchmark (mean over runs)")
@@ -162,8 +198,14 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
             spot = (round(tokens.mean if math.isfinite(tokens.mean) else 0.0, 0), round(100 * success.mean, 6))
             spots.setdefault(spot, []).append(name)
         for number, (spot, names) in enumerate(sorted(spots.items())):
-            ax.annotate(" = ".join(labels[n] for n in names), spot, xytext=(6, 5 if number % 2 == 0 else -12),
-                        textcoords="offset points", fontsize=8, color=config_color(names[0]))
+            ax.annotate(
+                " = ".join(labels[n] for n in names),
+                spot,
+                xytext=(6, 5 if number % 2 == 0 else -12),
+                textcoords="offset points",
+                fontsize=8,
+                color=config_color(names[0]),
+            )
         ax.set_title("Full itemization vs input tokens (error bars: 95% CI)" + _agent_note(points))
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_ylim(-3, 103)
@@ -192,8 +234,18 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
             if math.isfinite(x_plain):
                 ax.plot([x_plain, x], [y, y], color=color, linewidth=0.8, alpha=0.6)
                 ax.plot([x_plain], [y], marker="o", markerfacecolor="none", color=color, markersize=6)
-            ax.errorbar(x, y, xerr=_bar(_errors(c.cost_cached)), yerr=_bar(_errors(c.success, 100)), fmt="o",
-                        color=color, ecolor=color, elinewidth=1.1, capsize=3, markersize=6)
+            ax.errorbar(
+                x,
+                y,
+                xerr=_bar(_errors(c.cost_cached)),
+                yerr=_bar(_errors(c.success, 100)),
+                fmt="o",
+                color=color,
+                ecolor=color,
+                elinewidth=1.1,
+                capsize=3,
+                markersize=6,
+            )
             ax.annotate(labels[name], (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8, color=color)
         ax.set_xlabel("USD per benchmark with prompt caching (filled; hollow: without caching)")
         ax.set_ylabel("full itemization (%)")
@@ -232,7 +284,9 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
                 capsize=3,
             )
         for y, mean, error in zip(ys, means, errors):
-            ax.annotate(f"{mean:,.0f}", (mean + error[1], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+            ax.annotate(
+                f"{mean:,.0f}", (mean + error[1], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8
+            )
         labels = short_labels([s.config for s in configs])
         ax.set_yticks(ys, [labels[s.config] for s in configs])
         ax.set_xlabel("peak tokens per episode (largest single model input), mean over runs")
@@ -255,7 +309,14 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
 
     panels = (
         ("success", "full itemization (%)", "viridis", 100.0, (0.0, 100.0), lambda v: f"{v:.1f}"),
-        ("input_tokens", "input tokens per benchmark", "magma_r", 1.0, None, lambda v: EngFormatter(places=1, sep="")(v)),
+        (
+            "input_tokens",
+            "input tokens per benchmark",
+            "magma_r",
+            1.0,
+            None,
+            lambda v: EngFormatter(places=1, sep="")(v),
+        ),
     )
     width = 1.3 + 1.1 * len(grid.w_values)
     with matplotlib.style.context("default"), matplotlib.rc_context({**_RC, "axes.grid": False}):
@@ -265,7 +326,9 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             values = grid.matrix(summaries, metric) * scale
             masked = np.ma.masked_invalid(values)
             vmin, vmax = limits if limits else (np.nanmin(values), np.nanmax(values))
-            image = ax.imshow(masked, cmap=colormaps[cmap].with_extremes(bad="0.9"), vmin=vmin, vmax=vmax, aspect="auto")
+            image = ax.imshow(
+                masked, cmap=colormaps[cmap].with_extremes(bad="0.9"), vmin=vmin, vmax=vmax, aspect="auto"
+            )
             for i in range(values.shape[0]):
                 for j in range(values.shape[1]):
                     if not math.isfinite(values[i, j]):
@@ -273,7 +336,15 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
                         continue
                     r, g, b, _ = image.cmap(image.norm(values[i, j]))
                     dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-                    ax.text(j, i, text(values[i, j]), ha="center", va="center", fontsize=8, color="white" if dark else "black")
+                    ax.text(
+                        j,
+                        i,
+                        text(values[i, j]),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if dark else "black",
+                    )
             ax.set_xticks(range(len(grid.w_values)), [str(w) for w in grid.w_values])
             ax.set_yticks(range(len(grid.n_values)), [str(n) for n in grid.n_values])
             ax.set_xlabel("W (summary window)")
@@ -283,8 +354,9 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             if metric == "input_tokens":
                 colorbar.formatter = EngFormatter(sep="")
                 colorbar.update_ticks()
-        fig.suptitle(f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
-                     fontsize=10)
+        fig.suptitle(
+            f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
+            fontsize=10,
+        )
         _save(fig, path)
     return path
-

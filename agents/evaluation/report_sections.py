@@ -11,13 +11,24 @@ from typing import Any
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.failures import error_text
-from erp_sim.agents.evaluation.runs import runs_text
 from erp_sim.agents.evaluation.report_format import (
-    DASH, _plural, _share, fmt_count, fmt_decimal, fmt_dependency, fmt_duration, fmt_number, fmt_p, fmt_percent,
-    fmt_pp, fmt_relative, fmt_usd, md_table,
+    DASH,
+    _plural,
+    _share,
+    fmt_count,
+    fmt_decimal,
+    fmt_dependency,
+    fmt_duration,
+    fmt_number,
+    fmt_p,
+    fmt_percent,
+    fmt_pp,
+    fmt_relative,
+    fmt_usd,
+    md_table,
 )
 from erp_sim.agents.evaluation.report_plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
-
+from erp_sim.agents.evaluation.runs import runs_text
 
 #: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
 #: expenses in Dynamics 365 (GPT-5 agent, GPT-4.1 user model, 50 hotel tasks x 5 runs):
@@ -30,13 +41,35 @@ STUDY_REFERENCE: tuple[tuple[str, str, float, float | None, int | None, float | 
     ("C4", "last 5 pairs + summary (W=3)", 0.916, 0.9964, 553_374, 5.79),
 )
 
+
 def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
     rows = [
-        (s.config, f"`{s.policy}`", s.agent, s.user, s.task_set, s.n_tasks, runs_text(s.n_runs, s.agent), s.n_episodes,
-         s.n_infra_errors, s.interval_method)
+        (
+            s.config,
+            f"`{s.policy}`",
+            s.agent,
+            s.user,
+            s.task_set,
+            s.n_tasks,
+            runs_text(s.n_runs, s.agent),
+            s.n_episodes,
+            s.n_infra_errors,
+            s.interval_method,
+        )
         for s in summaries.values()
     ]
-    headers = ("config", "policy", "agent", "user", "task set", "tasks", "runs", "scored episodes", "infra errors", "95% CI")
+    headers = (
+        "config",
+        "policy",
+        "agent",
+        "user",
+        "task set",
+        "tasks",
+        "runs",
+        "scored episodes",
+        "infra errors",
+        "95% CI",
+    )
     table = md_table(headers, rows, "lllllrrrrl")
     incomplete = [f"{s.config} ({s.incomplete_runs})" for s in summaries.values() if s.incomplete_runs]
     if incomplete:
@@ -59,8 +92,16 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
         )
         for s in summaries.values()
     ]
-    return md_table(("config", "full itemization (%)", "strict success (%)", "itemized amount, capped (%)",
-                     "over-itemized episodes (%)"), rows)
+    return md_table(
+        (
+            "config",
+            "full itemization (%)",
+            "strict success (%)",
+            "itemized amount, capped (%)",
+            "over-itemized episodes (%)",
+        ),
+        rows,
+    )
 
 
 def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -92,11 +133,17 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     table = md_table(headers, rows)
     users = [s for s in summaries.values() if (s.estimates["user_calls"].mean or 0) > 0]
     if users:  # an LLM user's calls are the user's cost, not the agent's: a table of their own
-        table += "\n\nLLM user (counted apart from the agent; o200k tokens, the service's own counts are under Token units):\n\n" + md_table(
-            ("config", "user model calls / episode", "user tokens (in + out, o200k) / benchmark"),
-            [(s.config, fmt_decimal(s.estimates["user_calls"]), fmt_count(s.estimates["user_tokens"])) for s in users])
+        table += (
+            "\n\nLLM user (counted apart from the agent; o200k tokens, the service's own counts are under Token units):\n\n"
+            + md_table(
+                ("config", "user model calls / episode", "user tokens (in + out, o200k) / benchmark"),
+                [
+                    (s.config, fmt_decimal(s.estimates["user_calls"]), fmt_count(s.estimates["user_tokens"]))
+                    for s in users
+                ],
+            )
+        )
     return table
-
 
 
 def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price]) -> str:
@@ -107,7 +154,11 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
         headers += [f"{role} input tokens / benchmark", f"{role} cacheable share (%)"]
     billed = any(c.cost_reported is not None for c in costs.values())
     if prices:
-        headers += ["cost / benchmark without caching (USD)", "cost / benchmark with caching (USD)", "saved by caching (%)"]
+        headers += [
+            "cost / benchmark without caching (USD)",
+            "cost / benchmark with caching (USD)",
+            "saved by caching (%)",
+        ]
         headers += ["cost / benchmark, service counts and cached tokens (USD)"] if billed else []
     rows = []
     for c in costs.values():
@@ -118,19 +169,29 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
             cells += [fmt_usd(c.cost_uncached), fmt_usd(c.cost_cached), _share(c.saving)]
             cells += [fmt_usd(c.cost_reported)] if billed else []
         rows.append(cells)
-    parts = ["Cacheable share = cacheable prefix tokens / input tokens (o200k), over scored episodes: the part of "
-             "each request identical to the start of an earlier request of the same role in the episode, which a "
-             "provider's prompt cache could serve at the cached price (an upper bound; see Methods).",
-             md_table(headers, rows)]
+    parts = [
+        "Cacheable share = cacheable prefix tokens / input tokens (o200k), over scored episodes: the part of "
+        "each request identical to the start of an earlier request of the same role in the episode, which a "
+        "provider's prompt cache could serve at the cached price (an upper bound; see Methods).",
+        md_table(headers, rows),
+    ]
     if prices:
-        parts.append("Prices (USD per 1M tokens: input, cached input, output[, cache write]): "
-                     + "; ".join(f"{role} {price}" for role, price in prices.items()) + "."
-                     + (f" Not priced, left out of the cost: {', '.join(cost.unpriced_roles(costs, prices))}."
-                        if cost.unpriced_roles(costs, prices) else ""))
+        parts.append(
+            "Prices (USD per 1M tokens: input, cached input, output[, cache write]): "
+            + "; ".join(f"{role} {price}" for role, price in prices.items())
+            + "."
+            + (
+                f" Not priced, left out of the cost: {', '.join(cost.unpriced_roles(costs, prices))}."
+                if cost.unpriced_roles(costs, prices)
+                else ""
+            )
+        )
         parts.append(f"![full itemization vs cost with caching]({SUCCESS_VS_COST_PNG})")
     else:
-        parts.append("No prices given: pass `--price ROLE=input,cached_input,output[,cache_write]` (USD per 1M "
-                     "tokens; to `erp-sim report`, `eval` or `sweep`) for the cost with and without caching.")
+        parts.append(
+            "No prices given: pass `--price ROLE=input,cached_input,output[,cache_write]` (USD per 1M "
+            "tokens; to `erp-sim report`, `eval` or `sweep`) for the cost with and without caching."
+        )
     return "\n\n".join(parts)
 
 
@@ -138,29 +199,54 @@ def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
     """o200k counts beside the service's own, per role, where a service reported any."""
     reported = [(c, role) for c in costs.values() for role in cost.ROLES if (c.reported_input_tokens[role] or 0) > 0]
     if not reported:
-        return ("Every count in this report is o200k_base (ours, exact, the same for every model); no model service "
-                "reported token counts in these rows (scripted or offline roles).")
+        return (
+            "Every count in this report is o200k_base (ours, exact, the same for every model); no model service "
+            "reported token counts in these rows (scripted or offline roles)."
+        )
     rows = []
     for c, role in reported:
         ours, theirs = c.input_tokens[role], c.reported_input_tokens[role]
         cached = c.provider_cached_tokens[role]
-        rows.append((c.config, role, fmt_number(ours, 0, grouped=True), fmt_number(theirs, 0, grouped=True),
-                     fmt_number(100 * (theirs / ours - 1), 1, sign=True) if ours else DASH,
-                     fmt_number(c.input_tokens[role] * c.cacheable_share[role], 0, grouped=True),
-                     DASH if cached is None else fmt_number(cached, 0, grouped=True)))
-    return ("Two units, never mixed: o200k counts of ours (the same for every model) and what each model service "
-            "reported with its own tokenizer and chat template. The spread per step is in `erp-sim show` and the "
-            "run page.\n\n" + md_table(("config", "role", "input tokens / benchmark (o200k)",
-                                          "input tokens / benchmark (service)", "service vs o200k (%)",
-                                          "cacheable prefix / benchmark (o200k, bound)",
-                                          "cached / benchmark (service-reported)"), rows, "llrrrrr"))
+        rows.append(
+            (
+                c.config,
+                role,
+                fmt_number(ours, 0, grouped=True),
+                fmt_number(theirs, 0, grouped=True),
+                fmt_number(100 * (theirs / ours - 1), 1, sign=True) if ours else DASH,
+                fmt_number(c.input_tokens[role] * c.cacheable_share[role], 0, grouped=True),
+                DASH if cached is None else fmt_number(cached, 0, grouped=True),
+            )
+        )
+    return (
+        "Two units, never mixed: o200k counts of ours (the same for every model) and what each model service "
+        "reported with its own tokenizer and chat template. The spread per step is in `erp-sim show` and the "
+        "run page.\n\n"
+        + md_table(
+            (
+                "config",
+                "role",
+                "input tokens / benchmark (o200k)",
+                "input tokens / benchmark (service)",
+                "service vs o200k (%)",
+                "cacheable prefix / benchmark (o200k, bound)",
+                "cached / benchmark (service-reported)",
+            ),
+            rows,
+            "llrrrrr",
+        )
+    )
 
 
 def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
     rows = []
     for c in comparisons:
         tasks = f"{c.better} / {c.worse} / {c.tied}" if c.paired else DASH
-        h = f"{fmt_number(c.cohens_h, 2, sign=True)} ({st.effect_size_label(c.cohens_h)})" if math.isfinite(c.cohens_h) else DASH
+        h = (
+            f"{fmt_number(c.cohens_h, 2, sign=True)} ({st.effect_size_label(c.cohens_h)})"
+            if math.isfinite(c.cohens_h)
+            else DASH
+        )
         rows.append(
             (
                 c.config,
@@ -190,8 +276,10 @@ def _deterministic_pass_k_note(summaries: Mapping[str, st.ConfigSummary]) -> str
     names = [s.config for s in summaries.values() if s.deterministic]
     if not names:
         return ""
-    return (f" {', '.join(names)}: a deterministic agent, whose runs of a task are identical copies, so its pass^k is "
-            "its pass^1 (it runs once per task unless `--runs` asks for more).")
+    return (
+        f" {', '.join(names)}: a deterministic agent, whose runs of a task are identical copies, so its pass^k is "
+        "its pass^1 (it runs once per task unless `--runs` asks for more)."
+    )
 
 
 def _pass_k(rows: Sequence[Mapping[str, Any]], configs: Sequence[str]) -> str:
@@ -207,7 +295,10 @@ def _pass_k(rows: Sequence[Mapping[str, Any]], configs: Sequence[str]) -> str:
 
 
 def _count_table(
-    counts: Mapping[str, Mapping[str, int]], categories: Sequence[str], first: str, totals: Sequence[tuple[str, Mapping[str, int]]]
+    counts: Mapping[str, Mapping[str, int]],
+    categories: Sequence[str],
+    first: str,
+    totals: Sequence[tuple[str, Mapping[str, int]]],
 ) -> str:
     """Categories down, configurations across; ``totals`` are bold rows at the bottom."""
     configs = list(counts)
@@ -220,7 +311,12 @@ def _failures(rows: Sequence[Mapping[str, Any]], summaries: Mapping[str, st.Conf
     counts = st.failure_counts(rows)
     failed = {name: sum(not st.succeeded(r) for r in group) for name, group in st.by_config(rows).items()}
     scored = {name: summaries[name].n_episodes for name in counts}
-    return _count_table(counts, st.category_order(counts), "failure category", [("failed episodes", failed), ("scored episodes", scored)])
+    return _count_table(
+        counts,
+        st.category_order(counts),
+        "failure category",
+        [("failed episodes", failed), ("scored episodes", scored)],
+    )
 
 
 def _terminations(rows: Sequence[Mapping[str, Any]], summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -251,8 +347,9 @@ def _sweeps(grids: Sequence[st.SweepGrid], summaries: Mapping[str, st.ConfigSumm
             for (n, w), names in grid.shadowed.items()
         )
         parts.append(
-            shadowed + _identical_w_note(grid, summaries) +
-            f"### `{grid.family}` (agent {grid.agent}, user {grid.user}, {grid.task_set})\n\n"
+            shadowed
+            + _identical_w_note(grid, summaries)
+            + f"### `{grid.family}` (agent {grid.agent}, user {grid.user}, {grid.task_set})\n\n"
             f"Full itemization (%), mean [95% CI]:\n\n{_grid_table(grid, summaries, 'success', fmt_percent)}\n\n"
             f"Input tokens per benchmark, mean [95% CI]:\n\n{_grid_table(grid, summaries, 'input_tokens', fmt_count)}\n\n"
             f"![N x W sensitivity of {grid.family}]({image})"
@@ -281,17 +378,21 @@ def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
     ours = {c: summaries[c].estimates["success"].mean for c in STUDY_ORDER if c in summaries}
     flipped = []
     for i, a in enumerate(STUDY_ORDER):
-        for b in STUDY_ORDER[i + 1:]:
-            if a in ours and b in ours and math.isfinite(ours[a]) and math.isfinite(ours[b]):
-                if (ours[a] > ours[b]) != (study[a] > study[b]) or ours[a] == ours[b]:
-                    flipped.append(f"{a} {fmt_number(100 * ours[a], 1)}% vs {b} {fmt_number(100 * ours[b], 1)}% "
-                                   f"(study: {fmt_number(100 * study[a], 1)}% vs {fmt_number(100 * study[b], 1)}%)")
+        for b in STUDY_ORDER[i + 1 :]:
+            comparable = a in ours and b in ours and math.isfinite(ours[a]) and math.isfinite(ours[b])
+            if comparable and ((ours[a] > ours[b]) != (study[a] > study[b]) or ours[a] == ours[b]):
+                flipped.append(
+                    f"{a} {fmt_number(100 * ours[a], 1)}% vs {b} {fmt_number(100 * ours[b], 1)}% "
+                    f"(study: {fmt_number(100 * study[a], 1)}% vs {fmt_number(100 * study[b], 1)}%)"
+                )
     if not ours:
         return ""
     if not flipped:
         return "\n\nThe order of full itemization across C2, C3 and C4 is the study's."
-    return ("\n\n**The order of full itemization differs from the study's**: " + "; ".join(flipped) + ". A level "
-            "that matches the study (e.g. C2) does not make the others comparable.")
+    return (
+        "\n\n**The order of full itemization differs from the study's**: " + "; ".join(flipped) + ". A level "
+        "that matches the study (e.g. C2) does not make the others comparable."
+    )
 
 
 def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -308,7 +409,9 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
                 setup,
                 study_success,
                 f"{fmt_number(tokens, 0, grouped=True)}" if tokens else DASH,
-                fmt_number(100 * study_change, 1, sign=True) if config != "C2" and math.isfinite(study_change) else DASH,
+                fmt_number(100 * study_change, 1, sign=True)
+                if config != "C2" and math.isfinite(study_change)
+                else DASH,
                 f"`{ours.policy}`, {ours.agent}" if ours else DASH,
                 fmt_percent(ours.estimates["success"]) if ours else DASH,
                 fmt_count(ours.estimates["input_tokens_per_episode"]) if ours else DASH,
@@ -332,7 +435,7 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
         "The study's numbers are **GPT-5 on a live D365 tenant, 50 hotel tasks x 5 runs** (Lodha et al.); "
         "they were not produced by this evaluation. Our columns are this run's configurations of the same "
         "name, whatever agent and policy they used.\n\n"
-        "**Units.** The study reports \"tokens per benchmark\" without saying what is counted (input only or "
+        '**Units.** The study reports "tokens per benchmark" without saying what is counted (input only or '
         "input + output, per run or over all runs, which tokenizer); its C2 figure (1,480,996) is far below "
         "what 50 full-context episodes take here, so the levels are not comparable. Ours are **input "
         "(prompt) tokens of the agent's model calls** (o200k_base counts of the messages and tool schemas "
@@ -343,7 +446,7 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
         + _order_note(summaries)
         + "\n\nACON (Kang et al., agent context optimization: history and observation compression on AppWorld, "
         "OfficeBench and multi-objective QA) reports peak tokens down 26-54% at equal or better accuracy; "
-        "compare the \"Δ peak tokens\" column above."
+        'compare the "Δ peak tokens" column above.'
     )
 
 
@@ -353,21 +456,45 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
     retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
     parts = []
     if errors:
-        parts.append(md_table(("config", "task", "run", "attempt", "error"), [
-            (r["config"], r["task_id"], r.get("run", 0), r.get("attempt", 1), error_text(r["infra_error"])[:160])
-            for r in errors
-        ], "lllrl"))
+        parts.append(
+            md_table(
+                ("config", "task", "run", "attempt", "error"),
+                [
+                    (
+                        r["config"],
+                        r["task_id"],
+                        r.get("run", 0),
+                        r.get("attempt", 1),
+                        error_text(r["infra_error"])[:160],
+                    )
+                    for r in errors
+                ],
+                "lllrl",
+            )
+        )
     else:
         parts.append("No episode is left with an infrastructure error.")
     if retried:
         parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
-        parts.append(md_table(("config", "task", "run", "attempt", "outcome", "error"), [
-            (r["config"], r["task_id"], r.get("run", 0), a.get("attempt", n + 1), a.get("termination") or "",
-             error_text(a.get("infra_error") or a.get("model_error"))[:160])
-            for r in retried for n, a in enumerate(r["attempts"])
-        ], "lllrll"))
+        parts.append(
+            md_table(
+                ("config", "task", "run", "attempt", "outcome", "error"),
+                [
+                    (
+                        r["config"],
+                        r["task_id"],
+                        r.get("run", 0),
+                        a.get("attempt", n + 1),
+                        a.get("termination") or "",
+                        error_text(a.get("infra_error") or a.get("model_error"))[:160],
+                    )
+                    for r in retried
+                    for n, a in enumerate(r["attempts"])
+                ],
+                "lllrll",
+            )
+        )
     return "\n\n".join(parts)
-
 
 
 def _label_table(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -377,8 +504,8 @@ def _label_table(summaries: Mapping[str, st.ConfigSummary]) -> str:
         return ""
     rows = [(labels[name], name, f"`{summaries[name].policy}`", summaries[name].agent) for name in labels]
     return "Labels used in the plots (colours are fixed per configuration across reports):\n\n" + md_table(
-        ("label", "configuration", "policy", "agent"), rows)
-
+        ("label", "configuration", "policy", "agent"), rows
+    )
 
 
 #: Fewer replicates than these make an interval too unstable to lean on.
@@ -389,18 +516,24 @@ MIN_T_RUNS = 3
 def _caveats(summaries: Mapping[str, st.ConfigSummary]) -> list[str]:
     """Warnings a reader needs before the numbers: small n, and a scripted (non-LLM) agent."""
     notes = []
-    small = [f"{s.config} ({s.interval_method})" for s in summaries.values() if s.n_episodes and (
-        (s.n_runs == 1 and s.n_tasks < MIN_BOOTSTRAP_TASKS) or 1 < s.n_runs < MIN_T_RUNS)]
+    small = [
+        f"{s.config} ({s.interval_method})"
+        for s in summaries.values()
+        if s.n_episodes and ((s.n_runs == 1 and s.n_tasks < MIN_BOOTSTRAP_TASKS) or 1 < s.n_runs < MIN_T_RUNS)
+    ]
     if small:
         notes.append(
             f"**Small n: treat the intervals as rough.** {', '.join(small)}: a bootstrap over fewer than "
             f"{MIN_BOOTSTRAP_TASKS} tasks understates the spread, and a t interval over fewer than {MIN_T_RUNS} runs is "
-            "very wide; run more tasks (`--tasks`) or runs (`--runs`) before drawing conclusions.")
+            "very wide; run more tasks (`--tasks`) or runs (`--runs`) before drawing conclusions."
+        )
     if any(is_scripted(s.agent) for s in summaries.values()):
         notes.append(
-            "**Agent: scripted (not an LLM)** for " + ", ".join(s.config for s in summaries.values() if is_scripted(s.agent))
+            "**Agent: scripted (not an LLM)** for "
+            + ", ".join(s.config for s in summaries.values() if is_scripted(s.agent))
             + ": a deterministic rule-based agent (with `recall=` a synthetic misreading model); its numbers test "
-            "the harness and the policies, they are not results of a language model.")
+            "the harness and the policies, they are not results of a language model."
+        )
     return notes
 
 
@@ -416,7 +549,7 @@ def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSumma
 
     same = []
     for i, a in enumerate(grid.w_values):
-        for b in grid.w_values[i + 1:]:
+        for b in grid.w_values[i + 1 :]:
             if column(a) is not None and column(a) == column(b):
                 same.append((a, b))
     if not same:
@@ -424,85 +557,13 @@ def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSumma
     pairs = ", ".join(f"W={a} and W={b}" for a, b in same)
     why = ""
     if any({a, b} == {1, -1} for a, b in same):
-        why = (" Why W=1 and W=-1 agree: both fold every evicted unit into the summary at once (W=1 one unit per "
-               "summarizer call as soon as it is evicted, W=-1 all evicted units in one call), so neither leaves "
-               "unfolded units visible between the summary and the last-N window; and the structured summarizer "
-               "is lossless and deterministic, so the summary text does not depend on how the units were batched. "
-               "The shown contexts are then identical step by step; only the number of summarizer calls differs. "
-               "With an LLM summarizer the batching would change the summary and W=1 and W=-1 would part. In the "
-               "plots the two are drawn as nested markers so both stay visible.")
+        why = (
+            " Why W=1 and W=-1 agree: both fold every evicted unit into the summary at once (W=1 one unit per "
+            "summarizer call as soon as it is evicted, W=-1 all evicted units in one call), so neither leaves "
+            "unfolded units visible between the summary and the last-N window; and the structured summarizer "
+            "is lossless and deterministic, so the summary text does not depend on how the units were batched. "
+            "The shown contexts are then identical step by step; only the number of summarizer calls differs. "
+            "With an LLM summarizer the batching would change the summary and W=1 and W=-1 would part. In the "
+            "plots the two are drawn as nested markers so both stay visible."
+        )
     return f"{pairs} gave identical full itemization, input tokens, peak tokens and steps at every N.{why}\n\n"
-
-
-
-METHODS = """\
-- **Scored episodes**: rows without `infra_error`; one row per (config, task, run), its last
-  attempt (a run killed during `--resume` leaves several; a scored attempt is never displaced by a
-  later infrastructure error), earlier attempts listed below. Infrastructure errors are counted
-  once per episode and listed, never scored.
-- **Per configuration** (Outcomes, Cost): each metric is reduced to one value per run (a run
-  is one pass over the task set): the mean over the run's episodes for rates and per-episode
-  metrics; for per-benchmark totals, that mean times the number of tasks (= the sum over
-  tasks when the run is complete). The table gives the mean over runs R and the Student t
-  interval mean ± t(0.975, R-1) · s/√R (`scipy.stats.t`, s with ddof 1): tasks are fixed,
-  runs are the replicates. With one run, a BCa bootstrap over tasks
-  (`scipy.stats.bootstrap`, 9999 resamples, fixed seed) instead. Intervals are clipped to
-  the feasible range (rates to [0, 100]%, counts to ≥ 0).
-- **Full itemization** = `grade.success` (zero remainder, lines saved, form closed);
-  **strict success** = `grade.strict_success` (saved lines match the receipt);
-  **itemized amount, capped** = mean over episodes of min(itemized, header) / header, where
-  itemized is the sum of the saved lines and header the line's amount: an episode that
-  over-itemizes cannot lift the mean past one that under-itemizes (an uncapped mean of
-  itemized / header can show 100% while many episodes failed); **over-itemized episodes** =
-  share of episodes whose saved lines exceed the header amount; **peak tokens** = the largest single
-  model input of an episode; **dependency** = Σ over steps (n_in + 2·n_out)·n_out / 2 (ACON).
-  Wall time per benchmark is the sum of episode wall times (serial-equivalent, whatever the
-  concurrency of the run).
-- **Against the baseline**, on tasks present in both configurations: d_t = (success rate of
-  task t over its runs) − (the same for the baseline); Δ = mean_t d_t with a BCa bootstrap
-  interval over tasks (paired, 9999 resamples, fixed seed). Cohen's h = 2·asin√p − 2·asin√p_base
-  with p the mean success rate over the matched tasks (|h| 0.2 small, 0.5 medium, 0.8 large).
-  p-value: two-sided sign-flip permutation test of mean d_t = 0 over tasks
-  (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else R = 9999 resamples); with
-  one run per task this is McNemar's exact test. With resampling the smallest p it can give is
-  2/(R+1) (two-sided, counting the observed statistic); a p at that floor is printed as
-  "≤ 2/(R+1)", since the exact p may be smaller. Token changes: Σ_t tokens(t) / Σ_t
-  tokens_base(t) − 1 (tokens(t) = mean over runs), paired BCa bootstrap over tasks. When no
-  task is shared, a Welch t interval and test over run-level success rates instead.
-- **pass^k** (tau-bench): for a task with c successes in n scored runs, C(c,k)/C(n,k) is
-  the probability that k runs drawn without replacement all succeed; pass^k is its mean over
-  tasks with n ≥ k. pass^1 is the success rate; the fall from pass^1 to pass^k shows how
-  unreliable a configuration is from run to run.
-- **Failure taxonomy**: `failure_category` of each scored episode, classified from the
-  trajectory and final ERP state by the runner (`erp_sim.agents.evaluation.failures`, which
-  lists the categories and the order they are checked in; `context_overflow` is an episode
-  whose request exceeded the model's context window); failed episodes without a category
-  are counted as `unclassified`.
-- **Prompt caching**: for every model call of a role (agent, summarizer, LLM user),
-  `cacheable_prefix_tokens` = the o200k tokens of the longest prefix of its request identical to
-  an earlier request of the same role in the same episode, the request being its tool schemas
-  (one unit, first: changed tools make nothing cacheable) then its messages in the order sent;
-  the first differing message is compared token by token (`erp_sim.agents.prompt_cache`).
-  Cacheable share = Σ cacheable prefix / Σ input tokens over a configuration's scored episodes.
-  It is an upper bound: o200k counts stand in for the provider's own tokenizer, and a provider
-  may cache less (a minimum prefix length such as 1024 tokens, block granularity, eviction after
-  minutes idle, a cache per server). A provider's own figure (`prompt_tokens_details.cached_tokens`)
-  is kept apart as `provider_cached_tokens` and never mixed with ours.
-- **Cost** (with `--price ROLE=input,cached_input,output[,cache_write]`, USD per 1M tokens, no
-  default prices): per episode and priced role, without caching input·p_input + output·p_output;
-  with caching cacheable·p_cached + (input − cacheable)·p_uncached + output·p_output, p_uncached
-  being cache_write when given, else p_input (all o200k counts); summed over priced roles, then
-  reduced per run and given with an interval like every per-benchmark total. Unpriced roles are
-  named and left out. When a service reported counts, the same formula over its own figures
-  (reported input and output, its cached tokens as the cached part) is a column of its own.
-- **Token units**: every token figure is o200k_base unless named "reported" / "service": those are
-  the model service's own counts (`usage.prompt_tokens`, `completion_tokens`), kept in fields of
-  their own (`reported_*`, `*_reported_*`, `*provider_cached_tokens`).
-- **Sources**: the study (Lodha et al., "Less context, smarter agents: efficient context
-  engineering for long-horizon tool-using LLM agents", arXiv 2606.10209: the hotel itemization
-  task in Dynamics 365, configurations C1-C4 and their figures); ACON (Kang et al., "ACON:
-  optimizing context compression for long-horizon LLM agents", arXiv 2510.00615:
-  history/observation compression, the dependency measure); GenericAgent
-  (working-memory anchor, head/tail truncation, budget eviction policies); tau-bench (pass^k).
-"""
-

@@ -48,7 +48,9 @@ class Rung(BaseModel):
     input_tokens: float
     peak_tokens: float
     steps: float
-    cacheable_share: float | None = Field(None, description="Cacheable prefix tokens / input tokens (None: not recorded).")
+    cacheable_share: float | None = Field(
+        None, description="Cacheable prefix tokens / input tokens (None: not recorded)."
+    )
     overflowed: int = Field(description="Episodes whose peak exceeded the window, or that ended as context_overflow.")
     cut_short: int = Field(description="Episodes ended by the window (context_overflow): their costs stop there.")
 
@@ -57,7 +59,9 @@ class PolicyScale(BaseModel):
     config: str
     policy: str
     rungs: list[Rung]
-    slopes: dict[str, float | None] = Field(description="Cost -> slope of log(cost) on log(charges); None: under 2 rungs.")
+    slopes: dict[str, float | None] = Field(
+        description="Cost -> slope of log(cost) on log(charges); None: under 2 rungs."
+    )
     fitted_rungs: list[int] = Field(description="The rungs the slopes were fitted over.")
     overflow_rung: int | None = Field(description="First rung (charges) with an overflowing episode; None: none.")
 
@@ -110,38 +114,66 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[dict]], wind
         success = [bool((row.get("grade") or {}).get("success")) for row in episodes]
         cacheable = [_cacheable(row) for row in episodes]
         inputs = [m.get("input_tokens", 0) for m in metrics]
-        share = (sum(c for c in cacheable) / sum(inputs)) if all(c is not None for c in cacheable) and sum(inputs) else None
+        share = (
+            (sum(c for c in cacheable) / sum(inputs)) if all(c is not None for c in cacheable) and sum(inputs) else None
+        )
         n = len(episodes)
-        rungs.append(Rung(charges=charges, episodes=n, success=sum(success) / n,
-                          success_within_window=sum(s and not o for s, o in zip(success, over)) / n,
-                          input_tokens=sum(inputs) / n, peak_tokens=sum(m.get("peak_tokens", 0) for m in metrics) / n,
-                          steps=sum(m.get("steps", 0) for m in metrics) / n, cacheable_share=share,
-                          overflowed=sum(over), cut_short=sum(cut)))
+        rungs.append(
+            Rung(
+                charges=charges,
+                episodes=n,
+                success=sum(success) / n,
+                success_within_window=sum(s and not o for s, o in zip(success, over)) / n,
+                input_tokens=sum(inputs) / n,
+                peak_tokens=sum(m.get("peak_tokens", 0) for m in metrics) / n,
+                steps=sum(m.get("steps", 0) for m in metrics) / n,
+                cacheable_share=share,
+                overflowed=sum(over),
+                cut_short=sum(cut),
+            )
+        )
     whole = [r for r in rungs if not r.cut_short]
     slopes = {field: slope([r.charges for r in whole], [getattr(r, field) for r in whole]) for field, _ in COSTS}
     overflow = next((r.charges for r in rungs if r.overflowed), None)
-    return PolicyScale(config=config, policy=policy, rungs=rungs, slopes=slopes, fitted_rungs=[r.charges for r in whole],
-                       overflow_rung=overflow)
+    return PolicyScale(
+        config=config,
+        policy=policy,
+        rungs=rungs,
+        slopes=slopes,
+        fitted_rungs=[r.charges for r in whole],
+        overflow_rung=overflow,
+    )
 
 
 def render_scale(study: list[PolicyScale], window: int) -> str:
     """scale.md: the per-rung table of every policy, then slopes and overflow rungs."""
     cacheable = any(r.cacheable_share is not None for p in study for r in p.rungs)
-    lines = ["# Scaling with the horizon", "",
-             f"Costs per episode against the number of receipt charges (rung). Window: {window:,} tokens; an episode "
-             "overflows when its largest request (peak tokens) exceeds it. Slopes: least-squares fit of log(cost) on "
-             "log(charges) over the rung means (1.0: linear growth, 2.0: quadratic).", "",
-             "| config | policy | charges | episodes | success | success within window | input tokens / episode | "
-             "peak tokens | steps |" + (" cacheable share |" if cacheable else "") + " overflowed |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if cacheable else "") + "---:|"]
+    lines = [
+        "# Scaling with the horizon",
+        "",
+        f"Costs per episode against the number of receipt charges (rung). Window: {window:,} tokens; an episode "
+        "overflows when its largest request (peak tokens) exceeds it. Slopes: least-squares fit of log(cost) on "
+        "log(charges) over the rung means (1.0: linear growth, 2.0: quadratic).",
+        "",
+        "| config | policy | charges | episodes | success | success within window | input tokens / episode | "
+        "peak tokens | steps |" + (" cacheable share |" if cacheable else "") + " overflowed |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if cacheable else "") + "---:|",
+    ]
     for policy in study:
         for rung in policy.rungs:
-            share = ("" if not cacheable else f" {'-' if rung.cacheable_share is None else f'{rung.cacheable_share:.1%}'} |")
-            lines.append(f"| {policy.config} | {policy.policy} | {rung.charges} | {rung.episodes} | {rung.success:.0%} | "
-                         f"{rung.success_within_window:.0%} | {rung.input_tokens:,.0f} | {rung.peak_tokens:,.0f} | "
-                         f"{rung.steps:,.1f} |{share} {rung.overflowed}/{rung.episodes} |")
-    lines += ["", "| config | policy | slope: input tokens | slope: peak tokens | slope: steps | fitted over | first overflow |",
-              "|---|---|---:|---:|---:|---|---|"]
+            share = (
+                "" if not cacheable else f" {'-' if rung.cacheable_share is None else f'{rung.cacheable_share:.1%}'} |"
+            )
+            lines.append(
+                f"| {policy.config} | {policy.policy} | {rung.charges} | {rung.episodes} | {rung.success:.0%} | "
+                f"{rung.success_within_window:.0%} | {rung.input_tokens:,.0f} | {rung.peak_tokens:,.0f} | "
+                f"{rung.steps:,.1f} |{share} {rung.overflowed}/{rung.episodes} |"
+            )
+    lines += [
+        "",
+        "| config | policy | slope: input tokens | slope: peak tokens | slope: steps | fitted over | first overflow |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     for policy in study:
         cells = [f"{policy.slopes[field]:.2f}" if policy.slopes[field] is not None else "-" for field, _ in COSTS]
         fitted = ", ".join(map(str, policy.fitted_rungs)) or "-"
@@ -167,7 +199,13 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
                 points = [(r.charges, getattr(r, field)) for r in policy.rungs if getattr(r, field) is not None]
                 fitted = policy.slopes.get(field)
                 name = policy.config + (f" (slope {fitted:.2f})" if fitted is not None else "")
-                ax.plot([x for x, _ in points], [y for _, y in points], marker="o", color=config_color(policy.config), label=name)
+                ax.plot(
+                    [x for x, _ in points],
+                    [y for _, y in points],
+                    marker="o",
+                    color=config_color(policy.config),
+                    label=name,
+                )
                 if policy.overflow_rung is not None:
                     ax.axvline(policy.overflow_rung, color=config_color(policy.config), linestyle="--", linewidth=0.8)
             ax.set_xscale("log")
@@ -198,14 +236,20 @@ def write_scale(results_dir: str | Path, window: int = DEFAULT_WINDOW) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim scale", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim scale", description=__doc__.splitlines()[0], formatter_class=PlainDefaultsHelpFormatter
+    )
     parser.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma-separated presets (C1-C4)")
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
-    parser.add_argument("--enforce-window", action="store_true",
-                        help="end an episode at its first request over --context-window (as eval does); by default "
-                             "episodes run on and the window only marks where a policy overflows")
-    parser.add_argument("--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR")
+    parser.add_argument(
+        "--enforce-window",
+        action="store_true",
+        help="end an episode at its first request over --context-window (as eval does); by default "
+        "episodes run on and the window only marks where a policy overflows",
+    )
+    parser.add_argument(
+        "--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR"
+    )
     add_common_arguments(parser)
     parser.set_defaults(tasks="long_horizon", runs=1, max_steps=1500, out="runs/scale", context_window=DEFAULT_WINDOW)
     args = parser.parse_args(argv)

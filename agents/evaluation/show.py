@@ -21,8 +21,12 @@ from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 from erp_sim.agents.trajectory import Trajectory
 
-MARKS = {"transcript": "", "rewritten": " [REWRITTEN by the policy]", "summary": " [SUMMARY written by the policy]",
-         "inserted": " [INSERTED by the policy]"}
+MARKS = {
+    "transcript": "",
+    "rewritten": " [REWRITTEN by the policy]",
+    "summary": " [SUMMARY written by the policy]",
+    "inserted": " [INSERTED by the policy]",
+}
 
 
 class ShowError(Exception):
@@ -38,19 +42,25 @@ def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) 
     if config is not None:
         chosen = [r for r in rows if str(r["config"]).upper() == config.upper() or r.get("policy") == config]
         if not chosen:  # say what there is, so the next try is right
-            raise ShowError(f"{task} did not run in configuration {config!r}; it ran in "
-                            f"{', '.join(sorted({str(r['config']) for r in rows}))}")
+            raise ShowError(
+                f"{task} did not run in configuration {config!r}; it ran in "
+                f"{', '.join(sorted({str(r['config']) for r in rows}))}"
+            )
         rows = chosen
     if run is not None:
         chosen = [r for r in rows if int(r.get("run", 0)) == run]
         if not chosen:
-            raise ShowError(f"{task} has no run {run}{f' in {config}' if config else ''}; its runs: "
-                            f"{', '.join(str(n) for n in sorted({int(r.get('run', 0)) for r in rows}))}")
+            raise ShowError(
+                f"{task} has no run {run}{f' in {config}' if config else ''}; its runs: "
+                f"{', '.join(str(n) for n in sorted({int(r.get('run', 0)) for r in rows}))}"
+            )
         rows = chosen
     choices = sorted({(str(r["config"]), int(r.get("run", 0))) for r in rows})
     if len({c for c, _ in choices}) > 1:
-        raise ShowError(f"{task} ran in several configurations ({', '.join(sorted({c for c, _ in choices}))}): "
-                        "choose one with --config")
+        raise ShowError(
+            f"{task} ran in several configurations ({', '.join(sorted({c for c, _ in choices}))}): "
+            "choose one with --config"
+        )
     row = [r for r in rows if (str(r["config"]), int(r.get("run", 0))) == choices[0]][-1]
     path = run_dir / row["trajectory"]
     if not path.is_file():
@@ -66,16 +76,18 @@ def render(row: dict, trajectory: Trajectory, step: int | None = None, width: in
     context = trajectory.context
     outputs = [m for m in trajectory.messages if m.get("role") == "assistant"]
     succeeded = trajectory.grade is not None and trajectory.grade.success
-    lines = [f"{trajectory.task_id} · config {row['config']} (policy {trajectory.policy}) · run {row.get('run', 0)} · "
-             f"agent {row.get('agent', '?')} · {'success' if succeeded else 'failure'} "
-             f"({trajectory.failure_category or trajectory.termination}) · {len(trajectory.steps)} model calls"]
+    lines = [
+        f"{trajectory.task_id} · config {row['config']} (policy {trajectory.policy}) · run {row.get('run', 0)} · "
+        f"agent {row.get('agent', '?')} · {'success' if succeeded else 'failure'} "
+        f"({trajectory.failure_category or trajectory.termination}) · {len(trajectory.steps)} model calls"
+    ]
     if not context.steps:
         lines.append("This trajectory has no visible context stored (it was run with keep_shown=False).")
         return "\n".join(lines) + "\n"
     if step is not None and not 0 <= step < len(context.steps):
         raise ShowError(f"--step {step} is out of range: this episode has steps 0-{len(context.steps) - 1}")
     printed: set[int] = set()
-    for k in ([step] if step is not None else range(len(context.steps))):
+    for k in [step] if step is not None else range(len(context.steps)):
         record = trajectory.steps[k] if k < len(trajectory.steps) else None
         indices = context.steps[k]
         head = f"\n=== step {k}: shown {len(indices)} messages"
@@ -91,21 +103,27 @@ def render(row: dict, trajectory: Trajectory, step: int | None = None, width: in
             text = _text(message)
             if step is None and len(text) > width:
                 text = text[:width] + f"… ({len(text):,} chars)"
-            lines.append(f"  #{index} {message.get('role')}{MARKS.get(context.origins[index], '')} "
-                         f"({counter.count_message(message):,} tok): {text}")
+            lines.append(
+                f"  #{index} {message.get('role')}{MARKS.get(context.origins[index], '')} "
+                f"({counter.count_message(message):,} tok): {text}"
+            )
         if k < len(outputs):
             tokens = f" ({record.output_tokens:,} output tokens)" if record else ""
             lines.append(f"  → did{tokens}: {_text(outputs[k])}")
         for call in record.role_calls if record is not None else ():
-            lines.append(f"  {call.role} model call: {call.input_tokens:,} input tokens (o200k){_call_costs(call)}, "
-                         f"{call.output_tokens:,} output")
+            lines.append(
+                f"  {call.role} model call: {call.input_tokens:,} input tokens (o200k){_call_costs(call)}, "
+                f"{call.output_tokens:,} output"
+            )
     if step is None:
         m = trajectory.metrics
-        lines.append(f"\ntotal: {m.input_tokens:,} input tokens, {m.output_tokens:,} output tokens, peak {m.peak_tokens:,}"
-                     f", cacheable prefix {m.cacheable_prefix_tokens:,}{_share(m.cacheable_prefix_tokens, m.input_tokens)}"
-                     f"; summarizer {m.summarizer_calls} calls / {m.summarizer_tokens:,} tokens"
-                     f"; LLM user {m.user_model_calls} calls / {m.user_input_tokens + m.user_output_tokens:,} tokens"
-                     " (o200k counts throughout)")
+        lines.append(
+            f"\ntotal: {m.input_tokens:,} input tokens, {m.output_tokens:,} output tokens, peak {m.peak_tokens:,}"
+            f", cacheable prefix {m.cacheable_prefix_tokens:,}{_share(m.cacheable_prefix_tokens, m.input_tokens)}"
+            f"; summarizer {m.summarizer_calls} calls / {m.summarizer_tokens:,} tokens"
+            f"; LLM user {m.user_model_calls} calls / {m.user_input_tokens + m.user_output_tokens:,} tokens"
+            " (o200k counts throughout)"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -115,7 +133,9 @@ def _share(part: int, whole: int) -> str:
 
 def _call_costs(call) -> str:
     """The cacheable prefix of a call (a StepRecord or a ModelCall) and the service's own figures beside ours."""
-    text = f", cacheable prefix {call.cacheable_prefix_tokens:,}{_share(call.cacheable_prefix_tokens, call.input_tokens)}"
+    text = (
+        f", cacheable prefix {call.cacheable_prefix_tokens:,}{_share(call.cacheable_prefix_tokens, call.input_tokens)}"
+    )
     if call.reported_input_tokens:
         spread = call.reported_input_tokens / call.input_tokens - 1 if call.input_tokens else 0.0
         text += f"; the service reported {call.reported_input_tokens:,} input ({spread:+.1%} vs o200k)"
@@ -148,15 +168,18 @@ def _ranges(indices: list[int], origins: list[str]) -> str:
 def _text(message: dict[str, Any]) -> str:
     content = message.get("content")
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
-    calls = [f"{c['function']['name']}({c['function'].get('arguments') or ''})" for c in message.get("tool_calls") or []]
+    calls = [
+        f"{c['function']['name']}({c['function'].get('arguments') or ''})" for c in message.get("tool_calls") or []
+    ]
     if message.get("role") == "tool":
         text = f"[{message.get('name')} {message.get('tool_call_id')}] {text}"
     return " ".join(part for part in (text.replace("\n", "⏎ "), "; ".join(calls)) if part)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim show", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim show", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="an erp-sim eval --out directory")
     parser.add_argument("task", metavar="TASK", help="task id, e.g. hotel-003")
     parser.add_argument("--config", help="configuration or policy spec (needed when the task ran in several)")

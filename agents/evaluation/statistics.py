@@ -44,14 +44,32 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
 from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' callers use these names)
-    Row, TaskKey, _episode_key, by_config, canonical_order, duplicate_count, infra_error_rows, is_infra_error,
-    natural_key, scored_rows, succeeded, task_key,
+    Row,
+    TaskKey,
+    _episode_key,
+    by_config,
+    canonical_order,
+    duplicate_count,
+    infra_error_rows,
+    is_infra_error,
+    natural_key,
+    scored_rows,
+    succeeded,
+    task_key,
 )
 from erp_sim.agents.evaluation.intervals import (  # noqa: F401 (statistics' callers use these names)
-    CONFIDENCE, N_RESAMPLES, SEED, Estimate, _bootstrap, _finite, _without_interval, bootstrap_mean, t_interval,
+    CONFIDENCE,
+    N_RESAMPLES,
+    SEED,
+    Estimate,
+    _bootstrap,
+    _finite,
+    _without_interval,
+    bootstrap_mean,
+    t_interval,
 )
+from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
 from erp_sim.outcomes import FAILURE_REPORT_ORDER, TERMINATIONS, UNCLASSIFIED  # noqa: F401 (the report reads TERMINATIONS here)
 
 #: The failure taxonomy (``erp_sim.agents.evaluation.failures``) in report order; the terminations'
@@ -120,9 +138,15 @@ METRICS: tuple[Metric, ...] = (
     Metric("input_tokens", "input tokens per benchmark", True, _field("metrics", "input_tokens")),
     Metric("output_tokens", "output tokens per benchmark", True, _field("metrics", "output_tokens")),
     Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _field("metrics", "summarizer_tokens")),
-    Metric("cacheable_tokens", "cacheable input tokens per benchmark", True, _field("metrics", "cacheable_prefix_tokens")),
-    Metric("user_tokens", "LLM user tokens (o200k) per benchmark", True,
-           lambda row: _field("metrics", "user_input_tokens")(row) + _field("metrics", "user_output_tokens")(row)),
+    Metric(
+        "cacheable_tokens", "cacheable input tokens per benchmark", True, _field("metrics", "cacheable_prefix_tokens")
+    ),
+    Metric(
+        "user_tokens",
+        "LLM user tokens (o200k) per benchmark",
+        True,
+        lambda row: _field("metrics", "user_input_tokens")(row) + _field("metrics", "user_output_tokens")(row),
+    ),
     Metric("user_calls", "LLM user calls per episode", False, _field("metrics", "user_model_calls")),
     Metric("peak_tokens", "peak tokens per episode", False, _field("metrics", "peak_tokens")),
     Metric("input_tokens_per_episode", "input tokens per episode", False, _field("metrics", "input_tokens")),
@@ -157,7 +181,10 @@ def task_values(rows: Sequence[Row], metric: Metric) -> dict[TaskKey, float]:
     per_task: dict[TaskKey, list[float]] = defaultdict(list)
     for row in rows:
         per_task[task_key(row)].append(metric.value(row))
-    return {task: _nanmean(values) for task, values in sorted(per_task.items(), key=lambda item: tuple(map(natural_key, item[0])))}
+    return {
+        task: _nanmean(values)
+        for task, values in sorted(per_task.items(), key=lambda item: tuple(map(natural_key, item[0])))
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -367,8 +394,12 @@ def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
             p_value=_sign_flip_pvalue(d),
             p_floor=2 / (N_RESAMPLES + 1) if 2 ** int(np.count_nonzero(d)) > N_RESAMPLES else None,
             test="sign-flip permutation over tasks",
-            input_tokens_change=_relative_change(np.array([tok_b[t] for t in matched]), np.array([tok_c[t] for t in matched])),
-            peak_tokens_change=_relative_change(np.array([peak_b[t] for t in matched]), np.array([peak_c[t] for t in matched])),
+            input_tokens_change=_relative_change(
+                np.array([tok_b[t] for t in matched]), np.array([tok_c[t] for t in matched])
+            ),
+            peak_tokens_change=_relative_change(
+                np.array([peak_b[t] for t in matched]), np.array([peak_c[t] for t in matched])
+            ),
         )
     # No shared task: compare the run-level rates as independent samples (Welch).
     n_tasks_c = len({task_key(r) for r in rows})
@@ -396,7 +427,8 @@ def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
         p_value=p_value,
         test="Welch t over runs",
         input_tokens_change=_ratio_of_means(
-            list(run_values(baseline_rows, tokens, n_tasks_b).values()), list(run_values(rows, tokens, n_tasks_c).values())
+            list(run_values(baseline_rows, tokens, n_tasks_b).values()),
+            list(run_values(rows, tokens, n_tasks_c).values()),
         ),
         peak_tokens_change=_ratio_of_means(
             list(task_values(baseline_rows, peak).values()), list(task_values(rows, peak).values())
@@ -533,7 +565,9 @@ def sweep_grids(summaries: Mapping[str, ConfigSummary]) -> list[SweepGrid]:
         key = (sweep_family(summary.policy), summary.agent, summary.user, summary.task_set)
         families[key][point].append(name)
     grids = []
-    for (family, agent, user, task_set), points in sorted(families.items(), key=lambda item: natural_key(" ".join(item[0]))):
+    for (family, agent, user, task_set), points in sorted(
+        families.items(), key=lambda item: natural_key(" ".join(item[0]))
+    ):
         if len(points) < 2:
             continue
         ordered = {point: sorted(names, key=natural_key) for point, names in sorted(points.items())}

@@ -32,10 +32,13 @@ def grid_specs(family: str, grid: list[str], fixed: str = "") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim sweep", description=__doc__.splitlines()[0],
-                                     formatter_class=PlainDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim sweep", description=__doc__.splitlines()[0], formatter_class=PlainDefaultsHelpFormatter
+    )
     parser.add_argument("--family", default="last_n_summary", help="policy name to sweep")
-    parser.add_argument("--grid", action="append", default=None, help="NAME=V1,V2,... (repeatable; None: n=3,5,7 and w=1,3,-1)")
+    parser.add_argument(
+        "--grid", action="append", default=None, help="NAME=V1,V2,... (repeatable; None: n=3,5,7 and w=1,3,-1)"
+    )
     parser.add_argument("--fixed", default="", help="parameters held fixed, e.g. t=4096")
     add_common_arguments(parser)
     parser.set_defaults(runs=1, out="runs/sweep")

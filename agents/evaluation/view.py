@@ -28,8 +28,9 @@ import gzip
 import html
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
@@ -92,8 +93,10 @@ def _message_row(message: dict[str, Any]) -> list[Any]:
     """
     from erp_sim.agents.tokens import message_text
 
-    calls = [[(call.get("function") or {}).get("name", ""), (call.get("function") or {}).get("arguments", "")]
-             for call in message.get("tool_calls") or []]
+    calls = [
+        [(call.get("function") or {}).get("name", ""), (call.get("function") or {}).get("arguments", "")]
+        for call in message.get("tool_calls") or []
+    ]
     return [str(message.get("role", "")), message_text(message.get("content")), calls or None]
 
 
@@ -151,7 +154,9 @@ class _Transcript:
             self.by_call[message["tool_call_id"]] = position
 
 
-def _marks(prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | None]]) -> tuple[list[list[Any]], list[int]]:
+def _marks(
+    prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | None]]
+) -> tuple[list[list[Any]], list[int]]:
     """Each shown message as [message id, mark, transcript position], and the transcript positions
     the model did not see.
 
@@ -171,7 +176,9 @@ def _marks(prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | N
             position = prefix.by_call[message["tool_call_id"]]  # a tool result the policy rewrote
         elif index < 2 and index < len(prefix.messages) and prefix.messages[index].get("role") == message.get("role"):
             position = index  # the system prompt or the instruction with a summary folded into it
-        mark = {"transcript": "kept"}.get(origin or "", origin) or ("kept" if message_id in prefix.positions else "rewritten")
+        mark = {"transcript": "kept"}.get(origin or "", origin) or (
+            "kept" if message_id in prefix.positions else "rewritten"
+        )
         if position is not None and mark != "inserted":
             seen_positions.add(position)
             last_position = max(last_position, position)
@@ -189,7 +196,9 @@ def _free_position(positions: list[int], used: set[int], last_position: int) -> 
     return next((p for p in free if p > last_position), free[0]) if free else None
 
 
-def _stored_tokens(trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[tuple, int]:
+def _stored_tokens(
+    trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> dict[tuple, int]:
     """Token counts the trajectory already holds, by ``row_key``: each shown message's
     (``context.tokens``) and each assistant message's (its call's ``output_tokens``)."""
     known: dict[tuple, int] = {}
@@ -209,9 +218,13 @@ def _stored_tokens(trajectory: dict[str, Any], messages: list[dict[str, Any]], s
 
 def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
     """What the episode view draws: transcript ids, per-call contexts, timeline, charts, grade."""
-    record: dict[str, Any] = {"grade": row.get("grade") or {}, "termination": row.get("termination"),
-                              "failure_category": row.get("failure_category"), "infra_error": row.get("infra_error"),
-                              "metrics": row.get("metrics") or {}}
+    record: dict[str, Any] = {
+        "grade": row.get("grade") or {},
+        "termination": row.get("termination"),
+        "failure_category": row.get("failure_category"),
+        "infra_error": row.get("infra_error"),
+        "metrics": row.get("metrics") or {},
+    }
     if trajectory is None:
         record.update(transcript=[], calls=[], events=[], remaining=[])
         return record
@@ -221,8 +234,11 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
     transcript = [table.add(m, known) for m in messages]
     contexts = shown_contexts(trajectory)
     # each distinct shown message once (contexts refer to these very objects), not once per call
-    context_ids = {id(m): table.add(m, known) for m in (trajectory["context"].get("messages") or []) if isinstance(m, dict)} \
-        if contexts is not None else {}
+    context_ids = (
+        {id(m): table.add(m, known) for m in (trajectory["context"].get("messages") or []) if isinstance(m, dict)}
+        if contexts is not None
+        else {}
+    )
     prefix = _Transcript()
     calls, events, remaining = [], [], []
     call = -1
@@ -231,11 +247,17 @@ def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table
         if role == "assistant":
             call += 1
             step = steps[call] if call < len(steps) else {}
-            entry = {"assistant": position, "input_tokens": step.get("input_tokens"),
-                     "output_tokens": step.get("output_tokens"), "summarizer_tokens": step.get("summarizer_tokens", 0),
-                     **_call_costs(step)}
+            entry = {
+                "assistant": position,
+                "input_tokens": step.get("input_tokens"),
+                "output_tokens": step.get("output_tokens"),
+                "summarizer_tokens": step.get("summarizer_tokens", 0),
+                **_call_costs(step),
+            }
             if contexts is not None and call < len(contexts):
-                entry["shown"], entry["pruned"] = _marks(prefix, [(context_ids[id(m)], m, origin) for m, origin in contexts[call]])
+                entry["shown"], entry["pruned"] = _marks(
+                    prefix, [(context_ids[id(m)], m, origin) for m, origin in contexts[call]]
+                )
             calls.append(entry)
             for name, arguments in tool_calls or []:
                 events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})
@@ -262,8 +284,11 @@ COST_FIELDS = ("cacheable_prefix_tokens", "reported_input_tokens", "provider_cac
 def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
     """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the step."""
     costs = {key: step.get(key) for key in COST_FIELDS if step.get(key) is not None}
-    role_calls = [{key: call.get(key) for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)}
-                  for call in step.get("role_calls") or [] if isinstance(call, dict)]
+    role_calls = [
+        {key: call.get(key) for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)}
+        for call in step.get("role_calls") or []
+        if isinstance(call, dict)
+    ]
     return {**costs, "role_calls": role_calls} if role_calls else costs
 
 
@@ -300,13 +325,30 @@ def _estimate(estimate: st.Estimate) -> list[float | None]:
 
 def overview(rows: list[dict[str, Any]], run_dir: Path) -> dict[str, Any]:
     summaries = st.summarize(rows)
-    metrics = [{"key": m.key, "label": m.label, "per_benchmark": m.per_benchmark,
-                "percent": m.upper == 1.0 or m.key == "itemized_amount"} for m in st.METRICS
-               if any(m.key in s.estimates for s in summaries.values())]
-    configs = [{"config": s.config, "policy": s.policy, "agent": s.agent, "user": s.user, "n_runs": s.n_runs,
-                "n_episodes": s.n_episodes, "n_infra_errors": s.n_infra_errors, "interval": s.interval_method,
-                "estimates": {key: _estimate(e) for key, e in s.estimates.items()}}
-               for s in summaries.values()]
+    metrics = [
+        {
+            "key": m.key,
+            "label": m.label,
+            "per_benchmark": m.per_benchmark,
+            "percent": m.upper == 1.0 or m.key == "itemized_amount",
+        }
+        for m in st.METRICS
+        if any(m.key in s.estimates for s in summaries.values())
+    ]
+    configs = [
+        {
+            "config": s.config,
+            "policy": s.policy,
+            "agent": s.agent,
+            "user": s.user,
+            "n_runs": s.n_runs,
+            "n_episodes": s.n_episodes,
+            "n_infra_errors": s.n_infra_errors,
+            "interval": s.interval_method,
+            "estimates": {key: _estimate(e) for key, e in s.estimates.items()},
+        }
+        for s in summaries.values()
+    ]
     facts: dict[tuple[str, str], dict[str, str]] = {}
     episodes = []
     for index, row in enumerate(rows):
@@ -314,18 +356,43 @@ def overview(rows: list[dict[str, Any]], run_dir: Path) -> dict[str, Any]:
         if key not in facts:
             facts[key] = _task_facts(*key)
         grade, metrics_row = row.get("grade") or {}, row.get("metrics") or {}
-        outcome = "infra_error" if st.is_infra_error(row) else ("success" if grade.get("success") else
-                                                               row.get("failure_category") or "failure")
-        episodes.append({"i": index, "config": row.get("config"), "task_set": key[0], "task_id": key[1],
-                         "run": row.get("run", 0), **facts[key], "outcome": outcome,
-                         "strict": bool(grade.get("strict_success")), "steps": metrics_row.get("steps"),
-                         "input_tokens": metrics_row.get("input_tokens"), "peak_tokens": metrics_row.get("peak_tokens")})
+        outcome = (
+            "infra_error"
+            if st.is_infra_error(row)
+            else ("success" if grade.get("success") else row.get("failure_category") or "failure")
+        )
+        episodes.append(
+            {
+                "i": index,
+                "config": row.get("config"),
+                "task_set": key[0],
+                "task_id": key[1],
+                "run": row.get("run", 0),
+                **facts[key],
+                "outcome": outcome,
+                "strict": bool(grade.get("strict_success")),
+                "steps": metrics_row.get("steps"),
+                "input_tokens": metrics_row.get("input_tokens"),
+                "peak_tokens": metrics_row.get("peak_tokens"),
+            }
+        )
     agents = {str(row.get("agent", "")) for row in rows}
-    plots = [{"name": path.stem.replace("_", " "), "data": "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()}
-             for path in sorted(run_dir.glob("*.png"))]
-    return {"title": run_dir.resolve().name, "metrics": metrics, "configs": configs, "episodes": episodes,
-            "plots": plots, "scripted": all(agent.startswith("scripted") for agent in agents),
-            "agents": sorted(agents)}
+    plots = [
+        {
+            "name": path.stem.replace("_", " "),
+            "data": "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode(),
+        }
+        for path in sorted(run_dir.glob("*.png"))
+    ]
+    return {
+        "title": run_dir.resolve().name,
+        "metrics": metrics,
+        "configs": configs,
+        "episodes": episodes,
+        "plots": plots,
+        "scripted": all(agent.startswith("scripted") for agent in agents),
+        "agents": sorted(agents),
+    }
 
 
 # --- the page ----------------------------------------------------------------------------------------
@@ -347,13 +414,17 @@ def build_page(run_dir: str | Path, rows: Iterable[dict[str, Any]] | None = None
     parts += [_script(f"chunk-{i}", blob, "application/gzip-base64") for i, blob in enumerate(chunks)]
     parts += [_script(f"episode-{i}", blob, "application/gzip-base64") for i, blob in enumerate(records)]
     page = (PAGE_DIR / "page.html").read_text(encoding="utf-8")
-    return (page.replace("{{title}}", html.escape(f"erp-sim run: {data['title']}"))
-                .replace("{{style}}", (PAGE_DIR / "page.css").read_text(encoding="utf-8"))
-                .replace("{{script}}", (PAGE_DIR / "page.js").read_text(encoding="utf-8"))
-                .replace("{{data}}", "\n".join(parts)))
+    return (
+        page.replace("{{title}}", html.escape(f"erp-sim run: {data['title']}"))
+        .replace("{{style}}", (PAGE_DIR / "page.css").read_text(encoding="utf-8"))
+        .replace("{{script}}", (PAGE_DIR / "page.js").read_text(encoding="utf-8"))
+        .replace("{{data}}", "\n".join(parts))
+    )
 
 
-def write_view(run_dir: str | Path, out: str | Path | None = None, rows: Iterable[dict[str, Any]] | None = None) -> Path:
+def write_view(
+    run_dir: str | Path, out: str | Path | None = None, rows: Iterable[dict[str, Any]] | None = None
+) -> Path:
     """Write the page (default ``RUN_DIR/view.html``) and return its path."""
     run_dir = Path(run_dir)
     path = Path(out) if out else run_dir / VIEW_FILE
@@ -362,15 +433,16 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, rows: Iterabl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="erp-sim view", description=__doc__.split("\n\n")[0],
-                                     formatter_class=PlainHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="erp-sim view", description=__doc__.split("\n\n")[0], formatter_class=PlainHelpFormatter
+    )
     parser.add_argument("run_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
     parser.add_argument("--out", help=f"the HTML file to write (default RUN_DIR/{VIEW_FILE})")
     args = parser.parse_args(argv)
     if not (Path(args.run_dir) / RESULTS_FILE).is_file():
         print(f"erp-sim view: no {RESULTS_FILE} in {args.run_dir}", file=sys.stderr)
         return 2
-    rows, malformed = load_results(args.run_dir)
+    rows, _malformed = load_results(args.run_dir)
     if not rows:
         print(f"erp-sim view: no results in {args.run_dir}/{RESULTS_FILE}", file=sys.stderr)
         return 2

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from erp_sim import formstate
-from erp_sim.agents.memory.store import Fact, MemoryStore, MemoryStoreError, Sop, SopStep
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
+from erp_sim.agents.memory.store import Fact, MemoryStore, MemoryStoreError, Sop, SopStep
 from erp_sim.agents.types import ChatModel, Message
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
@@ -35,8 +36,11 @@ _MERCHANT = re.compile(r"\bline \d+, (.+?), dated\b")
 _DATED = re.compile(r"\bdated (\d{4}-\d{2}-\d{2})\b")
 _ROW = re.compile(r"\bRow \d+ of grid\b")
 _TITLE = re.compile(r" - [^()]+ \((Trv\w+)\)")  # a form title's task-specific part (report purpose, merchant)
-CHARGE_FIELDS = {"TrvExpTrans_ExpSubCategory": "{subcategory}", "TrvExpTrans_TransDate": "{date}",
-                 "TrvExpTrans_AmountCurr": "{amount}"}
+CHARGE_FIELDS = {
+    "TrvExpTrans_ExpSubCategory": "{subcategory}",
+    "TrvExpTrans_TransDate": "{date}",
+    "TrvExpTrans_AmountCurr": "{amount}",
+}
 EACH_CHARGE = "for each receipt charge"
 NEXT_PAGE = "while the grid has a next page and the target row is not shown"
 
@@ -90,8 +94,15 @@ def merge_entry(store: MemoryStore, entry: Fact | Sop, archive_key: str) -> str:
 def task_parameters(instruction: str) -> dict[str, str]:
     """Task-specific values named in the instruction: parameter name -> value."""
     found = {}
-    for name, pattern in (("report", _REPORT), ("line", _LINE), ("expense_type", _TYPE), ("total", _TOTAL),
-                          ("receipt", _RECEIPT), ("merchant", _MERCHANT), ("dated", _DATED)):
+    for name, pattern in (
+        ("report", _REPORT),
+        ("line", _LINE),
+        ("expense_type", _TYPE),
+        ("total", _TOTAL),
+        ("receipt", _RECEIPT),
+        ("merchant", _MERCHANT),
+        ("dated", _DATED),
+    ):
         match = pattern.search(instruction)
         if match:
             found[name] = match.group(1)
@@ -117,11 +128,19 @@ def _step(name: str, arguments: dict, result: str, values: dict[str, str]) -> So
     if name == "form_set_control_values":
         controls = arguments.get("controlValues") or []
         if any(c.get("controlName") in CHARGE_FIELDS for c in controls if isinstance(c, dict)):
-            arguments = {**arguments, "controlValues": [
-                {**c, "value": CHARGE_FIELDS.get(c.get("controlName"), c.get("value"))} for c in controls]}
+            arguments = {
+                **arguments,
+                "controlValues": [
+                    {**c, "value": CHARGE_FIELDS.get(c.get("controlName"), c.get("value"))} for c in controls
+                ],
+            }
             repeat = EACH_CHARGE
     if name == "form_select_grid_row" and "rowNumber" in arguments:
-        row = "{line}" if arguments.get("gridName") == "ExpenseLinesGrid" and arguments["rowNumber"] == values.get("line") else "{row}"
+        row = (
+            "{line}"
+            if arguments.get("gridName") == "ExpenseLinesGrid" and arguments["rowNumber"] == values.get("line")
+            else "{row}"
+        )
         arguments = {**arguments, "rowNumber": row}
     if name == "form_click_control" and arguments.get("controlName") == "NewLine":
         repeat = EACH_CHARGE
@@ -135,8 +154,9 @@ def _step(name: str, arguments: dict, result: str, values: dict[str, str]) -> So
     expect = _TITLE.sub(r" (\1)", re.sub(r"^\d+ itemized line", "{n} itemized line", expect))
     if values.get("line"):
         expect = re.sub(rf"\bline {re.escape(values['line'])}\b", "line {line}", expect)
-    return SopStep(tool=name, arguments=_parameterize(arguments, values), repeat=repeat,
-                   expect=_parameterize(expect, values))
+    return SopStep(
+        tool=name, arguments=_parameterize(arguments, values), repeat=repeat, expect=_parameterize(expect, values)
+    )
 
 
 def executed_steps(messages: list[Message]) -> list[tuple[str, dict, str]]:
@@ -157,7 +177,9 @@ def executed_steps(messages: list[Message]) -> list[tuple[str, dict, str]]:
                 continue
             steps.append((name, arguments if isinstance(arguments, dict) else {}, str(results.get(call["id"], ""))))
         if not calls and message.get("content"):
-            reply = next((m.get("content") or "" for m in messages[position + 1:position + 2] if m.get("role") == "user"), "")
+            reply = next(
+                (m.get("content") or "" for m in messages[position + 1 : position + 2] if m.get("role") == "user"), ""
+            )
             steps.append(("say", {"text": message["content"]}, reply))
     return steps
 
@@ -169,7 +191,7 @@ def _fold(steps: list[SopStep]) -> list[SopStep]:
         folded.append(step)
         for width in (1, 2):
             tail = folded[-width:]
-            if len(folded) >= 2 * width and tail == folded[-2 * width:-width] and all(s.repeat for s in tail):
+            if len(folded) >= 2 * width and tail == folded[-2 * width : -width] and all(s.repeat for s in tail):
                 del folded[-width:]
                 break
     return folded
@@ -185,9 +207,15 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
     steps = []
     for name, arguments, result in raw_steps:
         if name == "say":
-            steps.append(SopStep(tool="say", arguments={"text": _parameterize(re.sub(r"\b\d+ charges\b", "{n} charges",
-                                                                                    arguments["text"]), values)},
-                                 expect=_parameterize(result, values)))
+            steps.append(
+                SopStep(
+                    tool="say",
+                    arguments={
+                        "text": _parameterize(re.sub(r"\b\d+ charges\b", "{n} charges", arguments["text"]), values)
+                    },
+                    expect=_parameterize(result, values),
+                )
+            )
         else:
             steps.append(_step(name, arguments, result, values))
     if not steps:
@@ -197,10 +225,12 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
         key=f"sop/itemize_{slug}_expense",
         summary=f"itemize a {expense_type} expense line from its receipt ({len(_fold(steps))} steps)",
         goal=f"Itemize line {{line}} of expense report {{report}} ({expense_type}, {{total}}): one saved itemized line "
-             "per receipt charge, remaining 0.00, itemization form closed.",
+        "per receipt charge, remaining 0.00, itemization form closed.",
         parameters=sorted({*values, "subcategory", "date", "amount"}),
-        preconditions=["The instruction names the report {report} and the line {line}.",
-                       "The receipt {receipt} is attached to the line."],
+        preconditions=[
+            "The instruction names the report {report} and the line {line}.",
+            "The receipt {receipt} is attached to the line.",
+        ],
         steps=_fold(steps),
         expected_results=[s.expect for s in _fold(steps) if s.tool == "form_save_form" and s.expect][-1:],
         failure_handling=[
@@ -211,13 +241,17 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
         ],
     )
     facts = [
-        Fact(key=f"fact/menu_item_{arguments['name'].lower()}",
-             summary=f"form_open_menu_item name={arguments['name']} type={arguments.get('type', 'Display')} opens "
-                     f"{_form_name(result) or 'its form'} directly",
-             text=f"form_open_menu_item with name {arguments['name']!r} and type {arguments.get('type', 'Display')!r} "
-                  f"opens {_form_name(result) or 'its form'}; no form_find_menu_item search is needed.")
+        Fact(
+            key=f"fact/menu_item_{arguments['name'].lower()}",
+            summary=f"form_open_menu_item name={arguments['name']} type={arguments.get('type', 'Display')} opens "
+            f"{_form_name(result) or 'its form'} directly",
+            text=f"form_open_menu_item with name {arguments['name']!r} and type {arguments.get('type', 'Display')!r} "
+            f"opens {_form_name(result) or 'its form'}; no form_find_menu_item search is needed.",
+        )
         for name, arguments, result in raw_steps
-        if name == "form_open_menu_item" and isinstance(arguments.get("name"), str) and re.fullmatch(r"\w{1,60}", arguments["name"])
+        if name == "form_open_menu_item"
+        and isinstance(arguments.get("name"), str)
+        and re.fullmatch(r"\w{1,60}", arguments["name"])
     ]
     return [sop, *{fact.key: fact for fact in facts}.values()]
 
@@ -241,12 +275,16 @@ class LLMConsolidator:
     def __call__(self, episode: dict[str, Any], archive_key: str) -> list[Fact | Sop]:
         messages = episode.get("messages") or []
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-        calls = [{"tool": name, "arguments": arguments, "result": _result_line(result)}
-                 for name, arguments, result in executed_steps(messages)]
+        calls = [
+            {"tool": name, "arguments": arguments, "result": _result_line(result)}
+            for name, arguments, result in executed_steps(messages)
+        ]
         request = consolidation_prompt().format(
-            instruction=instruction, parameters=json.dumps(task_parameters(instruction), sort_keys=True),
+            instruction=instruction,
+            parameters=json.dumps(task_parameters(instruction), sort_keys=True),
             calls=json.dumps(calls, ensure_ascii=False, indent=1),
-            schema=json.dumps(Sop.model_json_schema(), sort_keys=True))
+            schema=json.dumps(Sop.model_json_schema(), sort_keys=True),
+        )
         answer = self.model.complete([{"role": "user", "content": request}]).message.get("content") or ""
         match = re.search(r"\{.*\}", answer, re.DOTALL)
         if not match:

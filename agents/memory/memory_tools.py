@@ -12,11 +12,11 @@ text and changes nothing, as the ERP's errors do.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
-from typing_extensions import Annotated
 
 from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
 from erp_sim.tool_registry import _schema
@@ -30,12 +30,14 @@ class MemoryArgs(BaseModel):
 
 class MemoryReadArgs(MemoryArgs):
     key: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
-        description="An index key such as sop/itemize_hotel_expense or fact/expense_reports_menu_item.")
+        description="An index key such as sop/itemize_hotel_expense or fact/expense_reports_menu_item."
+    )
 
 
 class CheckpointArgs(MemoryArgs):
     text: Annotated[str, StringConstraints(max_length=MAX_CHECKPOINT_CHARS)] = Field(
-        description="Your working notes for this task (progress, key values, next step); replaces the last checkpoint.")
+        description="Your working notes for this task (progress, key values, next step); replaces the last checkpoint."
+    )
 
 
 class NoMemoryArgs(MemoryArgs):
@@ -47,13 +49,19 @@ class HarnessTool:
     name: str
     description: str
     args_model: type[MemoryArgs]
-    handler: Callable[["MemoryTools", Any], str]
+    handler: Callable[[MemoryTools, Any], str]
 
     @property
     def schema(self) -> dict:
         """OpenAI function-tool form, as ``erp_sim.tool_registry.openai_tool_schemas`` gives the ERP tools."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": dict(_schema(self.args_model))}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(_schema(self.args_model)),
+            },
+        }
 
 
 MEMORY_TOOLS: dict[str, HarnessTool] = {}
@@ -127,8 +135,10 @@ def update_working_checkpoint(tools: MemoryTools, args: CheckpointArgs) -> str:
 def start_long_term_update(tools: MemoryTools, args: NoMemoryArgs) -> str:
     """Ask for this episode to be consolidated into long-term memory once it is graded: only a successful run becomes an SOP."""
     tools.long_term_update_requested = True
-    return ("Long-term update scheduled: when the episode ends it is graded; a successful run becomes or confirms an "
-            "SOP, a failed one is only archived.")
+    return (
+        "Long-term update scheduled: when the episode ends it is graded; a successful run becomes or confirms an "
+        "SOP, a failed one is only archived."
+    )
 
 
 def harness_tools(agent: object) -> MemoryTools | None:

@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from erp_sim.agents.memory.store import MemoryStore, render_memory_block
 from erp_sim.agents.memory.memory_tools import MemoryTools
+from erp_sim.agents.memory.store import MemoryStore, render_memory_block
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 
@@ -27,13 +27,18 @@ CHECKPOINT_SAVED = "Checkpoint saved"
 
 
 class GaMemoryParams(PolicyParams):
-    dir: str = Field("", description="Memory store: a directory or a *.sqlite file ('': an empty memory that keeps nothing).")
+    dir: str = Field(
+        "", description="Memory store: a directory or a *.sqlite file ('': an empty memory that keeps nothing)."
+    )
 
 
 def latest_checkpoint(messages: list[Message]) -> str:
     """The text of the last update_working_checkpoint call the harness accepted, or ''."""
-    accepted = {m.get("tool_call_id") for m in messages
-                if m.get("role") == "tool" and str(m.get("content") or "").startswith(CHECKPOINT_SAVED)}
+    accepted = {
+        m.get("tool_call_id")
+        for m in messages
+        if m.get("role") == "tool" and str(m.get("content") or "").startswith(CHECKPOINT_SAVED)
+    }
     for message in reversed(messages):
         for call in reversed(message.get("tool_calls") or []):
             if call.get("function", {}).get("name") == "update_working_checkpoint" and call.get("id") in accepted:

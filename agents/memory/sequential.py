@@ -21,9 +21,9 @@ from pathlib import Path
 from erp_sim.agents.memory.consolidate import Consolidation, LLMConsolidator, consolidate_episode
 from erp_sim.agents.memory.store import MemoryStore
 from erp_sim.agents.models.roles import failures_named
-from erp_sim.agents.types import InfrastructureError, ModelRequestError
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
+from erp_sim.agents.types import InfrastructureError, ModelRequestError
 
 WITH, WITHOUT = "with_memory", "without_memory"
 CURVE_FILE = "learning_curve.md"
@@ -34,32 +34,48 @@ def with_memory_dir(spec: str, directory: str) -> str:
     parsed = parse_policy(spec)
     if not any(layer.name == "ga_memory" for layer in parsed.layers):
         raise ValueError(f"--memory needs a ga_memory layer in the policy, got {spec!r}")
-    layers = [LayerSpec(name=layer.name, params={**layer.params, "dir": directory}) if layer.name == "ga_memory" else layer
-              for layer in parsed.layers]
+    layers = [
+        LayerSpec(name=layer.name, params={**layer.params, "dir": directory}) if layer.name == "ga_memory" else layer
+        for layer in parsed.layers
+    ]
     return PolicySpec(layers=layers).spec
 
 
 def requested_update(trajectory: dict) -> bool:
     """Whether the agent called start_long_term_update and the harness accepted it."""
-    accepted = {m.get("tool_call_id") for m in trajectory.get("messages", [])
-                if m.get("role") == "tool" and str(m.get("content") or "").startswith("Long-term update scheduled")}
-    return any(call.get("id") in accepted and call["function"]["name"] == "start_long_term_update"
-               for m in trajectory.get("messages", []) for call in m.get("tool_calls") or [])
+    accepted = {
+        m.get("tool_call_id")
+        for m in trajectory.get("messages", [])
+        if m.get("role") == "tool" and str(m.get("content") or "").startswith("Long-term update scheduled")
+    }
+    return any(
+        call.get("id") in accepted and call["function"]["name"] == "start_long_term_update"
+        for m in trajectory.get("messages", [])
+        for call in m.get("tool_calls") or []
+    )
 
 
 def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Consolidation:
     """After grading: promote (if requested and successful) or archive only."""
     if requested_update(trajectory):
         return consolidate_episode(store, trajectory, consolidator)
-    key = store.archive(str(trajectory.get("task_id")), bool((trajectory.get("grade") or {}).get("success")),
-                        str(trajectory.get("termination", "")), False, trajectory)
-    return Consolidation(archive_key=key, success=bool((trajectory.get("grade") or {}).get("success")),
-                         note="no start_long_term_update: archived in L4 only")
+    key = store.archive(
+        str(trajectory.get("task_id")),
+        bool((trajectory.get("grade") or {}).get("success")),
+        str(trajectory.get("termination", "")),
+        False,
+        trajectory,
+    )
+    return Consolidation(
+        archive_key=key,
+        success=bool((trajectory.get("grade") or {}).get("success")),
+        note="no start_long_term_update: archived in L4 only",
+    )
 
 
 def run_sequential(args, policy: str) -> int:
-    from erp_sim.agents.evaluation.evaluate import (EpisodeSpec, episode_options, prepare_models, print_table, role_model,
-                                                    run_spec, task_ids)
+    from erp_sim.agents.evaluation.episode_models import prepare_models, role_model
+    from erp_sim.agents.evaluation.evaluate import EpisodeSpec, episode_options, print_table, run_spec, task_ids
     from erp_sim.agents.evaluation.report import RESULTS_FILE, write_report
 
     if not args.memory:
@@ -71,9 +87,20 @@ def run_sequential(args, policy: str) -> int:
     consolidator = _consolidator_model(args)
     task_set, ids = task_ids(args.tasks)
     arms = [(WITH, with_memory_dir(policy, str(args.memory))), (WITHOUT, with_memory_dir(policy, ""))]
-    specs = {(config, task_id): EpisodeSpec(config=config, policy=spec, user=args.user, task_set=task_set, task_id=task_id,
-                                            run=0, seed=args.seed, **episode_options(args))
-             for config, spec in arms for task_id in ids}
+    specs = {
+        (config, task_id): EpisodeSpec(
+            config=config,
+            policy=spec,
+            user=args.user,
+            task_set=task_set,
+            task_id=task_id,
+            run=0,
+            seed=args.seed,
+            **episode_options(args),
+        )
+        for config, spec in arms
+        for task_id in ids
+    }
     prepare_models(list(specs.values()), {"consolidator": consolidator})
     out.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.open(args.memory)
@@ -86,16 +113,24 @@ def run_sequential(args, policy: str) -> int:
                 # the consolidator's calls go to this episode's cassette (or come from it, in a replay)
                 model = consolidator and role_model(episode_spec, "consolidator", consolidator, args.base_url)
                 try:
-                    with gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle, failures_named("consolidator"):
+                    with (
+                        gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle,
+                        failures_named("consolidator"),
+                    ):
                         result = update_memory(store, json.load(handle), model and LLMConsolidator(model))
                 except (InfrastructureError, ModelRequestError) as error:  # the store must not miss an episode
-                    raise SystemExit(f"erp-sim: {error}; the sequential run stopped at {task_id} (start it afresh)") from None
+                    raise SystemExit(
+                        f"erp-sim: {error}; the sequential run stopped at {task_id} (start it afresh)"
+                    ) from None
                 row["memory"] = result.model_dump()
                 notes.append(result)
             rows.append(row)
             if not args.quiet:
-                print(f"{config} {episode:3d} {task_id}: success={row['grade']['success']} "
-                      f"steps={row['metrics']['steps']} tokens={row['metrics']['input_tokens']:,}", flush=True)
+                print(
+                    f"{config} {episode:3d} {task_id}: success={row['grade']['success']} "
+                    f"steps={row['metrics']['steps']} tokens={row['metrics']['input_tokens']:,}",
+                    flush=True,
+                )
     results.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     report = write_report(str(out), baseline=args.baseline or WITHOUT)
     curve = learning_curve_markdown(rows)
@@ -105,8 +140,10 @@ def run_sequential(args, policy: str) -> int:
     _plot(rows, out / "learning_curve.png")
     print_table(rows)
     print("\n" + curve)
-    print(f"memory: {args.memory} ({len(store.keys('sop'))} SOPs, {len(store.keys('fact'))} facts, "
-          f"{len(store.archive_keys())} archived episodes); report: {report}")
+    print(
+        f"memory: {args.memory} ({len(store.keys('sop'))} SOPs, {len(store.keys('fact'))} facts, "
+        f"{len(store.archive_keys())} archived episodes); report: {report}"
+    )
     return 0
 
 
@@ -128,26 +165,34 @@ def curve_points(rows: list[dict], config: str) -> list[dict]:
 def learning_curve_markdown(rows: list[dict]) -> str:
     """The per-episode table of both arms and the first/last five summary."""
     with_rows, without_rows = curve_points(rows, WITH), curve_points(rows, WITHOUT)
-    lines = ["## Learning curve (memory across episodes)", "",
-             "Episodes in task order; `with_memory` carries the store over, `without_memory` runs the same "
-             "policy over an empty memory. Steps are ERP steps (tool calls and messages to the user); model calls "
-             "include the memory tools, which the harness answers.", "",
-             "| episode | task | steps (with / without) | model calls | input tokens (with / without) | success |",
-             "|---:|---|---:|---:|---:|---|"]
+    lines = [
+        "## Learning curve (memory across episodes)",
+        "",
+        "Episodes in task order; `with_memory` carries the store over, `without_memory` runs the same "
+        "policy over an empty memory. Steps are ERP steps (tool calls and messages to the user); model calls "
+        "include the memory tools, which the harness answers.",
+        "",
+        "| episode | task | steps (with / without) | model calls | input tokens (with / without) | success |",
+        "|---:|---|---:|---:|---:|---|",
+    ]
     for a, b in zip(with_rows, without_rows):
         ma, mb = a["metrics"], b["metrics"]
-        lines.append(f"| {a['episode']} | {a['task_id']} | {ma['steps']} / {mb['steps']} | "
-                     f"{ma['model_calls']} / {mb['model_calls']} | {ma['input_tokens']:,} / {mb['input_tokens']:,} | "
-                     f"{_mark(a)} / {_mark(b)} |")
+        lines.append(
+            f"| {a['episode']} | {a['task_id']} | {ma['steps']} / {mb['steps']} | "
+            f"{ma['model_calls']} / {mb['model_calls']} | {ma['input_tokens']:,} / {mb['input_tokens']:,} | "
+            f"{_mark(a)} / {_mark(b)} |"
+        )
     lines += ["", "| episodes | arm | steps | model calls | input tokens | success |", "|---|---|---:|---:|---:|---:|"]
     for label, part in (("first 5", slice(0, 5)), ("last 5", slice(-5, None))):
         for arm, arm_rows in ((WITH, with_rows), (WITHOUT, without_rows)):
             chosen = arm_rows[part]
             if not chosen:
                 continue
-            lines.append(f"| {label} | {arm} | {_mean(chosen, 'steps'):.1f} | {_mean(chosen, 'model_calls'):.1f} | "
-                         f"{_mean(chosen, 'input_tokens'):,.0f} | "
-                         f"{sum(bool(r['grade']['success']) for r in chosen)}/{len(chosen)} |")
+            lines.append(
+                f"| {label} | {arm} | {_mean(chosen, 'steps'):.1f} | {_mean(chosen, 'model_calls'):.1f} | "
+                f"{_mean(chosen, 'input_tokens'):,.0f} | "
+                f"{sum(bool(r['grade']['success']) for r in chosen)}/{len(chosen)} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -53,7 +53,9 @@ class Entry(BaseModel):
 
     key: str = Field(description="fact/NAME or sop/NAME, as the index names it.")
     summary: str = Field(description="The index line's text (one line).")
-    verified_by: list[str] = Field(default_factory=list, description="Archive keys of the graded successful episodes behind it.")
+    verified_by: list[str] = Field(
+        default_factory=list, description="Archive keys of the graded successful episodes behind it."
+    )
 
     @field_validator("key")
     @classmethod
@@ -150,8 +152,10 @@ class SqliteBackend:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS memory (layer TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL, "
-                       "PRIMARY KEY (layer, name))")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS memory (layer TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL, "
+                "PRIMARY KEY (layer, name))"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path)
@@ -205,7 +209,9 @@ class MemoryStore:
             raise MemoryStoreError(f"the L1 index holds at most {MAX_INDEX_LINES} lines, got {len(lines)}")
         for line in lines:
             if "\n" in line or len(line) > MAX_INDEX_LINE_CHARS:
-                raise MemoryStoreError(f"index lines are single lines of at most {MAX_INDEX_LINE_CHARS} characters: {line[:60]!r}")
+                raise MemoryStoreError(
+                    f"index lines are single lines of at most {MAX_INDEX_LINE_CHARS} characters: {line[:60]!r}"
+                )
         self._backend().put("index", "index", "".join(f"{line}\n" for line in lines))
 
     def rebuild_index(self) -> list[str]:
@@ -251,8 +257,14 @@ class MemoryStore:
         """Append an episode to L4 under the next number; returns its key (e.g. 000003-hotel-042)."""
         safe_task = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80] or "task"
         key = f"{len(self.archive_keys()) + 1:06d}-{safe_task}"
-        episode = ArchivedEpisode(key=key, task_id=task_id, success=success, termination=termination,
-                                  consolidated=consolidated, trajectory=trajectory)
+        episode = ArchivedEpisode(
+            key=key,
+            task_id=task_id,
+            success=success,
+            termination=termination,
+            consolidated=consolidated,
+            trajectory=trajectory,
+        )
         self._backend().put("archive", key, dumps(episode))
         return key
 
@@ -309,8 +321,14 @@ def parse_steps(text: str) -> list[SopStep]:
         except json.JSONDecodeError:
             continue
         rest = line[end:]
-        steps.append(SopStep(tool=match.group(2), arguments=arguments if isinstance(arguments, dict) else {},
-                             repeat=match.group(1) or "", expect=rest[4:] if rest.startswith(" -> ") else ""))
+        steps.append(
+            SopStep(
+                tool=match.group(2),
+                arguments=arguments if isinstance(arguments, dict) else {},
+                repeat=match.group(1) or "",
+                expect=rest[4:] if rest.startswith(" -> ") else "",
+            )
+        )
     return steps
 
 

@@ -130,8 +130,9 @@ class ReplayModel:
     for this role) gives the params and is what a replayed row reports as the model's settings.
     """
 
-    def __init__(self, path: str | Path, strict: bool = True, params: Mapping[str, Any] | None = None,
-                 settings: Any = None):
+    def __init__(
+        self, path: str | Path, strict: bool = True, params: Mapping[str, Any] | None = None, settings: Any = None
+    ):
         self.path = Path(path)
         self.strict = strict
         self.records = read_cassette(self.path)
@@ -200,9 +201,15 @@ class ReplayModel:
             return head + f"this request was recorded {recorded_times} time(s) and all were replayed already"
         index = self._index_by_step.get(step)
         if index is None:
-            return head + f"request not in cassette, which has no call at step {step} ({len(self.records)} calls recorded)"
-        return head + "request not in cassette; " + _first_difference(
-            self.records[index]["request"], canonical_request(messages, tools, self.sampling_params)
+            return (
+                head + f"request not in cassette, which has no call at step {step} ({len(self.records)} calls recorded)"
+            )
+        return (
+            head
+            + "request not in cassette; "
+            + _first_difference(
+                self.records[index]["request"], canonical_request(messages, tools, self.sampling_params)
+            )
         )
 
 
@@ -211,7 +218,10 @@ def _first_difference(recorded: dict[str, Any], requested: dict[str, Any]) -> st
     recorded_messages, requested_messages = recorded["messages"], requested["messages"]
     for position, (was, now) in enumerate(zip(recorded_messages, requested_messages)):
         if canonical_json(was) != canonical_json(now):
-            return f"it first differs from the recorded request at message {position} ({now.get('role')}): " + _excerpts(was, now)
+            return (
+                f"it first differs from the recorded request at message {position} ({now.get('role')}): "
+                + _excerpts(was, now)
+            )
     if len(recorded_messages) != len(requested_messages):
         shared = min(len(recorded_messages), len(requested_messages))
         return (
@@ -232,8 +242,8 @@ def _excerpts(was: Any, now: Any) -> str:
     start = max(0, at - 20)
     cut = "…" if start else ""
     return (
-        f"recorded {cut}{was_text[start:start + EXCERPT_CHARS]} "
-        f"vs requested {cut}{now_text[start:start + EXCERPT_CHARS]}"
+        f"recorded {cut}{was_text[start : start + EXCERPT_CHARS]} "
+        f"vs requested {cut}{now_text[start : start + EXCERPT_CHARS]}"
     )
 
 

@@ -34,8 +34,15 @@ from urllib.parse import urlsplit
 
 import openai
 
-from erp_sim.agents.types import (ChatResponse, ContextOverflowError, InfrastructureError, Message, ModelRequestError,
-                                  ToolSchema, Usage)
+from erp_sim.agents.types import (
+    ChatResponse,
+    ContextOverflowError,
+    InfrastructureError,
+    Message,
+    ModelRequestError,
+    ToolSchema,
+    Usage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +52,9 @@ LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
 # assistant_content switch -> the content sent for an assistant message that only calls tools
 ASSISTANT_CONTENT = {"null": None, "empty": ""}
 # How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
-_CONTEXT_OVERFLOW = re.compile(r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long",
-                               re.IGNORECASE)
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long", re.IGNORECASE
+)
 
 __all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]
 
@@ -96,8 +104,10 @@ class OpenAIChatModel:
         switch = extra_params.pop("assistant_content", "null")
         self.assistant_content = "null" if switch is None else str(switch)  # a parsed `null` is the JSON null
         if self.assistant_content not in ASSISTANT_CONTENT:
-            raise ValueError(f"assistant_content={self.assistant_content!r}: use null (the API's form) or empty "
-                             "(content \"\" in assistant messages that only call tools, for local servers)")
+            raise ValueError(
+                f"assistant_content={self.assistant_content!r}: use null (the API's form) or empty "
+                '(content "" in assistant messages that only call tools, for local servers)'
+            )
         self.sampling_params: dict[str, Any] = {
             key: value
             for key, value in {"temperature": temperature, "seed": seed, **extra_params}.items()
@@ -155,19 +165,27 @@ class OpenAIChatModel:
         return self._async_client
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "stream": False,
-                                   "messages": wire_messages(messages, ASSISTANT_CONTENT[self.assistant_content])}
+        request: dict[str, Any] = {
+            "model": self.model,
+            "stream": False,
+            "messages": wire_messages(messages, ASSISTANT_CONTENT[self.assistant_content]),
+        }
         if tools:  # OpenAI rejects an empty tools list
             request["tools"] = tools
         # the API refuses tool_choice and parallel_tool_calls in a request without tools (a
         # summarizer's or user model's call through a model configured for the agent)
-        params = self.sampling_params if tools else {key: value for key, value in self.sampling_params.items()
-                                                     if key not in ONLY_WITH_TOOLS}
+        params = (
+            self.sampling_params
+            if tools
+            else {key: value for key, value in self.sampling_params.items() if key not in ONLY_WITH_TOOLS}
+        )
         if params:
             request["extra_body"] = params
         return request
 
-    def _delay_before_retry(self, error: Exception, attempt: int, failures: list[str], request: dict[str, Any]) -> float:
+    def _delay_before_retry(
+        self, error: Exception, attempt: int, failures: list[str], request: dict[str, Any]
+    ) -> float:
         """Seconds to wait before the next attempt; raises when the error is final.
 
         ``failures`` collects this call's errors so far (described), to tell a server that
@@ -219,10 +237,16 @@ def _gave_up(what: str, status: int | None, failures: list[str], request: dict[s
     if status is None or status < 500 or len(failures) < 2 or len(set(failures)) > 1:
         return f"{what}: gave up after {len(failures)} attempts; last error: {failures[-1]}"
     no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
-    hint = (" (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
-            "content: try the model param assistant_content=empty)" if no_content else "")
-    return (f"{what}: gave up after {len(failures)} attempts, the same answer every time, so a refused request "
-            f"rather than an outage: {failures[-1]}{hint}")
+    hint = (
+        " (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
+        "content: try the model param assistant_content=empty)"
+        if no_content
+        else ""
+    )
+    return (
+        f"{what}: gave up after {len(failures)} attempts, the same answer every time, so a refused request "
+        f"rather than an outage: {failures[-1]}{hint}"
+    )
 
 
 def wire_messages(messages: list[Message], tool_call_content: str | None = None) -> list[Message]:

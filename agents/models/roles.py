@@ -40,10 +40,15 @@ _UNSET = object()
 class ModelSettings(BaseModel):
     """One role's model and what goes with each of its requests."""
 
-    model: str | None = Field(None, description="The model name sent in every request (None: unknown, a replay "
-                                                "of a recording made before manifests).")
-    params: dict[str, Any] = Field(default_factory=dict, description="Request body keys sent with every request "
-                                                                     "(temperature, seed, --model-param).")
+    model: str | None = Field(
+        None,
+        description="The model name sent in every request (None: unknown, a replay "
+        "of a recording made before manifests).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Request body keys sent with every request (temperature, seed, --model-param).",
+    )
     timeout: float | None = Field(None, description="Seconds the client waits for one answer.")
     max_retries: int | None = Field(None, description="Retries of a transient failure before the call fails.")
 
@@ -109,36 +114,63 @@ def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
-    parser.add_argument("--model-param", action="append", default=[], type=model_param, metavar="[ROLE:]KEY=VALUE",
-                        help=f"a request body key for one role ({', '.join(roles)}) or, without ROLE:, for every model "
-                             "role, e.g. agent:tool_choice=auto, max_tokens=512, temperature=null (not sent); VALUE is "
-                             "JSON when it parses, else text (repeatable)")
-    parser.add_argument("--timeout", type=positive(float), metavar="SECONDS",
-                        help="seconds a model call waits for its answer, every role (None: the client's 300)")
-    parser.add_argument("--max-retries", type=positive(int, zero=True), metavar="N",
-                        help="retries of a transient model failure (429, 5xx, timeout), every role (None: the client's 5)")
+    parser.add_argument(
+        "--model-param",
+        action="append",
+        default=[],
+        type=model_param,
+        metavar="[ROLE:]KEY=VALUE",
+        help=f"a request body key for one role ({', '.join(roles)}) or, without ROLE:, for every model "
+        "role, e.g. agent:tool_choice=auto, max_tokens=512, temperature=null (not sent); VALUE is "
+        "JSON when it parses, else text (repeatable)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive(float),
+        metavar="SECONDS",
+        help="seconds a model call waits for its answer, every role (None: the client's 300)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=positive(int, zero=True),
+        metavar="N",
+        help="retries of a transient model failure (429, 5xx, timeout), every role (None: the client's 5)",
+    )
 
 
 def positive(kind, zero: bool = False):
     """An argparse type: a positive (or, with ``zero``, non-negative) finite int or float."""
+
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             value = None
         if value is None or not value >= 0 or value == float("inf") or (value == 0 and not zero):
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a {'non-negative' if zero else 'positive'} "
-                                             f"{'integer' if kind is int else 'number'}")
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected a {'non-negative' if zero else 'positive'} "
+                f"{'integer' if kind is int else 'number'}"
+            )
         return value
+
     return parse
 
 
-def chat_model(name: str, base_url: str | None, *, temperature: float | None = 0.0, params: Mapping[str, Any] | None = None,
-               timeout: float | None = None, max_retries: int | None = None):
+def chat_model(
+    name: str,
+    base_url: str | None,
+    *,
+    temperature: float | None = 0.0,
+    params: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+):
     """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent)."""
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
-    client = {key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None}
+    client = {
+        key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
+    }
     return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=dict(params or {}), **client)
 
 
@@ -152,8 +184,12 @@ def settings_of(model: Any) -> ModelSettings | None:
     inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
     name = getattr(inner, "model", None)
     params = getattr(model, "recorded_params", None) or getattr(model, "sampling_params", {}) or {}
-    return ModelSettings(model=name if isinstance(name, str) else None, params=dict(params),
-                         timeout=getattr(inner, "timeout", None), max_retries=getattr(inner, "max_retries", None))
+    return ModelSettings(
+        model=name if isinstance(name, str) else None,
+        params=dict(params),
+        timeout=getattr(inner, "timeout", None),
+        max_retries=getattr(inner, "max_retries", None),
+    )
 
 
 def sampling(model: Any) -> dict[str, Any] | None:
@@ -194,20 +230,30 @@ def write_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> None:
     recorded = read_manifest(cassettes) or {}
     for role, settings in roles.items():
         if role in recorded and recorded[role] != settings:
-            raise ValueError(f"{cassettes.parent} holds a recording whose {role} is {_describe(recorded[role])}, not "
-                             f"{_describe(settings)}; record into another directory")
+            raise ValueError(
+                f"{cassettes.parent} holds a recording whose {role} is {_describe(recorded[role])}, not "
+                f"{_describe(settings)}; record into another directory"
+            )
     merged = {**recorded, **roles}
     cassettes.mkdir(parents=True, exist_ok=True)
     tmp = cassettes / (MANIFEST + ".tmp")
     # params keep the order they were sent in, so a replay's rows and reports are byte-identical to the recording's
-    tmp.write_text(json.dumps({role: merged[role].model_dump(mode="json") for role in sorted(merged)}, indent=1)
-                   + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps({role: merged[role].model_dump(mode="json") for role in sorted(merged)}, indent=1) + "\n",
+        encoding="utf-8",
+    )
     tmp.replace(cassettes / MANIFEST)
 
 
-def replay_contradiction(recorded: Mapping[str, ModelSettings], named: Mapping[str, str | None], where: Path, *,
-                         params: Mapping[str, Mapping[str, Any]] | None = None, timeout: float | None = None,
-                         max_retries: int | None = None) -> str | None:
+def replay_contradiction(
+    recorded: Mapping[str, ModelSettings],
+    named: Mapping[str, str | None],
+    where: Path,
+    *,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> str | None:
     """What on the command line contradicts the recording, in one line (None: nothing).
 
     ``named``: role -> the model the command names for it (None: no model plays it). Model params,
@@ -216,24 +262,32 @@ def replay_contradiction(recorded: Mapping[str, ModelSettings], named: Mapping[s
     for role, name in named.items():
         settings = recorded.get(role)
         if name is None and settings is not None:
-            return (f"the recording in {where} has a {role} model, openai:{settings.model}; "
-                    f"pass --{role} openai:{settings.model} to replay it")
+            return (
+                f"the recording in {where} has a {role} model, openai:{settings.model}; "
+                f"pass --{role} openai:{settings.model} to replay it"
+            )
         if name is None:
             continue
         if settings is None:
             return f"--{role} openai:{name}: the recording in {where} has no {role} model"
         if name != settings.model:
-            return f"--{role} openai:{name} contradicts the recording in {where}, whose {role} is openai:{settings.model}"
+            return (
+                f"--{role} openai:{name} contradicts the recording in {where}, whose {role} is openai:{settings.model}"
+            )
         for key, value in (params or {}).get(role, {}).items():
             was = settings.params.get(key, _UNSET)
             if was != value:
                 shown = "not sent" if was is _UNSET else json.dumps(was)
-                return (f"--model-param {role}:{key}={json.dumps(value)} contradicts the recording in {where} "
-                        f"({role} {key}: {shown})")
+                return (
+                    f"--model-param {role}:{key}={json.dumps(value)} contradicts the recording in {where} "
+                    f"({role} {key}: {shown})"
+                )
         for option, value in (("timeout", timeout), ("max_retries", max_retries)):
             if value is not None and getattr(settings, option) != value:
-                return (f"--{option.replace('_', '-')} {value} contradicts the recording in {where} "
-                        f"({role}: {getattr(settings, option)})")
+                return (
+                    f"--{option.replace('_', '-')} {value} contradicts the recording in {where} "
+                    f"({role}: {getattr(settings, option)})"
+                )
     return None
 
 

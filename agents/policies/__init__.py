@@ -34,6 +34,8 @@ from erp_sim.agents.policies.tool_clearing import ClearToolUses
 from erp_sim.agents.policies.units import Split, TranscriptError, Unit, split_transcript, validate_messages
 
 __all__ = [
+    "POLICIES",
+    "PRESETS",
     "AconHistory",
     "AconObservation",
     "BudgetEviction",
@@ -45,8 +47,6 @@ __all__ = [
     "LastN",
     "LastNSummary",
     "LayerSpec",
-    "POLICIES",
-    "PRESETS",
     "PolicyParams",
     "PolicySpec",
     "PolicySpecError",

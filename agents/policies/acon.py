@@ -69,7 +69,8 @@ class AconHistoryParams(PolicyParams):
     t: int = Field(4096, ge=0, description="T_hist: history tokens above which the history is compressed.")
     k: int = Field(1, ge=0, description="Most recent turns (units) always kept verbatim.")
     mode: Literal["accumulate", "reset"] = Field(
-        "accumulate", description="accumulate: new summary from previous summary + folded units; reset: from folded units only."
+        "accumulate",
+        description="accumulate: new summary from previous summary + folded units; reset: from folded units only.",
     )
     guideline: str | None = Field(None, description=GUIDELINE_HELP)
 
@@ -120,8 +121,9 @@ class AconHistory(GuidedCompression, ContextPolicy):
             task = self.task_text(split.instruction)
             summary = self._fold.summary(
                 batches,
-                lambda batch, previous: self.record_summary(self.summarizer.summarize_history(
-                    task, batch, previous, **self.guideline_kwargs)),
+                lambda batch, previous: self.record_summary(
+                    self.summarizer.summarize_history(task, batch, previous, **self.guideline_kwargs)
+                ),
                 chained=self.params.mode == "accumulate",
             )
             self._folded_units.append(fold_count)

@@ -35,9 +35,15 @@ ANCHOR_END_TAG = "</WORKING_MEMORY>"
 
 # -- head/tail truncation --------------------------------------------------------------------
 class HeadTailParams(PolicyParams):
-    chars: int = Field(800, ge=0, description="Character cap on a tool output (0: none); cut to the first and last chars/2.")
-    tokens: int = Field(0, ge=0, description="Token cap on a tool output (0: none); cut to the first and last tokens/2.")
-    keep_recent: int = Field(1, ge=0, description="Most recent tool units left untouched ('old messages' only are cut).")
+    chars: int = Field(
+        800, ge=0, description="Character cap on a tool output (0: none); cut to the first and last chars/2."
+    )
+    tokens: int = Field(
+        0, ge=0, description="Token cap on a tool output (0: none); cut to the first and last tokens/2."
+    )
+    keep_recent: int = Field(
+        1, ge=0, description="Most recent tool units left untouched ('old messages' only are cut)."
+    )
     tool_chars: dict[str, int] = Field(default_factory=dict, description="Per-tool character caps, overriding chars.")
     tool_tokens: dict[str, int] = Field(default_factory=dict, description="Per-tool token caps, overriding tokens.")
 

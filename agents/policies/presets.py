@@ -9,7 +9,9 @@ from pydantic import BaseModel, Field
 
 class Preset(BaseModel):
     policy: str = Field(description="Policy spec string.")
-    user_model: Literal["rule", "none"] = Field(description="'rule': the env's simulated user answers; 'none': nobody does.")
+    user_model: Literal["rule", "none"] = Field(
+        description="'rule': the env's simulated user answers; 'none': nobody does."
+    )
     description: str = ""
 
 

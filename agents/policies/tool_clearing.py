@@ -15,9 +15,15 @@ CLEARED_ARGUMENTS = "{}"
 
 
 class ClearToolUsesParams(PolicyParams):
-    trigger: int = Field(100_000, ge=0, description="Input tokens above which clearing applies (Anthropic default 100K).")
-    keep: int = Field(3, ge=0, description="Most recent tool uses whose results are never cleared (Anthropic default 3).")
-    clear_at_least: int = Field(0, ge=0, description="Clear only if at least this many tokens are freed; else clear nothing.")
+    trigger: int = Field(
+        100_000, ge=0, description="Input tokens above which clearing applies (Anthropic default 100K)."
+    )
+    keep: int = Field(
+        3, ge=0, description="Most recent tool uses whose results are never cleared (Anthropic default 3)."
+    )
+    clear_at_least: int = Field(
+        0, ge=0, description="Clear only if at least this many tokens are freed; else clear nothing."
+    )
     exclude_tools: list[str] = Field(default_factory=list, description="Tools whose uses are never cleared.")
     clear_tool_inputs: bool = Field(False, description="Also clear the arguments of the cleared calls.")
     placeholder: str = Field("[cleared]", min_length=1, description="Text that replaces a cleared tool result.")

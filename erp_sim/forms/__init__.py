@@ -11,14 +11,26 @@ from erp_sim.forms.receipt_viewer import ReceiptViewer
 
 FORMS: dict[str, FormDefinition] = {
     form.name: form
-    for form in [ExpenseReportList(), ExpenseReportForm(), ReceiptViewer(), ItemizationForm(), CategoryList(), SubcategoryList()]
+    for form in [
+        ExpenseReportList(),
+        ExpenseReportForm(),
+        ReceiptViewer(),
+        ItemizationForm(),
+        CategoryList(),
+        SubcategoryList(),
+    ]
 }
 
 # Menu items: name -> (label, type, navigation path, form). Only items that really open a form.
 MENU_ITEMS: dict[str, tuple[str, str, str, str]] = {
     "TrvExpenses": ("Expense reports", "Display", "Expense management > My expenses > Expense reports", "TrvExpenses"),
     "TrvCostType": ("Expense categories", "Display", "Expense management > Setup > Expense categories", "TrvCostType"),
-    "TrvExpSubCategory": ("Expense subcategories", "Display", "Expense management > Setup > Expense subcategories", "TrvExpSubCategory"),
+    "TrvExpSubCategory": (
+        "Expense subcategories",
+        "Display",
+        "Expense management > Setup > Expense subcategories",
+        "TrvExpSubCategory",
+    ),
 }
 
 __all__ = ["FORMS", "MENU_ITEMS", "FormDefinition", "OpenForm"]

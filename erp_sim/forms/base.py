@@ -10,8 +10,9 @@ state in the real server's shape at either verbosity.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.pending import FormEdits
@@ -28,12 +29,13 @@ class FormHost(Protocol):
     task: Task
     company: str
     db: sqlite3.Connection
-    forms: list["OpenForm"]
+    forms: list[OpenForm]
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any: ...
     def cached_read(self, key: str, compute: Callable[[], Any]) -> Any: ...
     def add_message(self, level: str, text: str) -> None: ...
     def open_form(self, name: str, context: dict) -> str: ...
+
 
 PAGE_SIZE = 25
 CONTROL_KINDS = ("Input", "RealInput", "DateInput", "Combobox", "Checkbox")
@@ -182,8 +184,10 @@ class FormDefinition:
             if control.name.lower() == str(name).lower():
                 return control
         names = ", ".join(c.name for c in self.controls(session, form)) or "none"
-        raise NotFoundError(f"Control {name!r} does not exist on form {self.name}. Controls: {names}."
-                            + self.missing_control_hint(session, form, str(name)))
+        raise NotFoundError(
+            f"Control {name!r} does not exist on form {self.name}. Controls: {names}."
+            + self.missing_control_hint(session, form, str(name))
+        )
 
     def missing_control_hint(self, session: FormHost, form: OpenForm, name: str) -> str:
         """A sentence on how to make a control appear that only shows in some states (e.g. a selected row)."""
@@ -221,7 +225,7 @@ class FormDefinition:
         last_page = max(0, (len(rows) - 1) // PAGE_SIZE)
         state.page = min(state.page, last_page)
         start = state.page * PAGE_SIZE
-        return rows[start:start + PAGE_SIZE], start + 1, len(rows)
+        return rows[start : start + PAGE_SIZE], start + 1, len(rows)
 
     def selected_row(self, session: FormHost, form: OpenForm, grid_name: str) -> GridRow | None:
         state = form.grid_state(grid_name)
@@ -230,12 +234,16 @@ class FormDefinition:
         grid = self.grid(session, form, grid_name)
         return next((r for r in grid.rows if r.key == state.selected_key), None)
 
-    def select_row(self, session: FormHost, form: OpenForm, grid_name: str | None, row_number: str, marking: str | None) -> str:
+    def select_row(
+        self, session: FormHost, form: OpenForm, grid_name: str | None, row_number: str, marking: str | None
+    ) -> str:
         grid = self.grid(session, form, grid_name)
         try:
             number = int(str(row_number).strip())
         except ValueError:
-            raise ValidationError(f"rowNumber: {row_number!r} is not a row number; use the RowNumber shown in the grid.") from None
+            raise ValidationError(
+                f"rowNumber: {row_number!r} is not a row number; use the RowNumber shown in the grid."
+            ) from None
         rows, first, total = self.page_rows(form, grid)
         if total == 0:
             raise FormStateError(f"Grid {grid.name} has no rows.")
@@ -269,7 +277,9 @@ class FormDefinition:
                 return f"Grid {grid.name} is already showing its first page."
             state.page -= 1
         else:
-            raise NotFoundError(f"actionId {action_id!r} is not available on grid {grid.name}; use LoadNextPage or LoadPreviousPage.")
+            raise NotFoundError(
+                f"actionId {action_id!r} is not available on grid {grid.name}; use LoadNextPage or LoadPreviousPage."
+            )
         first = state.page * PAGE_SIZE + 1
         return f"Grid {grid.name} now shows rows {first}-{min(total, first + PAGE_SIZE - 1)} of {total}."
 
@@ -295,7 +305,9 @@ class FormDefinition:
     def toggle_section(self, session: FormHost, form: OpenForm, name: str, action: str) -> str:
         sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in ("TabPage", "FastTab")}
         if name.lower() not in sections:
-            raise NotFoundError(f"Tab {name!r} does not exist on form {self.name}. Tabs: {', '.join(s.name for s in sections.values()) or 'none'}.")
+            raise NotFoundError(
+                f"Tab {name!r} does not exist on form {self.name}. Tabs: {', '.join(s.name for s in sections.values()) or 'none'}."
+            )
         section = sections[name.lower()]
         if action.lower() == "open":
             form.collapsed.discard(section.name)
@@ -310,7 +322,9 @@ def _column_name(grid: Grid, column: str) -> str:
     """The column's canonical name, matched case-insensitively, or NotFound listing the columns."""
     names = {c.name.lower(): c.name for c in grid.columns}
     if column.lower() not in names:
-        raise NotFoundError(f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}.")
+        raise NotFoundError(
+            f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}."
+        )
     return names[column.lower()]
 
 
@@ -361,13 +375,20 @@ def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose:
     has_next = first + len(rows) - 1 < total
     out: dict[str, Any] = {"Name": grid.name, "Label": grid.label} if verbose else {"Name": grid.name}
     if verbose:
-        out["Columns"] = [{"Name": c.name, "Label": c.label, "DataType": c.data_type, "IsSortable": True, "IsFilterable": True}
-                          for c in grid.columns]
+        out["Columns"] = [
+            {"Name": c.name, "Label": c.label, "DataType": c.data_type, "IsSortable": True, "IsFilterable": True}
+            for c in grid.columns
+        ]
     else:
         out["Columns"] = [c.name for c in grid.columns]
     out["Rows"] = rendered_rows
-    out["Pagination"] = {"FirstRow": first if rows else 0, "LastRow": first + len(rows) - 1 if rows else 0,
-                         "TotalRows": total, "PageSize": PAGE_SIZE, "HasNextPage": has_next}
+    out["Pagination"] = {
+        "FirstRow": first if rows else 0,
+        "LastRow": first + len(rows) - 1 if rows else 0,
+        "TotalRows": total,
+        "PageSize": PAGE_SIZE,
+        "HasNextPage": has_next,
+    }
     if verbose or has_next:
         out["ActionIds"] = (["LoadNextPage"] if has_next else []) + (["LoadPreviousPage"] if state.page > 0 else [])
     if state.filters:
@@ -411,7 +432,9 @@ def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinit
         "Form": body,
     }
     if verbose:
-        state["Buttons"] = [{"Name": b.name, "Label": b.label, "IsEnabled": b.enabled, "HelpText": b.help} for b in buttons]
+        state["Buttons"] = [
+            {"Name": b.name, "Label": b.label, "IsEnabled": b.enabled, "HelpText": b.help} for b in buttons
+        ]
         state["Links"] = [{"Label": label, "MenuItemName": item} for label, item in definition.links]
         state["Guidance"] = list(definition.guidance)
         state["NavigationPath"] = [f.name for f in session.forms]
@@ -421,5 +444,3 @@ def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinit
         if definition.has_unsaved_changes(form):
             state["HasUnsavedChanges"] = True
     return state
-
-

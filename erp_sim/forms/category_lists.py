@@ -15,11 +15,27 @@ class CategoryList(FormDefinition):
         return "Expense categories"
 
     def sections(self, session, form):
-        rows = [GridRow(r["id"], {"TrvCostType_CostType": r["category_id"], "TrvCostType_Name": r["name"],
-                                  "TrvCostType_Itemize": "Yes" if r["itemize"] else "No"})
-                for r in session.db.execute("SELECT * FROM expense_category ORDER BY category_id")]
-        columns = [Column("TrvCostType_CostType", "Category"), Column("TrvCostType_Name", "Name"), Column("TrvCostType_Itemize", "Itemize")]
-        return [Section("CategoriesGroup", "Categories", grids=[Grid("CategoriesGrid", "Expense categories", columns, rows)])]
+        rows = [
+            GridRow(
+                r["id"],
+                {
+                    "TrvCostType_CostType": r["category_id"],
+                    "TrvCostType_Name": r["name"],
+                    "TrvCostType_Itemize": "Yes" if r["itemize"] else "No",
+                },
+            )
+            for r in session.db.execute("SELECT * FROM expense_category ORDER BY category_id")
+        ]
+        columns = [
+            Column("TrvCostType_CostType", "Category"),
+            Column("TrvCostType_Name", "Name"),
+            Column("TrvCostType_Itemize", "Itemize"),
+        ]
+        return [
+            Section(
+                "CategoriesGroup", "Categories", grids=[Grid("CategoriesGrid", "Expense categories", columns, rows)]
+            )
+        ]
 
 
 class SubcategoryList(FormDefinition):
@@ -32,7 +48,15 @@ class SubcategoryList(FormDefinition):
         return "Expense subcategories"
 
     def sections(self, session, form):
-        rows = [GridRow(r["id"], {"TrvExpSubCategory_CostType": r["category_id"], "TrvExpSubCategory_Name": r["name"]})
-                for r in session.db.execute("SELECT * FROM expense_subcategory ORDER BY category_id, id")]
+        rows = [
+            GridRow(r["id"], {"TrvExpSubCategory_CostType": r["category_id"], "TrvExpSubCategory_Name": r["name"]})
+            for r in session.db.execute("SELECT * FROM expense_subcategory ORDER BY category_id, id")
+        ]
         columns = [Column("TrvExpSubCategory_CostType", "Category"), Column("TrvExpSubCategory_Name", "Subcategory")]
-        return [Section("SubcategoriesGroup", "Subcategories", grids=[Grid("SubcategoriesGrid", "Expense subcategories", columns, rows)])]
+        return [
+            Section(
+                "SubcategoriesGroup",
+                "Subcategories",
+                grids=[Grid("SubcategoriesGrid", "Expense subcategories", columns, rows)],
+            )
+        ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, FormDefinition, Grid, GridRow, Section, Control
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, Section
 from erp_sim.money import ZERO, display_money
 
 GRID = "ExpenseReportsGrid"
@@ -31,35 +31,61 @@ class ExpenseReportList(FormDefinition):
 
     def sections(self, session, form):
         rows = session.cached_read("report-list-rows", lambda: self._rows(session))
-        columns = [Column("TrvExpTable_ExpNumber", "Expense report number"), Column("TrvExpTable_Txt", "Purpose"),
-                   Column("TrvExpTable_ApprovalStatus", "Approval status"),
-                   Column("TrvExpTable_CreatedDate", "Created date", "Date"), Column("TrvExpTable_TotalAmount", "Total amount", "Real")]
-        quick = Control("QuickFilter", "Filter", "Input", form.quick_filter, editable=True,
-                        help="Type to filter all columns of the grid (form_filter_form).")
-        return [Section("FilterGroup", "Filter", controls=[quick]),
-                Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)])]
+        columns = [
+            Column("TrvExpTable_ExpNumber", "Expense report number"),
+            Column("TrvExpTable_Txt", "Purpose"),
+            Column("TrvExpTable_ApprovalStatus", "Approval status"),
+            Column("TrvExpTable_CreatedDate", "Created date", "Date"),
+            Column("TrvExpTable_TotalAmount", "Total amount", "Real"),
+        ]
+        quick = Control(
+            "QuickFilter",
+            "Filter",
+            "Input",
+            form.quick_filter,
+            editable=True,
+            help="Type to filter all columns of the grid (form_filter_form).",
+        )
+        return [
+            Section("FilterGroup", "Filter", controls=[quick]),
+            Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)]),
+        ]
 
     @staticmethod
     def _rows(session) -> list[GridRow]:
         # Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
-        amounts = {report_id: Decimal(cents) / 100 for report_id, cents in session.db.execute(
-            "SELECT report_id, SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)) FROM expense_line "
-            "WHERE line_type != 'ItemizedLine' GROUP BY report_id")}
+        amounts = {
+            report_id: Decimal(cents) / 100
+            for report_id, cents in session.db.execute(
+                "SELECT report_id, SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)) FROM expense_line "
+                "WHERE line_type != 'ItemizedLine' GROUP BY report_id"
+            )
+        }
         return [
-            GridRow(r["id"], {
-                "TrvExpTable_ExpNumber": r["report_number"],
-                "TrvExpTable_Txt": r["purpose"],
-                "TrvExpTable_ApprovalStatus": r["status"],
-                "TrvExpTable_CreatedDate": r["created_date"],
-                "TrvExpTable_TotalAmount": display_money(amounts.get(r["id"], ZERO)),
-            })
+            GridRow(
+                r["id"],
+                {
+                    "TrvExpTable_ExpNumber": r["report_number"],
+                    "TrvExpTable_Txt": r["purpose"],
+                    "TrvExpTable_ApprovalStatus": r["status"],
+                    "TrvExpTable_CreatedDate": r["created_date"],
+                    "TrvExpTable_TotalAmount": display_money(amounts.get(r["id"], ZERO)),
+                },
+            )
             for r in session.db.execute("SELECT * FROM expense_report ORDER BY report_number")
         ]
 
     def buttons(self, session, form):
         selected = form.grid_state(GRID).selected_key is not None
-        return [Button("EditReport", "Edit", selected, "Open the selected expense report.",
-                       f"select a report in {GRID} first (form_select_grid_row).")]
+        return [
+            Button(
+                "EditReport",
+                "Edit",
+                selected,
+                "Open the selected expense report.",
+                f"select a report in {GRID} first (form_select_grid_row).",
+            )
+        ]
 
     def click(self, session, form, button):
         if button.lower() != "editreport":
@@ -74,3 +100,4 @@ class ExpenseReportList(FormDefinition):
             return super().set_value(session, form, control, value)
         form.quick_filter = str(value)
         form.grid_state(GRID).page = 0
+        return None

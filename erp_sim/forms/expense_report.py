@@ -13,7 +13,11 @@ from erp_sim.money import ZERO, display_money, parse_money
 
 GRID = "ExpenseLinesGrid"  # header lines only (ledger.header_lines): a selected line is never an itemized one
 # Editable line controls -> ledger field names.
-LINE_FIELDS = {"TrvExpTrans_MerchantId": "merchant", "TrvExpTrans_AmountCurr": "amount", "TrvExpTrans_Txt2": "description"}
+LINE_FIELDS = {
+    "TrvExpTrans_MerchantId": "merchant",
+    "TrvExpTrans_AmountCurr": "amount",
+    "TrvExpTrans_Txt2": "description",
+}
 
 
 def itemization_status(session, line) -> str:
@@ -70,41 +74,85 @@ class ExpenseReportForm(FormDefinition):
         purpose = _edits(form).purpose
         purpose = report["purpose"] if purpose is None else purpose
         header = [
-            Control("TrvExpTable_ExpNumber", "Expense report number", "Input", report["report_number"], data_field="ExpNumber"),
-            Control("TrvExpTable_Txt", "Purpose", "Input", purpose, editable=report["status"] == "Draft", required=True,
-                    data_field="Txt", help="The business purpose of the trip."),
-            Control("TrvExpTable_ApprovalStatus", "Approval status", "Combobox", report["status"], data_field="ApprovalStatus"),
-            Control("TrvExpTable_CreatingWorker", "Created by", "Input", session.task.worker_name, data_field="CreatingWorker"),
+            Control(
+                "TrvExpTable_ExpNumber",
+                "Expense report number",
+                "Input",
+                report["report_number"],
+                data_field="ExpNumber",
+            ),
+            Control(
+                "TrvExpTable_Txt",
+                "Purpose",
+                "Input",
+                purpose,
+                editable=report["status"] == "Draft",
+                required=True,
+                data_field="Txt",
+                help="The business purpose of the trip.",
+            ),
+            Control(
+                "TrvExpTable_ApprovalStatus",
+                "Approval status",
+                "Combobox",
+                report["status"],
+                data_field="ApprovalStatus",
+            ),
+            Control(
+                "TrvExpTable_CreatingWorker",
+                "Created by",
+                "Input",
+                session.task.worker_name,
+                data_field="CreatingWorker",
+            ),
             Control("TrvExpTable_Destination", "Destination", "Input", report["destination"], data_field="Destination"),
-            Control("TrvExpTable_TotalAmount", "Total amount", "RealInput", display_money(total), data_field="TotalAmount"),
+            Control(
+                "TrvExpTable_TotalAmount", "Total amount", "RealInput", display_money(total), data_field="TotalAmount"
+            ),
         ]
         # Header lines only: itemized lines are worked in the itemization form, as in D365.
         rows = [
-            GridRow(line["id"], {
-                "TrvExpTrans_LineNum": str(line["line_number"]),
-                "TrvExpTrans_TransDate": line["transaction_date"],
-                "TrvExpTrans_CostType": line["category_id"],
-                "TrvExpTrans_MerchantId": str(self._line_value(form, line, "merchant")),
-                "TrvExpTrans_AmountCurr": display_money(Decimal(line["amount"])),
-                "TrvExpTrans_CurrencyCode": line["currency"],
-                "TrvExpTrans_LineType": line["line_type"],
-                "TrvExpTrans_ExpSubCategory": line["subcategory"] or "",
-                "TrvExpTrans_ItemizationStatus": itemization_status(session, line),
-            })
+            GridRow(
+                line["id"],
+                {
+                    "TrvExpTrans_LineNum": str(line["line_number"]),
+                    "TrvExpTrans_TransDate": line["transaction_date"],
+                    "TrvExpTrans_CostType": line["category_id"],
+                    "TrvExpTrans_MerchantId": str(self._line_value(form, line, "merchant")),
+                    "TrvExpTrans_AmountCurr": display_money(Decimal(line["amount"])),
+                    "TrvExpTrans_CurrencyCode": line["currency"],
+                    "TrvExpTrans_LineType": line["line_type"],
+                    "TrvExpTrans_ExpSubCategory": line["subcategory"] or "",
+                    "TrvExpTrans_ItemizationStatus": itemization_status(session, line),
+                },
+            )
             for line in lines
         ]
-        columns = [Column("TrvExpTrans_LineNum", "Line", "Integer"), Column("TrvExpTrans_TransDate", "Date", "Date"),
-                   Column("TrvExpTrans_CostType", "Expense category"), Column("TrvExpTrans_MerchantId", "Merchant"),
-                   Column("TrvExpTrans_AmountCurr", "Amount", "Real"), Column("TrvExpTrans_CurrencyCode", "Currency"),
-                   Column("TrvExpTrans_LineType", "Line type"), Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
-                   Column("TrvExpTrans_ItemizationStatus", "Itemization")]
+        columns = [
+            Column("TrvExpTrans_LineNum", "Line", "Integer"),
+            Column("TrvExpTrans_TransDate", "Date", "Date"),
+            Column("TrvExpTrans_CostType", "Expense category"),
+            Column("TrvExpTrans_MerchantId", "Merchant"),
+            Column("TrvExpTrans_AmountCurr", "Amount", "Real"),
+            Column("TrvExpTrans_CurrencyCode", "Currency"),
+            Column("TrvExpTrans_LineType", "Line type"),
+            Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
+            Column("TrvExpTrans_ItemizationStatus", "Itemization"),
+        ]
         sections = [
             Section("HeaderGroup", "Expense report", controls=header),
             Section("LinesTabPage", "Expense lines", "TabPage", grids=[Grid(GRID, "Expense lines", columns, rows)]),
         ]
         line = self.selected_line(session, form)
         if line is not None:
-            sections.append(Section("LineDetailsFastTab", "Line details", "FastTab", controls=self._line_controls(session, form, report, line)))
+            sections.append(
+                Section(
+                    "LineDetailsFastTab",
+                    "Line details",
+                    "FastTab",
+                    controls=self._line_controls(session, form, report, line),
+                )
+            )
         return sections
 
     def _line_controls(self, session, form, report, line) -> list[Control]:
@@ -113,22 +161,50 @@ class ExpenseReportForm(FormDefinition):
         pending_amount = _edits(form).line_value(line["id"], "amount", None)
         controls = [
             Control("TrvExpTrans_CostType", "Expense category", "Input", line["category_id"], data_field="CostType"),
-            Control("TrvExpTrans_MerchantId", "Merchant", "Input", self._line_value(form, line, "merchant"), editable, data_field="MerchantId"),
+            Control(
+                "TrvExpTrans_MerchantId",
+                "Merchant",
+                "Input",
+                self._line_value(form, line, "merchant"),
+                editable,
+                data_field="MerchantId",
+            ),
             Control("TrvExpTrans_TransDate", "Date", "DateInput", line["transaction_date"], data_field="TransDate"),
-            Control("TrvExpTrans_AmountCurr", "Amount", "RealInput",
-                    pending_amount if pending_amount is not None else display_money(Decimal(line["amount"])),
-                    editable and line["line_type"] == "Default", required=True, data_field="AmountCurr",
-                    help="Transaction amount in the transaction currency."),
+            Control(
+                "TrvExpTrans_AmountCurr",
+                "Amount",
+                "RealInput",
+                pending_amount if pending_amount is not None else display_money(Decimal(line["amount"])),
+                editable and line["line_type"] == "Default",
+                required=True,
+                data_field="AmountCurr",
+                help="Transaction amount in the transaction currency.",
+            ),
             Control("TrvExpTrans_CurrencyCode", "Currency", "Input", line["currency"], data_field="CurrencyCode"),
             Control("TrvExpTrans_LineType", "Line type", "Combobox", line["line_type"], data_field="LineType"),
-            Control("TrvExpTrans_Txt2", "Description", "Input", self._line_value(form, line, "description"), editable, data_field="Txt2"),
-            Control("TrvExpTrans_ReceiptAttached", "Receipt attached", "Checkbox", receipt is not None, data_field="ReceiptsAttached"),
+            Control(
+                "TrvExpTrans_Txt2",
+                "Description",
+                "Input",
+                self._line_value(form, line, "description"),
+                editable,
+                data_field="Txt2",
+            ),
+            Control(
+                "TrvExpTrans_ReceiptAttached",
+                "Receipt attached",
+                "Checkbox",
+                receipt is not None,
+                data_field="ReceiptsAttached",
+            ),
         ]
         if CATEGORIES[line["category_id"]].itemize:
             summary = ledger.itemization_summary(session.db, line["id"])
             controls += [
                 Control("TrvExpTrans_ItemizedAmount", "Itemized amount", "RealInput", display_money(summary.itemized)),
-                Control("TrvExpTrans_RemainingAmount", "Remaining amount", "RealInput", display_money(summary.remaining)),
+                Control(
+                    "TrvExpTrans_RemainingAmount", "Remaining amount", "RealInput", display_money(summary.remaining)
+                ),
             ]
         return controls
 
@@ -146,11 +222,27 @@ class ExpenseReportForm(FormDefinition):
         else:
             itemize_reason = not_draft
         return [
-            Button("Itemize", "Itemize", itemizable and report["status"] == "Draft", "Open the itemization form for the selected line.",
-                   itemize_reason),
-            Button("ViewReceipt", "Receipts", has_receipt, "View the receipt attached to the selected line.",
-                   select if line is None else "the selected line has no receipt attached."),
-            Button("SubmitReport", "Submit", report["status"] == "Draft", "Submit the expense report for approval.", not_draft),
+            Button(
+                "Itemize",
+                "Itemize",
+                itemizable and report["status"] == "Draft",
+                "Open the itemization form for the selected line.",
+                itemize_reason,
+            ),
+            Button(
+                "ViewReceipt",
+                "Receipts",
+                has_receipt,
+                "View the receipt attached to the selected line.",
+                select if line is None else "the selected line has no receipt attached.",
+            ),
+            Button(
+                "SubmitReport",
+                "Submit",
+                report["status"] == "Draft",
+                "Submit the expense report for approval.",
+                not_draft,
+            ),
         ]
 
     def click(self, session, form, button):
@@ -182,12 +274,17 @@ class ExpenseReportForm(FormDefinition):
             return super().set_value(session, form, control, value)
         if control.name == "TrvExpTable_Txt":
             _edits(form).purpose = ledger.parse_text(value, control.name)
-            return
+            return None
         line = self.selected_line(session, form)
         field = LINE_FIELDS[control.name]
-        parsed = display_money(parse_money(value, control.name)) if field == "amount" else ledger.parse_text(value, control.name)
+        parsed = (
+            display_money(parse_money(value, control.name))
+            if field == "amount"
+            else ledger.parse_text(value, control.name)
+        )
         lines = _edits(form).lines
         lines[line["id"]] = {**lines.get(line["id"], {}), field: parsed}
+        return None
 
     def save(self, session, form):
         if not self.has_unsaved_changes(form):

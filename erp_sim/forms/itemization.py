@@ -26,8 +26,12 @@ from erp_sim.money import ZERO, display_money, money_text, parse_money
 
 GRID = "ItemizationGrid"
 # Row controls -> ledger value keys.
-ROW_CONTROLS = {"TrvExpTrans_ExpSubCategory": "subcategory", "TrvExpTrans_TransDate": "transaction_date",
-                "TrvExpTrans_AmountCurr": "amount", "TrvExpTrans_Description": "description"}
+ROW_CONTROLS = {
+    "TrvExpTrans_ExpSubCategory": "subcategory",
+    "TrvExpTrans_TransDate": "transaction_date",
+    "TrvExpTrans_AmountCurr": "amount",
+    "TrvExpTrans_Description": "description",
+}
 CONTROL_OF = {key: name for name, key in ROW_CONTROLS.items()}
 
 
@@ -51,12 +55,18 @@ def _saved_lines(session, form) -> list:
 
 def _summary(session, form) -> ledger.ItemizationSummary:
     line_id = form.context["line_id"]
-    return session.cached_read(f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id))
+    return session.cached_read(
+        f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id)
+    )
 
 
 def _saved_values(line) -> dict:
-    return {"subcategory": line["subcategory"], "transaction_date": line["transaction_date"],
-            "amount": line["amount"], "description": line["description"]}
+    return {
+        "subcategory": line["subcategory"],
+        "transaction_date": line["transaction_date"],
+        "amount": line["amount"],
+        "description": line["description"],
+    }
 
 
 class ItemizationForm(FormDefinition):
@@ -77,8 +87,10 @@ class ItemizationForm(FormDefinition):
     def summary(self, session, form):
         summary = _summary(session, form)
         unsaved = _edits(form).unsaved_count()
-        return (f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
-                f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s).")
+        return (
+            f"Total {display_money(summary.total)}, itemized {display_money(summary.itemized)}, remaining "
+            f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s)."
+        )
 
     def has_unsaved_changes(self, form):
         return _edits(form).unsaved_count() > 0
@@ -96,8 +108,11 @@ class ItemizationForm(FormDefinition):
         edits.rows = {key: row for key, row in edits.rows.items() if key not in gone}
         if form.grid_state(GRID).selected_key in gone:
             form.grid_state(GRID).selected_key = None
-        session.add_message("Warning", f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
-                                       "their unsaved changes were dropped.")
+        session.add_message(
+            "Warning",
+            f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
+            "their unsaved changes were dropped.",
+        )
 
     def discard(self, form):
         _edits(form).rows = {}
@@ -127,23 +142,56 @@ class ItemizationForm(FormDefinition):
             Control("HeaderTransDate", "Date", "DateInput", header["transaction_date"]),
         ]
         totals = [
-            Control("ItemizationTotal", "Total", "RealInput", display_money(summary.total), help="Amount of the expense line."),
-            Control("ItemizationItemized", "Itemized", "RealInput", display_money(summary.itemized), help="Sum of saved itemized lines."),
-            Control("ItemizationRemaining", "Remaining", "RealInput", display_money(summary.remaining),
-                    help="Total minus itemized. Must be exactly 0.00 when done."),
+            Control(
+                "ItemizationTotal",
+                "Total",
+                "RealInput",
+                display_money(summary.total),
+                help="Amount of the expense line.",
+            ),
+            Control(
+                "ItemizationItemized",
+                "Itemized",
+                "RealInput",
+                display_money(summary.itemized),
+                help="Sum of saved itemized lines.",
+            ),
+            Control(
+                "ItemizationRemaining",
+                "Remaining",
+                "RealInput",
+                display_money(summary.remaining),
+                help="Total minus itemized. Must be exactly 0.00 when done.",
+            ),
         ]
-        rows = [GridRow(key, {"TrvExpTrans_TransDate": values["transaction_date"] or "",
-                              "TrvExpTrans_ExpSubCategory": values["subcategory"] or "",
-                              "TrvExpTrans_AmountCurr": display_money(Decimal(values["amount"])) if values["amount"] else "",
-                              "TrvExpTrans_LineStatus": status})
-                for key, values, status in self.row_values(session, form)]
-        columns = [Column("TrvExpTrans_TransDate", "Date", "Date"), Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
-                   Column("TrvExpTrans_AmountCurr", "Amount", "Real"), Column("TrvExpTrans_LineStatus", "Status")]
-        sections = [Section("ExpenseGroup", "Expense", controls=expense), Section("TotalsGroup", "Totals", controls=totals),
-                    Section("LinesGroup", "Itemized lines", grids=[Grid(GRID, "Itemized lines", columns, rows)])]
+        rows = [
+            GridRow(
+                key,
+                {
+                    "TrvExpTrans_TransDate": values["transaction_date"] or "",
+                    "TrvExpTrans_ExpSubCategory": values["subcategory"] or "",
+                    "TrvExpTrans_AmountCurr": display_money(Decimal(values["amount"])) if values["amount"] else "",
+                    "TrvExpTrans_LineStatus": status,
+                },
+            )
+            for key, values, status in self.row_values(session, form)
+        ]
+        columns = [
+            Column("TrvExpTrans_TransDate", "Date", "Date"),
+            Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
+            Column("TrvExpTrans_AmountCurr", "Amount", "Real"),
+            Column("TrvExpTrans_LineStatus", "Status"),
+        ]
+        sections = [
+            Section("ExpenseGroup", "Expense", controls=expense),
+            Section("TotalsGroup", "Totals", controls=totals),
+            Section("LinesGroup", "Itemized lines", grids=[Grid(GRID, "Itemized lines", columns, rows)]),
+        ]
         selected = self._selected(session, form)
         if selected is not None:
-            sections.append(Section("LineDetailsGroup", "Selected line", controls=self._row_controls(header, selected[1])))
+            sections.append(
+                Section("LineDetailsGroup", "Selected line", controls=self._row_controls(header, selected[1]))
+            )
         return sections
 
     def missing_control_hint(self, session, form, name):
@@ -154,15 +202,47 @@ class ItemizationForm(FormDefinition):
     def _row_controls(self, header, values) -> list[Control]:
         amount = values["amount"]
         return [
-            Control("TrvExpTrans_ExpSubCategory", "Subcategory", "Combobox", values["subcategory"] or "", True, True,
-                    f"One of the {header['category_id']} subcategories.", "ExpSubCategory",
-                    options=list(CATEGORIES[header["category_id"]].subcategories)),
-            Control("TrvExpTrans_TransDate", "Date", "DateInput", values["transaction_date"] or "", True, True,
-                    "Date of the charge.", "TransDate"),
-            Control("TrvExpTrans_AmountCurr", "Amount", "RealInput", display_money(Decimal(amount)) if amount else "",
-                    True, True, "Amount of the charge, two decimals.", "AmountCurr"),
-            Control("TrvExpTrans_Description", "Description", "Input", values["description"] or "", True, False,
-                    "Optional note.", "Txt2"),
+            Control(
+                "TrvExpTrans_ExpSubCategory",
+                "Subcategory",
+                "Combobox",
+                values["subcategory"] or "",
+                True,
+                True,
+                f"One of the {header['category_id']} subcategories.",
+                "ExpSubCategory",
+                options=list(CATEGORIES[header["category_id"]].subcategories),
+            ),
+            Control(
+                "TrvExpTrans_TransDate",
+                "Date",
+                "DateInput",
+                values["transaction_date"] or "",
+                True,
+                True,
+                "Date of the charge.",
+                "TransDate",
+            ),
+            Control(
+                "TrvExpTrans_AmountCurr",
+                "Amount",
+                "RealInput",
+                display_money(Decimal(amount)) if amount else "",
+                True,
+                True,
+                "Amount of the charge, two decimals.",
+                "AmountCurr",
+            ),
+            Control(
+                "TrvExpTrans_Description",
+                "Description",
+                "Input",
+                values["description"] or "",
+                True,
+                False,
+                "Optional note.",
+                "Txt2",
+            ),
         ]
 
     def _selected(self, session, form):
@@ -173,8 +253,9 @@ class ItemizationForm(FormDefinition):
             return (key, edit.values, "New") if edit else None
         if key is None:
             return None
-        line = session.db.execute("SELECT * FROM expense_line WHERE id = ? AND parent_line_id = ?",
-                                  (key, form.context["line_id"])).fetchone()
+        line = session.db.execute(
+            "SELECT * FROM expense_line WHERE id = ? AND parent_line_id = ?", (key, form.context["line_id"])
+        ).fetchone()
         if line is None or (edit and edit.deleted):
             return None
         saved = _saved_values(line)
@@ -182,18 +263,26 @@ class ItemizationForm(FormDefinition):
 
     def buttons(self, session, form):
         selected = self._selected(session, form) is not None
-        return [Button("NewLine", "New", True, "Add a new itemized line and select it."),
-                Button("DeleteLine", "Delete", selected, "Delete the selected itemized line.",
-                       f"select an itemized line in {GRID} first (form_select_grid_row)."),
-                Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line.")]
+        return [
+            Button("NewLine", "New", True, "Add a new itemized line and select it."),
+            Button(
+                "DeleteLine",
+                "Delete",
+                selected,
+                "Delete the selected itemized line.",
+                f"select an itemized line in {GRID} first (form_select_grid_row).",
+            ),
+            Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line."),
+        ]
 
     def click(self, session, form, button):
         key = button.lower()
         if key == "newline":
             row_key = _edits(form).new_key()
             header = self.header(session, form)
-            _rows(form)[row_key] = PendingRow({"subcategory": None, "transaction_date": header["transaction_date"],
-                                               "amount": None, "description": ""})
+            _rows(form)[row_key] = PendingRow(
+                {"subcategory": None, "transaction_date": header["transaction_date"], "amount": None, "description": ""}
+            )
             form.grid_state(GRID).selected_key = row_key
             self._show_row(session, form, row_key)
             return "A new itemized line was added and selected. Set its subcategory, date and amount, then save."
@@ -207,8 +296,10 @@ class ItemizationForm(FormDefinition):
                 del _rows(form)[row_key]
                 return "The new itemized line was removed."
             _rows(form)[row_key] = PendingRow({}, deleted=True)
-            return ("The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
-                    "discards the deletion).")
+            return (
+                "The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
+                "discards the deletion)."
+            )
         if key == "viewreceipt":
             receipt = ledger.receipt_of_line(session.db, form.context["line_id"])
             if receipt is None:
@@ -227,7 +318,9 @@ class ItemizationForm(FormDefinition):
             return super().set_value(session, form, control, value)
         selected = self._selected(session, form)
         if selected is None:
-            raise FormStateError("No itemized line is selected: click NewLine or select a row in ItemizationGrid first.")
+            raise FormStateError(
+                "No itemized line is selected: click NewLine or select a row in ItemizationGrid first."
+            )
         row_key, values, _ = selected
         field = ROW_CONTROLS[control.name]
         header = self.header(session, form)
@@ -244,6 +337,7 @@ class ItemizationForm(FormDefinition):
         edit = _rows(form).get(row_key)
         base = values if isinstance(row_key, str) else edit.values if edit else {}
         _rows(form)[row_key] = PendingRow({**base, field: parsed})
+        return None
 
     def save(self, session, form):
         self.reconcile(session, form)
@@ -259,12 +353,18 @@ class ItemizationForm(FormDefinition):
             for key, row in pending.items():
                 if row.deleted:
                     continue
-                raw = row.values if isinstance(key, str) else {**_saved_values(ledger.line_by_id(session.db, key)), **row.values}
+                raw = (
+                    row.values
+                    if isinstance(key, str)
+                    else {**_saved_values(ledger.line_by_id(session.db, key)), **row.values}
+                )
                 try:
                     values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
                 except ValidationError as exc:
-                    raise ValidationError(f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
-                                          "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again.") from None
+                    raise ValidationError(
+                        f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
+                        "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again."
+                    ) from None
                 if isinstance(key, str):
                     new_id = ledger.create_itemized_line(session.db, header["id"], values)
                     if form.grid_state(GRID).selected_key == key:
@@ -275,9 +375,14 @@ class ItemizationForm(FormDefinition):
         _edits(form).rows = {}
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
-            session.add_message("Warning", f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
-                                           f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.")
+            session.add_message(
+                "Warning",
+                f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
+                f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.",
+            )
         elif summary.remaining == ZERO:
             session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
-        return (f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
-                f"remaining {display_money(summary.remaining)}.")
+        return (
+            f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
+            f"remaining {display_money(summary.remaining)}."
+        )

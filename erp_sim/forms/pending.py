@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+
 @dataclass(frozen=True)
 class PendingRow:
     """One unsaved itemization row: a new row's values, the changed fields of a saved line, or its deletion."""

@@ -40,11 +40,25 @@ class ReceiptViewer(FormDefinition):
             Control("Receipt_Total", "Total", "RealInput", display_money(Decimal(receipt["total"]))),
             Control("Receipt_Currency", "Currency", "Input", receipt["currency"]),
         ]
-        rows = [GridRow(item["id"], {"ReceiptItem_Number": str(item["item_number"]), "ReceiptItem_Date": item["item_date"],
-                                     "ReceiptItem_Description": item["description"],
-                                     "ReceiptItem_Amount": display_money(Decimal(item["amount"]))})
-                for item in ledger.receipt_items(session.db, receipt["id"])]
-        columns = [Column("ReceiptItem_Number", "No.", "Integer"), Column("ReceiptItem_Date", "Date", "Date"),
-                   Column("ReceiptItem_Description", "Description"), Column("ReceiptItem_Amount", "Amount", "Real")]
-        return [Section("DocumentGroup", "Document", controls=document),
-                Section("ChargesGroup", "Charges", grids=[Grid(GRID, "Charges", columns, rows)])]
+        rows = [
+            GridRow(
+                item["id"],
+                {
+                    "ReceiptItem_Number": str(item["item_number"]),
+                    "ReceiptItem_Date": item["item_date"],
+                    "ReceiptItem_Description": item["description"],
+                    "ReceiptItem_Amount": display_money(Decimal(item["amount"])),
+                },
+            )
+            for item in ledger.receipt_items(session.db, receipt["id"])
+        ]
+        columns = [
+            Column("ReceiptItem_Number", "No.", "Integer"),
+            Column("ReceiptItem_Date", "Date", "Date"),
+            Column("ReceiptItem_Description", "Description"),
+            Column("ReceiptItem_Amount", "Amount", "Real"),
+        ]
+        return [
+            Section("DocumentGroup", "Document", controls=document),
+            Section("ChargesGroup", "Charges", grids=[Grid(GRID, "Charges", columns, rows)]),
+        ]

@@ -31,8 +31,8 @@ import anyio
 import anyio.to_thread
 
 from erp_sim import VERBOSITIES
-from erp_sim.faults import FaultProfile
 from erp_sim.erp_session import ErpSession, ToolResponse
+from erp_sim.faults import FaultProfile
 from erp_sim.tasks import Task, get_task, load_task_set
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -42,15 +42,20 @@ DEFAULT_MAX_EPISODES = 512  # ~130 KB each when idle
 DEFAULT_MAX_PER_OWNER = 8
 
 
-IDLE, SESSION_ENDED, CLOSED_BY_EVALUATOR = "it was idle for longer than {timeout:g} s, the server's idle timeout", \
-    "its MCP session ended", "an evaluator closed it"
+IDLE, SESSION_ENDED, CLOSED_BY_EVALUATOR = (
+    "it was idle for longer than {timeout:g} s, the server's idle timeout",
+    "its MCP session ended",
+    "an evaluator closed it",
+)
 
 
 def ended(episode_id: str, reason: str) -> str:
     """What every later call under an ended episode's key is told: which episode, why, that it counted."""
-    return (f"This session's ERP episode {episode_id} has ended: {reason}. It was graded as it stood then, and its "
-            "state is gone; nothing is carried over to a new episode. Start a new MCP session (or use a new session "
-            "key) to work on a task again.")
+    return (
+        f"This session's ERP episode {episode_id} has ended: {reason}. It was graded as it stood then, and its "
+        "state is gone; nothing is carried over to a new episode. Start a new MCP session (or use a new session "
+        "key) to work on a task again."
+    )
 
 
 class EpisodeError(Exception):
@@ -80,11 +85,20 @@ class Episode:
 
     def summary(self, state: str) -> dict[str, Any]:
         task = self.session.task
-        return {"handle": self.handle, "session_id": self.id, "number": self.number, "key": self.key,
-                "client_key": self.client_key, "state": state,
-                "task_set": task.task_set,
-                "task_id": task.task_id, "opened_at": self.opened_at, "calls": self.calls,
-                "idle_s": round(time.monotonic() - self.last_used, 3), "grade": self.grade}
+        return {
+            "handle": self.handle,
+            "session_id": self.id,
+            "number": self.number,
+            "key": self.key,
+            "client_key": self.client_key,
+            "state": state,
+            "task_set": task.task_set,
+            "task_id": task.task_id,
+            "opened_at": self.opened_at,
+            "calls": self.calls,
+            "idle_s": round(time.monotonic() - self.last_used, 3),
+            "grade": self.grade,
+        }
 
 
 class EpisodeStore:
@@ -94,11 +108,20 @@ class EpisodeStore:
     under the episode's lock, so a slow call delays only later calls of its own episode.
     """
 
-    def __init__(self, task_set: str = "hotel_50", task_id: str | int | None = None, *, verbosity: str = "default",
-                 faults: FaultProfile | str | float | None = None, seed: int | None = None,
-                 idle_timeout_s: float | None = 1800.0, grade_file: str | Path | None = None,
-                 max_episodes: int = DEFAULT_MAX_EPISODES, max_per_owner: int = DEFAULT_MAX_PER_OWNER,
-                 shared_keys: bool = False):
+    def __init__(
+        self,
+        task_set: str = "hotel_50",
+        task_id: str | int | None = None,
+        *,
+        verbosity: str = "default",
+        faults: FaultProfile | str | float | None = None,
+        seed: int | None = None,
+        idle_timeout_s: float | None = 1800.0,
+        grade_file: str | Path | None = None,
+        max_episodes: int = DEFAULT_MAX_EPISODES,
+        max_per_owner: int = DEFAULT_MAX_PER_OWNER,
+        shared_keys: bool = False,
+    ):
         if verbosity not in VERBOSITIES:
             raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
         self.task_set = task_set
@@ -123,8 +146,9 @@ class EpisodeStore:
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
-    def episode(self, key: str, requested_task: str | int | None = None, owner: str = "process",
-                client_key: str | None = None) -> Episode:
+    def episode(
+        self, key: str, requested_task: str | int | None = None, owner: str = "process", client_key: str | None = None
+    ) -> Episode:
         """The key's episode, opened on first use (with the requested task, if the server allows a pick).
 
         ``key`` already carries its owner's namespace (see ``erp_sim.mcp.routing``); ``owner`` is
@@ -133,24 +157,38 @@ class EpisodeStore:
         episode = self.active.get(key)
         if episode is not None:
             if requested_task is not None and self._find_task(requested_task) != episode.session.task:
-                raise EpisodeError(f"This session already works on task {episode.session.task.task_id}; "
-                                   f"open a new session for another task.")
+                raise EpisodeError(
+                    f"This session already works on task {episode.session.task.task_id}; "
+                    f"open a new session for another task."
+                )
             return episode
         if key in self.expired_keys:
             raise EpisodeError(self.expired_keys[key])
         if len(self.active) >= self.max_episodes:
-            raise EpisodeError(f"The server already runs {self.max_episodes} episodes, its limit; end a session "
-                               f"(or wait for idle ones to expire) and try again.")
+            raise EpisodeError(
+                f"The server already runs {self.max_episodes} episodes, its limit; end a session "
+                f"(or wait for idle ones to expire) and try again."
+            )
         if owner.startswith("session:") and sum(e.owner == owner for e in self.active.values()) >= self.max_per_owner:
-            raise EpisodeError(f"This MCP session already has {self.max_per_owner} open episodes, the limit per "
-                               f"session; reuse one of its session keys or start a new MCP session.")
+            raise EpisodeError(
+                f"This MCP session already has {self.max_per_owner} open episodes, the limit per "
+                f"session; reuse one of its session keys or start a new MCP session."
+            )
         task = self._choose_task(requested_task)
         instance = self._per_task[task.task_id]  # a lone client on a task sees the env's SessionId
         self._per_task[task.task_id] += 1
         self.opened += 1
         session = ErpSession(task, verbosity=self.verbosity, faults=self.faults, instance=instance)
-        episode = Episode(key, owner, client_key, self._new_handle(), self.opened, session,
-                          datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic())
+        episode = Episode(
+            key,
+            owner,
+            client_key,
+            self._new_handle(),
+            self.opened,
+            session,
+            datetime.now(UTC).isoformat(timespec="seconds"),
+            time.monotonic(),
+        )
         self.active[key] = episode
         logger.info("episode %s (%s) opened on %s/%s", episode.handle, episode.id, task.task_set, task.task_id)
         return episode
@@ -223,7 +261,9 @@ class EpisodeStore:
         if self.idle_timeout_s is None:
             return []
         now = time.monotonic() if now is None else now
-        idle = [key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()]
+        idle = [
+            key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()
+        ]
         reason = IDLE.format(timeout=self.idle_timeout_s)
         return [self.close(key, reason=reason)["session_id"] for key in idle]
 
@@ -268,7 +308,9 @@ class EpisodeStore:
         if ident in self.finished:
             return ident
         matches = [key for key, e in self.active.items() if ident in (e.id, e.client_key)]
-        matches += [h for h, summary in self.finished.items() if ident in (summary["session_id"], summary["client_key"])]
+        matches += [
+            h for h, summary in self.finished.items() if ident in (summary["session_id"], summary["client_key"])
+        ]
         if len(matches) > 1:
             raise LookupError(f"{len(matches)} episodes answer to {ident!r}; name one by its handle.")
         if not matches:

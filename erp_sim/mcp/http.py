@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from erp_sim.mcp.jsonrpc import error_reply, message_problem
 from erp_sim.mcp.episode_store import EpisodeStore
+from erp_sim.mcp.jsonrpc import error_reply, message_problem
 
 logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
@@ -94,15 +94,17 @@ class MalformedMessagesAnswered:
         self.app, self.path, self.auth_required = app, path, auth_required
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (not _is_request(scope, "POST", self.path)
-                or (self.auth_required and not getattr(scope.get("user"), "is_authenticated", False))
-                or not Headers(scope=scope).get("content-type", "").lower().startswith("application/json")):
+        if (
+            not _is_request(scope, "POST", self.path)
+            or (self.auth_required and not getattr(scope.get("user"), "is_authenticated", False))
+            or not Headers(scope=scope).get("content-type", "").lower().startswith("application/json")
+        ):
             return await self.app(scope, receive, send)
         body = bytearray()
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
@@ -120,6 +122,7 @@ class MalformedMessagesAnswered:
             return {"type": "http.request", "body": bytes(body), "more_body": False}
 
         await self.app(scope, replay, send)
+        return None
 
 
 class NoServerStream:
@@ -137,9 +140,11 @@ class NoServerStream:
         if not _is_request(scope, "GET", self.path):
             return await self.app(scope, receive, send)
         error = {"code": -32600, "message": "This server offers no server-to-client stream; POST requests to it."}
-        refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=405,
-                               headers={"Allow": "POST, DELETE"})
+        refusal = JSONResponse(
+            {"jsonrpc": "2.0", "id": None, "error": error}, status_code=405, headers={"Allow": "POST, DELETE"}
+        )
         await refusal(scope, receive, send)
+        return None
 
 
 class EndedSessionsAreGraded:
@@ -162,6 +167,7 @@ class EndedSessionsAreGraded:
         if session_id and 200 <= status[0] < 300:
             closed = await self.episodes.close_owned_by(f"session:{session_id}")
             logger.info("MCP session ended: %d episode(s) graded and freed", len(closed))
+        return None
 
 
 def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
@@ -172,8 +178,11 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected):
             return None
-        return JSONResponse({"error": "admin token required"}, status_code=401,
-                            headers={"WWW-Authenticate": 'Bearer realm="erp-sim-admin"'})
+        return JSONResponse(
+            {"error": "admin token required"},
+            status_code=401,
+            headers={"WWW-Authenticate": 'Bearer realm="erp-sim-admin"'},
+        )
 
     @server.custom_route("/admin/sessions", methods=["GET"], include_in_schema=False)
     async def list_sessions(request: Request) -> Response:
@@ -206,24 +215,34 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
         return JSONResponse(summary)
 
 
-def create_http_app(server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None,
-                    json_response: bool = True):
+def create_http_app(
+    server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None, json_response: bool = True
+):
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
-    middleware = [Middleware(BodySizeLimit, max_bytes=max_request_bytes),
-                  Middleware(MalformedMessagesAnswered, path=path, auth_required=server.auth is not None),
-                  Middleware(NoServerStream, path=path),
-                  Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path)]
-    return server.http_app(path=path, middleware=middleware,
-                           json_response=json_response, host_origin_protection="auto",
-                           session_idle_timeout=idle_timeout_s or NEVER_S)
+    middleware = [
+        Middleware(BodySizeLimit, max_bytes=max_request_bytes),
+        Middleware(MalformedMessagesAnswered, path=path, auth_required=server.auth is not None),
+        Middleware(NoServerStream, path=path),
+        Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path),
+    ]
+    return server.http_app(
+        path=path,
+        middleware=middleware,
+        json_response=json_response,
+        host_origin_protection="auto",
+        session_idle_timeout=idle_timeout_s or NEVER_S,
+    )
 
 
 # --- slow and stalled clients -------------------------------------------------------------------------
 DEFAULT_HEADER_TIMEOUT_S, DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS = 10.0, 30.0, 512
 
 
-def guarded_h11(header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
-                max_connections: int = DEFAULT_MAX_CONNECTIONS):
+def guarded_h11(
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+):
     """uvicorn's h11 protocol with what uvicorn lacks: header and body read deadlines, and a connection cap
     that sheds stalled connections first.
 

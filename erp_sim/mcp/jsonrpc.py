@@ -18,8 +18,10 @@ import mcp_types as types
 from pydantic import ValidationError
 
 LEVELS = get_args(types.LoggingLevel)
-_SHAPE = ('A JSON-RPC 2.0 message is one object with "jsonrpc": "2.0", a string "method", an "id" that is a '
-          'string or an integer (none for notifications), and "params" (if any) as an object.')
+_SHAPE = (
+    'A JSON-RPC 2.0 message is one object with "jsonrpc": "2.0", a string "method", an "id" that is a '
+    'string or an integer (none for notifications), and "params" (if any) as an object.'
+)
 
 
 def error_reply(code: int, message: str, ident: Any = None) -> str:
@@ -70,8 +72,10 @@ def _params_problem(data: dict) -> str | None:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
-            return f'"params.{where}": {first["msg"]} (initialize needs protocolVersion, capabilities and clientInfo ' \
-                   f'with name and version).'
+            return (
+                f'"params.{where}": {first["msg"]} (initialize needs protocolVersion, capabilities and clientInfo '
+                f"with name and version)."
+            )
     return None
 
 

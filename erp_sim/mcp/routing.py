@@ -37,9 +37,11 @@ SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
 TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"
 MAX_KEY_CHARS = 128
 
-NO_SESSION = ("This server runs one ERP episode per client session, and this stateless (MCP 2026-07-28) HTTP request "
-              "carries nothing that identifies one. Send the same 'X-ERP-Session: <id of your choice>' header (or "
-              "'_meta': {'erp-sim/session': '<id>'}) with every request, or connect with the 2025-11-25 handshake.")
+NO_SESSION = (
+    "This server runs one ERP episode per client session, and this stateless (MCP 2026-07-28) HTTP request "
+    "carries nothing that identifies one. Send the same 'X-ERP-Session: <id of your choice>' header (or "
+    "'_meta': {'erp-sim/session': '<id>'}) with every request, or connect with the 2025-11-25 handshake."
+)
 
 
 class RegistryTool(Tool):
@@ -55,8 +57,12 @@ class RegistryTool(Tool):
 
     @classmethod
     def bind(cls, tool: registry.Tool, episodes: EpisodeStore, max_argument_bytes: int) -> RegistryTool:
-        bound = cls(name=tool.name, description=tool.description, parameters=tool.input_schema,
-                    annotations=ToolAnnotations(read_only_hint=tool.read_only, open_world_hint=False))
+        bound = cls(
+            name=tool.name,
+            description=tool.description,
+            parameters=tool.input_schema,
+            annotations=ToolAnnotations(read_only_hint=tool.read_only, open_world_hint=False),
+        )
         bound._episodes, bound._max_argument_bytes = episodes, max_argument_bytes
         return bound
 
@@ -91,7 +97,9 @@ class UnknownToolsAnswerLikeTheErp(Middleware):
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         if context.message.name in registry.TOOLS:
             return await call_next(context)
-        return await answer(self.episodes, context.message.name, context.message.arguments or {}, self.max_argument_bytes)
+        return await answer(
+            self.episodes, context.message.name, context.message.arguments or {}, self.max_argument_bytes
+        )
 
 
 def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:
@@ -129,8 +137,13 @@ def task_brief(episodes: EpisodeStore) -> dict[str, str]:
     """What the agent is asked to do: the user's first message and the subcategory rules it may rely on."""
     episode = current_episode(episodes)
     task = episode.session.task
-    return {"session_id": episode.id, "task_set": task.task_set, "task_id": task.task_id,
-            "instruction": task.instruction(), "mapping_rules": task.mapping_rules()}
+    return {
+        "session_id": episode.id,
+        "task_set": task.task_set,
+        "task_id": task.task_id,
+        "instruction": task.instruction(),
+        "mapping_rules": task.mapping_rules(),
+    }
 
 
 def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
@@ -139,8 +152,10 @@ def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
     server.add_middleware(UnknownToolsAnswerLikeTheErp(episodes, max_argument_bytes))
 
-    @server.prompt(name="itemization_task", description="The user's request for this session's task, with the "
-                                                         "receipt-wording-to-subcategory rules.")
+    @server.prompt(
+        name="itemization_task",
+        description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
+    )
     async def itemization_task() -> str:
         try:
             brief = task_brief(episodes)
@@ -148,8 +163,12 @@ def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
             raise PromptError(str(exc)) from None
         return f"{brief['instruction']}\n\nSubcategory rules:\n{brief['mapping_rules']}"
 
-    @server.resource("erp-sim://task", name="task", mime_type="application/json",
-                     description="This session's task: id, instruction and subcategory rules (no answers).")
+    @server.resource(
+        "erp-sim://task",
+        name="task",
+        mime_type="application/json",
+        description="This session's task: id, instruction and subcategory rules (no answers).",
+    )
     async def task_resource() -> str:
         try:
             return json.dumps(task_brief(episodes), ensure_ascii=False)

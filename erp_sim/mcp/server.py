@@ -34,22 +34,30 @@ from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
-from erp_sim.faults import FaultProfile
-from erp_sim.mcp.http import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS,
-                              add_admin_routes, create_http_app, guarded_h11)
-from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
-from erp_sim.mcp.stdio import CappedWriter, LimitedLines
-from erp_sim.mcp.routing import register
 from erp_sim import VERBOSITIES
+from erp_sim.faults import FaultProfile
+from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
+from erp_sim.mcp.http import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    add_admin_routes,
+    create_http_app,
+    guarded_h11,
+)
+from erp_sim.mcp.routing import register
+from erp_sim.mcp.stdio import CappedWriter, LimitedLines
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.sql_sandbox import set_limits as set_sql_limits
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 AUTH_TOKEN_ENV, ADMIN_TOKEN_ENV = "ERP_SIM_AUTH_TOKEN", "ERP_SIM_ADMIN_TOKEN"
-INSTRUCTIONS = ("Dynamics 365 Finance & Operations ERP tools (forms, OData-style data, business actions), "
-                "simulated by erp-sim. Each session is one episode of one expense-itemization task: read the "
-                "'itemization_task' prompt or the 'erp-sim://task' resource for the user's request.")
+INSTRUCTIONS = (
+    "Dynamics 365 Finance & Operations ERP tools (forms, OData-style data, business actions), "
+    "simulated by erp-sim. Each session is one episode of one expense-itemization task: read the "
+    "'itemization_task' prompt or the 'erp-sim://task' resource for the user's request."
+)
 
 logger = logging.getLogger("erp_sim.mcp")
 
@@ -62,8 +70,9 @@ class ErpMcpServer(FastMCP):
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
 
-    async def run_stdio_async(self, show_banner: bool = False, log_level: str | None = None,
-                              stateless: bool = False) -> None:
+    async def run_stdio_async(
+        self, show_banner: bool = False, log_level: str | None = None, stateless: bool = False
+    ) -> None:
         """fastmcp's stdio runner, with our stdin/stdout (``erp_sim.mcp.stdio``) handed to the SDK transport."""
         token = set_transport("stdio")
         try:
@@ -73,8 +82,9 @@ class ErpMcpServer(FastMCP):
                     lines = LimitedLines(sys.stdin.fileno(), writer, self.max_request_bytes)
                     try:
                         async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
-                            await self._mcp_server.run(read_stream, write_stream,
-                                                       self._mcp_server.create_initialization_options())
+                            await self._mcp_server.run(
+                                read_stream, write_stream, self._mcp_server.create_initialization_options()
+                            )
                     except* anyio.BrokenResourceError:
                         # the SDK's stdin reader, handing a line to a session that a shutdown (Ctrl-C, SIGTERM)
                         # just closed, raises this uncaught: exit 1 with a traceback, and no final grades
@@ -88,17 +98,31 @@ class ErpMcpServer(FastMCP):
         Plain JSON responses by default: tools never stream, and skipping SSE halves the server's
         cost per call (about 2.3 ms instead of 4-5 ms of CPU, measured with scripts/bench_mcp.py).
         """
-        return create_http_app(self, max_request_bytes=self.max_request_bytes,
-                               idle_timeout_s=self.episodes.idle_timeout_s, json_response=json_response)
+        return create_http_app(
+            self,
+            max_request_bytes=self.max_request_bytes,
+            idle_timeout_s=self.episodes.idle_timeout_s,
+            json_response=json_response,
+        )
 
 
-def build_server(task_set: str = "hotel_50", task_id: str | int | None = None, verbosity: str = "default",
-                 seed: int | None = None, faults: FaultProfile | str | float | None = None,
-                 auth_token: str | None = None, admin_token: str | None = None,
-                 idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, grade_file: str | Path | None = None,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, max_episodes: int = DEFAULT_MAX_EPISODES,
-                 max_episodes_per_session: int = DEFAULT_MAX_PER_OWNER, shared_session_keys: bool = False,
-                 sql_cpu_seconds: float | None = None, sql_memory_bytes: int | None = None) -> ErpMcpServer:
+def build_server(
+    task_set: str = "hotel_50",
+    task_id: str | int | None = None,
+    verbosity: str = "default",
+    seed: int | None = None,
+    faults: FaultProfile | str | float | None = None,
+    auth_token: str | None = None,
+    admin_token: str | None = None,
+    idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S,
+    grade_file: str | Path | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+    max_episodes_per_session: int = DEFAULT_MAX_PER_OWNER,
+    shared_session_keys: bool = False,
+    sql_cpu_seconds: float | None = None,
+    sql_memory_bytes: int | None = None,
+) -> ErpMcpServer:
     """An MCP server over ``task_set``.
 
     ``task_id`` (id or index) pins every session to one task; otherwise each session may pick
@@ -113,9 +137,18 @@ def build_server(task_set: str = "hotel_50", task_id: str | int | None = None, v
     if admin_token and admin_token == auth_token:
         raise ValueError("The admin token must differ from the client token.")
     set_sql_limits(sql_cpu_seconds, sql_memory_bytes)
-    episodes = EpisodeStore(task_set, task_id, verbosity=verbosity, faults=faults, seed=seed,
-                            idle_timeout_s=idle_timeout_s, grade_file=grade_file, max_episodes=max_episodes,
-                            max_per_owner=max_episodes_per_session, shared_keys=shared_session_keys)
+    episodes = EpisodeStore(
+        task_set,
+        task_id,
+        verbosity=verbosity,
+        faults=faults,
+        seed=seed,
+        idle_timeout_s=idle_timeout_s,
+        grade_file=grade_file,
+        max_episodes=max_episodes,
+        max_per_owner=max_episodes_per_session,
+        shared_keys=shared_session_keys,
+    )
 
     @lifespan
     async def expire_idle_episodes(server):
@@ -127,8 +160,16 @@ def build_server(task_set: str = "hotel_50", task_id: str | int | None = None, v
             episodes.close_all()
 
     auth = StaticTokenVerifier({auth_token: {"client_id": "erp-sim-client", "scopes": []}}) if auth_token else None
-    server = ErpMcpServer(episodes, max_request_bytes=max_request_bytes, name="erp-sim", version=_package_version(),
-                          instructions=INSTRUCTIONS, auth=auth, lifespan=expire_idle_episodes, mask_error_details=True)
+    server = ErpMcpServer(
+        episodes,
+        max_request_bytes=max_request_bytes,
+        name="erp-sim",
+        version=_package_version(),
+        instructions=INSTRUCTIONS,
+        auth=auth,
+        lifespan=expire_idle_episodes,
+        mask_error_details=True,
+    )
     register(server, episodes, max_request_bytes)
     if admin_token:
         add_admin_routes(server, episodes, admin_token)
@@ -143,43 +184,97 @@ def _package_version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="erp-sim serve", description="Serve the ERP simulator over MCP (stdio by default).")
+    p = argparse.ArgumentParser(
+        prog="erp-sim serve", description="Serve the ERP simulator over MCP (stdio by default)."
+    )
     p.add_argument("--http", action="store_true", help="Serve streamable HTTP at /mcp instead of stdio.")
-    p.add_argument("--openenv", action="store_true",
-                   help="Serve an OpenEnv environment instead (reset/step/state; needs the openenv extra); "
-                        "its options: erp-sim serve --openenv --help.")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote).")
+    p.add_argument(
+        "--openenv",
+        action="store_true",
+        help="Serve an OpenEnv environment instead (reset/step/state; needs the openenv extra); "
+        "its options: erp-sim serve --openenv --help.",
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; others need --allow-remote)."
+    )
     p.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0: any free port).")
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
-    p.add_argument("--task-set", default="hotel_50", help="hotel_50, expense_types, long_horizon, or one expense type (default hotel_50).")
+    p.add_argument(
+        "--task-set",
+        default="hotel_50",
+        help="hotel_50, expense_types, long_horizon, or one expense type (default hotel_50).",
+    )
     p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
     p.add_argument("--seed", type=int, default=None, help="Shuffle the order in which new sessions get tasks.")
     p.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="Response verbosity.")
     p.add_argument("--faults", default=None, help='Fault injection, e.g. 0.1 or "rate=0.1,seed=3" (default off).')
     p.add_argument("--auth-token", default=None, help=f"Bearer token HTTP clients must send (or ${AUTH_TOKEN_ENV}).")
     p.add_argument("--admin-token", default=None, help=f"Bearer token for /admin routes (or ${ADMIN_TOKEN_ENV}).")
-    p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S,
-                   help="Seconds before an idle session is graded and freed (0: never; default 1800).")
-    p.add_argument("--grade-file", type=Path, default=None,
-                   help="Append every grade here as one JSON line (flushed; never truncated; last line per handle wins).")
-    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, help="Largest HTTP body / tool arguments.")
-    p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES,
-                   help=f"Open episodes in all; more are refused (default {DEFAULT_MAX_EPISODES}).")
-    p.add_argument("--max-episodes-per-session", type=int, default=DEFAULT_MAX_PER_OWNER,
-                   help=f"Open episodes per MCP session (distinct session keys; default {DEFAULT_MAX_PER_OWNER}).")
-    p.add_argument("--shared-session-keys", action="store_true",
-                   help="Let any client reach an episode by its X-ERP-Session key (default: only the client that opened it).")
-    p.add_argument("--sql-cpu-seconds", type=float, default=SQL_LIMITS.cpu_seconds,
-                   help=f"CPU time per SQL statement of data_find_entities_sql (default {SQL_LIMITS.cpu_seconds:g}).")
-    p.add_argument("--sql-memory-mb", type=int, default=SQL_LIMITS.memory_bytes >> 20,
-                   help=f"Memory (MiB) one SQL statement may grow SQLite's heap by (default {SQL_LIMITS.memory_bytes >> 20}).")
-    p.add_argument("--http-header-timeout", type=float, default=DEFAULT_HEADER_TIMEOUT_S,
-                   help=f"Seconds a client has to send its request headers (default {DEFAULT_HEADER_TIMEOUT_S:g}).")
-    p.add_argument("--http-body-timeout", type=float, default=DEFAULT_BODY_TIMEOUT_S,
-                   help=f"Seconds a client has to send its request body (default {DEFAULT_BODY_TIMEOUT_S:g}).")
-    p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
-                   help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).")
-    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        help="Seconds before an idle session is graded and freed (0: never; default 1800).",
+    )
+    p.add_argument(
+        "--grade-file",
+        type=Path,
+        default=None,
+        help="Append every grade here as one JSON line (flushed; never truncated; last line per handle wins).",
+    )
+    p.add_argument(
+        "--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, help="Largest HTTP body / tool arguments."
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=int,
+        default=DEFAULT_MAX_EPISODES,
+        help=f"Open episodes in all; more are refused (default {DEFAULT_MAX_EPISODES}).",
+    )
+    p.add_argument(
+        "--max-episodes-per-session",
+        type=int,
+        default=DEFAULT_MAX_PER_OWNER,
+        help=f"Open episodes per MCP session (distinct session keys; default {DEFAULT_MAX_PER_OWNER}).",
+    )
+    p.add_argument(
+        "--shared-session-keys",
+        action="store_true",
+        help="Let any client reach an episode by its X-ERP-Session key (default: only the client that opened it).",
+    )
+    p.add_argument(
+        "--sql-cpu-seconds",
+        type=float,
+        default=SQL_LIMITS.cpu_seconds,
+        help=f"CPU time per SQL statement of data_find_entities_sql (default {SQL_LIMITS.cpu_seconds:g}).",
+    )
+    p.add_argument(
+        "--sql-memory-mb",
+        type=int,
+        default=SQL_LIMITS.memory_bytes >> 20,
+        help=f"Memory (MiB) one SQL statement may grow SQLite's heap by (default {SQL_LIMITS.memory_bytes >> 20}).",
+    )
+    p.add_argument(
+        "--http-header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        help=f"Seconds a client has to send its request headers (default {DEFAULT_HEADER_TIMEOUT_S:g}).",
+    )
+    p.add_argument(
+        "--http-body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        help=f"Seconds a client has to send its request body (default {DEFAULT_BODY_TIMEOUT_S:g}).",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).",
+    )
+    p.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr)."
+    )
     return p
 
 
@@ -210,28 +305,48 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from erp_sim.envs.openenv import main as serve_openenv
         except ImportError as exc:
-            print(f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}",
-                  file=sys.stderr)
+            print(
+                f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}",
+                file=sys.stderr,
+            )
             return 2
         return serve_openenv([arg for arg in argv if arg != "--openenv"])
     args = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV) or None
     admin_token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV) or None
     if args.http and not _is_loopback(args.host):
         if not args.allow_remote:
-            print(f"erp-sim serve: {args.host} is not a loopback address; pass --allow-remote to serve other machines.",
-                  file=sys.stderr)
+            print(
+                f"erp-sim serve: {args.host} is not a loopback address; pass --allow-remote to serve other machines.",
+                file=sys.stderr,
+            )
             return 2
-        print(f"WARNING: erp-sim serves {args.host}:{args.port}, reachable from other machines (plain HTTP: put TLS in "
-              f"front). " + ("" if auth_token else "No --auth-token: anyone who can connect can use it."), file=sys.stderr)
+        print(
+            f"WARNING: erp-sim serves {args.host}:{args.port}, reachable from other machines (plain HTTP: put TLS in "
+            f"front). " + ("" if auth_token else "No --auth-token: anyone who can connect can use it."),
+            file=sys.stderr,
+        )
     try:
-        server = build_server(args.task_set, args.task, verbosity=args.verbosity, seed=args.seed, faults=args.faults,
-                              auth_token=auth_token, admin_token=admin_token, idle_timeout_s=args.idle_timeout,
-                              grade_file=args.grade_file, max_request_bytes=args.max_request_bytes,
-                              max_episodes=args.max_episodes, max_episodes_per_session=args.max_episodes_per_session,
-                              shared_session_keys=args.shared_session_keys, sql_cpu_seconds=args.sql_cpu_seconds,
-                              sql_memory_bytes=args.sql_memory_mb << 20)
+        server = build_server(
+            args.task_set,
+            args.task,
+            verbosity=args.verbosity,
+            seed=args.seed,
+            faults=args.faults,
+            auth_token=auth_token,
+            admin_token=admin_token,
+            idle_timeout_s=args.idle_timeout,
+            grade_file=args.grade_file,
+            max_request_bytes=args.max_request_bytes,
+            max_episodes=args.max_episodes,
+            max_episodes_per_session=args.max_episodes_per_session,
+            shared_session_keys=args.shared_session_keys,
+            sql_cpu_seconds=args.sql_cpu_seconds,
+            sql_memory_bytes=args.sql_memory_mb << 20,
+        )
     except (KeyError, ValueError) as exc:  # bad task, task set, fault profile or tokens
         print(f"erp-sim serve: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}", file=sys.stderr)
         return 2
@@ -266,17 +381,29 @@ def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) 
     import uvicorn
 
     protocol = guarded_h11(args.http_header_timeout, args.http_body_timeout, args.max_connections)
-    config = uvicorn.Config(server.streamable_http_app(), host=args.host, port=args.port, log_level=args.log_level,
-                            access_log=args.log_level == "debug", timeout_graceful_shutdown=2, lifespan="on",
-                            http=protocol, timeout_keep_alive=5,
-                            # asyncio's loop, whatever is installed: uvicorn takes uvloop when present (the training
-                            # extras bring it), and under uvloop stalled sockets were not shed (the guards' test failed)
-                            loop="asyncio")
+    config = uvicorn.Config(
+        server.streamable_http_app(),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=args.log_level == "debug",
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+        http=protocol,
+        timeout_keep_alive=5,
+        # asyncio's loop, whatever is installed: uvicorn takes uvloop when present (the training
+        # extras bring it), and under uvloop stalled sockets were not shed (the guards' test failed)
+        loop="asyncio",
+    )
     host = f"[{args.host}]" if ":" in args.host else args.host
     # printed, not logged: the operator needs the URL and the auth state at every log level
-    print(f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
-          f"{'bearer token required' if server.auth is not None else 'OFF, any local process can use it'}; admin routes: "
-          f"{'on' if admin else 'off, no --admin-token'})", file=sys.stderr, flush=True)
+    print(
+        f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
+        f"{'bearer token required' if server.auth is not None else 'OFF, any local process can use it'}; admin routes: "
+        f"{'on' if admin else 'off, no --admin-token'})",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.Server(config).run()
 
 

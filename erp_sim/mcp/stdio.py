@@ -45,7 +45,7 @@ class CappedWriter:
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self.fd, view):]
+            view = view[os.write(self.fd, view) :]
 
     def _too_big(self, text: str, size: int) -> str:
         try:
@@ -53,8 +53,9 @@ class CappedWriter:
         except (ValueError, AttributeError):
             ident = None
         logger.warning("a reply of %d bytes was replaced by an error (limit %d)", size, self.max_bytes)
-        return error_reply(-32603, f"The reply has {size:,} bytes, over the limit of {self.max_bytes:,}; "
-                                   f"narrow the request.", ident)
+        return error_reply(
+            -32603, f"The reply has {size:,} bytes, over the limit of {self.max_bytes:,}; narrow the request.", ident
+        )
 
 
 class LimitedLines:
@@ -85,7 +86,7 @@ class LimitedLines:
             end = self.pending.find(b"\n", scanned)
             if end >= 0:
                 line = bytes(self.pending[:end])
-                del self.pending[:end + 1]
+                del self.pending[: end + 1]
                 if not self.skipping:
                     return line
                 self.skipping = False
@@ -106,8 +107,12 @@ class LimitedLines:
             self.pending += chunk
 
     async def _refuse_long_line(self) -> None:
-        await self.writer.write(error_reply(-32600, f"Invalid Request: the message is over the limit of "
-                                                    f"{self.max_bytes:,} bytes and was discarded.") + "\n")
+        await self.writer.write(
+            error_reply(
+                -32600, f"Invalid Request: the message is over the limit of {self.max_bytes:,} bytes and was discarded."
+            )
+            + "\n"
+        )
 
     async def _read(self) -> bytes:
         if self.polls:

@@ -18,8 +18,14 @@ def run_into_closed_pipe(*args: str, stdin: str = "") -> subprocess.CompletedPro
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", *args], stdout=write_end,
-                              stderr=subprocess.PIPE, input=stdin, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "erp_sim.agents.cli", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            input=stdin,
+            text=True,
+            timeout=300,
+        )
     finally:
         os.close(write_end)
 
@@ -36,19 +42,28 @@ def test_demo_runs_on_any_task_set_from_its_first_task(capsys):
     assert "Meals expense" in out and '"strict_success": true' in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--task", "nosuch"], "No task 'nosuch' in task set 'hotel_50'."),
-    (["--task-set", "nosuch"], "Unknown task set 'nosuch'. Known: expense_types, hotel_50,"),
-    (["--task-set", "Meals", "--task", "99"], "Task index 99 out of range: Meals has 20 tasks."),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "nosuch"], "No task 'nosuch' in task set 'hotel_50'."),
+        (["--task-set", "nosuch"], "Unknown task set 'nosuch'. Known: expense_types, hotel_50,"),
+        (["--task-set", "Meals", "--task", "99"], "Task index 99 out of range: Meals has 20 tasks."),
+    ],
+)
 def test_demo_names_a_bad_task_or_task_set_in_one_line(capsys, args, message):
     assert demo.main(args) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"erp-sim demo: {message}") and captured.err.count("\n") == 1
 
 
-@pytest.mark.parametrize("args", [["eval", "--policy", "last_n:q=3"], ["eval", "--configs", "C9"],
-                                  ["sweep", "--family", "last_n", "--grid", "q=1,2"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "--policy", "last_n:q=3"],
+        ["eval", "--configs", "C9"],
+        ["sweep", "--family", "last_n", "--grid", "q=1,2"],
+    ],
+)
 def test_a_policy_spec_mistake_is_one_line_without_the_usage_block(capsys, tmp_path, args):
     from erp_sim.agents.cli import main
 
@@ -57,7 +72,9 @@ def test_a_policy_spec_mistake_is_one_line_without_the_usage_block(capsys, tmp_p
     assert exit_.value.code == 2 and not (tmp_path / "out").exists()
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "usage:" not in captured.err, captured.err
-    assert captured.err.startswith(f"erp-sim {args[0]}: error: ") and ("known: C1" in captured.err or "parameters: n" in captured.err)
+    assert captured.err.startswith(f"erp-sim {args[0]}: error: ") and (
+        "known: C1" in captured.err or "parameters: n" in captured.err
+    )
 
 
 def every_command() -> list[list[str]]:
@@ -81,8 +98,11 @@ def test_help_texts_are_plain_words_without_rest_markup(capsys, command):
 def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
     from erp_sim.agents.cli import main
 
-    rows = [{"task_id": "hotel-003", "config": config, "policy": policy, "run": run, "trajectory": "t.json.gz"}
-            for config, policy in (("C2", "full"), ("C4", "last_n_summary:n=5,w=3")) for run in (0, 1)]
+    rows = [
+        {"task_id": "hotel-003", "config": config, "policy": policy, "run": run, "trajectory": "t.json.gz"}
+        for config, policy in (("C2", "full"), ("C4", "last_n_summary:n=5,w=3"))
+        for run in (0, 1)
+    ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     assert main(["show", str(tmp_path), "hotel-003", "--config", "C9"]) == 2
     err = capsys.readouterr().err
@@ -97,6 +117,10 @@ def test_serve_refuses_a_port_out_of_range_in_one_line(serve, port):
     """99999 used to be bound as 34463 (modulo 65536): a server on a port nobody asked for."""
     if serve[-1] == "--openenv":
         pytest.importorskip("openenv", reason="the openenv extra")
-    done = subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", *serve, "--port", port], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", *serve, "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "is not a port number" in done.stderr and "Traceback" not in done.stderr

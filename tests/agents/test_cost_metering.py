@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import gymnasium as gym
 import pytest
 
@@ -29,7 +31,7 @@ def test_full_history_makes_each_request_but_the_first_cacheable_up_to_the_previ
     trajectory = episode("full")
     steps = trajectory.steps
     assert len(steps) > 5 and steps[0].cacheable_prefix_tokens == 0
-    for before, after in zip(steps, steps[1:]):
+    for before, after in itertools.pairwise(steps):
         # the previous request (tools + messages) is a prefix of this one; only its reply priming is not
         assert after.cacheable_prefix_tokens == before.input_tokens - REPLY_PRIMING_TOKENS
     metrics = trajectory.metrics
@@ -39,11 +41,16 @@ def test_full_history_makes_each_request_but_the_first_cacheable_up_to_the_previ
 
 def test_pruning_and_summarising_rewrite_the_prefix():
     full, last_n, summary = (episode(p) for p in ("full", "last_n:n=2", "last_n_summary:n=2,w=1"))
-    share = {name: t.metrics.cacheable_prefix_tokens / t.metrics.input_tokens
-             for name, t in (("full", full), ("last_n", last_n), ("summary", summary))}
+    share = {
+        name: t.metrics.cacheable_prefix_tokens / t.metrics.input_tokens
+        for name, t in (("full", full), ("last_n", last_n), ("summary", summary))
+    }
     assert share["full"] > share["last_n"] and share["full"] > share["summary"]
-    pruned = [s for before, s in zip(last_n.steps, last_n.steps[1:])
-              if s.cacheable_prefix_tokens < before.input_tokens - REPLY_PRIMING_TOKENS]
+    pruned = [
+        s
+        for before, s in zip(last_n.steps, last_n.steps[1:])
+        if s.cacheable_prefix_tokens < before.input_tokens - REPLY_PRIMING_TOKENS
+    ]
     assert pruned  # a step whose window moved keeps only the part before the first dropped message
     assert all(s.cacheable_prefix_tokens <= s.input_tokens for s in last_n.steps + summary.steps)
 
@@ -98,8 +105,10 @@ def test_a_model_agents_provider_cached_tokens_are_kept_beside_our_bound(fake_op
     for message in reference.messages:  # the server answers what the scripted agent did
         if message["role"] == "assistant":
             if message.get("tool_calls"):
-                fake_openai_server.reply_tool_calls([(c["function"]["name"], json.loads(c["function"]["arguments"]))
-                                                     for c in message["tool_calls"]], prompt_tokens=900)
+                fake_openai_server.reply_tool_calls(
+                    [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]],
+                    prompt_tokens=900,
+                )
             else:
                 fake_openai_server.reply_text(message["content"], prompt_tokens=900)
     model = OpenAIChatModel("fake-model", base_url=fake_openai_server.base_url, temperature=0.0, max_retries=0)
@@ -122,19 +131,38 @@ def test_show_and_the_run_page_give_each_calls_cacheable_prefix_and_both_units()
     trajectory = episode("full")
     step = trajectory.steps[1]
     step.reported_input_tokens, step.provider_cached_tokens = step.input_tokens + 40, 1024
-    step.role_calls = [ModelCall(role="summarizer", input_tokens=500, output_tokens=20, cacheable_prefix_tokens=300,
-                                 reported_input_tokens=480, provider_cached_tokens=None)]
+    step.role_calls = [
+        ModelCall(
+            role="summarizer",
+            input_tokens=500,
+            output_tokens=20,
+            cacheable_prefix_tokens=300,
+            reported_input_tokens=480,
+            provider_cached_tokens=None,
+        )
+    ]
     row = {"config": "C2", "run": 0, "agent": "openai:m"}
     text = show.render(row, trajectory)
     spread = (step.input_tokens + 40) / step.input_tokens - 1
-    assert (f"cacheable prefix {step.cacheable_prefix_tokens:,} (" in text
-            and f"the service reported {step.input_tokens + 40:,} input ({spread:+.1%} vs o200k), 1,024 cached" in text)
-    assert "summarizer model call: 500 input tokens (o200k), cacheable prefix 300 (60%); the service reported 480 " \
-           "input (-4.0% vs o200k), 20 output" in text
+    assert (
+        f"cacheable prefix {step.cacheable_prefix_tokens:,} (" in text
+        and f"the service reported {step.input_tokens + 40:,} input ({spread:+.1%} vs o200k), 1,024 cached" in text
+    )
+    assert (
+        "summarizer model call: 500 input tokens (o200k), cacheable prefix 300 (60%); the service reported 480 "
+        "input (-4.0% vs o200k), 20 output" in text
+    )
     record = view.episode_record(row, trajectory.deterministic_dump(), view.MessageTable())
     call = record["calls"][1]
     assert (call["cacheable_prefix_tokens"], call["provider_cached_tokens"]) == (step.cacheable_prefix_tokens, 1024)
-    assert call["role_calls"] == [{"role": "summarizer", "input_tokens": 500, "output_tokens": 20,
-                                   "cacheable_prefix_tokens": 300, "reported_input_tokens": 480,
-                                   "provider_cached_tokens": None}]
+    assert call["role_calls"] == [
+        {
+            "role": "summarizer",
+            "input_tokens": 500,
+            "output_tokens": 20,
+            "cacheable_prefix_tokens": 300,
+            "reported_input_tokens": 480,
+            "provider_cached_tokens": None,
+        }
+    ]
     assert "provider_cached_tokens" not in record["calls"][0]  # offline: nothing reported, nothing shown

@@ -6,10 +6,12 @@ import json
 
 import gymnasium as gym
 import pytest
+from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.models.cassette import ReplayModel, RecordingModel
+from erp_sim import load_task_set
 from erp_sim.agents.model_agent import ModelAgent
+from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
@@ -17,8 +19,6 @@ from erp_sim.agents.scripted import ScriptedAgent, decide
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.trajectory import write_finetuning_jsonl
 from erp_sim.agents.types import InfrastructureError
-from erp_sim import load_task_set
-from harness_support import script_server_with_scripted_agent
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,12 @@ def test_metrics_are_exact_token_counts_of_what_was_shown(env):
     metrics = trajectory.metrics
     assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)
     assert metrics.peak_tokens == max(s.input_tokens for s in trajectory.steps)
-    assert metrics.dependency == sum((s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in trajectory.steps)
-    assert metrics.model_calls == len(trajectory.steps) and metrics.tool_calls == sum(s.tool_calls for s in trajectory.steps)
+    assert metrics.dependency == sum(
+        (s.input_tokens + 2 * s.output_tokens) * s.output_tokens / 2 for s in trajectory.steps
+    )
+    assert metrics.model_calls == len(trajectory.steps) and metrics.tool_calls == sum(
+        s.tool_calls for s in trajectory.steps
+    )
 
 
 def test_the_scripted_agent_decides_only_from_what_it_is_shown(env):
@@ -68,8 +72,11 @@ def test_pruning_makes_the_agent_reread_and_a_summary_avoids_it(env):
     pruned = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"), task_id="hotel-049")
     summarized = run_episode(env, wrap(ScriptedAgent(), "last_n_summary:n=5,w=3"), task_id="hotel-049")
     assert full.grade.success and pruned.grade.success and summarized.grade.success
+
     def rereads(trajectory):
-        return sum("ViewReceipt" in c["function"]["arguments"] for m in trajectory.messages for c in m.get("tool_calls") or [])
+        return sum(
+            "ViewReceipt" in c["function"]["arguments"] for m in trajectory.messages for c in m.get("tool_calls") or []
+        )
 
     assert rereads(full) == 1 and rereads(pruned) > 3 and rereads(summarized) == 1
     assert pruned.metrics.input_tokens < full.metrics.input_tokens / 2
@@ -137,7 +144,7 @@ def test_recall_model_misreads_far_back_facts_deterministically(env):
 
 
 def test_eval_parses_scripted_agent_options():
-    from erp_sim.agents.evaluation.evaluate import _scripted_recall
+    from erp_sim.agents.evaluation.episode_models import _scripted_recall
 
     assert _scripted_recall("") is None and _scripted_recall("recall=2e6") == 2e6
     with pytest.raises(ValueError, match="recall=TOKENS"):

@@ -11,10 +11,26 @@ from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_coun
 from erp_sim.agents.types import ChatResponse, Usage
 
 COUNTER = get_counter()
-TOOLS = [{"type": "function", "function": {"name": "form_open", "description": "Open a form.",
-                                            "parameters": {"type": "object", "properties": {}}}}]
-OTHER_TOOLS = [{"type": "function", "function": {"name": "form_close", "description": "Close a form.",
-                                                  "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "form_open",
+            "description": "Open a form.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
+OTHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "form_close",
+            "description": "Close a form.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 SYSTEM = {"role": "system", "content": "You itemize hotel expenses in Dynamics 365. " * 20}
 TASK = {"role": "user", "content": "Itemize the hotel line of report EXP-001: three nights at 120.00."}
 
@@ -22,8 +38,10 @@ TASK = {"role": "user", "content": "Itemize the hotel line of report EXP-001: th
 def step(n: int) -> list[dict]:
     """An assistant call and its tool result, numbered."""
     call = {"id": f"c{n}", "type": "function", "function": {"name": "form_open", "arguments": f'{{"step": {n}}}'}}
-    return [{"role": "assistant", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": f"c{n}", "name": "form_open", "content": f"form state after step {n} " * 30}]
+    return [
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{n}", "name": "form_open", "content": f"form state after step {n} " * 30},
+    ]
 
 
 def tokens(*messages: dict) -> int:
@@ -31,8 +49,13 @@ def tokens(*messages: dict) -> int:
 
 
 def test_encode_message_has_as_many_units_as_count_message():
-    for message in [SYSTEM, TASK, *step(1), {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi"}]},
-                    {"role": "assistant", "content": None}]:
+    for message in [
+        SYSTEM,
+        TASK,
+        *step(1),
+        {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": None},
+    ]:
         assert len(encode_message(message)) == COUNTER.count_message(message)
 
 
@@ -81,9 +104,14 @@ def test_last_n_pruning_keeps_only_system_and_task_cacheable():
 def test_the_instruction_with_a_summary_appended_keeps_the_instruction_tokens():
     tracker = PrefixTracker(COUNTER)
     tracker.observe([SYSTEM, TASK, *step(1)], TOOLS)
-    folded = {"role": "user", "content": TASK["content"] + "\n<HISTORY_SUMMARY>step 1 opened the form</HISTORY_SUMMARY>"}
+    folded = {
+        "role": "user",
+        "content": TASK["content"] + "\n<HISTORY_SUMMARY>step 1 opened the form</HISTORY_SUMMARY>",
+    }
     figure = tracker.observe([SYSTEM, folded], TOOLS)
-    assert figure >= COUNTER.count_tools(TOOLS) + tokens(SYSTEM) + tokens(TASK) - 2  # all but the end framing, maybe a merge
+    assert (
+        figure >= COUNTER.count_tools(TOOLS) + tokens(SYSTEM) + tokens(TASK) - 2
+    )  # all but the end framing, maybe a merge
     assert figure < COUNTER.count_tools(TOOLS) + tokens(SYSTEM) + tokens(TASK)
 
 
@@ -109,8 +137,10 @@ def test_requests_without_tools_are_measured_too():
 
 
 def test_record_call_reports_to_the_running_episode_only_and_keeps_provider_figures_apart():
-    response = ChatResponse(message={"role": "assistant", "content": "a summary"},
-                            usage=Usage(input_tokens=999, output_tokens=7, cached_input_tokens=512))
+    response = ChatResponse(
+        message={"role": "assistant", "content": "a summary"},
+        usage=Usage(input_tokens=999, output_tokens=7, cached_input_tokens=512),
+    )
     record_call("summarizer", [SYSTEM, TASK], None, response)  # no episode: nothing to report to, no error
     meter = EpisodeMeter().start()
     try:
@@ -121,7 +151,11 @@ def test_record_call_reports_to_the_running_episode_only_and_keeps_provider_figu
         meter.stop()
     record_call("summarizer", [SYSTEM], None, response)  # after the episode: not counted
     first, second, user = meter.drain()
-    assert (first.role, first.input_tokens, first.cacheable_prefix_tokens) == ("summarizer", COUNTER.count_messages([SYSTEM, TASK]), 0)
+    assert (first.role, first.input_tokens, first.cacheable_prefix_tokens) == (
+        "summarizer",
+        COUNTER.count_messages([SYSTEM, TASK]),
+        0,
+    )
     assert second.cacheable_prefix_tokens == tokens(SYSTEM, TASK)
     assert (second.reported_input_tokens, second.provider_cached_tokens) == (999, 512)  # the service's, as reported
     assert second.output_tokens == COUNTER.count_message(response.message)
@@ -155,12 +189,15 @@ def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
         for _ in range(25):
             move = rng.random()
             if move < 0.5:
-                history = history + pool[len(history):len(history) + 2] if len(history) < len(pool) else history
+                history = history + pool[len(history) : len(history) + 2] if len(history) < len(pool) else history
             elif move < 0.7:
-                history = history[:2] + history[rng.randrange(2, max(3, len(history))):]  # prune
+                history = history[:2] + history[rng.randrange(2, max(3, len(history))) :]  # prune
             elif move < 0.8:
-                history = [history[0], {"role": "user", "content": TASK["content"] + f" summary {rng.random()}"},
-                           *history[2:]]  # rewrite an early message
+                history = [
+                    history[0],
+                    {"role": "user", "content": TASK["content"] + f" summary {rng.random()}"},
+                    *history[2:],
+                ]  # rewrite an early message
             tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
             assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
 
@@ -176,7 +213,10 @@ def _reference_figure(request: tuple, earlier: list[tuple]) -> int:
             if position >= len(other):
                 break
             if unit != other[position]:
-                shared += next((n for n, (a, b) in enumerate(zip(unit, other[position])) if a != b), min(len(unit), len(other[position])))
+                shared += next(
+                    (n for n, (a, b) in enumerate(zip(unit, other[position])) if a != b),
+                    min(len(unit), len(other[position])),
+                )
                 break
             shared += len(unit)
         else:
@@ -195,24 +235,38 @@ def test_figures_equal_the_definition_on_random_branching_requests():
 
     rng = random.Random(11)
     texts = ["form state " * 5, "form state " * 5 + "and more", "form status", "", "Itemize line 3 of EXP-000123."]
+
     def message() -> dict:
         role = rng.choice(["user", "assistant", "tool"])
         content = rng.choice(texts)
-        made = {"role": role, "content": rng.choice([content, [{"type": "text", "text": content}]]
-                                                     + ([None] if not content else []))}
+        made = {
+            "role": role,
+            "content": rng.choice([content, [{"type": "text", "text": content}]] + ([None] if not content else [])),
+        }
         if role == "tool":
             made.update(tool_call_id=f"c{rng.random()}", name=rng.choice(["a", "b"]))
         elif role == "assistant" and rng.random() < 0.5:
-            made["tool_calls"] = [{"id": f"c{rng.random()}", "type": "function",
-                                   "function": {"name": "form_open", "arguments": rng.choice(['{"a": 1}', '{"a": 2}'])}}]
+            made["tool_calls"] = [
+                {
+                    "id": f"c{rng.random()}",
+                    "type": "function",
+                    "function": {"name": "form_open", "arguments": rng.choice(['{"a": 1}', '{"a": 2}'])},
+                }
+            ]
         return made
+
     for _ in range(20):
         tracker, earlier = PrefixTracker(), []
         pool = [message() for _ in range(8)]
         for _ in range(15):
-            request = [SYSTEM, *(rng.choice(pool) if rng.random() < 0.7 else message() for _ in range(rng.randrange(0, 6)))]
+            request = [
+                SYSTEM,
+                *(rng.choice(pool) if rng.random() < 0.7 else message() for _ in range(rng.randrange(0, 6))),
+            ]
             tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
-            units = (tuple(encode(json.dumps(tools, sort_keys=True, separators=(",", ":")))),
-                     *(tuple(encode_message(m)) for m in request))
+            units = (
+                tuple(encode(json.dumps(tools, sort_keys=True, separators=(",", ":")))),
+                *(tuple(encode_message(m)) for m in request),
+            )
             assert tracker.observe(request, tools) == _reference_figure(units, earlier)
             earlier.append(units)

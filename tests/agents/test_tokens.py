@@ -7,7 +7,15 @@ from array import array
 import pytest
 
 from erp_sim.agents import tokens
-from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode, encode_message
+from erp_sim.agents.tokens import (
+    TokenCounter,
+    count_message,
+    count_messages,
+    count_text,
+    decode,
+    encode,
+    encode_message,
+)
 
 # Token ids computed once with bpe-openai and checked against tiktoken's published values
 # ("Hello, world!" is [13225, 11, 2375, 0] in o200k_base and [9906, 11, 1917, 0] in cl100k_base).
@@ -15,7 +23,20 @@ KNOWN_O200K = {
     "hello world": [24912, 2375],
     "Hello, world!": [13225, 11, 2375, 0],
     "EXP-000123": [63283, 12, 1302, 7633],
-    "Itemize the hotel expense on report EXP-000123.": [1590, 750, 290, 6372, 29361, 402, 3019, 24457, 12, 1302, 7633, 13],
+    "Itemize the hotel expense on report EXP-000123.": [
+        1590,
+        750,
+        290,
+        6372,
+        29361,
+        402,
+        3019,
+        24457,
+        12,
+        1302,
+        7633,
+        13,
+    ],
     "naïve café 東京": [1503, 9954, 737, 30469, 185244],
     "": [],
 }
@@ -94,7 +115,9 @@ def test_equal_messages_share_a_cache_entry_and_the_cache_is_bounded():
     counter.count_message({"role": "user", "content": "text 24"})
     assert counter.hits == 1
     # evicted entries are recounted, with the same result
-    assert counter.count_message({"role": "user", "content": "text 0"}) == count_message({"role": "user", "content": "text 0"})
+    assert counter.count_message({"role": "user", "content": "text 0"}) == count_message(
+        {"role": "user", "content": "text 0"}
+    )
 
 
 def test_count_tools_is_positive_for_a_schema():
@@ -107,7 +130,7 @@ def test_running_count_matches_count_messages_and_counts_only_new_messages():
     counter = TokenCounter()
     running = tokens.RunningCount(counter)
     transcript = [{"role": "user", "content": f"message {i}"} for i in range(20)]
-    for n in range(0, 21):
+    for n in range(21):
         assert running(transcript[:n]) == counter.count_messages(transcript[:n])
     lookups = counter.hits + counter.misses
     assert running(transcript) == counter.count_messages(transcript)
@@ -130,9 +153,11 @@ def test_counting_loads_only_the_backend_not_every_rank_table():
     import subprocess
     import sys
 
-    probe = ("import sys\nfrom erp_sim.agents.tokens import count_text, decode, encode\n"
-             "assert count_text('hello world') == 2 and decode(encode('héllo 🙂')) == 'héllo 🙂'\n"
-             "print('bpe_openai' in sys.modules, 'bpe_openai._bindings' in sys.modules)")
+    probe = (
+        "import sys\nfrom erp_sim.agents.tokens import count_text, decode, encode\n"
+        "assert count_text('hello world') == 2 and decode(encode('héllo 🙂')) == 'héllo 🙂'\n"
+        "print('bpe_openai' in sys.modules, 'bpe_openai._bindings' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
@@ -164,8 +189,9 @@ def test_a_message_whose_content_or_calls_are_replaced_is_counted_again():
     message["content"] = "a much longer text than before, with many more tokens in it"
     assert counter.count_message(message) > first
     message["tool_calls"] = [{"id": "c", "type": "function", "function": {"name": "form_save_form", "arguments": "{}"}}]
-    assert counter.count_message(message) == count_message({"role": "assistant", "content": message["content"],
-                                                             "tool_calls": message["tool_calls"]})
+    assert counter.count_message(message) == count_message(
+        {"role": "assistant", "content": message["content"], "tool_calls": message["tool_calls"]}
+    )
 
 
 def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand():
@@ -183,11 +209,18 @@ def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand(
 
 
 def test_message_ids_tokenize_a_message_once_for_its_ids_and_its_count():
-    messages = [{"role": "system", "content": "You itemize expenses. " * 40},
-                {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi \ud800 there"}]},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "form_open", "arguments": '{"a": 1}'}}]},
-                {"role": "tool", "tool_call_id": "c1", "name": "form_open", "content": "state " * 100}]
+    messages = [
+        {"role": "system", "content": "You itemize expenses. " * 40},
+        {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi \ud800 there"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "form_open", "arguments": '{"a": 1}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "form_open", "content": "state " * 100},
+    ]
     counter = TokenCounter()
     for message in messages:
         assert counter.message_ids(message) == array("I", encode_message(message)).tobytes()

@@ -10,7 +10,8 @@ import pytest
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.cli import main as cli_main
-from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.evaluate import read_rows
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
@@ -39,8 +40,15 @@ def env():
     environment.close()
 
 
-@pytest.mark.parametrize("spec, origin", [("last_n_summary:n=5,w=3", "summary"), ("acon_observation", "rewritten"),
-                                          ("head_tail:chars=300", "rewritten"), ("acon_history:t=2000", "summary")])
+@pytest.mark.parametrize(
+    "spec, origin",
+    [
+        ("last_n_summary:n=5,w=3", "summary"),
+        ("acon_observation", "rewritten"),
+        ("head_tail:chars=300", "rewritten"),
+        ("acon_history:t=2000", "summary"),
+    ],
+)
 def test_every_step_is_stored_once_per_distinct_message_and_rebuilds_what_the_model_saw(env, spec, origin):
     witness = Witness()
     trajectory = run_episode(env, wrap(witness, spec), task_id="hotel-049")
@@ -57,15 +65,33 @@ def test_a_full_transcript_shows_only_transcript_messages(env):
     trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-003")
     assert set(trajectory.context.origins) == {"transcript"}
     last = trajectory.context.steps[-1]
-    assert last == list(range(len(last))) and trajectory.context.messages == trajectory.messages[:len(last)]
+    assert last == list(range(len(last))) and trajectory.context.messages == trajectory.messages[: len(last)]
 
 
 def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys):
-    assert eval_main(["--configs", "C2,C4", "--tasks", "hotel_50:hotel-049", "--runs", "1", "--quiet",
-                      "--concurrency", "1", "--out", str(tmp_path)]) == 0
+    assert (
+        eval_main(
+            [
+                "--configs",
+                "C2,C4",
+                "--tasks",
+                "hotel_50:hotel-049",
+                "--runs",
+                "1",
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     rows = read_rows(tmp_path / "results.jsonl")
-    assert all(r["sampling"] == {"agent": None, "user": None, "summarizer": None, "context_window": None,
-                                 "cassettes": None} for r in rows)
+    assert all(
+        r["sampling"] == {"agent": None, "user": None, "summarizer": None, "context_window": None, "cassettes": None}
+        for r in rows
+    )
     with gzip.open(tmp_path / rows[1]["trajectory"], "rt") as handle:
         stored = json.load(handle)
     assert stored["context"]["steps"] and "summary" in stored["context"]["origins"]
@@ -95,10 +121,35 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
 
     env = gym.make("erp_sim/ExpenseItemization-v0")
     script_server_with_scripted_agent(fake_openai_server, env, "hotel-003")
-    assert eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
-                      "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url,
-                      "--context-window", "400000", "--out", str(tmp_path)]) == 0
+    assert (
+        eval_main(
+            [
+                "--configs",
+                "C2",
+                "--tasks",
+                "hotel_50:hotel-003",
+                "--runs",
+                "1",
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--agent",
+                "openai:fake-model",
+                "--base-url",
+                fake_openai_server.base_url,
+                "--context-window",
+                "400000",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     [row] = read_rows(tmp_path / "results.jsonl")
-    assert row["sampling"] == {"agent": {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0,
-                                         "max_retries": 5},
-                               "user": None, "summarizer": None, "context_window": 400000, "cassettes": None}
+    assert row["sampling"] == {
+        "agent": {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0, "max_retries": 5},
+        "user": None,
+        "summarizer": None,
+        "context_window": 400000,
+        "cassettes": None,
+    }

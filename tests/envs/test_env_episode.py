@@ -12,8 +12,10 @@ def test_start_gives_a_system_and_a_user_turn_and_the_tools():
     episode = Episode()
     messages = episode.start(task_id="hotel-012")
     task = erp_sim.get_task("hotel_50", "hotel-012")
-    assert messages == [{"role": "system", "content": erp_sim.envs.system_prompt(task)},
-                        {"role": "user", "content": task.instruction(include_receipt=False)}]
+    assert messages == [
+        {"role": "system", "content": erp_sim.envs.system_prompt(task)},
+        {"role": "user", "content": task.instruction(include_receipt=False)},
+    ]
     names = [tool["function"]["name"] for tool in tool_schemas()]
     assert names == [*erp_sim.TOOLS, MESSAGE_TOOL] and episode.tools == tool_schemas()
     assert episode.env_kwargs["reward"] == "strict" and episode.metrics()["steps"] == 0.0

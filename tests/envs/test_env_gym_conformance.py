@@ -50,6 +50,7 @@ def test_reset_without_a_seed_continues_the_seeded_rng():
     def draws():
         env = gym.make("erp_sim/AllExpenseTypes-v0")
         return [env.reset(seed=3)[1]["task"]["task_id"]] + [env.reset()[1]["task"]["task_id"] for _ in range(5)]
+
     first = draws()
     assert first == draws() and len(set(first)) > 1
 
@@ -62,7 +63,9 @@ def test_make_from_the_spec_keeps_the_kwargs():
 
 
 def test_a_researchers_wrapper_stack_records_truncated_and_terminated_episodes():
-    env = RecordEpisodeStatistics(TimeLimit(OrderEnforcing(PassiveEnvChecker(ExpenseItemizationEnv(user_model=None))), 2))
+    env = RecordEpisodeStatistics(
+        TimeLimit(OrderEnforcing(PassiveEnvChecker(ExpenseItemizationEnv(user_model=None))), 2)
+    )
     env.reset(seed=0)
     env.step(FIND_MENU)
     *_, terminated, truncated, info = env.step(FIND_MENU)
@@ -88,7 +91,9 @@ def test_close_is_idempotent_and_reset_reopens():
     assert env.reset(seed=0)[0] == obs and env.step(FIND_MENU)[4]["counts"]["tool_calls"] == 1
 
 
-@pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))], ids=["deepcopy", "pickle"])
+@pytest.mark.parametrize(
+    "clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))], ids=["deepcopy", "pickle"]
+)
 def test_copies_at_every_point_of_an_episode(clone):
     env = gym.make("erp_sim/ExpenseItemization-v0", user_model=None)
     twin = clone(env)  # before reset

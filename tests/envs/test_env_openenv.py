@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("openenv.core", reason="the openenv extra is not installed (pip install 'erp-sim[openenv]')")
 
-import httpx  # noqa: E402
+import httpx
 
-import erp_sim  # noqa: E402
-from erp_sim.envs.openenv import ErpAction, ErpEnvClient  # noqa: E402
+import erp_sim
+from erp_sim.envs.openenv import ErpAction, ErpEnvClient
 
 
 def free_port() -> int:
@@ -29,8 +29,11 @@ def free_port() -> int:
 def server():
     """``erp-sim serve --openenv`` in its own process, as a user starts it."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", "--port", str(port),
-                                "--max-sessions", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", "--port", str(port), "--max-sessions", "4"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -91,13 +94,16 @@ def test_bad_actions_get_error_observations_and_the_session_goes_on(server):
             before = await client.step(ErpAction(message="hello?"))
             refused = await client.reset(task_id="no-such-task")
             await client.reset(task_index=2)
-            results = [await client.step(action) for action in (
-                ErpAction(tool="no_such_tool"),
-                ErpAction(tool="form_find_menu_item", arguments={"menuItemFilter": 7}),
-                ErpAction(tool="form_find_menu_item", message="both"),
-                ErpAction(),
-                ErpAction(tool="send_message_to_user", arguments={"message": "Which line?"}),
-            )]
+            results = [
+                await client.step(action)
+                for action in (
+                    ErpAction(tool="no_such_tool"),
+                    ErpAction(tool="form_find_menu_item", arguments={"menuItemFilter": 7}),
+                    ErpAction(tool="form_find_menu_item", message="both"),
+                    ErpAction(),
+                    ErpAction(tool="send_message_to_user", arguments={"message": "Which line?"}),
+                )
+            ]
             good = await client.step(ErpAction(tool="form_find_menu_item", arguments={"menuItemFilter": "expense"}))
             bad_reset = await client.reset(task_index=10_000)
             state = await client.state()
@@ -111,8 +117,13 @@ def test_bad_actions_get_error_observations_and_the_session_goes_on(server):
     reply = results[4].observation
     assert reply.action_kind == "message" and reply.counts["user_turns"] == 1 and not reply.is_error
     assert good.observation.action_kind == "tool" and not good.observation.is_error
-    assert good.observation.counts == {"steps": 6, "tool_calls": 1, "invalid_actions": 4, "tool_errors": 0,
-                                       "user_turns": 1}
+    assert good.observation.counts == {
+        "steps": 6,
+        "tool_calls": 1,
+        "invalid_actions": 4,
+        "tool_errors": 0,
+        "user_turns": 1,
+    }
     assert bad_reset.observation.error_code == "ResetRefused" and not bad_reset.done  # the running episode goes on
     assert state.counts["steps"] == 6 and state.task_id == erp_sim.load_task_set("hotel_50")[2].task_id
 
@@ -142,9 +153,14 @@ def test_http_routes_answer_with_observations_not_server_errors(server):
     assert {"tool", "arguments", "message"} <= set(schema["action"]["properties"])
 
 
-@pytest.mark.parametrize("argv, problem", [(["--host", "0.0.0.0"], "--allow-remote"),
-                                           (["--max-sessions", "0"], "at least 1")])
+@pytest.mark.parametrize(
+    "argv, problem", [(["--host", "0.0.0.0"], "--allow-remote"), (["--max-sessions", "0"], "at least 1")]
+)
 def test_serve_refuses_bad_options_in_one_line(argv, problem):
-    done = subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", *argv],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "serve", "--openenv", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and problem in done.stderr and len(done.stderr.strip().splitlines()) == 1

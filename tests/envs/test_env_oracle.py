@@ -7,8 +7,8 @@ import json
 import gymnasium as gym
 import pytest
 
-import erp_sim.envs  # noqa: F401
 import erp_sim
+import erp_sim.envs
 
 
 def run_oracle(env, task_id: str, *, corrupt_first_amount: bool = False, check_grade: bool = False):

@@ -35,19 +35,34 @@ def test_scripted_session_solves_a_task(monkeypatch, capsys):
     lines = ["help", "tools", "grade", "say Should I add the missing items?", *oracle_lines(task), "quit"]
     code, out = run(monkeypatch, capsys, lines, "--env", "erp_sim/MealsItemization-v0", "--task", "2", "--raw")
     assert code == 0
-    assert f"Task {task.task_id}" in out and "USER: Hi, I'm" in out and "Commands (only tool calls and 'say' take a step):" in out
+    assert (
+        f"Task {task.task_id}" in out
+        and "USER: Hi, I'm" in out
+        and "Commands (only tool calls and 'say' take a step):" in out
+    )
     assert "form_save_form()" in out and "USER: Yes, please add every missing charge" in out
     assert "Episode ended: success." in out and "Grade: success=True strict_success=True" in out
     assert "quit" not in out.split("Episode ended")[1]
 
 
 def test_bad_input_is_reported_and_the_session_goes_on(monkeypatch, capsys):
-    lines = ["", "form_find_menu_item not-json", "no_such_tool", "clear", '{"broken": ', '{"name": "nope"}', "\x1b[A",
-             "say", "form_find_menu_item {\"menuItemFilter\": 1}"]
+    lines = [
+        "",
+        "form_find_menu_item not-json",
+        "no_such_tool",
+        "clear",
+        '{"broken": ',
+        '{"name": "nope"}',
+        "\x1b[A",
+        "say",
+        'form_find_menu_item {"menuItemFilter": 1}',
+    ]
     code, out = run(monkeypatch, capsys, lines, "--task", "hotel-004")
     assert code == 0
     assert "Arguments must be a JSON object" in out and "Unknown command or tool 'no_such_tool'" in out
-    assert "Unknown command or tool 'clear'" in out and "Not valid JSON" in out and "Unknown command or tool 'nope'" in out
+    assert (
+        "Unknown command or tool 'clear'" in out and "Not valid JSON" in out and "Unknown command or tool 'nope'" in out
+    )
     assert "terminal escape sequence; nothing was sent" in out and "Say what?" in out
     # Only the last line reached the ERP: one step, an invalid action.
     assert "Error InvalidAction: Invalid arguments for form_find_menu_item" in out and "step 1]" in out
@@ -65,13 +80,26 @@ def test_no_user_stalls_and_unknown_task_fails(monkeypatch, capsys):
 
 
 def test_local_commands_take_no_step_and_responses_read_as_tables(monkeypatch, capsys):
-    lines = ["help", "tools", "tools form_select_grid_row", "prompt", "task", "raw", "grade",
-             'form_find_menu_item {"menuItemFilter": "expense reports"}', 'form_open_menu_item {"name": "TrvExpenses"}', "raw"]
+    lines = [
+        "help",
+        "tools",
+        "tools form_select_grid_row",
+        "prompt",
+        "task",
+        "raw",
+        "grade",
+        'form_find_menu_item {"menuItemFilter": "expense reports"}',
+        'form_open_menu_item {"name": "TrvExpenses"}',
+        "raw",
+    ]
     code, out = run(monkeypatch, capsys, lines, "--task", "hotel-007")
     assert code == 0 and "step 2]" in out and "step 3]" not in out
-    assert "form_select_grid_row(gridName: string, rowNumber: string, marking?: \"Marked\"|\"Unmarked\"|null)" in out
+    assert 'form_select_grid_row(gridName: string, rowNumber: string, marking?: "Marked"|"Unmarked"|null)' in out
     assert "rowNumber?" not in out and "  rowNumber: string\n" in out  # the one-tool view lists each argument
-    assert "Receipt wording -> subcategory (Hotel):" in out and "'Room charge', 'Accommodation', 'Guest room' -> Daily room rate" in out
+    assert (
+        "Receipt wording -> subcategory (Hotel):" in out
+        and "'Room charge', 'Accommodation', 'Guest room' -> Daily room rate" in out
+    )
     assert "No tool call yet." in out
     assert "MenuItems: 1 row(s)\n  Name        | Label           | Type    | NavigationPath" in out
     assert "Grid ExpenseReportsGrid (Expense reports): rows 1-25 of 29 (more: actionId LoadNextPage)" in out
@@ -104,8 +132,15 @@ class Terminal:
 
         self.master, slave = pty.openpty()
         env = {**os.environ, "TERM": "xterm", "INPUTRC": "/dev/null", "COLUMNS": "200"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "play", *argv], stdin=slave, stdout=slave,
-                                     stderr=slave, env=env, close_fds=True, preexec_fn=self.own_terminal)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "erp_sim.agents.cli", "play", *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+            preexec_fn=self.own_terminal,
+        )
         os.close(slave)
         self.screen = ""
 
@@ -182,7 +217,10 @@ def test_a_person_at_a_terminal():
         term.type("form_find_me\t")  # Tab completes the tool name
         term.type('{"menuItemFilter": "expense reports"}\r')
         screen = term.expect("erp[step 1]> ")
-        assert "Result: Found 1 menu item(s) matching 'expense reports'." in screen and "TrvExpenses | Expense reports" in screen
+        assert (
+            "Result: Found 1 menu item(s) matching 'expense reports'." in screen
+            and "TrvExpenses | Expense reports" in screen
+        )
         term.type("prompt\r")
         assert "Receipt wording -> subcategory (Hotel):" in term.expect("erp[step 1]> ")
         term.type("raw\r")

@@ -44,16 +44,26 @@ class DocsOnlySolver:
         rows = find(response["FormState"], "Grid", grid)
         found = list(rows["Rows"])
         while rows["Pagination"]["HasNextPage"]:
-            rows = find(self.call("form_click_control", controlName=grid, actionId="LoadNextPage")["FormState"], "Grid", grid)
+            rows = find(
+                self.call("form_click_control", controlName=grid, actionId="LoadNextPage")["FormState"], "Grid", grid
+            )
             found += rows["Rows"]
         return found
 
     def solve(self, instruction, info):
         report, line = re.search(r"(EXP-\d+): line (\d+)", instruction).groups()
-        wording = {w.lower(): sub.strip() for words, sub in re.findall(r"^- (.+) -> (.+)$", info["system_prompt"], re.M)
-                   for w in re.findall(r"'([^']+)'", words)}
+        wording = {
+            w.lower(): sub.strip()
+            for words, sub in re.findall(r"^- (.+) -> (.+)$", info["system_prompt"], re.M)
+            for w in re.findall(r"'([^']+)'", words)
+        }
         self.call("form_open_menu_item", name="TrvExpenses")
-        self.call("form_filter_grid", gridName="ExpenseReportsGrid", gridColumnName="TrvExpTable_ExpNumber", filterValue=report)
+        self.call(
+            "form_filter_grid",
+            gridName="ExpenseReportsGrid",
+            gridColumnName="TrvExpTable_ExpNumber",
+            filterValue=report,
+        )
         self.call("form_select_grid_row", gridName="ExpenseReportsGrid", rowNumber="1")
         lines = self.all_rows(self.call("form_click_control", controlName="EditReport"), "ExpenseLinesGrid")
         row = next(r for r in lines if r["Values"]["TrvExpTrans_LineNum"] == line)  # may sit on a later page
@@ -63,19 +73,32 @@ class DocsOnlySolver:
         self.call("form_click_control", controlName="Itemize")
         for charge in (c["Values"] for c in charges):
             self.call("form_click_control", controlName="NewLine")
-            self.call("form_set_control_values", controlValues=[
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": wording[charge["ReceiptItem_Description"].lower()]},
-                {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"]}])
+            self.call(
+                "form_set_control_values",
+                controlValues=[
+                    {
+                        "controlName": "TrvExpTrans_ExpSubCategory",
+                        "value": wording[charge["ReceiptItem_Description"].lower()],
+                    },
+                    {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
+                    {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"]},
+                ],
+            )
         saved = self.call("form_save_form")
         assert find(saved["FormState"], "RealInput", "ItemizationRemaining")["Value"] == "0.00"
         self.call("form_close_form")
         return self.last
 
 
-@pytest.mark.parametrize("env_id, kwargs", [("erp_sim/ExpenseItemization-v0", {}), ("erp_sim/AllExpenseTypes-v0", {}),
-                                            ("erp_sim/ExpenseItemization-v0", {"faults": "rate=0.1,seed=3"}),
-                                            ("erp_sim/ExpenseItemization-v0", {"verbosity": "compact"})])
+@pytest.mark.parametrize(
+    "env_id, kwargs",
+    [
+        ("erp_sim/ExpenseItemization-v0", {}),
+        ("erp_sim/AllExpenseTypes-v0", {}),
+        ("erp_sim/ExpenseItemization-v0", {"faults": "rate=0.1,seed=3"}),
+        ("erp_sim/ExpenseItemization-v0", {"verbosity": "compact"}),
+    ],
+)
 def test_a_docs_only_solver_earns_the_strict_reward_on_every_task(env_id, kwargs):
     env = gym.make(env_id, reward="strict", **kwargs)
     for index in range(len(env.unwrapped.tasks)):
@@ -96,7 +119,9 @@ def test_refusals_say_how_to_recover():
 
     solver.call("form_open_menu_item", name="TrvExpenses")
     assert "select a report in ExpenseReportsGrid first" in refusal("form_click_control", controlName="EditReport")
-    solver.call("form_filter_grid", gridName="ExpenseReportsGrid", gridColumnName="TrvExpTable_ExpNumber", filterValue=report)
+    solver.call(
+        "form_filter_grid", gridName="ExpenseReportsGrid", gridColumnName="TrvExpTable_ExpNumber", filterValue=report
+    )
     solver.call("form_select_grid_row", gridName="ExpenseReportsGrid", rowNumber="1")
     solver.call("form_click_control", controlName="EditReport")
     assert "select the expense line in ExpenseLinesGrid first" in refusal("form_click_control", controlName="Itemize")
@@ -106,7 +131,12 @@ def test_refusals_say_how_to_recover():
     assert "click NewLine" in refusal("form_set_control_values", controlValues=amount)
     solver.call("form_click_control", controlName="NewLine")
     assert "Select row 1 of ItemizationGrid (form_select_grid_row) and complete it" in refusal("form_save_form")
-    solver.call("form_set_control_values", controlValues=[*amount, {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}])
-    solver.call("form_set_control_values", controlValues=[{"controlName": "TrvExpTrans_AmountCurr", "value": "99,999.00"}])
+    solver.call(
+        "form_set_control_values",
+        controlValues=[*amount, {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}],
+    )
+    solver.call(
+        "form_set_control_values", controlValues=[{"controlName": "TrvExpTrans_AmountCurr", "value": "99,999.00"}]
+    )
     warning = solver.call("form_save_form")["Messages"][0]
     assert warning["Level"] == "Warning" and "correct its amount or delete it (DeleteLine)" in warning["Text"]

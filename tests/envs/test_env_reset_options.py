@@ -12,26 +12,43 @@ import erp_sim.envs  # noqa: F401
 
 FIND_MENU = json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}})
 BAD_OPTIONS = [
-    ({"taskId": "hotel-007"}, "Unknown reset option"), ({"task_index": "3"}, "task_index must be an int"),
-    ({"task_index": 3.7}, "task_index must be an int"), ({"task_index": None}, "task_index must be an int"),
-    ({"task_index": True}, "task_index must be an int"), ({"task_index": -1}, "task_index must be an int"),
-    ({"task_index": 50}, "task_index must be an int"), ({"task_id": "nope"}, "is not a task of"),
-    ({"task_id": None}, "is not a task of"), ({"task_id": 7}, "is not a task of"),
-    ({"task_id": "hotel-007", "task_index": 7}, "not both"), ("task_index=3", "options must be a dict"),
+    ({"taskId": "hotel-007"}, "Unknown reset option"),
+    ({"task_index": "3"}, "task_index must be an int"),
+    ({"task_index": 3.7}, "task_index must be an int"),
+    ({"task_index": None}, "task_index must be an int"),
+    ({"task_index": True}, "task_index must be an int"),
+    ({"task_index": -1}, "task_index must be an int"),
+    ({"task_index": 50}, "task_index must be an int"),
+    ({"task_id": "nope"}, "is not a task of"),
+    ({"task_id": None}, "is not a task of"),
+    ({"task_id": 7}, "is not a task of"),
+    ({"task_id": "hotel-007", "task_index": 7}, "not both"),
+    ("task_index=3", "options must be a dict"),
 ]
 
 
 @pytest.mark.parametrize("options,message", BAD_OPTIONS)
 def test_bad_options_raise_value_error_and_change_nothing(options, message):
     env = gym.make("erp_sim/ExpenseItemization-v0")
-    observation, info = env.reset(seed=5, options={"task_index": 2})
+    _observation, _info = env.reset(seed=5, options={"task_index": 2})
     env.step(FIND_MENU)
     inner = env.unwrapped
-    before = (inner.task, inner.session, inner.session.state_hash(), dict(inner._counts), inner.np_random.bit_generator.state)
+    before = (
+        inner.task,
+        inner.session,
+        inner.session.state_hash(),
+        dict(inner._counts),
+        inner.np_random.bit_generator.state,
+    )
     with pytest.raises(ValueError, match=message):
         env.reset(seed=9, options=options)
-    assert (inner.task, inner.session, inner.session.state_hash(), dict(inner._counts),
-            inner.np_random.bit_generator.state) == before
+    assert (
+        inner.task,
+        inner.session,
+        inner.session.state_hash(),
+        dict(inner._counts),
+        inner.np_random.bit_generator.state,
+    ) == before
     assert env.step(FIND_MENU)[4]["counts"]["steps"] == 2  # the episode goes on
 
 
@@ -40,9 +57,9 @@ def test_a_failed_first_reset_through_gym_make_leaves_the_env_usable(options, me
     env = gym.make("erp_sim/ExpenseItemization-v0")
     with pytest.raises(ValueError, match=message):
         env.reset(seed=0, options=options)
-    observation, info = env.reset(seed=0, options={"task_index": np.int64(4)})
+    _observation, info = env.reset(seed=0, options={"task_index": np.int64(4)})
     assert info["task"]["task_id"] == env.unwrapped.tasks[4].task_id
-    observation, reward, terminated, truncated, info = env.step(FIND_MENU)
+    _observation, _reward, terminated, _truncated, info = env.step(FIND_MENU)
     assert not info["action"]["is_error"] and not terminated
 
 

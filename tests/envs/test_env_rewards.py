@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import erp_sim
-import erp_sim.envs  # noqa: F401
+import erp_sim.envs
 from erp_sim.grading import target_line_id
 
 
@@ -33,10 +33,17 @@ def _itemize(env, charges):
     _step(env, "form_click_control", {"controlName": "Itemize"})
     for sub, day, amount in charges:
         _step(env, "form_click_control", {"controlName": "NewLine"})
-        observation, *_ = _step(env, "form_set_control_values", {"controlValues": [
-            {"controlName": "TrvExpTrans_ExpSubCategory", "value": sub},
-            {"controlName": "TrvExpTrans_TransDate", "value": day},
-            {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]})
+        observation, *_ = _step(
+            env,
+            "form_set_control_values",
+            {
+                "controlValues": [
+                    {"controlName": "TrvExpTrans_ExpSubCategory", "value": sub},
+                    {"controlName": "TrvExpTrans_TransDate", "value": day},
+                    {"controlName": "TrvExpTrans_AmountCurr", "value": amount},
+                ]
+            },
+        )
         assert '"is_error"' not in observation
     _step(env, "form_save_form", {})
     return _step(env, "form_close_form", {})
@@ -45,8 +52,11 @@ def _itemize(env, charges):
 def _shrink_target_amount(env, new_amount: str) -> None:
     session = env.unwrapped.session
     line_id = target_line_id(session)
-    observation, reward, terminated, _, info = _step(env, "data_update_entities", {
-        "entitySetName": "ExpenseLines", "entities": [{"RecId": line_id, "Amount": new_amount}]})
+    observation, reward, terminated, _, info = _step(
+        env,
+        "data_update_entities",
+        {"entitySetName": "ExpenseLines", "entities": [{"RecId": line_id, "Amount": new_amount}]},
+    )
     assert not info["action"]["is_error"], observation
     assert reward == 0.0 and not terminated
 
@@ -60,7 +70,9 @@ def test_rewriting_the_line_amount_and_itemizing_it_earns_nothing(reward):
     first = task.receipt_items[0]
     _, reward_value, terminated, _, info = _itemize(env, [(first.subcategory, first.date, "10.00")])
     assert reward_value == 0.0 and not terminated and info["termination_reason"] is None
-    assert not info["grade"]["success"] and info["grade"]["remaining_amount"] == f"{Decimal(task.header_amount) - 10:.2f}"
+    assert (
+        not info["grade"]["success"] and info["grade"]["remaining_amount"] == f"{Decimal(task.header_amount) - 10:.2f}"
+    )
     grade = env.unwrapped.grade()
     assert not grade.success and not grade.strict_success and grade.header_amount == task.header_amount
     assert any("expense_line" in change and "amount" in change for change in grade.collateral)
@@ -71,21 +83,34 @@ def test_rewriting_the_amount_through_the_report_form_earns_nothing():
     env.reset(options={"task_index": 1})
     task = env.unwrapped.task
     _oracle_until(env, "ViewReceipt")
-    observation, _, _, _, info = _step(env, "form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_AmountCurr", "value": "20.00"}]})
+    observation, _, _, _, info = _step(
+        env, "form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "20.00"}]}
+    )
     assert not info["action"]["is_error"], observation
     _, _, _, _, info = _step(env, "form_save_form", {})
     assert not info["action"]["is_error"]
-    assert env.unwrapped.session.db.execute("SELECT amount FROM expense_line WHERE id = ?",
-                                            (target_line_id(env.unwrapped.session),)).fetchone()[0] == "20.00"
+    assert (
+        env.unwrapped.session.db.execute(
+            "SELECT amount FROM expense_line WHERE id = ?", (target_line_id(env.unwrapped.session),)
+        ).fetchone()[0]
+        == "20.00"
+    )
     _step(env, "form_click_control", {"controlName": "Itemize"})
     first = task.receipt_items[0]
-    for action in (("form_click_control", {"controlName": "NewLine"}),
-                   ("form_set_control_values", {"controlValues": [
-                       {"controlName": "TrvExpTrans_ExpSubCategory", "value": first.subcategory},
-                       {"controlName": "TrvExpTrans_TransDate", "value": first.date},
-                       {"controlName": "TrvExpTrans_AmountCurr", "value": "20.00"}]}),
-                   ("form_save_form", {})):
+    for action in (
+        ("form_click_control", {"controlName": "NewLine"}),
+        (
+            "form_set_control_values",
+            {
+                "controlValues": [
+                    {"controlName": "TrvExpTrans_ExpSubCategory", "value": first.subcategory},
+                    {"controlName": "TrvExpTrans_TransDate", "value": first.date},
+                    {"controlName": "TrvExpTrans_AmountCurr", "value": "20.00"},
+                ]
+            },
+        ),
+        ("form_save_form", {}),
+    ):
         _step(env, *action)
     _, reward, terminated, _, info = _step(env, "form_close_form", {})
     assert reward == 0.0 and not terminated and not info["grade"]["success"]
@@ -95,12 +120,16 @@ def test_any_collateral_change_fails_success_even_when_the_itemization_is_right(
     env = gym.make("erp_sim/ExpenseItemization-v0")
     env.reset(options={"task_index": 2})
     task = env.unwrapped.task
-    report = env.unwrapped.session.db.execute("SELECT report_number FROM expense_report WHERE report_number != ? AND "
-                                              "status = 'Draft'", (task.report_number,)).fetchone()
+    report = env.unwrapped.session.db.execute(
+        "SELECT report_number FROM expense_report WHERE report_number != ? AND status = 'Draft'", (task.report_number,)
+    ).fetchone()
     if report is None:
         report = (task.report_number,)
-    _, _, _, _, info = _step(env, "data_update_entities", {"entitySetName": "ExpenseReports",
-                                                           "entities": [{"ReportNumber": report[0], "Purpose": "Changed"}]})
+    _, _, _, _, info = _step(
+        env,
+        "data_update_entities",
+        {"entitySetName": "ExpenseReports", "entities": [{"ReportNumber": report[0], "Purpose": "Changed"}]},
+    )
     assert not info["action"]["is_error"]
     charges = [(i.subcategory, i.date, i.amount) for i in task.receipt_items]
     _, reward, terminated, _, info = _itemize(env, charges)
@@ -153,12 +182,21 @@ def test_the_logged_collateral_diff_equals_the_full_table_diff():
     line_id = target_line_id(session)
     erp_sim.run_oracle(session)
     assert collateral_changes(session, line_id) == full_collateral_changes(session, line_id) == []
-    other = session.db.execute("SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id WHERE "
-                               "l.line_type = 'ItemizedLine' AND r.status = 'Draft' AND l.parent_line_id != ?",
-                               (line_id,)).fetchone()
-    calls = [("data_update_entities", {"entitySetName": "ExpenseLines", "entities": [{"RecId": line_id, "Amount": "5.00"}]}),
-             ("data_update_entities", {"entitySetName": "ExpenseReports",
-                                       "entities": [{"ReportNumber": session.task.report_number, "Purpose": "x"}]})]
+    other = session.db.execute(
+        "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id WHERE "
+        "l.line_type = 'ItemizedLine' AND r.status = 'Draft' AND l.parent_line_id != ?",
+        (line_id,),
+    ).fetchone()
+    calls = [
+        ("data_update_entities", {"entitySetName": "ExpenseLines", "entities": [{"RecId": line_id, "Amount": "5.00"}]}),
+        (
+            "data_update_entities",
+            {
+                "entitySetName": "ExpenseReports",
+                "entities": [{"ReportNumber": session.task.report_number, "Purpose": "x"}],
+            },
+        ),
+    ]
     if other is not None:
         calls.append(("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [other[0]]}))
     for name, arguments in calls:

@@ -10,11 +10,11 @@ import re
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
+from test_env_vector import ENV_ID, rollout
 
 import erp_sim
 import erp_sim.envs  # noqa: F401
 from erp_sim.oracle import oracle_trace
-from test_env_vector import ENV_ID, rollout
 
 
 def _oracle_actions(task) -> list[str]:
@@ -52,7 +52,9 @@ def test_steps_after_a_restore_equal_the_steps_after_the_snapshot(midway):
     assert data_equivalence(_play(other, rest), original)
 
 
-@pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))], ids=["deepcopy", "pickle"])
+@pytest.mark.parametrize(
+    "clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))], ids=["deepcopy", "pickle"]
+)
 def test_deepcopy_and_pickle_mid_episode(midway, clone):
     env, rest = midway
     twin = clone(env)
@@ -73,10 +75,14 @@ def test_restore_refuses_foreign_snapshots():
     with pytest.raises(ValueError, match="task_set='Meals' \\(this env: 'hotel_50'\\)"):
         env.restore(meals.snapshot())
     snapshot = env.snapshot()
-    for kwargs, named in [({"reward": "strict"}, "reward='success' (this env: 'strict')"),
-                          ({"verbosity": "compact"}, "verbosity="), ({"faults": 0.2}, "faults="),
-                          ({"reward_shaping": "potential"}, "reward_shaping="), ({"max_user_turns": 3}, "max_user_turns="),
-                          ({"receipt_in_instruction": True}, "receipt_in_instruction=")]:
+    for kwargs, named in [
+        ({"reward": "strict"}, "reward='success' (this env: 'strict')"),
+        ({"verbosity": "compact"}, "verbosity="),
+        ({"faults": 0.2}, "faults="),
+        ({"reward_shaping": "potential"}, "reward_shaping="),
+        ({"max_user_turns": 3}, "max_user_turns="),
+        ({"receipt_in_instruction": True}, "receipt_in_instruction="),
+    ]:
         other = gym.make(ENV_ID, **kwargs).unwrapped
         other.reset(seed=0)
         before = other.session.state_hash()
@@ -91,7 +97,8 @@ def test_restore_refuses_foreign_snapshots():
 
 
 def test_async_vector_env_with_spawn_matches_sync():
-    spawn = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="async",
-                         vector_kwargs={"context": "spawn", "shared_memory": False})
+    spawn = gym.make_vec(
+        ENV_ID, num_envs=2, vectorization_mode="async", vector_kwargs={"context": "spawn", "shared_memory": False}
+    )
     sync = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync")
     assert rollout(spawn) == rollout(sync)

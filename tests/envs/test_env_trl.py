@@ -11,8 +11,14 @@ import typing
 import pytest
 
 import erp_sim
-from erp_sim.envs.trl_adapter import (COMPACT_COMPLETION_TOKENS, METRIC_FUNCS, ErpToolEnv, reward_func,
-                                     tool_env_factory, training_rows)
+from erp_sim.envs.trl_adapter import (
+    COMPACT_COMPLETION_TOKENS,
+    METRIC_FUNCS,
+    ErpToolEnv,
+    reward_func,
+    tool_env_factory,
+    training_rows,
+)
 
 
 def public_methods(obj) -> dict:
@@ -77,8 +83,12 @@ def test_adapter_solves_a_task_through_its_methods():
     assert env.done and env.get_reward() == 1.0 and env.info["termination_reason"] == "success"
     assert reward_func([env]) == [1.0]
     assert [f([env]) for f in METRIC_FUNCS] == [[1.0], [1.0], [0.0], [0.0]]
-    assert [f.__name__ for f in METRIC_FUNCS] == ["strict_success", "itemized_fraction", "invalid_actions",
-                                                  "tool_errors"]
+    assert [f.__name__ for f in METRIC_FUNCS] == [
+        "strict_success",
+        "itemized_fraction",
+        "invalid_actions",
+        "tool_errors",
+    ]
     with pytest.raises(ValueError, match="over"):
         env.form_save_form()
     env.reset(task_index=0)

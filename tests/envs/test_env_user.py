@@ -5,10 +5,19 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-import erp_sim.envs  # noqa: F401
 import erp_sim
-from erp_sim.envs.user_models import (CARRY_ON, CONFIRM_ADD, DECLINE_ATTACHMENT, THANKS, VERIFY, RuleBasedUser, UserModel,
-                              UserReply, UserView)
+import erp_sim.envs
+from erp_sim.envs.user_models import (
+    CARRY_ON,
+    CONFIRM_ADD,
+    DECLINE_ATTACHMENT,
+    THANKS,
+    VERIFY,
+    RuleBasedUser,
+    UserModel,
+    UserReply,
+    UserView,
+)
 
 
 def make(**kwargs):
@@ -46,15 +55,27 @@ def test_no_user_model_stalls_on_a_question():
     assert make(user_model="none").step({"message": "?"})[4]["termination_reason"] == "stalled"
 
 
-@pytest.mark.parametrize("message", ["Should I add the missing items?", "Shall I continue with the remaining charges?",
-                                     "Can you confirm I should create a line for the parking fee?"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Should I add the missing items?",
+        "Shall I continue with the remaining charges?",
+        "Can you confirm I should create a line for the parking fee?",
+    ],
+)
 def test_rule_user_confirms_adding_missing_items(message):
     obs, reward, terminated, _, info = say(make(), message)
     assert obs == CONFIRM_ADD and not terminated and reward == 0.0 and info["action"]["kind"] == "message"
 
 
-@pytest.mark.parametrize("message", ["Could you attach the hotel folio?", "Please upload the receipt so I can read it.",
-                                     "Can you send me a copy of the invoice?"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Could you attach the hotel folio?",
+        "Please upload the receipt so I can read it.",
+        "Can you send me a copy of the invoice?",
+    ],
+)
 def test_rule_user_declines_to_attach_documents(message):
     obs, _, terminated, _, _ = say(make(), message)
     assert obs == DECLINE_ATTACHMENT and not terminated

@@ -20,7 +20,7 @@ def rollout(vector_env) -> list:
     observations, info = vector_env.reset(seed=[5, 6], options={"task_index": 3})
     transcript = [(observations, info["task"]["task_id"].tolist())]
     for actions in ACTIONS:
-        observations, rewards, terminated, truncated, info = vector_env.step(actions)
+        observations, rewards, terminated, _truncated, info = vector_env.step(actions)
         transcript.append((observations, rewards.tolist(), terminated.tolist(), info["counts"]["steps"].tolist()))
     vector_env.close()
     return transcript
@@ -31,7 +31,9 @@ def test_sync_and_async_vector_envs_agree_and_return_fresh_observations():
     async_ = rollout(AsyncVectorEnv([lambda: gym.make(ENV_ID) for _ in range(2)], shared_memory=False))
     assert sync == async_
     observations = [step[0] for step in sync]
-    assert all(isinstance(obs, tuple) and len(obs) == 2 and all(isinstance(o, str) for o in obs) for obs in observations)
+    assert all(
+        isinstance(obs, tuple) and len(obs) == 2 and all(isinstance(o, str) for o in obs) for obs in observations
+    )
     assert len({obs[0] for obs in observations}) == len(observations)  # every step brings a new observation
     assert sync[0][1] == ["hotel-003", "hotel-003"]
     assert sync[2][0][0].startswith('{"SessionId"') and '"InvalidAction"' in sync[2][0][1]
@@ -54,8 +56,13 @@ def test_make_vec_passes_vector_kwargs_and_both_autoreset_modes_work(mode, conte
     kwargs = {"context": context} if context else {}
 
     def vector(autoreset_mode):
-        return erp_sim.envs.make_vec(ENV_ID, 2, vectorization_mode=mode, user_model=None,  # a message ends the episode
-                                     vector_kwargs={**kwargs, "autoreset_mode": autoreset_mode})
+        return erp_sim.envs.make_vec(
+            ENV_ID,
+            2,
+            vectorization_mode=mode,
+            user_model=None,  # a message ends the episode
+            vector_kwargs={**kwargs, "autoreset_mode": autoreset_mode},
+        )
 
     next_step = vector(AutoresetMode.NEXT_STEP)
     assert next_step.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP

@@ -7,11 +7,11 @@ import pytest
 
 vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see docs/training.md)")
 
-from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from openai import AsyncOpenAI  # noqa: E402
 from oracle_model import oracle_reply  # noqa: E402
 
-from openai import AsyncOpenAI  # noqa: E402
+from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 
 
 def bad_reply(body: dict):
@@ -19,12 +19,17 @@ def bad_reply(body: dict):
     (with OpenAI's JSON-text arguments) and as plain assistant turns, in turn, until the user has had enough."""
     turn = sum(m["role"] == "assistant" for m in body["messages"])
     if turn == 0:
-        calls = [{"id": "call_a", "type": "function", "function": {"name": "no_such_tool", "arguments": "{}"}},
-                 {"id": "call_b", "type": "function", "function": {"name": "form_find_menu_item", "arguments": "{x"}}]
+        calls = [
+            {"id": "call_a", "type": "function", "function": {"name": "no_such_tool", "arguments": "{}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "form_find_menu_item", "arguments": "{x"}},
+        ]
         return {"role": "assistant", "content": None, "tool_calls": calls}, 10, 5
     if turn % 2:
-        call = {"id": f"call_{turn}", "type": "function",
-                "function": {"name": "send_message_to_user", "arguments": '{"message": "Which receipt?"}'}}
+        call = {
+            "id": f"call_{turn}",
+            "type": "function",
+            "function": {"name": "send_message_to_user", "arguments": '{"message": "Which receipt?"}'},
+        }
         return {"role": "assistant", "content": None, "tool_calls": [call]}, 10, 5
     return {"role": "assistant", "content": "I cannot find the receipt. Can you help?"}, 10, 5
 
@@ -55,8 +60,7 @@ def test_rows_are_system_and_user_turns_without_reserved_columns():
 def test_oracle_rollouts_earn_exactly_one(model_server):
     model_server.answer_with(oracle_reply)
     env = load_environment(verbosity="compact")
-    results = env.evaluate_sync(client=client_for(model_server), model="fake-model", num_examples=2,
-                                max_concurrent=2)
+    results = env.evaluate_sync(client=client_for(model_server), model="fake-model", num_examples=2, max_concurrent=2)
     outputs = results["outputs"]
     assert [o["reward"] for o in outputs] == [1.0, 1.0]
     for output in outputs:

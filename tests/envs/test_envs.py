@@ -23,11 +23,13 @@ OPEN_REPORTS = {"name": "form_open_menu_item", "arguments": {"name": "TrvExpense
 def test_registry_has_one_id_per_fixture_set_and_expense_type():
     from erp_sim.catalog import EXPENSE_TYPES
 
-    assert ENV_IDS == sorted(erp_sim.envs.ENV_IDS)
+    assert sorted(erp_sim.envs.ENV_IDS) == ENV_IDS
     task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}
     assert task_sets == {"hotel_50", "expense_types", "long_horizon", *EXPENSE_TYPES}
-    assert all(gym.spec(env_id).max_episode_steps == erp_sim.envs.STEP_LIMITS.get(env_id, erp_sim.envs.MAX_EPISODE_STEPS)
-               for env_id in ENV_IDS)
+    assert all(
+        gym.spec(env_id).max_episode_steps == erp_sim.envs.STEP_LIMITS.get(env_id, erp_sim.envs.MAX_EPISODE_STEPS)
+        for env_id in ENV_IDS
+    )
 
 
 def test_pprint_registry_lists_the_ids(capsys):
@@ -51,8 +53,10 @@ def test_spec_survives_json_round_trip(env_id):
 
 
 def test_make_with_module_prefix_in_a_fresh_interpreter():
-    code = ("import gymnasium as gym; env = gym.make('erp_sim.envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
-            "obs, info = env.reset(seed=3); print(env.spec.max_episode_steps, info['task']['expense_type'])")
+    code = (
+        "import gymnasium as gym; env = gym.make('erp_sim.envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
+        "obs, info = env.reset(seed=3); print(env.spec.max_episode_steps, info['task']['expense_type'])"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["7", "Meals"]
@@ -75,8 +79,14 @@ def _rollout(env_id: str, seed: int, actions: list) -> list:
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_same_seed_and_actions_give_identical_transitions(env_id):
-    actions = [FIND_MENU, OPEN_REPORTS, "not json", {"message": "Should I add the missing items?"},
-               '{"name": "form_click_control", "arguments": {"controlName": "EditReport"}}', {"message": "I'm done."}]
+    actions = [
+        FIND_MENU,
+        OPEN_REPORTS,
+        "not json",
+        {"message": "Should I add the missing items?"},
+        '{"name": "form_click_control", "arguments": {"controlName": "EditReport"}}',
+        {"message": "I'm done."},
+    ]
     first, second = _rollout(env_id, 11, actions), _rollout(env_id, 11, actions)
     for a, b in zip(first, second, strict=True):
         assert data_equivalence(a, b, exact=True)
@@ -161,11 +171,25 @@ def test_render_ansi():
 
 
 @pytest.mark.filterwarnings("ignore:.*render_mode:UserWarning")
-@pytest.mark.parametrize("kwargs", [{"verbosity": "loud"}, {"reward_shaping": "dense"}, {"user_model": "llm"},
-                                    {"max_user_turns": 0}, {"render_mode": "human"}, {"user_model": object()},
-                                    {"faults": "rate=7"}, {"faults": "rate=nan"}, {"faults": "kinds=Gremlin"},
-                                    {"task_set": "Taxis"}, {"task_set": None}, {"task_set": 5}, {"task_set": "hotel_50:dev"},
-                                    {"task_set": "hotel_50:hotel-001"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"verbosity": "loud"},
+        {"reward_shaping": "dense"},
+        {"user_model": "llm"},
+        {"max_user_turns": 0},
+        {"render_mode": "human"},
+        {"user_model": object()},
+        {"faults": "rate=7"},
+        {"faults": "rate=nan"},
+        {"faults": "kinds=Gremlin"},
+        {"task_set": "Taxis"},
+        {"task_set": None},
+        {"task_set": 5},
+        {"task_set": "hotel_50:dev"},
+        {"task_set": "hotel_50:hotel-001"},
+    ],
+)
 def test_bad_kwargs_fail_at_construction(kwargs):
     with pytest.raises((ValueError, TypeError)):
         gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
@@ -193,17 +217,42 @@ def test_faults_are_injected_deterministically():
 
 # --- malformed actions -----------------------------------------------------------------------------
 MALFORMED = [
-    "", "   ", "not json", "{", "[]", "null", "42", '"a string"', "{}", '{"name": 3}', '{"name": "form_save_form", "x": 1}',
-    '{"message": 5}', '{"message": "hi", "name": "form_save_form"}', '{"name": "no_such_tool", "arguments": {}}',
-    '{"name": "form_find_menu_item"}', '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 7}}',
+    "",
+    "   ",
+    "not json",
+    "{",
+    "[]",
+    "null",
+    "42",
+    '"a string"',
+    "{}",
+    '{"name": 3}',
+    '{"name": "form_save_form", "x": 1}',
+    '{"message": 5}',
+    '{"message": "hi", "name": "form_save_form"}',
+    '{"name": "no_such_tool", "arguments": {}}',
+    '{"name": "form_find_menu_item"}',
+    '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 7}}',
     '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "x", "bogus": 1}}',
-    '{"name": "form_find_menu_item", "arguments": "{not json"}', '{"name": "form_find_menu_item", "arguments": [1]}',
+    '{"name": "form_find_menu_item", "arguments": "{not json"}',
+    '{"name": "form_find_menu_item", "arguments": [1]}',
     '{"name": "form_select_grid_row", "arguments": {"gridName": "G", "rowNumber": 1}}',
-    "[" * 50_000, "x" * 300_000, json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "é" * 10_000}}),
-    "\x00\ud800", {"name": "form_find_menu_item"}, {"arguments": {}}, {1: 2}, 3.5, None, b"{}", ["name"],
-    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": float("nan")}}, "1" * 5000,
+    "[" * 50_000,
+    "x" * 300_000,
+    json.dumps({"name": "form_find_menu_item", "arguments": {"menuItemFilter": "é" * 10_000}}),
+    "\x00\ud800",
+    {"name": "form_find_menu_item"},
+    {"arguments": {}},
+    {1: 2},
+    3.5,
+    None,
+    b"{}",
+    ["name"],
+    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": float("nan")}},
+    "1" * 5000,
     '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "x", "topHitCount": ' + "9" * 5000 + "}}",
-    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": 10**5000}}, {"message": {1, 2}},
+    {"name": "form_find_menu_item", "arguments": {"menuItemFilter": 10**5000}},
+    {"message": {1, 2}},
     {"name": "form_find_menu_item", "arguments": '{"menuItemFilter": "x", "topHitCount": 1' + "0" * 5000 + "}"},
 ]
 
@@ -227,13 +276,25 @@ def test_invalid_action_observation_has_the_simulator_error_shape():
     envelope = json.loads(env.step("oops")[0])
     assert envelope["Error"]["Code"] == "InvalidAction"
     assert set(envelope) == {"SessionId", "Result", "Messages", "Error"}
-    for action in ('{"name": "nope"}', '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 3}}',
-                   '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "\\u0000"}}'):
+    for action in (
+        '{"name": "nope"}',
+        '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": 3}}',
+        '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "\\u0000"}}',
+    ):
         observation, _, _, _, info = env.step(action)
         envelope = json.loads(observation)
-        assert envelope["Error"]["Code"] == "InvalidAction" and set(envelope) == {"SessionId", "Result", "Messages", "Error"}
-        assert info["action"] == {"kind": "invalid", "tool": json.loads(action)["name"], "is_error": True,
-                                  "error_code": "InvalidAction"}
+        assert envelope["Error"]["Code"] == "InvalidAction" and set(envelope) == {
+            "SessionId",
+            "Result",
+            "Messages",
+            "Error",
+        }
+        assert info["action"] == {
+            "kind": "invalid",
+            "tool": json.loads(action)["name"],
+            "is_error": True,
+            "error_code": "InvalidAction",
+        }
     assert info["counts"]["invalid_actions"] == 4 and info["counts"]["tool_calls"] == info["counts"]["tool_errors"] == 0
 
 
@@ -249,7 +310,7 @@ def test_random_text_actions_never_raise():
     env.reset(seed=0)
     env.action_space.seed(0)
     for _ in range(20):
-        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        obs, reward, terminated, _truncated, _info = env.step(env.action_space.sample())
         assert obs in env.observation_space and reward == 0.0 and not terminated
 
 
@@ -259,7 +320,7 @@ def test_step_after_the_end_and_before_reset():
         env.step(FIND_MENU)
     env.reset(seed=0)
     assert env.step({"message": "?"})[2] is True
-    obs, reward, terminated, truncated, info = env.step(FIND_MENU)
+    obs, reward, terminated, _truncated, _info = env.step(FIND_MENU)
     assert terminated and reward == 0.0 and json.loads(obs)["Error"]["Code"] == "InvalidAction"
 
 

@@ -9,12 +9,12 @@ import time
 
 import httpx
 
-from erp_sim.envs.mcp_env import McpEnv, admin_grade, store_grade
+from erp_sim import get_task
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.envs.mcp_env import McpEnv, admin_grade, store_grade
 from erp_sim.envs.user_models import RuleBasedUser
-from erp_sim import get_task
 from erp_sim.mcp.server import build_server
 
 
@@ -49,9 +49,24 @@ def free_port() -> int:
 
 def test_over_streamable_http_with_tokens_and_the_admin_grade_route(tmp_path):
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "erp_sim.mcp.server", "--http", "--port", str(port),
-                               "--auth-token", "client-secret", "--admin-token", "admin-secret", "--log-level", "warning"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "erp_sim.mcp.server",
+            "--http",
+            "--port",
+            str(port),
+            "--auth-token",
+            "client-secret",
+            "--admin-token",
+            "admin-secret",
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -62,8 +77,13 @@ def test_over_streamable_http_with_tokens_and_the_admin_grade_route(tmp_path):
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        env = McpEnv(f"{base}/mcp", task=get_task("hotel_50", "hotel-013"), user_model=RuleBasedUser(),
-                     grade=admin_grade(base, "admin-secret"), auth_token="client-secret")
+        env = McpEnv(
+            f"{base}/mcp",
+            task=get_task("hotel_50", "hotel-013"),
+            user_model=RuleBasedUser(),
+            grade=admin_grade(base, "admin-secret"),
+            auth_token="client-secret",
+        )
         try:
             trajectory = run_episode(env, wrap(ScriptedAgent(), "last_n_summary:n=5,w=3"))
         finally:

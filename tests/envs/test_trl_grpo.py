@@ -10,9 +10,10 @@ import pytest
 
 pytest.importorskip("trl", reason="the trl extra is not installed (pip install torch==2.13.0 'erp-sim[trl]')")
 
-from erp_sim.envs.episode import tool_schemas  # noqa: E402
-from erp_sim.envs.trl_adapter import METRIC_FUNCS, tool_env_factory, training_rows  # noqa: E402
-from tiny_model import tiny_model, tiny_tokenizer  # noqa: E402
+from tiny_model import tiny_model, tiny_tokenizer
+
+from erp_sim.envs.episode import tool_schemas
+from erp_sim.envs.trl_adapter import METRIC_FUNCS, tool_env_factory, training_rows
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +21,10 @@ def tokenizer():
     return tiny_tokenizer(vocab_size=4096)
 
 
-@pytest.mark.parametrize("template", ["qwen3_5_nothink_chat_template", "qwen3_6_chat_template",
-                                      "llama3_1_chat_template", "qwen3_chat_template"])
+@pytest.mark.parametrize(
+    "template",
+    ["qwen3_5_nothink_chat_template", "qwen3_6_chat_template", "llama3_1_chat_template", "qwen3_chat_template"],
+)
 def test_training_rows_render_with_tools_where_a_system_only_prompt_fails(tokenizer, template):
     import trl.chat_template_utils as templates
 
@@ -31,8 +34,12 @@ def test_training_rows_render_with_tools_where_a_system_only_prompt_fails(tokeni
     assert prompt[1]["content"] in text and "form_find_menu_item" in text
     if template != "qwen3_chat_template":  # what the adapter's rows used to be: TRL appended the task to it
         with pytest.raises(Exception, match="[Nn]o (first )?user"):
-            tokenizer.apply_chat_template([{"role": "system", "content": prompt[0]["content"] + prompt[1]["content"]}],
-                                          tools=tool_schemas(), tokenize=False, add_generation_prompt=True)
+            tokenizer.apply_chat_template(
+                [{"role": "system", "content": prompt[0]["content"] + prompt[1]["content"]}],
+                tools=tool_schemas(),
+                tokenize=False,
+                add_generation_prompt=True,
+            )
 
 
 def forced_call_bias(tokenizer, name: str, arguments: dict) -> list:
@@ -51,20 +58,36 @@ def one_grpo_step(tokenizer, tmp_path, arguments: dict, budget: int, calls: int)
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     tokenizer.chat_template = qwen3_chat_template
-    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
-                      max_completion_length=budget, max_tool_calling_iterations=calls, use_cpu=True, bf16=False,
-                      report_to=[], logging_steps=1, save_strategy="no", reward_weights=[0.0] * len(METRIC_FUNCS),
-                      generation_kwargs={"sequence_bias": forced_call_bias(tokenizer, "form_find_menu_item", arguments)})
-    trainer = GRPOTrainer(model=tiny_model(tokenizer), processing_class=tokenizer, args=args,
-                          train_dataset=Dataset.from_list(training_rows(verbosity="compact")[:2]),
-                          reward_funcs=METRIC_FUNCS,
-                          environment_factory=tool_env_factory(verbosity="compact", raise_on_invalid=True))
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=1,
+        max_completion_length=budget,
+        max_tool_calling_iterations=calls,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        reward_weights=[0.0] * len(METRIC_FUNCS),
+        generation_kwargs={"sequence_bias": forced_call_bias(tokenizer, "form_find_menu_item", arguments)},
+    )
+    trainer = GRPOTrainer(
+        model=tiny_model(tokenizer),
+        processing_class=tokenizer,
+        args=args,
+        train_dataset=Dataset.from_list(training_rows(verbosity="compact")[:2]),
+        reward_funcs=METRIC_FUNCS,
+        environment_factory=tool_env_factory(verbosity="compact", raise_on_invalid=True),
+    )
     trainer.train()
     return trainer
 
 
-@pytest.mark.parametrize("arguments, invalid", [({"menuItemFilter": "expense"}, False),
-                                                ({"menuItemFilter": "expense\u0000"}, True)])
+@pytest.mark.parametrize(
+    "arguments, invalid", [({"menuItemFilter": "expense"}, False), ({"menuItemFilter": "expense\u0000"}, True)]
+)
 def test_one_grpo_step_plays_the_tools_and_scores_the_episodes(tokenizer, tmp_path, arguments, invalid):
     calls = 3
     trainer = one_grpo_step(tokenizer, tmp_path, arguments, budget=1024, calls=calls)

@@ -8,20 +8,46 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from erp_sim import ErpSession, get_task, oracle_calls
 
 TASK = get_task("hotel_50", "hotel-003")
-CONTROLS = ["TrvExpTrans_ExpSubCategory", "TrvExpTrans_TransDate", "TrvExpTrans_AmountCurr", "TrvExpTrans_Description",
-            "TrvExpTable_Txt", "TrvExpTrans_MerchantId", "QuickFilter", "ItemizationRemaining", "NoSuchControl"]
-BUTTONS = ["NewLine", "DeleteLine", "ViewReceipt", "Itemize", "EditReport", "SubmitReport", "ExpenseReportsGrid", "Nope"]
+CONTROLS = [
+    "TrvExpTrans_ExpSubCategory",
+    "TrvExpTrans_TransDate",
+    "TrvExpTrans_AmountCurr",
+    "TrvExpTrans_Description",
+    "TrvExpTable_Txt",
+    "TrvExpTrans_MerchantId",
+    "QuickFilter",
+    "ItemizationRemaining",
+    "NoSuchControl",
+]
+BUTTONS = [
+    "NewLine",
+    "DeleteLine",
+    "ViewReceipt",
+    "Itemize",
+    "EditReport",
+    "SubmitReport",
+    "ExpenseReportsGrid",
+    "Nope",
+]
 GRIDS = ["ExpenseReportsGrid", "ExpenseLinesGrid", "ItemizationGrid", "ReceiptItemsGrid", "Nope"]
 
-weird_text = st.one_of(st.text(max_size=30), st.just("x" * 3000), st.sampled_from(["", "Room tax", "Daily room rate", "2026-02-30", "1/2/2026"]))
-amounts = st.one_of(st.decimals(min_value=-100, max_value=5000, places=2, allow_nan=False).map(str),
-                    st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**9),
-                    st.sampled_from(["NaN", "1e9", "12.345", "", "  7 ", True, None]))
+weird_text = st.one_of(
+    st.text(max_size=30),
+    st.just("x" * 3000),
+    st.sampled_from(["", "Room tax", "Daily room rate", "2026-02-30", "1/2/2026"]),
+)
+amounts = st.one_of(
+    st.decimals(min_value=-100, max_value=5000, places=2, allow_nan=False).map(str),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10, 10**9),
+    st.sampled_from(["NaN", "1e9", "12.345", "", "  7 ", True, None]),
+)
 values = st.one_of(weird_text, amounts)
 
 
@@ -29,19 +55,90 @@ def call_strategy(task) -> st.SearchStrategy:
     row = st.integers(-2, 40).map(str)
     return st.one_of(
         st.tuples(st.just("form_click_control"), st.fixed_dictionaries({"controlName": st.sampled_from(BUTTONS)})),
-        st.tuples(st.just("form_click_control"), st.fixed_dictionaries({"controlName": st.sampled_from(GRIDS), "actionId": st.sampled_from(["LoadNextPage", "LoadPreviousPage", "Explode"])})),
-        st.tuples(st.just("form_select_grid_row"), st.fixed_dictionaries({"gridName": st.sampled_from(GRIDS), "rowNumber": row})),
-        st.tuples(st.just("form_set_control_values"), st.fixed_dictionaries({"controlValues": st.lists(
-            st.fixed_dictionaries({"controlName": st.sampled_from(CONTROLS), "value": values}), min_size=1, max_size=3)})),
+        st.tuples(
+            st.just("form_click_control"),
+            st.fixed_dictionaries(
+                {
+                    "controlName": st.sampled_from(GRIDS),
+                    "actionId": st.sampled_from(["LoadNextPage", "LoadPreviousPage", "Explode"]),
+                }
+            ),
+        ),
+        st.tuples(
+            st.just("form_select_grid_row"),
+            st.fixed_dictionaries({"gridName": st.sampled_from(GRIDS), "rowNumber": row}),
+        ),
+        st.tuples(
+            st.just("form_set_control_values"),
+            st.fixed_dictionaries(
+                {
+                    "controlValues": st.lists(
+                        st.fixed_dictionaries({"controlName": st.sampled_from(CONTROLS), "value": values}),
+                        min_size=1,
+                        max_size=3,
+                    )
+                }
+            ),
+        ),
         st.tuples(st.sampled_from(["form_save_form", "form_close_form"]), st.just({})),
-        st.tuples(st.just("form_open_menu_item"), st.fixed_dictionaries({"name": st.sampled_from(["TrvExpenses", "TrvCostType", "X"])})),
-        st.tuples(st.just("form_filter_grid"), st.fixed_dictionaries({"gridName": st.sampled_from(GRIDS), "gridColumnName": st.sampled_from(["TrvExpTable_ExpNumber", "Nope"]), "filterValue": weird_text})),
-        st.tuples(st.just("data_create_entities"), st.fixed_dictionaries({"entitySetName": st.just("ExpenseLines"), "entities": st.lists(
-            st.fixed_dictionaries({"ParentRecId": st.integers(0, 400), "Subcategory": st.sampled_from(["Room tax", "Breakfast", "Bogus"]),
-                                   "TransactionDate": st.just(task.transaction_date), "Amount": amounts}), min_size=1, max_size=3)})),
-        st.tuples(st.just("data_delete_entities"), st.fixed_dictionaries({"entitySetName": st.just("ExpenseLines"), "keys": st.lists(st.integers(0, 400), min_size=1, max_size=3)})),
-        st.tuples(st.just("data_find_entities_sql"), st.fixed_dictionaries({"sqlQuery": st.sampled_from([
-            "SELECT * FROM expense_line", "DROP TABLE expense_line", "SELECT 1; DELETE FROM receipt", "PRAGMA writable_schema=1"])})),
+        st.tuples(
+            st.just("form_open_menu_item"),
+            st.fixed_dictionaries({"name": st.sampled_from(["TrvExpenses", "TrvCostType", "X"])}),
+        ),
+        st.tuples(
+            st.just("form_filter_grid"),
+            st.fixed_dictionaries(
+                {
+                    "gridName": st.sampled_from(GRIDS),
+                    "gridColumnName": st.sampled_from(["TrvExpTable_ExpNumber", "Nope"]),
+                    "filterValue": weird_text,
+                }
+            ),
+        ),
+        st.tuples(
+            st.just("data_create_entities"),
+            st.fixed_dictionaries(
+                {
+                    "entitySetName": st.just("ExpenseLines"),
+                    "entities": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "ParentRecId": st.integers(0, 400),
+                                "Subcategory": st.sampled_from(["Room tax", "Breakfast", "Bogus"]),
+                                "TransactionDate": st.just(task.transaction_date),
+                                "Amount": amounts,
+                            }
+                        ),
+                        min_size=1,
+                        max_size=3,
+                    ),
+                }
+            ),
+        ),
+        st.tuples(
+            st.just("data_delete_entities"),
+            st.fixed_dictionaries(
+                {
+                    "entitySetName": st.just("ExpenseLines"),
+                    "keys": st.lists(st.integers(0, 400), min_size=1, max_size=3),
+                }
+            ),
+        ),
+        st.tuples(
+            st.just("data_find_entities_sql"),
+            st.fixed_dictionaries(
+                {
+                    "sqlQuery": st.sampled_from(
+                        [
+                            "SELECT * FROM expense_line",
+                            "DROP TABLE expense_line",
+                            "SELECT 1; DELETE FROM receipt",
+                            "PRAGMA writable_schema=1",
+                        ]
+                    )
+                }
+            ),
+        ),
         st.tuples(st.text(max_size=20), st.dictionaries(st.text(max_size=8), values, max_size=3)),  # anything at all
         st.tuples(st.just("form_open_menu_item"), st.one_of(st.text(max_size=40), st.none(), st.lists(st.integers()))),
     )
@@ -50,16 +147,26 @@ def call_strategy(task) -> st.SearchStrategy:
 def assert_books_balance(session: ErpSession) -> None:
     db = session.db
     for header_id, amount in db.execute("SELECT id, amount FROM expense_line WHERE line_type != 'ItemizedLine'"):
-        children = [Decimal(a) for (a,) in db.execute("SELECT amount FROM expense_line WHERE parent_line_id = ?", (header_id,))]
+        children = [
+            Decimal(a) for (a,) in db.execute("SELECT amount FROM expense_line WHERE parent_line_id = ?", (header_id,))
+        ]
         for value in children + [Decimal(amount)]:
             assert value == value.quantize(Decimal("0.01")) and value > 0
         kind = db.execute("SELECT line_type FROM expense_line WHERE id = ?", (header_id,)).fetchone()[0]
         assert kind == ("ItemizedHeader" if children else "Default") or (kind == "ItemizedHeader" and children)
     grade = session.grade()
     header = Decimal(grade.header_amount)
-    itemized = sum((Decimal(a) for (a,) in db.execute(
-        "SELECT amount FROM expense_line WHERE parent_line_id = (SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
-        "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine')", (TASK.report_number, TASK.line_number))), Decimal("0"))
+    itemized = sum(
+        (
+            Decimal(a)
+            for (a,) in db.execute(
+                "SELECT amount FROM expense_line WHERE parent_line_id = (SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
+                "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine')",
+                (TASK.report_number, TASK.line_number),
+            )
+        ),
+        Decimal("0"),
+    )
     assert Decimal(grade.remaining_amount) == header - itemized
     assert Decimal(grade.itemized_amount) == itemized
 

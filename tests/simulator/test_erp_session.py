@@ -5,21 +5,41 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from erp_sim import ErpSession, FaultProfile, TOOLS, get_task, load_task_set, run_oracle
-from erp_sim.erp_session import MAX_RESPONSE_CHARS
 from erp_support import open_itemization
+
+from erp_sim import TOOLS, ErpSession, FaultProfile, get_task, load_task_set, run_oracle
+from erp_sim.erp_session import MAX_RESPONSE_CHARS
 
 ENVELOPE_KEYS = ["SessionId", "Result", "Messages", "FormState", "MCPActivityId", "DeepLinks"]
 
 
 def test_registry_has_the_22_tool_names_of_the_real_server():
-    assert sorted(TOOLS) == sorted([
-        "form_find_menu_item", "form_open_menu_item", "form_find_controls", "form_set_control_values",
-        "form_click_control", "form_select_grid_row", "form_filter_grid", "form_filter_form", "form_sort_grid_column",
-        "form_open_or_close_tab", "form_open_lookup", "form_save_form", "form_close_form",
-        "data_find_entity_type", "data_get_entity_metadata", "data_find_entities", "data_find_entities_sql",
-        "data_create_entities", "data_update_entities", "data_delete_entities", "api_find_actions", "api_invoke_action"])
+    assert sorted(TOOLS) == sorted(
+        [
+            "form_find_menu_item",
+            "form_open_menu_item",
+            "form_find_controls",
+            "form_set_control_values",
+            "form_click_control",
+            "form_select_grid_row",
+            "form_filter_grid",
+            "form_filter_form",
+            "form_sort_grid_column",
+            "form_open_or_close_tab",
+            "form_open_lookup",
+            "form_save_form",
+            "form_close_form",
+            "data_find_entity_type",
+            "data_get_entity_metadata",
+            "data_find_entities",
+            "data_find_entities_sql",
+            "data_create_entities",
+            "data_update_entities",
+            "data_delete_entities",
+            "api_find_actions",
+            "api_invoke_action",
+        ]
+    )
     for tool in TOOLS.values():
         assert tool.input_schema["type"] == "object" and tool.description
 
@@ -47,8 +67,15 @@ def test_grid_pages_with_load_next_page(session):
 def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}, {"controlName": "TrvExpTrans_AmountCurr", "value": "10"}]})
+    session.call(
+        "form_set_control_values",
+        {
+            "controlValues": [
+                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
+                {"controlName": "TrvExpTrans_AmountCurr", "value": "10"},
+            ]
+        },
+    )
     assert session.grade().unsaved_rows == 1 and session.grade().saved_lines == 0
     first = session.call("form_close_form", {})
     assert not first.is_error and "not closed" in first.result and first.form_state["Name"] == "TrvItemization"
@@ -60,9 +87,15 @@ def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
 def test_over_itemization_is_allowed_with_a_warning_and_fails(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Daily room rate"},
-        {"controlName": "TrvExpTrans_AmountCurr", "value": "99999.00"}]})
+    session.call(
+        "form_set_control_values",
+        {
+            "controlValues": [
+                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Daily room rate"},
+                {"controlName": "TrvExpTrans_AmountCurr", "value": "99999.00"},
+            ]
+        },
+    )
     saved = session.call("form_save_form", {})
     assert any(m["Level"] == "Warning" and "exceeds" in m["Text"] for m in saved.envelope["Messages"])
     session.call("form_close_form", {})
@@ -70,22 +103,40 @@ def test_over_itemization_is_allowed_with_a_warning_and_fails(session):
     assert not grade.success and grade.remaining_amount.startswith("-") and grade.itemized_fraction > 1
 
 
-@pytest.mark.parametrize("name, arguments, code, fragment", [
-    ("no_such_tool", {}, "NotFound", "Unknown tool"),
-    ("form_open_menu_item", {}, "ValidationError", "name: Field required"),
-    ("form_open_menu_item", {"name": "TrvExpenses", "bogus": 1}, "ValidationError", "bogus: unexpected argument"),
-    ("form_open_menu_item", {"name": 42}, "ValidationError", "name: Input should be a valid string"),
-    ("form_open_menu_item", {"name": "x" * 5000}, "ValidationError", "at most 200 characters"),
-    ("form_open_menu_item", {"name": "NoSuchItem"}, "NotFound", "does not exist"),
-    ("form_open_menu_item", "{not json", "ValidationError", "not valid JSON"),
-    ("form_open_menu_item", "[1, 2]", "ValidationError", "must be a JSON object"),
-    ("form_click_control", {"controlName": "NewLine"}, "InvalidFormState", "No form is open"),
-    ("data_find_entities_sql", {"sqlQuery": "DELETE FROM expense_line"}, "ValidationError", "only read-only SELECT"),
-    ("data_find_entities_sql", {"sqlQuery": "SELECT 1; SELECT 2"}, "ValidationError", "one SELECT"),
-    ("data_find_entities_sql", {"sqlQuery": "ATTACH DATABASE ':memory:' AS x"}, "ValidationError", "only read-only SELECT"),
-    ("data_find_entities_sql", {"sqlQuery": "WITH x AS (SELECT 1) SELECT * FROM pragma_table_info('worker')"}, "ValidationError", "not authorized"),
-    ("form_set_control_values", {"controlValues": []}, "ValidationError", "controlValues"),
-])
+@pytest.mark.parametrize(
+    "name, arguments, code, fragment",
+    [
+        ("no_such_tool", {}, "NotFound", "Unknown tool"),
+        ("form_open_menu_item", {}, "ValidationError", "name: Field required"),
+        ("form_open_menu_item", {"name": "TrvExpenses", "bogus": 1}, "ValidationError", "bogus: unexpected argument"),
+        ("form_open_menu_item", {"name": 42}, "ValidationError", "name: Input should be a valid string"),
+        ("form_open_menu_item", {"name": "x" * 5000}, "ValidationError", "at most 200 characters"),
+        ("form_open_menu_item", {"name": "NoSuchItem"}, "NotFound", "does not exist"),
+        ("form_open_menu_item", "{not json", "ValidationError", "not valid JSON"),
+        ("form_open_menu_item", "[1, 2]", "ValidationError", "must be a JSON object"),
+        ("form_click_control", {"controlName": "NewLine"}, "InvalidFormState", "No form is open"),
+        (
+            "data_find_entities_sql",
+            {"sqlQuery": "DELETE FROM expense_line"},
+            "ValidationError",
+            "only read-only SELECT",
+        ),
+        ("data_find_entities_sql", {"sqlQuery": "SELECT 1; SELECT 2"}, "ValidationError", "one SELECT"),
+        (
+            "data_find_entities_sql",
+            {"sqlQuery": "ATTACH DATABASE ':memory:' AS x"},
+            "ValidationError",
+            "only read-only SELECT",
+        ),
+        (
+            "data_find_entities_sql",
+            {"sqlQuery": "WITH x AS (SELECT 1) SELECT * FROM pragma_table_info('worker')"},
+            "ValidationError",
+            "not authorized",
+        ),
+        ("form_set_control_values", {"controlValues": []}, "ValidationError", "controlValues"),
+    ],
+)
 def test_bad_calls_get_error_responses_in_the_same_shape_and_change_nothing(session, name, arguments, code, fragment):
     before = session.state_hash()
     response = session.call(name, arguments)
@@ -97,15 +148,31 @@ def test_bad_calls_get_error_responses_in_the_same_shape_and_change_nothing(sess
     assert session.state_hash() == before
 
 
-@pytest.mark.parametrize("amount, fragment", [
-    ("NaN", "not a number"), (float("inf"), "finite"), ("-5", "negative"), ("1.234", "two decimal places"),
-    ("2000000", "exceeds the limit"), ("ten", "not a number"), (True, "expected an amount"), ("0", "greater than 0.00"),
-])
+@pytest.mark.parametrize(
+    "amount, fragment",
+    [
+        ("NaN", "not a number"),
+        (float("inf"), "finite"),
+        ("-5", "negative"),
+        ("1.234", "two decimal places"),
+        ("2000000", "exceeds the limit"),
+        ("ten", "not a number"),
+        (True, "expected an amount"),
+        ("0", "greater than 0.00"),
+    ],
+)
 def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    response = session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"}, {"controlName": "TrvExpTrans_AmountCurr", "value": amount}]})
+    response = session.call(
+        "form_set_control_values",
+        {
+            "controlValues": [
+                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
+                {"controlName": "TrvExpTrans_AmountCurr", "value": amount},
+            ]
+        },
+    )
     assert response.is_error and "TrvExpTrans_AmountCurr" in response.result and fragment in response.result
     assert session.grade().saved_lines == 0
 
@@ -113,9 +180,15 @@ def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
 def test_set_control_values_is_all_or_nothing(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    response = session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
-        {"controlName": "TrvExpTrans_AmountCurr", "value": "-1"}]})
+    response = session.call(
+        "form_set_control_values",
+        {
+            "controlValues": [
+                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
+                {"controlName": "TrvExpTrans_AmountCurr", "value": "-1"},
+            ]
+        },
+    )
     assert response.is_error
     row = response.form_state["Form"]["Group"][2]["Children"]["Grid"][0]["Rows"][0]["Values"]
     assert row["TrvExpTrans_ExpSubCategory"] == ""
@@ -123,8 +196,10 @@ def test_set_control_values_is_all_or_nothing(session):
 
 def test_save_is_all_or_nothing_and_names_the_row(session):
     open_itemization(session)
-    for values in ([("TrvExpTrans_ExpSubCategory", "Room tax"), ("TrvExpTrans_AmountCurr", "10")],
-                   [("TrvExpTrans_ExpSubCategory", "Room tax")]):
+    for values in (
+        [("TrvExpTrans_ExpSubCategory", "Room tax"), ("TrvExpTrans_AmountCurr", "10")],
+        [("TrvExpTrans_ExpSubCategory", "Room tax")],
+    ):
         session.call("form_click_control", {"controlName": "NewLine"})
         session.call("form_set_control_values", {"controlValues": [{"controlName": c, "value": v} for c, v in values]})
     before = session.state_hash()
@@ -136,7 +211,10 @@ def test_save_is_all_or_nothing_and_names_the_row(session):
 def test_wrong_subcategory_is_refused_with_the_valid_values(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    response = session.call("form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_ExpSubCategory", "value": "Hotel tax"}]})
+    response = session.call(
+        "form_set_control_values",
+        {"controlValues": [{"controlName": "TrvExpTrans_ExpSubCategory", "value": "Hotel tax"}]},
+    )
     assert response.is_error and "Room tax" in response.result
     lookup = session.call("form_open_lookup", {"controlName": "TrvExpTrans_ExpSubCategory"})
     assert "Daily room rate" in lookup.envelope["Lookup"]["Values"]
@@ -163,26 +241,44 @@ def test_same_task_and_calls_give_byte_identical_responses(hotel_task):
 
 
 def test_data_tools_obey_the_form_rules_and_count_in_the_grade(session):
-    line_id = session.call("data_find_entities", {"odataPath": "ExpenseLines", "odataQueryOptions":
-        f"$filter=ReportNumber eq '{session.task.report_number}' and LineNumber eq {session.task.line_number} and LineType ne 'ItemizedLine'"}
+    line_id = session.call(
+        "data_find_entities",
+        {
+            "odataPath": "ExpenseLines",
+            "odataQueryOptions": f"$filter=ReportNumber eq '{session.task.report_number}' and LineNumber eq {session.task.line_number} and LineType ne 'ItemizedLine'",
+        },
     ).envelope["Data"]["value"][0]["RecId"]
-    entities = [{"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount}
-                for i in session.task.receipt_items]
+    entities = [
+        {"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount}
+        for i in session.task.receipt_items
+    ]
     created = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": entities})
     assert not created.is_error, created.result
     grade = session.grade()
     assert grade.strict_success and grade.collateral == []
-    bad = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [dict(entities[0], Amount="NaN")]})
+    bad = session.call(
+        "data_create_entities", {"entitySetName": "ExpenseLines", "entities": [dict(entities[0], Amount="NaN")]}
+    )
     assert bad.is_error and session.grade().saved_lines == len(entities)
 
 
 def test_collateral_changes_are_reported(session):
-    session.call("api_invoke_action", {"actionName": "SubmitExpenseReport", "parameters": {"ReportNumber": session.task.report_number}})
-    other = session.call("data_find_entities", {"odataPath": "ExpenseReports", "odataQueryOptions": "$filter=Status eq 'Draft'&$top=5"})
-    drafts = [r["ReportNumber"] for r in other.envelope["Data"]["value"] if r["ReportNumber"] != session.task.report_number]
+    session.call(
+        "api_invoke_action",
+        {"actionName": "SubmitExpenseReport", "parameters": {"ReportNumber": session.task.report_number}},
+    )
+    other = session.call(
+        "data_find_entities", {"odataPath": "ExpenseReports", "odataQueryOptions": "$filter=Status eq 'Draft'&$top=5"}
+    )
+    drafts = [
+        r["ReportNumber"] for r in other.envelope["Data"]["value"] if r["ReportNumber"] != session.task.report_number
+    ]
     if drafts:
         report = drafts[0]
-        session.call("data_update_entities", {"entitySetName": "ExpenseReports", "entities": [{"ReportNumber": report, "Purpose": "Changed"}]})
+        session.call(
+            "data_update_entities",
+            {"entitySetName": "ExpenseReports", "entities": [{"ReportNumber": report, "Purpose": "Changed"}]},
+        )
         assert any("expense_report" in c and "Changed" in c for c in session.grade().collateral)
 
 
@@ -195,23 +291,47 @@ def test_fault_injection_is_seeded_and_changes_nothing(hotel_task):
             response = session.call("form_find_menu_item", {"menuItemFilter": "expense"})
             out.append(response.error_code)
             if response.is_error:
-                assert response.error_code in {"FormBusy", "SessionLost", "RequestTimeout"} and session.state_hash() == before
+                assert (
+                    response.error_code in {"FormBusy", "SessionLost", "RequestTimeout"}
+                    and session.state_hash() == before
+                )
         return out
 
     assert run(1) == run(1) and run(1) != run(2)
     assert 0 < sum(code is not None for code in run(1)) < 40
 
 
-@pytest.mark.parametrize("spec, expected", [
-    (None, None), (0.25, FaultProfile(rate=0.25)), ("0.1", FaultProfile(rate=0.1)),
-    (" rate = 0.5 , seed = 3 ", FaultProfile(rate=0.5, seed=3)),
-    ("rate=1,kinds=FormBusy|SessionLost", FaultProfile(rate=1.0, kinds=("FormBusy", "SessionLost")))])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        (None, None),
+        (0.25, FaultProfile(rate=0.25)),
+        ("0.1", FaultProfile(rate=0.1)),
+        (" rate = 0.5 , seed = 3 ", FaultProfile(rate=0.5, seed=3)),
+        ("rate=1,kinds=FormBusy|SessionLost", FaultProfile(rate=1.0, kinds=("FormBusy", "SessionLost"))),
+    ],
+)
 def test_fault_profile_reads_its_spellings(spec, expected):
     assert FaultProfile.parse(spec) == expected
 
 
-@pytest.mark.parametrize("spec", ["rate=7", "nan", "rate=inf", -0.1, "rate=0.1,seed=x", "rate=0.1,sead=3", "kinds=Gremlin",
-                                  "rate=0.2,kinds=", "", True, [0.1], "0.1,0.2"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "rate=7",
+        "nan",
+        "rate=inf",
+        -0.1,
+        "rate=0.1,seed=x",
+        "rate=0.1,sead=3",
+        "kinds=Gremlin",
+        "rate=0.2,kinds=",
+        "",
+        True,
+        [0.1],
+        "0.1,0.2",
+    ],
+)
 def test_fault_profile_refuses_bad_specs_with_a_value_error(spec):
     with pytest.raises(ValueError, match="fault|Fault"):
         FaultProfile.parse(spec)

@@ -32,12 +32,14 @@ def test_hotel_50_spans_4_to_22_items_over_three_difficulties():
 
 def test_five_expense_types_in_three_families_twenty_each():
     tasks = load_task_set("expense_types")
-    assert Counter(t.expense_type for t in tasks) == {t: 20 for t in EXPENSE_TYPES}
+    assert Counter(t.expense_type for t in tasks) == dict.fromkeys(EXPENSE_TYPES, 20)
     assert {t.family for t in tasks} == {"lodging", "transport", "itemized_bill"}
     for task in tasks:
         assert 4 <= task.item_count <= 22
-        assert sum(float(i.amount) for i in task.receipt_items) == float(task.header_amount) or abs(
-            sum(float(i.amount) for i in task.receipt_items) - float(task.header_amount)) < 1e-6
+        assert (
+            sum(float(i.amount) for i in task.receipt_items) == float(task.header_amount)
+            or abs(sum(float(i.amount) for i in task.receipt_items) - float(task.header_amount)) < 1e-6
+        )
         assert all(i.subcategory in CATEGORIES[task.expense_type].subcategories for i in task.receipt_items)
 
 

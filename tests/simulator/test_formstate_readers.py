@@ -6,11 +6,15 @@ from erp_sim.response import envelope, error_envelope, render
 
 
 def _state() -> dict:
-    grid = {K.NAME: "G", K.ROWS: [
-        {K.ROW_NUMBER: "1", K.IS_SELECTED: True, K.VALUES: {"Amount": 12.5, "Note": None, "Text": "x"}},
-        "not a row",
-        {K.SELECTED_LEGACY: True, K.VALUES: "not values"},
-    ], K.PAGINATION: {K.TOTAL_ROWS: 30, K.HAS_NEXT_PAGE: True}}
+    grid = {
+        K.NAME: "G",
+        K.ROWS: [
+            {K.ROW_NUMBER: "1", K.IS_SELECTED: True, K.VALUES: {"Amount": 12.5, "Note": None, "Text": "x"}},
+            "not a row",
+            {K.SELECTED_LEGACY: True, K.VALUES: "not values"},
+        ],
+        K.PAGINATION: {K.TOTAL_ROWS: 30, K.HAS_NEXT_PAGE: True},
+    }
     group = {K.NAME: "Header", K.CHILDREN: {K.INPUT: [{K.NAME: "Total", K.VALUE: None}], K.GRID: [grid]}}
     return {K.NAME: "F", K.FORM: {"Group": [group]}}
 

@@ -8,22 +8,23 @@ from decimal import Decimal
 
 import gymnasium as gym
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_erp_invariants import prefix_calls
 
 import erp_sim.envs
 from erp_sim import ErpSession, get_task, load_task_set, run_oracle
-from erp_sim.forms.base import PAGE_SIZE
 from erp_sim.envs.expense_env import potential
+from erp_sim.forms.base import PAGE_SIZE
 from erp_sim.grading import progress, target_line_ids
-from erp_sim.taskgen import LADDER, LADDER_TASKS, MAX_CHARGES, MAX_LINES, generate_task
 from erp_sim.task_sets import split_rows
-from test_erp_invariants import prefix_calls
+from erp_sim.taskgen import LADDER, LADDER_TASKS, MAX_CHARGES, MAX_LINES, generate_task
 
 TASKS = load_task_set("long_horizon")
 
 
 def test_the_ladder_runs_from_10_to_200_charges_ten_tasks_a_rung_some_with_several_lines():
-    assert Counter(t.item_count for t in TASKS) == {size: LADDER_TASKS for size in LADDER}
+    assert Counter(t.item_count for t in TASKS) == dict.fromkeys(LADDER, LADDER_TASKS)
     assert LADDER[0] == 10 and LADDER[-1] == MAX_CHARGES == 200
     assert len({t.task_id for t in TASKS}) == len(TASKS) == 50
     for size in LADDER:
@@ -56,7 +57,7 @@ def test_the_knob_refuses_what_it_cannot_build():
 def test_the_split_halves_every_rung():
     train, test = split_rows("long_horizon", "train"), split_rows("long_horizon", "test")
     assert len(train) == len(test) == 25
-    assert Counter(row.charges for row in train) == {size: 5 for size in LADDER}
+    assert Counter(row.charges for row in train) == dict.fromkeys(LADDER, 5)
 
 
 def test_the_env_id_gives_long_episodes_room():
@@ -104,8 +105,21 @@ def test_multi_line_grading_needs_every_line():
     assert isinstance(ids, tuple) and len(ids) == 5
 
     def create(line_id, items):
-        response = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [
-            {"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount} for i in items]})
+        response = session.call(
+            "data_create_entities",
+            {
+                "entitySetName": "ExpenseLines",
+                "entities": [
+                    {
+                        "ParentRecId": line_id,
+                        "Subcategory": i.subcategory,
+                        "TransactionDate": i.date,
+                        "Amount": i.amount,
+                    }
+                    for i in items
+                ],
+            },
+        )
         assert not response.is_error, response.result
 
     for line_id, line in list(zip(ids, task.lines))[:-1]:
@@ -126,20 +140,69 @@ MULTI = get_task("long_horizon", "long-010-09")
 
 PREFIXES = [prefix_calls(n, MULTI) for n in (0, 14, 30, 45)]
 ACTIONS = st.one_of(
-    st.tuples(st.just("form_click_control"), st.fixed_dictionaries({"controlName": st.sampled_from(
-        ["NewLine", "DeleteLine", "Itemize", "ViewReceipt", "ItemizationGrid"])})),
-    st.tuples(st.just("form_select_grid_row"), st.fixed_dictionaries({"gridName": st.sampled_from(
-        ["ExpenseLinesGrid", "ItemizationGrid"]), "rowNumber": st.integers(1, 6).map(str)})),
-    st.tuples(st.just("form_set_control_values"), st.fixed_dictionaries({"controlValues": st.lists(st.fixed_dictionaries({
-        "controlName": st.sampled_from(["TrvExpTrans_ExpSubCategory", "TrvExpTrans_AmountCurr", "TrvExpTrans_TransDate"]),
-        "value": st.sampled_from(["Room tax", "Daily room rate", "12.34", "0.01", "-1", MULTI.transaction_date])}), min_size=1, max_size=3)})),
+    st.tuples(
+        st.just("form_click_control"),
+        st.fixed_dictionaries(
+            {"controlName": st.sampled_from(["NewLine", "DeleteLine", "Itemize", "ViewReceipt", "ItemizationGrid"])}
+        ),
+    ),
+    st.tuples(
+        st.just("form_select_grid_row"),
+        st.fixed_dictionaries(
+            {
+                "gridName": st.sampled_from(["ExpenseLinesGrid", "ItemizationGrid"]),
+                "rowNumber": st.integers(1, 6).map(str),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just("form_set_control_values"),
+        st.fixed_dictionaries(
+            {
+                "controlValues": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "controlName": st.sampled_from(
+                                ["TrvExpTrans_ExpSubCategory", "TrvExpTrans_AmountCurr", "TrvExpTrans_TransDate"]
+                            ),
+                            "value": st.sampled_from(
+                                ["Room tax", "Daily room rate", "12.34", "0.01", "-1", MULTI.transaction_date]
+                            ),
+                        }
+                    ),
+                    min_size=1,
+                    max_size=3,
+                )
+            }
+        ),
+    ),
     st.tuples(st.sampled_from(["form_save_form", "form_close_form"]), st.just({})),
-    st.tuples(st.just("data_create_entities"), st.fixed_dictionaries({"entitySetName": st.just("ExpenseLines"), "entities": st.lists(
-        st.fixed_dictionaries({"ParentRecId": st.integers(0, 300), "Subcategory": st.just("Room tax"),
-                               "TransactionDate": st.just(MULTI.transaction_date), "Amount": st.sampled_from(["1.00", "99.99"])}),
-        min_size=1, max_size=2)})),
-    st.tuples(st.just("data_delete_entities"), st.fixed_dictionaries({"entitySetName": st.just("ExpenseLines"),
-                                                                       "keys": st.lists(st.integers(0, 300), min_size=1, max_size=2)})),
+    st.tuples(
+        st.just("data_create_entities"),
+        st.fixed_dictionaries(
+            {
+                "entitySetName": st.just("ExpenseLines"),
+                "entities": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "ParentRecId": st.integers(0, 300),
+                            "Subcategory": st.just("Room tax"),
+                            "TransactionDate": st.just(MULTI.transaction_date),
+                            "Amount": st.sampled_from(["1.00", "99.99"]),
+                        }
+                    ),
+                    min_size=1,
+                    max_size=2,
+                ),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just("data_delete_entities"),
+        st.fixed_dictionaries(
+            {"entitySetName": st.just("ExpenseLines"), "keys": st.lists(st.integers(0, 300), min_size=1, max_size=2)}
+        ),
+    ),
 )
 
 
@@ -154,12 +217,21 @@ def test_remaining_is_the_task_amount_minus_saved_lines_on_every_line(prefix, ca
         grade = session.grade()
         total = Decimal("0")
         for line, line_grade in zip(MULTI.lines, grade.lines):
-            saved = sum((Decimal(a) for (a,) in session.db.execute(
-                "SELECT c.amount FROM expense_line c JOIN expense_line h ON c.parent_line_id = h.id JOIN expense_report r "
-                "ON r.id = h.report_id WHERE r.report_number = ? AND h.line_number = ? AND h.line_type != 'ItemizedLine'",
-                (report, line.line_number))), Decimal("0"))
+            saved = sum(
+                (
+                    Decimal(a)
+                    for (a,) in session.db.execute(
+                        "SELECT c.amount FROM expense_line c JOIN expense_line h ON c.parent_line_id = h.id JOIN expense_report r "
+                        "ON r.id = h.report_id WHERE r.report_number = ? AND h.line_number = ? AND h.line_type != 'ItemizedLine'",
+                        (report, line.line_number),
+                    )
+                ),
+                Decimal("0"),
+            )
             assert Decimal(line_grade.remaining_amount) == line.header_decimal - saved
             total += saved
         assert Decimal(grade.remaining_amount) == MULTI.total_decimal - total
         settled = all(g.remaining_amount == "0.00" and g.saved_lines > 0 for g in grade.lines)
-        assert grade.success == (settled and not grade.itemization_form_open and grade.unsaved_rows == 0 and not grade.collateral)
+        assert grade.success == (
+            settled and not grade.itemization_form_open and grade.unsaved_rows == 0 and not grade.collateral
+        )

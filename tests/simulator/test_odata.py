@@ -12,8 +12,6 @@ from erp_sim import database, ledger, odata
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 
 
-
-
 def scalar(db, sql, *params):
     return db.execute(sql, params).fetchone()[0]
 
@@ -21,16 +19,25 @@ def scalar(db, sql, *params):
 @pytest.fixture
 def target(db, task) -> int:
     """RecId of the task's line to itemize (a Draft Hotel line, not yet itemized)."""
-    return scalar(db, "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
-                      "WHERE r.report_number = ? AND l.line_number = ? AND l.parent_line_id IS NULL",
-                  task.report_number, task.line_number)
+    return scalar(
+        db,
+        "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
+        "WHERE r.report_number = ? AND l.line_number = ? AND l.parent_line_id IS NULL",
+        task.report_number,
+        task.line_number,
+    )
 
 
 def line_of(db, status: str, line_type: str, itemize: bool = True) -> int:
     categories = "('Hotel', 'CarRental', 'Airfare', 'Meals', 'Conference')"
-    return scalar(db, f"SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
-                      f"WHERE r.status = ? AND l.line_type = ? AND l.category_id {'' if itemize else 'NOT '}IN {categories} "
-                      f"ORDER BY l.id LIMIT 1", status, line_type)
+    return scalar(
+        db,
+        f"SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
+        f"WHERE r.status = ? AND l.line_type = ? AND l.category_id {'' if itemize else 'NOT '}IN {categories} "
+        f"ORDER BY l.id LIMIT 1",
+        status,
+        line_type,
+    )
 
 
 def find(db, path, options=None):
@@ -38,7 +45,13 @@ def find(db, path, options=None):
 
 
 def item(parent: int, amount="100.00", subcategory="Daily room rate", **extra):
-    return {"ParentRecId": parent, "Subcategory": subcategory, "TransactionDate": "2026-08-12", "Amount": amount, **extra}
+    return {
+        "ParentRecId": parent,
+        "Subcategory": subcategory,
+        "TransactionDate": "2026-08-12",
+        "Amount": amount,
+        **extra,
+    }
 
 
 # --- entity sets and metadata ------------------------------------------------------------------
@@ -56,8 +69,20 @@ def test_metadata_is_case_insensitive_and_describes_every_property():
     meta = odata.entity_metadata("expenselines")
     assert meta["Name"] == "ExpenseLines" and meta["Key"] == "RecId"
     props = {p["Name"]: p for p in meta["Properties"]}
-    assert list(props) == ["RecId", "ReportNumber", "LineNumber", "Category", "Merchant", "TransactionDate", "Amount",
-                           "Currency", "LineType", "ParentRecId", "Subcategory", "Description"]
+    assert list(props) == [
+        "RecId",
+        "ReportNumber",
+        "LineNumber",
+        "Category",
+        "Merchant",
+        "TransactionDate",
+        "Amount",
+        "Currency",
+        "LineType",
+        "ParentRecId",
+        "Subcategory",
+        "Description",
+    ]
     assert props["Amount"]["Type"] == "Edm.Decimal" and not props["Amount"]["IsReadOnly"]
     assert props["TransactionDate"]["Type"] == "Edm.Date"
     assert props["RecId"]["IsReadOnly"] and props["Category"]["IsReadOnly"]
@@ -74,7 +99,9 @@ def test_metadata_of_unknown_set_lists_known_sets():
 @pytest.mark.parametrize("name", list(odata.ENTITY_SETS))
 def test_every_entity_set_can_be_queried(db, name):
     result = find(db, name, "$top=2&$count=true")
-    assert result["EntitySet"] == name and 0 < len(result["value"]) <= 2 and result["@odata.count"] >= len(result["value"])
+    assert (
+        result["EntitySet"] == name and 0 < len(result["value"]) <= 2 and result["@odata.count"] >= len(result["value"])
+    )
     assert list(result["value"][0]) == [p["Name"] for p in odata.entity_metadata(name)["Properties"]]
 
 
@@ -100,13 +127,17 @@ def test_key_lookup_errors(db):
 def test_filter_on_strings_is_case_insensitive_and_ampersand_safe(db, task):
     assert "&" in task.merchant
     merchant = task.merchant.lower().replace("'", "''")
-    rows = find(db, "ExpenseLines", f"$filter=reportnumber eq '{task.report_number.lower()}' and Merchant eq '{merchant}'")["value"]
+    rows = find(
+        db, "ExpenseLines", f"$filter=reportnumber eq '{task.report_number.lower()}' and Merchant eq '{merchant}'"
+    )["value"]
     assert [r["Merchant"] for r in rows] == [task.merchant]
 
 
 def test_filter_money_compares_numerically(db):
     rows = find(db, "ExpenseLines", "$filter=Amount ge 1000 and Amount lt 1500&$top=200")["value"]
-    expected = scalar(db, "SELECT COUNT(*) FROM expense_line WHERE CAST(amount AS REAL) >= 1000 AND CAST(amount AS REAL) < 1500")
+    expected = scalar(
+        db, "SELECT COUNT(*) FROM expense_line WHERE CAST(amount AS REAL) >= 1000 AND CAST(amount AS REAL) < 1500"
+    )
     assert len(rows) == expected > 0
     assert all(Decimal("1000") <= Decimal(r["Amount"]) < Decimal("1500") for r in rows)
     # the same figure as a number, as a quoted number and with trailing zeros
@@ -139,18 +170,23 @@ def test_filter_null_ne_and_not(db, target):
 def test_filter_functions_or_parentheses_and_in(db):
     text = "(contains(Merchant,'INN') or startswith(Category,'car')) and LineType eq 'Default'"
     rows = find(db, "ExpenseLines", f"$filter={text}&$top=200")["value"]
-    assert rows and all(("inn" in r["Merchant"].lower() or r["Category"] == "CarRental") and r["LineType"] == "Default"
-                        for r in rows)
+    assert rows and all(
+        ("inn" in r["Merchant"].lower() or r["Category"] == "CarRental") and r["LineType"] == "Default" for r in rows
+    )
     ends = find(db, "ExpenseSubcategories", "$filter=endswith(Name,'tax') and CategoryId eq 'Hotel'")["value"]
     assert {r["Name"] for r in ends} == {"Room tax", "City tax"}
-    not_contains = find(db, "ExpenseSubcategories", "$filter=contains(tolower(Name),'tax') eq false and CategoryId in ('Hotel')")
+    not_contains = find(
+        db, "ExpenseSubcategories", "$filter=contains(tolower(Name),'tax') eq false and CategoryId in ('Hotel')"
+    )
     assert "Room tax" not in {r["Name"] for r in not_contains["value"]} and len(not_contains["value"]) == 9
     quoted = find(db, "ExpenseSubcategories", "$filter=contains(Name, '%') or contains(Name, '_')")["value"]
     assert quoted == []  # LIKE wildcards are escaped
 
 
 def test_filter_dates_booleans_and_flipped_operands(db):
-    dated = find(db, "ExpenseLines", "$filter=TransactionDate ge 2026-08-12 and TransactionDate le '8/14/2026'&$top=200")["value"]
+    dated = find(
+        db, "ExpenseLines", "$filter=TransactionDate ge 2026-08-12 and TransactionDate le '8/14/2026'&$top=200"
+    )["value"]
     assert dated and all("2026-08-12" <= r["TransactionDate"] <= "2026-08-14" for r in dated)
     itemizable = find(db, "ExpenseCategories", "$filter=Itemize")["value"]
     assert {r["CategoryId"] for r in itemizable} == {"Hotel", "CarRental", "Airfare", "Meals", "Conference"}
@@ -167,25 +203,28 @@ def test_filter_string_literal_quote_escaping(db):
     assert row["RecId"] == ledger_id
 
 
-@pytest.mark.parametrize("text, message", [
-    ("Amount gt", "expected a value .* but the filter ended"),
-    ("Amount equals 5", r"comparison operator \(eq, ne, gt, ge, lt, le\) at character 8, found 'equals'"),
-    ("Amt eq 5", "ExpenseLines has no property 'Amt'. Properties: RecId, ReportNumber"),
-    ("Merchant eq 'abc", "unterminated string literal starting at character 13"),
-    ('Merchant eq "abc"', "single quotes"),
-    ("Merchant eq abc", "comparing two properties is not supported"),
-    ("(Amount gt 5", r"expected '\)' but the filter ended"),
-    ("Amount gt 5 Amount lt 9", "expected 'and', 'or' or the end of the filter at character 13"),
-    ("ReportNumber eq 123", "quote the value"),
-    ("TransactionDate eq 'someday'", "not a valid date"),
-    ("Amount gt null", "null can only be compared with eq or ne"),
-    ("LineNumber eq true", "true/false only compare with Boolean"),
-    ("Itemize eq 1", None),
-    ("contains(Merchant, 5)", "takes a quoted string"),
-    ("Amount gt 5 # 1", "unexpected character '#' at character 13"),
-    ("", "the filter is empty"),
-    ("(" * 60 + "RecId eq 1" + ")" * 60, "nests deeper than"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Amount gt", "expected a value .* but the filter ended"),
+        ("Amount equals 5", r"comparison operator \(eq, ne, gt, ge, lt, le\) at character 8, found 'equals'"),
+        ("Amt eq 5", "ExpenseLines has no property 'Amt'. Properties: RecId, ReportNumber"),
+        ("Merchant eq 'abc", "unterminated string literal starting at character 13"),
+        ('Merchant eq "abc"', "single quotes"),
+        ("Merchant eq abc", "comparing two properties is not supported"),
+        ("(Amount gt 5", r"expected '\)' but the filter ended"),
+        ("Amount gt 5 Amount lt 9", "expected 'and', 'or' or the end of the filter at character 13"),
+        ("ReportNumber eq 123", "quote the value"),
+        ("TransactionDate eq 'someday'", "not a valid date"),
+        ("Amount gt null", "null can only be compared with eq or ne"),
+        ("LineNumber eq true", "true/false only compare with Boolean"),
+        ("Itemize eq 1", None),
+        ("contains(Merchant, 5)", "takes a quoted string"),
+        ("Amount gt 5 # 1", "unexpected character '#' at character 13"),
+        ("", "the filter is empty"),
+        ("(" * 60 + "RecId eq 1" + ")" * 60, "nests deeper than"),
+    ],
+)
 def test_filter_syntax_errors_name_the_problem(db, text, message):
     entity = "ExpenseCategories" if text.startswith("Itemize") else "ExpenseLines"
     with pytest.raises(ValidationError, match=message or "compare it with true or false"):
@@ -215,19 +254,22 @@ def test_select_orderby_top_skip_count(db):
     assert numbers == sorted(numbers)
 
 
-@pytest.mark.parametrize("options, message", [
-    ("$select=Amount,Nope", "no property 'Nope'"),
-    ("$select=", "comma-separated property names"),
-    ("$orderby=Amount sideways", "'Property \\[asc\\|desc\\]'"),
-    ("$orderby=Nope", "no property 'Nope'"),
-    ("$top=201", "at most 200"),
-    ("$top=-1", "whole number"),
-    ("$skip=abc", "whole number"),
-    ("$count=yes", "true or false"),
-    ("$expand=Report", "unknown query option '\\$expand'. Supported: \\$filter"),
-    ("$top", "has no value"),
-    ("$top=1&$top=2", "given twice"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ("$select=Amount,Nope", "no property 'Nope'"),
+        ("$select=", "comma-separated property names"),
+        ("$orderby=Amount sideways", "'Property \\[asc\\|desc\\]'"),
+        ("$orderby=Nope", "no property 'Nope'"),
+        ("$top=201", "at most 200"),
+        ("$top=-1", "whole number"),
+        ("$skip=abc", "whole number"),
+        ("$count=yes", "true or false"),
+        ("$expand=Report", "unknown query option '\\$expand'. Supported: \\$filter"),
+        ("$top", "has no value"),
+        ("$top=1&$top=2", "given twice"),
+    ],
+)
 def test_query_option_errors(db, options, message):
     with pytest.raises(ValidationError, match=message):
         find(db, "ExpenseLines", options)
@@ -246,13 +288,23 @@ def test_options_without_dollar_and_url_encoded(db, task):
 
 # --- create -----------------------------------------------------------------------------------------
 def test_create_itemized_lines(db, target, task):
-    created = odata.create_entities(db, "ExpenseLines", [
-        item(target, "151.48", "daily ROOM rate"), item(target, 21.96, "Room tax", Description="Hotel tax", LineType="ItemizedLine"),
-    ])
+    created = odata.create_entities(
+        db,
+        "ExpenseLines",
+        [
+            item(target, "151.48", "daily ROOM rate"),
+            item(target, 21.96, "Room tax", Description="Hotel tax", LineType="ItemizedLine"),
+        ],
+    )
     assert [c["Subcategory"] for c in created] == ["Daily room rate", "Room tax"]
     assert [c["Amount"] for c in created] == ["151.48", "21.96"]
-    assert all(c["ParentRecId"] == target and c["LineType"] == "ItemizedLine" and c["Merchant"] == task.merchant
-               and c["ReportNumber"] == task.report_number for c in created)
+    assert all(
+        c["ParentRecId"] == target
+        and c["LineType"] == "ItemizedLine"
+        and c["Merchant"] == task.merchant
+        and c["ReportNumber"] == task.report_number
+        for c in created
+    )
     assert created == find(db, "ExpenseLines", f"$filter=ParentRecId eq {target}")["value"]
     assert find(db, f"ExpenseLines({target})")["value"][0]["LineType"] == "ItemizedHeader"
     summary = ledger.itemization_summary(db, target)
@@ -266,30 +318,39 @@ def test_create_allows_over_itemization(db, target, task):
 
 def test_invalid_row_in_a_batch_writes_nothing(db, target):
     before = database.state_hash(db)
-    with pytest.raises(ValidationError, match=r"entities\[2\].*Subcategory.*Valid values: Daily room rate.*Nothing was written"):
+    with pytest.raises(
+        ValidationError, match=r"entities\[2\].*Subcategory.*Valid values: Daily room rate.*Nothing was written"
+    ):
         odata.create_entities(db, "ExpenseLines", [item(target), item(target), item(target, subcategory="Spa")])
     assert database.state_hash(db) == before
 
 
-@pytest.mark.parametrize("entity, error, message", [
-    ({"ParentRecId": None}, ValidationError, "ParentRecId must be filled in"),
-    ({"Amount": "abc"}, ValidationError, "Amount: 'abc' is not a number"),
-    ({"Amount": "1.234"}, ValidationError, "more than two decimal places"),
-    ({"Amount": -5}, ValidationError, "must be greater than 0.00"),
-    ({"Amount": 0}, ValidationError, "greater than 0.00"),
-    ({"Amount": float("nan")}, ValidationError, "finite"),
-    ({"Amount": 5_000_000}, ValidationError, "exceeds the limit"),
-    ({"TransactionDate": "yesterday"}, ValidationError, "TransactionDate: 'yesterday' is not a valid date"),
-    ({"Subcategory": None}, ValidationError, "Subcategory must be filled in"),
-    ({"Description": "x" * 300}, ValidationError, "Description: text is 300 characters"),
-    ({"LineType": "Default"}, ValidationError, "LineType must be ItemizedLine"),
-    ({"Colour": "red", "Size": 2}, ValidationError, "Unknown properties Colour, Size of ExpenseLines.*takes: ParentRecId"),
-    ({"Merchant": "Other"}, ValidationError, "Merchant cannot be set here"),
-    ({"ParentRecId": "abc"}, ValidationError, "ParentRecId: expected a RecId"),
-    ({"ParentRecId": True}, ValidationError, "ParentRecId: expected a RecId"),
-    ({"ParentRecId": 999999}, NotFoundError, "RecId 999999 does not exist"),
-    ({"Amount": 1, "amount": 2}, ValidationError, "given twice"),
-])
+@pytest.mark.parametrize(
+    "entity, error, message",
+    [
+        ({"ParentRecId": None}, ValidationError, "ParentRecId must be filled in"),
+        ({"Amount": "abc"}, ValidationError, "Amount: 'abc' is not a number"),
+        ({"Amount": "1.234"}, ValidationError, "more than two decimal places"),
+        ({"Amount": -5}, ValidationError, "must be greater than 0.00"),
+        ({"Amount": 0}, ValidationError, "greater than 0.00"),
+        ({"Amount": float("nan")}, ValidationError, "finite"),
+        ({"Amount": 5_000_000}, ValidationError, "exceeds the limit"),
+        ({"TransactionDate": "yesterday"}, ValidationError, "TransactionDate: 'yesterday' is not a valid date"),
+        ({"Subcategory": None}, ValidationError, "Subcategory must be filled in"),
+        ({"Description": "x" * 300}, ValidationError, "Description: text is 300 characters"),
+        ({"LineType": "Default"}, ValidationError, "LineType must be ItemizedLine"),
+        (
+            {"Colour": "red", "Size": 2},
+            ValidationError,
+            "Unknown properties Colour, Size of ExpenseLines.*takes: ParentRecId",
+        ),
+        ({"Merchant": "Other"}, ValidationError, "Merchant cannot be set here"),
+        ({"ParentRecId": "abc"}, ValidationError, "ParentRecId: expected a RecId"),
+        ({"ParentRecId": True}, ValidationError, "ParentRecId: expected a RecId"),
+        ({"ParentRecId": 999999}, NotFoundError, "RecId 999999 does not exist"),
+        ({"Amount": 1, "amount": 2}, ValidationError, "given twice"),
+    ],
+)
 def test_create_errors(db, target, entity, error, message):
     before = database.state_hash(db)
     with pytest.raises(error, match=message):
@@ -329,9 +390,16 @@ def test_update_itemized_line_fills_missing_fields_from_the_stored_row(db, targe
     [created] = odata.create_entities(db, "ExpenseLines", [item(target, "50.00", "Parking", Description="garage")])
     [updated] = odata.update_entities(db, "ExpenseLines", [{"RecId": created["RecId"], "Amount": "45.5"}])
     assert updated == {**created, "Amount": "45.50"}
-    [updated] = odata.update_entities(db, "ExpenseLines", [{"recid": str(created["RecId"]), "subcategory": "internet",
-                                                             "TransactionDate": "8/13/2026"}])
-    assert (updated["Subcategory"], updated["TransactionDate"], updated["Description"]) == ("Internet", "2026-08-13", "garage")
+    [updated] = odata.update_entities(
+        db,
+        "ExpenseLines",
+        [{"recid": str(created["RecId"]), "subcategory": "internet", "TransactionDate": "8/13/2026"}],
+    )
+    assert (updated["Subcategory"], updated["TransactionDate"], updated["Description"]) == (
+        "Internet",
+        "2026-08-13",
+        "garage",
+    )
     with pytest.raises(ValidationError, match="Merchant: line RecId .* is an itemized line"):
         odata.update_entities(db, "ExpenseLines", [{"RecId": created["RecId"], "Merchant": "x"}])
 
@@ -354,20 +422,30 @@ def test_update_batch_is_all_or_nothing(db, target):
     taxi = line_of(db, "Draft", "Default", itemize=False)
     before = database.state_hash(db)
     with pytest.raises(BusinessRuleError, match=r"entities\[1\].*only Draft reports"):
-        odata.update_entities(db, "ExpenseLines", [{"RecId": taxi, "Merchant": "Changed"},
-                                                   {"RecId": line_of(db, "Submitted", "ItemizedLine"), "Amount": 1}])
+        odata.update_entities(
+            db,
+            "ExpenseLines",
+            [{"RecId": taxi, "Merchant": "Changed"}, {"RecId": line_of(db, "Submitted", "ItemizedLine"), "Amount": 1}],
+        )
     assert database.state_hash(db) == before
 
 
-@pytest.mark.parametrize("entity, error, message", [
-    ({"Merchant": "x"}, ValidationError, "RecId must be given"),
-    ({"RecId": 999999, "Merchant": "x"}, NotFoundError, "RecId 999999 does not exist"),
-    ({"RecId": 1.5, "Merchant": "x"}, ValidationError, "RecId: expected a RecId"),
-    ({"RecId": "TARGET"}, ValidationError, "Nothing to update"),
-    ({"RecId": "TARGET", "Category": "Taxi"}, ValidationError, "Category cannot be set here"),
-    ({"RecId": "TARGET", "Color": "red"}, ValidationError, "Unknown property Color"),
-    ({"RecId": "TARGET", "Amount": "1.001"}, ValidationError, "Amount: amount 1.001 has more than two decimal places"),
-])
+@pytest.mark.parametrize(
+    "entity, error, message",
+    [
+        ({"Merchant": "x"}, ValidationError, "RecId must be given"),
+        ({"RecId": 999999, "Merchant": "x"}, NotFoundError, "RecId 999999 does not exist"),
+        ({"RecId": 1.5, "Merchant": "x"}, ValidationError, "RecId: expected a RecId"),
+        ({"RecId": "TARGET"}, ValidationError, "Nothing to update"),
+        ({"RecId": "TARGET", "Category": "Taxi"}, ValidationError, "Category cannot be set here"),
+        ({"RecId": "TARGET", "Color": "red"}, ValidationError, "Unknown property Color"),
+        (
+            {"RecId": "TARGET", "Amount": "1.001"},
+            ValidationError,
+            "Amount: amount 1.001 has more than two decimal places",
+        ),
+    ],
+)
 def test_update_errors(db, target, entity, error, message):
     entity = {k: (target if v == "TARGET" else v) for k, v in entity.items()}
     before = database.state_hash(db)
@@ -377,7 +455,9 @@ def test_update_errors(db, target, entity, error, message):
 
 
 def test_update_report_purpose(db, task):
-    [report] = odata.update_entities(db, "ExpenseReports", [{"ReportNumber": task.report_number, "Purpose": "Customer visit Q3"}])
+    [report] = odata.update_entities(
+        db, "ExpenseReports", [{"ReportNumber": task.report_number, "Purpose": "Customer visit Q3"}]
+    )
     assert report["Purpose"] == "Customer visit Q3" and report["Status"] == "Draft"
     [again] = odata.update_entities(db, "ExpenseReports", [{"RecId": report["RecId"], "Purpose": "Audit"}])
     assert again["Purpose"] == "Audit"
@@ -389,7 +469,9 @@ def test_update_report_purpose(db, task):
     with pytest.raises(ValidationError, match="only Purpose can be changed"):
         odata.update_entities(db, "ExpenseReports", [{"RecId": report["RecId"]}])
     with pytest.raises(ValidationError, match="not the ReportNumber given"):
-        odata.update_entities(db, "ExpenseReports", [{"RecId": approved, "ReportNumber": task.report_number, "Purpose": "x"}])
+        odata.update_entities(
+            db, "ExpenseReports", [{"RecId": approved, "ReportNumber": task.report_number, "Purpose": "x"}]
+        )
 
 
 def test_update_of_read_only_set_is_refused(db):
@@ -428,27 +510,36 @@ def test_delete_errors_leave_nothing_changed(db, target):
 
 # --- read-only SQL ----------------------------------------------------------------------------------
 def test_sql_select(db, task):
-    result = odata.run_sql(db, f"SELECT report_number, status FROM expense_report WHERE report_number = '{task.report_number}';")
-    assert result == {"Columns": ["report_number", "status"], "Rows": [[task.report_number, "Draft"]], "Truncated": False}
+    result = odata.run_sql(
+        db, f"SELECT report_number, status FROM expense_report WHERE report_number = '{task.report_number}';"
+    )
+    assert result == {
+        "Columns": ["report_number", "status"],
+        "Rows": [[task.report_number, "Draft"]],
+        "Truncated": False,
+    }
     many = odata.run_sql(db, "SELECT id FROM expense_line")
     assert len(many["Rows"]) == database.SQL_MAX_ROWS and many["Truncated"] and "Note" in many
 
 
-@pytest.mark.parametrize("sql, message", [
-    ("ATTACH DATABASE ':memory:' AS other", "only read-only SELECT"),
-    ("PRAGMA table_info(expense_line)", "only read-only SELECT"),
-    ("SELECT * FROM pragma_table_info('expense_line')", "not authorized"),
-    ("INSERT INTO worker (id, personnel_number, name, email) VALUES (99, '1', 'x', 'y')", "only read-only SELECT"),
-    ("WITH x AS (SELECT 1) DELETE FROM expense_line", "not authorized"),
-    ("SELECT 1; DELETE FROM expense_line", "exactly one SELECT"),
-    ("SELECT 1; SELECT 2", "exactly one SELECT"),
-    ("SELECT * FROM nowhere", "no such table"),
-    ("", "empty query"),
-    ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", "not authorized"),
-    ("SELECT count(*) FROM expense_line a, expense_line b, expense_line c", "interrupted"),
-    ("SELECT replace(printf('%.*c', 15000, 'x'), 'x', 'xx')", "too big"),
-    ("SELECT " + ", ".join(["1"] * 150), "too many columns"),
-])
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("ATTACH DATABASE ':memory:' AS other", "only read-only SELECT"),
+        ("PRAGMA table_info(expense_line)", "only read-only SELECT"),
+        ("SELECT * FROM pragma_table_info('expense_line')", "not authorized"),
+        ("INSERT INTO worker (id, personnel_number, name, email) VALUES (99, '1', 'x', 'y')", "only read-only SELECT"),
+        ("WITH x AS (SELECT 1) DELETE FROM expense_line", "not authorized"),
+        ("SELECT 1; DELETE FROM expense_line", "exactly one SELECT"),
+        ("SELECT 1; SELECT 2", "exactly one SELECT"),
+        ("SELECT * FROM nowhere", "no such table"),
+        ("", "empty query"),
+        ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", "not authorized"),
+        ("SELECT count(*) FROM expense_line a, expense_line b, expense_line c", "interrupted"),
+        ("SELECT replace(printf('%.*c', 15000, 'x'), 'x', 'xx')", "too big"),
+        ("SELECT " + ", ".join(["1"] * 150), "too many columns"),
+    ],
+)
 def test_sql_guard(db, sql, message):
     before = database.state_hash(db)
     with pytest.raises(ValidationError, match=message):

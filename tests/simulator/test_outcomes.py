@@ -14,8 +14,14 @@ from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.trajectory import Trajectory
 from erp_sim.envs.expense_env import TERMINATION_REASONS
 from erp_sim.outcomes import (
-    ENV_TERMINATIONS, FAILURE_CATEGORIES, FAILURE_REPORT_ORDER, HARNESS_TERMINATIONS, TERMINATIONS, UNCLASSIFIED,
-    FailureCategory, Termination,
+    ENV_TERMINATIONS,
+    FAILURE_CATEGORIES,
+    FAILURE_REPORT_ORDER,
+    HARNESS_TERMINATIONS,
+    TERMINATIONS,
+    UNCLASSIFIED,
+    FailureCategory,
+    Termination,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,21 +64,36 @@ def test_the_report_orders_cover_every_termination_and_failure_category():
     assert sorted(TERMINATIONS) == sorted(get_args(Termination)) and st.TERMINATIONS is TERMINATIONS
     assert sorted(FAILURE_REPORT_ORDER) == sorted(get_args(FailureCategory)) == sorted(FAILURE_CATEGORIES)
     assert st.FAILURE_CATEGORIES is FAILURE_REPORT_ORDER and UNCLASSIFIED not in FAILURE_CATEGORIES
-    every = {"C": {category: 1 for category in [UNCLASSIFIED, *FAILURE_CATEGORIES]}}
+    every = {"C": dict.fromkeys([UNCLASSIFIED, *FAILURE_CATEGORIES], 1)}
     assert st.category_order(every) == [*FAILURE_REPORT_ORDER, UNCLASSIFIED]  # nothing falls to the "unknown" tail
 
 
 def test_the_report_orders_keep_their_places():
     """harness_error and user_turn_limit joined the terminations' order; nothing else moved."""
-    before = ["success", "user_ended", "stalled", "step_limit", "agent_stopped", "context_overflow", "model_error",
-              "infra_error"]
+    before = [
+        "success",
+        "user_ended",
+        "stalled",
+        "step_limit",
+        "agent_stopped",
+        "context_overflow",
+        "model_error",
+        "infra_error",
+    ]
     assert [t for t in TERMINATIONS if t in before] == before
     assert TERMINATIONS.index("user_turn_limit") == TERMINATIONS.index("user_ended") + 1
     assert TERMINATIONS[-1] == "harness_error"
 
 
-@pytest.mark.parametrize("field, value", [("termination", "timeout"), ("termination", "Success"),
-                                          ("failure_category", "unclassified"), ("failure_category", "bad_luck")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("termination", "timeout"),
+        ("termination", "Success"),
+        ("failure_category", "unclassified"),
+        ("failure_category", "bad_luck"),
+    ],
+)
 def test_a_trajectory_refuses_an_unknown_outcome(field, value):
     with pytest.raises(ValidationError, match=field):
         Trajectory(task_id="t", task_set="s", **{field: value})
@@ -81,7 +102,9 @@ def test_a_trajectory_refuses_an_unknown_outcome(field, value):
 @pytest.mark.parametrize("termination", [*TERMINATIONS, ""])
 def test_a_trajectory_file_with_a_known_outcome_still_loads(termination):
     """A trajectory file written before the fields were typed (plain strings in the JSON) loads unchanged."""
-    written = json.dumps({"task_id": "t", "task_set": "s", "termination": termination, "failure_category": "stale_state"})
+    written = json.dumps(
+        {"task_id": "t", "task_set": "s", "termination": termination, "failure_category": "stale_state"}
+    )
     loaded = Trajectory.model_validate(json.loads(written))
     assert (loaded.termination, loaded.failure_category) == (termination, "stale_state")
     assert Trajectory.model_validate(loaded.deterministic_dump()) == loaded

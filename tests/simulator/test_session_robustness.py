@@ -8,22 +8,29 @@ import gymnasium as gym
 import pytest
 
 import erp_sim
-import erp_sim.envs  # noqa: F401
+import erp_sim.envs
 
 HOSTILE = [
     ("data_find_entities_sql", {"sqlQuery": "SELECT 1\x00"}, "NUL"),
     ("data_find_entities_sql", {"sqlQuery": "SELECT '\ud800'"}, "lone surrogate"),
     ("form_find_menu_item", {"menuItemFilter": "\udfff expense"}, "lone surrogate"),
     ("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [{"Description": "a\x00b"}]}, "NUL"),
-    ("api_invoke_action", {"actionName": "x", "parameters": {"n": 10 ** 5000}}, "too many digits"),
-    ("data_update_entities", {"entitySetName": "ExpenseLines", "entities": [{"RecId": 1, "Amount": -(10 ** 4400)}]},
-     "too many digits"),
+    ("api_invoke_action", {"actionName": "x", "parameters": {"n": 10**5000}}, "too many digits"),
+    (
+        "data_update_entities",
+        {"entitySetName": "ExpenseLines", "entities": [{"RecId": 1, "Amount": -(10**4400)}]},
+        "too many digits",
+    ),
     ("form_set_control_values", {"controlValues": [{"controlName": "\ud800", "value": "1"}]}, "lone surrogate"),
     ("form_find_menu_item", {"menuItemFilter": "x", "\ud800": 1}, "lone surrogate"),
     ("form_find_menu_item", "[" * 100_000, "nested"),
     ("form_find_menu_item", '{"menuItemFilter": "\\u0000"}', "NUL"),
     ("form_find_menu_item", '{"menuItemFilter": "\\ud800"}', "lone surrogate"),
-    ("form_find_menu_item", {"menuItemFilter": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "nested"),
+    (
+        "form_find_menu_item",
+        {"menuItemFilter": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+        "nested",
+    ),
     ("form_find_menu_item", {"menuItemFilter": b"bytes"}, "not a JSON value"),
 ]
 
@@ -51,7 +58,7 @@ def test_hostile_arguments_through_env_step(name, arguments, problem):
     except ValueError:  # the standard library cannot write integers this long
         pass
     for action in actions:
-        observation, reward, terminated, truncated, info = env.step(action)
+        observation, reward, terminated, _truncated, info = env.step(action)
         assert reward == 0.0 and not terminated and isinstance(observation, str)
         assert info["action"]["is_error"] and problem.split()[0] in observation
     observation, *_ = env.step({"message": "hello \ud800 \x00"})

@@ -11,8 +11,10 @@ from erp_sim import database, odata
 from erp_sim.errors import ValidationError
 from erp_sim.sql_sandbox import LIMITS, SqlLimits, run_select
 
-TEMP_BOMB = ("SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
-             "FROM expense_line a, expense_line b ORDER BY big)")
+TEMP_BOMB = (
+    "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
+    "FROM expense_line a, expense_line b ORDER BY big)"
+)
 
 
 def test_printf_width_that_loops_inside_one_function_is_refused_at_once(db):
@@ -36,20 +38,26 @@ def test_temp_storage_stays_in_memory_and_under_its_byte_cap(db):
 
 def test_cpu_time_deadline_stops_a_statement(db):
     with pytest.raises(ValidationError, match="s of CPU time"):
-        run_select(db, "SELECT count(*) FROM expense_line a, expense_line b, expense_line c, expense_line d",
-                   SqlLimits(cpu_seconds=0.05, max_steps=10**15))
+        run_select(
+            db,
+            "SELECT count(*) FROM expense_line a, expense_line b, expense_line c, expense_line d",
+            SqlLimits(cpu_seconds=0.05, max_steps=10**15),
+        )
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT fts3_tokenizer('simple')",
-    "SELECT fts3_tokenizer('mine', x'0000000000000000')",
-    "SELECT sqlite_compileoption_get(0)",
-    "SELECT sqlite_version()",
-    "SELECT load_extension('/tmp/x')",
-    "SELECT * FROM pragma_compile_options",
-    "SELECT * FROM pragma_database_list",
-    "SELECT * FROM dbstat",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT fts3_tokenizer('simple')",
+        "SELECT fts3_tokenizer('mine', x'0000000000000000')",
+        "SELECT sqlite_compileoption_get(0)",
+        "SELECT sqlite_version()",
+        "SELECT load_extension('/tmp/x')",
+        "SELECT * FROM pragma_compile_options",
+        "SELECT * FROM pragma_database_list",
+        "SELECT * FROM dbstat",
+    ],
+)
 def test_pointer_and_host_revealing_functions_are_refused(db, sql):
     with pytest.raises(ValidationError, match="not authorized|no such|constructor failed"):
         odata.run_sql(db, sql)
@@ -79,9 +87,9 @@ def test_limits_are_configurable_and_checked():
     saved = (LIMITS.cpu_seconds, LIMITS.memory_bytes)
     try:
         assert set_limits(cpu_seconds=2.5, memory_bytes=32 << 20).cpu_seconds == 2.5
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="CPU limit must be positive"):
             set_limits(cpu_seconds=0)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="memory limit must be at least"):
             set_limits(memory_bytes=10)
     finally:
         set_limits(*saved)

@@ -4,9 +4,9 @@ from collections import Counter
 
 import pytest
 
+from erp_sim.agents.evaluation.evaluate import task_ids
 from erp_sim.task_sets import resolve_tasks
 from erp_sim.tasks import load_task_set
-from erp_sim.agents.evaluation.evaluate import task_ids
 
 
 @pytest.mark.parametrize("task_set, train_size", [("hotel_50", 25), ("expense_types", 55)])
@@ -30,7 +30,13 @@ def test_split_is_stratified_by_expense_type_and_difficulty(task_set):
 
 def test_split_is_fixed():
     assert [t.task_id for t in load_task_set("hotel_50:train")][:6] == [
-        "hotel-000", "hotel-001", "hotel-005", "hotel-006", "hotel-007", "hotel-011"]
+        "hotel-000",
+        "hotel-001",
+        "hotel-005",
+        "hotel-006",
+        "hotel-007",
+        "hotel-011",
+    ]
     assert resolve_tasks("hotel_50:train") == resolve_tasks(" hotel_50 : train ")
     assert [t.task_id for t in load_task_set("hotel_50:test")] == resolve_tasks("hotel_50:test")[1]
 

@@ -6,18 +6,28 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import erp_sim
-import erp_sim.envs  # noqa: F401
+import erp_sim.envs
 from erp_sim.database import CHANGE_LOG
 
-HUGE = st.sampled_from([5000, -4400]).map(lambda digits: (10 ** abs(digits)) * (1 if digits > 0 else -1))  # built lazily
-HOSTILE = st.sampled_from(["\x00", "a\x00b", "\ud800", "x\udfff", "9" * 5000, "1e2", "-0.00", "１２", float("inf"),
-                           float("nan")]) | HUGE
+HUGE = st.sampled_from([5000, -4400]).map(
+    lambda digits: (10 ** abs(digits)) * (1 if digits > 0 else -1)
+)  # built lazily
+HOSTILE = (
+    st.sampled_from(
+        ["\x00", "a\x00b", "\ud800", "x\udfff", "9" * 5000, "1e2", "-0.00", "１２", float("inf"), float("nan")]
+    )
+    | HUGE
+)
 TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=20)  # surrogates and controls included
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | TEXT | HOSTILE,
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT | HOSTILE,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
 TOOL_ARGUMENTS = {name: list(tool.input_schema.get("properties", {})) for name, tool in erp_sim.TOOLS.items()}
 
 

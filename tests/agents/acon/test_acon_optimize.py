@@ -18,7 +18,8 @@ from fake_acon_roles import acon_role_reply, compress, merge
 from fake_openai_server import FakeOpenAIServer
 
 from erp_sim.agents.acon.export_sft import main as export_main
-from erp_sim.agents.acon.optimize import Run, Settings, main as optimize_main
+from erp_sim.agents.acon.optimize import Run, Settings
+from erp_sim.agents.acon.optimize import main as optimize_main
 from erp_sim.agents.cli import main as cli_main
 from erp_sim.task_sets import resolve_tasks
 
@@ -29,13 +30,34 @@ Mention the report, the receipt items and what is left to do.
 Use short sections and stay brief.
 Avoid greetings and any commentary about yourself.
 """
-ROLES = ["--agent", "openai:fake-agent", "--compressor", "openai:fake-compressor", "--optimizer", "openai:fake-optimizer"]
+ROLES = [
+    "--agent",
+    "openai:fake-agent",
+    "--compressor",
+    "openai:fake-compressor",
+    "--optimizer",
+    "openai:fake-optimizer",
+]
 
 
 def optimize_args(out: Path, guideline: Path) -> list[str]:
-    return [*ROLES, "--tasks", "hotel_50:" + ",".join(TRAIN), "--test-tasks", "hotel_50:" + ",".join(TEST),
-            "--initial-guideline", str(guideline), "--out", str(out), "--price", "agent=2,8", "--price", "compressor=2,8",
-            "--price", "optimizer=2,8"]
+    return [
+        *ROLES,
+        "--tasks",
+        "hotel_50:" + ",".join(TRAIN),
+        "--test-tasks",
+        "hotel_50:" + ",".join(TEST),
+        "--initial-guideline",
+        str(guideline),
+        "--out",
+        str(out),
+        "--price",
+        "agent=2,8",
+        "--price",
+        "compressor=2,8",
+        "--price",
+        "optimizer=2,8",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +76,11 @@ def recorded(tmp_path_factory):
 
 
 def files(root: Path, skip: tuple[str, ...] = ("timing.json",)) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name not in skip and "cassettes" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in skip and "cassettes" not in p.parts
+    }
 
 
 def test_optimize_writes_every_artefact(recorded):
@@ -84,22 +109,29 @@ def test_optimize_writes_every_artefact(recorded):
     for role in ("agent", "compressor", "optimizer"):
         assert (out / "cassettes" / f"{role}.jsonl").stat().st_size > 0
     assert set(json.loads((out / "timing.json").read_text())) == {
-        "round 0 (train: no compression, v0)", "UT (feedback, candidates, scoring)", "CO (shorten, scoring)",
-        "test (every round)"}
+        "round 0 (train: no compression, v0)",
+        "UT (feedback, candidates, scoring)",
+        "CO (shorten, scoring)",
+        "test (every round)",
+    }
 
 
 def test_chosen_candidate_is_the_best_scored_one(recorded):
     out, _ = recorded
     candidates = json.loads((out / "candidates.json").read_text())
-    scored = [(c["train"]["success"], -c["train"]["peak_tokens"], -int(c["label"][3:]), c["label"])
-              for c in candidates["candidates"]]
+    scored = [
+        (c["train"]["success"], -c["train"]["peak_tokens"], -int(c["label"][3:]), c["label"])
+        for c in candidates["candidates"]
+    ]
     assert candidates["best"] == max(scored)[3]
     assert len({s[0] for s in scored}) > 1  # the candidates really differ in success
     report = json.loads((out / "report.json").read_text())
     rounds = {row["round"]: row for row in report["rounds"]}
     assert rounds["1: UT"]["label"] == candidates["best"]
     assert (out / "guidelines" / f"{candidates['best']}-history.md").read_text() in {
-        (out / "guidelines" / "chosen-history.md").read_text(), (out / "guidelines" / "ut-1-history.md").read_text()}
+        (out / "guidelines" / "chosen-history.md").read_text(),
+        (out / "guidelines" / "ut-1-history.md").read_text(),
+    }
     assert rounds["0: initial guideline"]["train"]["success"] == 0.0
     assert rounds["1: UT"]["train"]["success"] == 1.0
     # CO shortens: its guideline has fewer tokens, and it is chosen only when it keeps UT's success
@@ -111,7 +143,8 @@ def test_chosen_candidate_is_the_best_scored_one(recorded):
     assert row["peak_tokens"] < rounds["no compression"]["train"]["peak_tokens"]
     assert row["compressor"]["calls"] > 0 and row["dependency"] > 0
     expected = (row["agent"]["input_tokens"] + row["compressor"]["input_tokens"]) * 2 / 1e6 + (
-        row["agent"]["output_tokens"] + row["compressor"]["output_tokens"]) * 8 / 1e6
+        row["agent"]["output_tokens"] + row["compressor"]["output_tokens"]
+    ) * 8 / 1e6
     assert row["cost_usd"]["total"] == pytest.approx(expected, abs=1e-5)
     assert rounds["1: UT"]["optimizer"]["calls"] == len(TRAIN) + 5
 
@@ -128,8 +161,13 @@ def test_resume_finishes_a_killed_run_without_repeating_work(recorded, tmp_path)
     out, args = recorded
     partial = tmp_path / "partial"
     shutil.copytree(out, partial, ignore=shutil.ignore_patterns("cassettes"))
-    for path in [partial / "report.json", partial / "report.md", partial / "guidelines" / "co-history.md",
-                 partial / "optimizer" / "co-shorten-history.md", *(partial / "episodes" / "co").rglob("*.json.gz")]:
+    for path in [
+        partial / "report.json",
+        partial / "report.md",
+        partial / "guidelines" / "co-history.md",
+        partial / "optimizer" / "co-shorten-history.md",
+        *(partial / "episodes" / "co").rglob("*.json.gz"),
+    ]:
         path.unlink()
     partial_args = [a if a != str(out) else str(partial) for a in args]
     with pytest.raises(SystemExit, match="--resume"):
@@ -156,9 +194,14 @@ def test_export_sft_writes_chat_pairs_of_the_chosen_guideline(recorded, tmp_path
         system, user, assistant = row["messages"]
         assert (system["role"], user["role"], assistant["role"]) == ("system", "user", "assistant")
         assert system["content"] == guideline and user["content"].startswith("# Task\n") and assistant["content"]
-    episode = json.loads(gzip.open(out / "episodes" / report["chosen"] / "train" / "hotel_50" / f"{TRAIN[0]}.json.gz").read())
+    episode = json.loads(
+        gzip.decompress(
+            (out / "episodes" / report["chosen"] / "train" / "hotel_50" / f"{TRAIN[0]}.json.gz").read_bytes()
+        )
+    )
     assert [c["output"] for c in episode["compressor_calls"]] == [
-        r["messages"][2]["content"] for r, s in zip(train, manifest["sources"]["train"]) if s["task_id"] == TRAIN[0]]
+        r["messages"][2]["content"] for r, s in zip(train, manifest["sources"]["train"]) if s["task_id"] == TRAIN[0]
+    ]
 
 
 def test_acon_is_an_erp_sim_command_and_checks_its_arguments(tmp_path, capsys):
@@ -190,9 +233,28 @@ def test_a_compressor_on_its_own_server_is_evaluated_with_the_same_command(recor
     with FakeOpenAIServer() as agent_server, FakeOpenAIServer() as compressor_server:
         agent_server.answer_with(acon_role_reply)
         compressor_server.answer_with(acon_role_reply)
-        assert optimize_main([*ROLES, "--tasks", "hotel_50:" + ",".join(TRAIN), "--test-tasks", "none", "--steps", "none",
-                              "--initial-guideline", str(chosen), "--out", str(tmp_path / "eval"),
-                              "--base-url", agent_server.base_url, "--compressor-base-url", compressor_server.base_url]) == 0
+        assert (
+            optimize_main(
+                [
+                    *ROLES,
+                    "--tasks",
+                    "hotel_50:" + ",".join(TRAIN),
+                    "--test-tasks",
+                    "none",
+                    "--steps",
+                    "none",
+                    "--initial-guideline",
+                    str(chosen),
+                    "--out",
+                    str(tmp_path / "eval"),
+                    "--base-url",
+                    agent_server.base_url,
+                    "--compressor-base-url",
+                    compressor_server.base_url,
+                ]
+            )
+            == 0
+        )
     assert agent_server.rejections == [] and compressor_server.rejections == []
     assert agent_server.requests and all(r.get("tools") for r in agent_server.requests)
     assert compressor_server.requests and not any(r.get("tools") for r in compressor_server.requests)
@@ -205,8 +267,10 @@ def test_a_compressor_on_its_own_server_is_evaluated_with_the_same_command(recor
 
 
 def test_fake_compressor_merges_the_previous_summary_instead_of_nesting_it():
-    previous = ("## Task\nItemize.\n\n## Key variables\nReport: EXP-000001\nReceipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n"
-                "## Completed\n- opened\n\n## User said\n- Yes, add them all.\n\n## To-do\n- save")
+    previous = (
+        "## Task\nItemize.\n\n## Key variables\nReport: EXP-000001\nReceipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n"
+        "## Completed\n- opened\n\n## User said\n- Yes, add them all.\n\n## To-do\n- save"
+    )
     new = "## Task\nItemize.\n\n## Key variables\nReport: EXP-000001\n\n## Completed\n- saved\n\n## To-do\n- close"
     merged = merge(new, previous)
     assert "Receipt items (1):\n  1. 2026-01-01 | Room | 10.50\n\n## Completed\n- saved" in merged
@@ -214,11 +278,14 @@ def test_fake_compressor_merges_the_previous_summary_instead_of_nesting_it():
     assert merged.count("## Task") == 1 and merge(merged, previous) == merged
 
 
-@pytest.mark.parametrize("tasks, test_tasks, shared", [
-    ("hotel_50:hotel-000,hotel-001", "hotel_50:hotel-001,hotel-002", "hotel-001"),
-    ("hotel_50:train", "hotel_50", "hotel-000, hotel-001, hotel-005, hotel-006, hotel-007 and 20 more"),
-    ("expense_types:hotel-003", "Hotel:hotel-003", "hotel-003"),  # an expense-type view holds expense_types' tasks
-])
+@pytest.mark.parametrize(
+    "tasks, test_tasks, shared",
+    [
+        ("hotel_50:hotel-000,hotel-001", "hotel_50:hotel-001,hotel-002", "hotel-001"),
+        ("hotel_50:train", "hotel_50", "hotel-000, hotel-001, hotel-005, hotel-006, hotel-007 and 20 more"),
+        ("expense_types:hotel-003", "Hotel:hotel-003", "hotel-003"),  # an expense-type view holds expense_types' tasks
+    ],
+)
 def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, tasks, test_tasks, shared):
     with pytest.raises(SystemExit) as refused:
         optimize_main([*ROLES, "--tasks", tasks, "--test-tasks", test_tasks, "--out", str(tmp_path / "run")])
@@ -226,8 +293,14 @@ def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, task
     assert message.startswith(f"erp-sim acon optimize: --tasks {tasks} and --test-tasks {test_tasks} share ")
     assert f"({shared}): a test task must not be a train task" in message and "\n" not in message
     assert not (tmp_path / "run").exists()  # refused before anything is written
-    settings = Settings(agent="openai:a", compressor="openai:c", optimizer="openai:o", tasks=tasks, test_tasks=test_tasks,
-                        initial_guideline={"history": POOR_GUIDELINE})
+    settings = Settings(
+        agent="openai:a",
+        compressor="openai:c",
+        optimizer="openai:o",
+        tasks=tasks,
+        test_tasks=test_tasks,
+        initial_guideline={"history": POOR_GUIDELINE},
+    )
     with pytest.raises(ValueError, match="a test task must not be a train task"):
         Run(settings, tmp_path / "api", {})  # the same check for a run started from Python
 
@@ -237,15 +310,41 @@ def test_a_test_task_sharing_its_id_with_a_train_task_of_another_set_runs_apart(
     out = tmp_path / "run"
     with FakeOpenAIServer() as server:
         server.answer_with(acon_role_reply)
-        assert optimize_main([*ROLES, "--tasks", f"hotel_50:{task_id}", "--test-tasks", f"expense_types:{task_id}",
-                              "--steps", "none", "--out", str(out), "--base-url", server.base_url]) == 0
+        assert (
+            optimize_main(
+                [
+                    *ROLES,
+                    "--tasks",
+                    f"hotel_50:{task_id}",
+                    "--test-tasks",
+                    f"expense_types:{task_id}",
+                    "--steps",
+                    "none",
+                    "--out",
+                    str(out),
+                    "--base-url",
+                    server.base_url,
+                ]
+            )
+            == 0
+        )
     for label in ("none", "v0"):
-        train = json.loads(gzip.open(out / "episodes" / label / "train" / "hotel_50" / f"{task_id}.json.gz").read())
-        test = json.loads(gzip.open(out / "episodes" / label / "test" / "expense_types" / f"{task_id}.json.gz").read())
+        train = json.loads(
+            gzip.decompress((out / "episodes" / label / "train" / "hotel_50" / f"{task_id}.json.gz").read_bytes())
+        )
+        test = json.loads(
+            gzip.decompress((out / "episodes" / label / "test" / "expense_types" / f"{task_id}.json.gz").read_bytes())
+        )
         assert (train["task_set"], train["split"], test["task_set"], test["split"]) == (
-            "hotel_50", "train", "expense_types", "test")
+            "hotel_50",
+            "train",
+            "expense_types",
+            "test",
+        )
         assert train["messages"][1] != test["messages"][1]  # each ran its own task
-    first_requests = [r["messages"][1]["content"] for r in server.requests if r.get("tools") and len(r["messages"]) == 2]
+    first_requests = [
+        r["messages"][1]["content"] for r in server.requests if r.get("tools") and len(r["messages"]) == 2
+    ]
     assert len(first_requests) == 4 and len(set(first_requests)) == 2  # 2 labels x 2 tasks: both tasks ran, twice each
 
 
@@ -257,8 +356,10 @@ def test_export_sft_warns_when_a_split_comes_out_empty(recorded, tmp_path, capsy
     shutil.rmtree(run / "episodes" / chosen / "test")  # as if the run had no test split
     assert export_main([str(run), "--out", str(tmp_path / "sft"), "--heldout-fraction", "0"]) == 0
     warning = capsys.readouterr().err.strip()
-    assert warning == "warning: heldout.jsonl is empty: no episode of this split called the compressor; held out by " \
-                      "sha256(task id) < 0.0 (--heldout-fraction)"
+    assert (
+        warning == "warning: heldout.jsonl is empty: no episode of this split called the compressor; held out by "
+        "sha256(task id) < 0.0 (--heldout-fraction)"
+    )
     assert json.loads((tmp_path / "sft" / "manifest.json").read_text())["warnings"] == [warning]
     assert (tmp_path / "sft" / "heldout.jsonl").read_text() == ""
 

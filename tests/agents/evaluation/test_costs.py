@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_report import write_results
+from test_statistics import episode
 
 from erp_sim.agents.evaluation import costs, report
 from erp_sim.agents.evaluation.report_cli import main as report_main
-from test_report import write_results
-from test_statistics import episode
 
 
 def test_prices_parse_by_role():
@@ -18,18 +18,21 @@ def test_prices_parse_by_role():
     assert costs.parse_prices(None) == {} and str(prices["user"]) == "0.4,0.1,1.6,0.5"
 
 
-@pytest.mark.parametrize("value,reason", [
-    ("agent=2.5,1.25", "2 numbers given"),
-    ("agent=1,2,3,4,5", "5 numbers given"),
-    ("robot=1,2,3", "expected ROLE=input,cached_input,output"),
-    ("agent", "expected ROLE=input,cached_input,output"),
-    ("agent=a,b,c", "must be numbers"),
-    ("agent=-1,1,1", "not negative"),
-    ("agent=nan,1,1", "finite"),
-    ("agent=1,,3", "must be numbers"),
-])
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        ("agent=2.5,1.25", "2 numbers given"),
+        ("agent=1,2,3,4,5", "5 numbers given"),
+        ("robot=1,2,3", "expected ROLE=input,cached_input,output"),
+        ("agent", "expected ROLE=input,cached_input,output"),
+        ("agent=a,b,c", "must be numbers"),
+        ("agent=-1,1,1", "not negative"),
+        ("agent=nan,1,1", "finite"),
+        ("agent=1,,3", "must be numbers"),
+    ],
+)
 def test_a_bad_price_is_refused_in_one_line(value, reason):
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=".") as error:
         costs.parse_prices([value])
     assert reason in str(error.value) and repr(value) in str(error.value) and "\n" not in str(error.value)
 
@@ -49,16 +52,24 @@ def test_the_cli_refuses_a_bad_price_in_one_line_and_writes_nothing(tmp_path, ca
 
 def priced_row(config, task, *, input_tokens, cacheable, output, user_input=0, user_cacheable=0):
     row = episode(config, task, 0, True, tokens=input_tokens)
-    row["metrics"] |= {"cacheable_prefix_tokens": cacheable, "output_tokens": output,
-                       "user_input_tokens": user_input, "user_cacheable_prefix_tokens": user_cacheable,
-                       "user_output_tokens": 0}
+    row["metrics"] |= {
+        "cacheable_prefix_tokens": cacheable,
+        "output_tokens": output,
+        "user_input_tokens": user_input,
+        "user_cacheable_prefix_tokens": user_cacheable,
+        "user_output_tokens": 0,
+    }
     return row
 
 
 def test_the_cost_table_prices_cached_and_uncached_input(tmp_path):
     rows = [priced_row("C2", task, input_tokens=1_000_000, cacheable=800_000, output=100_000) for task in range(2)]
-    rows += [priced_row("C3", task, input_tokens=500_000, cacheable=100_000, output=100_000, user_input=10_000,
-                        user_cacheable=5_000) for task in range(2)]
+    rows += [
+        priced_row(
+            "C3", task, input_tokens=500_000, cacheable=100_000, output=100_000, user_input=10_000, user_cacheable=5_000
+        )
+        for task in range(2)
+    ]
     directory = write_results(tmp_path / "run", rows)
     assert report_main([str(directory), "--price", "agent=2,1,8"]) == 0
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
@@ -86,8 +97,11 @@ def test_the_cost_table_prices_cached_and_uncached_input(tmp_path):
 def test_service_counts_give_their_own_cost_column_and_token_units_row(tmp_path):
     rows = [priced_row("C2", task, input_tokens=1_000_000, cacheable=800_000, output=100_000) for task in range(2)]
     for row in rows:
-        row["metrics"] |= {"reported_input_tokens": 1_100_000, "provider_cached_tokens": 500_000,
-                           "reported_output_tokens": 100_000}
+        row["metrics"] |= {
+            "reported_input_tokens": 1_100_000,
+            "provider_cached_tokens": 500_000,
+            "reported_output_tokens": 100_000,
+        }
     directory = write_results(tmp_path / "run", rows)
     assert report_main([str(directory), "--price", "agent=2,1,8"]) == 0
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")

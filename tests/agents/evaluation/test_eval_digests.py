@@ -52,20 +52,54 @@ ADDED_FIELDS = {"cacheable_prefix_tokens", "provider_cached_tokens", "role_calls
 # the cost change (issues 20 and 25): per episode, each role's cacheable prefix, the provider's cached
 # tokens and the service's own counts, named apart from our o200k counts (the steps had the service's
 # counts already; user_input_tokens/user_output_tokens existed and must keep their values offline)
-ADDED_PATHS = ("context.tokens", "metrics.reported_input_tokens", "metrics.reported_output_tokens",
-               *(f"metrics.{role}_{field}" for role, fields in (
-                   ("summarizer", ("input_tokens", "output_tokens", "reported_input_tokens", "reported_output_tokens",
-                                   "cacheable_prefix_tokens", "provider_cached_tokens")),
-                   ("user", ("reported_input_tokens", "reported_output_tokens", "cacheable_prefix_tokens",
-                             "provider_cached_tokens"))) for field in fields))
+ADDED_PATHS = (
+    "context.tokens",
+    "metrics.reported_input_tokens",
+    "metrics.reported_output_tokens",
+    *(
+        f"metrics.{role}_{field}"
+        for role, fields in (
+            (
+                "summarizer",
+                (
+                    "input_tokens",
+                    "output_tokens",
+                    "reported_input_tokens",
+                    "reported_output_tokens",
+                    "cacheable_prefix_tokens",
+                    "provider_cached_tokens",
+                ),
+            ),
+            (
+                "user",
+                (
+                    "reported_input_tokens",
+                    "reported_output_tokens",
+                    "cacheable_prefix_tokens",
+                    "provider_cached_tokens",
+                ),
+            ),
+        )
+        for field in fields
+    ),
+)
 ADDED_PREFIXES = ("sampling.",)
 
 
 def _run(config: str, policy: str, user: str, agent: str, task_id: str, out_dir: Path) -> tuple[dict, dict]:
     from erp_sim.agents.evaluation.evaluate import EpisodeSpec, run_spec
 
-    spec = EpisodeSpec(config=config, policy=policy, user=user, agent=agent, task_set="hotel_50", task_id=task_id,
-                       run=0, seed=0, out_dir=str(out_dir))
+    spec = EpisodeSpec(
+        config=config,
+        policy=policy,
+        user=user,
+        agent=agent,
+        task_set="hotel_50",
+        task_id=task_id,
+        run=0,
+        seed=0,
+        out_dir=str(out_dir),
+    )
     row = run_spec(spec)
     with gzip.open(out_dir / row["trajectory"], "rt", encoding="utf-8") as stream:
         trajectory = json.load(stream)
@@ -123,8 +157,10 @@ def compare(stored: dict, kind: str, value: dict) -> str | None:
     """
     unexpected = sorted(path for path in fields(value) - set(stored["fields"][kind]) if not _allowed(path))
     if unexpected:
-        return (f"{kind}: fields added {unexpected} (allowed to add: {sorted(ADDED_FIELDS)} anywhere, "
-                f"{', '.join(ADDED_PATHS)}, {', '.join(ADDED_PREFIXES)}*)")
+        return (
+            f"{kind}: fields added {unexpected} (allowed to add: {sorted(ADDED_FIELDS)} anywhere, "
+            f"{', '.join(ADDED_PATHS)}, {', '.join(ADDED_PREFIXES)}*)"
+        )
     return None
 
 
@@ -142,7 +178,8 @@ def test_results_unchanged(case, stored, tmp_path):
         assert problem is None, f"{_name(case)}: {problem}"
         added = fields(value) - set(stored["fields"][kind])
         assert digest(_drop(value, added)) == expected[kind], (
-            f"{_name(case)}: the {kind} differs from the one recorded before the speed work")
+            f"{_name(case)}: the {kind} differs from the one recorded before the speed work"
+        )
 
 
 def test_allowed_fields_are_named_and_nothing_else_passes():
@@ -153,7 +190,9 @@ def test_allowed_fields_are_named_and_nothing_else_passes():
     assert compare(stored, "row", {**row, "sampling": {"agent": None, "temperature": 0}}) is None
     problem = compare(stored, "row", {**row, "metrics": {"input_tokens": 1, "surprise": 2}})
     assert problem is not None and "metrics.surprise" in problem
-    assert compare(stored, "row", {**row, "metrics": {"input_tokens": 1, "tokens": 2}}) is not None  # only context.tokens
+    assert (
+        compare(stored, "row", {**row, "metrics": {"input_tokens": 1, "tokens": 2}}) is not None
+    )  # only context.tokens
     value = {**row, "metrics": {"input_tokens": 1, "cacheable_prefix_tokens": 5}}
     assert digest(_drop(value, fields(value) - set(stored["fields"]["row"]))) == digest(row)
 
@@ -175,5 +214,7 @@ def write(path: Path = DIGESTS) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python tests/agents/evaluation/test_eval_digests.py --write   (only for a change meant to change results)")
+        sys.exit(
+            "usage: python tests/agents/evaluation/test_eval_digests.py --write   (only for a change meant to change results)"
+        )
     write()

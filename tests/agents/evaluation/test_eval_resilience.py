@@ -12,11 +12,12 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 from fake_openai_server import FakeOpenAIServer
+from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.evaluation.evaluate import LOCK_FILE, _same_file, eval_lock, main as eval_main, read_rows
+from erp_sim.agents.evaluation.evaluate import LOCK_FILE, _same_file, eval_lock, read_rows
+from erp_sim.agents.evaluation.evaluate import main as eval_main
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
-from harness_support import script_server_with_scripted_agent
 
 
 def _children(pid: int) -> set[int]:
@@ -52,9 +53,23 @@ def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards(tmp_path):
-    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
-            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--runs", "3", "--quiet",
-            "--concurrency", "2", "--out", str(tmp_path)]
+    args = [
+        sys.executable,
+        "-m",
+        "erp_sim.agents.cli",
+        "eval",
+        "--configs",
+        "C2,C3,C4",
+        "--tasks",
+        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049",
+        "--runs",
+        "3",
+        "--quiet",
+        "--concurrency",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -75,21 +90,44 @@ def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards
 
 
 def test_a_second_eval_on_a_directory_in_use_stops_before_running_anything(tmp_path):
-    with eval_lock(tmp_path):
-        with pytest.raises(SystemExit, match=f"in use by a running erp-sim eval \\(pid {os.getpid()}\\)"):
-            eval_main(["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out",
-                       str(tmp_path)])
+    with (
+        eval_lock(tmp_path),
+        pytest.raises(SystemExit, match=f"in use by a running erp-sim eval \\(pid {os.getpid()}\\)"),
+    ):
+        eval_main(
+            ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
+        )
     assert not (tmp_path / "results.jsonl").exists()
 
 
 def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tmp_path, monkeypatch):
     env = gym.make("erp_sim/ExpenseItemization-v0")
     with FakeOpenAIServer(random_tool_call_ids=True) as server:  # ids differ between attempts, as on real servers
-        monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: OpenAIChatModel(
-            name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
-        argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
-                "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(tmp_path / "run"),
-                "--record", str(tmp_path / "rec")]
+        monkeypatch.setattr(
+            "erp_sim.agents.evaluation.episode_models._chat_model",
+            lambda name, url, **_: OpenAIChatModel(
+                name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0
+            ),
+        )
+        argv = [
+            "--configs",
+            "C2",
+            "--tasks",
+            "hotel_50:hotel-003",
+            "--runs",
+            "1",
+            "--quiet",
+            "--concurrency",
+            "1",
+            "--agent",
+            "openai:fake-model",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(tmp_path / "run"),
+            "--record",
+            str(tmp_path / "rec"),
+        ]
         reference = script_server_with_scripted_agent(server, env, "hotel-003")
         calls = sum(m["role"] == "assistant" for m in reference.messages)
         # first attempt: three answers, then the service fails for good (an infrastructure error)
@@ -109,30 +147,79 @@ def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tm
         assert sorted(p.name for p in cassettes.iterdir()) == ["hotel-003-run0.attempt1.jsonl", "hotel-003-run0.jsonl"]
         assert len((cassettes / "hotel-003-run0.jsonl").read_text().splitlines()) == calls
         server.fail_always(500)  # replay must never touch the server
-        eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
-                   "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
+        eval_main(
+            [
+                "--configs",
+                "C2",
+                "--tasks",
+                "hotel_50:hotel-003",
+                "--runs",
+                "1",
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--agent",
+                f"replay:{tmp_path / 'rec'}",
+                "--out",
+                str(tmp_path / "replay"),
+            ]
+        )
     [replayed] = read_rows(tmp_path / "replay" / "results.jsonl")
     assert replayed["grade"] == row["grade"] and replayed["metrics"] == row["metrics"]
     report = (tmp_path / "run" / "report.md").read_text()
     assert "needed a retry" in report
 
 
-def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_run_goes_on(
+    tmp_path, monkeypatch, capsys
+):
     env = gym.make("erp_sim/ExpenseItemization-v0")
     common = ["--configs", "C2", "--runs", "1", "--quiet", "--concurrency", "1"]
     with FakeOpenAIServer() as server:
-        monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: OpenAIChatModel(
-            name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
+        monkeypatch.setattr(
+            "erp_sim.agents.evaluation.episode_models._chat_model",
+            lambda name, url, **_: OpenAIChatModel(
+                name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0
+            ),
+        )
         for task_id in ("hotel-003", "hotel-004"):
             script_server_with_scripted_agent(server, env, task_id)
-        assert eval_main([*common, "--tasks", "hotel_50:hotel-003,hotel-004", "--agent", "openai:fake-model",
-                          "--base-url", server.base_url, "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+        assert (
+            eval_main(
+                [
+                    *common,
+                    "--tasks",
+                    "hotel_50:hotel-003,hotel-004",
+                    "--agent",
+                    "openai:fake-model",
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
     cassette = tmp_path / "rec" / "cassettes" / "C2" / "hotel-003-run0.jsonl"
     cassette.write_text("".join(cassette.read_text().splitlines(keepends=True)[:3]))  # the run will leave it at step 3
     capsys.readouterr()
     # hotel-005 was never recorded: no cassette at all
-    assert eval_main([*common, "--tasks", "hotel_50:hotel-003,hotel-004,hotel-005", "--agent", f"replay:{tmp_path / 'rec'}",
-                      "--out", str(tmp_path / "replay")]) == 0
+    assert (
+        eval_main(
+            [
+                *common,
+                "--tasks",
+                "hotel_50:hotel-003,hotel-004,hotel-005",
+                "--agent",
+                f"replay:{tmp_path / 'rec'}",
+                "--out",
+                str(tmp_path / "replay"),
+            ]
+        )
+        == 0
+    )
     rows = {row["task_id"]: row for row in read_rows(tmp_path / "replay" / "results.jsonl")}
     assert rows["hotel-004"]["grade"]["success"] and rows["hotel-004"]["infra_error"] is None
     assert rows["hotel-003"]["termination"] == "infra_error"
@@ -158,18 +245,37 @@ def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_ru
     assert eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug")]) == 0
     first, second = read_rows(tmp_path / "bug" / "results.jsonl")
     assert first["termination"] == "harness_error" and first["failure_category"] is None
-    assert first["infra_error"].startswith("harness error: KeyError: 'a bug in the agent'") and "broken_on_the_first_episode" in first["infra_error"]
+    assert (
+        first["infra_error"].startswith("harness error: KeyError: 'a bug in the agent'")
+        and "broken_on_the_first_episode" in first["infra_error"]
+    )
     assert second["grade"]["success"] and second["infra_error"] is None
     monkeypatch.setattr(ScriptedAgent, "act", act)
-    assert eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug"), "--resume"]) == 0
+    assert (
+        eval_main([*common, "--tasks", "hotel_50:hotel-001,hotel-002", "--out", str(tmp_path / "bug"), "--resume"]) == 0
+    )
     assert all(row["grade"]["success"] for row in read_rows(tmp_path / "bug" / "results.jsonl"))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_rest(tmp_path):
-    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C4", "--tasks",
-            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040", "--runs", "2", "--quiet", "--concurrency", "2",
-            "--out", str(tmp_path)]
+    args = [
+        sys.executable,
+        "-m",
+        "erp_sim.agents.cli",
+        "eval",
+        "--configs",
+        "C2,C4",
+        "--tasks",
+        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040",
+        "--runs",
+        "2",
+        "--quiet",
+        "--concurrency",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     results = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -188,8 +294,19 @@ def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_re
 
 
 def test_a_finished_eval_removes_its_lock_and_a_later_one_takes_it_again(tmp_path):
-    argv = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--concurrency", "1",
-            "--out", str(tmp_path)]
+    argv = [
+        "--configs",
+        "C3",
+        "--tasks",
+        "hotel_50:hotel-000",
+        "--runs",
+        "1",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
     assert eval_main(argv) == 0
     assert (tmp_path / "results.jsonl").exists() and not (tmp_path / LOCK_FILE).exists()
     assert eval_main([*argv, "--resume"]) == 0

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
-from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows, row_key
-from erp_sim.agents.policies import PolicySpecError
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.evaluate import read_rows, row_key
 from erp_sim.agents.evaluation.report_cli import main as report_main
-from erp_sim.agents.evaluation.sweep import grid_specs, main as sweep_main
-from harness_support import script_server_with_scripted_agent
+from erp_sim.agents.evaluation.sweep import grid_specs
+from erp_sim.agents.evaluation.sweep import main as sweep_main
+from erp_sim.agents.policies import PolicySpecError
 
 SMALL = ["--tasks", "hotel_50:hotel-000,hotel-021", "--runs", "2", "--quiet", "--concurrency", "1"]
 
@@ -36,8 +38,22 @@ def test_two_runs_give_byte_identical_deterministic_results_and_a_report(tmp_pat
     assert {r["config"] for r in a} == {"C1", "C3"}
     assert all(r["failure_category"] == "stalled_unanswered_question" for r in a if r["config"] == "C1")
     row = a[0]
-    assert set(row) >= {"config", "policy", "user", "agent", "task_set", "task_id", "run", "seed", "grade", "metrics",
-                        "termination", "failure_category", "infra_error", "trajectory"}
+    assert set(row) >= {
+        "config",
+        "policy",
+        "user",
+        "agent",
+        "task_set",
+        "task_id",
+        "run",
+        "seed",
+        "grade",
+        "metrics",
+        "termination",
+        "failure_category",
+        "infra_error",
+        "trajectory",
+    }
     assert (tmp_path / "a" / row["trajectory"]).read_bytes() == (tmp_path / "b" / row["trajectory"]).read_bytes()
     report = (tmp_path / "a" / "report.md").read_text()
     assert "| C3 |" in report and (tmp_path / "a" / "success_vs_tokens.png").stat().st_size > 1000
@@ -54,9 +70,23 @@ def test_existing_results_need_resume(tmp_path):
 
 
 def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
-    args = [sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3,C4", "--tasks",
-            "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--runs", "2", "--quiet", "--concurrency", "1",
-            "--out", str(tmp_path)]
+    args = [
+        sys.executable,
+        "-m",
+        "erp_sim.agents.cli",
+        "eval",
+        "--configs",
+        "C2,C3,C4",
+        "--tasks",
+        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049",
+        "--runs",
+        "2",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 120
@@ -74,21 +104,48 @@ def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
 
 def test_sweep_runs_the_grid_and_reports_a_heatmap(tmp_path):
     assert grid_specs("last_n_summary", ["n=3,5", "w=1,-1"]) == [
-        "last_n_summary:n=3,w=1", "last_n_summary:n=3,w=-1", "last_n_summary:n=5,w=1", "last_n_summary:n=5,w=-1"]
+        "last_n_summary:n=3,w=1",
+        "last_n_summary:n=3,w=-1",
+        "last_n_summary:n=5,w=1",
+        "last_n_summary:n=5,w=-1",
+    ]
     with pytest.raises(PolicySpecError, match="q"):
         grid_specs("last_n_summary", ["q=1"])
     with pytest.raises(ValueError, match="NAME=V1"):
         grid_specs("last_n_summary", ["n"])
-    assert sweep_main(["--grid", "n=3,5", "--grid", "w=1", "--tasks", "hotel_50:hotel-000", "--quiet", "--out", str(tmp_path)]) == 0
+    assert (
+        sweep_main(
+            ["--grid", "n=3,5", "--grid", "w=1", "--tasks", "hotel_50:hotel-000", "--quiet", "--out", str(tmp_path)]
+        )
+        == 0
+    )
     assert len(read_rows(tmp_path / "results.jsonl")) == 2 and (tmp_path / "sweep_heatmap.png").exists()
 
 
-def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(tmp_path, fake_openai_server, monkeypatch):
-    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", _fast_retry_model)
+def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
+    tmp_path, fake_openai_server, monkeypatch
+):
+    monkeypatch.setattr("erp_sim.agents.evaluation.episode_models._chat_model", _fast_retry_model)
     env = gym.make("erp_sim/ExpenseItemization-v0")
-    argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
-            "--agent", "openai:fake-model", "--base-url", fake_openai_server.base_url, "--out", str(tmp_path / "run"),
-            "--record", str(tmp_path / "rec")]
+    argv = [
+        "--configs",
+        "C2",
+        "--tasks",
+        "hotel_50:hotel-003",
+        "--runs",
+        "1",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--agent",
+        "openai:fake-model",
+        "--base-url",
+        fake_openai_server.base_url,
+        "--out",
+        str(tmp_path / "run"),
+        "--record",
+        str(tmp_path / "rec"),
+    ]
     fake_openai_server.fail(500, times=2)  # first attempt and its one retry fail: an infrastructure error
     eval_main(argv)
     [row] = read_rows(tmp_path / "run" / "results.jsonl")
@@ -98,14 +155,31 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     [row] = read_rows(tmp_path / "run" / "results.jsonl")
     assert row["infra_error"] is None and row["grade"]["success"]
     # The recorded cassette replays the same episode offline.
-    replay = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1",
-              "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]
+    replay = [
+        "--configs",
+        "C2",
+        "--tasks",
+        "hotel_50:hotel-003",
+        "--runs",
+        "1",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--agent",
+        f"replay:{tmp_path / 'rec'}",
+        "--out",
+        str(tmp_path / "replay"),
+    ]
     fake_openai_server.fail_always(500)
     eval_main(replay)
     original, replayed = deterministic(tmp_path / "run"), deterministic(tmp_path / "replay")
     assert original[0]["attempt"] == 2 and original[0]["attempts"][0]["termination"] == "infra_error"
-    assert original[0]["sampling"]["agent"] == {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0,
-                                                "max_retries": 1}
+    assert original[0]["sampling"]["agent"] == {
+        "model": "fake-model",
+        "params": {"temperature": 0.0},
+        "timeout": 300.0,
+        "max_retries": 1,
+    }
     assert original[0]["sampling"]["cassettes"] == str(tmp_path / "rec")
     # the replay reports the recorded models and settings and the cassette folder: only the attempts differ
     same = {"attempt": 0, "attempts": []}
@@ -121,8 +195,24 @@ def _fast_retry_model(name, base_url, **_):
 def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-    assert eval_main(["--configs", "C3", "--tasks", "hotel_50:hotel-000,hotel-001", "--runs", "1", "--quiet",
-                      "--backend", "ray", "--out", str(tmp_path)]) == 0
+    assert (
+        eval_main(
+            [
+                "--configs",
+                "C3",
+                "--tasks",
+                "hotel_50:hotel-000,hotel-001",
+                "--runs",
+                "1",
+                "--quiet",
+                "--backend",
+                "ray",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     rows = read_rows(tmp_path / "results.jsonl")
     assert len(rows) == 2 and all(r["grade"]["success"] for r in rows)
 
@@ -130,18 +220,36 @@ def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
 def test_the_printed_table_has_the_columns_and_number_formats_of_the_readme_copy(tmp_path, capsys):
     import re
 
-    assert eval_main(["--configs", "C1,C2", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet",
-                      "--concurrency", "1", "--out", str(tmp_path)]) == 0
+    assert (
+        eval_main(
+            [
+                "--configs",
+                "C1,C2",
+                "--tasks",
+                "hotel_50:hotel-000",
+                "--runs",
+                "1",
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8").splitlines()
     start = readme.index(printed[0])  # the README's copy: the same header line ...
-    copy = [line for line in readme[start:start + 12] if line.startswith("|")][:len(printed)]
+    copy = [line for line in readme[start : start + 12] if line.startswith("|")][: len(printed)]
     assert copy[1] == printed[1]  # ... and the same alignment
 
     def shape(line: str) -> list[str]:  # each cell's format: 100.0%, 61,686,467, 36.7 or text
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        return [re.sub(r"\d", "9", re.sub(r"^\d{1,3}(,\d{3})*$", "N", cell)) if cell[:1].isdigit() else "text"
-                for cell in cells]
+        return [
+            re.sub(r"\d", "9", re.sub(r"^\d{1,3}(,\d{3})*$", "N", cell)) if cell[:1].isdigit() else "text"
+            for cell in cells
+        ]
 
     assert [shape(line)[:3] for line in printed[2:]] == [["text"] * 3] * 2
     assert all(shape(line)[8] == "9 (deterministic agent)" for line in copy[2:] + printed[2:])
@@ -169,14 +277,26 @@ def test_a_deterministic_agent_runs_once_by_default_and_runs_n_still_runs_n(tmp_
 def test_ray_backend_does_not_retry_a_killed_worker_and_shuts_ray_down(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-    from erp_sim.agents.evaluation.evaluate import _execute_ray, plan
     from ray_support import run_or_die
 
-    specs = plan([("C3", "last_n:n=5", "rule")], "hotel_50", ["hotel-000", "hotel-001"], 1, 0, agent="scripted",
-                 max_steps=200, verbosity="default", out_dir=str(tmp_path), base_url=None, record_dir=None,
-                 context_window=None)
+    from erp_sim.agents.evaluation.evaluate import _execute_ray, plan
+
+    specs = plan(
+        [("C3", "last_n:n=5", "rule")],
+        "hotel_50",
+        ["hotel-000", "hotel-001"],
+        1,
+        0,
+        agent="scripted",
+        max_steps=200,
+        verbosity="default",
+        out_dir=str(tmp_path),
+        base_url=None,
+        record_dir=None,
+        context_window=None,
+    )
     rows = []
-    with pytest.raises(SystemExit, match="Ray worker died.*--resume"):
+    with pytest.raises(SystemExit, match="Ray worker died.*--resume"):  # noqa: PT012 (rows seen before the death count)
         for row in _execute_ray(specs, None, run=run_or_die):
             rows.append(row)
     assert [r["task_id"] for r in rows] in ([], ["hotel-000"])  # the killed episode was not run again
@@ -202,10 +322,28 @@ def test_no_ray_process_outlives_a_killed_eval(tmp_path):
 
     from erp_sim.agents.evaluation.ray_reaper import session_holders
 
-    proc = subprocess.Popen([sys.executable, "-m", "erp_sim.agents.cli", "eval", "--configs", "C2,C3", "--tasks",
-                             "hotel_50", "--runs", "5", "--quiet", "--backend", "ray", "--out", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "RAY_DISABLE_USAGE_STATS": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "erp_sim.agents.cli",
+            "eval",
+            "--configs",
+            "C2,C3",
+            "--tasks",
+            "hotel_50",
+            "--runs",
+            "5",
+            "--quiet",
+            "--backend",
+            "ray",
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "RAY_DISABLE_USAGE_STATS": "1"},
+    )
     try:
         deadline = time.monotonic() + 300
         while not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text():

@@ -5,14 +5,15 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 from fake_openai_server import CONTEXT_LENGTH_MESSAGE
+from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.evaluate import read_rows
 from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from harness_support import script_server_with_scripted_agent
 
 
 @pytest.fixture
@@ -57,12 +58,29 @@ def test_context_window_applies_to_any_agent_scored_as_a_failure(env):
 
 
 def _eval_argv(server, out, tasks="hotel_50:hotel-003,hotel-004"):
-    return ["--configs", "C2", "--tasks", tasks, "--runs", "1", "--quiet", "--concurrency", "1",
-            "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(out)]
+    return [
+        "--configs",
+        "C2",
+        "--tasks",
+        tasks,
+        "--runs",
+        "1",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--agent",
+        "openai:fake-model",
+        "--base-url",
+        server.base_url,
+        "--out",
+        str(out),
+    ]
 
 
 def test_faults_of_one_episode_are_its_own_rows_and_the_run_goes_on(tmp_path, fake_openai_server, monkeypatch, env):
-    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    monkeypatch.setattr(
+        "erp_sim.agents.evaluation.episode_models._chat_model", lambda name, url, **_: fast_model(fake_openai_server)
+    )
     fake_openai_server.truncated_body(times=2)  # hotel-003: a cut-short body, twice: an infrastructure error
     script_server_with_scripted_agent(fake_openai_server, env, "hotel-004")  # hotel-004 is answered properly
     assert eval_main(_eval_argv(fake_openai_server, tmp_path)) == 0
@@ -72,7 +90,9 @@ def test_faults_of_one_episode_are_its_own_rows_and_the_run_goes_on(tmp_path, fa
 
 
 def test_a_persistent_400_is_a_recorded_outcome_that_resume_does_not_retry(tmp_path, fake_openai_server, monkeypatch):
-    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    monkeypatch.setattr(
+        "erp_sim.agents.evaluation.episode_models._chat_model", lambda name, url, **_: fast_model(fake_openai_server)
+    )
     fake_openai_server.fail_always(400, message=CONTEXT_LENGTH_MESSAGE)
     argv = _eval_argv(fake_openai_server, tmp_path, "hotel_50:hotel-003")
     assert eval_main(argv) == 0
@@ -83,14 +103,20 @@ def test_a_persistent_400_is_a_recorded_outcome_that_resume_does_not_retry(tmp_p
     assert len(fake_openai_server.requests) == requests  # scored: not run again
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--tasks", "nosuchset"], "--tasks nosuchset: Unknown task set 'nosuchset'. Known:"),
-    (["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5"], "no API key: set the environment variable OPENAI_API_KEY"),
-    (["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5", "--record", "REC"], "no API key"),
-    (["--tasks", "hotel_50:hotel-000", "--agent", "mystery"], "unknown agent 'mystery'"),
-    (["--tasks", "hotel_50:hotel-000", "--user", "openai:gpt-4.1"], "no API key"),
-    (["--tasks", "hotel_50:hotel-000", "--agent", "replay:NOWHERE"], "no cassettes directory"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tasks", "nosuchset"], "--tasks nosuchset: Unknown task set 'nosuchset'. Known:"),
+        (
+            ["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5"],
+            "no API key: set the environment variable OPENAI_API_KEY",
+        ),
+        (["--tasks", "hotel_50:hotel-000", "--agent", "openai:gpt-5", "--record", "REC"], "no API key"),
+        (["--tasks", "hotel_50:hotel-000", "--agent", "mystery"], "unknown agent 'mystery'"),
+        (["--tasks", "hotel_50:hotel-000", "--user", "openai:gpt-4.1"], "no API key"),
+        (["--tasks", "hotel_50:hotel-000", "--agent", "replay:NOWHERE"], "no cassettes directory"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors_before_any_file_is_written(tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "out"
@@ -110,7 +136,9 @@ def test_report_of_a_missing_directory_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_a_run_where_nothing_was_scored_exits_non_zero_without_nan(tmp_path, fake_openai_server, monkeypatch, capsys):
-    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, **_: fast_model(fake_openai_server))
+    monkeypatch.setattr(
+        "erp_sim.agents.evaluation.episode_models._chat_model", lambda name, url, **_: fast_model(fake_openai_server)
+    )
     fake_openai_server.fail_always(503)
     assert eval_main(_eval_argv(fake_openai_server, tmp_path)) == 1
     captured = capsys.readouterr()
@@ -147,6 +175,7 @@ def test_an_llm_users_calls_and_tokens_are_counted_apart_from_the_agents(fake_op
     sent = fake_openai_server.requests
     assert metrics.user_input_tokens == sum(counter.count_messages(body["messages"]) for body in sent)
     assert metrics.user_output_tokens == calls * counter.count_message(
-        {"role": "assistant", "content": "Yes, please add all of them. ###END###"})
+        {"role": "assistant", "content": "Yes, please add all of them. ###END###"}
+    )
     assert metrics.user_provider_cached_tokens == 0  # the server reports cached_tokens 0: reported, not missing
     assert metrics.input_tokens == sum(s.input_tokens for s in trajectory.steps)  # the agent's, unchanged

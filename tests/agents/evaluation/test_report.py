@@ -7,23 +7,35 @@ import random
 from pathlib import Path
 
 import pytest
+from test_statistics import TASKS, episode, synthetic_rows
 
 from erp_sim.agents.evaluation import report
-from test_statistics import TASKS, episode, synthetic_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def write_results(directory: Path, rows, tail: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / report.RESULTS_FILE).write_text("".join(json.dumps(row) + "\n" for row in rows) + tail, encoding="utf-8")
+    (directory / report.RESULTS_FILE).write_text(
+        "".join(json.dumps(row) + "\n" for row in rows) + tail, encoding="utf-8"
+    )
     return directory
 
 
 def sweep_rows() -> list[dict]:
     return [
-        episode(f"N{n}W{w}", task, run, task < n + w + run % 2, policy=f"last_n_summary:n={n},w={w}", tokens=100 * n + 10 * w)
-        for n in (3, 5, 7) for w in (1, 3) for task in range(TASKS) for run in range(3)
+        episode(
+            f"N{n}W{w}",
+            task,
+            run,
+            task < n + w + run % 2,
+            policy=f"last_n_summary:n={n},w={w}",
+            tokens=100 * n + 10 * w,
+        )
+        for n in (3, 5, 7)
+        for w in (1, 3)
+        for task in range(TASKS)
+        for run in range(3)
     ]
 
 
@@ -143,8 +155,10 @@ def test_study_table_puts_relative_token_changes_side_by_side_and_says_the_unit_
 
 
 def test_an_order_of_configurations_unlike_the_study_is_pointed_out():
-    rows = [r | {"grade": r["grade"] | {"success": r["config"] != "C4"}} for r in
-            __import__("test_statistics").synthetic_rows()]
+    rows = [
+        r | {"grade": r["grade"] | {"success": r["config"] != "C4"}}
+        for r in __import__("test_statistics").synthetic_rows()
+    ]
     md = report.render_report(rows)
     assert "**The order of full itemization differs from the study's**" in md
     assert "C3 100.0% vs C4 0.0% (study: 79.0% vs 91.6%)" in md
@@ -157,7 +171,7 @@ def test_over_itemization_cannot_hide_behind_the_itemized_amount():
         rows.append(row | {"grade": row["grade"] | {"itemized_fraction": 1.5 if task % 2 else 0.5}})
     md = report.render_report(rows)
     assert "| C2 | 0.0 | 0.0 | 75.0 [" in md  # mean of min(fraction, 1) = (1 + .5) / 2
-    outcome = [line for line in md.splitlines() if line.startswith("| C2 | 0.0 | 0.0 |")][0]
+    outcome = next(line for line in md.splitlines() if line.startswith("| C2 | 0.0 | 0.0 |"))
     assert outcome.rstrip(" |").endswith("]") and "| 50.0 [" in outcome  # half the episodes over-itemized
     assert "min(itemized, header) / header" in md
 
@@ -174,7 +188,11 @@ def test_p_at_the_resampling_floor_is_a_bound_and_small_n_and_scripted_agents_ar
 def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path):
     long_name = "head_tail:chars=800,tokens=0,keep_recent=1,tool_chars=,tool_tokens=+last_n:n=5"
     assert report.short_labels(["C2", long_name, "C4", "acon_observation:t=1024,recent=3"]) == {
-        "C2": "C2", long_name: "P1", "C4": "C4", "acon_observation:t=1024,recent=3": "P2"}
+        "C2": "C2",
+        long_name: "P1",
+        "C4": "C4",
+        "acon_observation:t=1024,recent=3": "P2",
+    }
     assert report.config_color("C2") == report.config_color("c2") == "#1f77b4"
     assert report.config_color(long_name) == report.config_color(long_name)  # from the name, not the position
     assert report._bar((0.0, 0.0)) is None and report._bar((1.0, 2.0)) == [[1.0], [2.0]]
@@ -194,6 +212,8 @@ def test_an_llm_users_cost_has_its_own_table():
 def test_a_deterministic_agent_is_reported_with_one_run_and_why():
     rows = [episode("C2", t, 0, True) | {"agent": "scripted"} for t in range(12)]
     md = report.render_report(rows)
-    assert "| C2 | `full` | scripted | rule | hotel_50 | 12 | 1 (deterministic agent) | 12 | 0 | bootstrap over 12 tasks " \
-           "(deterministic agent: its runs are identical) |" in md
+    assert (
+        "| C2 | `full` | scripted | rule | hotel_50 | 12 | 1 (deterministic agent) | 12 | 0 | bootstrap over 12 tasks "
+        "(deterministic agent: its runs are identical) |" in md
+    )
     assert "C2: a deterministic agent, whose runs of a task are identical copies, so its pass^k is its pass^1" in md

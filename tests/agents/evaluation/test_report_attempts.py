@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 
+from test_report import write_results
+from test_statistics import episode
+
 from erp_sim.agents.evaluation import report
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.failures import error_text
 from erp_sim.agents.evaluation.report_cli import main as report_main
 from erp_sim.agents.evaluation.view import main as view_main
-from test_report import write_results
-from test_statistics import episode
 
-OLD_ERROR = ("fake-model at http://127.0.0.1:1/v1: request refused with HTTP 400: HTTP 400: Error code: 400 - "
-             "{'error': {'message': 'Invalid value for content.'}}")
+OLD_ERROR = (
+    "fake-model at http://127.0.0.1:1/v1: request refused with HTTP 400: HTTP 400: Error code: 400 - "
+    "{'error': {'message': 'Invalid value for content.'}}"
+)
 OUTAGE = "fake-model at http://127.0.0.1:1/v1: gave up after 6 attempts; last error: HTTP 503: overloaded"
 
 
@@ -24,8 +27,11 @@ def killed_resume_rows() -> list[dict]:
     first = [episode("C2", 0, 0, True)] + [episode("C2", task, 0, False, infra=OUTAGE) for task in (1, 2, 3)]
     for row in first:
         row["attempt"] = 1
-    again = [episode("C2", 1, 0, True), episode("C2", 2, 0, False, category="premature_termination"),
-             episode("C2", 3, 0, False, infra=OLD_ERROR)]
+    again = [
+        episode("C2", 1, 0, True),
+        episode("C2", 2, 0, False, category="premature_termination"),
+        episode("C2", 3, 0, False, infra=OLD_ERROR),
+    ]
     return first + again
 
 
@@ -33,8 +39,14 @@ def test_latest_attempts_keeps_the_last_row_of_each_episode_with_the_earlier_one
     rows = killed_resume_rows()
     latest = latest_attempts(rows)
     assert [(r["task_id"], r["attempt"], bool(r["infra_error"])) for r in latest] == [
-        ("hotel-000", 1, False), ("hotel-001", 2, False), ("hotel-002", 2, False), ("hotel-003", 2, True)]
-    assert latest[3]["attempts"] == [{"attempt": 1, "termination": "stalled", "infra_error": OUTAGE, "model_error": None}]
+        ("hotel-000", 1, False),
+        ("hotel-001", 2, False),
+        ("hotel-002", 2, False),
+        ("hotel-003", 2, True),
+    ]
+    assert latest[3]["attempts"] == [
+        {"attempt": 1, "termination": "stalled", "infra_error": OUTAGE, "model_error": None}
+    ]
     assert "attempts" not in rows[4] and len(rows) == 7  # the input rows are left as they were
     assert latest_attempts(latest) == latest  # a canonical file reads the same
 
@@ -59,13 +71,18 @@ def test_the_run_page_shows_each_episode_once(tmp_path, capsys):
     page = (directory / "view.html").read_text(encoding="utf-8")
     overview = json.loads(page.split('<script type="application/json" id="overview-data">')[1].split("</script>")[0])
     assert [(e["task_id"], e["outcome"]) for e in overview["episodes"]] == [
-        ("hotel-000", "success"), ("hotel-001", "success"), ("hotel-002", "premature_termination"),
-        ("hotel-003", "infra_error")]
+        ("hotel-000", "success"),
+        ("hotel-001", "success"),
+        ("hotel-002", "premature_termination"),
+        ("hotel-003", "infra_error"),
+    ]
 
 
 def test_error_text_names_the_status_once():
-    assert error_text(OLD_ERROR) == ("fake-model at http://127.0.0.1:1/v1: request refused with HTTP 400: "
-                                     "{'error': {'message': 'Invalid value for content.'}}")
+    assert error_text(OLD_ERROR) == (
+        "fake-model at http://127.0.0.1:1/v1: request refused with HTTP 400: "
+        "{'error': {'message': 'Invalid value for content.'}}"
+    )
     assert error_text(OUTAGE) == OUTAGE
     assert error_text("HTTP 500: HTTP 500: HTTP 500: boom") == "HTTP 500: boom"
     assert error_text("HTTP 500: HTTP 502: two statuses") == "HTTP 500: HTTP 502: two statuses"  # different: kept

@@ -9,23 +9,43 @@ import pytest
 from erp_sim.agents.evaluation.scale import main, render_scale, scale_study, slope, write_scale
 
 
-def row(config: str, task_id: str, *, peak: int, tokens: int, steps: int = 10, success: bool = True,
-        termination: str = "success", **extra) -> dict:
-    return {"config": config, "policy": "full" if config == "C2" else "last_n:n=5", "task_set": "long_horizon",
-            "task_id": task_id, "run": 0, "termination": termination, "grade": {"success": success},
-            "metrics": {"input_tokens": tokens, "peak_tokens": peak, "steps": steps, **extra}}
+def row(
+    config: str,
+    task_id: str,
+    *,
+    peak: int,
+    tokens: int,
+    steps: int = 10,
+    success: bool = True,
+    termination: str = "success",
+    **extra,
+) -> dict:
+    return {
+        "config": config,
+        "policy": "full" if config == "C2" else "last_n:n=5",
+        "task_set": "long_horizon",
+        "task_id": task_id,
+        "run": 0,
+        "termination": termination,
+        "grade": {"success": success},
+        "metrics": {"input_tokens": tokens, "peak_tokens": peak, "steps": steps, **extra},
+    }
 
 
 def test_slope_is_the_exponent_of_a_power_law():
-    assert slope([10, 20, 50, 100], [3 * x ** 2 for x in (10, 20, 50, 100)]) == pytest.approx(2.0)
+    assert slope([10, 20, 50, 100], [3 * x**2 for x in (10, 20, 50, 100)]) == pytest.approx(2.0)
     assert slope([10, 20], [5, 5]) == pytest.approx(0.0)
     assert slope([10], [5]) is None
 
 
 def test_study_marks_the_first_overflow_and_fits_only_whole_rungs():
-    rows = [row("C2", "long-010-00", peak=50_000, tokens=1_000), row("C2", "long-020-00", peak=90_000, tokens=4_000),
-            row("C2", "long-050-00", peak=130_000, tokens=25_000, success=False, termination="context_overflow"),
-            row("C3", "long-010-00", peak=10_000, tokens=500), row("C3", "long-050-00", peak=12_000, tokens=2_500)]
+    rows = [
+        row("C2", "long-010-00", peak=50_000, tokens=1_000),
+        row("C2", "long-020-00", peak=90_000, tokens=4_000),
+        row("C2", "long-050-00", peak=130_000, tokens=25_000, success=False, termination="context_overflow"),
+        row("C3", "long-010-00", peak=10_000, tokens=500),
+        row("C3", "long-050-00", peak=12_000, tokens=2_500),
+    ]
     study = {p.config: p for p in scale_study(rows, window=100_000)}
     c2, c3 = study["C2"], study["C3"]
     assert c2.overflow_rung == 50 and c2.fitted_rungs == [10, 20]  # the cut-short rung is not fitted
@@ -38,8 +58,10 @@ def test_study_marks_the_first_overflow_and_fits_only_whole_rungs():
 
 
 def test_the_cacheable_share_appears_when_rows_have_it():
-    rows = [row("C2", "long-010-00", peak=5, tokens=1_000, cacheable_prefix_tokens=900),
-            row("C2", "long-020-00", peak=5, tokens=2_000, cacheable_prefix_tokens=1_000)]
+    rows = [
+        row("C2", "long-010-00", peak=5, tokens=1_000, cacheable_prefix_tokens=900),
+        row("C2", "long-020-00", peak=5, tokens=2_000, cacheable_prefix_tokens=1_000),
+    ]
     study = scale_study(rows, window=100)
     assert [r.cacheable_share for r in study[0].rungs] == [0.9, 0.5]
     assert "| cacheable share |" in render_scale(study, 100) and "90.0%" in render_scale(study, 100)
@@ -54,9 +76,28 @@ def test_report_only_writes_the_study_beside_the_results(tmp_path):
 
 def test_one_command_runs_the_ladder_and_finds_where_full_history_overflows(tmp_path, capsys):
     out = tmp_path / "scale"
-    assert main(["--tasks", "long_horizon:long-010-00,long-020-00", "--configs", "C2,C3", "--context-window", "75000",
-                 "--out", str(out), "--quiet", "--concurrency", "1"]) == 0
-    study = {p.config: p for p in scale_study([json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()], 75_000)}
+    assert (
+        main(
+            [
+                "--tasks",
+                "long_horizon:long-010-00,long-020-00",
+                "--configs",
+                "C2,C3",
+                "--context-window",
+                "75000",
+                "--out",
+                str(out),
+                "--quiet",
+                "--concurrency",
+                "1",
+            ]
+        )
+        == 0
+    )
+    study = {
+        p.config: p
+        for p in scale_study([json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()], 75_000)
+    }
     assert study["C2"].overflow_rung == 20 and study["C3"].overflow_rung is None
     assert all(r.success == 1.0 for p in study.values() for r in p.rungs)  # measured on: the window only marks
     assert write_scale(out, 75_000).read_text() == (out / "scale.md").read_text()

@@ -12,7 +12,20 @@ T_975_DF4 = 2.7764451051977987  # Student t quantile 0.975 with 4 degrees of fre
 TASKS, RUNS = 10, 5
 
 
-def episode(config, task, run, success, *, policy="full", task_set="hotel_50", tokens=1000, peak=100, category=None, infra=None, wall=1.0):
+def episode(
+    config,
+    task,
+    run,
+    success,
+    *,
+    policy="full",
+    task_set="hotel_50",
+    tokens=1000,
+    peak=100,
+    category=None,
+    infra=None,
+    wall=1.0,
+):
     return {
         "config": config,
         "policy": policy,
@@ -22,8 +35,24 @@ def episode(config, task, run, success, *, policy="full", task_set="hotel_50", t
         "task_id": f"hotel-{task:03d}",
         "run": run,
         "seed": 1000 + 10 * task + run,
-        "grade": {"success": success, "strict_success": success, "itemized_fraction": 1.0 if success else 0.5, "remaining_amount": "0.00", "collateral": []},
-        "metrics": {"steps": 10 + task, "tool_calls": 8, "invalid_actions": 0, "input_tokens": tokens, "output_tokens": 50, "peak_tokens": peak, "dependency": 1e6, "summarizer_calls": 0, "summarizer_tokens": 0},
+        "grade": {
+            "success": success,
+            "strict_success": success,
+            "itemized_fraction": 1.0 if success else 0.5,
+            "remaining_amount": "0.00",
+            "collateral": [],
+        },
+        "metrics": {
+            "steps": 10 + task,
+            "tool_calls": 8,
+            "invalid_actions": 0,
+            "input_tokens": tokens,
+            "output_tokens": 50,
+            "peak_tokens": peak,
+            "dependency": 1e6,
+            "summarizer_calls": 0,
+            "summarizer_tokens": 0,
+        },
         "termination": "success" if success else "stalled",
         "failure_category": category,
         "infra_error": infra,
@@ -39,12 +68,33 @@ def synthetic_rows() -> list[dict]:
     rows = []
     for run in range(RUNS):
         for task in range(TASKS):
-            rows.append(episode("C2", task, run, task < 5, tokens=1000 * (task + 1), peak=200,
-                                category=None if task < 5 else "stalled_unanswered_question"))
+            rows.append(
+                episode(
+                    "C2",
+                    task,
+                    run,
+                    task < 5,
+                    tokens=1000 * (task + 1),
+                    peak=200,
+                    category=None if task < 5 else "stalled_unanswered_question",
+                )
+            )
             ok = task < 5 + (0, 1, 2, 0, 1)[run]
-            rows.append(episode("C3", task, run, ok, policy="last_n:n=5", tokens=400 * (task + 1) + 10 * run, peak=100,
-                                category=None if ok else ("wrong_amount" if task % 2 == 0 else None)))
-            rows.append(episode("C4", task, run, task < 8 + run % 2, policy="last_n_summary:n=5,w=3", tokens=500, peak=120))
+            rows.append(
+                episode(
+                    "C3",
+                    task,
+                    run,
+                    ok,
+                    policy="last_n:n=5",
+                    tokens=400 * (task + 1) + 10 * run,
+                    peak=100,
+                    category=None if ok else ("wrong_amount" if task % 2 == 0 else None),
+                )
+            )
+            rows.append(
+                episode("C4", task, run, task < 8 + run % 2, policy="last_n_summary:n=5,w=3", tokens=500, peak=120)
+            )
     return rows
 
 
@@ -203,7 +253,13 @@ def test_unknown_baseline_is_an_error():
 def test_cohens_h_and_its_reading():
     assert st.cohens_h(0.5, 0.5) == 0
     assert st.cohens_h(1.0, 0.0) == pytest.approx(math.pi)
-    assert [st.effect_size_label(h) for h in (0.1, 0.3, 0.6, 1.0, -1.0)] == ["negligible", "small", "medium", "large", "large"]
+    assert [st.effect_size_label(h) for h in (0.1, 0.3, 0.6, 1.0, -1.0)] == [
+        "negligible",
+        "small",
+        "medium",
+        "large",
+        "large",
+    ]
 
 
 # --- pass^k ----------------------------------------------------------------------------
@@ -221,10 +277,12 @@ def test_pass_hat_k_on_a_tiny_case():
 
 def test_pass_hat_k_on_the_synthetic_configs():
     by_config = st.by_config(synthetic_rows())
-    assert st.pass_hat_k_curve(by_config["C2"]) == pytest.approx({k: 0.5 for k in range(1, 6)})
+    assert st.pass_hat_k_curve(by_config["C2"]) == pytest.approx(dict.fromkeys(range(1, 6), 0.5))
     # C4: tasks 0-7 always (1), task 8 two of five (C(2,k)/C(5,k)), task 9 never
     assert st.pass_hat_k(by_config["C4"], 2) == pytest.approx((8 + 1 / 10) / 10)
-    assert st.pass_hat_k(by_config["C4"], 1) == pytest.approx(st.summarize(by_config["C4"])["C4"].estimates["success"].mean)
+    assert st.pass_hat_k(by_config["C4"], 1) == pytest.approx(
+        st.summarize(by_config["C4"])["C4"].estimates["success"].mean
+    )
 
 
 # --- failure taxonomy ------------------------------------------------------------------
@@ -235,7 +293,9 @@ def test_failure_counts_per_configuration():
     assert counts["C2"] == {"stalled_unanswered_question": 25}
     # C3 fails 21 episodes: even tasks are classified wrong_amount, odd ones are not
     assert counts["C3"]["wrong_amount"] + counts["C3"][st.UNCLASSIFIED] == 21
-    assert counts["C3"]["wrong_amount"] == sum(1 for run in range(RUNS) for task in range(TASKS) if task % 2 == 0 and task >= 5 + (0, 1, 2, 0, 1)[run])
+    assert counts["C3"]["wrong_amount"] == sum(
+        1 for run in range(RUNS) for task in range(TASKS) if task % 2 == 0 and task >= 5 + (0, 1, 2, 0, 1)[run]
+    )
     order = st.category_order(counts)
     assert order[: len(st.FAILURE_CATEGORIES)] == list(st.FAILURE_CATEGORIES) and order[-1] == st.UNCLASSIFIED
     assert st.termination_counts(synthetic_rows())["C4"] == {"success": 42, "stalled": 8}
@@ -250,14 +310,21 @@ def test_parse_n_w_and_family():
     assert st.parse_n_w("last_n_summary:n=5,w=-1") == (5, -1)  # W=-1: everything evicted at once
     assert st.parse_n_w("last_n:n=5") is None
     assert st.parse_n_w("budget:window=3,max_n=2") is None
-    assert st.sweep_family("last_n_summary:n=5,w=3") == st.sweep_family("last_n_summary:n=9,w=1") == "last_n_summary:n=*,w=*"
+    assert (
+        st.sweep_family("last_n_summary:n=5,w=3")
+        == st.sweep_family("last_n_summary:n=9,w=1")
+        == "last_n_summary:n=*,w=*"
+    )
 
 
 def test_sweep_grid_only_for_configs_differing_in_n_and_w():
     assert st.sweep_grids(st.summarize(synthetic_rows())) == []  # one (N, W) point is no sweep
     rows = [
         episode(f"N{n}W{w}", task, run, task < n + w, policy=f"last_n_summary:n={n},w={w}")
-        for n in (3, 5) for w in (1, 3) for task in range(TASKS) for run in range(2)
+        for n in (3, 5)
+        for w in (1, 3)
+        for task in range(TASKS)
+        for run in range(2)
     ]
     rows += [episode("other", task, 0, True, policy="last_n_summary:n=5,w=3,summarizer=llm") for task in range(TASKS)]
     summaries = st.summarize(rows)

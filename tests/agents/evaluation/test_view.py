@@ -14,15 +14,35 @@ import pytest
 from erp_sim.agents.evaluation import evaluate, view
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run", "--disable-sync", "--disable-quic"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    code = evaluate.main(["--configs", "C2,C3,C4", "--tasks", "hotel_50:hotel-000,hotel-001", "--runs", "1",
-                          "--concurrency", "1", "--out", str(out), "--quiet"])
+    code = evaluate.main(
+        [
+            "--configs",
+            "C2,C3,C4",
+            "--tasks",
+            "hotel_50:hotel-000,hotel-001",
+            "--runs",
+            "1",
+            "--concurrency",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out
 
@@ -52,7 +72,9 @@ def test_messages_are_stored_once_and_episodes_refer_to_them(page_file):
     references = sum(len(e["transcript"]) + sum(len(c["shown"]) for c in e["calls"]) for e in episodes)
     assert len(table) < references / 5  # tool results and shown copies repeat across calls and configurations
     assert all(row[3] > 0 for row in table if row[1])  # o200k tokens per message
-    referenced = {i for e in episodes for i in e["transcript"]} | {m[0] for e in episodes for c in e["calls"] for m in c["shown"]}
+    referenced = {i for e in episodes for i in e["transcript"]} | {
+        m[0] for e in episodes for c in e["calls"] for m in c["shown"]
+    }
     assert referenced == set(range(len(table)))  # every stored message is used, every reference resolves
 
 
@@ -67,8 +89,11 @@ def test_stored_token_counts_are_used_and_match_a_fresh_count(run_dir, page_file
     monkeypatch.setattr(tokens, "count_message", lambda message: counted.append(message) or real(message))
     page = page_file.read_text(encoding="utf-8")
     assert view.build_page(run_dir) == page
-    shown = {json.dumps(m, sort_keys=True) for path in run_dir.glob("trajectories/*/*.json.gz")
-             for m in json.loads(gzip.decompress(path.read_bytes()))["context"]["messages"]}
+    shown = {
+        json.dumps(m, sort_keys=True)
+        for path in run_dir.glob("trajectories/*/*.json.gz")
+        for m in json.loads(gzip.decompress(path.read_bytes()))["context"]["messages"]
+    }
     assert counted and all(json.dumps(m, sort_keys=True) not in shown for m in counted)
     assert len(counted) <= 2 * 6  # at most the last tool result and user reply of each of the 6 episodes
     copy = tmp_path / "run"
@@ -126,7 +151,9 @@ def browser():
 def page(browser, page_file):
     tab = browser.new_page(viewport={"width": 1400, "height": 1000})
     tab.problems, tab.requests = [], []
-    tab.on("console", lambda message: tab.problems.append(message.text) if message.type in ("error", "warning") else None)
+    tab.on(
+        "console", lambda message: tab.problems.append(message.text) if message.type in ("error", "warning") else None
+    )
     tab.on("pageerror", lambda error: tab.problems.append(str(error)))
     tab.on("request", lambda request: tab.requests.append(request.url))
     yield tab
@@ -161,7 +188,9 @@ def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     assert page.locator(".chart svg path").count() == 3  # context size, cacheable prefix, remaining amount
     page.locator(".timeline li").last.click()
     page.wait_for_selector('#context .msg[data-mark="pruned"]')
-    assert re.search(r"with the tool schemas \(o200k\); cacheable prefix [\d,]+ \(\d+%\)", page.inner_text("#context .ci"))
+    assert re.search(
+        r"with the tool schemas \(o200k\); cacheable prefix [\d,]+ \(\d+%\)", page.inner_text("#context .ci")
+    )
     assert page.locator('#context .msg[data-mark="kept"]').count() > 2
     assert "tokens" in page.locator("#context .msg .tokens").first.inner_text()
 
@@ -183,8 +212,24 @@ def test_compare_view_aligns_two_configurations(page, page_file):
 @pytest.fixture(scope="module")
 def two_runs_page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two-runs")
-    assert evaluate.main(["--configs", "C2", "--tasks", "hotel_50:hotel-000", "--runs", "2", "--concurrency", "1",
-                          "--out", str(out), "--quiet"]) == 0
+    assert (
+        evaluate.main(
+            [
+                "--configs",
+                "C2",
+                "--tasks",
+                "hotel_50:hotel-000",
+                "--runs",
+                "2",
+                "--concurrency",
+                "1",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return view.write_view(out)
 
 

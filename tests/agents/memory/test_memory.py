@@ -10,6 +10,7 @@ import pytest
 
 import erp_sim.envs  # noqa: F401
 from erp_sim.agents.memory.consolidate import LLMConsolidator, consolidate_episode, deterministic_consolidator
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools, harness_tools
 from erp_sim.agents.memory.store import (
     MAX_INDEX_LINES,
     MEMORY_TAG,
@@ -20,7 +21,6 @@ from erp_sim.agents.memory.store import (
     SopStep,
     parse_steps,
 )
-from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools, harness_tools
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
@@ -48,8 +48,13 @@ def failure():
 
 
 def sop(key: str = "sop/itemize_hotel_expense", runs: int = 1) -> Sop:
-    return Sop(key=key, summary="itemize", goal="g", steps=[SopStep(tool="form_save_form")],
-               verified_by=[f"{n:06d}-t" for n in range(runs)])
+    return Sop(
+        key=key,
+        summary="itemize",
+        goal="g",
+        steps=[SopStep(tool="form_save_form")],
+        verified_by=[f"{n:06d}-t" for n in range(runs)],
+    )
 
 
 # -- L1-L4 store ----------------------------------------------------------------------------------
@@ -121,7 +126,9 @@ def test_memory_tools_answer_and_refuse_bad_input(tmp_path):
     assert read.startswith("sop/itemize_hotel_expense (verified by 2 runs)\nGoal: g")
     assert parse_steps(read) == store.sop("sop/itemize_hotel_expense").steps  # what an agent reads back is the SOP
     store.put(Fact(key="fact/menu", summary="m", text="TrvExpenses opens the list"))
-    assert tools.call("memory_read", {"key": "fact/menu"}) == "fact/menu (verified by 0 runs)\nTrvExpenses opens the list"
+    assert (
+        tools.call("memory_read", {"key": "fact/menu"}) == "fact/menu (verified by 0 runs)\nTrvExpenses opens the list"
+    )
     assert tools.call("memory_read", '{"key": "sop/nothing"}').startswith("Error: no memory entry")
     assert tools.call("memory_read", '{"key": "../etc"}').startswith("Error: bad memory key")
     assert tools.call("memory_read", "{").startswith("Error: arguments are not JSON")
@@ -187,8 +194,14 @@ class FakeModel:
 
 
 def test_llm_consolidator_writes_a_validated_sop(tmp_path, success):
-    answer = json.dumps({"key": "sop/itemize_hotel_expense", "summary": "itemize a hotel line", "goal": "itemize {line}",
-                         "steps": [{"tool": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}]})
+    answer = json.dumps(
+        {
+            "key": "sop/itemize_hotel_expense",
+            "summary": "itemize a hotel line",
+            "goal": "itemize {line}",
+            "steps": [{"tool": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}],
+        }
+    )
     model = FakeModel(f"Here it is:\n{answer}")
     store = MemoryStore.open(tmp_path / "m")
     result = consolidate_episode(store, success, LLMConsolidator(model))
@@ -198,7 +211,9 @@ def test_llm_consolidator_writes_a_validated_sop(tmp_path, success):
     assert store.sop("sop/itemize_hotel_expense").goal == "itemize {line}"
 
 
-@pytest.mark.parametrize("answer", ["no json here", '{"key": "bad key", "summary": "s", "goal": "g"}', '{"summary": 1}'])
+@pytest.mark.parametrize(
+    "answer", ["no json here", '{"key": "bad key", "summary": "s", "goal": "g"}', '{"summary": 1}']
+)
 def test_llm_consolidator_bad_answer_promotes_nothing(tmp_path, success, answer):
     store = MemoryStore.open(tmp_path / "m")
     result = consolidate_episode(store, success, LLMConsolidator(FakeModel(answer)))
@@ -226,10 +241,26 @@ def test_policy_shows_index_and_checkpoint_and_offers_tools(tmp_path, success):
     consolidate_episode(store, success)
     inner = Recorder()
     policy = wrap(inner, f'ga_memory:dir="{tmp_path / "m"}"+budget_eviction')
-    system, instruction = {"role": "system", "content": "S"}, {"role": "user", "content": "Itemize line 2 on EXP-000001."}
-    call = {"id": "c1", "type": "function", "function": {"name": "update_working_checkpoint", "arguments": '{"text": "3 of 5 done"}'}}
-    transcript = [system, instruction, {"role": "assistant", "content": None, "tool_calls": [call]},
-                  {"role": "tool", "tool_call_id": "c1", "name": "update_working_checkpoint", "content": "Checkpoint saved (11 characters)."}]
+    system, instruction = (
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Itemize line 2 on EXP-000001."},
+    )
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "update_working_checkpoint", "arguments": '{"text": "3 of 5 done"}'},
+    }
+    transcript = [
+        system,
+        instruction,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "name": "update_working_checkpoint",
+            "content": "Checkpoint saved (11 characters).",
+        },
+    ]
     policy.act(transcript, [{"type": "function", "function": {"name": "form_save_form"}}])
     shown, tools = inner.calls[-1]
     assert shown[0] == system and shown[1]["role"] == "system" and shown[1]["content"].startswith(MEMORY_TAG)
@@ -255,8 +286,23 @@ def test_sequential_eval_learning_curve(tmp_path):
     from erp_sim.agents.evaluation.evaluate import main
 
     out, memory = tmp_path / "out", tmp_path / "memory.sqlite"
-    assert main(["--policy", "ga_memory", "--memory", str(memory), "--sequential", "--quiet",
-                 "--tasks", "hotel_50:" + ",".join(TASKS), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--policy",
+                "ga_memory",
+                "--memory",
+                str(memory),
+                "--sequential",
+                "--quiet",
+                "--tasks",
+                "hotel_50:" + ",".join(TASKS),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     by_arm = {arm: [r for r in rows if r["config"] == arm] for arm in ("with_memory", "without_memory")}
     assert [r["episode"] for r in by_arm["with_memory"]] == [0, 1, 2]
@@ -283,8 +329,13 @@ def test_memory_composes_with_budget_eviction(tmp_path, success):
     consolidate_episode(store, success)
     env = gym.make("erp_sim/ExpenseItemization-v0", task_set="hotel_50", user_model="rule", max_episode_steps=200)
     try:
-        trajectory = run_episode(env, wrap(ScriptedAgent(), f'ga_memory:dir="{tmp_path / "m"}"+budget_eviction:budget=20000'),
-                                 task_id="hotel-002", seed=0, keep_shown=True)
+        trajectory = run_episode(
+            env,
+            wrap(ScriptedAgent(), f'ga_memory:dir="{tmp_path / "m"}"+budget_eviction:budget=20000'),
+            task_id="hotel-002",
+            seed=0,
+            keep_shown=True,
+        )
     finally:
         env.close()
     assert trajectory.grade.success and trajectory.metrics.peak_tokens < 20_000 + 3_000  # + the tool schemas

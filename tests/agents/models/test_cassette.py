@@ -75,7 +75,7 @@ def test_strict_replay_names_the_step_and_message_where_the_run_diverged(fake_op
     replay.complete(requests[0], TOOLS)
 
     edited = conversation({"role": "assistant", "content": "Hello"})
-    with pytest.raises(CassetteMissError, match=r'step 1: .*at message 2 \(assistant\).*"Hi".*"Hello"' ):
+    with pytest.raises(CassetteMissError, match=r'step 1: .*at message 2 \(assistant\).*"Hi".*"Hello"'):
         replay.complete(edited, TOOLS)
 
 
@@ -118,9 +118,9 @@ def test_recording_appends_and_continues_step_numbers(fake_openai_server, tmp_pa
     cassette = tmp_path / "runs" / "episode.jsonl"
     record_three_calls(fake_openai_server, cassette)
     fake_openai_server.reply_text("second run")
-    RecordingModel(OpenAIChatModel("gpt-x", base_url=fake_openai_server.base_url, temperature=0.0, seed=1), cassette).complete(
-        conversation({"role": "user", "content": "again"})
-    )
+    RecordingModel(
+        OpenAIChatModel("gpt-x", base_url=fake_openai_server.base_url, temperature=0.0, seed=1), cassette
+    ).complete(conversation({"role": "user", "content": "again"}))
 
     assert [record["step"] for record in read_cassette(cassette)] == [0, 1, 2, 3]
 

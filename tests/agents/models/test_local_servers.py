@@ -23,11 +23,21 @@ from erp_sim.agents.runner import run_episode
 from erp_sim.agents.tokens import get_counter
 from erp_sim.agents.types import InfrastructureError, ModelRequestError
 
-TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "Look a thing up.",
-                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a thing up.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    }
+]
 ASKED = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find x."}]
-CALLED = {"role": "assistant", "tool_calls": [{"id": "call_a", "type": "function",
-                                               "function": {"name": "lookup", "arguments": "{\"q\": \"x\"}"}}]}
+CALLED = {
+    "role": "assistant",
+    "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}],
+}
 CONVERSATION = [*ASKED, CALLED, {"role": "tool", "tool_call_id": "call_a", "content": "x is 4"}]
 
 
@@ -68,7 +78,10 @@ def test_without_tool_choice_the_tools_are_ignored_and_the_call_comes_back_as_te
 
 
 def test_an_episode_without_tool_choice_never_calls_a_tool_and_with_it_succeeds():
-    ignored, chosen = episode({"tools_need_tool_choice": True}), episode({"tools_need_tool_choice": True}, tool_choice="auto")
+    ignored, chosen = (
+        episode({"tools_need_tool_choice": True}),
+        episode({"tools_need_tool_choice": True}, tool_choice="auto"),
+    )
     assert ignored.metrics.tool_calls == 0 and not ignored.grade.success
     assert chosen.metrics.tool_calls > 0 and chosen.grade.success
 
@@ -81,8 +94,10 @@ def test_a_500_on_every_attempt_says_it_looked_like_a_refused_request(calling):
         with pytest.raises(InfrastructureError) as failed:
             model_on(server).complete([*ASKED, calling, CONVERSATION[-1]], TOOLS)
     text = str(failed.value)
-    assert text.startswith(f"fake-model at {server.base_url}: gave up after 3 attempts, the same answer every time, "
-                           f"so a refused request rather than an outage: HTTP 500: {TEMPLATE_ERROR}")
+    assert text.startswith(
+        f"fake-model at {server.base_url}: gave up after 3 attempts, the same answer every time, "
+        f"so a refused request rather than an outage: HTTP 500: {TEMPLATE_ERROR}"
+    )
     assert "assistant_content=empty" in text  # the hint: the request had an assistant message without content
     assert text.count("HTTP 500") == 1
     assert len(server.requests) == 3 and server.rejections == []  # the API would have taken it
@@ -141,10 +156,13 @@ def test_an_episode_with_assistant_content_empty_gets_through_a_template_server(
     assert accepted.infra_error is None and accepted.grade.success
 
 
-@pytest.mark.parametrize("errors, note", [
-    ([(503, "overloaded"), (502, "bad gateway"), (500, "worker died")], False),  # an outage: the answers change
-    ([(500, "model not loaded")] * 3, True),  # the same answer: a refusal, but no assistant message to blame
-])
+@pytest.mark.parametrize(
+    "errors, note",
+    [
+        ([(503, "overloaded"), (502, "bad gateway"), (500, "worker died")], False),  # an outage: the answers change
+        ([(500, "model not loaded")] * 3, True),  # the same answer: a refusal, but no assistant message to blame
+    ],
+)
 def test_only_the_same_5xx_on_every_attempt_is_called_a_refused_request(fake_openai_server, errors, note):
     for status, message in errors:
         fake_openai_server.fail(status, message=message)
@@ -162,7 +180,9 @@ def test_a_refused_request_names_its_status_once(fake_openai_server):
     with pytest.raises(ModelRequestError) as refused:
         model_on(fake_openai_server).complete(ASKED)
     text = str(refused.value)
-    assert text == f"fake-model at {fake_openai_server.base_url}: request refused: HTTP 400: Invalid value for 'content'."
+    assert (
+        text == f"fake-model at {fake_openai_server.base_url}: request refused: HTTP 400: Invalid value for 'content'."
+    )
     assert "Error code" not in text
 
 
@@ -203,7 +223,9 @@ def test_cached_tokens_report_the_prefix_shared_with_the_request_before():
             server.reply_text("ok")
         model = model_on(server)
         model.complete(CONVERSATION, TOOLS)
-        model.complete([*CONVERSATION, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "More."}], TOOLS)
+        model.complete(
+            [*CONVERSATION, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "More."}], TOOLS
+        )
         model.complete([{"role": "system", "content": "Rewritten."}, *CONVERSATION[1:]], TOOLS)  # an early change
     cached = [_cached(server, n) for n in range(3)]
     first_prompt = len(prompt_tokens(server.requests[0]))
@@ -228,19 +250,44 @@ def _cached(server: FakeOpenAIServer, number: int) -> int:
 
 
 def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a_refused_request(tmp_path, monkeypatch):
-    from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+    from erp_sim.agents.evaluation.evaluate import main as eval_main
+    from erp_sim.agents.evaluation.evaluate import read_rows
     from erp_sim.agents.evaluation.report import REPORT_FILE
 
-    monkeypatch.setattr("erp_sim.agents.evaluation.evaluate._chat_model", lambda name, url, *_, **__: OpenAIChatModel(
-        name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0))
+    monkeypatch.setattr(
+        "erp_sim.agents.evaluation.episode_models._chat_model",
+        lambda name, url, *_, **__: OpenAIChatModel(
+            name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0
+        ),
+    )
     with FakeOpenAIServer(null_content_500=True) as server:
         server.answer_with(model_reply)
-        code = eval_main(["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency",
-                          "1", "--agent", "openai:fake-model", "--base-url", server.base_url, "--out", str(tmp_path)])
+        code = eval_main(
+            [
+                "--configs",
+                "C2",
+                "--tasks",
+                "hotel_50:hotel-003",
+                "--runs",
+                "1",
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--agent",
+                "openai:fake-model",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(tmp_path),
+            ]
+        )
     assert code != 0  # nothing scored: the run says so
     [row] = read_rows(tmp_path / "results.jsonl")
     assert row["termination"] == "infra_error"
-    assert "gave up after 2 attempts, the same answer every time, so a refused request rather than an outage" in row["infra_error"]
+    assert (
+        "gave up after 2 attempts, the same answer every time, so a refused request rather than an outage"
+        in row["infra_error"]
+    )
     assert "so a refused request rather than an outage" in (tmp_path / REPORT_FILE).read_text(encoding="utf-8")
 
 
@@ -251,17 +298,49 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
     the server stopped gives the same rows."""
     from test_model_roles import role_reply, without_timing
 
-    from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+    from erp_sim.agents.evaluation.evaluate import main as eval_main
+    from erp_sim.agents.evaluation.evaluate import read_rows
 
-    flags = ["--model-param", "tool_choice=auto", "--model-param", "assistant_content=empty",
-             "--model-param", "max_tokens=512", "--timeout", "20", "--max-retries", "0"]
+    flags = [
+        "--model-param",
+        "tool_choice=auto",
+        "--model-param",
+        "assistant_content=empty",
+        "--model-param",
+        "max_tokens=512",
+        "--timeout",
+        "20",
+        "--max-retries",
+        "0",
+    ]
     common = ["--configs", "C4", "--tasks", "hotel_50:hotel-006", "--runs", "1", "--quiet", "--concurrency", "1"]
-    with FakeOpenAIServer(tools_need_tool_choice=True, null_content_500=True, runaway_seconds=60.0,
-                          own_token_counts=True) as server:
+    with FakeOpenAIServer(
+        tools_need_tool_choice=True, null_content_500=True, runaway_seconds=60.0, own_token_counts=True
+    ) as server:
         server.answer_with(role_reply)
-        assert eval_main([*common, *flags, "--agent", "openai:local", "--user", "openai:local", "--summarizer",
-                          "openai:local", "--base-url", server.base_url, "--summarizer-base-url", server.base_url,
-                          "--record", str(tmp_path / "rec"), "--out", str(tmp_path / "live")]) == 0
+        assert (
+            eval_main(
+                [
+                    *common,
+                    *flags,
+                    "--agent",
+                    "openai:local",
+                    "--user",
+                    "openai:local",
+                    "--summarizer",
+                    "openai:local",
+                    "--base-url",
+                    server.base_url,
+                    "--summarizer-base-url",
+                    server.base_url,
+                    "--record",
+                    str(tmp_path / "rec"),
+                    "--out",
+                    str(tmp_path / "live"),
+                ]
+            )
+            == 0
+        )
     [row] = read_rows(tmp_path / "live" / "results.jsonl")
     assert row["termination"] == "success" and row["grade"]["success"]
     agent = row["sampling"]["agent"]
@@ -271,6 +350,21 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
     assert metrics["reported_input_tokens"] > 0 and metrics["reported_input_tokens"] != metrics["input_tokens"]
     assert metrics["user_reported_input_tokens"] > 0 and metrics["summarizer_reported_input_tokens"] > 0
     # the replay: the server is gone, every role answers from the recording
-    assert eval_main([*common, *flags, "--agent", f"replay:{tmp_path / 'rec'}", "--user", "openai:local",
-                      "--summarizer", "openai:local", "--out", str(tmp_path / "replayed")]) == 0
+    assert (
+        eval_main(
+            [
+                *common,
+                *flags,
+                "--agent",
+                f"replay:{tmp_path / 'rec'}",
+                "--user",
+                "openai:local",
+                "--summarizer",
+                "openai:local",
+                "--out",
+                str(tmp_path / "replayed"),
+            ]
+        )
+        == 0
+    )
     assert without_timing(tmp_path / "replayed") == without_timing(tmp_path / "live")

@@ -13,26 +13,36 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main, read_rows
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.evaluate import read_rows
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
-from erp_sim.agents.models.roles import EVAL_ROLES, SUMMARIZING_POLICIES, parse_model_param, params_by_role
+from erp_sim.agents.models.roles import EVAL_ROLES, SUMMARIZING_POLICIES, params_by_role, parse_model_param
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import POLICIES
 
 TASK = "hotel_50:hotel-006"  # the scripted agent asks the user here, so the LLM user is called
 USER_ANSWER = "Yes, please add every missing charge as its own itemized line."
 # every summarizing policy, with thresholds low enough that one short episode calls the summarizer
-SUMMARIZING = ["last_n_summary:n=2,w=1", "acon_history:t=1500", "acon_observation:t=300",
-               "acon_observation:t=300+last_n_summary:n=3,w=2"]
+SUMMARIZING = [
+    "last_n_summary:n=2,w=1",
+    "acon_history:t=1500",
+    "acon_observation:t=300",
+    "acon_observation:t=300+last_n_summary:n=3,w=2",
+]
 
 
-SOP_ANSWER = json.dumps({"key": "sop/itemize_hotel_expense", "summary": "itemize a hotel line", "goal": "itemize {line}",
-                         "steps": [{"tool": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}]})
+SOP_ANSWER = json.dumps(
+    {
+        "key": "sop/itemize_hotel_expense",
+        "summary": "itemize a hotel line",
+        "goal": "itemize {line}",
+        "steps": [{"tool": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}],
+    }
+)
 
 
 def role_reply(body):
@@ -53,10 +63,12 @@ def roles_server() -> FakeOpenAIServer:
 
 def kinds(server: FakeOpenAIServer) -> list[str]:
     """Which role sent each request the server received."""
+
     def kind(body):
         if body.get("tools"):
             return "agent"
         return "user" if END_TOKEN in body["messages"][0]["content"] else "summarizer"
+
     return [kind(body) for body in server.requests]
 
 
@@ -80,19 +92,24 @@ def test_model_params_parse_roles_and_json_values():
     assert parse_model_param("summarizer:note=a=b:c", EVAL_ROLES) == ("summarizer", "note", "a=b:c")
     assert parse_model_param("temperature=NaN", EVAL_ROLES) == (None, "temperature", "NaN")  # not JSON: text
     items = [(None, "max_tokens", 64), ("agent", "max_tokens", 512), (None, "seed", 1)]
-    assert params_by_role(items, EVAL_ROLES) == {"agent": {"max_tokens": 512, "seed": 1},
-                                                 "user": {"max_tokens": 64, "seed": 1},
-                                                 "summarizer": {"max_tokens": 64, "seed": 1},
-                                                 "consolidator": {"max_tokens": 64, "seed": 1}}
+    assert params_by_role(items, EVAL_ROLES) == {
+        "agent": {"max_tokens": 512, "seed": 1},
+        "user": {"max_tokens": 64, "seed": 1},
+        "summarizer": {"max_tokens": 64, "seed": 1},
+        "consolidator": {"max_tokens": 64, "seed": 1},
+    }
 
 
-@pytest.mark.parametrize(("item", "message"), [
-    ("compressor:max_tokens=5", "unknown role 'compressor' (roles: agent, user, summarizer, consolidator)"),
-    ("max_tokens", "expected [ROLE:]KEY=VALUE"),
-    ("agent:=5", "'' is not a request key"),
-    ("agent:model=gpt-x", "'model' is set by the harness, not by --model-param"),
-    ("timeout=30", "use --timeout, which sets the client of every role"),
-])
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("compressor:max_tokens=5", "unknown role 'compressor' (roles: agent, user, summarizer, consolidator)"),
+        ("max_tokens", "expected [ROLE:]KEY=VALUE"),
+        ("agent:=5", "'' is not a request key"),
+        ("agent:model=gpt-x", "'model' is set by the harness, not by --model-param"),
+        ("timeout=30", "use --timeout, which sets the client of every role"),
+    ],
+)
 def test_a_bad_model_param_is_a_one_line_usage_error(item, message, capsys, tmp_path):
     for main in (eval_main, sweep_main):
         with pytest.raises(SystemExit) as stop:
@@ -105,40 +122,90 @@ def test_a_bad_model_param_is_a_one_line_usage_error(item, message, capsys, tmp_
 
 def test_every_summarizing_policy_is_known_as_one():
     """The policies that call self.summarizer are exactly the ones eval gives an LLM summarizer to."""
-    calling = {name for name, cls in POLICIES.items()
-               if any("self.summarizer." in inspect.getsource(k) for k in cls.__mro__ if k.__module__.startswith("erp_sim"))}
+    calling = {
+        name
+        for name, cls in POLICIES.items()
+        if any("self.summarizer." in inspect.getsource(k) for k in cls.__mro__ if k.__module__.startswith("erp_sim"))
+    }
     assert calling == SUMMARIZING_POLICIES
 
 
 # --- request settings reach the server and the row ------------------------------------------------
 def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_path):
     with roles_server() as server:
-        assert eval_main([*COMMON, "--policy", "last_n_summary:n=2,w=1", "--agent", "openai:fake-agent",
-                          "--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--base-url", server.base_url,
-                          "--model-param", "max_tokens=400", "--model-param", "agent:tool_choice=auto",
-                          "--model-param", "user:temperature=0.7", "--summarizer-seed", "11",
-                          "--summarizer-max-tokens", "300", "--timeout", "45", "--max-retries", "2",
-                          "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--policy",
+                    "last_n_summary:n=2,w=1",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--user",
+                    "openai:fake-user",
+                    "--summarizer",
+                    "openai:fake-sum",
+                    "--base-url",
+                    server.base_url,
+                    "--model-param",
+                    "max_tokens=400",
+                    "--model-param",
+                    "agent:tool_choice=auto",
+                    "--model-param",
+                    "user:temperature=0.7",
+                    "--summarizer-seed",
+                    "11",
+                    "--summarizer-max-tokens",
+                    "300",
+                    "--timeout",
+                    "45",
+                    "--max-retries",
+                    "2",
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
         sent = list(zip(kinds(server), server.requests))
         assert not server.rejections
     assert {kind for kind, _ in sent} == {"agent", "user", "summarizer"}
     for kind, body in sent:
         assert body["model"] == f"fake-{kind.replace('summarizer', 'sum')}"
-        expected = {"agent": {"max_tokens": 400, "tool_choice": "auto", "temperature": 0.0},
-                    "user": {"max_tokens": 400, "temperature": 0.7},
-                    "summarizer": {"max_tokens": 300, "seed": 11, "temperature": 0.0}}[kind]
+        expected = {
+            "agent": {"max_tokens": 400, "tool_choice": "auto", "temperature": 0.0},
+            "user": {"max_tokens": 400, "temperature": 0.7},
+            "summarizer": {"max_tokens": 300, "seed": 11, "temperature": 0.0},
+        }[kind]
         assert {key: body.get(key) for key in expected} == expected
         assert "tool_choice" not in body or kind == "agent"
     [row] = read_rows(tmp_path / "run" / "results.jsonl")
     assert row["grade"]["success"] and row["metrics"]["summarizer_calls"] == kinds(server).count("summarizer")
     assert row["metrics"]["user_model_calls"] == kinds(server).count("user")
     assert row["sampling"] == {
-        "agent": {"model": "fake-agent", "params": {"temperature": 0.0, "max_tokens": 400, "tool_choice": "auto"},
-                  "timeout": 45.0, "max_retries": 2},
-        "user": {"model": "fake-user", "params": {"temperature": 0.7, "max_tokens": 400}, "timeout": 45.0, "max_retries": 2},
-        "summarizer": {"model": "fake-sum", "params": {"temperature": 0.0, "max_tokens": 300, "seed": 11},
-                       "timeout": 45.0, "max_retries": 2},
-        "context_window": None, "cassettes": str(tmp_path / "rec")}
+        "agent": {
+            "model": "fake-agent",
+            "params": {"temperature": 0.0, "max_tokens": 400, "tool_choice": "auto"},
+            "timeout": 45.0,
+            "max_retries": 2,
+        },
+        "user": {
+            "model": "fake-user",
+            "params": {"temperature": 0.7, "max_tokens": 400},
+            "timeout": 45.0,
+            "max_retries": 2,
+        },
+        "summarizer": {
+            "model": "fake-sum",
+            "params": {"temperature": 0.0, "max_tokens": 300, "seed": 11},
+            "timeout": 45.0,
+            "max_retries": 2,
+        },
+        "context_window": None,
+        "cassettes": str(tmp_path / "rec"),
+    }
     manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
     assert manifest == {role: row["sampling"][role] for role in ("agent", "summarizer", "user")}
     episode = tmp_path / "rec" / "cassettes" / row["config"]
@@ -153,17 +220,54 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
 def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(policy, tmp_path):
     roles = ["--user", "openai:fake-user", "--summarizer", "openai:fake-sum"]
     with roles_server() as server:
-        assert eval_main([*COMMON, "--configs", "C1", "--policy", policy, "--agent", "openai:fake-agent", *roles,
-                          "--base-url", server.base_url, "--out", str(tmp_path / "run"),
-                          "--record", str(tmp_path / "rec")]) == 0
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--configs",
+                    "C1",
+                    "--policy",
+                    policy,
+                    "--agent",
+                    "openai:fake-agent",
+                    *roles,
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
         assert not server.rejections and {"user", "summarizer"} <= set(kinds(server))
     recorded = without_timing(tmp_path / "run")
-    assert [r["config"] for r in recorded] == ["C1", parse_policy(policy).spec] and all(r["infra_error"] is None for r in recorded)
+    assert [r["config"] for r in recorded] == ["C1", parse_policy(policy).spec] and all(
+        r["infra_error"] is None for r in recorded
+    )
     assert recorded[1]["metrics"]["summarizer_calls"] > 0 and recorded[1]["metrics"]["user_model_calls"] > 0
-    assert recorded[0]["sampling"]["user"] is None and recorded[0]["sampling"]["summarizer"] is None  # C1: no user, no summary
+    assert (
+        recorded[0]["sampling"]["user"] is None and recorded[0]["sampling"]["summarizer"] is None
+    )  # C1: no user, no summary
     # the server is stopped: anything not in the cassettes would fail the episode
-    assert eval_main([*COMMON, "--configs", "C1", "--policy", policy, "--agent", f"replay:{tmp_path / 'rec'}", *roles,
-                      "--out", str(tmp_path / "replay")]) == 0
+    assert (
+        eval_main(
+            [
+                *COMMON,
+                "--configs",
+                "C1",
+                "--policy",
+                policy,
+                "--agent",
+                f"replay:{tmp_path / 'rec'}",
+                *roles,
+                "--out",
+                str(tmp_path / "replay"),
+            ]
+        )
+        == 0
+    )
     replayed = without_timing(tmp_path / "replay")
     assert json.dumps(replayed) == json.dumps(recorded)  # byte for byte, key order included
     assert trajectories(tmp_path / "replay", replayed) == trajectories(tmp_path / "run", recorded)
@@ -171,23 +275,65 @@ def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(p
 
 def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path, capsys):
     with roles_server() as server:
-        assert eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
-                          "--summarizer", "openai:fake-sum", "--base-url", server.base_url,
-                          "--model-param", "summarizer:max_tokens=300", "--out", str(tmp_path / "run"),
-                          "--record", str(tmp_path / "rec")]) == 0
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--configs",
+                    "C4",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--user",
+                    "openai:fake-user",
+                    "--summarizer",
+                    "openai:fake-sum",
+                    "--base-url",
+                    server.base_url,
+                    "--model-param",
+                    "summarizer:max_tokens=300",
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
     rec = tmp_path / "rec"
     replay = [*COMMON, "--configs", "C4", "--agent", f"replay:{rec}", "--out", str(tmp_path / "replay")]
     refusals = {
-        ("--user", "openai:other", "--summarizer", "openai:fake-sum"):
-            f"--user openai:other contradicts the recording in {rec}, whose user is openai:fake-user",
-        ("--user", "rule", "--summarizer", "openai:fake-sum"):
-            f"the recording in {rec} has a user model, openai:fake-user; pass --user openai:fake-user to replay it",
-        ("--user", "openai:fake-user"):
-            f"the recording in {rec} has a summarizer model, openai:fake-sum; pass --summarizer openai:fake-sum to replay it",
-        ("--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--summarizer-max-tokens", "99"):
-            f"--model-param summarizer:max_tokens=99 contradicts the recording in {rec} (summarizer max_tokens: 300)",
-        ("--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--max-retries", "0"):
-            f"--max-retries 0 contradicts the recording in {rec} (agent: 5)",
+        (
+            "--user",
+            "openai:other",
+            "--summarizer",
+            "openai:fake-sum",
+        ): f"--user openai:other contradicts the recording in {rec}, whose user is openai:fake-user",
+        (
+            "--user",
+            "rule",
+            "--summarizer",
+            "openai:fake-sum",
+        ): f"the recording in {rec} has a user model, openai:fake-user; pass --user openai:fake-user to replay it",
+        (
+            "--user",
+            "openai:fake-user",
+        ): f"the recording in {rec} has a summarizer model, openai:fake-sum; pass --summarizer openai:fake-sum to replay it",
+        (
+            "--user",
+            "openai:fake-user",
+            "--summarizer",
+            "openai:fake-sum",
+            "--summarizer-max-tokens",
+            "99",
+        ): f"--model-param summarizer:max_tokens=99 contradicts the recording in {rec} (summarizer max_tokens: 300)",
+        (
+            "--user",
+            "openai:fake-user",
+            "--summarizer",
+            "openai:fake-sum",
+            "--max-retries",
+            "0",
+        ): f"--max-retries 0 contradicts the recording in {rec} (agent: 5)",
     }
     for named, message in refusals.items():
         with pytest.raises(SystemExit) as stop:
@@ -195,22 +341,68 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         assert str(stop.value) == f"erp-sim: {message}"
     assert not (tmp_path / "replay").exists()
     # what is named as recorded, or not named at all, replays
-    assert eval_main([*replay, "--user", "openai:fake-user", "--summarizer", "openai:fake-sum",
-                      "--summarizer-max-tokens", "300"]) == 0
+    assert (
+        eval_main(
+            [*replay, "--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--summarizer-max-tokens", "300"]
+        )
+        == 0
+    )
     assert without_timing(tmp_path / "replay") == without_timing(tmp_path / "run")
     # recording into the same folder with another model is refused too
     with pytest.raises(SystemExit, match=r"--record .* whose summarizer is openai:fake-sum .* record into another"):
-        eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
-                   "--summarizer", "openai:other-sum", "--base-url", "http://127.0.0.1:9/v1",
-                   "--out", str(tmp_path / "run2"), "--record", str(rec)])
+        eval_main(
+            [
+                *COMMON,
+                "--configs",
+                "C4",
+                "--agent",
+                "openai:fake-agent",
+                "--user",
+                "openai:fake-user",
+                "--summarizer",
+                "openai:other-sum",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--out",
+                str(tmp_path / "run2"),
+                "--record",
+                str(rec),
+            ]
+        )
 
 
 def test_sweep_takes_the_summarizer_and_model_params(tmp_path):
     with roles_server() as server:
-        assert sweep_main(["--family", "last_n_summary", "--grid", "n=2", "--grid", "w=1,2", "--tasks", TASK, "--quiet",
-                           "--concurrency", "1", "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
-                           "--summarizer-temperature", "0.3", "--model-param", "seed=5", "--base-url", server.base_url,
-                           "--out", str(tmp_path)]) == 0
+        assert (
+            sweep_main(
+                [
+                    "--family",
+                    "last_n_summary",
+                    "--grid",
+                    "n=2",
+                    "--grid",
+                    "w=1,2",
+                    "--tasks",
+                    TASK,
+                    "--quiet",
+                    "--concurrency",
+                    "1",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--summarizer",
+                    "openai:fake-sum",
+                    "--summarizer-temperature",
+                    "0.3",
+                    "--model-param",
+                    "seed=5",
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 0
+        )
         summaries = [body for kind, body in zip(kinds(server), server.requests) if kind == "summarizer"]
     assert summaries and all(b["model"] == "fake-sum" and b["temperature"] == 0.3 and b["seed"] == 5 for b in summaries)
     rows = read_rows(tmp_path / "results.jsonl")
@@ -224,9 +416,25 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
     with roles_server() as server, FakeOpenAIServer() as summarizer:
         summarizer.answer_with(role_reply)
         summarizer.fail_always(503)
-        argv = [*COMMON, "--policy", policy, "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
-                "--base-url", server.base_url, "--summarizer-base-url", summarizer.base_url, "--max-retries", "0",
-                "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]
+        argv = [
+            *COMMON,
+            "--policy",
+            policy,
+            "--agent",
+            "openai:fake-agent",
+            "--summarizer",
+            "openai:fake-sum",
+            "--base-url",
+            server.base_url,
+            "--summarizer-base-url",
+            summarizer.base_url,
+            "--max-retries",
+            "0",
+            "--out",
+            str(tmp_path / "run"),
+            "--record",
+            str(tmp_path / "rec"),
+        ]
         assert eval_main(argv) == 1  # nothing scored
         [row] = read_rows(tmp_path / "run" / "results.jsonl")
         assert row["termination"] == "infra_error" and row["infra_error"].startswith("summarizer: fake-sum at ")
@@ -239,112 +447,56 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
         assert not server.rejections and not summarizer.rejections
     names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / parse_policy(policy).spec).iterdir())
     assert names == ["hotel-006-run0.attempt1.jsonl", "hotel-006-run0.jsonl", "hotel-006-run0.summarizer.jsonl"]
-    assert eval_main([*COMMON, "--policy", policy, "--agent", f"replay:{tmp_path / 'rec'}", "--summarizer",
-                      "openai:fake-sum", "--out", str(tmp_path / "replay")]) == 0
-    assert [r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "replay")] == \
-        [r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "run")]
+    assert (
+        eval_main(
+            [
+                *COMMON,
+                "--policy",
+                policy,
+                "--agent",
+                f"replay:{tmp_path / 'rec'}",
+                "--summarizer",
+                "openai:fake-sum",
+                "--out",
+                str(tmp_path / "replay"),
+            ]
+        )
+        == 0
+    )
+    assert [r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "replay")] == [
+        r | {"attempt": 0, "attempts": []} for r in without_timing(tmp_path / "run")
+    ]
 
 
 def test_a_refused_summarizer_request_is_a_scored_failure_named_as_the_summarizers(tmp_path):
     with roles_server() as server, FakeOpenAIServer() as summarizer:
         summarizer.fail_always(400, message="Your request was flagged by the content filter.")
-        assert eval_main([*COMMON, "--configs", "C4", "--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum",
-                          "--base-url", server.base_url, "--summarizer-base-url", summarizer.base_url,
-                          "--out", str(tmp_path)]) == 0
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--configs",
+                    "C4",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--summarizer",
+                    "openai:fake-sum",
+                    "--base-url",
+                    server.base_url,
+                    "--summarizer-base-url",
+                    summarizer.base_url,
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 0
+        )
     [row] = read_rows(tmp_path / "results.jsonl")
     assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
     assert row["model_error"].startswith("summarizer: fake-sum at ") and "content filter" in row["model_error"]
     assert row["infra_error"] is None and row["grade"]["success"] is False
     with gzip.open(tmp_path / row["trajectory"], "rt") as handle:
         assert json.load(handle)["model_error"] == row["model_error"]
-
-
-# --- acon optimize: compressor and optimizer roles ---------------------------------------------------
-ACON = ["--agent", "openai:fake-agent", "--compressor", "openai:fake-compressor", "--optimizer", "openai:fake-optimizer",
-        "--tasks", "hotel_50:hotel-006", "--test-tasks", "none", "--steps", "none"]
-
-
-def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_path):
-    from erp_sim.agents.acon.optimize import main as optimize_main
-
-    with FakeOpenAIServer() as server:
-        server.answer_with(acon_role_reply)
-        assert optimize_main([*ACON, "--base-url", server.base_url, "--out", str(tmp_path / "run"), "--record",
-                              str(tmp_path / "run"), "--model-param", "compressor:max_tokens=300",
-                              "--model-param", "agent:tool_choice=auto", "--model-param", "seed=3",
-                              "--timeout", "30", "--max-retries", "1"]) == 0
-        assert not server.rejections
-    agent = [body for body in server.requests if body.get("tools")]
-    compressor = [body for body in server.requests if not body.get("tools")]
-    assert agent and compressor
-    assert all(body["tool_choice"] == "auto" and body["seed"] == 3 and "max_tokens" not in body for body in agent)
-    assert all(body["max_tokens"] == 300 and body["seed"] == 3 and "tool_choice" not in body for body in compressor)
-    manifest = json.loads((tmp_path / "run" / "cassettes" / "models.json").read_text())
-    assert manifest["compressor"] == {"model": "fake-compressor", "params": {"temperature": 0.0, "max_tokens": 300, "seed": 3},
-                                      "timeout": 30.0, "max_retries": 1}
-    assert manifest["optimizer"]["params"] == {"seed": 3}  # the optimizer samples at the server's temperature
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert report["settings"]["model_params"]["compressor"] == {"max_tokens": 300, "seed": 3}
-
-    replay = [*ACON, "--out", str(tmp_path / "replay"), "--replay", str(tmp_path / "run")]
-    rec = tmp_path / "run"
-    for extra, message in [
-        (["--compressor", "openai:other"], f"--compressor openai:other contradicts the recording in {rec}, whose "
-                                           "compressor is openai:fake-compressor"),
-        (["--model-param", "optimizer:temperature=0.5"], f"--model-param optimizer:temperature=0.5 contradicts the "
-                                                         f"recording in {rec} (optimizer temperature: not sent)"),
-        (["--timeout", "31"], f"--timeout 31.0 contradicts the recording in {rec} (agent: 30.0)"),
-    ]:
-        with pytest.raises(SystemExit) as stop:
-            optimize_main([*replay, *extra])
-        assert str(stop.value) == f"erp-sim acon optimize: {message}"
-        assert not (tmp_path / "replay").exists()
-    # the replay's settings must also be the recording's (--model-param is in config.json)
-    assert optimize_main([*replay, "--model-param", "compressor:max_tokens=300", "--model-param", "agent:tool_choice=auto",
-                          "--model-param", "seed=3"]) == 0
-    assert (tmp_path / "replay" / "report.json").read_text() == (tmp_path / "run" / "report.json").read_text()
-
-
-# --- the GenericAgent memory consolidator -----------------------------------------------------------
-def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_path):
-    import shutil
-
-    memory = tmp_path / "memory"
-    argv = ["--policy", "ga_memory", "--memory", str(memory), "--sequential", "--quiet", "--concurrency", "1",
-            "--tasks", "hotel_50:hotel-000,hotel-001", "--consolidator", "openai:fake-cons"]
-    with roles_server() as server:
-        assert eval_main([*argv, "--agent", "openai:fake-agent", "--base-url", server.base_url,
-                          "--model-param", "consolidator:max_tokens=800", "--out", str(tmp_path / "run"),
-                          "--record", str(tmp_path / "rec")]) == 0
-        asked = [body for body in server.requests if "graded SUCCESSFUL" in body["messages"][0]["content"]]
-        assert not server.rejections
-    assert len(asked) == 2 and all(body["model"] == "fake-cons" and body["max_tokens"] == 800 for body in asked)
-    recorded = without_timing(tmp_path / "run")
-    assert [row["memory"]["promoted"] for row in recorded if row["config"] == "with_memory"] == [
-        ["sop/itemize_hotel_expense"]] * 2
-    cassette = tmp_path / "rec" / "cassettes" / "with_memory" / "hotel-000-run0.consolidator.jsonl"
-    assert len(cassette.read_text().splitlines()) == 1
-    manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
-    assert manifest["consolidator"]["params"] == {"temperature": 0.0, "max_tokens": 800}
-    shutil.rmtree(memory)  # the replay starts from the same empty memory, with the server gone
-    with pytest.raises(SystemExit, match="the recording in .* has a consolidator model, openai:fake-cons"):
-        eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
-    assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
-    assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)
-
-
-def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
-    with roles_server() as server:
-        assert eval_main([*COMMON, "--configs", "C3", "--agent", "openai:fake-agent", "--base-url", server.base_url,
-                          "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
-    (tmp_path / "rec" / "cassettes" / "models.json").unlink()
-    assert eval_main([*COMMON, "--configs", "C3", "--agent", f"replay:{tmp_path / 'rec'}",
-                      "--out", str(tmp_path / "replay")]) == 0
-    [recorded], [replayed] = without_timing(tmp_path / "run"), without_timing(tmp_path / "replay")
-    assert replayed["grade"] == recorded["grade"] and replayed["metrics"] == recorded["metrics"]
-    # without the manifest only the params are known (from the cassette), and the row says it was a replay
-    assert replayed["sampling"]["agent"] == {"params": {"temperature": 0.0}}
-    assert replayed["agent"] == f"replay:{tmp_path / 'rec'}"
 
 
 def test_a_refused_user_model_request_is_a_scored_failure_named_as_the_users(tmp_path):
@@ -355,8 +507,27 @@ def test_a_refused_user_model_request_is_a_scored_failure_named_as_the_users(tmp
 
     with FakeOpenAIServer() as server:
         server.answer_with(refuse_the_user)
-        assert eval_main([*COMMON, "--configs", "C2", "--agent", "openai:fake-agent", "--user", "openai:fake-user",
-                          "--base-url", server.base_url, "--out", str(tmp_path)]) == 0
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--configs",
+                    "C2",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--user",
+                    "openai:fake-user",
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 0
+        )
     [row] = read_rows(tmp_path / "results.jsonl")
     assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
-    assert row["model_error"].startswith("user: fake-user at ") and "the user model's request was refused" in row["model_error"]
+    assert (
+        row["model_error"].startswith("user: fake-user at ")
+        and "the user model's request was refused" in row["model_error"]
+    )

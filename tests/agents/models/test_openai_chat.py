@@ -77,9 +77,9 @@ def test_text_answer_has_content_and_no_tool_calls(fake_openai_server):
 def test_temperature_seed_and_extra_params_reach_the_server(fake_openai_server):
     fake_openai_server.reply_text("ok")
     fake_openai_server.reply_text("ok")
-    make_model(
-        fake_openai_server, [], temperature=0.3, seed=7, extra_params={"max_completion_tokens": 64}
-    ).complete(MESSAGES)
+    make_model(fake_openai_server, [], temperature=0.3, seed=7, extra_params={"max_completion_tokens": 64}).complete(
+        MESSAGES
+    )
     make_model(fake_openai_server, []).complete(MESSAGES)
 
     with_params, without_params = fake_openai_server.requests

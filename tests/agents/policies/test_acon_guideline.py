@@ -36,14 +36,20 @@ def test_acon_history_sends_the_guideline_file_as_the_compressor_prompt(guidelin
     unit_tokens = sum(count_message(m) for m in step("c1", BIG))
     model = PromptRecorder()
     spec = f"acon_history:t={int(2.5 * unit_tokens)},k=1,guideline={guideline}"
-    run(wrap(RecordingAgent(), spec, summarizer=LLMSummarizer(model)), transcript(*(step(f"c{i}", BIG) for i in range(1, 6))))
+    run(
+        wrap(RecordingAgent(), spec, summarizer=LLMSummarizer(model)),
+        transcript(*(step(f"c{i}", BIG) for i in range(1, 6))),
+    )
     assert model.systems and set(model.systems) == {"Keep every receipt amount verbatim.\n"}
 
 
 def test_acon_observation_sends_the_guideline_and_defaults_to_the_prompt_file(guideline):
     messages = transcript(step("c1", BIG))
     guided, default = PromptRecorder(), PromptRecorder()
-    run(wrap(RecordingAgent(), f"acon_observation:t=50,guideline={guideline}", summarizer=LLMSummarizer(guided)), messages)
+    run(
+        wrap(RecordingAgent(), f"acon_observation:t=50,guideline={guideline}", summarizer=LLMSummarizer(guided)),
+        messages,
+    )
     run(wrap(RecordingAgent(), "acon_observation:t=50", summarizer=LLMSummarizer(default)), messages)
     assert guided.systems == ["Keep every receipt amount verbatim.\n"]
     assert default.systems == [load_prompt("refine_observation.md")]

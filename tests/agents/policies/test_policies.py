@@ -28,14 +28,7 @@ from policy_support import (
     user,
 )
 
-from erp_sim.agents.policies import (
-    PRESETS,
-    ContextPolicy,
-    parse_policy,
-    split_transcript,
-    validate_messages,
-    wrap,
-)
+from erp_sim.agents.policies import PRESETS, ContextPolicy, parse_policy, split_transcript, validate_messages, wrap
 from erp_sim.agents.policies.generic_agent import MARKER, cut_chars, cut_head_tail
 from erp_sim.agents.summarizers import SummarizerError
 from erp_sim.agents.tokens import count_message, count_messages, count_text, get_counter
@@ -81,7 +74,9 @@ def test_full_passes_everything():
 
 
 def test_last_n_keeps_the_last_n_tool_units_and_what_lies_between_them():
-    messages = transcript(step("c1", "r"), step("c2", "r"), user("hi"), step("c3", "r"), assistant("x"), step("c4", "r"))
+    messages = transcript(
+        step("c1", "r"), step("c2", "r"), user("hi"), step("c3", "r"), assistant("x"), step("c4", "r")
+    )
     shown = run(wrap(RecordingAgent(), "last_n:n=2"), messages)
     assert labels(shown) == ["S", "I", "c3", "a:x", "c4"]
     shown = run(wrap(RecordingAgent(), "last_n:n=3"), messages)
@@ -91,7 +86,9 @@ def test_last_n_keeps_the_last_n_tool_units_and_what_lies_between_them():
 
 
 def test_fifo_counts_every_unit_as_a_turn():
-    messages = transcript(step("c1", "r"), step("c2", "r"), user("hi"), step("c3", "r"), assistant("x"), step("c4", "r"))
+    messages = transcript(
+        step("c1", "r"), step("c2", "r"), user("hi"), step("c3", "r"), assistant("x"), step("c4", "r")
+    )
     assert labels(run(wrap(RecordingAgent(), "fifo:k=2"), messages)) == ["S", "I", "a:x", "c4"]
     assert labels(run(wrap(RecordingAgent(), "fifo:k=3"), messages)) == ["S", "I", "c3", "a:x", "c4"]
     assert labels(run(wrap(RecordingAgent(), "fifo:k=0"), messages)) == ["S", "I"]
@@ -210,8 +207,7 @@ def test_cut_chars_keeps_head_and_tail():
 def test_head_tail_cuts_old_results_only_with_per_tool_caps():
     long = "A" * 10 + "B" * 30 + "C" * 10
     messages = transcript(
-        tool_unit(("c1", "form_click_control", long), ("c2", "form_find_controls", long)),
-        step("c3", long),
+        tool_unit(("c1", "form_click_control", long), ("c2", "form_find_controls", long)), step("c3", long)
     )
     shown = run(wrap(RecordingAgent(), "head_tail:chars=20,tool_chars=form_find_controls:0"), messages)
     results = {m["tool_call_id"]: m["content"] for m in shown if m["role"] == "tool"}
@@ -234,9 +230,14 @@ def test_head_tail_with_both_caps_keeps_the_tighter_cut_at_each_end():
     text = "word " * 100
     counter = get_counter()
     assert cut_head_tail(text, chars=20, tokens=1000, counter=counter) == cut_chars(text, 20)
-    assert cut_head_tail(text, chars=1000, tokens=4, counter=counter) == "word word" + MARKER.format(omitted=485) + " word "
+    assert (
+        cut_head_tail(text, chars=1000, tokens=4, counter=counter)
+        == "word word" + MARKER.format(omitted=485) + " word "
+    )
     both = cut_head_tail(text, chars=30, tokens=4, counter=counter)
-    assert len(both) <= 30 + len(MARKER.format(omitted=480)) and count_text(both) <= 4 + count_text(MARKER.format(omitted=480))
+    assert len(both) <= 30 + len(MARKER.format(omitted=480)) and count_text(both) <= 4 + count_text(
+        MARKER.format(omitted=480)
+    )
     assert cut_head_tail("東京" * 50, chars=0, tokens=3, counter=counter).startswith("東")  # no broken characters
 
 
@@ -268,9 +269,7 @@ def test_budget_eviction_never_goes_below_min_units():
 def erp_transcript():
     lines = [("2024-03-01", "Daily room rate", "300.00", "Saved")]
     return transcript(
-        step("c1", report_response()),
-        step("c2", receipt_response()),
-        step("c3", itemization_response(lines)),
+        step("c1", report_response()), step("c2", receipt_response()), step("c3", itemization_response(lines))
     )
 
 
@@ -280,7 +279,13 @@ def test_working_memory_anchor_is_pinned_after_the_instruction_and_survives_evic
     shown = run(policy, erp_transcript())
     assert labels(shown) == ["S", "I", "<WORKING_MEMORY>", "c3"]
     anchor = shown[2]["content"]
-    for fact in ("EXP-000123", "Room charge", "45.00", "remaining 60.00", "Itemize receipt item: 2024-03-01 | City tax | 45.00"):
+    for fact in (
+        "EXP-000123",
+        "Room charge",
+        "45.00",
+        "remaining 60.00",
+        "Itemize receipt item: 2024-03-01 | City tax | 45.00",
+    ):
         assert fact in anchor  # the receipt was read two steps ago and evicted, but its facts remain
 
 
@@ -312,13 +317,23 @@ def test_clear_tool_uses_clears_all_but_the_last_keep_once_over_the_trigger():
 
 def test_clear_tool_uses_below_trigger_exclusions_inputs_and_clear_at_least():
     assert results_of(run(wrap(RecordingAgent(), "clear_tool_uses:trigger=100000,keep=2"), four_uses()))["c1"] == BIG
-    shown = run(wrap(RecordingAgent(), "clear_tool_uses:trigger=100,keep=1,exclude_tools=form_find_controls"), four_uses())
+    shown = run(
+        wrap(RecordingAgent(), "clear_tool_uses:trigger=100,keep=1,exclude_tools=form_find_controls"), four_uses()
+    )
     assert results_of(shown) == {"c1": "[cleared]", "c2": BIG, "c3": "[cleared]", "c4": BIG}
     # clearing two results frees about 200 tokens: asking for 5000 clears nothing
-    assert results_of(run(wrap(RecordingAgent(), "clear_tool_uses:trigger=100,keep=2,clear_at_least=5000"), four_uses()))["c1"] == BIG
+    assert (
+        results_of(run(wrap(RecordingAgent(), "clear_tool_uses:trigger=100,keep=2,clear_at_least=5000"), four_uses()))[
+            "c1"
+        ]
+        == BIG
+    )
     messages = transcript(tool_unit(("c1", "form_click_control", BIG)), step("c2", BIG))
     messages[2]["tool_calls"][0]["function"]["arguments"] = '{"controlName": "NewLine"}'
-    shown = run(wrap(RecordingAgent(), 'clear_tool_uses:trigger=10,keep=1,clear_tool_inputs=true,placeholder="[gone, re-run]"'), messages)
+    shown = run(
+        wrap(RecordingAgent(), 'clear_tool_uses:trigger=10,keep=1,clear_tool_inputs=true,placeholder="[gone, re-run]"'),
+        messages,
+    )
     assert shown[2]["tool_calls"][0]["function"]["arguments"] == "{}" and shown[3]["content"] == "[gone, re-run]"
     assert messages[2]["tool_calls"][0]["function"]["arguments"] == '{"controlName": "NewLine"}'
 

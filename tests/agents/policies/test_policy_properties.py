@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, flatten, units
-
 from strict_chat_request import rejection
 
 from erp_sim.agents.models.openai_chat import wire_messages
@@ -26,14 +25,22 @@ from erp_sim.agents.policies.generic_agent import MARKER
 from erp_sim.agents.policies.units import IncrementalSplit
 from erp_sim.agents.tokens import count_messages, count_text, message_text
 
+
 def _memory_dir() -> str:
     """A store with an SOP and a fact, so ga_memory shows a non-empty index."""
     from erp_sim.agents.memory.store import Fact, MemoryStore, Sop, SopStep
 
     path = tempfile.mkdtemp(prefix="erp-sim-memory-")
     store = MemoryStore.open(path)
-    store.put(Sop(key="sop/itemize_hotel_expense", summary="itemize", goal="g", steps=[SopStep(tool="form_save_form")],
-                  verified_by=["000001-t"]))
+    store.put(
+        Sop(
+            key="sop/itemize_hotel_expense",
+            summary="itemize",
+            goal="g",
+            steps=[SopStep(tool="form_save_form")],
+            verified_by=["000001-t"],
+        )
+    )
     store.put(Fact(key="fact/menu_item_trvexpenses", summary="menu", text="t", verified_by=["000001-t"]))
     store.rebuild_index()
     return path
@@ -42,7 +49,11 @@ def _memory_dir() -> str:
 MEMORY_DIR = _memory_dir()
 
 # POLICY_EXAMPLES=1000 for a deeper search than the default quick run.
-SETTINGS = settings(max_examples=int(os.environ.get("POLICY_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("POLICY_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 LAYERS = {
     "full": st.just("full"),
@@ -114,7 +125,9 @@ def check_common(spec: str, shown: list) -> None:
     assert first["role"] == "user"
     if "acon_history" in spec:
         assert message_text(first["content"]).startswith(INSTRUCTION["content"])
-        assert {k: v for k, v in first.items() if k != "content"} == {k: v for k, v in INSTRUCTION.items() if k != "content"}
+        assert {k: v for k, v in first.items() if k != "content"} == {
+            k: v for k, v in INSTRUCTION.items() if k != "content"
+        }
     else:
         assert first == INSTRUCTION
 
@@ -205,7 +218,9 @@ def _head_tail(p, transcript, shown, units_in, units_out):
                 assert len(after["content"]) <= p["chars"] + len(MARKER.format(omitted=10**9))
             if p["tokens"]:
                 assert count_text(after["content"]) <= p["tokens"] + 12  # cap + the marker's tokens
-            if len(before["content"]) <= p["chars"] and (not p["tokens"] or count_text(before["content"]) <= p["tokens"]):
+            if len(before["content"]) <= p["chars"] and (
+                not p["tokens"] or count_text(before["content"]) <= p["tokens"]
+            ):
                 assert after == before
 
 
@@ -236,7 +251,9 @@ def _clear_tool_uses(p, transcript, shown, units_in, units_out):
             if index < recent and before.get("name") not in p["exclude_tools"]:
                 assert after["content"] == "[cleared]"
     if p["clear_tool_inputs"]:
-        cleared_ids = {r["tool_call_id"] for r, b in zip(results_out, results_in) if r["content"] == "[cleared]" != b["content"]}
+        cleared_ids = {
+            r["tool_call_id"] for r, b in zip(results_out, results_in) if r["content"] == "[cleared]" != b["content"]
+        }
         for unit in units_out:
             for call in unit.messages[0].get("tool_calls") or () if unit.kind == "tool" else ():
                 if call["id"] in cleared_ids:

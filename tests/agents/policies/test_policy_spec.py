@@ -43,14 +43,18 @@ def test_canonical_form_lists_every_parameter_in_order():
 
 
 def test_grammar_values_and_whitespace():
-    parsed = parse_policy(" head_tail : chars = 400 , tool_chars=form_find_controls:2000;data_find_entities:0 + last_n:n=5 ")
+    parsed = parse_policy(
+        " head_tail : chars = 400 , tool_chars=form_find_controls:2000;data_find_entities:0 + last_n:n=5 "
+    )
     assert [layer.name for layer in parsed.layers] == ["head_tail", "last_n"]
     assert parsed.layers[0].params["tool_chars"] == {"form_find_controls": 2000, "data_find_entities": 0}
     assert parsed.spec == (
         "head_tail:chars=400,tokens=0,keep_recent=1,tool_chars=data_find_entities:0;form_find_controls:2000,tool_tokens="
         "+last_n:n=5"
     )
-    clearing = parse_policy('clear_tool_uses:exclude_tools=a;b,clear_tool_inputs=true,placeholder="[x, y+z=1; \\"q\\"]"')
+    clearing = parse_policy(
+        'clear_tool_uses:exclude_tools=a;b,clear_tool_inputs=true,placeholder="[x, y+z=1; \\"q\\"]"'
+    )
     params = clearing.layers[0].params
     assert params["exclude_tools"] == ["a", "b"] and params["clear_tool_inputs"] is True
     assert params["placeholder"] == '[x, y+z=1; "q"]'
@@ -78,7 +82,10 @@ def test_any_placeholder_text_round_trips(text):
         ("last_n_summary:w=0", "last_n_summary: w: Value error, must be -1"),
         ("acon_history:mode=sometimes", "acon_history: mode: Input should be 'accumulate' or 'reset'"),
         ("budget_eviction:target=1.5", "budget_eviction: target: Input should be less than or equal to 1"),
-        ("clear_tool_uses:clear_tool_inputs=maybe", "clear_tool_uses: clear_tool_inputs: Input should be a valid boolean"),
+        (
+            "clear_tool_uses:clear_tool_inputs=maybe",
+            "clear_tool_uses: clear_tool_inputs: Input should be a valid boolean",
+        ),
         ("head_tail:tool_chars=x", "head_tail: tool_chars: expected name:value pairs"),
         ("head_tail:tool_chars=x:-5", "cap for tool 'x' must be >= 0"),
         ("last_n+", "empty layer"),

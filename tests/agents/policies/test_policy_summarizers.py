@@ -21,13 +21,7 @@ from policy_support import (
 
 from erp_sim.agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
 from erp_sim.agents.policies import wrap
-from erp_sim.agents.summarizers import (
-    PROMPTS_DIR,
-    LLMSummarizer,
-    StructuredSummarizer,
-    SummarizerError,
-    load_prompt,
-)
+from erp_sim.agents.summarizers import PROMPTS_DIR, LLMSummarizer, StructuredSummarizer, SummarizerError, load_prompt
 from erp_sim.agents.tokens import count_text
 from erp_sim.agents.types import ChatResponse, InfrastructureError, Usage
 
@@ -49,14 +43,23 @@ def erp_steps():
 def test_facts_from_d365_responses():
     facts = facts_from_messages(erp_steps(), TASK)
     assert facts.report == "EXP-000123"
-    assert facts.line["TrvExpTrans_LineNum"] == "2" and facts.line["TrvExpTrans_AmountCurr"] == "360.00"  # nested in Tab/TabPage
+    assert (
+        facts.line["TrvExpTrans_LineNum"] == "2" and facts.line["TrvExpTrans_AmountCurr"] == "360.00"
+    )  # nested in Tab/TabPage
     assert [(i.date, i.description, i.amount) for i in facts.receipt_items.values()] == [
         ("2024-03-01", "Room charge", "300.00"),
         ("2024-03-01", "City tax", "45.00"),
         ("2024-03-02", "Minibar", "15.00"),
     ]
-    assert (facts.itemization_total, facts.itemization_itemized, facts.itemization_remaining) == ("360.00", "300.00", "60.00")
-    assert [(line.subcategory, line.status) for line in facts.itemized_lines.values()] == [("Daily room rate", "Saved"), ("City tax", "New")]
+    assert (facts.itemization_total, facts.itemization_itemized, facts.itemization_remaining) == (
+        "360.00",
+        "300.00",
+        "60.00",
+    )
+    assert [(line.subcategory, line.status) for line in facts.itemized_lines.values()] == [
+        ("Daily room rate", "Saved"),
+        ("City tax", "New"),
+    ]
     assert [i.description for i in missing_receipt_items(facts)] == ["City tax", "Minibar"]  # City tax is not saved yet
     assert facts.notes == ["Warning: Remaining amount is not zero."]
     assert facts.current_form == "TrvItemization"
@@ -67,7 +70,13 @@ def test_structured_history_summary_has_the_acon_sections():
     text = StructuredSummarizer().summarize_history(TASK, erp_steps()).text
     for section in SECTIONS:
         assert section in text
-    for fact in ("Report: EXP-000123", "2024-03-02 | Minibar | 15.00", "remaining 60.00", "Save itemized rows 2.", "Seen: Warning"):
+    for fact in (
+        "Report: EXP-000123",
+        "2024-03-02 | Minibar | 15.00",
+        "remaining 60.00",
+        "Save itemized rows 2.",
+        "Seen: Warning",
+    ):
         assert fact in text
 
 
@@ -90,7 +99,14 @@ def test_structured_summarizer_is_robust_to_odd_responses():
         "{broken json",
         json.dumps({"Result": "ok"}),
         json.dumps({"FormState": {"Name": "TrvItemization", "Form": {"Grid": "oops", "RealInput": [None, 3]}}}),
-        json.dumps({"FormState": {"Name": "TrvReceiptViewer", "Form": {"Grid": [{"Name": "ReceiptItemsGrid", "Rows": [1, {"Values": None}]}]}}}),
+        json.dumps(
+            {
+                "FormState": {
+                    "Name": "TrvReceiptViewer",
+                    "Form": {"Grid": [{"Name": "ReceiptItemsGrid", "Rows": [1, {"Values": None}]}]},
+                }
+            }
+        ),
         envelope(None, "Error", [{"Level": "Error", "Text": "Form is busy."}]),
         "",
     ]
@@ -107,7 +123,12 @@ def test_refined_observation_keeps_values_and_drops_noise():
     original = itemization_response([("2024-03-01", "Daily room rate", "300.00", "Saved")], warning="Check the amount.")
     refined = render_observation(original)
     assert "SessionId" not in refined and "MCPActivityId" not in refined
-    for fact in ("Form TrvItemization", "ItemizationRemaining = 60.00", "1: 2024-03-01 | Daily room rate | 300.00 | Saved", "Warning: Check the amount."):
+    for fact in (
+        "Form TrvItemization",
+        "ItemizationRemaining = 60.00",
+        "1: 2024-03-01 | Daily room rate | 300.00 | Saved",
+        "Warning: Check the amount.",
+    ):
         assert fact in refined
     assert count_text(refined) < count_text(original)
     compact = json.loads(original)
@@ -118,8 +139,8 @@ def test_refined_observation_keeps_values_and_drops_noise():
 def test_real_erp_transcript_if_the_simulator_is_available():
     """Against the simulator's own responses (an oracle run), when erp_sim is importable."""
     try:
-        from erp_sim.oracle import oracle_calls
         from erp_sim.erp_session import ErpSession
+        from erp_sim.oracle import oracle_calls
         from erp_sim.tasks import get_task
     except Exception as exc:  # the simulator is developed in parallel; this test follows it
         pytest.skip(f"erp_sim not importable: {exc}")
@@ -131,7 +152,11 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     try:
         while True:
             index += 1
-            call = {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            call = {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             text = session.call(name, arguments).text
             messages.append({"role": "tool", "tool_call_id": f"call_{index}", "name": name, "content": text})
@@ -143,7 +168,10 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     assert sorted(i.amount for i in facts.receipt_items.values()) == sorted(r.amount for r in task.receipt_items)
     assert facts.itemization_remaining == "0.00"
     assert facts.receipt["document"] == task.document_number
-    assert f"Receipt: document {task.document_number}" in StructuredSummarizer().summarize_history(task.instruction(), messages).text
+    assert (
+        f"Receipt: document {task.document_number}"
+        in StructuredSummarizer().summarize_history(task.instruction(), messages).text
+    )
     assert sorted(line.amount for line in facts.itemized_lines.values()) == sorted(r.amount for r in task.receipt_items)
     assert not missing_receipt_items(facts)
 

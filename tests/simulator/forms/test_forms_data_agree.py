@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from erp_sim.catalog import CATEGORIES
 from erp_sim import ErpSession, formstate, get_task, ledger, oracle_calls
+from erp_sim.catalog import CATEGORIES
 from erp_sim.money import ZERO, display_money
 
 TASK = ("hotel_50", "hotel-007")
@@ -41,7 +41,11 @@ def open_form(session: ErpSession, form: str):
 
 def target_line(session: ErpSession):
     report = ledger.report_by_number(session.db, session.task.report_number)
-    return next(line for line in ledger.header_lines(session.db, report["id"]) if line["line_number"] == session.task.line_number)
+    return next(
+        line
+        for line in ledger.header_lines(session.db, report["id"])
+        if line["line_number"] == session.task.line_number
+    )
 
 
 def money(value: Decimal) -> str:
@@ -59,25 +63,41 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
         assert formstate.control_value(state, "ItemizationItemized") == money(summary.itemized)
         assert formstate.control_value(state, "ItemizationRemaining") == money(summary.remaining)
         rows = [r for r in formstate.grid_rows(state, "ItemizationGrid") if r["TrvExpTrans_LineStatus"] != "New"]
-        assert [(r["TrvExpTrans_ExpSubCategory"], r["TrvExpTrans_TransDate"], r["TrvExpTrans_AmountCurr"]) for r in rows] == [
-            (s["subcategory"], s["transaction_date"], money(Decimal(s["amount"]))) for s in saved[:25]]
+        assert [
+            (r["TrvExpTrans_ExpSubCategory"], r["TrvExpTrans_TransDate"], r["TrvExpTrans_AmountCurr"]) for r in rows
+        ] == [(s["subcategory"], s["transaction_date"], money(Decimal(s["amount"]))) for s in saved[:25]]
         assert f"itemized {money(summary.itemized)}" in state["Summary"]
         assert f"{len(saved)} saved itemized line(s)" in state["Summary"]
     elif name == "TrvExpenseReport":
         lines = ledger.header_lines(db, report["id"])
-        assert formstate.control_value(state, "TrvExpTable_TotalAmount") == money(sum((Decimal(x["amount"]) for x in lines), ZERO))
+        assert formstate.control_value(state, "TrvExpTable_TotalAmount") == money(
+            sum((Decimal(x["amount"]) for x in lines), ZERO)
+        )
         assert formstate.control_value(state, "TrvExpTable_ApprovalStatus") == report["status"]
         assert formstate.control_value(state, "TrvExpTable_Txt") == report["purpose"]
-        row = next(r for r in formstate.grid_rows(state, "ExpenseLinesGrid") if r["TrvExpTrans_LineNum"] == str(line["line_number"]))
-        expected_status = ("Not itemized" if summary.line_count == 0 else "Fully itemized" if summary.remaining == ZERO
-                           else f"Remaining {money(summary.remaining)}")
+        row = next(
+            r
+            for r in formstate.grid_rows(state, "ExpenseLinesGrid")
+            if r["TrvExpTrans_LineNum"] == str(line["line_number"])
+        )
+        expected_status = (
+            "Not itemized"
+            if summary.line_count == 0
+            else "Fully itemized"
+            if summary.remaining == ZERO
+            else f"Remaining {money(summary.remaining)}"
+        )
         assert row["TrvExpTrans_ItemizationStatus"] == expected_status
         assert row["TrvExpTrans_LineType"] == line["line_type"]
         assert formstate.control_value(state, "TrvExpTrans_ItemizedAmount") == money(summary.itemized)
         assert formstate.control_value(state, "TrvExpTrans_RemainingAmount") == money(summary.remaining)
         assert f"({report['status']})" in state["Summary"]
     elif name == "TrvExpenses":
-        row = next(r for r in formstate.grid_rows(state, "ExpenseReportsGrid") if r["TrvExpTable_ExpNumber"] == report["report_number"])
+        row = next(
+            r
+            for r in formstate.grid_rows(state, "ExpenseReportsGrid")
+            if r["TrvExpTable_ExpNumber"] == report["report_number"]
+        )
         lines = ledger.header_lines(db, report["id"])
         assert row["TrvExpTable_ApprovalStatus"] == report["status"] and row["TrvExpTable_Txt"] == report["purpose"]
         assert row["TrvExpTable_TotalAmount"] == money(sum((Decimal(x["amount"]) for x in lines), ZERO))
@@ -86,7 +106,8 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
         receipt = ledger.receipt_of_line(db, line["id"])
         items = ledger.receipt_items(db, receipt["id"])
         assert [r["ReceiptItem_Amount"] for r in formstate.grid_rows(state, "ReceiptItemsGrid")] == [
-            money(Decimal(i["amount"])) for i in items[:25]]
+            money(Decimal(i["amount"])) for i in items[:25]
+        ]
         assert f"{len(items)} charge(s)" in state["Summary"]
 
 
@@ -104,36 +125,90 @@ def test_every_data_tool_write_shows_in_the_open_form(form):
     items = session.task.receipt_items
 
     def entity(item, **changes):
-        return {"ParentRecId": line_id, "Subcategory": item.subcategory, "TransactionDate": item.date, "Amount": item.amount, **changes}
+        return {
+            "ParentRecId": line_id,
+            "Subcategory": item.subcategory,
+            "TransactionDate": item.date,
+            "Amount": item.amount,
+            **changes,
+        }
 
-    created = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [entity(i) for i in items[:2]]})
+    created = session.call(
+        "data_create_entities", {"entitySetName": "ExpenseLines", "entities": [entity(i) for i in items[:2]]}
+    )
     assert not created.is_error
     assert_form_shows_database(session, created.form_state)
     first, second = (r["RecId"] for r in created.envelope["Data"]["value"])
-    assert_form_shows_database(session, write(session, "data_update_entities", entitySetName="ExpenseLines",
-                                              entities=[{"RecId": first, "Amount": "1.00", "Subcategory": items[1].subcategory}]))
-    assert_form_shows_database(session, write(session, "data_update_entities", entitySetName="ExpenseReports",
-                                              entities=[{"ReportNumber": session.task.report_number, "Purpose": "Changed by the data API"}]))
-    assert_form_shows_database(session, write(session, "data_delete_entities", entitySetName="ExpenseLines", keys=[second]))
-    assert_form_shows_database(session, write(session, "data_delete_entities", entitySetName="ExpenseLines", keys=[first]))
-    assert_form_shows_database(session, write(session, "data_create_entities", entitySetName="ExpenseLines",
-                                              entities=[entity(i) for i in items]))
+    assert_form_shows_database(
+        session,
+        write(
+            session,
+            "data_update_entities",
+            entitySetName="ExpenseLines",
+            entities=[{"RecId": first, "Amount": "1.00", "Subcategory": items[1].subcategory}],
+        ),
+    )
+    assert_form_shows_database(
+        session,
+        write(
+            session,
+            "data_update_entities",
+            entitySetName="ExpenseReports",
+            entities=[{"ReportNumber": session.task.report_number, "Purpose": "Changed by the data API"}],
+        ),
+    )
+    assert_form_shows_database(
+        session, write(session, "data_delete_entities", entitySetName="ExpenseLines", keys=[second])
+    )
+    assert_form_shows_database(
+        session, write(session, "data_delete_entities", entitySetName="ExpenseLines", keys=[first])
+    )
+    assert_form_shows_database(
+        session,
+        write(session, "data_create_entities", entitySetName="ExpenseLines", entities=[entity(i) for i in items]),
+    )
     # The report's other itemizable lines, itemized through the data API from their receipts, so it can be submitted.
     for other in other_unitemized_lines(session, line_id):
         receipt = ledger.receipt_of_line(session.db, other["id"])
         charges = ledger.receipt_items(session.db, receipt["id"])
-        assert_form_shows_database(session, write(session, "data_create_entities", entitySetName="ExpenseLines", entities=[
-            {"ParentRecId": other["id"], "Subcategory": CATEGORIES[other["category_id"]].subcategories[0],
-             "TransactionDate": c["item_date"], "Amount": c["amount"]} for c in charges]))
-    assert_form_shows_database(session, write(session, "api_invoke_action", actionName="SubmitExpenseReport",
-                                              parameters={"ReportNumber": session.task.report_number}))
+        assert_form_shows_database(
+            session,
+            write(
+                session,
+                "data_create_entities",
+                entitySetName="ExpenseLines",
+                entities=[
+                    {
+                        "ParentRecId": other["id"],
+                        "Subcategory": CATEGORIES[other["category_id"]].subcategories[0],
+                        "TransactionDate": c["item_date"],
+                        "Amount": c["amount"],
+                    }
+                    for c in charges
+                ],
+            ),
+        )
+    assert_form_shows_database(
+        session,
+        write(
+            session,
+            "api_invoke_action",
+            actionName="SubmitExpenseReport",
+            parameters={"ReportNumber": session.task.report_number},
+        ),
+    )
     assert ledger.report_by_number(session.db, session.task.report_number)["status"] == "Submitted"
 
 
 def other_unitemized_lines(session: ErpSession, line_id: int) -> list:
     report_id = ledger.line_by_id(session.db, line_id)["report_id"]
-    return [line for line in ledger.header_lines(session.db, report_id) if line["id"] != line_id
-            and CATEGORIES[line["category_id"]].itemize and ledger.itemization_summary(session.db, line["id"]).line_count == 0]
+    return [
+        line
+        for line in ledger.header_lines(session.db, report_id)
+        if line["id"] != line_id
+        and CATEGORIES[line["category_id"]].itemize
+        and ledger.itemization_summary(session.db, line["id"]).line_count == 0
+    ]
 
 
 def select_saved_row(session: ErpSession, number: int) -> None:
@@ -145,18 +220,40 @@ def test_an_unsaved_edit_lies_over_the_current_row_and_keeps_data_tool_changes()
     session = ErpSession(get_task(*TASK))
     open_form(session, "TrvItemization")
     line_id, item = target_line(session)["id"], session.task.receipt_items[0]
-    created = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [
-        {"ParentRecId": line_id, "Subcategory": item.subcategory, "TransactionDate": item.date, "Amount": item.amount}]})
+    created = session.call(
+        "data_create_entities",
+        {
+            "entitySetName": "ExpenseLines",
+            "entities": [
+                {
+                    "ParentRecId": line_id,
+                    "Subcategory": item.subcategory,
+                    "TransactionDate": item.date,
+                    "Amount": item.amount,
+                }
+            ],
+        },
+    )
     rec_id = created.envelope["Data"]["value"][0]["RecId"]
     form = session.call("form_find_controls", {"controlSearchTerm": "Itemiz"})
     assert formstate.grid_rows(form.form_state, "ItemizationGrid")[0]["TrvExpTrans_LineStatus"] == "Saved"
     select_saved_row(session, 1)
-    assert not session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_AmountCurr", "value": "5.00"}]}).is_error
+    assert not session.call(
+        "form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "5.00"}]}
+    ).is_error
     # The data API changes another field of the same line while the form holds the unsaved amount.
-    state = write(session, "data_update_entities", entitySetName="ExpenseLines", entities=[{"RecId": rec_id, "Subcategory": "Parking"}])
+    state = write(
+        session,
+        "data_update_entities",
+        entitySetName="ExpenseLines",
+        entities=[{"RecId": rec_id, "Subcategory": "Parking"}],
+    )
     row = formstate.grid_rows(state, "ItemizationGrid")[0]
-    assert (row["TrvExpTrans_ExpSubCategory"], row["TrvExpTrans_AmountCurr"], row["TrvExpTrans_LineStatus"]) == ("Parking", "5.00", "Modified")
+    assert (row["TrvExpTrans_ExpSubCategory"], row["TrvExpTrans_AmountCurr"], row["TrvExpTrans_LineStatus"]) == (
+        "Parking",
+        "5.00",
+        "Modified",
+    )
     assert formstate.control_value(state, "TrvExpTrans_ExpSubCategory") == "Parking"
     assert formstate.control_value(state, "ItemizationItemized") == money(Decimal(item.amount))  # saved rows only
     assert not session.call("form_save_form", {}).is_error
@@ -168,12 +265,21 @@ def test_an_unsaved_edit_of_a_line_deleted_by_the_data_api_is_dropped_with_a_war
     session = ErpSession(get_task(*TASK))
     open_form(session, "TrvItemization")
     line_id, items = target_line(session)["id"], session.task.receipt_items
-    created = session.call("data_create_entities", {"entitySetName": "ExpenseLines", "entities": [
-        {"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount} for i in items[:2]]})
+    created = session.call(
+        "data_create_entities",
+        {
+            "entitySetName": "ExpenseLines",
+            "entities": [
+                {"ParentRecId": line_id, "Subcategory": i.subcategory, "TransactionDate": i.date, "Amount": i.amount}
+                for i in items[:2]
+            ],
+        },
+    )
     first = created.envelope["Data"]["value"][0]["RecId"]
     select_saved_row(session, 1)
-    assert not session.call("form_set_control_values", {"controlValues": [
-        {"controlName": "TrvExpTrans_AmountCurr", "value": "5.00"}]}).is_error
+    assert not session.call(
+        "form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "5.00"}]}
+    ).is_error
     deleted = session.call("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [first]})
     assert not deleted.is_error
     assert any("deleted outside this form" in m["Text"] for m in deleted.envelope["Messages"])

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import pytest
+from erp_support import open_itemization
 
 from erp_sim import ErpSession, get_task
 from erp_sim.formstate import grid_rows
-from erp_support import open_itemization
 
 
 def _two_saved_lines(session: ErpSession) -> None:
     open_itemization(session)
     for item in session.task.receipt_items[:2]:
         session.call("form_click_control", {"controlName": "NewLine"})
-        response = session.call("form_set_control_values", {"controlValues": [
-            {"controlName": "TrvExpTrans_ExpSubCategory", "value": item.subcategory},
-            {"controlName": "TrvExpTrans_TransDate", "value": item.date},
-            {"controlName": "TrvExpTrans_AmountCurr", "value": item.amount}]})
+        response = session.call(
+            "form_set_control_values",
+            {
+                "controlValues": [
+                    {"controlName": "TrvExpTrans_ExpSubCategory", "value": item.subcategory},
+                    {"controlName": "TrvExpTrans_TransDate", "value": item.date},
+                    {"controlName": "TrvExpTrans_AmountCurr", "value": item.amount},
+                ]
+            },
+        )
         assert not response.is_error, response.result
     assert not session.call("form_save_form", {}).is_error
     assert session.grade().saved_lines == 2
@@ -64,6 +70,7 @@ def test_deleting_every_line_then_saving_resets_the_header(session):
     _delete_first_row(session)
     _delete_first_row(session)
     assert not session.call("form_save_form", {}).is_error
-    line_type = session.db.execute("SELECT line_type FROM expense_line WHERE id = ?",
-                                   (session.forms[-1].context["line_id"],)).fetchone()[0]
+    line_type = session.db.execute(
+        "SELECT line_type FROM expense_line WHERE id = ?", (session.forms[-1].context["line_id"],)
+    ).fetchone()[0]
     assert session.grade().saved_lines == 0 and line_type == "Default"

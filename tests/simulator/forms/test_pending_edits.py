@@ -6,10 +6,10 @@ import copy
 import pickle
 
 import pytest
+from erp_support import open_itemization
 
 from erp_sim import ErpSession, get_task
 from erp_sim.forms.pending import ItemizationEdits, PendingRow, ReportEdits
-from erp_support import open_itemization
 
 
 @pytest.fixture
@@ -42,7 +42,9 @@ def test_report_edits_lay_changes_over_saved_values():
 def test_unsaved_rows_are_typed_counted_by_grading_and_survive_pickle(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})
-    session.call("form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "10"}]})
+    session.call(
+        "form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "10"}]}
+    )
     form = session.forms[-1]
     assert isinstance(form.pending, ItemizationEdits) and form.pending.unsaved_count() == 1
     assert session.grade().unsaved_rows == 1

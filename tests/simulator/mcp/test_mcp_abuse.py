@@ -13,10 +13,12 @@ from erp_sim.mcp.server import build_server
 
 SQL = "data_find_entities_sql"
 # each runs a full statement budget: Python work per row (GIL), a sorter bomb, and a printf bomb
-BOMBS = ["SELECT count(*) FROM expense_line a, expense_line b, expense_line c WHERE printf('%d', a.id + b.id + c.id) = 'x'",
-         "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
-         "FROM expense_line a, expense_line b ORDER BY big)",
-         "SELECT printf('%.*c', 2147483647, 'x')"]
+BOMBS = [
+    "SELECT count(*) FROM expense_line a, expense_line b, expense_line c WHERE printf('%d', a.id + b.id + c.id) = 'x'",
+    "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
+    "FROM expense_line a, expense_line b ORDER BY big)",
+    "SELECT printf('%.*c', 2147483647, 'x')",
+]
 SIMPLE = ("form_find_menu_item", {"menuItemFilter": "expense"})
 
 
@@ -24,10 +26,12 @@ async def latencies_next_to_bombs(server, calls: int = 40) -> tuple[list[float],
     """Latencies (s) of ``calls`` simple calls in one session while another runs bombs; and the bombs run."""
     stop, bombs = asyncio.Event(), [0]
     async with Client(server) as abuser, Client(server) as victim:
+
         async def bomb_forever():
             while not stop.is_set():
-                result = await abuser.call_tool_mcp(SQL, {"sqlQuery": BOMBS[bombs[0] % len(BOMBS)]},
-                                                    meta={"erp-sim/session": "abuser"})
+                result = await abuser.call_tool_mcp(
+                    SQL, {"sqlQuery": BOMBS[bombs[0] % len(BOMBS)]}, meta={"erp-sim/session": "abuser"}
+                )
                 assert result.is_error and "sqlQuery" in result.content[0].text
                 bombs[0] += 1
 
@@ -57,10 +61,12 @@ async def test_calls_of_one_episode_keep_their_order():
     server = build_server(task_id=0)
     meta = {"erp-sim/session": "ordered"}
     async with Client(server) as client:
-        calls = [client.call_tool_mcp("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}, meta=meta),
-                 client.call_tool_mcp(SQL, {"sqlQuery": BOMBS[0]}, meta=meta),
-                 client.call_tool_mcp("form_close_form", {}, meta=meta),
-                 client.call_tool_mcp("form_close_form", {}, meta=meta)]
+        calls = [
+            client.call_tool_mcp("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}, meta=meta),
+            client.call_tool_mcp(SQL, {"sqlQuery": BOMBS[0]}, meta=meta),
+            client.call_tool_mcp("form_close_form", {}, meta=meta),
+            client.call_tool_mcp("form_close_form", {}, meta=meta),
+        ]
         results = await asyncio.gather(*calls)
     assert [r.is_error for r in results] == [False, True, False, True]  # the second close finds no form
     assert json.loads(results[3].content[0].text)["Error"]["Code"] == "InvalidFormState"

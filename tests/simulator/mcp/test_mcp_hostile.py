@@ -12,9 +12,9 @@ import subprocess
 
 import httpx
 import pytest
+from mcp_support import ADMIN, INIT, ROOT, SERVE, TOKEN, RawStdio, admin, http_client, http_server
 
 from erp_sim import get_task, oracle_calls
-from mcp_support import ADMIN, INIT, ROOT, SERVE, TOKEN, RawStdio, admin, http_client, http_server
 
 TASK = get_task("hotel_50", "hotel-012")
 ANY = object()  # the reply's id is not checked
@@ -55,56 +55,145 @@ HTTP_ATTACKS = [
     ("params a string", rpc(3, "tools/list", "x"), {}, 400, -32600, 3),
     ("params null", {**rpc(3, "tools/list"), "params": None}, {}, 400, -32600, 3),
     ("a response sent to the server", {"jsonrpc": "2.0", "id": 99, "result": {}}, {}, 202, NO_BODY, ANY),
-    ("an error response sent to the server", {"jsonrpc": "2.0", "id": 98, "error": {"code": 1, "message": "x"}}, {},
-     202, NO_BODY, ANY),
+    (
+        "an error response sent to the server",
+        {"jsonrpc": "2.0", "id": 98, "error": {"code": 1, "message": "x"}},
+        {},
+        202,
+        NO_BODY,
+        ANY,
+    ),
     ("neither method nor result", {"jsonrpc": "2.0", "id": 97}, {}, 400, -32600, 97),
     ("unknown method", rpc(6, "foo/bar"), {}, 200, -32601, 6),
     ("a notification sent with an id", rpc(4, "notifications/initialized"), {}, 200, -32601, 4),
-    ("tools/call without a name (was -32602 without detail)", rpc(7, "tools/call", {"arguments": {}}), {}, 200, -32602, 7),
+    (
+        "tools/call without a name (was -32602 without detail)",
+        rpc(7, "tools/call", {"arguments": {}}),
+        {},
+        200,
+        -32602,
+        7,
+    ),
     ("tools/call with a numeric name", rpc(7, "tools/call", {"name": 5}), {}, 200, -32602, 7),
     ("unknown tool", call(7, "form_launch_rocket", {}), {}, 200, "tool_error", 7),
     ("a tool name of 200,000 characters", call(7, "x" * 200_000, {}), {}, 200, "tool_error", 7),
-    ("arguments null", rpc(8, "tools/call", {"name": "form_find_menu_item", "arguments": None}), {}, 200, "tool_error", 8),
+    (
+        "arguments null",
+        rpc(8, "tools/call", {"name": "form_find_menu_item", "arguments": None}),
+        {},
+        200,
+        "tool_error",
+        8,
+    ),
     ("arguments an array", call(8, "form_find_menu_item", [1]), {}, 200, -32602, 8),
     ("arguments a string", call(8, "form_find_menu_item", "x"), {}, 200, -32602, 8),
     ("arguments nested 100,000 deep", NESTED + b"[" * 100_000 + b"]" * 100_000 + b"}}}", {}, 400, -32700, None),
     ("arguments nested 900 deep", NESTED + b'{"a":' * 900 + b"1" + b"}" * 900 + b"}}}", {}, 400, -32600, 9),
     ("arguments of 50 MB", call(8, "form_find_menu_item", {"menuItemFilter": "x" * (50 << 20)}), {}, 413, -32600, None),
-    ("a lone surrogate in an argument", b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":'
-     b'"form_find_menu_item","arguments":{"menuItemFilter":"\\ud800"}}}', {}, 400, -32600, 10),
+    (
+        "a lone surrogate in an argument",
+        b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":'
+        b'"form_find_menu_item","arguments":{"menuItemFilter":"\\ud800"}}}',
+        {},
+        400,
+        -32600,
+        10,
+    ),
     ("a lone surrogate as the id", b'{"jsonrpc":"2.0","id":"\\udc00","method":"ping"}', {}, 400, -32600, "\udc00"),
-    ("an escaped NUL in an argument", call(12, "form_find_menu_item", {"menuItemFilter": "a\x00b"}), {}, 200,
-     "tool_error", 12),
+    (
+        "an escaped NUL in an argument",
+        call(12, "form_find_menu_item", {"menuItemFilter": "a\x00b"}),
+        {},
+        200,
+        "tool_error",
+        12,
+    ),
     ("a raw NUL byte after the message", json.dumps(rpc(12, "ping")).encode() + b"\x00", {}, 400, -32700, None),
     ("bytes that are not UTF-8", b'{"jsonrpc":"2.0","id":14,"method":"ping","x":"\xff\xfe"}', {}, 400, -32700, None),
     ("a byte-order mark", b"\xef\xbb\xbf" + json.dumps(rpc(15, "ping")).encode(), {}, 400, -32700, None),
     ("logging/setLevel with a bad level", rpc(18, "logging/setLevel", {"level": "loud"}), {}, 200, -32602, 18),
-    ("completion/complete (not offered)", rpc(19, "completion/complete", {
-        "ref": {"type": "ref/prompt", "name": "itemization_task"}, "argument": {"name": "x", "value": "y"}}), {},
-     200, -32601, 19),
-    ("cancel an unknown request", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 123}},
-     {}, 202, NO_BODY, ANY),
-    ("cancel with an object requestId", {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                         "params": {"requestId": {"x": 1}}}, {}, 202, NO_BODY, ANY),
-    ("progress token an object", call(20, "form_find_menu_item", FIND, _meta={"progressToken": {"a": 1}}), {}, 200,
-     -32602, 20),
-    ("progress token a float", call(20, "form_find_menu_item", FIND, _meta={"progressToken": 1.5}), {}, 200,
-     -32602, 20),
-    ("a task pick of true (was task 1)", call(22, "form_find_menu_item", FIND,
-                                               _meta={"erp-sim/task": True, "erp-sim/session": "t"}), {}, 200,
-     "tool_error", 22),
+    (
+        "completion/complete (not offered)",
+        rpc(
+            19,
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "itemization_task"}, "argument": {"name": "x", "value": "y"}},
+        ),
+        {},
+        200,
+        -32601,
+        19,
+    ),
+    (
+        "cancel an unknown request",
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 123}},
+        {},
+        202,
+        NO_BODY,
+        ANY,
+    ),
+    (
+        "cancel with an object requestId",
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"x": 1}}},
+        {},
+        202,
+        NO_BODY,
+        ANY,
+    ),
+    (
+        "progress token an object",
+        call(20, "form_find_menu_item", FIND, _meta={"progressToken": {"a": 1}}),
+        {},
+        200,
+        -32602,
+        20,
+    ),
+    (
+        "progress token a float",
+        call(20, "form_find_menu_item", FIND, _meta={"progressToken": 1.5}),
+        {},
+        200,
+        -32602,
+        20,
+    ),
+    (
+        "a task pick of true (was task 1)",
+        call(22, "form_find_menu_item", FIND, _meta={"erp-sim/task": True, "erp-sim/session": "t"}),
+        {},
+        200,
+        "tool_error",
+        22,
+    ),
     ("initialize twice", rpc(1, "initialize", INIT), {}, 200, "result", 1),
-    ("initialize without clientInfo.version", rpc(1, "initialize", {**INIT, "clientInfo": {"name": "x"}}),
-     {"Mcp-Session-Id": None}, 200, -32602, 1),
-    ("initialize with a garbage protocolVersion", rpc(1, "initialize", {**INIT, "protocolVersion": "garbage"}),
-     {"Mcp-Session-Id": None}, 200, "result", 1),
+    (
+        "initialize without clientInfo.version",
+        rpc(1, "initialize", {**INIT, "clientInfo": {"name": "x"}}),
+        {"Mcp-Session-Id": None},
+        200,
+        -32602,
+        1,
+    ),
+    (
+        "initialize with a garbage protocolVersion",
+        rpc(1, "initialize", {**INIT, "protocolVersion": "garbage"}),
+        {"Mcp-Session-Id": None},
+        200,
+        "result",
+        1,
+    ),
     ("a call without a session", rpc(21, "tools/list"), {"Mcp-Session-Id": None}, 400, -32600, None),
     ("a forged Mcp-Session-Id", rpc(21, "ping"), {"Mcp-Session-Id": "deadbeef"}, 404, -32600, None),
     ("no Content-Type", rpc(1, "ping"), {"Content-Type": None}, 400, NO_BODY, ANY),
     ("Content-Type text/plain", b"[[[", {"Content-Type": "text/plain"}, 400, NO_BODY, ANY),
     ("Accept without application/json", rpc(1, "ping"), {"Accept": "text/event-stream"}, 406, -32600, None),
-    ("a gzip body (not decoded, so no bomb)", gzip.compress(json.dumps(rpc(1, "ping")).encode()),
-     {"Content-Encoding": "gzip"}, 400, -32700, None),
+    (
+        "a gzip body (not decoded, so no bomb)",
+        gzip.compress(json.dumps(rpc(1, "ping")).encode()),
+        {"Content-Encoding": "gzip"},
+        400,
+        -32700,
+        None,
+    ),
     ("Origin of another site (DNS rebinding)", rpc(1, "ping"), {"Origin": "http://evil.example"}, 403, NO_BODY, ANY),
     ("Origin null", rpc(1, "ping"), {"Origin": "null"}, 403, NO_BODY, ANY),
     ("Host of another site", rpc(1, "ping"), {"Host": "evil.example"}, 421, NO_BODY, ANY),
@@ -129,17 +218,28 @@ HTTP_ROUTES = [
 ]
 
 # raw bytes on a socket; the server must answer with this status line prefix, or close without one (None)
-ENVELOPE = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode() +
-            b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n")
+ENVELOPE = (
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+    + TOKEN.encode()
+    + b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+)
 PING = json.dumps(rpc(1, "ping")).encode()
 SOCKET_ATTACKS = [
-    ("Content-Length under the body", ENVELOPE + b"Content-Length: 20\r\nConnection: close\r\n\r\n" + PING, True,
-     b"HTTP/1.1 400"),
+    (
+        "Content-Length under the body",
+        ENVELOPE + b"Content-Length: 20\r\nConnection: close\r\n\r\n" + PING,
+        True,
+        b"HTTP/1.1 400",
+    ),
     ("Content-Length over the body, then EOF", ENVELOPE + b"Content-Length: 200\r\n\r\n" + PING, True, None),
     ("Content-Length negative", ENVELOPE + b"Content-Length: -1\r\n\r\n" + PING, False, b"HTTP/1.1 400"),
-    ("Content-Length twice", ENVELOPE + b"Content-Length: 5\r\nContent-Length: 7\r\n\r\n" + PING, False,
-     b"HTTP/1.1 400"),
-    ("a chunked body that never ends", ENVELOPE + b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"jso\r\n", False, None),
+    (
+        "Content-Length twice",
+        ENVELOPE + b"Content-Length: 5\r\nContent-Length: 7\r\n\r\n" + PING,
+        False,
+        b"HTTP/1.1 400",
+    ),
+    ("a chunked body that never ends", ENVELOPE + b'Transfer-Encoding: chunked\r\n\r\n5\r\n{"jso\r\n', False, None),
     ("a header of 70 KB", ENVELOPE + b"X-Big: " + b"a" * 70_000 + b"\r\n\r\n", False, b"HTTP/1.1 400"),
     ("a garbage request line", b"GARBAGE\r\n\r\n", False, b"HTTP/1.1 400"),
     ("a TLS client hello", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 100, False, b"HTTP/1.1 400"),
@@ -177,7 +277,9 @@ class OracleClient:
         return True
 
 
-def check_answer(label: str, status: int, body: bytes, expected_status: int, answer, ident, detailed: bool = True) -> None:
+def check_answer(
+    label: str, status: int, body: bytes, expected_status: int, answer, ident, detailed: bool = True
+) -> None:
     assert status == expected_status, (label, status, body[:300])
     if answer is NO_BODY:
         return
@@ -195,14 +297,19 @@ def check_answer(label: str, status: int, body: bytes, expected_status: int, ans
         assert not detailed or reply["error"]["message"] != "Invalid request parameters", (label, reply)
 
 
-BASE = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream"}
+BASE = {
+    "Authorization": f"Bearer {TOKEN}",
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+}
 
 
 def open_raw_session(raw: httpx.Client) -> dict:
     opened = raw.post("/mcp", json=rpc(1, "initialize", INIT), headers=BASE)
     headers = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": INIT["protocolVersion"]}
-    initialized = raw.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**BASE, **headers})
+    initialized = raw.post(
+        "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**BASE, **headers}
+    )
     assert initialized.status_code == 202
     return headers
 
@@ -225,8 +332,15 @@ def raw_socket(url: str, data: bytes, half_close: bool) -> bytes:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    with http_server(tmp_path_factory.mktemp("hostile"), "--http-body-timeout", "2", "--http-header-timeout", "2",
-                     "--max-connections", "64") as url:
+    with http_server(
+        tmp_path_factory.mktemp("hostile"),
+        "--http-body-timeout",
+        "2",
+        "--http-header-timeout",
+        "2",
+        "--max-connections",
+        "64",
+    ) as url:
         yield url
 
 
@@ -247,7 +361,10 @@ async def test_http_attacks_get_spec_answers_and_a_good_client_finishes_between_
                 await good.step()
             for label, data, half_close, answer in SOCKET_ATTACKS:
                 received = raw_socket(url, data, half_close)
-                assert received.startswith(answer) if answer else not received.startswith(b"HTTP/1.1 2"), (label, received[:200])
+                assert received.startswith(answer) if answer else not received.startswith(b"HTTP/1.1 2"), (
+                    label,
+                    received[:200],
+                )
                 await good.step()
             assert raw.delete("/mcp", headers=session).status_code == 200
             for method in ("POST", "DELETE"):  # the ended session stays ended
@@ -265,17 +382,22 @@ async def test_http_many_sessions_streams_and_aborted_bodies_leave_the_server_se
     try:
         # one connection per request: over the connection cap the server closes its oldest idle connection,
         # and a pooled keep-alive connection closed just as the next POST goes out is a client-side race
-        async with httpx.AsyncClient(base_url=url, timeout=60, headers=BASE,
-                                     limits=httpx.Limits(max_keepalive_connections=0)) as raw:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=60, headers=BASE, limits=httpx.Limits(max_keepalive_connections=0)
+        ) as raw:
             for number in range(200):  # sessions opened and abandoned; 100 of them ask for a stream of their own
                 session_id = (await raw.post("/mcp", json=rpc(1, "initialize", INIT))).headers["mcp-session-id"]
                 if number % 2:
                     streams.append(socket.create_connection((host, int(port)), timeout=15))
-                    streams[-1].sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
-                                        + b"\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + session_id.encode()
-                                        + b"\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n")
+                    streams[-1].sendall(
+                        b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                        + TOKEN.encode()
+                        + b"\r\nAccept: text/event-stream\r\nMcp-Session-Id: "
+                        + session_id.encode()
+                        + b"\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+                    )
         for _ in range(20):  # clients that hang up mid-body
-            raw_socket(url, ENVELOPE + b"Content-Length: 500\r\n\r\n{\"jsonrpc\"", True)
+            raw_socket(url, ENVELOPE + b'Content-Length: 500\r\n\r\n{"jsonrpc"', True)
         # 100 held streams outnumbered the 64 connections and locked every new client out
         async with OracleClient(url) as good:
             while await good.step():
@@ -304,28 +426,57 @@ STDIO_ATTACKS = [
     ("id 10**400", json.dumps(rpc(10**400, "ping")), "result", 10**400),
     ("params null", json.dumps({**rpc(9, "ping"), "params": None}), -32600, 9),
     ("non-UTF-8 bytes", b'{"jsonrpc":"2.0","id":4,"method":"ping","x":"\xff"}', -32700, None),
-    ("a byte-order mark (was -32600 about jsonrpc)", b"\xef\xbb\xbf" + json.dumps(rpc(15, "ping")).encode(), -32700,
-     None),
+    (
+        "a byte-order mark (was -32600 about jsonrpc)",
+        b"\xef\xbb\xbf" + json.dumps(rpc(15, "ping")).encode(),
+        -32700,
+        None,
+    ),
     ("a raw NUL byte", json.dumps(rpc(6, "ping")).encode() + b"\x00", -32700, None),
-    ("a lone surrogate in an argument", b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":'
-     b'"form_find_menu_item","arguments":{"menuItemFilter":"\\ud800"}}}', -32600, 5),
-    ("an integer of 5,000 digits", b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"n":1' + b"0" * 5000 + b"}}",
-     -32700, None),
+    (
+        "a lone surrogate in an argument",
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":'
+        b'"form_find_menu_item","arguments":{"menuItemFilter":"\\ud800"}}}',
+        -32600,
+        5,
+    ),
+    (
+        "an integer of 5,000 digits",
+        b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"n":1' + b"0" * 5000 + b"}}",
+        -32700,
+        None,
+    ),
     ("unknown method", json.dumps(rpc(10, "x/y")), -32601, 10),
     ("tools/call without a name", json.dumps(rpc(11, "tools/call", {})), -32602, 11),
     ("arguments an array", json.dumps(call(11, "form_find_menu_item", [1])), -32602, 11),
     ("unknown tool", json.dumps(call(12, "form_launch_rocket", {})), "tool_error", 12),
     ("a response sent to the server", json.dumps({"jsonrpc": "2.0", "id": 77, "result": {}}), NO_BODY, ANY),
-    ("cancel an unknown request", json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                              "params": {"requestId": 999}}), NO_BODY, ANY),
+    (
+        "cancel an unknown request",
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}),
+        NO_BODY,
+        ANY,
+    ),
     ("logging/setLevel with a bad level", json.dumps(rpc(13, "logging/setLevel", {"level": "x"})), -32602, 13),
-    ("progress token an object", json.dumps(call(14, "form_find_menu_item", FIND, _meta={"progressToken": {}})),
-     -32602, 14),
+    (
+        "progress token an object",
+        json.dumps(call(14, "form_find_menu_item", FIND, _meta={"progressToken": {}})),
+        -32602,
+        14,
+    ),
     ("initialize again", json.dumps(rpc(16, "initialize", INIT)), "result", 16),
-    ("initialize with a numeric protocolVersion", json.dumps(rpc(16, "initialize", {**INIT, "protocolVersion": 5})),
-     -32602, 16),
-    ("a line of 100 MB", b'{"jsonrpc":"2.0","id":17,"method":"ping","params":{"x":"' + b"x" * (100 << 20) + b'"}}',
-     -32600, None),
+    (
+        "initialize with a numeric protocolVersion",
+        json.dumps(rpc(16, "initialize", {**INIT, "protocolVersion": 5})),
+        -32602,
+        16,
+    ),
+    (
+        "a line of 100 MB",
+        b'{"jsonrpc":"2.0","id":17,"method":"ping","params":{"x":"' + b"x" * (100 << 20) + b'"}}',
+        -32600,
+        None,
+    ),
 ]
 
 
@@ -333,8 +484,15 @@ def stdio_attack(server: RawStdio, label: str, line, answer, ident, detailed: bo
     server.send(line)
     if answer is not NO_BODY:
         reply, _ = server.receive()
-        check_answer(label, 400 if "error" in reply else 200, json.dumps(reply).encode(),
-                     400 if isinstance(answer, int) else 200, answer, ident, detailed)
+        check_answer(
+            label,
+            400 if "error" in reply else 200,
+            json.dumps(reply).encode(),
+            400 if isinstance(answer, int) else 200,
+            answer,
+            ident,
+            detailed,
+        )
 
 
 def test_stdio_attacks_get_spec_answers_and_the_episode_finishes_between_them(tmp_path):
@@ -376,12 +534,20 @@ def test_stdio_attacks_get_spec_answers_and_the_episode_finishes_between_them(tm
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_stdio_sigterm_during_a_call_still_writes_the_final_grade(signum, tmp_path):
     grades = tmp_path / "grades.jsonl"
-    proc = subprocess.Popen(SERVE + ["--grade-file", str(grades)], cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        SERVE + ["--grade-file", str(grades)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     bomb = "SELECT count(*) FROM expense_line a, expense_line b, expense_line c WHERE printf('%d', a.id + b.id) = 'x'"
     try:
-        for message in [rpc(1, "initialize", INIT), {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                        call(2, "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})]:
+        for message in [
+            rpc(1, "initialize", INIT),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            call(2, "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}),
+        ]:
             proc.stdin.write(json.dumps(message).encode() + b"\n")
             proc.stdin.flush()
         for _ in range(2):

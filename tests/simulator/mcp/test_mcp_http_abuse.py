@@ -9,16 +9,18 @@ import socket
 import time
 
 import pytest
+from mcp_support import TOKEN, admin, free_port, http_client, http_server, start_server, wait_for_port
 
 from erp_sim import get_task
-from mcp_support import TOKEN, admin, free_port, http_client, http_server, start_server, wait_for_port
 
 OPEN = ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
 
 
 @pytest.fixture(scope="module")
 def capped_url(tmp_path_factory):
-    with http_server(tmp_path_factory.mktemp("capped"), "--max-episodes", "6", "--max-episodes-per-session", "2") as url:
+    with http_server(
+        tmp_path_factory.mktemp("capped"), "--max-episodes", "6", "--max-episodes-per-session", "2"
+    ) as url:
         yield url
 
 
@@ -31,7 +33,9 @@ async def test_episode_keys_are_bound_to_the_session_that_opened_them(capped_url
     http_b, b = http_client(capped_url, headers={"X-ERP-Session": "run-1"})  # docs/mcp.md's example key
     async with http_a, a, http_b, b:
         opened = json.loads((await a.call_tool(*OPEN)).content[0].text)
-        seen_by_b = json.loads((await b.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})).content[0].text)
+        seen_by_b = json.loads(
+            (await b.call_tool("form_find_menu_item", {"menuItemFilter": "expense"})).content[0].text
+        )
         closed_by_b = await b.call_tool("form_close_form", {})
         still_open = await a.call_tool("form_close_form", {})
     assert seen_by_b["SessionId"] != opened["SessionId"]  # b got its own episode, not a's
@@ -41,8 +45,12 @@ async def test_episode_keys_are_bound_to_the_session_that_opened_them(capped_url
 async def test_per_session_and_total_episode_caps(capped_url):
     http, client = http_client(capped_url)
     async with http, client:
-        answers = [await client.call_tool("form_find_menu_item", {"menuItemFilter": "x"},
-                                          meta={"erp-sim/session": f"flood-{i}"}) for i in range(4)]
+        answers = [
+            await client.call_tool(
+                "form_find_menu_item", {"menuItemFilter": "x"}, meta={"erp-sim/session": f"flood-{i}"}
+            )
+            for i in range(4)
+        ]
     assert [r.is_error for r in answers] == [False, False, True, True]
     assert "limit per session" in answers[2].content[0].text
     clients, refused = [], None
@@ -108,9 +116,12 @@ async def test_unknown_tools_answer_the_erp_error_json_over_http(capped_url):
 def stalled_sockets(url: str, count: int, *, with_headers: bool) -> list[socket.socket]:
     """Connections that send half a request (half the headers, or the headers and half the body) and stall."""
     host, port = url.removeprefix("http://").split(":")
-    partial = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
-               b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n{"
-               if with_headers else b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    partial = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+        b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n{"
+        if with_headers
+        else b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+    )
     sockets = []
     for _ in range(count):
         sock = socket.create_connection((host, int(port)), timeout=30)
@@ -132,7 +143,9 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 
 async def test_stalled_sockets_are_timed_out_and_never_lock_out_a_real_client(tmp_path):
-    with http_server(tmp_path, "--max-connections", "20", "--http-header-timeout", "2", "--http-body-timeout", "3") as url:
+    with http_server(
+        tmp_path, "--max-connections", "20", "--http-header-timeout", "2", "--http-body-timeout", "3"
+    ) as url:
         stalled = stalled_sockets(url, 40, with_headers=False) + stalled_sockets(url, 40, with_headers=True)
         try:
             http, client = http_client(url)

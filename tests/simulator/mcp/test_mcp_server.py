@@ -58,10 +58,12 @@ async def test_oracle_solves_a_task_through_the_client(mode):
 async def test_business_errors_are_tool_errors_with_the_env_text():
     task = get_task("hotel_50", 0)
     env = ErpSession(task)
-    steps = [("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}),
-             ("form_set_control_values", {"controlValues": [{"controlName": "TrvExpTable_ExpNumber", "value": "x"}]}),
-             ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display", "amount": -5}),
-             ("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": 7})]
+    steps = [
+        ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}),
+        ("form_set_control_values", {"controlValues": [{"controlName": "TrvExpTable_ExpNumber", "value": "x"}]}),
+        ("form_open_menu_item", {"name": "TrvExpenses", "type": "Display", "amount": -5}),
+        ("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": 7}),
+    ]
     errors = []
     async with Client(build_server(task_id=0)) as client:
         for name, arguments in steps:
@@ -131,13 +133,17 @@ async def test_sessions_never_share_state():
 async def test_task_choice_pinned_picked_and_seeded():
     pinned = build_server(task_id="hotel-007")
     async with Client(pinned) as client:
-        ok = await client.call_tool_mcp("form_close_form", {}, meta={"erp-sim/session": "s1", "erp-sim/task": "hotel-007"})
+        ok = await client.call_tool_mcp(
+            "form_close_form", {}, meta={"erp-sim/session": "s1", "erp-sim/task": "hotel-007"}
+        )
         other = await client.call_tool_mcp("form_close_form", {}, meta={"erp-sim/session": "s2", "erp-sim/task": "3"})
     assert "only task hotel-007" in other.content[0].text and not json.loads(ok.content[0].text)["FormState"]
     picker = build_server()
     async with Client(picker) as client:
         await client.call_tool_mcp("form_close_form", {}, meta={"erp-sim/session": "s1", "erp-sim/task": "12"})
-        bad = await client.call_tool_mcp("form_close_form", {}, meta={"erp-sim/session": "s2", "erp-sim/task": "hotel-999"})
+        bad = await client.call_tool_mcp(
+            "form_close_form", {}, meta={"erp-sim/session": "s2", "erp-sim/task": "hotel-999"}
+        )
     assert picker.episodes.summaries()[0]["task_id"] == "hotel-012" and "No task 'hotel-999'" in bad.content[0].text
     orders = [build_server(seed=seed).episodes.order for seed in (None, 1, 1, 2)]
     assert orders[0] == list(range(50)) and orders[1] == orders[2] != orders[3]
@@ -181,8 +187,10 @@ async def test_the_first_call_after_expiry_says_the_episode_ended_and_was_graded
         first = await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"}, meta=meta)
         session_id = json.loads(first.content[0].text)["SessionId"]
         await asyncio.sleep(0.8)  # the background reaper runs every idle_timeout_s / 4
-        later = [await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"}, meta=meta)
-                 for _ in range(2)]
+        later = [
+            await client.call_tool_mcp("form_find_menu_item", {"menuItemFilter": "expense"}, meta=meta)
+            for _ in range(2)
+        ]
     text = later[0].content[0].text
     assert later[0].is_error and f"episode {session_id} has ended" in text and "idle for longer than 0.2 s" in text
     assert "was graded" in text and "new session key" in text
@@ -205,10 +213,12 @@ async def test_grade_file_follows_every_change_and_survives_restarts(tmp_path):
     after = grade_lines(path)
     assert during[0]["handle"] == "ep-from-before-a-crash" and len(during) > 2  # one line per write call
     assert during[-1]["state"] == "active" and during[-1]["grade"]["success"]
-    assert after[:len(during)] == during  # append-only
-    assert after[-1]["state"] == "closed" and after[-1]["grade"]["strict_success"] and after[-1]["task_id"] == "hotel-005"
+    assert after[: len(during)] == during  # append-only
+    assert (
+        after[-1]["state"] == "closed" and after[-1]["grade"]["strict_success"] and after[-1]["task_id"] == "hotel-005"
+    )
     assert after[-1]["handle"] == during[-1]["handle"] != during[0]["handle"]
     restarted = build_server(task_id=5, grade_file=path)
     async with Client(restarted) as client:
         await client.call_tool_mcp("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
-    assert grade_lines(path)[:len(after)] == after and grade_lines(path)[-1]["handle"] != after[-1]["handle"]
+    assert grade_lines(path)[: len(after)] == after and grade_lines(path)[-1]["handle"] != after[-1]["handle"]

@@ -53,7 +53,9 @@ def test_an_over_long_line_is_dropped_while_it_streams_in():
     try:
         server.initialize()
         before = server.peak_rss_kb()
-        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "' + b"x" * (64 << 20) + b'"}}')
+        server.send(
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "' + b"x" * (64 << 20) + b'"}}'
+        )
         reply, _ = server.receive()
         grown_mb = (server.peak_rss_kb() - before) / 1024
         assert reply["error"]["code"] == -32600 and "over the limit of 100,000 bytes" in reply["error"]["message"]
@@ -73,8 +75,16 @@ def test_error_replies_are_capped_and_unknown_tools_answer_like_the_erp():
         server.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}))
         reply, size = server.receive()
         assert reply["result"]["isError"] and size < 20_000
-        server.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                "params": {"name": "form_launch_rocket", "arguments": {}}}))
+        server.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "form_launch_rocket", "arguments": {}},
+                }
+            )
+        )
         unknown, _ = server.receive()
         envelope = json.loads(unknown["result"]["content"][0]["text"])
         assert unknown["result"]["isError"] and envelope["Error"]["Code"] == "NotFound" and "SessionId" in envelope

@@ -14,13 +14,23 @@ import threading
 
 import httpx
 import pytest
+from agents_sdk_checks import solve as solve_with
 from mcp import Client, StdioServerParameters
+from mcp_support import (
+    ADMIN,
+    ROOT,
+    SERVE,
+    TOKEN,
+    admin,
+    free_port,
+    http_client,
+    http_server,
+    start_server,
+    wait_for_port,
+)
 
 from erp_sim import TOOLS, get_task
 from erp_sim.mcp.server import main
-from mcp_support import ADMIN, ROOT, SERVE, TOKEN, admin, free_port, http_client, http_server, start_server, wait_for_port
-
-from agents_sdk_checks import solve as solve_with
 
 INSPECTOR = "@modelcontextprotocol/inspector@0.15"
 
@@ -44,12 +54,14 @@ def http_url(tmp_path_factory):
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_stdio_sdk_client_lists_tools_and_completes_a_task(mode, tmp_path):
     grades = tmp_path / "grades.jsonl"
-    params = StdioServerParameters(command=sys.executable, args=SERVE[1:] + ["--task", "hotel-009", "--grade-file", str(grades)],
-                                   cwd=ROOT)
+    params = StdioServerParameters(
+        command=sys.executable, args=SERVE[1:] + ["--task", "hotel-009", "--grade-file", str(grades)], cwd=ROOT
+    )
     async with Client(params, mode=mode) as client:
         assert [t.name for t in (await client.list_tools()).tools] == list(TOOLS)
         assert await task_id_of(client) == "hotel-009"
         await solve(client, get_task("hotel_50", "hotel-009"))
+
     def last_grade() -> dict | None:
         lines = grades.read_text().splitlines() if grades.exists() else []
         return json.loads(lines[-1]) if lines else None
@@ -63,17 +75,22 @@ async def test_stdio_sdk_client_lists_tools_and_completes_a_task(mode, tmp_path)
 
 
 def test_stdio_survives_malformed_json_rpc():
-    proc = subprocess.Popen(SERVE, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
+    proc = subprocess.Popen(
+        SERVE, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-    for message in ["this is not json", "[1, 2", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
-                    json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                    json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}),
-                    json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 42}}),
-                    json.dumps({"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}),
-                    json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]:
+    for message in [
+        "this is not json",
+        "[1, 2",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 42}}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}),
+        json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+    ]:
         proc.stdin.write(message + "\n")
         proc.stdin.flush()
     answers = {}
@@ -95,7 +112,9 @@ def test_mcp_inspector_cli_lists_the_tools():
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     except subprocess.TimeoutExpired:
         pytest.skip(f"{INSPECTOR} did not install or start within 300 s (no npm registry or cache?)")
-    if done.returncode != 0 and any(s in done.stderr for s in ("npm ERR", "npm error", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT")):
+    if done.returncode != 0 and any(
+        s in done.stderr for s in ("npm ERR", "npm error", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT")
+    ):
         pytest.skip(f"{INSPECTOR} is unavailable: {done.stderr.strip()[-300:]}")
     assert done.returncode == 0, done.stderr
     assert [t["name"] for t in json.loads(done.stdout)["tools"]] == list(TOOLS)
@@ -155,8 +174,11 @@ async def test_http_fastmcp_client_picks_its_task_with_headers(http_url):
 
 
 async def test_http_survives_malformed_and_oversized_requests(http_url):
-    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json"}
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
     async with httpx.AsyncClient(base_url=http_url, headers=headers, timeout=10) as raw:
         assert (await raw.post("/mcp", content=b"{not json")).status_code == 400
         assert (await raw.post("/mcp", content=b"[1, 2, 3]")).status_code >= 400
@@ -211,8 +233,9 @@ def test_bad_options_exit_cleanly(capsys):
 def test_auth_token_can_come_from_the_environment(tmp_path):
     port, log = free_port(), tmp_path / "env.log"
     env = {**os.environ, "ERP_SIM_AUTH_TOKEN": "from-env"}
-    proc = subprocess.Popen(SERVE + ["--http", "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=log.open("w"))
+    proc = subprocess.Popen(
+        SERVE + ["--http", "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w")
+    )
     try:
         wait_for_port(proc, port, log)
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

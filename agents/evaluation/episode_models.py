@@ -1,0 +1,211 @@
+"""Each role's model for one episode (agent, user, summarizer), built from its spec, and the checks that a replay matches what was recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
+
+if TYPE_CHECKING:  # evaluate imports this module
+    from erp_sim.agents.evaluation.evaluate import EpisodeSpec
+
+
+# --- building the pieces of one episode -------------------------------------------------------
+def _chat_model(name: str, base_url: str | None, **options: Any):
+    from erp_sim.agents.models.roles import chat_model
+
+    return chat_model(name, base_url, **options)
+
+
+def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None):
+    """The chat model playing ``role`` in this episode: live (with --record, into a cassette of its
+    own), or, when the agent is ``replay:DIR``, answered offline from the role's recorded cassette."""
+    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+
+    kind, _, replay_dir = spec.agent.partition(":")
+    if kind == "replay":
+        return ReplayModel(
+            cassette_path(Path(replay_dir), spec, role),
+            strict=True,
+            settings=_recorded_settings(Path(replay_dir), role),
+        )
+    model = _chat_model(
+        name, base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout, max_retries=spec.max_retries
+    )
+    if spec.record_dir:
+        path = cassette_path(Path(spec.record_dir), spec, role)
+        _keep_earlier_attempt(path)
+        model = RecordingModel(model, path)
+    return model
+
+
+def cassette_path(directory: Path, spec: EpisodeSpec, role: str) -> Path:
+    """DIR/cassettes/CONFIG/EPISODE.jsonl for the agent, EPISODE.ROLE.jsonl for every other role."""
+    suffix = ".jsonl" if role == "agent" else f".{role}.jsonl"
+    return directory / "cassettes" / spec.config / f"{spec.episode_name}{suffix}"
+
+
+def _recorded_settings(directory: Path, role: str):
+    """The role's entry in the recording's manifest (None: a recording made before manifests)."""
+    from erp_sim.agents.models.roles import read_manifest
+
+    manifest = read_manifest(directory / "cassettes")
+    if manifest is not None and role not in manifest:
+        raise ValueError(f"the recording in {directory} has no {role} model")
+    return None if manifest is None else manifest[role]
+
+
+def build_agent(spec: EpisodeSpec, summarizer: Any = None):
+    """The agent wrapped in its policies; ``summarizer`` (None: the offline structured one) serves them."""
+    from erp_sim.agents.model_agent import ModelAgent
+    from erp_sim.agents.policies import wrap
+    from erp_sim.agents.scripted import ScriptedAgent
+
+    kind, _, argument = spec.agent.partition(":")
+    if kind == "scripted":
+        inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
+    elif kind in ("openai", "replay"):
+        inner = ModelAgent(role_model(spec, "agent", argument, spec.base_url), context_window=spec.context_window)
+    else:
+        raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
+    return wrap(inner, spec.policy, summarizer=summarizer)
+
+
+def build_summarizer(spec: EpisodeSpec):
+    """An ``LLMSummarizer`` when ``--summarizer openai:MODEL`` and the policy summarizes, else None."""
+    from erp_sim.agents.models.roles import summarizes
+    from erp_sim.agents.summarizers import LLMSummarizer
+
+    name = _openai_name("summarizer", spec.summarizer, "structured")
+    if name is None or not summarizes(spec.policy):
+        return None
+    return LLMSummarizer(role_model(spec, "summarizer", name, spec.summarizer_base_url or spec.base_url))
+
+
+def _openai_name(role: str, value: str, *offline: str) -> str | None:
+    """MODEL of ``openai:MODEL``; None for the offline choices; ValueError for anything else."""
+    if value in offline:
+        return None
+    kind, _, name = value.partition(":")
+    if kind != "openai" or not name:
+        raise ValueError(f"unknown {role} {value!r}: use {', '.join(offline)} or openai:MODEL")
+    return name
+
+
+def _keep_earlier_attempt(cassette: Path) -> None:
+    """Move an earlier attempt's cassette aside (NAME.attemptK.jsonl): NAME.jsonl is always the
+    attempt that produced the row, so replay follows it, and the history is still on disk."""
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    if not cassette.exists():
+        return
+    number = 1
+    while (earlier := cassette.with_name(f"{cassette.stem}.attempt{number}.jsonl")).exists():
+        number += 1
+    cassette.replace(earlier)
+
+
+def _scripted_recall(argument: str) -> float | None:
+    """``scripted`` or ``scripted:recall=H`` (the synthetic misreading model, H tokens)."""
+    if not argument:
+        return None
+    key, _, value = argument.partition("=")
+    try:
+        if key.strip() == "recall":
+            return float(value)
+    except ValueError:
+        pass
+    raise ValueError(f"scripted agent options: recall=TOKENS (e.g. scripted:recall=2e6), got {argument!r}")
+
+
+def sampling_settings(model: Any) -> dict[str, Any] | None:
+    """The model, request params and client settings of a role (None: no LLM); a replay's are the recording's."""
+    from erp_sim.agents.models.roles import sampling
+
+    return sampling(model)
+
+
+def build_user(spec: EpisodeSpec):
+    name = _openai_name("user", spec.user, "rule", "none")
+    if name is None:
+        return spec.user
+    from erp_sim.agents.llm_user import LLMUser
+
+    return LLMUser(role_model(spec, "user", name, spec.base_url))
+
+
+def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """Build the models of one episode here, so that a bad --agent/--user/--summarizer (an unknown
+    kind, a missing API key or cassette, a replay that contradicts its recording) is one line before
+    any file is written, not a worker traceback. Returns each live model role's ``ModelSettings``.
+
+    ``other_roles``: role -> model name (None: no model) of roles outside the episode (the consolidator).
+    """
+    from erp_sim.agents.models.roles import settings_of
+
+    kind, _, argument = spec.agent.partition(":")
+    try:
+        if kind == "replay":
+            check_replay(spec, Path(argument), other_roles or {})
+            return {}
+        live = spec.model_copy(update={"record_dir": None})  # recording would create files
+        summarizer = build_summarizer(live)
+        models = {
+            "agent": getattr(build_agent(live, summarizer).unwrapped, "model", None),
+            "user": getattr(build_user(live), "model", None),
+            "summarizer": getattr(summarizer, "model", None),
+            **{
+                role: role_model(live, role, name, spec.base_url)
+                for role, name in (other_roles or {}).items()
+                if name is not None
+            },
+        }
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"erp-sim: {error}") from None
+    return {role: settings_of(model) for role, model in models.items() if model is not None}
+
+
+def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
+    """The recording must be there, and what the command names must not contradict it (ValueError)."""
+    from erp_sim.agents.models.roles import read_manifest, replay_contradiction, summarizes
+
+    if not (directory / "cassettes").is_dir():  # episodes may lack a cassette of their own; the directory must be there
+        raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {str(directory)!r}")
+    recorded = read_manifest(directory / "cassettes")
+    if recorded is None:  # a recording made before manifests: nothing to check against
+        return
+    named = {"agent": recorded["agent"].model if "agent" in recorded else None}
+    if spec.user != "none":  # C1 runs without a user whatever the recording had
+        named["user"] = _openai_name("user", spec.user, "rule", "none")
+    if summarizes(spec.policy):
+        named["summarizer"] = _openai_name("summarizer", spec.summarizer, "structured")
+    problem = replay_contradiction(
+        recorded,
+        {**named, **other_roles},
+        directory,
+        params=spec.model_params,
+        timeout=spec.timeout,
+        max_retries=spec.max_retries,
+    )
+    if problem:
+        raise ValueError(problem)
+
+
+def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
+    """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
+    from erp_sim.agents.models.roles import summarizes, write_manifest
+
+    if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
+        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
+    settings: dict[str, Any] = {}
+    kinds = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
+    for spec in specs:
+        kinds.setdefault((spec.user, summarizes(spec.policy)), spec)
+    for spec in kinds.values():
+        settings.update(check_models(spec, other_roles))
+    record_dir = specs[0].record_dir
+    if record_dir:
+        try:
+            write_manifest(Path(record_dir) / "cassettes", settings)
+        except ValueError as error:
+            raise SystemExit(f"erp-sim: --record {error}") from None

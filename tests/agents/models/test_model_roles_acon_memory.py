@@ -1,0 +1,200 @@
+"""Model roles beyond eval: acon optimize's agent, compressor and optimizer, the sequential run's LLM consolidator, and recordings made before manifests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_acon_roles import acon_role_reply
+from fake_openai_server import FakeOpenAIServer
+from test_model_roles import COMMON, roles_server, without_timing
+
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+
+# --- acon optimize: compressor and optimizer roles ---------------------------------------------------
+ACON = [
+    "--agent",
+    "openai:fake-agent",
+    "--compressor",
+    "openai:fake-compressor",
+    "--optimizer",
+    "openai:fake-optimizer",
+    "--tasks",
+    "hotel_50:hotel-006",
+    "--test-tasks",
+    "none",
+    "--steps",
+    "none",
+]
+
+
+def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_path):
+    from erp_sim.agents.acon.optimize import main as optimize_main
+
+    with FakeOpenAIServer() as server:
+        server.answer_with(acon_role_reply)
+        assert (
+            optimize_main(
+                [
+                    *ACON,
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "run"),
+                    "--model-param",
+                    "compressor:max_tokens=300",
+                    "--model-param",
+                    "agent:tool_choice=auto",
+                    "--model-param",
+                    "seed=3",
+                    "--timeout",
+                    "30",
+                    "--max-retries",
+                    "1",
+                ]
+            )
+            == 0
+        )
+        assert not server.rejections
+    agent = [body for body in server.requests if body.get("tools")]
+    compressor = [body for body in server.requests if not body.get("tools")]
+    assert agent and compressor
+    assert all(body["tool_choice"] == "auto" and body["seed"] == 3 and "max_tokens" not in body for body in agent)
+    assert all(body["max_tokens"] == 300 and body["seed"] == 3 and "tool_choice" not in body for body in compressor)
+    manifest = json.loads((tmp_path / "run" / "cassettes" / "models.json").read_text())
+    assert manifest["compressor"] == {
+        "model": "fake-compressor",
+        "params": {"temperature": 0.0, "max_tokens": 300, "seed": 3},
+        "timeout": 30.0,
+        "max_retries": 1,
+    }
+    assert manifest["optimizer"]["params"] == {"seed": 3}  # the optimizer samples at the server's temperature
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["settings"]["model_params"]["compressor"] == {"max_tokens": 300, "seed": 3}
+
+    replay = [*ACON, "--out", str(tmp_path / "replay"), "--replay", str(tmp_path / "run")]
+    rec = tmp_path / "run"
+    for extra, message in [
+        (
+            ["--compressor", "openai:other"],
+            f"--compressor openai:other contradicts the recording in {rec}, whose compressor is openai:fake-compressor",
+        ),
+        (
+            ["--model-param", "optimizer:temperature=0.5"],
+            f"--model-param optimizer:temperature=0.5 contradicts the "
+            f"recording in {rec} (optimizer temperature: not sent)",
+        ),
+        (["--timeout", "31"], f"--timeout 31.0 contradicts the recording in {rec} (agent: 30.0)"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            optimize_main([*replay, *extra])
+        assert str(stop.value) == f"erp-sim acon optimize: {message}"
+        assert not (tmp_path / "replay").exists()
+    # the replay's settings must also be the recording's (--model-param is in config.json)
+    assert (
+        optimize_main(
+            [
+                *replay,
+                "--model-param",
+                "compressor:max_tokens=300",
+                "--model-param",
+                "agent:tool_choice=auto",
+                "--model-param",
+                "seed=3",
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "replay" / "report.json").read_text() == (tmp_path / "run" / "report.json").read_text()
+
+
+# --- the GenericAgent memory consolidator -----------------------------------------------------------
+def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_path):
+    import shutil
+
+    memory = tmp_path / "memory"
+    argv = [
+        "--policy",
+        "ga_memory",
+        "--memory",
+        str(memory),
+        "--sequential",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--tasks",
+        "hotel_50:hotel-000,hotel-001",
+        "--consolidator",
+        "openai:fake-cons",
+    ]
+    with roles_server() as server:
+        assert (
+            eval_main(
+                [
+                    *argv,
+                    "--agent",
+                    "openai:fake-agent",
+                    "--base-url",
+                    server.base_url,
+                    "--model-param",
+                    "consolidator:max_tokens=800",
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
+        asked = [body for body in server.requests if "graded SUCCESSFUL" in body["messages"][0]["content"]]
+        assert not server.rejections
+    assert len(asked) == 2 and all(body["model"] == "fake-cons" and body["max_tokens"] == 800 for body in asked)
+    recorded = without_timing(tmp_path / "run")
+    assert [row["memory"]["promoted"] for row in recorded if row["config"] == "with_memory"] == [
+        ["sop/itemize_hotel_expense"]
+    ] * 2
+    cassette = tmp_path / "rec" / "cassettes" / "with_memory" / "hotel-000-run0.consolidator.jsonl"
+    assert len(cassette.read_text().splitlines()) == 1
+    manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
+    assert manifest["consolidator"]["params"] == {"temperature": 0.0, "max_tokens": 800}
+    shutil.rmtree(memory)  # the replay starts from the same empty memory, with the server gone
+    with pytest.raises(SystemExit, match="the recording in .* has a consolidator model, openai:fake-cons"):
+        eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
+    assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
+    assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)
+
+
+def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
+    with roles_server() as server:
+        assert (
+            eval_main(
+                [
+                    *COMMON,
+                    "--configs",
+                    "C3",
+                    "--agent",
+                    "openai:fake-agent",
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--record",
+                    str(tmp_path / "rec"),
+                ]
+            )
+            == 0
+        )
+    (tmp_path / "rec" / "cassettes" / "models.json").unlink()
+    assert (
+        eval_main(
+            [*COMMON, "--configs", "C3", "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]
+        )
+        == 0
+    )
+    [recorded], [replayed] = without_timing(tmp_path / "run"), without_timing(tmp_path / "replay")
+    assert replayed["grade"] == recorded["grade"] and replayed["metrics"] == recorded["metrics"]
+    # without the manifest only the params are known (from the cassette), and the row says it was a replay
+    assert replayed["sampling"]["agent"] == {"params": {"temperature": 0.0}}
+    assert replayed["agent"] == f"replay:{tmp_path / 'rec'}"
