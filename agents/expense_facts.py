@@ -25,7 +25,6 @@ from erp_sim import response_keys as K
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
 from erp_sim.formstate import (
-    CONTAINER_TYPES,
     control_text,
     find_grid,
     grid_has_next_page,
@@ -392,9 +391,9 @@ def render_observation(content: str, limit: int = 2000) -> str:
         for control_type, control in walk_controls(state.get(K.FORM)):
             if control_type == K.GRID:
                 lines += _grid_lines(control)
-            elif control_type not in CONTAINER_TYPES and K.VALUE in control:
+            elif control_type not in K.CONTAINER_TYPES and K.VALUE in control:
                 lines.append(f"  {control.get(K.NAME, '?')} = {text_of(control.get(K.VALUE))}")
-        buttons = [b.get(K.NAME) for b in state.get(K.BUTTONS) or [] if isinstance(b, dict) and b.get(K.NAME)]
+        buttons = [name for b in state.get(K.BUTTONS) or [] if isinstance(b, dict) and (name := b.get(K.NAME))]
         if buttons:
             lines.append("Buttons: " + ", ".join(buttons))
     if not lines:

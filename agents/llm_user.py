@@ -9,11 +9,15 @@ the ERP), the conversation so far is replayed as chat turns, roles swapped.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from erp_sim.agents.models.roles import failures_named
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, Usage
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
+
+if TYPE_CHECKING:
+    from erp_sim import Task
 
 PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
 END_TOKEN = "###END###"
@@ -26,12 +30,15 @@ class LLMUser:
         self.history: list[Message] = []
         self.usage = Usage()  # this episode's user-model tokens, reported apart from the agent's
         self.calls = 0
-        self.task = None
+        self.task: Task | None = None
 
-    def reset(self, task) -> None:
+    def reset(self, task: Task) -> None:
         self.task, self.history, self.usage, self.calls = task, [], Usage(), 0
 
     def reply(self, message: str, view: UserView) -> UserReply:
+        task = self.task
+        if task is None:
+            raise RuntimeError("LLMUser.reply before reset(task): the env resets its user model with the task.")
         grade = view.grade
         state = (
             "complete: all three conditions hold"
@@ -39,7 +46,7 @@ class LLMUser:
             else "not complete: " + "; ".join(what_is_left(grade))
         )
         system = self.template.format(
-            worker_name=self.task.worker_name, instruction=self.task.instruction(), end_token=END_TOKEN, state=state
+            worker_name=task.worker_name, instruction=task.instruction(), end_token=END_TOKEN, state=state
         )
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
         request = [{"role": "system", "content": system}, *self.history]

@@ -23,6 +23,7 @@ import gymnasium as gym
 
 import erp_sim
 import erp_sim.envs
+from erp_sim.envs.expense_env import expense_env_of
 
 DEFAULT_ENV_ID = "erp_sim/ExpenseItemization-v0"
 TRAINING_DEFAULTS = {"reward": "strict"}
@@ -94,7 +95,7 @@ class Episode:
 
     @property
     def tasks(self) -> list[erp_sim.Task]:
-        return self.env.unwrapped.tasks
+        return expense_env_of(self.env).tasks
 
     def start(self, task_id: str | None = None, task_index: int | None = None, seed: int | None = None) -> list[dict]:
         """Start an episode on a task (by id, by index, or drawn with ``seed``): the system and user messages.
@@ -136,7 +137,7 @@ class Episode:
         """The full grade of the ERP's state now (``erp_sim.Grade`` as a dict): for evaluators, never the agent."""
         if not self.started:
             raise EpisodeError("No episode is running: start one (reset) first.")
-        return self.env.unwrapped.grade().model_dump(mode="json")
+        return expense_env_of(self.env).grade().model_dump(mode="json")
 
     def metrics(self) -> dict[str, float]:
         """The episode's figures for logging (``METRICS``): grade now and action counts; zeros before ``start``."""

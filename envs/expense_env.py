@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,7 @@ from erp_sim.task_sets import task_rows
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from erp_sim.erp_session import Verbosity
     from erp_sim.grading import Progress
 
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
@@ -98,6 +99,7 @@ def parse_action(action: Any) -> tuple[str, Any]:
     A dict action goes through its JSON text, so dicts and strings behave the same (and values
     JSON cannot carry are invalid actions, not errors deep in the simulator).
     """
+    problem: str | None
     if isinstance(action, Mapping):
         try:
             action = json.dumps(action)
@@ -305,7 +307,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self,
         task_set: str = "hotel_50",
         *,
-        verbosity: str = "default",
+        verbosity: Verbosity = "default",
         user_model: Any = "rule",
         receipt_in_instruction: bool = False,
         faults: Any = None,
@@ -510,8 +512,14 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             return tasks[int(index)]
         return None
 
+    def _episode(self) -> tuple[erp_sim.ErpSession, erp_sim.Task]:
+        """The episode's session and task: the step helpers run inside an episode (step() checked it)."""
+        if self.session is None or self.task is None:
+            raise ResetNeeded("Call reset() before step().")
+        return self.session, self.task
+
     def _call_tool(self, tool: erp_sim.Tool, arguments: BaseModel) -> tuple[str, dict]:
-        response = self.session.call_parsed(tool, arguments)
+        response = self._episode()[0].call_parsed(tool, arguments)
         self._counts["tool_calls"] += 1
         if response.is_error:
             self._counts["tool_errors"] += 1
@@ -524,14 +532,15 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         """Cheap: grading caches its database reads until the next write."""
         from erp_sim.grading import progress  # with the database layer: at the first reset, not at gym.make
 
-        self._progress = progress(self.session, self._line_id)
+        self._progress = progress(self._episode()[0], self._line_id)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1
         if self.user is None:
             self._termination = "stalled"
             return ""
-        view = UserView(self.task, self._counts["user_turns"], self.session.grade)
+        session, task = self._episode()
+        view = UserView(task, self._counts["user_turns"], session.grade)
         reply = self.user.reply(message, view)
         if reply.ends_conversation:
             self._termination = "user_ended"
@@ -541,7 +550,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _invalid_action(self, reason: str) -> str:
         self._counts["invalid_actions"] += 1
-        return render(error_envelope(self.session.session_id, "InvalidAction", reason))
+        return render(error_envelope(self._episode()[0].session_id, "InvalidAction", reason))
 
     def _reward(self) -> float:
         if self.reward_shaping == "none":
@@ -567,3 +576,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         elif kind is not None:
             info["action"] = {"kind": kind, "tool": tool, "is_error": is_error, "error_code": error_code}
         return info
+
+
+def expense_env_of(env: gym.Env) -> ExpenseItemizationEnv:
+    """``env.unwrapped`` typed as what every erp_sim env id makes, for its evaluator methods (grade, tasks)."""
+    return cast("ExpenseItemizationEnv", env.unwrapped)

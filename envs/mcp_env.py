@@ -21,13 +21,19 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
+from gymnasium.error import ResetNeeded
 
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserView
 from erp_sim.outcomes import EnvTermination
+
+if TYPE_CHECKING:
+    from fastmcp import Client
+
+    from erp_sim import Grade
 
 GradeSource = Callable[[str], "dict | None"]  # session key -> grade dict (or None)
 
@@ -91,7 +97,7 @@ class McpEnv(gym.Env):
         self.observation_space = AnyText(400_000)
         self.action_space = AnyText(200_000)
         self._loop = _LoopThread()
-        self._client = None
+        self._client: Client[Any] | None = None
         self._counts: dict[str, int] = {}
         self._termination: EnvTermination | None = None
 
@@ -104,9 +110,11 @@ class McpEnv(gym.Env):
         self._episodes += 1
         self.session_key = f"mcp-env-{self.task.task_id if self.task else 'remote'}-{self._episodes}"
         self._meta = {"erp-sim/session": self.session_key, **({"erp-sim/task": self.task.task_id} if self.task else {})}
-        self._client = Client(self._transport(), auth=None if isinstance(self.server, str) else self.auth_token)
-        self._loop.run(self._client.__aenter__(), self.call_timeout_s)
-        tools = self._loop.run(self._client.list_tools(), self.call_timeout_s)
+        client = self._client = Client(
+            self._transport(), auth=None if isinstance(self.server, str) else self.auth_token
+        )
+        self._loop.run(client.__aenter__(), self.call_timeout_s)
+        tools = self._loop.run(client.list_tools(), self.call_timeout_s)
         self._tools = [
             {
                 "type": "function",
@@ -147,6 +155,8 @@ class McpEnv(gym.Env):
                 arguments = {"__invalid_json__": arguments}
         self._counts["tool_calls"] += 1
         try:
+            if self._client is None:  # closed: reported like a failed call, as before
+                raise ResetNeeded("Call reset() before step().")
             call = self._client.call_tool(parsed["name"], arguments, raise_on_error=False, meta=self._meta)
             result = self._loop.run(call, self.call_timeout_s)
             text = "".join(getattr(block, "text", "") for block in result.content)
@@ -166,7 +176,10 @@ class McpEnv(gym.Env):
             self._termination = "stalled"
             return "", 0.0, True, False, self._info()
         grade = self.grade() or GradeView()
-        reply = self.user_model.reply(text, UserView(self.task, self._counts["user_turns"], lambda: grade))
+        # a GradeView answers the attribute reads the user models make of a Grade
+        reply = self.user_model.reply(
+            text, UserView(self.task, self._counts["user_turns"], lambda: cast("Grade", grade))
+        )
         if reply.ends_conversation:
             self._termination = "success" if grade.get("success") else "user_ended"
         return (

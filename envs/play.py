@@ -237,18 +237,22 @@ def readable(observation: str) -> str:
 
 
 # --- the terminal loop ---------------------------------------------------------------------------
+def complete_with(words: list[str]) -> None:
+    """Tab completion of ``words`` at the prompt, where readline exists."""
+    try:
+        import readline
+    except ImportError:  # e.g. Windows without pyreadline: plain input() still works
+        return
+    readline.set_completer(lambda text, state: ([w + " " for w in words if w.startswith(text)] + [None])[state])
+    readline.set_completer_delims(" ")
+    readline.parse_and_bind("tab: complete")
+
+
 def line_reader(words: list[str]):
     """A function prompt -> line or None at end of input; readline editing when stdin is a terminal."""
     if not sys.stdin.isatty():
         return lambda prompt: sys.stdin.readline() or None
-    try:
-        import readline
-    except ImportError:  # e.g. Windows without pyreadline: plain input() still works
-        readline = None
-    if readline is not None:
-        readline.set_completer(lambda text, state: ([w + " " for w in words if w.startswith(text)] + [None])[state])
-        readline.set_completer_delims(" ")
-        readline.parse_and_bind("tab: complete")
+    complete_with(words)
 
     def read(prompt: str) -> str | None:
         while True:
@@ -268,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
+    from erp_sim.envs.expense_env import expense_env_of
 
     out = sys.stdout
     kwargs = {
@@ -280,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         kwargs["max_episode_steps"] = args.max_steps
     try:
         env = gym.make(args.env, **kwargs)
-        options = {}
+        options: dict[str, int | str] = {}
         if args.task is not None:
             options = {"task_index": int(args.task)} if args.task.isdigit() else {"task_id": args.task}
         observation, info = env.reset(seed=args.seed, options=options)
@@ -306,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "help":
                 print(HELP, file=out)
             elif kind == "tools":
-                print(describe_tools(tools, payload), file=out)
+                print(describe_tools(tools, payload if isinstance(payload, str) else None), file=out)
             elif kind == "prompt":
                 print(system_prompt, file=out)
             elif kind == "task":
@@ -314,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             elif kind == "raw":
                 print(last_response if last_response is not None else "No tool call yet.", file=out)
             elif kind == "grade":
-                print(format_grade(env.unwrapped.grade()), file=out)
+                print(format_grade(expense_env_of(env).grade()), file=out)
             elif kind == "error":
                 print(payload, file=out)
             elif kind == "action":
@@ -333,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         reason = "interrupted"
         print(file=out)
     print(f"Episode ended: {reason or 'end of input'}.", file=out)
-    print(format_grade(env.unwrapped.grade()), file=out)
+    print(format_grade(expense_env_of(env).grade()), file=out)
     env.close()
     return 0
 

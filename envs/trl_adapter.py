@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+from types import GenericAlias
 from typing import Any, Optional, Union
 
 import erp_sim
@@ -137,9 +138,9 @@ def _annotation(schema: dict) -> Any:
         return dict
     if "enum" in schema:
         return str
-    kind = schema.get("type")
-    if kind == "array":
-        return list[_annotation(schema.get("items", {}))]
+    kind = schema.get("type", "")
+    if kind == "array":  # list[X] with X built at run time
+        return GenericAlias(list, (_annotation(schema.get("items", {})),))
     return _SCALARS.get(kind, str)
 
 
@@ -187,7 +188,7 @@ def _tool_method(tool: erp_sim.Tool):
     args_doc = "".join(f"\n    {name}: {_describe(prop, defs)}" for name, prop in properties.items())
     method.__name__ = method.__qualname__ = tool.name
     method.__doc__ = f"{tool.description}\n\nArgs:{args_doc or chr(10) + '    (none)'}\n\nReturns:\n    {RETURNS}"
-    method.__signature__ = inspect.Signature(parameters, return_annotation=str)
+    method.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]  # inspect reads it; typeshed's functions lack it
     method.__annotations__ = annotations
     return method
 

@@ -54,6 +54,7 @@ class GaMemory(ContextPolicy):
 
     name: ClassVar[str] = "ga_memory"
     Params: ClassVar[type[PolicyParams]] = GaMemoryParams
+    params: GaMemoryParams  # what ContextPolicy validates with Params
 
     def reset_state(self) -> None:
         store = MemoryStore.open(self.params.dir) if self.params.dir else MemoryStore.empty()

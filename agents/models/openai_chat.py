@@ -316,7 +316,7 @@ def _is_local(base_url: str) -> bool:
     return address.is_loopback or address.is_private or address.is_unspecified
 
 
-def _retry_after_seconds(error: openai.APIError) -> float | None:
+def _retry_after_seconds(error: Exception) -> float | None:
     """The server's Retry-After header in seconds, if it sent a number."""
     if not isinstance(error, openai.APIStatusError):
         return None

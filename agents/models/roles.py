@@ -69,6 +69,7 @@ def parse_model_param(item: str, roles: Iterable[str]) -> ModelParam:
     target, sep, raw = item.partition("=")
     if not sep:
         raise ValueError(f"{item!r}: expected [ROLE:]KEY=VALUE")
+    role: str | None
     role, colon, key = target.partition(":")
     if not colon:
         role, key = None, target
@@ -168,7 +169,7 @@ def chat_model(
     """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent)."""
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
-    client = {
+    client: dict[str, Any] = {  # what the caller set of OpenAIChatModel's timeout and max_retries
         key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
     }
     return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=dict(params or {}), **client)
