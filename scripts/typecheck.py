@@ -14,6 +14,7 @@ agents/x.py. Exit status: 0 when both runs are clean.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,26 +34,47 @@ def build_tree() -> None:
         (TREE / folder).symlink_to(os.path.relpath(ROOT / folder, TREE))
 
 
+def check_tests_and_scripts(mypy: list[str]) -> int:
+    """mypy on tests/ and scripts/ as pytest and ``python scripts/x.py`` import them.
+
+    Test folders have no __init__.py: a test file is a module named by its basename (pytest's import mode
+    needs those unique too), its folder is searched (same-folder imports), and MYPYPATH adds tests/ for
+    the support modules (conftest puts tests/ on sys.path). mypy also searches its working directory, and
+    the repository root holds agents/, which would shadow OpenAI's Agents SDK (import name ``agents``,
+    used by tests/agents_sdk_checks.py): so this run works from .typecheck/, which holds only erp_sim.
+    """
+    env = {**os.environ, "MYPYPATH": str(ROOT / "tests")}
+    run = subprocess.run(
+        [
+            *mypy,
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(ROOT / ".mypy_cache" / "tests-and-scripts"),  # its own: other flags than the package run
+            "--no-check-untyped-defs",
+            "--no-warn-unused-configs",  # the package run warns about the config
+            "--disable-error-code=annotation-unchecked",  # unannotated tests are unchecked on purpose
+            "--follow-imports=silent",
+            "--no-explicit-package-bases",
+            os.path.relpath(ROOT / "tests", TREE.parent),
+            os.path.relpath(ROOT / "scripts", TREE.parent),
+        ],
+        cwd=TREE.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    # paths as from the repository root, like the package run's
+    print(re.sub(r"^\.\./", "", run.stdout, flags=re.MULTILINE), end="")
+    print(run.stderr, end="", file=sys.stderr)
+    return run.returncode
+
+
 def main() -> int:
     build_tree()
     mypy = [sys.executable, "-m", "mypy"]
     package = subprocess.run(mypy, cwd=ROOT).returncode
-    # Test files are modules named by their basename (tests/ folders have no __init__.py): without explicit
-    # package bases, tests/simulator/forms/test_x.py is `test_x`, its folder is searched (same-folder test
-    # imports), and MYPYPATH adds tests/ for the support modules.
-    env = {**os.environ, "MYPYPATH": str(ROOT / "tests")}
-    rest = subprocess.run(
-        [
-            *mypy,
-            "--no-check-untyped-defs",
-            "--follow-imports=silent",
-            "--no-explicit-package-bases",
-            "tests",
-            "scripts",
-        ],
-        cwd=ROOT,
-        env=env,
-    ).returncode
+    rest = check_tests_and_scripts(mypy)
     return package or rest
 
 
