@@ -19,23 +19,29 @@ import gc
 import json
 import statistics
 import time
+from typing import Any
 
 import gymnasium as gym
 
 import erp_sim
 import erp_sim.envs
+from erp_sim.envs.expense_env import expense_env_of
+from erp_sim.erp_session import Verbosity
 from erp_sim.oracle import oracle_trace
 
 PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")
 
 
-def time_episode(task: erp_sim.Task, sequence, actions: list[str], envs_: list, verbosity: str) -> list[list[float]]:
+def time_episode(
+    task: erp_sim.Task, sequence, actions: list[str], envs_: list, verbosity: Verbosity
+) -> list[list[float]]:
     """One episode on each path in lockstep, step by step, the order rotating so no path always goes first."""
     session = erp_sim.ErpSession(task, verbosity=verbosity)
     for env in envs_:
         env.reset(options={"task_id": task.task_id})
     runners = [lambda i: session.call(*sequence[i])] + [lambda i, env=env: env.step(actions[i]) for env in envs_]
-    times, results = [[] for _ in runners], [None] * len(runners)
+    times: list[list[float]] = [[] for _ in runners]
+    results: list[Any] = [None] * len(runners)
     for i in range(len(sequence)):
         for k in range(len(runners)):
             path = (i + k) % len(runners)
@@ -65,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
     wrapped = gym.make(args.env, verbosity=args.verbosity)
     unwrapped = gym.make(args.env, verbosity=args.verbosity).unwrapped
-    tasks = wrapped.unwrapped.tasks[: args.tasks]
+    tasks = expense_env_of(wrapped).tasks[: args.tasks]
     sequences = {t.task_id: oracle_trace(t, args.verbosity) for t in tasks}
     actions = {tid: [json.dumps({"name": n, "arguments": a}) for n, a in seq] for tid, seq in sequences.items()}
-    steps = {path: [] for path in PATHS}  # per path: one list of step times per episode
+    steps: dict[str, list[list[float]]] = {path: [] for path in PATHS}  # per path: one list of step times per episode
     for _ in range(args.rounds):
         for task in tasks:
             gc.collect()

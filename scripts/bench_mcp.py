@@ -24,6 +24,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from mcp import Client, StdioServerParameters
@@ -239,7 +240,7 @@ def start_http_server() -> tuple[subprocess.Popen, str]:
 
 async def run(args) -> dict:
     bare = bare_fastmcp_command()
-    report = {"tool": CALL[0], "in_process": in_process(args.calls * 5)}
+    report: dict[str, Any] = {"tool": CALL[0], "in_process": in_process(args.calls * 5)}
     rounds: dict[str, list[dict]] = {}
     for _ in range(STDIO_ROUNDS):  # ours and bare fastmcp interleaved, so load on the machine hits both alike
         for name, mode, command in (

@@ -21,11 +21,12 @@ import argparse
 import json
 import statistics
 import time
+from typing import Any
 
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.summarizers import StructuredSummarizer
 from erp_sim.agents.tokens import TokenCounter, count_messages
-from erp_sim.agents.types import AgentStep
+from erp_sim.agents.types import AgentStep, Message
 
 POLICIES = [
     "full",
@@ -58,7 +59,7 @@ class NullAgent:
 
 def form_response(step: int, rows: int = 14) -> str:
     """A verbose itemization form state, different at every step."""
-    grid_rows = [
+    grid_rows: list[dict[str, Any]] = [
         {
             "RowNumber": str(r),
             "IsSelected": r == rows,
@@ -115,7 +116,7 @@ def form_response(step: int, rows: int = 14) -> str:
 
 def build_transcript(target_tokens: int) -> tuple[list[dict], list[int]]:
     """Messages of about ``target_tokens`` tokens and the index after each unit."""
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": "You itemize expenses in Dynamics 365 through the tools."},
         {
             "role": "user",
@@ -131,7 +132,7 @@ def build_transcript(target_tokens: int) -> tuple[list[dict], list[int]]:
             "type": "function",
             "function": {"name": "form_click_control", "arguments": json.dumps({"controlName": "NewLine"})},
         }
-        unit = [
+        unit: list[Message] = [
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {
                 "role": "tool",

@@ -261,7 +261,7 @@ def fuzz_session(tally: Tally, rng: random.Random, task: erp_sim.Task, calls: in
 def fuzz_env(tally: Tally, rng: random.Random, env, task: erp_sim.Task, calls: int) -> None:
     env.reset(seed=rng.randrange(1000), options={"task_id": task.task_id})
     header = task.header_decimal
-    plan = [{"name": n, "arguments": a} for n, a in oracle_prefix(task, rng)]
+    plan: list[Any] = [{"name": n, "arguments": a} for n, a in oracle_prefix(task, rng)]  # and invalid actions
     for _ in range(calls):
         draw = rng.random()
         if draw < 0.05:

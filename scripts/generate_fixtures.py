@@ -23,7 +23,7 @@ def sample_responses() -> dict[str, str]:
     """One response per form and verbosity from the oracle's run on hotel-007, for docs and parser tests."""
     from erp_sim import ErpSession, get_task, run_oracle
 
-    samples = {}
+    samples: dict[str, str] = {}
     for verbosity in ("default", "compact"):
         for response in run_oracle(ErpSession(get_task("hotel_50", "hotel-007"), verbosity=verbosity)):
             if response.form_state is not None:

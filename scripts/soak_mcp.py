@@ -31,6 +31,7 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
 from erp_sim import get_task, oracle_calls
 
@@ -71,7 +72,8 @@ async def well_behaved(url: str, until: float, latencies: list[float], errors: l
         result = await client.call_tool(name, arguments)
         latencies.append(time.perf_counter() - started)
         if result.is_error:
-            errors.append(f"{name}: {result.content[0].text[:200]}")
+            block = result.content[0]
+            errors.append(f"{name}: {block.text[:200] if isinstance(block, TextContent) else block!r}")
         return result
 
     try:
@@ -190,7 +192,9 @@ def latency_figures(latencies: list[float], errors: list[str], sessions: int) ->
 
 async def baseline(url: str, seconds: float, sessions: int) -> dict:
     """The same well-behaved sessions with no abuser, measured first in the same process."""
-    until, latencies, errors = time.monotonic() + seconds, [], []
+    until = time.monotonic() + seconds
+    latencies: list[float] = []
+    errors: list[str] = []
     await asyncio.gather(*(well_behaved(url, until, latencies, errors) for _ in range(sessions)))
     return latency_figures(latencies, errors, sessions)
 

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 TASK_ID = "hotel-009"
@@ -61,7 +62,9 @@ def check_env_and_harness() -> str:
 
     env = gym.make("erp_sim/ExpenseItemization-v0")
     trajectory = run_episode(env, ScriptedAgent(), task_id=TASK_ID)
-    grade = trajectory.grade if isinstance(trajectory.grade, dict) else trajectory.grade.model_dump()
+    graded = trajectory.grade
+    assert graded is not None, "run_episode grades the episode"
+    grade = graded if isinstance(graded, dict) else graded.model_dump()
     assert grade["success"] and grade["strict_success"], grade
     return f"scripted agent: {trajectory.termination} after {len(trajectory.steps)} steps, graded strict_success"
 
@@ -167,7 +170,7 @@ def check_mcp_http(workdir: Path) -> str:
     return f"MCPServerStreamableHttp: {listed} tools listed, task solved in {calls} calls, graded strict_success"
 
 
-CHECKS = {
+CHECKS: dict[str, Callable[..., str]] = {
     "imports": check_imports,
     "cli": check_cli,
     "env_and_harness": check_env_and_harness,

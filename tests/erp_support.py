@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from erp_sim import ErpSession, oracle_calls
+from erp_sim.erp_session import ToolResponse
 
 
-def open_itemization(session: ErpSession) -> list:
-    """Drive the oracle up to the opened itemization form; returns the charges it read."""
+def open_itemization(session: ErpSession) -> ToolResponse:
+    """Drive the oracle up to the opened itemization form; returns the Itemize click's response."""
     calls = oracle_calls(session.task)
     name, args = next(calls)
     while True:

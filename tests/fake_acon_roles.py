@@ -111,7 +111,8 @@ def feedback(shown: dict[str, str]) -> str:
     full, compressed = shown.get("Uncompressed context (succeeded)", ""), shown.get("Compressed context (failed)", "")
     kept = set(AMOUNT.findall(compressed))
     kept_text = {f"{a}.{c}" for a, c in kept}
-    rounded, lost = [], []
+    rounded: list[str] = []
+    lost: list[str] = []
     for whole, cents in dict.fromkeys(AMOUNT.findall(full)):
         value = f"{whole}.{cents}"
         if cents == "00" or value in kept_text:

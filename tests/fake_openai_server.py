@@ -132,6 +132,7 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         host, port = self._http.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's host
         return f"http://{host}:{port}/v1"
 
     def start(self) -> FakeOpenAIServer:
@@ -293,7 +294,9 @@ class FakeOpenAIServer:
 
     def _runaway(self, body: dict[str, Any]) -> ScriptedReply:
         message = {"role": "assistant", "content": " ".join(["and"] * RUNAWAY_TOKENS)}
-        reply = ScriptedReply(200, self._completion(message, "length", 10, RUNAWAY_TOKENS), delay=self.runaway_seconds)
+        reply = ScriptedReply(
+            200, self._completion(message, "length", 10, RUNAWAY_TOKENS), delay=self.runaway_seconds or 0.0
+        )
         return self._with_own_usage(reply, body) if self.own_token_counts else reply
 
     def _with_own_usage(self, reply: ScriptedReply, body: dict[str, Any]) -> ScriptedReply:
@@ -306,7 +309,7 @@ class FakeOpenAIServer:
         completion = sum(len(own_tokens(_message_text(choice["message"]))) for choice in answer.get("choices", []))
         if answer["choices"] and answer["choices"][0].get("finish_reason") == "length":
             completion = RUNAWAY_TOKENS
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": len(prompt),
             "completion_tokens": completion,
             "total_tokens": len(prompt) + completion,

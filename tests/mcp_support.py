@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
@@ -72,7 +73,11 @@ def http_server(log_dir: Path, *extra_args: str) -> Iterator[str]:
         proc.wait(10)
 
 
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+INIT: dict[str, Any] = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "0"},
+}
 
 
 class RawStdio:
@@ -82,13 +87,20 @@ class RawStdio:
         self.proc = subprocess.Popen(
             SERVE + list(args), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both pipes
+        self.stdin, stdout = self.proc.stdin, self.proc.stdout
         self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout], daemon=True).start()
+
+        def read_lines() -> None:
+            for line in stdout:
+                self.lines.put(line)
+
+        threading.Thread(target=read_lines, daemon=True).start()
 
     def send(self, raw: bytes | str) -> None:
-        self.proc.stdin.write(raw.encode() if isinstance(raw, str) else raw)
-        self.proc.stdin.write(b"\n")
-        self.proc.stdin.flush()
+        self.stdin.write(raw.encode() if isinstance(raw, str) else raw)
+        self.stdin.write(b"\n")
+        self.stdin.flush()
 
     def receive(self) -> tuple[dict, int]:
         line = self.lines.get(timeout=30)
@@ -104,5 +116,5 @@ class RawStdio:
         return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
     def close(self) -> None:
-        self.proc.stdin.close()
+        self.stdin.close()
         self.proc.wait(20)

@@ -173,7 +173,7 @@ def itemization_response(lines: list[tuple[str, str, str, str]], total="360.00",
 # -- random transcripts ----------------------------------------------------------------------
 TOOL_NAMES = ["form_open_menu_item", "form_click_control", "form_find_controls", "data_find_entities"]
 
-_short_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+_short_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
 _long_text = st.builds(
     lambda word, n: (word + " ") * n,
     st.sampled_from(["lorem", "ItemizationRemaining", "東京", '{"x": 1}']),
@@ -250,7 +250,8 @@ def labels(messages: list[Message], with_head: bool = True) -> list[str]:
     out = []
     for m in messages:
         role = m.get("role")
-        text = m.get("content") if isinstance(m.get("content"), str) else ""
+        content = m.get("content")
+        text = content if isinstance(content, str) else ""
         if with_head and role == "system":
             out.append("S")
         elif with_head and role == "user" and text == INSTRUCTION["content"]:

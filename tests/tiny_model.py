@@ -23,12 +23,15 @@ def project_texts() -> list[str]:
     """What the tokenizer learns from: every category's system prompt, the tools, and some episodes' texts."""
     import erp_sim
     from erp_sim.envs.episode import Episode, tool_schemas
+    from erp_sim.envs.expense_env import expense_env_of
 
     texts = [json.dumps(tool_schemas(), indent=2)]
     episode = Episode("erp_sim/AllExpenseTypes-v0", verbosity="compact")
     for index in range(0, len(episode.tasks), 3):
         texts += [m["content"] for m in episode.start(task_index=index)]
-        calls = erp_sim.oracle_calls(episode.env.unwrapped.task)
+        task = expense_env_of(episode.env).task
+        assert task is not None  # start() reset the env on it
+        calls = erp_sim.oracle_calls(task)
         name, arguments = next(calls)
         for _ in range(6):  # the first screens of an episode
             observation = episode.call_tool(name, arguments).observation

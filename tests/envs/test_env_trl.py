@@ -27,7 +27,9 @@ def public_methods(obj) -> dict:
 
 def args_section(doc: str) -> dict[str, str]:
     """The ``Args:`` block as transformers' Google-docstring parser reads it."""
-    block = re.search(r"\n\s*Args:\n\s*(.*?)[\n\s]*(Returns:|Raises:|\Z)", doc, re.DOTALL).group(1)
+    args = re.search(r"\n\s*Args:\n\s*(.*?)[\n\s]*(Returns:|Raises:|\Z)", doc, re.DOTALL)
+    assert args is not None, doc
+    block = args.group(1)
     return dict(re.findall(r"(?:^|\n)\s*(\w+):\s*(.*?)\s*(?=\n\s*\w+:|\Z)", block, re.DOTALL))
 
 

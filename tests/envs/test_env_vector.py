@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
@@ -18,7 +20,7 @@ ACTIONS = [
 
 def rollout(vector_env) -> list:
     observations, info = vector_env.reset(seed=[5, 6], options={"task_index": 3})
-    transcript = [(observations, info["task"]["task_id"].tolist())]
+    transcript: list[tuple[Any, ...]] = [(observations, info["task"]["task_id"].tolist())]
     for actions in ACTIONS:
         observations, rewards, terminated, _truncated, info = vector_env.step(actions)
         transcript.append((observations, rewards.tolist(), terminated.tolist(), info["counts"]["steps"].tolist()))

@@ -3,7 +3,12 @@ whose replies a scripted oracle (or a bad agent) computes from each request."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    import verifiers
 
 vf = pytest.importorskip("verifiers", reason="the verifiers extra is not installed (see docs/training.md)")
 
@@ -42,7 +47,7 @@ def model_server():
         yield server
 
 
-def client_for(server) -> vf.Client:
+def client_for(server) -> verifiers.Client:
     return vf.OpenAIChatCompletionsClient(AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0))
 
 

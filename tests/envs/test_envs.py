@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -70,7 +71,7 @@ def test_import_envs_does_not_import_the_simulator():
 
 def _rollout(env_id: str, seed: int, actions: list) -> list:
     env = gym.make(env_id)
-    transitions = [env.reset(seed=seed)]
+    transitions: list[tuple[Any, ...]] = [env.reset(seed=seed)]
     for action in actions:
         transitions.append(env.step(action))
     env.close()

@@ -7,9 +7,10 @@ import statistics
 from bpe_openai import get_encoding
 
 from erp_sim import ErpSession, load_task_set, run_oracle
+from erp_sim.erp_session import Verbosity
 
 
-def form_response_tokens(verbosity: str) -> list[int]:
+def form_response_tokens(verbosity: Verbosity) -> list[int]:
     encoding = get_encoding("o200k_base")
     counts = []
     for task in load_task_set("hotel_50"):

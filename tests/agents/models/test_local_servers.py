@@ -54,7 +54,7 @@ def model_on(server: FakeOpenAIServer, **options) -> OpenAIChatModel:
     return OpenAIChatModel("fake-model", base_url=server.base_url, sleep=lambda _: None, **options)
 
 
-def episode(modes: dict[str, bool], **extra: Any):
+def episode(modes: dict[str, Any], **extra: Any):  # FakeOpenAIServer's switches
     """hotel-003 played by the scripted agent behind a server in these modes; the API's rules hold throughout."""
     with FakeOpenAIServer(**modes) as server:
         server.answer_with(model_reply)

@@ -34,7 +34,7 @@ def open_form(session: ErpSession, form: str):
         response = session.call(name, args)
         assert not response.is_error, response.result
         if name == tool and detail in (None, args.get("controlName"), args.get("gridName")):
-            assert response.form_state["Name"] == form
+            assert response.form_state is not None and response.form_state["Name"] == form
             return response
         name, args = calls.send(response.text)
 
@@ -104,6 +104,7 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
     else:
         assert name == "TrvReceiptViewer"
         receipt = ledger.receipt_of_line(db, line["id"])
+        assert receipt is not None
         items = ledger.receipt_items(db, receipt["id"])
         assert [r["ReceiptItem_Amount"] for r in formstate.grid_rows(state, "ReceiptItemsGrid")] == [
             money(Decimal(i["amount"])) for i in items[:25]
@@ -114,6 +115,7 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
 def write(session: ErpSession, tool: str, **arguments) -> dict:
     response = session.call(tool, arguments)
     assert not response.is_error, (tool, response.result)
+    assert response.form_state is not None
     return response.form_state
 
 

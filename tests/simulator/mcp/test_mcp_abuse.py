@@ -38,7 +38,7 @@ async def latencies_next_to_bombs(server, calls: int = 40) -> tuple[list[float],
         await victim.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": "victim"})  # opens the episode
         task = asyncio.create_task(bomb_forever())
         await asyncio.sleep(0.2)
-        times = []
+        times: list[float] = []
         while len(times) < calls or bombs[0] < len(BOMBS):  # every kind of bomb ran next to the victim
             started = time.perf_counter()
             result = await victim.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": "victim"})

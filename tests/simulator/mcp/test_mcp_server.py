@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 from fastmcp import Client
 from fastmcp.utilities.json_schema import dereference_refs
+from mcp.types import TextContent, TextResourceContents
 
 from erp_sim import TOOLS, ErpSession, get_task, oracle_calls
 from erp_sim.mcp.server import build_server
@@ -21,15 +22,19 @@ async def solve(client: Client, task, meta: dict | None = None) -> list[str]:
     try:
         while True:
             result = await client.call_tool_mcp(name, arguments, meta=meta)
-            assert not result.is_error, result.content[0].text[:400]
-            texts.append(result.content[0].text)
+            block = result.content[0]
+            assert isinstance(block, TextContent), block
+            assert not result.is_error, block.text[:400]
+            texts.append(block.text)
             name, arguments = calls.send(texts[-1])
     except StopIteration:
         return texts
 
 
 async def task_of(client: Client) -> dict:
-    return json.loads((await client.read_resource("erp-sim://task"))[0].text)
+    contents = (await client.read_resource("erp-sim://task"))[0]
+    assert isinstance(contents, TextResourceContents), contents
+    return json.loads(contents.text)
 
 
 async def test_tools_mirror_the_registry():

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from agents_sdk_checks import solve as solve_with
 from mcp import Client, StdioServerParameters
+from mcp.types import TextResourceContents
 from mcp_support import (
     ADMIN,
     ROOT,
@@ -41,7 +42,9 @@ async def solve(client: Client, task) -> int:
 
 
 async def task_id_of(client: Client) -> str:
-    return json.loads((await client.read_resource("erp-sim://task")).contents[0].text)["task_id"]
+    contents = (await client.read_resource("erp-sim://task")).contents[0]
+    assert isinstance(contents, TextResourceContents), contents
+    return json.loads(contents.text)["task_id"]
 
 
 @pytest.fixture(scope="module")
