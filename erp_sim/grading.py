@@ -209,7 +209,9 @@ def expected_charges(task, line: int = 0) -> Counter:
     return _expected[key]
 
 
-def grade_session(session: ErpSession, line_id: int | None = None, state: Progress | None = None) -> Grade:
+def grade_session(
+    session: ErpSession, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
+) -> Grade:
     """The full grade. ``line_id`` (the target's RecId) and ``state`` (its current ``progress``) may be
     passed by callers that know them."""
     return Grade.model_validate(grade_dict(session, line_id, state))
