@@ -14,7 +14,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
 
 import pydantic
 from pydantic import BaseModel, Field
@@ -47,6 +47,14 @@ _NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
 BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
 logger = logging.getLogger("erp_sim.erp_session")
 T = TypeVar("T")
+
+
+class SessionOptions(TypedDict, total=False):
+    """``ErpSession``'s keyword options, for functions that pass them on (``erp_sim.open_session``)."""
+
+    verbosity: Verbosity
+    faults: FaultProfile | str | float | None
+    instance: int
 
 
 class ToolResponse(BaseModel):
