@@ -14,7 +14,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 import pydantic
 from pydantic import BaseModel, Field
@@ -69,11 +69,13 @@ class ToolResponse(BaseModel):
 
     @property
     def result(self) -> str:
-        return cast(str, self.envelope[K.RESULT])
+        result: str = self.envelope[K.RESULT]  # the envelope's shape (response.envelope)
+        return result
 
     @property
     def form_state(self) -> JsonObject | None:
-        return cast("JsonObject | None", self.envelope.get(K.FORM_STATE))
+        state: JsonObject | None = self.envelope.get(K.FORM_STATE)
+        return state
 
 
 class ErpSession:
