@@ -10,13 +10,15 @@ state in the real server's shape at either verbosity.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.pending import FormEdits
 from erp_sim.tasks import Task
+
+T = TypeVar("T")
 
 
 class FormHost(Protocol):
@@ -31,10 +33,10 @@ class FormHost(Protocol):
     db: sqlite3.Connection
     forms: list[OpenForm]
 
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any: ...
-    def cached_read(self, key: str, compute: Callable[[], Any]) -> Any: ...
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T: ...
+    def cached_read(self, key: str, compute: Callable[[], T]) -> T: ...
     def add_message(self, level: str, text: str) -> None: ...
-    def open_form(self, name: str, context: dict) -> str: ...
+    def open_form(self, name: str, context: dict[str, Any]) -> str: ...
 
 
 PAGE_SIZE = 25
@@ -101,7 +103,7 @@ class GridState:
     filters: dict[str, str] = field(default_factory=dict)  # column -> case-insensitive "contains"
     sort: tuple[str, bool] | None = None  # (column, descending)
     selected_key: Any = None
-    marked: set = field(default_factory=set)
+    marked: set[Any] = field(default_factory=set)
 
 
 @dataclass
@@ -328,7 +330,7 @@ def _column_name(grid: Grid, column: str) -> str:
     return names[column.lower()]
 
 
-def _sort_key(value: str, data_type: str):
+def _sort_key(value: str, data_type: str) -> tuple[int, float, str]:
     if data_type == "Real":
         try:
             return (0, float(value.replace(",", "")), "")
@@ -338,7 +340,7 @@ def _sort_key(value: str, data_type: str):
 
 
 # --- rendering -------------------------------------------------------------------------------
-def render_control(control: Control, verbose: bool) -> dict:
+def render_control(control: Control, verbose: bool) -> dict[str, Any]:
     if not verbose:
         out = {"Name": control.name, "Value": control.value}
         if control.editable:
@@ -360,7 +362,7 @@ def render_control(control: Control, verbose: bool) -> dict:
     return out
 
 
-def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose: bool) -> dict:
+def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose: bool) -> dict[str, Any]:
     rows, first, total = definition.page_rows(form, grid)
     state = form.grid_state(grid.name)
     rendered_rows = []
@@ -398,7 +400,7 @@ def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose:
     return out
 
 
-def render_children(definition: FormDefinition, form: OpenForm, section: Section, verbose: bool) -> dict:
+def render_children(definition: FormDefinition, form: OpenForm, section: Section, verbose: bool) -> dict[str, Any]:
     children: dict[str, Any] = {}
     for control in section.controls:
         children.setdefault(control.kind, []).append(render_control(control, verbose))
@@ -407,7 +409,7 @@ def render_children(definition: FormDefinition, form: OpenForm, section: Section
     return children
 
 
-def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinition, verbose: bool) -> dict:
+def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinition, verbose: bool) -> dict[str, Any]:
     body: dict[str, Any] = {}
     tab_pages = []
     for section in definition.all_sections(session, form):
