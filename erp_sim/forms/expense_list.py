@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from erp_sim import response_keys as K
 from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import ZERO, display_money
@@ -42,7 +43,7 @@ class ExpenseReportList(FormDefinition):
         quick = Control(
             "QuickFilter",
             "Filter",
-            "Input",
+            K.INPUT,
             form.quick_filter,
             editable=True,
             help="Type to filter all columns of the grid (form_filter_form).",

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from erp_sim import ledger
+from erp_sim import response_keys as K
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
@@ -79,14 +80,14 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTable_ExpNumber",
                 "Expense report number",
-                "Input",
+                K.INPUT,
                 report["report_number"],
                 data_field="ExpNumber",
             ),
             Control(
                 "TrvExpTable_Txt",
                 "Purpose",
-                "Input",
+                K.INPUT,
                 purpose,
                 editable=report["status"] == "Draft",
                 required=True,
@@ -96,20 +97,20 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTable_ApprovalStatus",
                 "Approval status",
-                "Combobox",
+                K.COMBOBOX,
                 report["status"],
                 data_field="ApprovalStatus",
             ),
             Control(
                 "TrvExpTable_CreatingWorker",
                 "Created by",
-                "Input",
+                K.INPUT,
                 session.task.worker_name,
                 data_field="CreatingWorker",
             ),
-            Control("TrvExpTable_Destination", "Destination", "Input", report["destination"], data_field="Destination"),
+            Control("TrvExpTable_Destination", "Destination", K.INPUT, report["destination"], data_field="Destination"),
             Control(
-                "TrvExpTable_TotalAmount", "Total amount", "RealInput", display_money(total), data_field="TotalAmount"
+                "TrvExpTable_TotalAmount", "Total amount", K.REAL_INPUT, display_money(total), data_field="TotalAmount"
             ),
         ]
         # Header lines only: itemized lines are worked in the itemization form, as in D365.
@@ -143,7 +144,7 @@ class ExpenseReportForm(FormDefinition):
         ]
         sections = [
             Section("HeaderGroup", "Expense report", controls=header),
-            Section("LinesTabPage", "Expense lines", "TabPage", grids=[Grid(GRID, "Expense lines", columns, rows)]),
+            Section("LinesTabPage", "Expense lines", K.TAB_PAGE, grids=[Grid(GRID, "Expense lines", columns, rows)]),
         ]
         line = self.selected_line(session, form)
         if line is not None:
@@ -151,7 +152,7 @@ class ExpenseReportForm(FormDefinition):
                 Section(
                     "LineDetailsFastTab",
                     "Line details",
-                    "FastTab",
+                    K.FAST_TAB,
                     controls=self._line_controls(session, form, report, line),
                 )
             )
@@ -164,32 +165,32 @@ class ExpenseReportForm(FormDefinition):
         receipt = ledger.receipt_of_line(session.db, line["id"])
         pending_amount = _edits(form).line_value(line["id"], "amount", None)
         controls = [
-            Control("TrvExpTrans_CostType", "Expense category", "Input", line["category_id"], data_field="CostType"),
+            Control("TrvExpTrans_CostType", "Expense category", K.INPUT, line["category_id"], data_field="CostType"),
             Control(
                 "TrvExpTrans_MerchantId",
                 "Merchant",
-                "Input",
+                K.INPUT,
                 self._line_value(form, line, "merchant"),
                 editable,
                 data_field="MerchantId",
             ),
-            Control("TrvExpTrans_TransDate", "Date", "DateInput", line["transaction_date"], data_field="TransDate"),
+            Control("TrvExpTrans_TransDate", "Date", K.DATE_INPUT, line["transaction_date"], data_field="TransDate"),
             Control(
                 "TrvExpTrans_AmountCurr",
                 "Amount",
-                "RealInput",
+                K.REAL_INPUT,
                 pending_amount if pending_amount is not None else display_money(Decimal(line["amount"])),
                 editable and line["line_type"] == "Default",
                 required=True,
                 data_field="AmountCurr",
                 help="Transaction amount in the transaction currency.",
             ),
-            Control("TrvExpTrans_CurrencyCode", "Currency", "Input", line["currency"], data_field="CurrencyCode"),
-            Control("TrvExpTrans_LineType", "Line type", "Combobox", line["line_type"], data_field="LineType"),
+            Control("TrvExpTrans_CurrencyCode", "Currency", K.INPUT, line["currency"], data_field="CurrencyCode"),
+            Control("TrvExpTrans_LineType", "Line type", K.COMBOBOX, line["line_type"], data_field="LineType"),
             Control(
                 "TrvExpTrans_Txt2",
                 "Description",
-                "Input",
+                K.INPUT,
                 self._line_value(form, line, "description"),
                 editable,
                 data_field="Txt2",
@@ -197,7 +198,7 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTrans_ReceiptAttached",
                 "Receipt attached",
-                "Checkbox",
+                K.CHECKBOX,
                 receipt is not None,
                 data_field="ReceiptsAttached",
             ),
@@ -205,9 +206,9 @@ class ExpenseReportForm(FormDefinition):
         if CATEGORIES[line["category_id"]].itemize:
             summary = ledger.itemization_summary(session.db, line["id"])
             controls += [
-                Control("TrvExpTrans_ItemizedAmount", "Itemized amount", "RealInput", display_money(summary.itemized)),
+                Control("TrvExpTrans_ItemizedAmount", "Itemized amount", K.REAL_INPUT, display_money(summary.itemized)),
                 Control(
-                    "TrvExpTrans_RemainingAmount", "Remaining amount", "RealInput", display_money(summary.remaining)
+                    "TrvExpTrans_RemainingAmount", "Remaining amount", K.REAL_INPUT, display_money(summary.remaining)
                 ),
             ]
         return controls

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from erp_sim import ledger
+from erp_sim import response_keys as K
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError, ValidationError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
@@ -114,7 +115,7 @@ class ItemizationForm(FormDefinition):
         if form.grid_state(GRID).selected_key in gone:
             form.grid_state(GRID).selected_key = None
         session.add_message(
-            "Warning",
+            K.LEVEL_WARNING,
             f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
             "their unsaved changes were dropped.",
         )
@@ -142,29 +143,29 @@ class ItemizationForm(FormDefinition):
         header = self.header(session, form)
         summary = _summary(session, form)
         expense = [
-            Control("HeaderCostType", "Expense category", "Input", header["category_id"]),
-            Control("HeaderMerchant", "Merchant", "Input", header["merchant"]),
-            Control("HeaderTransDate", "Date", "DateInput", header["transaction_date"]),
+            Control("HeaderCostType", "Expense category", K.INPUT, header["category_id"]),
+            Control("HeaderMerchant", "Merchant", K.INPUT, header["merchant"]),
+            Control("HeaderTransDate", "Date", K.DATE_INPUT, header["transaction_date"]),
         ]
         totals = [
             Control(
                 "ItemizationTotal",
                 "Total",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.total),
                 help="Amount of the expense line.",
             ),
             Control(
                 "ItemizationItemized",
                 "Itemized",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.itemized),
                 help="Sum of saved itemized lines.",
             ),
             Control(
                 "ItemizationRemaining",
                 "Remaining",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.remaining),
                 help="Total minus itemized. Must be exactly 0.00 when done.",
             ),
@@ -210,7 +211,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_ExpSubCategory",
                 "Subcategory",
-                "Combobox",
+                K.COMBOBOX,
                 values["subcategory"] or "",
                 True,
                 True,
@@ -221,7 +222,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_TransDate",
                 "Date",
-                "DateInput",
+                K.DATE_INPUT,
                 values["transaction_date"] or "",
                 True,
                 True,
@@ -231,7 +232,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_AmountCurr",
                 "Amount",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(Decimal(amount)) if amount else "",
                 True,
                 True,
@@ -241,7 +242,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_Description",
                 "Description",
-                "Input",
+                K.INPUT,
                 values["description"] or "",
                 True,
                 False,
@@ -381,12 +382,12 @@ class ItemizationForm(FormDefinition):
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
             session.add_message(
-                "Warning",
+                K.LEVEL_WARNING,
                 f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
                 f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.",
             )
         elif summary.remaining == ZERO:
-            session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
+            session.add_message(K.LEVEL_INFO, "The expense is fully itemized: remaining 0.00.")
         return (
             f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
             f"remaining {display_money(summary.remaining)}."

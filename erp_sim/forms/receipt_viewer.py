@@ -6,6 +6,7 @@ import sqlite3
 from decimal import Decimal
 
 from erp_sim import ledger
+from erp_sim import response_keys as K
 from erp_sim.forms.base import Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import display_money
 
@@ -38,11 +39,11 @@ class ReceiptViewer(FormDefinition):
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         receipt = self.receipt(session, form)
         document = [
-            Control("Receipt_DocumentNumber", "Document number", "Input", receipt["document_number"]),
-            Control("Receipt_Merchant", "Merchant", "Input", receipt["merchant"]),
-            Control("Receipt_IssuedDate", "Issued", "DateInput", receipt["issued_date"]),
-            Control("Receipt_Total", "Total", "RealInput", display_money(Decimal(receipt["total"]))),
-            Control("Receipt_Currency", "Currency", "Input", receipt["currency"]),
+            Control("Receipt_DocumentNumber", "Document number", K.INPUT, receipt["document_number"]),
+            Control("Receipt_Merchant", "Merchant", K.INPUT, receipt["merchant"]),
+            Control("Receipt_IssuedDate", "Issued", K.DATE_INPUT, receipt["issued_date"]),
+            Control("Receipt_Total", "Total", K.REAL_INPUT, display_money(Decimal(receipt["total"]))),
+            Control("Receipt_Currency", "Currency", K.INPUT, receipt["currency"]),
         ]
         rows = [
             GridRow(
