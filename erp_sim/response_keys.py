@@ -21,6 +21,8 @@ MESSAGE = "Message"
 FORM_STATE = "FormState"
 ACTIVITY_ID = "MCPActivityId"
 DEEP_LINKS = "DeepLinks"
+# The envelope's own keys; any other top-level key is the payload of the tool that answered.
+ENVELOPE_KEYS = (SESSION_ID, RESULT, MESSAGES, ERROR, FORM_STATE, ACTIVITY_ID, DEEP_LINKS)
 
 # Message levels (an agent must heed the last two).
 LEVEL_INFO = "Info"
