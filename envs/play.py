@@ -171,6 +171,20 @@ def pages(pagination: dict | None, shown: int) -> str:
     return text + (f" (more: actionId {' / '.join(more)})" if more else "") if pagination[K.TOTAL_ROWS] else "no rows"
 
 
+def column_header(column: dict | str) -> tuple[str, str]:
+    """(name, label) of a grid column: an object at default verbosity, a bare name in compact."""
+    if isinstance(column, dict):
+        return column[K.NAME], column.get(K.LABEL) or column[K.NAME]
+    return column, column
+
+
+def button_text(button: dict | str) -> str:
+    """A button's name, marked when disabled (compact lists only the enabled buttons' names)."""
+    if isinstance(button, dict):
+        return button[K.NAME] + ("" if button.get(K.IS_ENABLED, True) else " (disabled)")
+    return button
+
+
 def form_lines(node, lines: list[str]) -> None:
     """Controls as `Label [Name] = Value` (* editable), grids as tables, buttons on one line."""
     if isinstance(node, list):
@@ -181,11 +195,12 @@ def form_lines(node, lines: list[str]) -> None:
         return
     if K.ROWS in node and K.COLUMNS in node:
         rows = [{**row, **row.get(K.VALUES, {})} for row in node[K.ROWS] or []]
-        lines.append(f"Grid {node.get(K.NAME)} ({node.get(K.LABEL, '')}): {pages(node.get(K.PAGINATION), len(rows))}")
+        label = f" ({node[K.LABEL]})" if node.get(K.LABEL) else ""  # compact grids have no label
+        lines.append(f"Grid {node.get(K.NAME)}{label}: {pages(node.get(K.PAGINATION), len(rows))}")
+        headers = [column_header(c) for c in node[K.COLUMNS]]
         if rows:
-            columns = [(K.ROW_NUMBER, "Row")] + [(c[K.NAME], c.get(K.LABEL) or c[K.NAME]) for c in node[K.COLUMNS]]
-            lines += table(columns, rows)
-        lines.append("  columns: " + ", ".join(c[K.NAME] for c in node[K.COLUMNS]))
+            lines += table([(K.ROW_NUMBER, "Row"), *headers], rows)
+        lines.append("  columns: " + ", ".join(name for name, _ in headers))
         return
     if K.VALUE in node and K.NAME in node:
         if node.get(K.IS_VISIBLE, True):
@@ -194,9 +209,7 @@ def form_lines(node, lines: list[str]) -> None:
         return
     for key, value in node.items():
         if key == K.BUTTONS and isinstance(value, list):
-            lines.append(
-                "Buttons: " + ", ".join(b[K.NAME] + ("" if b.get(K.IS_ENABLED, True) else " (disabled)") for b in value)
-            )
+            lines.append("Buttons: " + ", ".join(map(button_text, value)))
         elif isinstance(value, (dict, list)):
             form_lines(value, lines)
 
