@@ -7,7 +7,7 @@ create and an action obey the same rules and either apply whole or not at all.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -167,7 +167,9 @@ class ItemizedValues:
     description: str = ""
 
 
-def validate_itemized_values(header: sqlite3.Row, raw: dict[str, object], controls: dict[str, str]) -> ItemizedValues:
+def validate_itemized_values(
+    header: sqlite3.Row, raw: Mapping[str, object], controls: dict[str, str]
+) -> ItemizedValues:
     """Check a full set of itemized-line values. ``controls`` names each field as the caller shows it."""
     missing = [controls[k] for k in ("subcategory", "transaction_date", "amount") if raw.get(k) in (None, "")]
     if missing:
@@ -245,7 +247,7 @@ EDITABLE_LINE_FIELDS: dict[str, Callable[[object, str], object]] = {
 
 
 def update_line_fields(
-    db: sqlite3.Connection, line_id: int, changes: dict[str, object], controls: dict[str, str]
+    db: sqlite3.Connection, line_id: int, changes: Mapping[str, object], controls: dict[str, str]
 ) -> None:
     line = line_by_id(db, line_id)
     if line["line_type"] == "ItemizedLine":
