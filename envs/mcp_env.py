@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
+from erp_sim import response_keys as K
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserView
 from erp_sim.outcomes import EnvTermination
@@ -141,7 +142,7 @@ class McpEnv(gym.Env):
         if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
             self._counts["invalid_actions"] += 1
             return (
-                json.dumps({"Result": 'Error: the action must be {"name", "arguments"} or {"message"}.'}),
+                json.dumps({K.RESULT: 'Error: the action must be {"name", "arguments"} or {"message"}.'}),
                 0.0,
                 False,
                 False,
@@ -162,7 +163,7 @@ class McpEnv(gym.Env):
             text = "".join(getattr(block, "text", "") for block in result.content)
             self._counts["tool_errors"] += bool(result.is_error)
         except Exception as exc:  # the transport failed: report it to the agent like a tool error
-            text = json.dumps({"Result": f"Error: the MCP call failed: {type(exc).__name__}: {exc}"})
+            text = json.dumps({K.RESULT: f"Error: the MCP call failed: {type(exc).__name__}: {exc}"})
             self._counts["tool_errors"] += 1
         grade = self.grade()
         terminated = bool(grade and grade.get("success"))

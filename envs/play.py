@@ -21,6 +21,8 @@ import difflib
 import json
 import sys
 
+from erp_sim import response_keys as K
+
 HELP = """\
 Commands (only tool calls and 'say' take a step):
   <tool> {json arguments}   call a tool, e.g. form_open_menu_item {"name": "TrvExpenses"}
@@ -158,15 +160,29 @@ def table(columns: list[tuple[str, str]], rows: list[dict]) -> list[str]:
 
 
 def pages(pagination: dict | None, shown: int) -> str:
-    if not isinstance(pagination, dict) or "TotalRows" not in pagination:
+    if not isinstance(pagination, dict) or K.TOTAL_ROWS not in pagination:
         return f"{shown} row(s)"
-    text = f"rows {pagination.get('FirstRow')}-{pagination.get('LastRow')} of {pagination['TotalRows']}"
+    text = f"rows {pagination.get(K.FIRST_ROW)}-{pagination.get(K.LAST_ROW)} of {pagination[K.TOTAL_ROWS]}"
     more = [
         action
-        for key, action in (("HasPreviousPage", "LoadPreviousPage"), ("HasNextPage", "LoadNextPage"))
+        for key, action in ((K.HAS_PREVIOUS_PAGE, K.LOAD_PREVIOUS_PAGE), (K.HAS_NEXT_PAGE, K.LOAD_NEXT_PAGE))
         if pagination.get(key)
     ]
-    return text + (f" (more: actionId {' / '.join(more)})" if more else "") if pagination["TotalRows"] else "no rows"
+    return text + (f" (more: actionId {' / '.join(more)})" if more else "") if pagination[K.TOTAL_ROWS] else "no rows"
+
+
+def column_header(column: dict | str) -> tuple[str, str]:
+    """(name, label) of a grid column: an object at default verbosity, a bare name in compact."""
+    if isinstance(column, dict):
+        return column[K.NAME], column.get(K.LABEL) or column[K.NAME]
+    return column, column
+
+
+def button_text(button: dict | str) -> str:
+    """A button's name, marked when disabled (compact lists only the enabled buttons' names)."""
+    if isinstance(button, dict):
+        return button[K.NAME] + ("" if button.get(K.IS_ENABLED, True) else " (disabled)")
+    return button
 
 
 def form_lines(node, lines: list[str]) -> None:
@@ -177,24 +193,23 @@ def form_lines(node, lines: list[str]) -> None:
         return
     if not isinstance(node, dict):
         return
-    if "Rows" in node and "Columns" in node:
-        rows = [{**row, **row.get("Values", {})} for row in node["Rows"] or []]
-        lines.append(f"Grid {node.get('Name')} ({node.get('Label', '')}): {pages(node.get('Pagination'), len(rows))}")
+    if K.ROWS in node and K.COLUMNS in node:
+        rows = [{**row, **row.get(K.VALUES, {})} for row in node[K.ROWS] or []]
+        label = f" ({node[K.LABEL]})" if node.get(K.LABEL) else ""  # compact grids have no label
+        lines.append(f"Grid {node.get(K.NAME)}{label}: {pages(node.get(K.PAGINATION), len(rows))}")
+        headers = [column_header(c) for c in node[K.COLUMNS]]
         if rows:
-            columns = [("RowNumber", "Row")] + [(c["Name"], c.get("Label") or c["Name"]) for c in node["Columns"]]
-            lines += table(columns, rows)
-        lines.append("  columns: " + ", ".join(c["Name"] for c in node["Columns"]))
+            lines += table([(K.ROW_NUMBER, "Row"), *headers], rows)
+        lines.append("  columns: " + ", ".join(name for name, _ in headers))
         return
-    if "Value" in node and "Name" in node:
-        if node.get("IsVisible", True):
-            mark = "*" if node.get("IsEditable") else " "
-            lines.append(f" {mark}{node.get('Label') or node['Name']} [{node['Name']}] = {node['Value']!r}")
+    if K.VALUE in node and K.NAME in node:
+        if node.get(K.IS_VISIBLE, True):
+            mark = "*" if node.get(K.IS_EDITABLE) else " "
+            lines.append(f" {mark}{node.get(K.LABEL) or node[K.NAME]} [{node[K.NAME]}] = {node[K.VALUE]!r}")
         return
     for key, value in node.items():
-        if key == "Buttons" and isinstance(value, list):
-            lines.append(
-                "Buttons: " + ", ".join(b["Name"] + ("" if b.get("IsEnabled", True) else " (disabled)") for b in value)
-            )
+        if key == K.BUTTONS and isinstance(value, list):
+            lines.append("Buttons: " + ", ".join(map(button_text, value)))
         elif isinstance(value, (dict, list)):
             form_lines(value, lines)
 
@@ -207,30 +222,29 @@ def readable(observation: str) -> str:
         return observation  # a user's reply, or plain text
     if not isinstance(response, dict):
         return json.dumps(response, indent=2, ensure_ascii=False)
-    error = response.get("Error") or {}
-    lines = [f"Error {error.get('Code')}: {error.get('Message')}" if error else f"Result: {response.get('Result', '')}"]
-    for message in response.get("Messages") or []:
-        if isinstance(message, dict) and message.get("Text") != error.get("Message"):
-            lines.append(f"{message.get('Level', 'Info')}: {message.get('Text')}")
+    error = response.get(K.ERROR) or {}
+    lines = [f"Error {error.get(K.CODE)}: {error.get(K.MESSAGE)}" if error else f"Result: {response.get(K.RESULT, '')}"]
+    for message in response.get(K.MESSAGES) or []:
+        if isinstance(message, dict) and message.get(K.TEXT) != error.get(K.MESSAGE):
+            lines.append(f"{message.get(K.LEVEL, K.LEVEL_INFO)}: {message.get(K.TEXT)}")
     for key, value in response.items():
-        if key in ("SessionId", "Result", "Messages", "Error", "FormState", "MCPActivityId", "DeepLinks"):
+        if key in K.ENVELOPE_KEYS:
             continue
-        if isinstance(value, dict) and isinstance(value.get("Columns"), list) and isinstance(value.get("Rows"), list):
-            value = [dict(zip(value["Columns"], row)) for row in value["Rows"]]  # SQL results: columns + row lists
+        if isinstance(value, dict) and isinstance(value.get(K.COLUMNS), list) and isinstance(value.get(K.ROWS), list):
+            value = [dict(zip(value[K.COLUMNS], row)) for row in value[K.ROWS]]  # SQL results: columns + row lists
         if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
             lines.append(f"{key}: {len(value)} row(s)")
             lines += table([(column, column) for column in dict.fromkeys(k for row in value for k in row)], value)
         else:
             lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    form = response.get("FormState")
+    form = response.get(K.FORM_STATE)
     if form:
-        lines.append(
-            f"Form {form.get('Caption')} ({form.get('Name')}){': ' + form['Summary'] if form.get('Summary') else ''}"
-        )
-        form_lines({"Form": form.get("Form"), "Buttons": form.get("Buttons") or []}, lines)
-        if form.get("HasUnsavedChanges"):
+        summary = form.get(K.SUMMARY)
+        lines.append(f"Form {form.get(K.CAPTION)} ({form.get(K.NAME)}){': ' + summary if summary else ''}")
+        form_lines({K.FORM: form.get(K.FORM), K.BUTTONS: form.get(K.BUTTONS) or []}, lines)
+        if form.get(K.HAS_UNSAVED_CHANGES):
             lines.append("Unsaved changes: save with form_save_form")
-        for guidance in form.get("Guidance") or []:
+        for guidance in form.get(K.GUIDANCE) or []:
             lines.append(f"Guidance: {guidance}")
         lines.append("(* editable; 'raw' shows the full JSON)")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ print(session.grade())          # success, strict_success, itemized_fraction, co
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Unpack
 
 # Public names and the module that holds each. They load on first use, so `import erp_sim` (and
 # every `erp-sim` command, Gymnasium's registration) does not pay for SQLAlchemy and Faker up front.
@@ -33,7 +33,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from erp_sim.erp_session import ErpSession, ToolResponse
+    from erp_sim.erp_session import ErpSession, SessionOptions, ToolResponse
     from erp_sim.errors import ErpError
     from erp_sim.faults import FaultProfile
     from erp_sim.grading import Grade, grade_session
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 VERBOSITIES = ("default", "compact")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # any of the _LAZY names, typed by the imports above
     if name in _LAZY:
         value = getattr(import_module(_LAZY[name]), name)
         globals()[name] = value  # later lookups skip this function
@@ -58,7 +58,9 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def open_session(task_set: str = "hotel_50", task: str | int | Task = 0, **options) -> ErpSession:
+def open_session(
+    task_set: str = "hotel_50", task: str | int | Task = 0, **options: Unpack[SessionOptions]
+) -> ErpSession:
     """Open a session on a task, given by id (``hotel-007``), index, or ``Task``. Options go to ``ErpSession``."""
     from erp_sim.erp_session import ErpSession
     from erp_sim.tasks import Task, get_task

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
+from erp_sim.json_values import JsonObject
 from erp_sim.money import ZERO, money_text
 
 MAX_PARAMETER_CHARS = 100
@@ -35,7 +36,7 @@ class Action:
     name: str
     description: str
     parameters: tuple[Parameter, ...]
-    run: Callable[[sqlite3.Connection, dict[str, Any]], tuple[str, dict]]
+    run: Callable[[sqlite3.Connection, dict[str, Any]], tuple[str, JsonObject]]
 
 
 # --- parameter checks ------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def _arguments(action: Action, parameters: object) -> dict[str, Any]:
 
 
 # --- actions ---------------------------------------------------------------------------------------
-def _header_line(db: sqlite3.Connection, args: dict[str, Any]) -> Any:
+def _header_line(db: sqlite3.Connection, args: dict[str, Any]) -> sqlite3.Row:
     """The expense line named by RecId, or by ReportNumber + LineNumber."""
     if "RecId" in args:
         if "ReportNumber" in args or "LineNumber" in args:
@@ -106,7 +107,7 @@ def _header_line(db: sqlite3.Connection, args: dict[str, Any]) -> Any:
     return line
 
 
-def get_itemization_status(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, dict]:
+def get_itemization_status(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, JsonObject]:
     line = _header_line(db, args)
     report = ledger.report_by_id(db, line["report_id"])
     summary = ledger.itemization_summary(db, line["id"])
@@ -131,7 +132,7 @@ def get_itemization_status(db: sqlite3.Connection, args: dict[str, Any]) -> tupl
     return result, payload
 
 
-def validate_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, dict]:
+def validate_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, JsonObject]:
     report = ledger.report_by_number(db, args["ReportNumber"])
     problems = ledger.report_problems(db, report["id"])
     payload = {
@@ -145,7 +146,7 @@ def validate_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tup
     return f"Expense report {report['report_number']} has {len(problems)} problem(s).", payload
 
 
-def submit_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, dict]:
+def submit_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, JsonObject]:
     report = ledger.report_by_number(db, args["ReportNumber"])
     with ledger.transaction(db):
         ledger.submit_report(db, report["id"])
@@ -195,7 +196,7 @@ ACTIONS: dict[str, Action] = {
 }
 
 
-def _describe(action: Action) -> dict:
+def _describe(action: Action) -> JsonObject:
     return {
         "Name": action.name,
         "Description": action.description,
@@ -206,13 +207,13 @@ def _describe(action: Action) -> dict:
     }
 
 
-def find_actions(search: str) -> list[dict]:
+def find_actions(search: str) -> list[JsonObject]:
     """Actions whose name or description contain every word of ``search`` (empty: all)."""
     words = search.lower().split()
     return [_describe(a) for a in ACTIONS.values() if all(w in f"{a.name} {a.description}".lower() for w in words)]
 
 
-def invoke_action(db: sqlite3.Connection, name: str, parameters: dict) -> tuple[str, dict]:
+def invoke_action(db: sqlite3.Connection, name: str, parameters: Mapping[str, object]) -> tuple[str, JsonObject]:
     """Run an action; returns (result sentence, payload)."""
     action = next((a for a in ACTIONS.values() if a.name.lower() == str(name).strip().lower()), None)
     if action is None:

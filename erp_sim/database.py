@@ -16,16 +16,17 @@ from functools import lru_cache
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from erp_sim.models import TABLES
-from erp_sim.sql_sandbox import LIMITS, install_functions, run_select  # noqa: F401 (run_select: the SQL tool)
+from erp_sim.models import TABLES, sql_table, table_name
+from erp_sim.sql_sandbox import LIMITS, SqlValue, install_functions, run_select  # noqa: F401 (run_select: the SQL tool)
 from erp_sim.tasks import Task
-from erp_sim.world import build_rows, catalog_rows
+from erp_sim.world import Rows, build_rows, catalog_rows
 
-TABLE_NAMES = [model.__tablename__ for model in TABLES]
+TABLE_NAMES = [table_name(model) for model in TABLES]
 SQL_MAX_ROWS = LIMITS.max_rows
 _TEMPLATE_CACHE_SIZE = 256
+Row = tuple[SqlValue, ...]  # a table row as sqlite3 reads it, columns in the table's order
 _templates: OrderedDict[tuple[str, int], sqlite3.Connection] = OrderedDict()
-_initial_dumps: dict[tuple[str, int], dict[str, list[tuple]]] = {}
+_initial_dumps: dict[tuple[str, int], dict[str, list[Row]]] = {}
 
 
 def _template_key(task: Task) -> tuple[str, int]:
@@ -35,9 +36,9 @@ def _template_key(task: Task) -> tuple[str, int]:
 @lru_cache(maxsize=1)
 def schema_ddl() -> tuple[str, ...]:
     dialect = sqlite_dialect.dialect()
-    tables = [str(CreateTable(model.__table__).compile(dialect=dialect)) for model in TABLES]
+    tables = [str(CreateTable(sql_table(model)).compile(dialect=dialect)) for model in TABLES]
     indexes = [
-        str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in model.__table__.indexes
+        str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in sql_table(model).indexes
     ]
     return tuple(tables + sorted(indexes))
 
@@ -48,7 +49,7 @@ def _new_connection() -> sqlite3.Connection:
     return conn
 
 
-def _insert(conn: sqlite3.Connection, rows: dict[str, list[dict]]) -> None:
+def _insert(conn: sqlite3.Connection, rows: Rows) -> None:
     conn.execute("BEGIN")
     for table, records in rows.items():
         if records:
@@ -130,7 +131,7 @@ def database_from_bytes(data: bytes, task: Task, rng: random.Random) -> sqlite3.
     return conn
 
 
-def initial_dump(task: Task) -> dict[str, list[tuple]]:
+def initial_dump(task: Task) -> dict[str, list[Row]]:
     """The task's starting rows (what grading diffs against), computed once per template."""
     key = _template_key(task)
     if key not in _initial_dumps:
@@ -144,7 +145,7 @@ def initial_dump(task: Task) -> dict[str, list[tuple]]:
     return _initial_dumps[key]
 
 
-def table_dump(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
+def table_dump(conn: sqlite3.Connection) -> dict[str, list[Row]]:
     """Every row of every table, ordered by id: the basis of grading diffs and the state hash."""
     return {table: [tuple(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")] for table in TABLE_NAMES}
 

@@ -13,7 +13,8 @@ import json
 import logging
 import random
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 import pydantic
 from pydantic import BaseModel, Field
@@ -31,7 +32,7 @@ from erp_sim.errors import (
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms import FORMS, OpenForm
 from erp_sim.forms.base import render_form_state
-from erp_sim.json_values import MAX_ARGUMENT_DEPTH, json_value_problem
+from erp_sim.json_values import MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
 from erp_sim.tasks import Task
 from erp_sim.tool_registry import TOOLS, Outcome, Tool
 
@@ -45,6 +46,15 @@ MAX_FORM_DEPTH = 8
 _NAMESPACE = uuid.UUID("6f1b9a52-2c1d-4f7e-9d7e-5b0c1e2d3a4f")
 BASE_URL = "https://usnconeboxax1aos.cloud.onebox.dynamics.com"
 logger = logging.getLogger("erp_sim.erp_session")
+T = TypeVar("T")
+
+
+class SessionOptions(TypedDict, total=False):
+    """``ErpSession``'s keyword options, for functions that pass them on (``erp_sim.open_session``)."""
+
+    verbosity: Verbosity
+    faults: FaultProfile | str | float | None
+    instance: int
 
 
 class ToolResponse(BaseModel):
@@ -59,11 +69,13 @@ class ToolResponse(BaseModel):
 
     @property
     def result(self) -> str:
-        return self.envelope[K.RESULT]
+        result: str = self.envelope[K.RESULT]  # the envelope's shape (response.envelope)
+        return result
 
     @property
-    def form_state(self) -> dict | None:
-        return self.envelope.get(K.FORM_STATE)
+    def form_state(self) -> JsonObject | None:
+        state: JsonObject | None = self.envelope.get(K.FORM_STATE)
+        return state
 
 
 class ErpSession:
@@ -76,7 +88,7 @@ class ErpSession:
         verbosity: Verbosity = "default",
         faults: FaultProfile | str | float | None = None,
         instance: int = 0,
-    ):
+    ) -> None:
         if verbosity not in VERBOSITIES:
             raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
         self.task = task
@@ -91,23 +103,24 @@ class ErpSession:
         self.session_id = str(uuid.uuid5(_NAMESPACE, f"{task.task_set}/{task.task_id}/{task.seed}/{instance}"))
         profile = FaultProfile.parse(faults)
         self.faults = FaultInjector(profile, task.seed) if profile and profile.rate > 0 else None
-        self._messages: list[dict] = []
-        self._memo: dict | None = None  # active only while rendering a response (read-only)
+        self._messages: list[dict[str, str]] = []
+        self._memo: dict[Hashable, Any] | None = None  # active only while rendering a response (read-only)
         self._read_cache: dict[str, tuple[int, Any]] = {}
 
     # --- used by forms and tools ---
-    def memo(self, key, compute):
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """Cache ``compute()`` for the rest of the current render; plain call otherwise."""
         if self._memo is None:
             return compute()
         if key not in self._memo:
             self._memo[key] = compute()
-        return self._memo[key]
+        value: T = self._memo[key]  # typed by its key's compute (an annotation: no cast call on this hot path)
+        return value
 
     def add_message(self, level: str, text: str) -> None:
         self._messages.append({"Level": level, "Text": text})
 
-    def cached_read(self, key: str, compute):
+    def cached_read(self, key: str, compute: Callable[[], T]) -> T:
         """Cache a pure function of the database until its next write (sqlite's change counter moves).
 
         Callers must not mutate what they get back.
@@ -116,9 +129,10 @@ class ErpSession:
         hit = self._read_cache.get(key)
         if hit is None or hit[0] != version:
             hit = self._read_cache[key] = (version, compute())
-        return hit[1]
+        value: T = hit[1]  # typed by its key's compute
+        return value
 
-    def open_form(self, name: str, context: dict) -> str:
+    def open_form(self, name: str, context: dict[str, Any]) -> str:
         if len(self.forms) >= MAX_FORM_DEPTH:
             raise FormStateError(f"At most {MAX_FORM_DEPTH} forms can be open; close some with form_close_form.")
         definition = FORMS[name]
@@ -184,7 +198,7 @@ class ErpSession:
         self._messages = []
 
     # --- responses ---
-    def _envelope(self, result: str, payload: dict | None) -> dict:
+    def _envelope(self, result: str, payload: JsonObject | None) -> JsonObject:
         if self.forms:  # before the messages are taken: reconciling may add a warning
             FORMS[self.forms[-1].name].reconcile(self, self.forms[-1])
         envelope = response.envelope(self.session_id, result, self._messages, payload)
@@ -193,7 +207,7 @@ class ErpSession:
         envelope[K.DEEP_LINKS] = self._deep_links()
         return envelope
 
-    def _form_state(self) -> dict | None:
+    def _form_state(self) -> JsonObject | None:
         if not self.forms:
             return None
         form = self.forms[-1]
@@ -203,7 +217,7 @@ class ErpSession:
         finally:
             self._memo = None
 
-    def _deep_links(self) -> list[dict]:
+    def _deep_links(self) -> list[dict[str, str]]:
         if not self.forms:
             return []
         form = self.forms[-1]
@@ -211,7 +225,7 @@ class ErpSession:
             {"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}
         ]
 
-    def _respond(self, name: str, tool, outcome: Outcome) -> ToolResponse:
+    def _respond(self, name: str, tool: Tool, outcome: Outcome) -> ToolResponse:
         envelope = self._envelope(outcome.result, outcome.payload)
         text = response.render(envelope)
         if len(text) > MAX_RESPONSE_CHARS:
@@ -225,7 +239,7 @@ class ErpSession:
             )
         return ToolResponse(tool=name, text=text, is_error=False, read_only=tool.read_only, envelope=envelope)
 
-    def _error(self, name, tool, exc: ErpError) -> ToolResponse:
+    def _error(self, name: object, tool: Tool | None, exc: ErpError) -> ToolResponse:
         message = str(exc)
         if len(message) > MAX_ERROR_CHARS:  # e.g. every unknown property name of a huge request
             message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS:,} more characters cut)"
@@ -255,7 +269,7 @@ class ErpSession:
         self.db.close()
 
     # --- pickling and copying (tree search, vector envs): the database travels as SQLite bytes ---
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         from erp_sim.database import database_bytes
 
         state = self.__dict__.copy()
@@ -263,7 +277,7 @@ class ErpSession:
         state["_memo"], state["_read_cache"] = None, {}  # caches are keyed by the connection's change counter
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         from erp_sim.database import database_from_bytes
 
         self.__dict__.update(state)
@@ -283,7 +297,7 @@ def _unknown_tool(name: object) -> str:
     return f"Unknown tool {str(name)[:100]!r}. Tools: {', '.join(TOOLS)}."
 
 
-def validate_arguments(tool, arguments: dict[str, Any] | str | None) -> BaseModel:
+def validate_arguments(tool: Tool, arguments: dict[str, Any] | str | None) -> BaseModel:
     """The tool's typed arguments, or a ValidationError naming what is wrong. Never raises anything else."""
     raw = _parse_arguments(arguments)
     problem = json_value_problem(raw)
@@ -295,7 +309,7 @@ def validate_arguments(tool, arguments: dict[str, Any] | str | None) -> BaseMode
         raise ValidationError(_describe_validation_error(tool.name, exc)) from None
 
 
-def _parse_arguments(arguments: dict | str | None) -> dict:
+def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from erp_sim.errors import TransientFaultError
 
@@ -32,7 +33,7 @@ class FaultProfile:
     seed: int = 0
     kinds: tuple[str, ...] = field(default_factory=lambda: tuple(sorted(FAULT_KINDS)))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"fault rate must be a number from 0 to 1, got {self.rate!r}")  # NaN fails too
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -55,7 +56,7 @@ class FaultProfile:
             raise ValueError(
                 f"faults must be None, a rate or a string like 'rate=0.1,seed=3', got {type(spec).__name__}"
             )
-        values: dict[str, object] = {}
+        values: _ProfileSettings = {}
         for part in spec.split(","):
             key, has_value, value = (text.strip() for text in part.partition("="))
             try:
@@ -72,6 +73,14 @@ class FaultProfile:
             except ValueError as exc:
                 raise ValueError(f"Bad fault profile {spec!r} ({exc}); write e.g. 'rate=0.1,seed=3'") from None
         return cls(**values)
+
+
+class _ProfileSettings(TypedDict, total=False):
+    """The settings a profile string gives (``FaultProfile.parse``)."""
+
+    rate: float
+    seed: int
+    kinds: tuple[str, ...]
 
 
 class FaultInjector:

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from erp_sim import response_keys as K
+from erp_sim.json_values import JsonObject
 from erp_sim.response_keys import CONTAINER_TYPES
 
 
@@ -61,11 +62,11 @@ def find_grid(form: Any, name: str) -> dict[str, Any] | None:
     return next((c for kind, c in walk_controls(form) if kind == K.GRID and c.get(K.NAME) == name), None)
 
 
-def grids(state: dict | None) -> dict[str, dict]:
+def grids(state: JsonObject | None) -> dict[str, JsonObject]:
     return {c[K.NAME]: c for kind, c in walk_controls((state or {}).get(K.FORM)) if kind == K.GRID and K.NAME in c}
 
 
-def grid_rows(state: dict | None, grid_name: str) -> list[dict]:
+def grid_rows(state: JsonObject | None, grid_name: str) -> list[JsonObject]:
     """Rows of a grid as dicts: the column values plus ``RowNumber``."""
     grid = find_grid((state or {}).get(K.FORM), grid_name) or {}
     return [
@@ -80,11 +81,13 @@ def grid_row_values(grid: dict[str, Any] | None) -> list[tuple[str, bool, dict[s
 
     Selection is ``IsSelected`` (our ERP) or ``Selected`` (older samples).
     """
-    rows = []
+    rows: list[tuple[str, bool, dict[str, str]]] = []
     for index, row in enumerate((grid or {}).get(K.ROWS) or [], start=1):
         if not isinstance(row, dict):
             continue
-        values = row.get(K.VALUES) if isinstance(row.get(K.VALUES), dict) else {}
+        values = row.get(K.VALUES)
+        if not isinstance(values, dict):
+            values = {}
         selected = bool(row.get(K.IS_SELECTED, row.get(K.SELECTED_LEGACY)))
         rows.append((str(row.get(K.ROW_NUMBER, index)), selected, {str(k): text_of(v) for k, v in values.items()}))
     return rows
@@ -97,18 +100,18 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def control_value(state: dict | None, name: str) -> Any:
+def control_value(state: JsonObject | None, name: str) -> Any:
     control = find_control((state or {}).get(K.FORM), name)
     return control.get(K.VALUE) if control else None
 
 
-def control_text(state: dict | None, name: str) -> str | None:
+def control_text(state: JsonObject | None, name: str) -> str | None:
     """A control's value as text ("" when it has none), or None when the form has no such control."""
     control = find_control((state or {}).get(K.FORM), name)
     return None if control is None else text_of(control.get(K.VALUE))
 
 
-def has_next_page(state: dict | None, grid_name: str) -> bool:
+def has_next_page(state: JsonObject | None, grid_name: str) -> bool:
     return grid_has_next_page(find_grid((state or {}).get(K.FORM), grid_name))
 
 

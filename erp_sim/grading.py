@@ -27,17 +27,19 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, Field
 
 from erp_sim import ledger
-from erp_sim.database import CHANGE_LOG, TABLE_NAMES, initial_dump, table_dump
-from erp_sim.models import TABLES
+from erp_sim.database import CHANGE_LOG, TABLE_NAMES, Row, initial_dump, table_dump
+from erp_sim.json_values import JsonObject
+from erp_sim.models import TABLES, sql_table, table_name
 from erp_sim.money import ZERO, money_text
 
 if TYPE_CHECKING:
     from erp_sim.erp_session import ErpSession
+    from erp_sim.tasks import Task
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount)
 
@@ -179,11 +181,11 @@ def _collateral(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str
     return session.cached_read(f"grade/collateral/{line_id}", lambda: collateral_changes(session, line_id))
 
 
-def _saved_lines(session: ErpSession, line_id: int) -> tuple[Counter, Decimal, int]:
+def _saved_lines(session: ErpSession, line_id: int) -> tuple[Counter[Charge], Decimal, int]:
     """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version."""
 
-    def read():
-        saved = Counter(
+    def read() -> tuple[Counter[Charge], Decimal, int]:
+        saved: Counter[Charge] = Counter(
             tuple(r)
             for r in session.db.execute(
                 "SELECT subcategory, transaction_date, amount FROM expense_line WHERE parent_line_id = ?", (line_id,)
@@ -194,10 +196,10 @@ def _saved_lines(session: ErpSession, line_id: int) -> tuple[Counter, Decimal, i
     return session.cached_read(f"grade/lines/{line_id}", read)
 
 
-_expected: dict[tuple[str, str, int, int], Counter] = {}
+_expected: dict[tuple[str, str, int, int], Counter[Charge]] = {}
 
 
-def expected_charges(task, line: int = 0) -> Counter:
+def expected_charges(task: Task, line: int = 0) -> Counter[Charge]:
     """A receipt's charges as a multiset of (subcategory, date, amount), built once per task and line
     (``line``: index into ``task.lines``)."""
     key = (task.task_set, task.task_id, task.seed, line)
@@ -219,7 +221,7 @@ def grade_session(
 
 def grade_dict(
     session: ErpSession, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
-) -> dict:
+) -> JsonObject:
     """The full grade as ``Grade.model_dump(mode="json")`` would give it, without the model's cost (the env
     puts it in the terminating step's ``info``)."""
     task = session.task
@@ -234,7 +236,7 @@ def grade_dict(
         saved = sum((p[0][0] for p in per_line), Counter())
         expected = sum((p[1] for p in per_line), Counter())
     strict = all(p[0][0] == p[1] for p in per_line)
-    grade = {
+    grade: JsonObject = {
         "success": state.success,
         "strict_success": state.success and strict,
         "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
@@ -301,7 +303,7 @@ def collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> l
 def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
     """The same diff over every row of every table (slow; what tests check the logged diff against)."""
     before = initial_rows(session.task)
-    after = {t: {r[0]: r for r in rows} for t, rows in table_dump(session.db).items()}
+    after = {t: _by_rec_id(rows) for t, rows in table_dump(session.db).items()}
     changes = []
     for table in TABLE_NAMES:
         cols = _column_names()[table]
@@ -312,23 +314,29 @@ def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...])
 
 @lru_cache(maxsize=1)
 def _column_names() -> dict[str, list[str]]:
-    return {model.__tablename__: [c.name for c in model.__table__.columns] for model in TABLES}
+    return {table_name(model): [c.name for c in sql_table(model).columns] for model in TABLES}
 
 
-_initial_rows: dict[tuple[str, str, int], dict[str, dict[int, tuple]]] = {}
+def _by_rec_id(rows: list[Row]) -> dict[int, Row]:
+    return {cast(int, r[0]): r for r in rows}  # every table's first column is its integer id
 
 
-def initial_rows(task) -> dict[str, dict[int, tuple]]:
+_initial_rows: dict[tuple[str, str, int], dict[str, dict[int, Row]]] = {}
+
+
+def initial_rows(task: Task) -> dict[str, dict[int, Row]]:
     """The task's starting rows by table and RecId, built once per task."""
     key = (task.task_set, task.task_id, task.seed)
     if key not in _initial_rows:
         if len(_initial_rows) >= 256:
             _initial_rows.pop(next(iter(_initial_rows)))
-        _initial_rows[key] = {t: {r[0]: r for r in rows} for t, rows in initial_dump(task).items()}
+        _initial_rows[key] = {t: _by_rec_id(rows) for t, rows in initial_dump(task).items()}
     return _initial_rows[key]
 
 
-def _row_change(table: str, cols: list[str], line_id: int | tuple[int, ...], rec_id: int, a, b) -> list[str]:
+def _row_change(
+    table: str, cols: list[str], line_id: int | tuple[int, ...], rec_id: int, a: Row | None, b: Row | None
+) -> list[str]:
     if a == b or (table == "expense_line" and _within_itemization(a, b, cols, line_id)):
         return []
     if a is None:
@@ -339,7 +347,7 @@ def _row_change(table: str, cols: list[str], line_id: int | tuple[int, ...], rec
     return [f"{table} RecId {rec_id} changed ({'; '.join(diffs)})"]
 
 
-def _within_itemization(old, new, cols: list[str], line_id: int | tuple[int, ...]) -> bool:
+def _within_itemization(old: Row | None, new: Row | None, cols: list[str], line_id: int | tuple[int, ...]) -> bool:
     parent, ids = cols.index("parent_line_id"), _ids(line_id)
     if all(row is None or row[parent] in ids for row in (old, new)):
         return True

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# A JSON object as tools, responses and grades build it: text keys, values of any JSON type (readers
+# that need one value's type narrow it, or read it through a model or a TypedDict).
+JsonObject = dict[str, Any]
 MAX_ARGUMENT_DEPTH = 32
 MAX_INT_BITS = 4_000 * 3  # well under Python's 4,300-digit limit on printing integers (~14,000 bits)
 

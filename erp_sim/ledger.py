@@ -7,11 +7,12 @@ create and an action obey the same rules and either apply whole or not at all.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from typing import cast
 
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
@@ -35,21 +36,23 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
 
 # --- reads -----------------------------------------------------------------------------------
 def report_by_id(db: sqlite3.Connection, report_id: int) -> sqlite3.Row:
-    row = db.execute("SELECT * FROM expense_report WHERE id = ?", (report_id,)).fetchone()
+    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_report WHERE id = ?", (report_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"Expense report with RecId {report_id} does not exist.")
     return row
 
 
 def report_by_number(db: sqlite3.Connection, number: str) -> sqlite3.Row:
-    row = db.execute("SELECT * FROM expense_report WHERE report_number = ?", (str(number).strip().upper(),)).fetchone()
+    row: sqlite3.Row | None = db.execute(
+        "SELECT * FROM expense_report WHERE report_number = ?", (str(number).strip().upper(),)
+    ).fetchone()
     if row is None:
         raise NotFoundError(f"Expense report {number!r} does not exist.")
     return row
 
 
 def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
-    row = db.execute("SELECT * FROM expense_line WHERE id = ?", (line_id,)).fetchone()
+    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_line WHERE id = ?", (line_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"Expense line with RecId {line_id} does not exist.")
     return row
@@ -68,7 +71,8 @@ def itemized_lines(db: sqlite3.Connection, header_id: int) -> list[sqlite3.Row]:
 
 
 def receipt_of_line(db: sqlite3.Connection, line_id: int) -> sqlite3.Row | None:
-    return db.execute("SELECT * FROM receipt WHERE expense_line_id = ?", (line_id,)).fetchone()
+    row: sqlite3.Row | None = db.execute("SELECT * FROM receipt WHERE expense_line_id = ?", (line_id,)).fetchone()
+    return row
 
 
 def receipt_items(db: sqlite3.Connection, receipt_id: int) -> list[sqlite3.Row]:
@@ -163,7 +167,9 @@ class ItemizedValues:
     description: str = ""
 
 
-def validate_itemized_values(header: sqlite3.Row, raw: dict[str, object], controls: dict[str, str]) -> ItemizedValues:
+def validate_itemized_values(
+    header: sqlite3.Row, raw: Mapping[str, object], controls: dict[str, str]
+) -> ItemizedValues:
     """Check a full set of itemized-line values. ``controls`` names each field as the caller shows it."""
     missing = [controls[k] for k in ("subcategory", "transaction_date", "amount") if raw.get(k) in (None, "")]
     if missing:
@@ -196,7 +202,7 @@ def create_itemized_line(db: sqlite3.Connection, header_id: int, values: Itemize
         ),
     )
     db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
-    return int(cursor.lastrowid)
+    return cast(int, cursor.lastrowid)  # set by the INSERT just run
 
 
 def _itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None) -> sqlite3.Row:
@@ -233,11 +239,15 @@ def delete_itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | 
 
 
 # Fields of a header (non-itemized) line that a user may edit, and their parsers.
-EDITABLE_LINE_FIELDS = {"merchant": parse_text, "description": parse_text, "amount": parse_money}
+EDITABLE_LINE_FIELDS: dict[str, Callable[[object, str], object]] = {
+    "merchant": parse_text,
+    "description": parse_text,
+    "amount": parse_money,
+}
 
 
 def update_line_fields(
-    db: sqlite3.Connection, line_id: int, changes: dict[str, object], controls: dict[str, str]
+    db: sqlite3.Connection, line_id: int, changes: Mapping[str, object], controls: dict[str, str]
 ) -> None:
     line = line_by_id(db, line_id)
     if line["line_type"] == "ItemizedLine":
@@ -252,7 +262,7 @@ def update_line_fields(
                 raise BusinessRuleError(
                     "The amount of an itemized expense cannot be changed; delete its itemized lines first."
                 )
-            parsed = money_text(parsed)
+            parsed = money_text(cast(Decimal, parsed))  # parse_money's
         db.execute(f"UPDATE expense_line SET {field} = ? WHERE id = ?", (parsed, line_id))
 
 

@@ -10,11 +10,13 @@ Amounts are stored as TEXT ("1234.50") so SQLite never turns them into binary fl
 
 from __future__ import annotations
 
-from sqlalchemy import String
+from typing import Any, cast
+
+from sqlalchemy import String, Table
 from sqlmodel import Field, SQLModel
 
 
-def money_field(description: str):
+def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
     return Field(sa_type=String(16), description=description + " Decimal text with two places.")
 
 
@@ -110,3 +112,13 @@ TABLES: list[type[SQLModel]] = [
     Receipt,
     ReceiptItem,
 ]
+
+
+def table_name(model: type[SQLModel]) -> str:
+    """The model's table name (sqlmodel types ``__tablename__`` as a name or a function; ours are names)."""
+    return cast(str, model.__tablename__)
+
+
+def sql_table(model: type[SQLModel]) -> Table:
+    """The model's SQLAlchemy table, from the metadata it registered in (sqlmodel's types have no ``__table__``)."""
+    return SQLModel.metadata.tables[table_name(model)]

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlmodel import SQLModel
+
 from erp_sim.errors import NotFoundError, ValidationError
+from erp_sim.json_values import JsonObject
 from erp_sim.models import ExpenseCategory, ExpenseLine, ExpenseReport, ExpenseSubcategory, Receipt, ReceiptItem, Worker
 
 INT, STRING, DECIMAL, DATE, BOOLEAN = "Edm.Int64", "Edm.String", "Edm.Decimal", "Edm.Date", "Edm.Boolean"
@@ -49,7 +52,9 @@ class EntitySet:
         return ", ".join(p.name for p in self.properties)
 
 
-def _prop(name: str, model, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
+def _prop(
+    name: str, model: type[SQLModel], field: str, sql: str, *, writable: bool = False, note: str = ""
+) -> Property:
     """A property whose type and description come from the SQLModel field ``model.field``."""
     info = model.model_fields[field]
     annotation = str(info.annotation)
@@ -260,7 +265,7 @@ def _entity_set(name: object) -> EntitySet:
     )
 
 
-def find_entity_sets(search: str) -> list[dict]:
+def find_entity_sets(search: str) -> list[JsonObject]:
     """Entity sets whose name, label or table name contain every word of ``search``."""
     words = search.lower().split()
     return [
@@ -270,7 +275,7 @@ def find_entity_sets(search: str) -> list[dict]:
     ]
 
 
-def entity_metadata(entity_set: str) -> dict:
+def entity_metadata(entity_set: str) -> JsonObject:
     entity = _entity_set(entity_set)
     return {
         "Name": entity.name,

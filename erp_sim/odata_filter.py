@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TypeGuard, cast
 
 from erp_sim import ledger
 from erp_sim.errors import ValidationError
@@ -59,7 +60,7 @@ def _tokenize(text: str) -> list[Token]:
             hint = " Quote strings with single quotes: 'Hotel'." if char == '"' else ""
             raise ValidationError(f"$filter: unexpected character {char!r} at character {pos + 1}.{hint}")
         if match.lastgroup != "ws":
-            tokens.append(Token(match.lastgroup, match.group(), pos + 1))
+            tokens.append(Token(cast(str, match.lastgroup), match.group(), pos + 1))  # every pattern is a named group
         pos = match.end()
     return tokens
 
@@ -115,10 +116,10 @@ class FilterParser:
         self.index += 1
         return token
 
-    def _is_word(self, token: Token | None, *words: str) -> bool:
+    def _is_word(self, token: Token | None, *words: str) -> TypeGuard[Token]:
         return token is not None and token.kind == "ident" and token.text.lower() in words
 
-    def _is_punct(self, token: Token | None, char: str) -> bool:
+    def _is_punct(self, token: Token | None, char: str) -> TypeGuard[Token]:
         return token is not None and token.kind == "punct" and token.text == char
 
     def _expect_punct(self, char: str) -> None:

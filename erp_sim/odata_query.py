@@ -35,7 +35,9 @@ class Query:
 
 def _split_options(text: str) -> list[str]:
     """Split on '&' outside single-quoted strings."""
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == "'":
             quoted = not quoted

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from erp_sim.errors import NotFoundError, ValidationError
+from erp_sim.json_values import JsonObject
 from erp_sim.money import money_text
 from erp_sim.odata_entities import BOOLEAN, DECIMAL, EntitySet, Property
 from erp_sim.odata_query import Query, _parse_query
@@ -33,7 +34,7 @@ def _record(entity: EntitySet, row: sqlite3.Row, props: list[Property] | tuple[P
     return record
 
 
-def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> dict:
+def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> JsonObject:
     entity = query.entity
     conditions, params = [], list(params)
     if query.key is not None:
@@ -61,7 +62,7 @@ def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> dict:
     return payload
 
 
-def find_entities(db: sqlite3.Connection, odata_path: str, query_options: str | None) -> dict:
+def find_entities(db: sqlite3.Connection, odata_path: str, query_options: str | None) -> JsonObject:
     """Query an entity set. Returns {"EntitySet", ["@odata.count"], "value", ["NextSkip"]}.
 
     ``NextSkip`` is present when more records match: pass it as $skip to get the next page.
@@ -70,7 +71,7 @@ def find_entities(db: sqlite3.Connection, odata_path: str, query_options: str | 
     return _fetch(db, query, parser.params if parser else [])
 
 
-def _records_by_id(db: sqlite3.Connection, entity: EntitySet, ids: list[int]) -> list[dict]:
+def _records_by_id(db: sqlite3.Connection, entity: EntitySet, ids: list[int]) -> list[JsonObject]:
     """Records in the order of ``ids``, as find_entities shows them."""
     placeholders = ", ".join("?" * len(ids))
     rows = db.execute(f'SELECT * FROM ({entity.select_sql}) WHERE "RecId" IN ({placeholders})', ids).fetchall()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import cast
 
 from erp_sim import ledger
 from erp_sim.errors import BusinessRuleError, ErpError, ValidationError
+from erp_sim.json_values import JsonObject
 from erp_sim.odata_entities import EntitySet, _entity_set
 from erp_sim.odata_reads import _records_by_id
 
@@ -18,7 +20,7 @@ MAX_BATCH = 200
 
 
 # --- writes ------------------------------------------------------------------------------------
-_CREATE_FIELDS = {
+_CREATE_FIELDS: dict[str, str | None] = {
     "ParentRecId": None,
     "Subcategory": "subcategory",
     "TransactionDate": "transaction_date",
@@ -47,7 +49,7 @@ def _writable_set(entity_set: str, verb: str) -> EntitySet:
     return entity
 
 
-def _batch(items: object, name: str) -> list:
+def _batch(items: object, name: str) -> list[object]:
     if not isinstance(items, list) or not items:
         raise ValidationError(f"{name}: expected a non-empty list.")
     if len(items) > MAX_BATCH:
@@ -99,7 +101,9 @@ def _batch_item(label: str, count: int) -> Iterator[None]:
         raise type(exc)(f"{label}: {exc} Nothing was written; fix this item and send the whole batch again.") from None
 
 
-def create_entities(db: sqlite3.Connection, entity_set: str, entities: list[dict]) -> list[dict]:
+def create_entities(
+    db: sqlite3.Connection, entity_set: str, entities: Sequence[Mapping[str, object]]
+) -> list[JsonObject]:
     """Create itemized expense lines, all or nothing. Returns the created records."""
     entity = _entity_set(entity_set)
     if entity.name != "ExpenseLines":
@@ -129,12 +133,14 @@ def _create_itemized(db: sqlite3.Connection, entity: EntitySet, raw: object) -> 
         raise ValidationError("ParentRecId must be filled in: the RecId of the expense line to itemize.")
     header = ledger.line_by_id(db, _rec_id(values.pop("ParentRecId"), "ParentRecId"))
     ledger.itemizable_header(db, header["id"])  # category, line type and Draft checks before value checks
-    raw_values = {_CREATE_FIELDS[name]: value for name, value in values.items()}
+    raw_values = {cast(str, _CREATE_FIELDS[name]): value for name, value in values.items()}  # the None ones popped
     itemized = ledger.validate_itemized_values(header, raw_values, _CONTROLS)
     return ledger.create_itemized_line(db, header["id"], itemized)
 
 
-def update_entities(db: sqlite3.Connection, entity_set: str, entities: list[dict]) -> list[dict]:
+def update_entities(
+    db: sqlite3.Connection, entity_set: str, entities: Sequence[Mapping[str, object]]
+) -> list[JsonObject]:
     """Update expense lines or report purposes by RecId, all or nothing. Returns the updated records."""
     entity = _writable_set(entity_set, "updated")
     _batch(entities, "entities")

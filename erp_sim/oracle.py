@@ -9,14 +9,18 @@ oracle drives an ``ErpSession`` directly, a Gymnasium env, or an MCP client.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.catalog import wording_to_subcategory
+from erp_sim.json_values import JsonObject
 from erp_sim.tasks import Task
+
+if TYPE_CHECKING:
+    from erp_sim.erp_session import ErpSession, ToolResponse, Verbosity
 
 Call = tuple[str, dict[str, Any]]
 
@@ -25,7 +29,9 @@ class OracleError(RuntimeError):
     """The oracle met a response it did not expect (a simulator bug, or injected faults)."""
 
 
-def _rows_until(response_text: str, grid: str, match) -> tuple[dict | None, dict]:
+def _rows_until(
+    response_text: str, grid: str, match: Callable[[JsonObject], bool]
+) -> tuple[JsonObject | None, JsonObject | None]:
     state = formstate.form_state(response_text)
     return next((r for r in formstate.grid_rows(state, grid) if match(r)), None), state
 
@@ -55,8 +61,8 @@ def oracle_calls(task: Task) -> Generator[Call, str, None]:
 def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call, str, str]:
     """From the report form (``response``): itemize one line and close its form; returns the last response."""
 
-    def is_target(r: dict) -> bool:
-        return r["TrvExpTrans_LineNum"] == str(line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine"
+    def is_target(r: JsonObject) -> bool:
+        return bool(r["TrvExpTrans_LineNum"] == str(line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine")
 
     row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
     while row is None:
@@ -98,7 +104,7 @@ def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call
     return (yield "form_close_form", {})
 
 
-def run_oracle(session) -> list:
+def run_oracle(session: ErpSession) -> list[ToolResponse]:
     """Drive ``oracle_calls`` on an ``ErpSession``; returns the responses. Raises OracleError on any error response."""
     calls = oracle_calls(session.task)
     responses = []
@@ -114,7 +120,7 @@ def run_oracle(session) -> list:
         return responses
 
 
-def oracle_trace(task: Task, verbosity: str = "default") -> list[Call]:
+def oracle_trace(task: Task, verbosity: Verbosity = "default") -> list[Call]:
     """The oracle's whole call sequence for ``task``, played on a side session (for replays and benchmarks)."""
     from erp_sim.erp_session import ErpSession  # the oracle itself only reads responses; this helper needs a session
 

@@ -8,12 +8,15 @@ Key order is part of the observation: ``SessionId`` (when there is a session), `
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from erp_sim import response_keys as K
 
 
-def envelope(session_id: str | None, result: str, messages: list[dict], payload: dict | None = None) -> dict[str, Any]:
+def envelope(
+    session_id: str | None, result: str, messages: list[dict[str, str]], payload: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """``{"SessionId", "Result", "Messages", **payload}``; ``SessionId`` left out when ``session_id`` is None."""
     built: dict[str, Any] = {} if session_id is None else {K.SESSION_ID: session_id}
     built.update({K.RESULT: result, K.MESSAGES: list(messages)})
@@ -40,7 +43,7 @@ def error_envelope(session_id: str | None, code: str, message: str) -> dict[str,
     return envelope(session_id, error_result(message), [error_message(message)], error_payload(code, message))
 
 
-def render(value: dict) -> str:
+def render(value: Mapping[str, Any]) -> str:
     """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json).
 
     orjson refuses integers beyond 64 bits; the standard library writes them (same bytes otherwise)."""

@@ -22,11 +22,13 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.errors import ValidationError
-from erp_sim.models import TABLES
+from erp_sim.json_values import JsonObject
+from erp_sim.models import TABLES, table_name
 
 
 @dataclass
@@ -47,8 +49,9 @@ SQL_MAX_VALUE_BYTES = 20_000
 SQL_MAX_COLUMNS = 100
 PRINTF_MAX_WIDTH = 100_000  # SQLite's '%.*c' loops once per character even past the length limit
 _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, steps)
+SqlValue = int | float | str | bytes | None  # what SQLite passes to a function and returns
 
-READABLE = {model.__tablename__ for model in TABLES} | {"sqlite_master", "sqlite_schema"}
+READABLE = {table_name(model) for model in TABLES} | {"sqlite_master", "sqlite_schema"}
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
 _REFUSED_FUNCTIONS = {
     "load_extension",
@@ -80,7 +83,7 @@ def set_limits(cpu_seconds: float | None = None, memory_bytes: int | None = None
     return LIMITS
 
 
-def _heap_meter():
+def _heap_meter() -> Callable[[], int] | None:
     """``sqlite3_memory_used`` of the SQLite library Python links (None where it is not reachable)."""
     try:
         import _sqlite3
@@ -99,13 +102,14 @@ _heap_used = _heap_meter()
 _builtins = threading.local()
 
 
-def _builtin(sql: str, args: tuple):
+def _builtin(sql: str, args: tuple[SqlValue, ...]) -> SqlValue:
     """Evaluate SQLite's own function on a private connection (our overrides hide it on the episode's)."""
     conn = getattr(_builtins, "conn", None)
     if conn is None:
         conn = _builtins.conn = sqlite3.connect(":memory:", check_same_thread=False)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000_000)
-    return conn.execute(sql, args).fetchone()[0]
+    value: SqlValue = conn.execute(sql, args).fetchone()[0]
+    return value
 
 
 _DATE_FUNCTIONS = ("date", "time", "datetime", "julianday", "strftime", "unixepoch")
@@ -113,8 +117,8 @@ _CLOCK_KEYWORDS = {"current_date": "date", "current_time": "time", "current_time
 _CONVERSION = re.compile(r"%[-+ #0,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.DOTALL)
 
 
-def _checked_printf(name: str):
-    def printf(*args):
+def _checked_printf(name: str) -> Callable[..., SqlValue]:
+    def printf(*args: SqlValue) -> SqlValue:
         if not args or not isinstance(args[0], str):
             return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
         consumed = 1
@@ -123,10 +127,10 @@ def _checked_printf(name: str):
                 if part == "*":
                     value = args[consumed] if consumed < len(args) else 0
                     consumed += 1
-                    part = value if isinstance(value, int) else 0
-                elif part:
-                    part = int(part)
-                if part and abs(part) > PRINTF_MAX_WIDTH:
+                    size = value if isinstance(value, int) else 0
+                else:
+                    size = int(part) if part else 0
+                if size and abs(size) > PRINTF_MAX_WIDTH:
                     _builtins.refusal = f"{name}() width or precision over {PRINTF_MAX_WIDTH:,}"
                     raise ValueError(_builtins.refusal)
             consumed += kind != "%"
@@ -135,8 +139,8 @@ def _checked_printf(name: str):
     return printf
 
 
-def _clocked(name: str, now: str):
-    def function(*args):
+def _clocked(name: str, now: str) -> Callable[..., SqlValue]:
+    def function(*args: SqlValue) -> SqlValue:
         args = tuple(now if isinstance(a, str) and a.strip().lower() == "now" else a for a in args)
         return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
 
@@ -160,7 +164,7 @@ def install_functions(conn: sqlite3.Connection, rng: random.Random, now: str) ->
 
 
 # --- the statement itself ---------------------------------------------------------------------------
-def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
+def _authorizer(action: int, arg1: str | None, arg2: str | None, db_name: str | None, trigger: str | None) -> int:
     if action not in _ALLOWED_ACTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
@@ -173,8 +177,9 @@ def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
 class _Budget:
     """The progress handler: stops a statement at its step, CPU-time or heap budget, and says which."""
 
-    def __init__(self, limits: SqlLimits):
-        self.limits, self.steps, self.reason = limits, 0, None
+    def __init__(self, limits: SqlLimits) -> None:
+        self.limits, self.steps = limits, 0
+        self.reason: str | None = None
         self.cpu_start = time.thread_time()
         self.heap_start = _heap_used() if _heap_used else 0
 
@@ -194,7 +199,7 @@ class _Budget:
 
 def run_select(
     conn: sqlite3.Connection, sql: str, limits: SqlLimits | None = None
-) -> tuple[list[str], list[list], bool]:
+) -> tuple[list[str], list[list[SqlValue]], bool]:
     """Run one read-only SELECT within ``limits`` (default ``LIMITS``). Returns (columns, rows, truncated)."""
     limits = limits or LIMITS
     statement = sql.strip().rstrip(";").strip()
@@ -232,7 +237,8 @@ def run_select(
 
 
 def _strip_string_literals(sql: str) -> str:
-    out, quote = [], None
+    out: list[str] = []
+    quote: str | None = None
     for ch in sql:
         if quote:
             if ch == quote:
@@ -245,7 +251,7 @@ def _strip_string_literals(sql: str) -> str:
 
 
 # --- the SQL tool's answer ----------------------------------------------------------------------
-def run_sql(db: sqlite3.Connection, sql: str) -> dict:
+def run_sql(db: sqlite3.Connection, sql: str) -> JsonObject:
     """One read-only SELECT (see ``run_select``); cells over 2,000 characters are cut."""
     limits = {sqlite3.SQLITE_LIMIT_LENGTH: SQL_MAX_VALUE_BYTES, sqlite3.SQLITE_LIMIT_COLUMN: SQL_MAX_COLUMNS}
     previous = {limit: db.setlimit(limit, value) for limit, value in limits.items()}
@@ -254,7 +260,8 @@ def run_sql(db: sqlite3.Connection, sql: str) -> dict:
     finally:
         for limit, value in previous.items():
             db.setlimit(limit, value)
-    out_rows, size, cut = [], 0, False
+    out_rows: list[list[object]] = []
+    size, cut = 0, False
     for row in rows:
         cells = [_cell(value) for value in row]
         cut = cut or any(isinstance(v, str) and len(v) > SQL_CELL_CHARS for v in row)

@@ -9,6 +9,7 @@ with the same seed, so a task is a pure function of (set, index, type, seed, ite
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from faker import Faker
 
 Charge = tuple[date, str, Decimal]  # (date, subcategory, amount)
+Layout = Callable[[random.Random, date, int], list[Charge]]  # (rng, first day, charge count) -> charges
 
 
 @lru_cache(maxsize=1)
@@ -151,7 +153,13 @@ def _conference(rng: random.Random, start: date, count: int) -> list[Charge]:
     return charges
 
 
-LAYOUTS = {"Hotel": _hotel, "CarRental": _car_rental, "Airfare": _airfare, "Meals": _meals, "Conference": _conference}
+LAYOUTS: dict[str, Layout] = {
+    "Hotel": _hotel,
+    "CarRental": _car_rental,
+    "Airfare": _airfare,
+    "Meals": _meals,
+    "Conference": _conference,
+}
 MERCHANT_KINDS = {
     "Hotel": ["Grand Hotel", "Inn & Suites", "Plaza Hotel", "Conference Center Hotel", "Harbor Hotel"],
     "CarRental": ["Car Rental", "Rent-A-Car", "Auto Rentals"],
@@ -170,7 +178,7 @@ MAX_CHARGES = 200  # the horizon knob's range: receipt charges over all of a tas
 MAX_LINES = 5  # lines to itemize in one instruction
 
 
-def _layout(expense_type: str, max_nights: int):
+def _layout(expense_type: str, max_nights: int) -> Layout:
     if max_nights != 7:
         if expense_type != "Hotel":
             raise ValueError("max_nights applies to Hotel tasks only")
@@ -248,7 +256,7 @@ def generate_task(
     )
 
 
-def _extra_lines(rng: random.Random, task: Task, layout, sizes: list[int], last_day: date) -> list[TaskLine]:
+def _extra_lines(rng: random.Random, task: Task, layout: Layout, sizes: list[int], last_day: date) -> list[TaskLine]:
     """The further lines of a multi-line task: later trips with other merchants, drawn after everything else."""
     others = sorted(rng.sample([n for n in range(1, len(sizes) + 4) if n != task.line_number], len(sizes)))
     documents = {task.document_number}

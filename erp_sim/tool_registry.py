@@ -15,7 +15,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -23,17 +23,12 @@ from erp_sim import actions
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms import FORMS, MENU_ITEMS
 
-
-def _odata():
-    """The data tools' module, imported at their first call: it builds its entity sets from the
-    SQLModel tables, and SQLAlchemy costs most of a second that gym.make and --help need not pay."""
-    from erp_sim import odata
-
-    return odata
-
+# The data tools import erp_sim.odata in their bodies, at their first call: it builds its entity sets from the SQLModel
+# tables, and SQLAlchemy costs most of a second that gym.make and --help need not pay.
 
 if TYPE_CHECKING:
     from erp_sim.erp_session import ErpSession
+    from erp_sim.forms.base import FormDefinition, OpenForm
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=2000)]
@@ -42,6 +37,9 @@ Scalar = str | int | float | bool | None
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True)
+
+
+A = TypeVar("A", bound=Args)
 
 
 @dataclass
@@ -61,13 +59,13 @@ class Tool:
     read_only: bool
 
     @property
-    def input_schema(self) -> dict:
+    def input_schema(self) -> dict[str, Any]:
         """A fresh copy: callers (fastmcp, env infos) may edit what they get."""
         return copy.deepcopy(_schema(self.args_model))
 
 
 @cache
-def _schema(model: type[Args]) -> dict:
+def _schema(model: type[Args]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
@@ -78,17 +76,19 @@ def _schema(model: type[Args]) -> dict:
 TOOLS: dict[str, Tool] = {}
 
 
-def tool(name: str, args_model: type[Args], *, read_only: bool):
+def tool(
+    name: str, args_model: type[A], *, read_only: bool
+) -> Callable[[Callable[[ErpSession, A], Outcome]], Callable[[ErpSession, A], Outcome]]:
     """Register ``fn`` under ``name``; its docstring is the tool description. Returns fn unchanged."""
 
-    def register(fn):
+    def register(fn: Callable[[ErpSession, A], Outcome]) -> Callable[[ErpSession, A], Outcome]:
         TOOLS[name] = Tool(name, " ".join((fn.__doc__ or "").split()), args_model, fn, read_only)
         return fn
 
     return register
 
 
-def _top(session: ErpSession):
+def _top(session: ErpSession) -> tuple[OpenForm, FormDefinition]:
     if not session.forms:
         raise FormStateError("No form is open. Open one with form_open_menu_item (find it with form_find_menu_item).")
     form = session.forms[-1]
@@ -110,7 +110,7 @@ class FindMenuItemArgs(Args):
 
 
 @tool("form_find_menu_item", FindMenuItemArgs, read_only=True)
-def form_find_menu_item(session, args: FindMenuItemArgs) -> Outcome:
+def form_find_menu_item(session: ErpSession, args: FindMenuItemArgs) -> Outcome:
     """Find menu items (forms) by name, label or navigation path. Returns their names, labels and types."""
     _check_company(session, args.companyId)
     words = args.menuItemFilter.lower().split()
@@ -132,7 +132,7 @@ class OpenMenuItemArgs(Args):
 
 
 @tool("form_open_menu_item", OpenMenuItemArgs, read_only=True)
-def form_open_menu_item(session, args: OpenMenuItemArgs) -> Outcome:
+def form_open_menu_item(session: ErpSession, args: OpenMenuItemArgs) -> Outcome:
     """Open a menu item: the form it points to is opened on top of the navigation stack and its state returned."""
     _check_company(session, args.companyId)
     match = next((n for n in MENU_ITEMS if n.lower() == args.name.lower()), None)
@@ -149,7 +149,7 @@ class FindControlsArgs(Args):
 
 
 @tool("form_find_controls", FindControlsArgs, read_only=True)
-def form_find_controls(session, args: FindControlsArgs) -> Outcome:
+def form_find_controls(session: ErpSession, args: FindControlsArgs) -> Outcome:
     """Find controls on the open form whose name or label contains the search term, with their values."""
     form, definition = _top(session)
     term = args.controlSearchTerm.lower()
@@ -175,7 +175,7 @@ class SetControlValuesArgs(Args):
 
 
 @tool("form_set_control_values", SetControlValuesArgs, read_only=False)
-def form_set_control_values(session, args: SetControlValuesArgs) -> Outcome:
+def form_set_control_values(session: ErpSession, args: SetControlValuesArgs) -> Outcome:
     """Set values of controls on the open form. Values stay unsaved until form_save_form. All or nothing: if one value is invalid, none is set."""
     form, definition = _top(session)
     snapshot = form.snapshot()
@@ -199,7 +199,7 @@ class ClickControlArgs(Args):
 
 
 @tool("form_click_control", ClickControlArgs, read_only=False)
-def form_click_control(session, args: ClickControlArgs) -> Outcome:
+def form_click_control(session: ErpSession, args: ClickControlArgs) -> Outcome:
     """Click a button on the open form, or run a grid action (actionId LoadNextPage / LoadPreviousPage) on a grid."""
     form, definition = _top(session)
     if args.actionId:
@@ -223,7 +223,7 @@ class SelectGridRowArgs(Args):
 
 
 @tool("form_select_grid_row", SelectGridRowArgs, read_only=True)
-def form_select_grid_row(session, args: SelectGridRowArgs) -> Outcome:
+def form_select_grid_row(session: ErpSession, args: SelectGridRowArgs) -> Outcome:
     """Select a row of a grid on the open form; detail controls then show the selected record."""
     form, definition = _top(session)
     return Outcome(definition.select_row(session, form, args.gridName, args.rowNumber, args.marking))
@@ -238,7 +238,7 @@ class FilterGridArgs(Args):
 
 
 @tool("form_filter_grid", FilterGridArgs, read_only=True)
-def form_filter_grid(session, args: FilterGridArgs) -> Outcome:
+def form_filter_grid(session: ErpSession, args: FilterGridArgs) -> Outcome:
     """Filter a grid on one column (contains, case-insensitive). An empty filterValue removes the column's filter."""
     form, definition = _top(session)
     return Outcome(definition.filter_grid(session, form, args.gridName, args.gridColumnName, args.filterValue))
@@ -251,7 +251,7 @@ class FilterFormArgs(Args):
 
 
 @tool("form_filter_form", FilterFormArgs, read_only=True)
-def form_filter_form(session, args: FilterFormArgs) -> Outcome:
+def form_filter_form(session: ErpSession, args: FilterFormArgs) -> Outcome:
     """Apply the form's quick filter: keep rows of the main grid with the text in any column."""
     form, definition = _top(session)
     if definition.primary_grid is None:
@@ -271,7 +271,7 @@ class SortGridArgs(Args):
 
 
 @tool("form_sort_grid_column", SortGridArgs, read_only=True)
-def form_sort_grid_column(session, args: SortGridArgs) -> Outcome:
+def form_sort_grid_column(session: ErpSession, args: SortGridArgs) -> Outcome:
     """Sort a grid by one column."""
     form, definition = _top(session)
     return Outcome(definition.sort_grid(session, form, args.gridName, args.gridColumnName, args.isDescending))
@@ -283,7 +283,7 @@ class TabArgs(Args):
 
 
 @tool("form_open_or_close_tab", TabArgs, read_only=True)
-def form_open_or_close_tab(session, args: TabArgs) -> Outcome:
+def form_open_or_close_tab(session: ErpSession, args: TabArgs) -> Outcome:
     """Expand or collapse a tab page or fast tab; collapsed tabs hide their controls from the form state."""
     form, definition = _top(session)
     return Outcome(definition.toggle_section(session, form, args.tabName, args.tabAction))
@@ -294,7 +294,7 @@ class LookupArgs(Args):
 
 
 @tool("form_open_lookup", LookupArgs, read_only=True)
-def form_open_lookup(session, args: LookupArgs) -> Outcome:
+def form_open_lookup(session: ErpSession, args: LookupArgs) -> Outcome:
     """Show the values a lookup control accepts."""
     form, definition = _top(session)
     control = definition.control(session, form, args.controlName)
@@ -311,14 +311,14 @@ class NoArgs(Args):
 
 
 @tool("form_save_form", NoArgs, read_only=False)
-def form_save_form(session, args: NoArgs) -> Outcome:
+def form_save_form(session: ErpSession, args: NoArgs) -> Outcome:
     """Save the unsaved changes of the open form (all or nothing)."""
     form, definition = _top(session)
     return Outcome(definition.save(session, form))
 
 
 @tool("form_close_form", NoArgs, read_only=False)
-def form_close_form(session, args: NoArgs) -> Outcome:
+def form_close_form(session: ErpSession, args: NoArgs) -> Outcome:
     """Close the open form and return to the previous one. With unsaved changes the first close is refused with a warning; closing again discards them."""
     return Outcome(session.close_form())
 
@@ -330,9 +330,11 @@ class FindEntityTypeArgs(Args):
 
 
 @tool("data_find_entity_type", FindEntityTypeArgs, read_only=True)
-def data_find_entity_type(session, args: FindEntityTypeArgs) -> Outcome:
+def data_find_entity_type(session: ErpSession, args: FindEntityTypeArgs) -> Outcome:
     """Find OData entity sets by name or label."""
-    hits = _odata().find_entity_sets(args.tableSearchFilter)[: args.topHitCount]
+    from erp_sim import odata
+
+    hits = odata.find_entity_sets(args.tableSearchFilter)[: args.topHitCount]
     return Outcome(f"Found {len(hits)} entity set(s) matching {args.tableSearchFilter!r}.", {"EntitySets": hits})
 
 
@@ -341,9 +343,11 @@ class EntityMetadataArgs(Args):
 
 
 @tool("data_get_entity_metadata", EntityMetadataArgs, read_only=True)
-def data_get_entity_metadata(session, args: EntityMetadataArgs) -> Outcome:
+def data_get_entity_metadata(session: ErpSession, args: EntityMetadataArgs) -> Outcome:
     """Describe an entity set: key, properties with types and descriptions, and the rules for writes."""
-    metadata = _odata().entity_metadata(args.entitySetName)
+    from erp_sim import odata
+
+    metadata = odata.entity_metadata(args.entitySetName)
     return Outcome(f"Metadata of {metadata['Name']}.", {"Metadata": metadata})
 
 
@@ -357,9 +361,11 @@ class FindEntitiesArgs(Args):
 
 
 @tool("data_find_entities", FindEntitiesArgs, read_only=True)
-def data_find_entities(session, args: FindEntitiesArgs) -> Outcome:
+def data_find_entities(session: ErpSession, args: FindEntitiesArgs) -> Outcome:
     """Query an entity set with OData options ($filter with eq/ne/gt/ge/lt/le, and/or/not, contains/startswith; $select; $orderby; $top; $skip; $count)."""
-    payload = _odata().find_entities(session.db, args.odataPath, args.odataQueryOptions)
+    from erp_sim import odata
+
+    payload = odata.find_entities(session.db, args.odataPath, args.odataQueryOptions)
     return Outcome(f"Found {len(payload['value'])} record(s) in {payload['EntitySet']}.", {"Data": payload})
 
 
@@ -370,9 +376,11 @@ class FindEntitiesSqlArgs(Args):
 
 
 @tool("data_find_entities_sql", FindEntitiesSqlArgs, read_only=True)
-def data_find_entities_sql(session, args: FindEntitiesSqlArgs) -> Outcome:
+def data_find_entities_sql(session: ErpSession, args: FindEntitiesSqlArgs) -> Outcome:
     """Run one read-only SQL SELECT on the expense tables (at most 200 rows)."""
-    payload = _odata().run_sql(session.db, args.sqlQuery)
+    from erp_sim import odata
+
+    payload = odata.run_sql(session.db, args.sqlQuery)
     return Outcome(f"The query returned {len(payload['Rows'])} row(s).", {"Data": payload})
 
 
@@ -385,9 +393,11 @@ class CreateEntitiesArgs(Args):
 
 
 @tool("data_create_entities", CreateEntitiesArgs, read_only=False)
-def data_create_entities(session, args: CreateEntitiesArgs) -> Outcome:
+def data_create_entities(session: ErpSession, args: CreateEntitiesArgs) -> Outcome:
     """Create records under the same business rules as the forms (all or nothing)."""
-    created = _odata().create_entities(session.db, args.entitySetName, args.entities)
+    from erp_sim import odata
+
+    created = odata.create_entities(session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(created)} record(s) created in {args.entitySetName}.", {"Data": {"value": created}})
 
 
@@ -401,9 +411,11 @@ class UpdateEntitiesArgs(Args):
 
 
 @tool("data_update_entities", UpdateEntitiesArgs, read_only=False)
-def data_update_entities(session, args: UpdateEntitiesArgs) -> Outcome:
+def data_update_entities(session: ErpSession, args: UpdateEntitiesArgs) -> Outcome:
     """Update records under the same business rules as the forms (all or nothing)."""
-    updated = _odata().update_entities(session.db, args.entitySetName, args.entities)
+    from erp_sim import odata
+
+    updated = odata.update_entities(session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(updated)} record(s) updated in {args.entitySetName}.", {"Data": {"value": updated}})
 
 
@@ -413,9 +425,11 @@ class DeleteEntitiesArgs(Args):
 
 
 @tool("data_delete_entities", DeleteEntitiesArgs, read_only=False)
-def data_delete_entities(session, args: DeleteEntitiesArgs) -> Outcome:
+def data_delete_entities(session: ErpSession, args: DeleteEntitiesArgs) -> Outcome:
     """Delete records under the same business rules as the forms (all or nothing)."""
-    _odata().delete_entities(session.db, args.entitySetName, args.keys)
+    from erp_sim import odata
+
+    odata.delete_entities(session.db, args.entitySetName, args.keys)
     return Outcome(f"{len(args.keys)} record(s) deleted from {args.entitySetName}.")
 
 
@@ -427,7 +441,7 @@ class FindActionsArgs(Args):
 
 
 @tool("api_find_actions", FindActionsArgs, read_only=True)
-def api_find_actions(session, args: FindActionsArgs) -> Outcome:
+def api_find_actions(session: ErpSession, args: FindActionsArgs) -> Outcome:
     """Find callable business actions and their parameters."""
     hits = actions.find_actions(args.actionSearchFilter)
     return Outcome(f"Found {len(hits)} action(s).", {"Actions": hits})
@@ -439,7 +453,7 @@ class InvokeActionArgs(Args):
 
 
 @tool("api_invoke_action", InvokeActionArgs, read_only=False)
-def api_invoke_action(session, args: InvokeActionArgs) -> Outcome:
+def api_invoke_action(session: ErpSession, args: InvokeActionArgs) -> Outcome:
     """Invoke a business action with parameters."""
     result, payload = actions.invoke_action(session.db, args.actionName, args.parameters)
     return Outcome(result, {"ActionResult": payload})
@@ -448,7 +462,7 @@ def api_invoke_action(session, args: InvokeActionArgs) -> Outcome:
 assert len(TOOLS) == 22, sorted(TOOLS)
 
 
-def openai_tool_schemas() -> list[dict]:
+def openai_tool_schemas() -> list[dict[str, Any]]:
     """The registry in OpenAI function-tool form (what the env's ``info["tools"]`` carries)."""
     return [
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}

@@ -16,7 +16,7 @@ from pathlib import Path
 from erp_sim.catalog import CATEGORIES, RECEIPT_WORDING
 from erp_sim.money import CENT
 from erp_sim.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
-from erp_sim.tasks import Task
+from erp_sim.tasks import Task, TaskLine
 
 # Faker's word lists (a copy in data/world_names.json, checked against the pinned Faker by
 # tests/simulator/test_fixtures.py), drawn with our own seeded rng: Faker's weighted sampling costs ~50 us
@@ -47,7 +47,8 @@ CITIES = [
     "Orlando",
 ]
 
-Rows = dict[str, list[dict]]
+Cell = int | str | None  # a column value as the builder writes it (bool is an int: SQLite stores 0/1)
+Rows = dict[str, list[dict[str, Cell]]]
 
 PURPOSES = [
     "Customer visit",
@@ -61,24 +62,35 @@ PURPOSES = [
     "Recruiting event",
     "Project go-live",
 ]
-COMPANY = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
+COMPANY: dict[str, Cell] = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
 
 
 class _Builder:
-    def __init__(self, task: Task):
+    def __init__(self, task: Task) -> None:
         self.task = task
         self.rng = random.Random(task.seed * 7919 + 17)
         self.rows: Rows = {name: [] for name in ["worker", "expense_report", "expense_line", "receipt", "receipt_item"]}
         self.next_id = dict.fromkeys(self.rows, 1)
 
-    def add(self, table: str, **values) -> int:
-        values = {"id": self.next_id[table], **values}
+    def add(self, table: str, **values: Cell) -> int:
+        rec_id = self.next_id[table]
         self.next_id[table] += 1
-        self.rows[table].append(values)
-        return values["id"]
+        self.rows[table].append({"id": rec_id, **values})
+        return rec_id
 
     def line(
-        self, report_id: int, number: int, category: str, merchant: str, day: date, amount: Decimal, **extra
+        self,
+        report_id: int,
+        number: int,
+        category: str,
+        merchant: str,
+        day: date,
+        amount: Decimal,
+        *,
+        line_type: str = "Default",
+        parent_line_id: int | None = None,
+        subcategory: str | None = None,
+        description: str = "",
     ) -> int:
         return self.add(
             "expense_line",
@@ -89,10 +101,10 @@ class _Builder:
             transaction_date=day.isoformat(),
             amount=str(amount),
             currency="USD",
-            line_type=extra.get("line_type", "Default"),
-            parent_line_id=extra.get("parent_line_id"),
-            subcategory=extra.get("subcategory"),
-            description=extra.get("description", ""),
+            line_type=line_type,
+            parent_line_id=parent_line_id,
+            subcategory=subcategory,
+            description=description,
         )
 
     def receipt(self, line_id: int, category: str, merchant: str, charges: list[tuple[date, str, Decimal]]) -> None:
@@ -117,7 +129,7 @@ class _Builder:
                 amount=str(amount),
             )
 
-    def target_receipt(self, line_id: int, line) -> None:
+    def target_receipt(self, line_id: int, line: TaskLine) -> None:
         task = self.task
         receipt_id = self.add(
             "receipt",
@@ -226,11 +238,11 @@ class _Builder:
 
 def catalog_rows() -> Rows:
     """The rows every task shares: the company, the categories and their subcategories."""
-    categories = [
+    categories: list[dict[str, Cell]] = [
         {"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
         for n, spec in enumerate(CATEGORIES.values(), start=1)
     ]
-    subcategories = [
+    subcategories: list[dict[str, Cell]] = [
         {"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories
     ]
     return {

@@ -10,13 +10,69 @@ state in the real server's shape at either verbosity.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.pending import FormEdits
+
+# Imported names rather than ``K.NAME``: the renderers below build every dict of every response, and a module
+# attribute per key cost them about 3% (measured against string literals, which these now match).
+from erp_sim.response_keys import (
+    ACTION_IDS,
+    BUTTONS,
+    CAPTION,
+    CHILDREN,
+    COLLAPSIBLE_TYPES,
+    COLUMN,
+    COLUMNS,
+    COMPANY,
+    DATA_FIELD,
+    DATA_TYPE,
+    DESCENDING,
+    FILTERS,
+    FIRST_ROW,
+    FORM,
+    GRID,
+    GROUP,
+    GUIDANCE,
+    HAS_NEXT_PAGE,
+    HAS_UNSAVED_CHANGES,
+    HELP_TEXT,
+    IS_EDITABLE,
+    IS_ENABLED,
+    IS_EXPANDED,
+    IS_FILTERABLE,
+    IS_MARKED,
+    IS_REQUIRED,
+    IS_SELECTED,
+    IS_SORTABLE,
+    IS_VISIBLE,
+    LABEL,
+    LAST_ROW,
+    LINKS,
+    LOAD_NEXT_PAGE,
+    LOAD_PREVIOUS_PAGE,
+    MENU_ITEM_NAME,
+    NAME,
+    NAVIGATION_PATH,
+    OPTIONS,
+    PAGINATION,
+    ROW_NUMBER,
+    ROWS,
+    SORTED_BY,
+    SUMMARY,
+    TAB,
+    TAB_PAGE,
+    TOTAL_ROWS,
+    VALUE,
+    VALUES,
+)
+from erp_sim.response_keys import PAGE_SIZE as PAGE_SIZE_KEY
 from erp_sim.tasks import Task
+
+T = TypeVar("T")
 
 
 class FormHost(Protocol):
@@ -31,21 +87,21 @@ class FormHost(Protocol):
     db: sqlite3.Connection
     forms: list[OpenForm]
 
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any: ...
-    def cached_read(self, key: str, compute: Callable[[], Any]) -> Any: ...
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T: ...
+    def cached_read(self, key: str, compute: Callable[[], T]) -> T: ...
     def add_message(self, level: str, text: str) -> None: ...
-    def open_form(self, name: str, context: dict) -> str: ...
+    def open_form(self, name: str, context: dict[str, Any]) -> str: ...
 
 
 PAGE_SIZE = 25
-CONTROL_KINDS = ("Input", "RealInput", "DateInput", "Combobox", "Checkbox")
+_NEXT_PAGE, _PREVIOUS_PAGE = LOAD_NEXT_PAGE.lower(), LOAD_PREVIOUS_PAGE.lower()  # actionIds match in any case
 
 
 @dataclass
 class Control:
     name: str
     label: str
-    kind: str  # one of CONTROL_KINDS
+    kind: str  # one of response_keys.CONTROL_KINDS
     value: Any
     editable: bool = False
     required: bool = False
@@ -81,7 +137,7 @@ class Section:
 
     name: str
     label: str
-    kind: str = "Group"
+    kind: str = GROUP
     controls: list[Control] = field(default_factory=list)
     grids: list[Grid] = field(default_factory=list)
 
@@ -101,7 +157,7 @@ class GridState:
     filters: dict[str, str] = field(default_factory=dict)  # column -> case-insensitive "contains"
     sort: tuple[str, bool] | None = None  # (column, descending)
     selected_key: Any = None
-    marked: set = field(default_factory=set)
+    marked: set[Any] = field(default_factory=set)
 
 
 @dataclass
@@ -250,7 +306,7 @@ class FormDefinition:
         if not first <= number < first + len(rows):
             raise ValidationError(
                 f"rowNumber: row {number} is not on the current page of {grid.name} (rows {first}-{first + len(rows) - 1} "
-                f"of {total}); use actionId LoadNextPage on the grid to page."
+                f"of {total}); use actionId {LOAD_NEXT_PAGE} on the grid to page."
             )
         row = rows[number - first]
         state = form.grid_state(grid.name)
@@ -268,17 +324,18 @@ class FormDefinition:
         _, _, total = self.page_rows(form, grid)
         pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
         action = action_id.strip().lower()
-        if action == "loadnextpage":
+        if action == _NEXT_PAGE:
             if state.page + 1 >= pages:
                 return f"Grid {grid.name} is already showing its last page ({total} rows)."
             state.page += 1
-        elif action == "loadpreviouspage":
+        elif action == _PREVIOUS_PAGE:
             if state.page == 0:
                 return f"Grid {grid.name} is already showing its first page."
             state.page -= 1
         else:
             raise NotFoundError(
-                f"actionId {action_id!r} is not available on grid {grid.name}; use LoadNextPage or LoadPreviousPage."
+                f"actionId {action_id!r} is not available on grid {grid.name}; use {LOAD_NEXT_PAGE} or "
+                f"{LOAD_PREVIOUS_PAGE}."
             )
         first = state.page * PAGE_SIZE + 1
         return f"Grid {grid.name} now shows rows {first}-{min(total, first + PAGE_SIZE - 1)} of {total}."
@@ -303,7 +360,7 @@ class FormDefinition:
         return f"Grid {grid.name} was sorted by {column} {'descending' if descending else 'ascending'}."
 
     def toggle_section(self, session: FormHost, form: OpenForm, name: str, action: str) -> str:
-        sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in ("TabPage", "FastTab")}
+        sections = {s.name.lower(): s for s in self.all_sections(session, form) if s.kind in COLLAPSIBLE_TYPES}
         if name.lower() not in sections:
             raise NotFoundError(
                 f"Tab {name!r} does not exist on form {self.name}. Tabs: {', '.join(s.name for s in sections.values()) or 'none'}."
@@ -328,7 +385,7 @@ def _column_name(grid: Grid, column: str) -> str:
     return names[column.lower()]
 
 
-def _sort_key(value: str, data_type: str):
+def _sort_key(value: str, data_type: str) -> tuple[int, float, str]:
     if data_type == "Real":
         try:
             return (0, float(value.replace(",", "")), "")
@@ -338,109 +395,107 @@ def _sort_key(value: str, data_type: str):
 
 
 # --- rendering -------------------------------------------------------------------------------
-def render_control(control: Control, verbose: bool) -> dict:
+def render_control(control: Control, verbose: bool) -> dict[str, Any]:
     if not verbose:
-        out = {"Name": control.name, "Value": control.value}
+        out = {NAME: control.name, VALUE: control.value}
         if control.editable:
-            out["IsEditable"] = True
+            out[IS_EDITABLE] = True
         return out
     out = {
-        "Name": control.name,
-        "Label": control.label,
-        "Value": control.value,
-        "IsEnabled": True,
-        "IsEditable": control.editable,
-        "IsRequired": control.required,
-        "IsVisible": True,
-        "HelpText": control.help,
-        "DataField": control.data_field,
+        NAME: control.name,
+        LABEL: control.label,
+        VALUE: control.value,
+        IS_ENABLED: True,
+        IS_EDITABLE: control.editable,
+        IS_REQUIRED: control.required,
+        IS_VISIBLE: True,
+        HELP_TEXT: control.help,
+        DATA_FIELD: control.data_field,
     }
     if control.options is not None:
-        out["Options"] = control.options
+        out[OPTIONS] = control.options
     return out
 
 
-def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose: bool) -> dict:
+def render_grid(definition: FormDefinition, form: OpenForm, grid: Grid, verbose: bool) -> dict[str, Any]:
     rows, first, total = definition.page_rows(form, grid)
     state = form.grid_state(grid.name)
     rendered_rows = []
     for offset, row in enumerate(rows):
-        item: dict[str, Any] = {"RowNumber": str(first + offset)}
+        item: dict[str, Any] = {ROW_NUMBER: str(first + offset)}
         if row.key == state.selected_key:
-            item["IsSelected"] = True
+            item[IS_SELECTED] = True
         if row.key in state.marked:
-            item["IsMarked"] = True
-        item["Values"] = row.values
+            item[IS_MARKED] = True
+        item[VALUES] = row.values
         rendered_rows.append(item)
     has_next = first + len(rows) - 1 < total
-    out: dict[str, Any] = {"Name": grid.name, "Label": grid.label} if verbose else {"Name": grid.name}
+    out: dict[str, Any] = {NAME: grid.name, LABEL: grid.label} if verbose else {NAME: grid.name}
     if verbose:
-        out["Columns"] = [
-            {"Name": c.name, "Label": c.label, "DataType": c.data_type, "IsSortable": True, "IsFilterable": True}
+        out[COLUMNS] = [
+            {NAME: c.name, LABEL: c.label, DATA_TYPE: c.data_type, IS_SORTABLE: True, IS_FILTERABLE: True}
             for c in grid.columns
         ]
     else:
-        out["Columns"] = [c.name for c in grid.columns]
-    out["Rows"] = rendered_rows
-    out["Pagination"] = {
-        "FirstRow": first if rows else 0,
-        "LastRow": first + len(rows) - 1 if rows else 0,
-        "TotalRows": total,
-        "PageSize": PAGE_SIZE,
-        "HasNextPage": has_next,
+        out[COLUMNS] = [c.name for c in grid.columns]
+    out[ROWS] = rendered_rows
+    out[PAGINATION] = {
+        FIRST_ROW: first if rows else 0,
+        LAST_ROW: first + len(rows) - 1 if rows else 0,
+        TOTAL_ROWS: total,
+        PAGE_SIZE_KEY: PAGE_SIZE,
+        HAS_NEXT_PAGE: has_next,
     }
     if verbose or has_next:
-        out["ActionIds"] = (["LoadNextPage"] if has_next else []) + (["LoadPreviousPage"] if state.page > 0 else [])
+        out[ACTION_IDS] = ([LOAD_NEXT_PAGE] if has_next else []) + ([LOAD_PREVIOUS_PAGE] if state.page > 0 else [])
     if state.filters:
-        out["Filters"] = dict(state.filters)
+        out[FILTERS] = dict(state.filters)
     if state.sort and verbose:
-        out["SortedBy"] = {"Column": state.sort[0], "Descending": state.sort[1]}
+        out[SORTED_BY] = {COLUMN: state.sort[0], DESCENDING: state.sort[1]}
     return out
 
 
-def render_children(definition: FormDefinition, form: OpenForm, section: Section, verbose: bool) -> dict:
+def render_children(definition: FormDefinition, form: OpenForm, section: Section, verbose: bool) -> dict[str, Any]:
     children: dict[str, Any] = {}
     for control in section.controls:
         children.setdefault(control.kind, []).append(render_control(control, verbose))
     if section.grids:
-        children["Grid"] = [render_grid(definition, form, g, verbose) for g in section.grids]
+        children[GRID] = [render_grid(definition, form, g, verbose) for g in section.grids]
     return children
 
 
-def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinition, verbose: bool) -> dict:
+def render_form_state(session: FormHost, form: OpenForm, definition: FormDefinition, verbose: bool) -> dict[str, Any]:
     body: dict[str, Any] = {}
     tab_pages = []
     for section in definition.all_sections(session, form):
         expanded = section.name not in form.collapsed
-        rendered: dict[str, Any] = {"Name": section.name, "Label": section.label} if verbose else {"Name": section.name}
-        if section.kind in ("TabPage", "FastTab"):
-            rendered["IsExpanded"] = expanded
+        rendered: dict[str, Any] = {NAME: section.name, LABEL: section.label} if verbose else {NAME: section.name}
+        if section.kind in COLLAPSIBLE_TYPES:
+            rendered[IS_EXPANDED] = expanded
         if expanded:
-            rendered["Children"] = render_children(definition, form, section, verbose)
-        if section.kind == "TabPage":
+            rendered[CHILDREN] = render_children(definition, form, section, verbose)
+        if section.kind == TAB_PAGE:
             tab_pages.append(rendered)
         else:
             body.setdefault(section.kind, []).append(rendered)
     if tab_pages:
-        body.setdefault("Tab", []).append({"Name": f"{definition.name}Tab", "Children": {"TabPage": tab_pages}})
+        body.setdefault(TAB, []).append({NAME: f"{definition.name}Tab", CHILDREN: {TAB_PAGE: tab_pages}})
     buttons = definition.buttons(session, form)
     state: dict[str, Any] = {
-        "Name": definition.name,
-        "Caption": definition.caption(session, form),
-        "Company": session.company,
-        "Summary": definition.summary(session, form),
-        "Form": body,
+        NAME: definition.name,
+        CAPTION: definition.caption(session, form),
+        COMPANY: session.company,
+        SUMMARY: definition.summary(session, form),
+        FORM: body,
     }
     if verbose:
-        state["Buttons"] = [
-            {"Name": b.name, "Label": b.label, "IsEnabled": b.enabled, "HelpText": b.help} for b in buttons
-        ]
-        state["Links"] = [{"Label": label, "MenuItemName": item} for label, item in definition.links]
-        state["Guidance"] = list(definition.guidance)
-        state["NavigationPath"] = [f.name for f in session.forms]
-        state["HasUnsavedChanges"] = definition.has_unsaved_changes(form)
+        state[BUTTONS] = [{NAME: b.name, LABEL: b.label, IS_ENABLED: b.enabled, HELP_TEXT: b.help} for b in buttons]
+        state[LINKS] = [{LABEL: label, MENU_ITEM_NAME: item} for label, item in definition.links]
+        state[GUIDANCE] = list(definition.guidance)
+        state[NAVIGATION_PATH] = [f.name for f in session.forms]
+        state[HAS_UNSAVED_CHANGES] = definition.has_unsaved_changes(form)
     else:
-        state["Buttons"] = [b.name for b in buttons if b.enabled]
+        state[BUTTONS] = [b.name for b in buttons if b.enabled]
         if definition.has_unsaved_changes(form):
-            state["HasUnsavedChanges"] = True
+            state[HAS_UNSAVED_CHANGES] = True
     return state

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from erp_sim.forms.base import Column, FormDefinition, Grid, GridRow, Section
+from erp_sim.forms.base import Column, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 
 
 class CategoryList(FormDefinition):
@@ -11,10 +11,10 @@ class CategoryList(FormDefinition):
     primary_grid = "CategoriesGrid"
     guidance = ["Expense categories (cost types). Itemize = Yes means lines of the category must be itemized."]
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         return "Expense categories"
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rows = [
             GridRow(
                 r["id"],
@@ -44,10 +44,10 @@ class SubcategoryList(FormDefinition):
     primary_grid = "SubcategoriesGrid"
     guidance = ["Expense subcategories per category. Filter by TrvExpSubCategory_CostType to see one category."]
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         return "Expense subcategories"
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rows = [
             GridRow(r["id"], {"TrvExpSubCategory_CostType": r["category_id"], "TrvExpSubCategory_Name": r["name"]})
             for r in session.db.execute("SELECT * FROM expense_subcategory ORDER BY category_id, id")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
+from erp_sim import response_keys as K
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, Section
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import ZERO, display_money
 
 GRID = "ExpenseReportsGrid"
@@ -22,14 +24,14 @@ class ExpenseReportList(FormDefinition):
     ]
     links = [("Expense categories", "TrvCostType"), ("Expense subcategories", "TrvExpSubCategory")]
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         return "Expense reports"
 
-    def summary(self, session, form):
+    def summary(self, session: FormHost, form: OpenForm) -> str:
         total = session.db.execute("SELECT COUNT(*) FROM expense_report").fetchone()[0]
         return f"{total} expense report(s) for {session.task.worker_name}."
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rows = session.cached_read("report-list-rows", lambda: self._rows(session))
         columns = [
             Column("TrvExpTable_ExpNumber", "Expense report number"),
@@ -41,7 +43,7 @@ class ExpenseReportList(FormDefinition):
         quick = Control(
             "QuickFilter",
             "Filter",
-            "Input",
+            K.INPUT,
             form.quick_filter,
             editable=True,
             help="Type to filter all columns of the grid (form_filter_form).",
@@ -52,7 +54,7 @@ class ExpenseReportList(FormDefinition):
         ]
 
     @staticmethod
-    def _rows(session) -> list[GridRow]:
+    def _rows(session: FormHost) -> list[GridRow]:
         # Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
         amounts = {
             report_id: Decimal(cents) / 100
@@ -75,7 +77,7 @@ class ExpenseReportList(FormDefinition):
             for r in session.db.execute("SELECT * FROM expense_report ORDER BY report_number")
         ]
 
-    def buttons(self, session, form):
+    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         selected = form.grid_state(GRID).selected_key is not None
         return [
             Button(
@@ -87,7 +89,7 @@ class ExpenseReportList(FormDefinition):
             )
         ]
 
-    def click(self, session, form, button):
+    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         if button.lower() != "editreport":
             return super().click(session, form, button)
         report_id = form.grid_state(GRID).selected_key
@@ -95,7 +97,7 @@ class ExpenseReportList(FormDefinition):
             raise FormStateError("Select an expense report in ExpenseReportsGrid first (form_select_grid_row).")
         return session.open_form("TrvExpenseReport", {"report_id": report_id})
 
-    def set_value(self, session, form, control, value):
+    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
         if control.name != "QuickFilter":
             return super().set_value(session, form, control, value)
         form.quick_filter = str(value)

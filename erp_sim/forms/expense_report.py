@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from decimal import Decimal
+from typing import Any
 
 from erp_sim import ledger
+from erp_sim import response_keys as K
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.forms.pending import ReportEdits
 from erp_sim.money import ZERO, display_money, parse_money
 
@@ -20,7 +23,7 @@ LINE_FIELDS = {
 }
 
 
-def itemization_status(session, line) -> str:
+def itemization_status(session: FormHost, line: sqlite3.Row) -> str:
     if not CATEGORIES[line["category_id"]].itemize:
         return ""
     summary = ledger.itemization_summary(session.db, line["id"])
@@ -48,26 +51,26 @@ class ExpenseReportForm(FormDefinition):
     ]
     links = [("Expense reports", "TrvExpenses")]
 
-    def report(self, session, form):
+    def report(self, session: FormHost, form: OpenForm) -> sqlite3.Row:
         return ledger.report_by_id(session.db, form.context["report_id"])
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         report = self.report(session, form)
         return f"Expense report {report['report_number']} - {report['purpose']}"
 
-    def summary(self, session, form):
+    def summary(self, session: FormHost, form: OpenForm) -> str:
         report = self.report(session, form)
         lines = ledger.header_lines(session.db, report["id"])
         return f"Expense report {report['report_number']} ({report['status']}) with {len(lines)} expense line(s)."
 
-    def selected_line(self, session, form):
+    def selected_line(self, session: FormHost, form: OpenForm) -> sqlite3.Row | None:
         key = form.grid_state(GRID).selected_key
         return ledger.line_by_id(session.db, key) if key is not None else None
 
-    def _line_value(self, form, line, field):
+    def _line_value(self, form: OpenForm, line: sqlite3.Row, field: str) -> object:
         return _edits(form).line_value(line["id"], field, line[field])
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         report = self.report(session, form)
         lines = ledger.header_lines(session.db, report["id"])
         total = sum((Decimal(line["amount"]) for line in lines), ZERO)
@@ -77,14 +80,14 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTable_ExpNumber",
                 "Expense report number",
-                "Input",
+                K.INPUT,
                 report["report_number"],
                 data_field="ExpNumber",
             ),
             Control(
                 "TrvExpTable_Txt",
                 "Purpose",
-                "Input",
+                K.INPUT,
                 purpose,
                 editable=report["status"] == "Draft",
                 required=True,
@@ -94,20 +97,20 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTable_ApprovalStatus",
                 "Approval status",
-                "Combobox",
+                K.COMBOBOX,
                 report["status"],
                 data_field="ApprovalStatus",
             ),
             Control(
                 "TrvExpTable_CreatingWorker",
                 "Created by",
-                "Input",
+                K.INPUT,
                 session.task.worker_name,
                 data_field="CreatingWorker",
             ),
-            Control("TrvExpTable_Destination", "Destination", "Input", report["destination"], data_field="Destination"),
+            Control("TrvExpTable_Destination", "Destination", K.INPUT, report["destination"], data_field="Destination"),
             Control(
-                "TrvExpTable_TotalAmount", "Total amount", "RealInput", display_money(total), data_field="TotalAmount"
+                "TrvExpTable_TotalAmount", "Total amount", K.REAL_INPUT, display_money(total), data_field="TotalAmount"
             ),
         ]
         # Header lines only: itemized lines are worked in the itemization form, as in D365.
@@ -141,7 +144,7 @@ class ExpenseReportForm(FormDefinition):
         ]
         sections = [
             Section("HeaderGroup", "Expense report", controls=header),
-            Section("LinesTabPage", "Expense lines", "TabPage", grids=[Grid(GRID, "Expense lines", columns, rows)]),
+            Section("LinesTabPage", "Expense lines", K.TAB_PAGE, grids=[Grid(GRID, "Expense lines", columns, rows)]),
         ]
         line = self.selected_line(session, form)
         if line is not None:
@@ -149,43 +152,45 @@ class ExpenseReportForm(FormDefinition):
                 Section(
                     "LineDetailsFastTab",
                     "Line details",
-                    "FastTab",
+                    K.FAST_TAB,
                     controls=self._line_controls(session, form, report, line),
                 )
             )
         return sections
 
-    def _line_controls(self, session, form, report, line) -> list[Control]:
+    def _line_controls(
+        self, session: FormHost, form: OpenForm, report: sqlite3.Row, line: sqlite3.Row
+    ) -> list[Control]:
         editable = report["status"] == "Draft"
         receipt = ledger.receipt_of_line(session.db, line["id"])
         pending_amount = _edits(form).line_value(line["id"], "amount", None)
         controls = [
-            Control("TrvExpTrans_CostType", "Expense category", "Input", line["category_id"], data_field="CostType"),
+            Control("TrvExpTrans_CostType", "Expense category", K.INPUT, line["category_id"], data_field="CostType"),
             Control(
                 "TrvExpTrans_MerchantId",
                 "Merchant",
-                "Input",
+                K.INPUT,
                 self._line_value(form, line, "merchant"),
                 editable,
                 data_field="MerchantId",
             ),
-            Control("TrvExpTrans_TransDate", "Date", "DateInput", line["transaction_date"], data_field="TransDate"),
+            Control("TrvExpTrans_TransDate", "Date", K.DATE_INPUT, line["transaction_date"], data_field="TransDate"),
             Control(
                 "TrvExpTrans_AmountCurr",
                 "Amount",
-                "RealInput",
+                K.REAL_INPUT,
                 pending_amount if pending_amount is not None else display_money(Decimal(line["amount"])),
                 editable and line["line_type"] == "Default",
                 required=True,
                 data_field="AmountCurr",
                 help="Transaction amount in the transaction currency.",
             ),
-            Control("TrvExpTrans_CurrencyCode", "Currency", "Input", line["currency"], data_field="CurrencyCode"),
-            Control("TrvExpTrans_LineType", "Line type", "Combobox", line["line_type"], data_field="LineType"),
+            Control("TrvExpTrans_CurrencyCode", "Currency", K.INPUT, line["currency"], data_field="CurrencyCode"),
+            Control("TrvExpTrans_LineType", "Line type", K.COMBOBOX, line["line_type"], data_field="LineType"),
             Control(
                 "TrvExpTrans_Txt2",
                 "Description",
-                "Input",
+                K.INPUT,
                 self._line_value(form, line, "description"),
                 editable,
                 data_field="Txt2",
@@ -193,7 +198,7 @@ class ExpenseReportForm(FormDefinition):
             Control(
                 "TrvExpTrans_ReceiptAttached",
                 "Receipt attached",
-                "Checkbox",
+                K.CHECKBOX,
                 receipt is not None,
                 data_field="ReceiptsAttached",
             ),
@@ -201,14 +206,14 @@ class ExpenseReportForm(FormDefinition):
         if CATEGORIES[line["category_id"]].itemize:
             summary = ledger.itemization_summary(session.db, line["id"])
             controls += [
-                Control("TrvExpTrans_ItemizedAmount", "Itemized amount", "RealInput", display_money(summary.itemized)),
+                Control("TrvExpTrans_ItemizedAmount", "Itemized amount", K.REAL_INPUT, display_money(summary.itemized)),
                 Control(
-                    "TrvExpTrans_RemainingAmount", "Remaining amount", "RealInput", display_money(summary.remaining)
+                    "TrvExpTrans_RemainingAmount", "Remaining amount", K.REAL_INPUT, display_money(summary.remaining)
                 ),
             ]
         return controls
 
-    def buttons(self, session, form):
+    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         report = self.report(session, form)
         line = self.selected_line(session, form)
         itemizable = line is not None and CATEGORIES[line["category_id"]].itemize
@@ -245,7 +250,7 @@ class ExpenseReportForm(FormDefinition):
             ),
         ]
 
-    def click(self, session, form, button):
+    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         key = button.lower()
         if key == "submitreport":
             if self.has_unsaved_changes(form):
@@ -269,13 +274,14 @@ class ExpenseReportForm(FormDefinition):
             raise FormStateError("Only lines of Draft expense reports can be itemized.")
         return session.open_form("TrvItemization", {"line_id": line["id"]})
 
-    def set_value(self, session, form, control, value):
+    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
         if not control.editable:
             return super().set_value(session, form, control, value)
         if control.name == "TrvExpTable_Txt":
             _edits(form).purpose = ledger.parse_text(value, control.name)
             return None
         line = self.selected_line(session, form)
+        assert line is not None  # the line controls are on the form only while a line is selected
         field = LINE_FIELDS[control.name]
         parsed = (
             display_money(parse_money(value, control.name))
@@ -286,7 +292,7 @@ class ExpenseReportForm(FormDefinition):
         lines[line["id"]] = {**lines.get(line["id"], {}), field: parsed}
         return None
 
-    def save(self, session, form):
+    def save(self, session: FormHost, form: OpenForm) -> str:
         if not self.has_unsaved_changes(form):
             return "There were no changes to save."
         controls = {field: name for name, field in LINE_FIELDS.items()}

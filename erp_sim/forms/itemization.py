@@ -15,12 +15,15 @@ deleted elsewhere is dropped, with a warning, the next time the form is shown (`
 
 from __future__ import annotations
 
+import sqlite3
 from decimal import Decimal
+from typing import Any
 
 from erp_sim import ledger
+from erp_sim import response_keys as K
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import FormStateError, ValidationError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.forms.pending import ItemizationEdits, PendingRow
 from erp_sim.money import ZERO, display_money, money_text, parse_money
 
@@ -33,6 +36,9 @@ ROW_CONTROLS = {
     "TrvExpTrans_Description": "description",
 }
 CONTROL_OF = {key: name for name, key in ROW_CONTROLS.items()}
+RowValues = dict[str, str | None]  # ledger value key -> text (None: not set yet)
+RowKey = int | str  # a saved line's RecId, or a new row's ``new-N``
+ItemRow = tuple[RowKey, RowValues, str]  # (key, values, status: Saved, Modified or New)
 
 
 def _edits(form: OpenForm) -> ItemizationEdits:
@@ -42,25 +48,25 @@ def _edits(form: OpenForm) -> ItemizationEdits:
     return form.pending
 
 
-def _rows(form: OpenForm) -> dict[int | str, PendingRow]:
+def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
     return _edits(form).rows
 
 
-def _saved_lines(session, form) -> list:
+def _saved_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
     """The line's saved itemized lines, read once per database version (a long itemization is read by
     the grid, the totals and the summary of every render; callers must not mutate the list)."""
     line_id = form.context["line_id"]
     return session.cached_read(f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
 
 
-def _summary(session, form) -> ledger.ItemizationSummary:
+def _summary(session: FormHost, form: OpenForm) -> ledger.ItemizationSummary:
     line_id = form.context["line_id"]
     return session.cached_read(
         f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id)
     )
 
 
-def _saved_values(line) -> dict:
+def _saved_values(line: sqlite3.Row) -> RowValues:
     return {
         "subcategory": line["subcategory"],
         "transaction_date": line["transaction_date"],
@@ -77,14 +83,14 @@ class ItemizationForm(FormDefinition):
         "Done when Remaining is exactly 0.00 and the form is closed (form_close_form).",
     ]
 
-    def header(self, session, form):
+    def header(self, session: FormHost, form: OpenForm) -> sqlite3.Row:
         return ledger.line_by_id(session.db, form.context["line_id"])
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         header = self.header(session, form)
         return f"Itemize expense - line {header['line_number']} {header['category_id']} {header['merchant']}"
 
-    def summary(self, session, form):
+    def summary(self, session: FormHost, form: OpenForm) -> str:
         summary = _summary(session, form)
         unsaved = _edits(form).unsaved_count()
         return (
@@ -92,10 +98,10 @@ class ItemizationForm(FormDefinition):
             f"{display_money(summary.remaining)}; {summary.line_count} saved itemized line(s), {unsaved} unsaved row(s)."
         )
 
-    def has_unsaved_changes(self, form):
+    def has_unsaved_changes(self, form: OpenForm) -> bool:
         return _edits(form).unsaved_count() > 0
 
-    def reconcile(self, session, form):
+    def reconcile(self, session: FormHost, form: OpenForm) -> None:
         """Drop unsaved edits of saved lines that no longer belong to this expense line (deleted elsewhere)."""
         edits = _edits(form)
         edited = edits.edited_line_ids()
@@ -109,21 +115,21 @@ class ItemizationForm(FormDefinition):
         if form.grid_state(GRID).selected_key in gone:
             form.grid_state(GRID).selected_key = None
         session.add_message(
-            "Warning",
+            K.LEVEL_WARNING,
             f"Itemized line(s) RecId {', '.join(map(str, gone))} were deleted outside this form; "
             "their unsaved changes were dropped.",
         )
 
-    def discard(self, form):
+    def discard(self, form: OpenForm) -> None:
         _edits(form).rows = {}
         state = form.grid_state(GRID)
         if isinstance(state.selected_key, str):
             state.selected_key = None
 
-    def row_values(self, session, form) -> list[tuple[object, dict, str]]:
+    def row_values(self, session: FormHost, form: OpenForm) -> list[ItemRow]:
         """(key, values, status) per grid row: saved lines (with unsaved edits applied), then new rows."""
         pending = _rows(form)
-        out = []
+        out: list[ItemRow] = []
         for line in _saved_lines(session, form):
             saved = _saved_values(line)
             edit = pending.get(line["id"])
@@ -133,33 +139,33 @@ class ItemizationForm(FormDefinition):
         out += [(key, row.values, "New") for key, row in _edits(form).new_rows()]
         return out
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         header = self.header(session, form)
         summary = _summary(session, form)
         expense = [
-            Control("HeaderCostType", "Expense category", "Input", header["category_id"]),
-            Control("HeaderMerchant", "Merchant", "Input", header["merchant"]),
-            Control("HeaderTransDate", "Date", "DateInput", header["transaction_date"]),
+            Control("HeaderCostType", "Expense category", K.INPUT, header["category_id"]),
+            Control("HeaderMerchant", "Merchant", K.INPUT, header["merchant"]),
+            Control("HeaderTransDate", "Date", K.DATE_INPUT, header["transaction_date"]),
         ]
         totals = [
             Control(
                 "ItemizationTotal",
                 "Total",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.total),
                 help="Amount of the expense line.",
             ),
             Control(
                 "ItemizationItemized",
                 "Itemized",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.itemized),
                 help="Sum of saved itemized lines.",
             ),
             Control(
                 "ItemizationRemaining",
                 "Remaining",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(summary.remaining),
                 help="Total minus itemized. Must be exactly 0.00 when done.",
             ),
@@ -194,18 +200,18 @@ class ItemizationForm(FormDefinition):
             )
         return sections
 
-    def missing_control_hint(self, session, form, name):
+    def missing_control_hint(self, session: FormHost, form: OpenForm, name: str) -> str:
         if name.lower().startswith("trvexptrans_") and self._selected(session, form) is None:
             return f" The line controls (TrvExpTrans_*) appear once a line is selected: click NewLine, or select a row of {GRID}."
         return ""
 
-    def _row_controls(self, header, values) -> list[Control]:
+    def _row_controls(self, header: sqlite3.Row, values: RowValues) -> list[Control]:
         amount = values["amount"]
         return [
             Control(
                 "TrvExpTrans_ExpSubCategory",
                 "Subcategory",
-                "Combobox",
+                K.COMBOBOX,
                 values["subcategory"] or "",
                 True,
                 True,
@@ -216,7 +222,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_TransDate",
                 "Date",
-                "DateInput",
+                K.DATE_INPUT,
                 values["transaction_date"] or "",
                 True,
                 True,
@@ -226,7 +232,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_AmountCurr",
                 "Amount",
-                "RealInput",
+                K.REAL_INPUT,
                 display_money(Decimal(amount)) if amount else "",
                 True,
                 True,
@@ -236,7 +242,7 @@ class ItemizationForm(FormDefinition):
             Control(
                 "TrvExpTrans_Description",
                 "Description",
-                "Input",
+                K.INPUT,
                 values["description"] or "",
                 True,
                 False,
@@ -245,7 +251,7 @@ class ItemizationForm(FormDefinition):
             ),
         ]
 
-    def _selected(self, session, form):
+    def _selected(self, session: FormHost, form: OpenForm) -> ItemRow | None:
         """(key, values, status) of the selected row, or None; reads one row, not the grid."""
         key = form.grid_state(GRID).selected_key
         edit = _rows(form).get(key)
@@ -261,7 +267,7 @@ class ItemizationForm(FormDefinition):
         saved = _saved_values(line)
         return (key, {**saved, **edit.values}, "Modified") if edit else (key, saved, "Saved")
 
-    def buttons(self, session, form):
+    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         selected = self._selected(session, form) is not None
         return [
             Button("NewLine", "New", True, "Add a new itemized line and select it."),
@@ -275,7 +281,7 @@ class ItemizationForm(FormDefinition):
             Button("ViewReceipt", "Receipts", True, "View the receipt attached to the expense line."),
         ]
 
-    def click(self, session, form, button):
+    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         key = button.lower()
         if key == "newline":
             row_key = _edits(form).new_key()
@@ -290,12 +296,12 @@ class ItemizationForm(FormDefinition):
             selected = self._selected(session, form)
             if selected is None:
                 raise FormStateError("Select a row in ItemizationGrid first (form_select_grid_row).")
-            row_key = selected[0]
+            doomed = selected[0]
             form.grid_state(GRID).selected_key = None
-            if isinstance(row_key, str):
-                del _rows(form)[row_key]
+            if isinstance(doomed, str):
+                del _rows(form)[doomed]
                 return "The new itemized line was removed."
-            _rows(form)[row_key] = PendingRow({}, deleted=True)
+            _rows(form)[doomed] = PendingRow({}, deleted=True)
             return (
                 "The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
                 "discards the deletion)."
@@ -307,13 +313,13 @@ class ItemizationForm(FormDefinition):
             return session.open_form("TrvReceiptViewer", {"receipt_id": receipt["id"]})
         return super().click(session, form, button)
 
-    def _show_row(self, session, form, row_key) -> None:
+    def _show_row(self, session: FormHost, form: OpenForm, row_key: RowKey) -> None:
         """Page the grid so the given row is visible (as D365 scrolls to a new row)."""
         keys = [r.key for r in self.view(form, self.grid(session, form, GRID))]
         if row_key in keys:
             form.grid_state(GRID).page = keys.index(row_key) // 25
 
-    def set_value(self, session, form, control, value):
+    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
         if control.name not in ROW_CONTROLS:
             return super().set_value(session, form, control, value)
         selected = self._selected(session, form)
@@ -339,7 +345,7 @@ class ItemizationForm(FormDefinition):
         _rows(form)[row_key] = PendingRow({**base, field: parsed})
         return None
 
-    def save(self, session, form):
+    def save(self, session: FormHost, form: OpenForm) -> str:
         self.reconcile(session, form)
         pending = _rows(form)
         if not pending:
@@ -347,9 +353,9 @@ class ItemizationForm(FormDefinition):
         header = self.header(session, form)
         numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
         with ledger.transaction(session.db):
-            for key, row in pending.items():
-                if row.deleted:
-                    ledger.delete_itemized_line(session.db, key, header["id"])
+            for line_id in _edits(form).edited_line_ids():
+                if pending[line_id].deleted:
+                    ledger.delete_itemized_line(session.db, line_id, header["id"])
             for key, row in pending.items():
                 if row.deleted:
                     continue
@@ -376,12 +382,12 @@ class ItemizationForm(FormDefinition):
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.remaining < ZERO:
             session.add_message(
-                "Warning",
+                K.LEVEL_WARNING,
                 f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
                 f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.",
             )
         elif summary.remaining == ZERO:
-            session.add_message("Info", "The expense is fully itemized: remaining 0.00.")
+            session.add_message(K.LEVEL_INFO, "The expense is fully itemized: remaining 0.00.")
         return (
             f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
             f"remaining {display_money(summary.remaining)}."

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from decimal import Decimal
 
 from erp_sim import ledger
-from erp_sim.forms.base import Column, Control, FormDefinition, Grid, GridRow, Section
+from erp_sim import response_keys as K
+from erp_sim.forms.base import Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import display_money
 
 GRID = "ReceiptItemsGrid"
@@ -19,26 +21,29 @@ class ReceiptViewer(FormDefinition):
         "Close this form with form_close_form to return to the previous form.",
     ]
 
-    def receipt(self, session, form):
-        return session.db.execute("SELECT * FROM receipt WHERE id = ?", (form.context["receipt_id"],)).fetchone()
+    def receipt(self, session: FormHost, form: OpenForm) -> sqlite3.Row:
+        row: sqlite3.Row = session.db.execute(
+            "SELECT * FROM receipt WHERE id = ?", (form.context["receipt_id"],)
+        ).fetchone()
+        return row
 
-    def caption(self, session, form):
+    def caption(self, session: FormHost, form: OpenForm) -> str:
         receipt = self.receipt(session, form)
         return f"Receipt {receipt['document_number']} - {receipt['merchant']}"
 
-    def summary(self, session, form):
+    def summary(self, session: FormHost, form: OpenForm) -> str:
         receipt = self.receipt(session, form)
         count = len(ledger.receipt_items(session.db, receipt["id"]))
         return f"Receipt {receipt['document_number']} from {receipt['merchant']}: {count} charge(s), total {display_money(Decimal(receipt['total']))} {receipt['currency']}."
 
-    def sections(self, session, form):
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         receipt = self.receipt(session, form)
         document = [
-            Control("Receipt_DocumentNumber", "Document number", "Input", receipt["document_number"]),
-            Control("Receipt_Merchant", "Merchant", "Input", receipt["merchant"]),
-            Control("Receipt_IssuedDate", "Issued", "DateInput", receipt["issued_date"]),
-            Control("Receipt_Total", "Total", "RealInput", display_money(Decimal(receipt["total"]))),
-            Control("Receipt_Currency", "Currency", "Input", receipt["currency"]),
+            Control("Receipt_DocumentNumber", "Document number", K.INPUT, receipt["document_number"]),
+            Control("Receipt_Merchant", "Merchant", K.INPUT, receipt["merchant"]),
+            Control("Receipt_IssuedDate", "Issued", K.DATE_INPUT, receipt["issued_date"]),
+            Control("Receipt_Total", "Total", K.REAL_INPUT, display_money(Decimal(receipt["total"]))),
+            Control("Receipt_Currency", "Currency", K.INPUT, receipt["currency"]),
         ]
         rows = [
             GridRow(

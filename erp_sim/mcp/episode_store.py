@@ -25,13 +25,13 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import anyio.to_thread
 
 from erp_sim import VERBOSITIES
-from erp_sim.erp_session import ErpSession, ToolResponse
+from erp_sim.erp_session import ErpSession, ToolResponse, Verbosity
 from erp_sim.faults import FaultProfile
 from erp_sim.tasks import Task, get_task, load_task_set
 
@@ -62,6 +62,23 @@ class EpisodeError(Exception):
     """A request cannot be tied to a usable episode; the message tells the client what to do."""
 
 
+class EpisodeSummary(TypedDict):
+    """What evaluators see of an episode: the admin routes' JSON and a grade-file line (plus ``task_set``)."""
+
+    handle: str
+    session_id: str
+    number: int
+    key: str
+    client_key: str | None
+    state: str  # "active" or "closed"
+    task_set: str
+    task_id: str
+    opened_at: str
+    calls: int
+    idle_s: float
+    grade: dict[str, Any] | None
+
+
 @dataclass(eq=False)
 class Episode:
     """One client session's ERP episode."""
@@ -75,7 +92,7 @@ class Episode:
     opened_at: str
     last_used: float
     calls: int = 0
-    grade: dict | None = None
+    grade: dict[str, Any] | None = None
     lock: anyio.Lock = field(default_factory=anyio.Lock)  # one call at a time, in arrival order
 
     @property
@@ -83,7 +100,7 @@ class Episode:
         """The ``SessionId`` of every response the client sees, so evaluators can match transcripts."""
         return self.session.session_id
 
-    def summary(self, state: str) -> dict[str, Any]:
+    def summary(self, state: str) -> EpisodeSummary:
         task = self.session.task
         return {
             "handle": self.handle,
@@ -113,7 +130,7 @@ class EpisodeStore:
         task_set: str = "hotel_50",
         task_id: str | int | None = None,
         *,
-        verbosity: str = "default",
+        verbosity: Verbosity = "default",
         faults: FaultProfile | str | float | None = None,
         seed: int | None = None,
         idle_timeout_s: float | None = 1800.0,
@@ -139,7 +156,7 @@ class EpisodeStore:
         self.grade_file = Path(grade_file) if grade_file else None
         self._grade_lock = threading.Lock()  # grade lines come from worker threads
         self.active: dict[str, Episode] = {}
-        self.finished: OrderedDict[str, dict] = OrderedDict()  # episode id -> final summary
+        self.finished: OrderedDict[str, EpisodeSummary] = OrderedDict()  # episode id -> final summary
         self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> what calls under it are told
         self.opened = 0
         self._cycled = 0  # sessions that got the next task of the cycle
@@ -231,7 +248,7 @@ class EpisodeStore:
             raise EpisodeError(str(exc.args[0])) from None
 
     # --- expiry and shutdown ---
-    def close(self, key: str, *, expire_key: bool = True, reason: str = CLOSED_BY_EVALUATOR) -> dict:
+    def close(self, key: str, *, expire_key: bool = True, reason: str = CLOSED_BY_EVALUATOR) -> EpisodeSummary:
         """Grade the episode, free its database, keep its summary; ``expire_key`` refuses the key from now on,
         telling its calls which episode ended, for what ``reason``, and that it was graded."""
         episode = self.active.pop(key)
@@ -248,7 +265,7 @@ class EpisodeStore:
         logger.info("episode %s closed after %d call(s)", episode.id, episode.calls)
         return summary
 
-    async def close_when_free(self, key: str, reason: str = CLOSED_BY_EVALUATOR) -> dict | None:
+    async def close_when_free(self, key: str, reason: str = CLOSED_BY_EVALUATOR) -> EpisodeSummary | None:
         """Close an episode once its running call (if any) is done; None if it had ended meanwhile."""
         episode = self.active.get(key)
         if episode is None:
@@ -280,14 +297,14 @@ class EpisodeStore:
         for key in list(self.active):
             self.close(key, expire_key=False)
 
-    async def close_owned_by(self, owner: str) -> list[dict]:
+    async def close_owned_by(self, owner: str) -> list[EpisodeSummary]:
         """Grade and free every episode of an owner that went away (an MCP session ended with DELETE)."""
         owned = [key for key, e in list(self.active.items()) if e.owner == owner]
         closed = [await self.close_when_free(key, SESSION_ENDED) for key in owned]
         return [summary for summary in closed if summary is not None]
 
     # --- for evaluators ---
-    def summaries(self) -> list[dict]:
+    def summaries(self) -> list[EpisodeSummary]:
         """Every episode, active or closed (the last ``FINISHED_KEPT``), in opening order."""
         summaries = [e.summary("active") for e in self.active.values()] + list(self.finished.values())
         return sorted(summaries, key=lambda s: s["number"])
@@ -317,12 +334,12 @@ class EpisodeStore:
             raise KeyError(ident)
         return matches[0]
 
-    def grade(self, ident: str) -> dict:
+    def grade(self, ident: str) -> EpisodeSummary:
         """A fresh grade of an active episode, or the final one of a closed episode (KeyError if unknown)."""
         found = self.find(ident)
         return self._grade(self.active[found]) if found in self.active else self.finished[found]
 
-    async def grade_when_free(self, ident: str) -> dict:
+    async def grade_when_free(self, ident: str) -> EpisodeSummary:
         """``grade``, waiting for the episode's running call so the grade never sees half a call."""
         found = self.find(ident)
         if found not in self.active:
@@ -330,14 +347,14 @@ class EpisodeStore:
         async with self.active[found].lock:
             return self.grade(ident)
 
-    def _grade(self, episode: Episode) -> dict:
+    def _grade(self, episode: Episode) -> EpisodeSummary:
         episode.grade = episode.session.grade().model_dump(mode="json")
         return episode.summary("active")
 
     def _regrade(self, episode: Episode) -> None:
         self._append_grade(self._grade(episode))
 
-    def _append_grade(self, summary: dict) -> None:
+    def _append_grade(self, summary: EpisodeSummary) -> None:
         """Append one JSON line to ``grade_file`` and flush it (no-op without one).
 
         Append-only: a restart with the same file keeps the grades written before; the last line

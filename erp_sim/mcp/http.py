@@ -17,8 +17,10 @@ from ``erp_sim.mcp.jsonrpc`` before the SDK reads them.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
+from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -28,6 +30,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.episode_store import EpisodeStore
 from erp_sim.mcp.jsonrpc import error_reply, message_problem
+
+if TYPE_CHECKING:  # annotations only: the server module imports this one, uvicorn loads only with --http
+    from fastmcp import FastMCP
+    from fastmcp.server.http import StarletteWithLifespan
+    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+
+    from erp_sim.mcp.server import ErpMcpServer
 
 logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
@@ -77,7 +86,7 @@ class BodySizeLimit:
 
 
 def _is_request(scope: Scope, method: str, path: str) -> bool:
-    return scope["type"] == "http" and scope["method"] == method and scope["path"].rstrip("/") == path
+    return bool(scope["type"] == "http" and scope["method"] == method and scope["path"].rstrip("/") == path)
 
 
 class MalformedMessagesAnswered:
@@ -170,7 +179,7 @@ class EndedSessionsAreGraded:
         return None
 
 
-def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
+def add_admin_routes(server: FastMCP, episodes: EpisodeStore, admin_token: str) -> None:
     """Register the evaluator's routes on ``server`` (served by its HTTP app only)."""
     expected = admin_token.encode()
 
@@ -216,8 +225,13 @@ def add_admin_routes(server, episodes: EpisodeStore, admin_token: str) -> None:
 
 
 def create_http_app(
-    server, *, path: str = "/mcp", max_request_bytes: int, idle_timeout_s: float | None, json_response: bool = True
-):
+    server: ErpMcpServer,
+    *,
+    path: str = "/mcp",
+    max_request_bytes: int,
+    idle_timeout_s: float | None,
+    json_response: bool = True,
+) -> StarletteWithLifespan:
     """The Starlette app: MCP at ``path`` (behind the token verifier, if any), DNS-rebinding guard on loopback."""
     middleware = [
         Middleware(BodySizeLimit, max_bytes=max_request_bytes),
@@ -242,7 +256,7 @@ def guarded_h11(
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
-):
+) -> type[H11Protocol]:
     """uvicorn's h11 protocol with what uvicorn lacks: header and body read deadlines, and a connection cap
     that sheds stalled connections first.
 
@@ -255,12 +269,25 @@ def guarded_h11(
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
-        def connection_made(self, transport) -> None:
+        _opened: float  # loop time the connection opened
+        _guard: asyncio.TimerHandle | None  # the running read deadline
+        _seen_cycle: RequestResponseCycle | None  # the request whose headers armed the body deadline
+
+        # uvicorn narrows asyncio's BaseTransport to Transport here, and ignores the same error itself
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._opened, self._guard, self._seen_cycle = self.loop.time(), None, None
             self._arm(header_timeout_s, "request headers")
             if len(self.connections) > max_connections:
-                idle = sorted((c for c in self.connections if c is not self and not c._busy()), key=lambda c: c._opened)
+                # (only this server's HTTP connections are shed: uvicorn's set also types WebSocket ones)
+                idle = sorted(
+                    (
+                        c
+                        for c in self.connections
+                        if isinstance(c, GuardedH11Protocol) and c is not self and not c._busy()
+                    ),
+                    key=lambda c: c._opened,
+                )
                 (idle[0] if idle else self)._drop("over the connection limit")
 
         def data_received(self, data: bytes) -> None:
@@ -272,7 +299,7 @@ def guarded_h11(
             elif between_requests and self._guard is None:  # the next request's first bytes
                 self._arm(header_timeout_s, "request headers")
 
-        def connection_lost(self, exc) -> None:
+        def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
 

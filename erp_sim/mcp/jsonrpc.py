@@ -50,7 +50,7 @@ def _shape_problem(data: Any) -> str | None:
     return None
 
 
-def _params_problem(data: dict) -> str | None:
+def _params_problem(data: dict[str, Any]) -> str | None:
     """What the SDK would refuse with a bare "Invalid request parameters" (no detail), for the calls agents make."""
     params = data.get("params", {})
     meta = params.get("_meta", {})

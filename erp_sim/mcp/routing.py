@@ -19,13 +19,14 @@ import json
 import logging
 from typing import Any
 
+from fastmcp import FastMCP
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.context import Context
 from fastmcp.server.dependencies import get_access_token, get_context
-from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolRequestParams, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
@@ -94,7 +95,9 @@ class UnknownToolsAnswerLikeTheErp(Middleware):
     def __init__(self, episodes: EpisodeStore, max_argument_bytes: int):
         self.episodes, self.max_argument_bytes = episodes, max_argument_bytes
 
-    async def on_call_tool(self, context: MiddlewareContext, call_next):
+    async def on_call_tool(
+        self, context: MiddlewareContext[CallToolRequestParams], call_next: CallNext[CallToolRequestParams, ToolResult]
+    ) -> ToolResult:
         if context.message.name in registry.TOOLS:
             return await call_next(context)
         return await answer(
@@ -146,7 +149,7 @@ def task_brief(episodes: EpisodeStore) -> dict[str, str]:
     }
 
 
-def register(server, episodes: EpisodeStore, max_argument_bytes: int) -> None:
+def register(server: FastMCP, episodes: EpisodeStore, max_argument_bytes: int) -> None:
     """Add the 22 registry tools, the ``itemization_task`` prompt and the ``erp-sim://task`` resource."""
     for tool in registry.TOOLS.values():
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))

@@ -21,20 +21,23 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.context import reset_transport, set_transport
+from fastmcp.server.http import StarletteWithLifespan
 from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
 from erp_sim import VERBOSITIES
+from erp_sim.erp_session import Verbosity
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.http import (
@@ -65,7 +68,7 @@ logger = logging.getLogger("erp_sim.mcp")
 class ErpMcpServer(FastMCP):
     """A FastMCP server whose ``episodes`` hold every client session's ERP state and grade."""
 
-    def __init__(self, episodes: EpisodeStore, *, max_request_bytes: int, **kwargs):
+    def __init__(self, episodes: EpisodeStore, *, max_request_bytes: int, **kwargs: Any):
         super().__init__(**kwargs)
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
@@ -81,7 +84,12 @@ class ErpMcpServer(FastMCP):
                     writer = CappedWriter(sys.stdout.fileno())
                     lines = LimitedLines(sys.stdin.fileno(), writer, self.max_request_bytes)
                     try:
-                        async with stdio_server(stdin=lines, stdout=writer) as (read_stream, write_stream):
+                        # the SDK annotates both as anyio.AsyncFile, yet only iterates one and awaits the other's write/flush
+                        streams = stdio_server(
+                            stdin=lines,  # type: ignore[arg-type]  # an async iterator of lines, as the SDK uses it
+                            stdout=writer,  # type: ignore[arg-type]  # async write and flush, as the SDK uses it
+                        )
+                        async with streams as (read_stream, write_stream):
                             await self._mcp_server.run(
                                 read_stream, write_stream, self._mcp_server.create_initialization_options()
                             )
@@ -92,7 +100,7 @@ class ErpMcpServer(FastMCP):
         finally:
             reset_transport(token)
 
-    def streamable_http_app(self, *, json_response: bool = True):
+    def streamable_http_app(self, *, json_response: bool = True) -> StarletteWithLifespan:
         """The Starlette app for ``--http``: MCP at ``/mcp``, request bodies bounded, idle sessions reaped.
 
         Plain JSON responses by default: tools never stream, and skipping SSE halves the server's
@@ -109,7 +117,7 @@ class ErpMcpServer(FastMCP):
 def build_server(
     task_set: str = "hotel_50",
     task_id: str | int | None = None,
-    verbosity: str = "default",
+    verbosity: Verbosity = "default",
     seed: int | None = None,
     faults: FaultProfile | str | float | None = None,
     auth_token: str | None = None,
@@ -151,7 +159,7 @@ def build_server(
     )
 
     @lifespan
-    async def expire_idle_episodes(server):
+    async def expire_idle_episodes(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
         reaper = asyncio.create_task(episodes.reap_forever())
         try:
             yield {}

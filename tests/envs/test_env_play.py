@@ -120,6 +120,20 @@ def test_readable_view_of_a_saved_itemization_and_of_data_payloads():
     assert play.readable("plain words") == "plain words"
 
 
+def test_compact_responses_read_as_tables(monkeypatch, capsys):
+    """Compact grids list bare column names and compact forms only the enabled buttons' names."""
+    lines = [
+        'form_open_menu_item {"name": "TrvExpenses"}',
+        'form_select_grid_row {"gridName": "ExpenseReportsGrid", "rowNumber": "1"}',
+    ]
+    code, out = run(monkeypatch, capsys, lines, "--task", "hotel-007", "--verbosity", "compact")
+    assert code == 0 and "Traceback" not in out
+    assert "Grid ExpenseReportsGrid: rows 1-25 of 29 (more: actionId LoadNextPage)" in out
+    assert "  Row | TrvExpTable_ExpNumber | TrvExpTable_Txt " in out and "  1   | EXP-" in out
+    assert "  columns: TrvExpTable_ExpNumber, TrvExpTable_Txt, TrvExpTable_ApprovalStatus" in out
+    assert out.count("Buttons: EditReport") == 1  # enabled once a report is selected
+
+
 # --- a person at a terminal ----------------------------------------------------------------------
 class Terminal:
     """`erp-sim play` on a pseudo-terminal: keystrokes in, screen text out (GNU readline active)."""

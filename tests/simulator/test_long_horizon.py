@@ -16,7 +16,7 @@ import erp_sim.envs
 from erp_sim import ErpSession, get_task, load_task_set, run_oracle
 from erp_sim.envs.expense_env import potential
 from erp_sim.forms.base import PAGE_SIZE
-from erp_sim.grading import progress, target_line_ids
+from erp_sim.grading import Grade, grade_dict, progress, target_line_ids
 from erp_sim.task_sets import split_rows
 from erp_sim.taskgen import LADDER, LADDER_TASKS, MAX_CHARGES, MAX_LINES, generate_task
 
@@ -133,6 +133,13 @@ def test_multi_line_grading_needs_every_line():
     assert [line.remaining_amount != "0.00" for line in grade.lines] == [True, False, False, False, True]
     state = progress(session, ids)  # the shaping potential counts both lines' gaps, not the total's 0.00
     assert state.distance == 2 * task.lines[-1].header_decimal and potential(state) < Decimal("0.5")
+
+
+def test_grade_dict_is_the_grade_models_json_dump_for_single_and_multi_line_tasks():
+    for task in (get_task("long_horizon", "long-010-09"), TASKS[0]):
+        grade = grade_dict(ErpSession(task))
+        assert grade["missing_charges"] and ("lines" in grade) == bool(task.extra_lines)
+        assert grade == Grade.model_validate(grade).model_dump(mode="json")
 
 
 MULTI = get_task("long_horizon", "long-010-09")
