@@ -169,7 +169,7 @@ def chat_model(
     """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent)."""
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
-    client: dict[str, Any] = {  # what the caller set of OpenAIChatModel's timeout and max_retries
+    client: dict[str, Any] = {  # timeout and max_retries, where the caller set them
         key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
     }
     return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=dict(params or {}), **client)
