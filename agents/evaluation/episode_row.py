@@ -34,6 +34,9 @@ from erp_sim.outcomes import FailureCategory, Termination
 TaskKey = tuple[str, str]  # (task_set, task_id)
 EpisodeKey = tuple[str, str, str, int]  # (config, task_set, task_id, run)
 _FORBID = ConfigDict(extra="forbid")
+UNKNOWN = "unknown field (renamed, misspelt, or from another version)"
+#: One literal (not a union), so that a wrong value is one error naming the field.
+RowTermination = Literal[Termination, ""]
 
 
 def _unset(value: object) -> bool:
@@ -87,7 +90,7 @@ class AttemptSummary(BaseModel):
 
     model_config = _FORBID
     attempt: int
-    termination: Termination | Literal[""] | None = None
+    termination: RowTermination | None = None
     infra_error: str | None = None
     model_error: str | None = None
 
@@ -106,7 +109,7 @@ class EpisodeRow(BaseModel):
     seed: int | None = None
     grade: RowGrade | None = Field(None, description="None (stored as {}): no grade, e.g. an unscored episode.")
     metrics: RowMetrics = Field(default_factory=RowMetrics)
-    termination: Termination | Literal[""] = ""
+    termination: RowTermination = Field("", description="How the episode ended; empty only in rows of unfinished runs.")
     failure_category: FailureCategory | None = None
     infra_error: str | None = Field(None, description="Set: the episode is not scored; --resume runs it again.")
     model_error: str | None = None
@@ -158,20 +161,21 @@ def parse_row(line: str) -> EpisodeRow:
     try:
         return EpisodeRow.model_validate(data)
     except ValidationError as error:
-        raise ValueError(_first_problem(error)) from None
+        raise ValueError(_problems(error)) from None
 
 
-def _first_problem(error: ValidationError) -> str:
+def _problems(error: ValidationError, shown: int = 3) -> str:
+    """The first problems of a row in one line: a renamed field shows as its old name missing and its new
+    name unknown."""
     problems = error.errors(include_url=False)
-    first = problems[0]
-    where = ".".join(str(part) for part in first["loc"]) or "row"
-    reason = (
-        "unknown field (renamed, misspelt, or from another version)"
-        if first["type"] == "extra_forbidden"
-        else first["msg"]
-    )
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"{where}: {reason}{more}"
+    texts = []
+    for problem in problems[:shown]:
+        # a union member's tag (``literal[...]``, ``function-after[...]``) is no field: left out of the path
+        where = ".".join(str(part) for part in problem["loc"] if "[" not in str(part)) or "row"
+        unknown = problem["type"] == "extra_forbidden"
+        texts.append(f"{where}: {UNKNOWN if unknown else problem['msg']}")
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(texts) + more
 
 
 # --- keys, order and groups -----------------------------------------------------------------------
