@@ -150,7 +150,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         task_id=spec.task_id,
         run=spec.run,
         seed=spec.seed,
-        grade=RowGrade.model_validate(grade.model_dump(include=GRADE_FIELDS)) if grade is not None else None,
+        grade=RowGrade.model_validate(grade.model_dump(include=set(GRADE_FIELDS))) if grade is not None else None,
         metrics=RowMetrics.model_validate(trajectory.metrics.model_dump()),
         termination=trajectory.termination,
         failure_category=trajectory.failure_category,
@@ -356,7 +356,7 @@ def evaluate(
 def _run_and_append(
     todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None, quiet: bool
 ) -> None:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no types; types-tqdm is no dependency
 
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet

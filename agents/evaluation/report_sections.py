@@ -363,7 +363,8 @@ STUDY_ORDER = ("C2", "C3", "C4")
 
 def _study_change(config: str) -> float:
     tokens = {c: t for c, *_, t, _ in STUDY_REFERENCE}
-    return tokens[config] / tokens["C2"] - 1 if tokens.get(config) and tokens.get("C2") else math.nan
+    mine, base = tokens.get(config), tokens.get("C2")
+    return mine / base - 1 if mine and base else math.nan
 
 
 def _our_change(summaries: Mapping[str, st.ConfigSummary], config: str) -> float:
@@ -533,11 +534,12 @@ def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSumma
     """Say which W columns of a sweep gave identical results at every N, and why W=1 and W=-1 do."""
     keys = ("success", "input_tokens", "peak_tokens", "steps")
 
-    def column(w: int) -> tuple | None:
+    def column(w: int) -> tuple[float, ...] | None:
         cells = [grid.cells.get((n, w)) for n in grid.n_values]
-        if None in cells:
+        present = [c for c in cells if c is not None]
+        if len(present) < len(cells):
             return None
-        return tuple(round(summaries[c].estimates[k].mean, 9) for c in cells for k in keys)
+        return tuple(round(summaries[c].estimates[k].mean, 9) for c in present for k in keys)
 
     same = []
     for i, a in enumerate(grid.w_values):

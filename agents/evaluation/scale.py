@@ -112,7 +112,8 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]]
         cacheable = [_cacheable(row) for row in episodes]
         inputs = [m.input_tokens for m in metrics]
         recorded = [c for c in cacheable if c is not None]
-        share = sum(recorded) / sum(inputs) if len(recorded) == len(cacheable) and sum(inputs) else None
+        total_input = sum(inputs, 0)
+        share = sum(recorded, 0) / total_input if len(recorded) == len(cacheable) and total_input else None
         n = len(episodes)
         rungs.append(
             Rung(

@@ -483,7 +483,7 @@ def failure_counts(rows: Iterable[EpisodeRow]) -> dict[str, dict[str, int]]:
     then any other category seen, then failed episodes left :data:`UNCLASSIFIED`)."""
     result = {}
     for name, group in by_config(scored_rows(rows)).items():
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for row in group:
             if row.failure_category:
                 counts[row.failure_category] += 1

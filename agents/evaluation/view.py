@@ -72,7 +72,10 @@ class MessageTable:
 
     def chunks(self) -> tuple[list[str], list[int]]:
         """(compressed base64 chunks, first message id of each chunk)."""
-        blobs, starts, batch, size = [], [], [], 0
+        blobs: list[str] = []
+        starts: list[int] = []
+        batch: list[list[Any]] = []
+        size = 0
         for index, row in enumerate(self.rows):
             if not batch:
                 starts.append(index)
@@ -170,7 +173,7 @@ def _marks(
     last_position = -1
     shown: list[list[Any]] = []
     for index, (message_id, message, origin) in enumerate(context):
-        position = _free_position(prefix.positions.get(message_id, ()), used, last_position)
+        position = _free_position(prefix.positions.get(message_id, []), used, last_position)
         if position is not None:
             used.add(position)
         elif message.get("tool_call_id") in prefix.by_call:

@@ -186,7 +186,8 @@ def test_deterministic_consolidation_is_repeatable(success):
 
 class FakeModel:
     def __init__(self, answer: str):
-        self.answer, self.requests = answer, []
+        self.answer = answer
+        self.requests: list[list[dict]] = []
 
     def complete(self, messages, tools=None):
         self.requests.append(messages)
