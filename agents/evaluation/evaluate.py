@@ -215,13 +215,6 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return [row.dump() for row in read_results(path).rows]
 
 
-def row_key(row: EpisodeRow | dict[str, Any]) -> EpisodeKey:
-    """A row's episode: an ``EpisodeRow``, or its JSON object as ``read_rows`` gives it."""
-    if isinstance(row, EpisodeRow):
-        return row.episode_key
-    return (row["config"], row["task_set"], row["task_id"], row["run"])
-
-
 def finished_keys(rows: Iterable[EpisodeRow]) -> set[EpisodeKey]:
     return {r.episode_key for r in rows if not r.infra_error}
 
