@@ -156,6 +156,8 @@ def parse_row(line: str) -> EpisodeRow:
         data = json.loads(line)
     except json.JSONDecodeError as error:
         raise ValueError(f"not JSON ({error.msg})") from None
+    except RecursionError:
+        raise ValueError("not JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ValueError(f"not a JSON object but {type(data).__name__}")
     try:
@@ -170,12 +172,17 @@ def _problems(error: ValidationError, shown: int = 3) -> str:
     problems = error.errors(include_url=False)
     texts = []
     for problem in problems[:shown]:
-        # a union member's tag (``literal[...]``, ``function-after[...]``) is no field: left out of the path
-        where = ".".join(str(part) for part in problem["loc"] if "[" not in str(part)) or "row"
+        where = _printable(".".join(str(part) for part in problem["loc"])) or "row"
         unknown = problem["type"] == "extra_forbidden"
         texts.append(f"{where}: {UNKNOWN if unknown else problem['msg']}")
     more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
     return "; ".join(texts) + more
+
+
+def _printable(key: str, limit: int = 80) -> str:
+    """A key from the file as one short line: a hostile key may hold newlines or be a megabyte long."""
+    text = " ".join(key.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- keys, order and groups -----------------------------------------------------------------------

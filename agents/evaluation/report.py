@@ -145,7 +145,7 @@ def render_report(
             "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below."
         )
     if refused:
-        shown = "; ".join(f"`{line}`" for line in refused[:REFUSED_SHOWN])
+        shown = "; ".join("`" + str(line).replace("`", "'") + "`" for line in refused[:REFUSED_SHOWN])
         more = f" and {len(refused) - REFUSED_SHOWN} more" if len(refused) > REFUSED_SHOWN else ""
         notes.append(f"{_plural(len(refused), 'unreadable line')} skipped: {shown}{more}.")
     notes.append(

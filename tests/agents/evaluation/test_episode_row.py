@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -80,14 +81,28 @@ def test_a_renamed_grade_field_is_refused_by_line_not_read_as_nan(tmp_path, caps
         (lambda row: row.update(surprise=1), "surprise: unknown field (renamed, misspelt, or from another version)"),
         (lambda row: row.pop("config"), "config: Field required"),
         (lambda row: row["timing"].update(cpu_s=1.0), "timing.cpu_s: unknown field"),
+        (lambda row: row.update({"a\n`b" + "x" * 500: 1}), "a `b" + "x" * 75 + "…: unknown field"),
     ],
 )
 def test_a_line_with_a_wrong_type_or_an_unknown_key_is_refused_in_one_line(change, where):
     data = episode("C2", 0, 0, True).dump()
     change(data)
-    with pytest.raises(ValueError, match="^" + where.replace("(", r"\(").replace(")", r"\)")) as error:
+    with pytest.raises(ValueError, match="^" + re.escape(where)) as error:
         parse_row(json.dumps(data))
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"config": "C2", "ta', "not JSON (Unterminated string"),
+        ("[" * 100_000, "not JSON (nested too deeply)"),
+        ("[1, 2]", "not a JSON object but list"),
+    ],
+)
+def test_a_line_that_is_no_json_object_is_refused_in_one_line(line, reason):
+    with pytest.raises(ValueError, match="^" + re.escape(reason)):
+        parse_row(line)
 
 
 def test_lines_that_are_not_rows_are_set_aside_by_canonicalize_not_lost(tmp_path, capsys):
