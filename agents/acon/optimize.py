@@ -139,7 +139,8 @@ class Run:
         self.kinds = COMPRESSION[settings.compression]
         self.roles = {role: CallLog(model) for role, model in models.items()}
         self.task_set, self.train = resolve_tasks(settings.tasks)
-        self.test_set, self.test = (None, []) if settings.test_tasks == "none" else resolve_tasks(settings.test_tasks)
+        no_test: tuple[str, list[str]] = ("", [])  # no test split: no test episode, so no task set either
+        self.test_set, self.test = no_test if settings.test_tasks == "none" else resolve_tasks(settings.test_tasks)
         shared = overlapping_tasks(settings.tasks, settings.test_tasks)
         if shared:
             raise ValueError(overlap_message(settings.tasks, settings.test_tasks, shared))
@@ -331,7 +332,9 @@ class Run:
                         update_request(kind, current[kind], "\n\n".join(feedback), number, k),
                     )
                     write_text(path, extract_guideline(answer))
-        scores = [{"label": f"ut-{n}", "train": self.score(f"ut-{n}", "train")} for n in range(1, k + 1)]
+        scores: list[dict[str, Any]] = [
+            {"label": f"ut-{n}", "train": self.score(f"ut-{n}", "train")} for n in range(1, k + 1)
+        ]
         best = max(scores, key=lambda c: (c["train"]["success"], -c["train"]["peak_tokens"], -int(c["label"][3:])))
         write_json(
             self.out / "candidates.json",
@@ -446,7 +449,8 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     if args.record:
         try:
             write_manifest(
-                Path(args.record) / "cassettes", {role: settings_of(model) for role, model in models.items()}
+                Path(args.record) / "cassettes",
+                {role: settings for role, model in models.items() if (settings := settings_of(model)) is not None},
             )
         except ValueError as error:
             raise SystemExit(f"erp-sim acon optimize: --record {error}") from None

@@ -29,9 +29,8 @@ def score(episodes: list[dict[str, Any]], prices: dict[str, list[float]]) -> dic
         "compressor": usage["compressor"],
     }
     cost = {role: cost_usd(usage[role], prices.get(role)) for role in usage}
-    result["cost_usd"] = (
-        None if any(v is None for v in cost.values()) else {**cost, "total": round(sum(cost.values()), 6)}
-    )
+    priced = {role: usd for role, usd in cost.items() if usd is not None}
+    result["cost_usd"] = {**priced, "total": round(sum(priced.values()), 6)} if len(priced) == len(cost) else None
     return result
 
 

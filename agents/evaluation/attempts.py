@@ -10,46 +10,37 @@ last row of each episode wins and carries the earlier ones under ``attempts``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-Row = dict[str, Any]
-
-
-def episode_key(row: Row) -> tuple:
-    """(config, task set, task id, run): what makes a row one episode of a plan."""
-    return (row["config"], row.get("task_set"), row["task_id"], row.get("run", 0))
+from erp_sim.agents.evaluation.episode_row import AttemptSummary, EpisodeKey, EpisodeRow
 
 
-def attempt_summary(row: Row) -> Row:
+def attempt_summary(row: EpisodeRow) -> AttemptSummary:
     """What an earlier attempt leaves in the last row: its number, termination and error."""
-    return {
-        "attempt": row.get("attempt", 1),
-        "termination": row.get("termination"),
-        "infra_error": row.get("infra_error"),
-        "model_error": row.get("model_error"),
-    }
+    return AttemptSummary(
+        attempt=row.attempt_number,
+        termination=row.termination,
+        infra_error=row.infra_error,
+        model_error=row.model_error,
+    )
 
 
-def latest_attempts(rows: Iterable[Row]) -> list[Row]:
+def latest_attempts(rows: Iterable[EpisodeRow]) -> list[EpisodeRow]:
     """The last row of each episode, in first-seen order, with ``attempts`` (earlier ones, oldest
     first) and ``attempt`` (its own number) set; rows are copied, the input is left as it was.
 
     A scored row is never displaced by a later infrastructure error (only files joined by hand
     have one: ``--resume`` never runs a scored episode again); that row becomes an attempt.
     """
-    latest: dict[tuple, Row] = {}
+    latest: dict[EpisodeKey, EpisodeRow] = {}
     for row in rows:
-        key, row = episode_key(row), dict(row)
-        earlier = latest.get(key)
+        key, earlier = row.episode_key, latest.get(row.episode_key)
         if earlier is None:
-            row["attempt"] = len(row.get("attempts", [])) + 1
-            latest[key] = row
+            latest[key] = row.model_copy(update={"attempt": len(row.attempts) + 1})
             continue
-        displaced = not (row.get("infra_error") and not earlier.get("infra_error"))
+        displaced = not (row.infra_error and not earlier.infra_error)
         kept, other = (row, earlier) if displaced else (earlier, row)
-        history = [*earlier.get("attempts", []), attempt_summary(other)]
+        history = [*earlier.attempts, attempt_summary(other)]
         # numbered by position, so that the rows' order in the file (concurrency) does not change the result
-        kept["attempts"] = [{**attempt, "attempt": number} for number, attempt in enumerate(history, 1)]
-        kept["attempt"] = len(history) + 1
-        latest[key] = kept
+        numbered = [attempt.model_copy(update={"attempt": number}) for number, attempt in enumerate(history, 1)]
+        latest[key] = kept.model_copy(update={"attempts": numbered, "attempt": len(history) + 1})
     return list(latest.values())

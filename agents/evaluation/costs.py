@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics
 from erp_sim.agents.prompt_cache import ROLES
 
 PRICE_FORMAT = "ROLE=input,cached_input,output[,cache_write] (USD per 1M tokens; ROLE: agent, summarizer or user)"
@@ -68,21 +69,54 @@ def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
     return prices
 
 
-def role_fields(role: str, units: str = "o200k") -> tuple[str, str, str]:
-    """The metric fields (input, cached or cacheable, output) of a role in a row: ``o200k`` (ours, with the
-    cacheable prefix) or ``service`` (the service's reported counts, with its cached tokens)."""
-    prefix = "" if role == "agent" else f"{role}_"
-    if units == "service":
-        return f"{prefix}reported_input_tokens", f"{prefix}provider_cached_tokens", f"{prefix}reported_output_tokens"
-    return f"{prefix}input_tokens", f"{prefix}cacheable_prefix_tokens", f"{prefix}output_tokens"
+#: Per role, the metrics (input, cached or cacheable, output) in each unit: ``o200k`` (ours, with the
+#: cacheable prefix) or ``service`` (the service's reported counts, with its cached tokens; None: never reported).
+RoleCounts = tuple[Callable[[RowMetrics], float], Callable[[RowMetrics], float | None], Callable[[RowMetrics], float]]
+ROLE_COUNTS: dict[str, dict[str, RoleCounts]] = {
+    "o200k": {
+        "agent": (lambda m: m.input_tokens, lambda m: m.cacheable_prefix_tokens, lambda m: m.output_tokens),
+        "summarizer": (
+            lambda m: m.summarizer_input_tokens,
+            lambda m: m.summarizer_cacheable_prefix_tokens,
+            lambda m: m.summarizer_output_tokens,
+        ),
+        "user": (
+            lambda m: m.user_input_tokens,
+            lambda m: m.user_cacheable_prefix_tokens,
+            lambda m: m.user_output_tokens,
+        ),
+    },
+    "service": {
+        "agent": (
+            lambda m: m.reported_input_tokens,
+            lambda m: m.provider_cached_tokens,
+            lambda m: m.reported_output_tokens,
+        ),
+        "summarizer": (
+            lambda m: m.summarizer_reported_input_tokens,
+            lambda m: m.summarizer_provider_cached_tokens,
+            lambda m: m.summarizer_reported_output_tokens,
+        ),
+        "user": (
+            lambda m: m.user_reported_input_tokens,
+            lambda m: m.user_provider_cached_tokens,
+            lambda m: m.user_reported_output_tokens,
+        ),
+    },
+}
 
 
-def role_tokens(row: Mapping[str, Any], role: str, units: str = "o200k") -> tuple[float, float, float]:
-    metrics = row.get("metrics") or {}
-    return tuple(float(metrics.get(name) or 0) for name in role_fields(role, units))  # type: ignore[return-value]
+def role_tokens(row: EpisodeRow, role: str, units: str = "o200k") -> tuple[float, float, float]:
+    tokens_in, cached, tokens_out = ROLE_COUNTS[units][role]
+    return float(tokens_in(row.metrics)), float(cached(row.metrics) or 0), float(tokens_out(row.metrics))
 
 
-def episode_cost(row: Mapping[str, Any], prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
+def reported_cached(row: EpisodeRow, role: str) -> bool:
+    """Whether the service reported the role's cached tokens in this row."""
+    return ROLE_COUNTS["service"][role][1](row.metrics) is not None
+
+
+def episode_cost(row: EpisodeRow, prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
     """USD of one episode over the priced roles; ``units="service"``: the service's counts and cached tokens."""
     total = 0.0
     for role, price in prices.items():
@@ -128,7 +162,7 @@ class ConfigCost:
         return 1 - self.cost_cached.mean / self.cost_uncached.mean
 
 
-def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price]) -> dict[str, ConfigCost]:
+def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dict[str, ConfigCost]:
     """:class:`ConfigCost` of every configuration with scored episodes, in natural order."""
     result = {}
     for name, group in st.by_config(rows).items():
@@ -144,10 +178,9 @@ def config_costs(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Price])
             inputs[role] = sum(tokens[0] for tokens in ours) / len(scored) * n_tasks
             shares[role] = sum(tokens[1] for tokens in ours) / total_in if total_in else math.nan
             reported[role] = sum(tokens[0] for tokens in theirs) / len(scored) * n_tasks
-            cached_key = role_fields(role, "service")[1]
             cached[role] = (
                 sum(tokens[1] for tokens in theirs) / len(scored) * n_tasks
-                if any((row.get("metrics") or {}).get(cached_key) is not None for row in scored)
+                if any(reported_cached(row, role) for row in scored)
                 else None
             )
         summary = st.estimate(group, st.METRIC_BY_KEY["success"])

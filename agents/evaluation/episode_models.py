@@ -61,8 +61,10 @@ def build_agent(spec: EpisodeSpec, summarizer: Any = None):
     from erp_sim.agents.model_agent import ModelAgent
     from erp_sim.agents.policies import wrap
     from erp_sim.agents.scripted import ScriptedAgent
+    from erp_sim.agents.types import Agent
 
     kind, _, argument = spec.agent.partition(":")
+    inner: Agent
     if kind == "scripted":
         inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
     elif kind in ("openai", "replay"):
@@ -198,7 +200,9 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
     if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
     settings: dict[str, Any] = {}
-    kinds = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
+    kinds: dict[
+        tuple[str, bool], EpisodeSpec
+    ] = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
     for spec in specs:
         kinds.setdefault((spec.user, summarizes(spec.policy)), spec)
     for spec in kinds.values():

@@ -1,74 +1,243 @@
-"""One evaluation row per episode (configuration x task x run) and the helpers that key, order and
-group rows."""
+"""One evaluation row per episode (configuration x task x run): the typed contract of ``results.jsonl``.
+
+``EpisodeRow`` is written by the evaluator (``evaluate.run_spec``) and read, through the one parse
+point :func:`parse_row` (``report.load_results``), by statistics, the report, costs, the run page,
+``show``, ``scale``, ACON and the memory runs: readers use attributes, so renaming a field is an
+AttributeError (and a mypy error) where it is read, never a metric that silently turns into NaN.
+
+Reading files written by earlier versions: fields were only ever added, so every field added after
+the first results files has a default, and an older row (no ``seed``, ``user``, ``model_error``,
+``sampling``, newer ``metrics`` counts...) loads with those defaults. Every model is
+``extra="forbid"``: an unknown key is a renamed or misspelt field (or a file from a newer version),
+and ignoring it would put the field's default in its place, the silent wrong number this module
+exists to prevent; such a line is refused with a one-line message naming it, as a torn line is.
+
+``dump()`` gives back the JSON object the writer produced, key for key and in order (a row without
+a grade stores ``"grade": {}``; ``attempt``/``attempts``, ``episode`` and ``memory`` appear only
+when set), so rewriting a results file through the model changes no byte.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Literal
 
-Row = Mapping[str, Any]
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+
+from erp_sim.agents.memory.consolidate import Consolidation
+from erp_sim.agents.trajectory import EpisodeMetrics
+from erp_sim.outcomes import FailureCategory, Termination
+
 TaskKey = tuple[str, str]  # (task_set, task_id)
+EpisodeKey = tuple[str, str, str, int]  # (config, task_set, task_id, run)
+_FORBID = ConfigDict(extra="forbid")
+UNKNOWN = "unknown field (renamed, misspelt, or from another version)"
+#: One literal (not a union), so that a wrong value is one error naming the field.
+RowTermination = Literal[Termination, ""]
 
 
-def natural_key(text: str) -> tuple:
+def _unset(value: object) -> bool:
+    return value is None
+
+
+class RowGrade(BaseModel):
+    """The part of the ERP's grade (``erp_sim.grading.Grade``) a results row keeps."""
+
+    model_config = _FORBID
+    success: bool
+    strict_success: bool
+    itemized_fraction: float
+    remaining_amount: str
+    collateral: list[str]
+
+
+#: Grade fields a row keeps, in the grade's order (the writer's ``include``).
+GRADE_FIELDS = frozenset(RowGrade.model_fields)
+
+
+class RowMetrics(EpisodeMetrics):
+    """The trajectory's per-episode counts, refusing a key they do not have (see the module docstring)."""
+
+    model_config = _FORBID
+
+
+class RowSampling(BaseModel):
+    """Each model role's settings (``roles.ModelSettings`` as dumped, None where no model plays it),
+    the context window and the cassette directory. A role's entry stays a mapping: its request
+    params are any ``--model-param`` keys, and rows before the model manifest stored them flat."""
+
+    model_config = _FORBID
+    agent: dict[str, Any] | None = None
+    user: dict[str, Any] | None = None
+    summarizer: dict[str, Any] | None = None
+    context_window: int | None = None
+    cassettes: str | None = None
+
+
+class RowTiming(BaseModel):
+    """Wall-clock figures (seconds): never deterministic, left out when rows are compared."""
+
+    model_config = _FORBID
+    wall_time_s: float | None = Field(None, exclude_if=_unset)
+    model_time_s: float | None = Field(None, exclude_if=_unset)
+
+
+class AttemptSummary(BaseModel):
+    """What an earlier attempt of the episode leaves in the row that counts."""
+
+    model_config = _FORBID
+    attempt: int
+    termination: RowTermination | None = None
+    infra_error: str | None = None
+    model_error: str | None = None
+
+
+class EpisodeRow(BaseModel):
+    """One line of ``results.jsonl``: an episode's identity, grade, costs, ending and provenance."""
+
+    model_config = _FORBID
+    config: str
+    policy: str
+    user: str = ""
+    agent: str = ""
+    task_set: str = ""
+    task_id: str
+    run: int = 0
+    seed: int | None = None
+    grade: RowGrade | None = Field(None, description="None (stored as {}): no grade, e.g. an unscored episode.")
+    metrics: RowMetrics = Field(default_factory=RowMetrics)
+    termination: RowTermination = Field("", description="How the episode ended; empty only in rows of unfinished runs.")
+    failure_category: FailureCategory | None = None
+    infra_error: str | None = Field(None, description="Set: the episode is not scored; --resume runs it again.")
+    model_error: str | None = None
+    trajectory: str = Field("", description="The gzipped trajectory, relative to the run directory.")
+    sampling: RowSampling = Field(default_factory=RowSampling)
+    timing: RowTiming = Field(default_factory=RowTiming)
+    episode: int | None = Field(None, exclude_if=_unset, description="Position in a --sequential run.")
+    memory: Consolidation | None = Field(None, exclude_if=_unset, description="--sequential: the consolidation.")
+    attempts: list[AttemptSummary] = Field(
+        default_factory=list, exclude_if=lambda attempts: not attempts, description="Earlier attempts, oldest first."
+    )
+    attempt: int | None = Field(None, exclude_if=_unset, description="Its own number (None: not yet numbered).")
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _no_grade(cls, value: Any) -> Any:
+        return None if value == {} else value
+
+    @field_serializer("grade")
+    def _grade_or_empty(self, grade: RowGrade | None) -> dict[str, Any]:
+        return {} if grade is None else grade.model_dump(mode="json")
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON object of this row, as written to ``results.jsonl``."""
+        return self.model_dump(mode="json")
+
+    def json_line(self) -> str:
+        return json.dumps(self.dump(), ensure_ascii=False) + "\n"
+
+    @property
+    def episode_key(self) -> EpisodeKey:
+        """What makes a row one episode of a plan."""
+        return (self.config, self.task_set, self.task_id, self.run)
+
+    @property
+    def attempt_number(self) -> int:
+        return self.attempt or 1
+
+
+def parse_row(line: str) -> EpisodeRow:
+    """One results line as a row; ValueError with a one-line reason (not JSON, a missing, unknown
+    or mistyped field)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg})") from None
+    except RecursionError:
+        raise ValueError("not JSON (nested too deeply)") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {type(data).__name__}")
+    try:
+        return EpisodeRow.model_validate(data)
+    except ValidationError as error:
+        raise ValueError(_problems(error)) from None
+
+
+def _problems(error: ValidationError, shown: int = 3) -> str:
+    """The first problems of a row in one line: a renamed field shows as its old name missing and its new
+    name unknown."""
+    problems = error.errors(include_url=False)
+    texts = []
+    for problem in problems[:shown]:
+        where = _printable(".".join(str(part) for part in problem["loc"])) or "row"
+        unknown = problem["type"] == "extra_forbidden"
+        texts.append(f"{where}: {UNKNOWN if unknown else problem['msg']}")
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(texts) + more
+
+
+def _printable(key: str, limit: int = 80) -> str:
+    """A key from the file as one short line: a hostile key may hold newlines or be a megabyte long."""
+    text = " ".join(key.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- keys, order and groups -----------------------------------------------------------------------
+def natural_key(text: str) -> tuple[int | str, ...]:
     """Sort key that puts C2 before C10 and n=3 before n=11."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
-def task_key(row: Row) -> TaskKey:
-    return (str(row.get("task_set", "")), str(row["task_id"]))
+def task_key(row: EpisodeRow) -> TaskKey:
+    return (row.task_set, row.task_id)
 
 
-def _episode_key(row: Row) -> tuple:
-    return (
-        natural_key(str(row["config"])),
-        natural_key(task_key(row)[0]),
-        natural_key(task_key(row)[1]),
-        int(row.get("run", 0)),
-    )
+def _episode_key(row: EpisodeRow) -> tuple[Any, ...]:
+    return (natural_key(row.config), natural_key(row.task_set), natural_key(row.task_id), row.run)
 
 
-def is_infra_error(row: Row) -> bool:
-    return bool(row.get("infra_error"))
+def is_infra_error(row: EpisodeRow) -> bool:
+    return bool(row.infra_error)
 
 
-def succeeded(row: Row) -> bool:
+def succeeded(row: EpisodeRow) -> bool:
     """The full-itemization outcome; a row without a grade counts as a failure."""
-    return bool((row.get("grade") or {}).get("success"))
+    return row.grade is not None and row.grade.success
 
 
-def canonical_order(rows: Iterable[Row]) -> list[Row]:
+def canonical_order(rows: Iterable[EpisodeRow]) -> list[EpisodeRow]:
     """Rows sorted by (config, task, run): results do not depend on the order episodes finished in."""
     return sorted(rows, key=_episode_key)
 
 
-def scored_rows(rows: Iterable[Row]) -> list[Row]:
+def scored_rows(rows: Iterable[EpisodeRow]) -> list[EpisodeRow]:
     """The rows the agent is scored on: no infrastructure error, one row per episode.
 
     A resumed run may append an episode again; the last row of an episode wins.
     """
-    latest: dict[tuple, Row] = {}
+    latest: dict[tuple[Any, ...], EpisodeRow] = {}
     for row in rows:
         if not is_infra_error(row):
             latest[_episode_key(row)] = row
     return canonical_order(latest.values())
 
 
-def duplicate_count(rows: Iterable[Row]) -> int:
+def duplicate_count(rows: Iterable[EpisodeRow]) -> int:
     """How many scored rows repeat an episode already seen (a runner bug worth showing)."""
     keys = [_episode_key(row) for row in rows if not is_infra_error(row)]
     return len(keys) - len(set(keys))
 
 
-def infra_error_rows(rows: Iterable[Row]) -> list[Row]:
+def infra_error_rows(rows: Iterable[EpisodeRow]) -> list[EpisodeRow]:
     return canonical_order(row for row in rows if is_infra_error(row))
 
 
-def by_config(rows: Iterable[Row]) -> dict[str, list[Row]]:
+def by_config(rows: Iterable[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
     """Rows grouped by configuration, configurations in natural order."""
-    groups: dict[str, list[Row]] = defaultdict(list)
+    groups: dict[str, list[EpisodeRow]] = defaultdict(list)
     for row in rows:
-        groups[str(row["config"])].append(row)
+        groups[row.config].append(row)
     return {name: canonical_order(groups[name]) for name in sorted(groups, key=natural_key)}

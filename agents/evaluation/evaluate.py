@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -47,20 +47,23 @@ from erp_sim.agents.evaluation.episode_models import (
     prepare_models,
     sampling_settings,
 )
+from erp_sim.agents.evaluation.episode_row import (
+    GRADE_FIELDS,
+    EpisodeKey,
+    EpisodeRow,
+    RowGrade,
+    RowMetrics,
+    RowSampling,
+    RowTiming,
+    succeeded,
+)
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, episode_options, parse_configs, task_ids
 from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
-from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.evaluation.report import RESULTS_FILE, RefusedLine, ResultsRead, load_results, write_report
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
 from erp_sim.agents.policies import PRESETS
 
 DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
-RESULT_GRADE_FIELDS = {
-    "success",
-    "strict_success",
-    "itemized_fraction",
-    "remaining_amount",
-    "collateral",
-}  # in results.jsonl
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
 
@@ -100,7 +103,8 @@ class EpisodeSpec(BaseModel):
 
 
 def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
-    """Run one episode, write its trajectory, return its results row."""
+    """Run one episode, write its trajectory, return its results row as its JSON object (``EpisodeRow.dump``:
+    plain data, what a worker process or a Ray task sends back)."""
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
@@ -137,31 +141,32 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         out.write(json.dumps(trajectory.deterministic_dump(), ensure_ascii=False).encode())
     grade = trajectory.grade
     agent_model = getattr(getattr(agent, "unwrapped", agent), "model", None)
-    return {
-        "config": spec.config,
-        "policy": spec.policy,
-        "user": spec.user,
-        "agent": _agent_label(spec, agent_model),
-        "task_set": spec.task_set,
-        "task_id": spec.task_id,
-        "run": spec.run,
-        "seed": spec.seed,
-        "grade": grade.model_dump(mode="json", include=RESULT_GRADE_FIELDS) if grade is not None else {},
-        "metrics": trajectory.metrics.model_dump(mode="json"),
-        "termination": trajectory.termination,
-        "failure_category": trajectory.failure_category,
-        "infra_error": trajectory.infra_error,
-        "model_error": trajectory.model_error,
-        "trajectory": str(relative),
-        "sampling": {
-            "agent": sampling_settings(agent_model),
-            "user": sampling_settings(getattr(user, "model", None)),
-            "summarizer": sampling_settings(getattr(summarizer, "model", None)),
-            "context_window": spec.context_window,
-            "cassettes": _cassette_dir(spec),
-        },
-        "timing": {k: round(v, 4) for k, v in trajectory.timing.items()},
-    }
+    row = EpisodeRow(
+        config=spec.config,
+        policy=spec.policy,
+        user=spec.user,
+        agent=_agent_label(spec, agent_model),
+        task_set=spec.task_set,
+        task_id=spec.task_id,
+        run=spec.run,
+        seed=spec.seed,
+        grade=RowGrade.model_validate(grade.model_dump(include=set(GRADE_FIELDS))) if grade is not None else None,
+        metrics=RowMetrics.model_validate(trajectory.metrics.model_dump()),
+        termination=trajectory.termination,
+        failure_category=trajectory.failure_category,
+        infra_error=trajectory.infra_error,
+        model_error=trajectory.model_error,
+        trajectory=str(relative),
+        sampling=RowSampling(
+            agent=sampling_settings(agent_model),
+            user=sampling_settings(getattr(user, "model", None)),
+            summarizer=sampling_settings(getattr(summarizer, "model", None)),
+            context_window=spec.context_window,
+            cassettes=_cassette_dir(spec),
+        ),
+        timing=RowTiming.model_validate({k: round(v, 4) for k, v in trajectory.timing.items()}),
+    )
+    return row.dump()
 
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
@@ -199,23 +204,32 @@ def plan(
     ]
 
 
-def read_rows(path: Path) -> list[dict]:
-    """Rows of a results file (none if it does not exist yet); a torn last line is skipped."""
-    return load_results(path.parent, path.name)[0] if path.exists() else []
+def read_results(path: Path) -> ResultsRead:
+    """Rows of a results file (none if it does not exist yet) and its refused lines (a torn last line...)."""
+    return load_results(path.parent, path.name) if path.exists() else ResultsRead([], [])
 
 
-def row_key(row: dict) -> tuple:
-    return (row["config"], row["task_set"], row["task_id"], row["run"])
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a results file as their JSON objects, each checked as an ``EpisodeRow`` (for tests and tools
+    that look at the file's content)."""
+    return [row.dump() for row in read_results(path).rows]
 
 
-def finished_keys(rows: Iterable[dict]) -> set[tuple]:
-    return {row_key(r) for r in rows if not r.get("infra_error")}
+def finished_keys(rows: Iterable[EpisodeRow]) -> set[EpisodeKey]:
+    return {r.episode_key for r in rows if not r.infra_error}
 
 
 def execute(
     specs: list[EpisodeSpec], *, backend: str = "local", concurrency: int = 1, address: str | None = None
-) -> Iterator[dict]:
-    """Yield result rows as episodes finish."""
+) -> Iterator[EpisodeRow]:
+    """Yield result rows as episodes finish, each checked against the row's contract."""
+    for row in _execute(specs, backend=backend, concurrency=concurrency, address=address):
+        yield EpisodeRow.model_validate(row)
+
+
+def _execute(
+    specs: list[EpisodeSpec], *, backend: str, concurrency: int, address: str | None
+) -> Iterator[dict[str, Any]]:
     if backend == "ray":
         yield from _execute_ray(specs, address)
     elif concurrency <= 1:
@@ -269,7 +283,9 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
-def _execute_ray(specs: list[EpisodeSpec], address: str | None, run=None) -> Iterator[dict]:
+def _execute_ray(
+    specs: list[EpisodeSpec], address: str | None, run: Callable[[EpisodeSpec], dict[str, Any]] | None = None
+) -> Iterator[dict[str, Any]]:
     """The local backend's semantics on Ray: no silent retry of an episode whose worker died (Ray would run it
     again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started; a watchdog
     (``ray_reaper``) stops that Ray's processes if the eval is killed outright. ``run`` is for tests."""
@@ -316,14 +332,14 @@ def evaluate(
     concurrency: int = 1,
     address: str | None = None,
     quiet: bool = False,
-) -> list[dict]:
+) -> list[EpisodeRow]:
     """Run what is not done yet, appending rows; return all rows in canonical order."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
         raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
     with eval_lock(out_dir):
-        done = finished_keys(read_rows(results))
+        done = finished_keys(read_results(results).rows)
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
             _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
@@ -333,7 +349,7 @@ def evaluate(
 def _run_and_append(
     todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None, quiet: bool
 ) -> None:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no types; types-tqdm is no dependency
 
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
@@ -342,27 +358,39 @@ def _run_and_append(
         results.open("a", encoding="utf-8") as out,
     ):
         for row in execute(todo, backend=backend, concurrency=concurrency, address=address):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(row.json_line())
             out.flush()
             finished += 1
-            successes += bool(row["grade"]["success"])
-            tokens += row["metrics"]["input_tokens"]
+            successes += succeeded(row)
+            tokens += row.metrics.input_tokens
             bar.set_postfix(success=f"{successes / finished:.0%}", tokens=f"{tokens:,}", refresh=False)
             bar.update()
 
 
-def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[dict]:
+def canonicalize(results: Path, specs: list[EpisodeSpec]) -> list[EpisodeRow]:
     """Rewrite the results file in plan order, one row per episode (the latest), atomically.
 
     The latest row keeps the earlier attempts of its episode under ``attempts`` (termination and
-    error of each, oldest first) and its own number under ``attempt``.
+    error of each, oldest first) and its own number under ``attempt``. Lines that are not rows (a
+    torn line, a row of another version) move to ``results.refused.jsonl``, each named on stderr.
     """
     order = {spec.key: n for n, spec in enumerate(specs)}
-    rows = sorted(latest_attempts(read_rows(results)), key=lambda r: (order.get(row_key(r), len(order)), row_key(r)))
+    read = read_results(results)
+    rows = sorted(latest_attempts(read.rows), key=lambda r: (order.get(r.episode_key, len(order)), r.episode_key))
+    if read.refused:
+        set_aside(read.refused, results.with_suffix(".refused.jsonl"))
     tmp = results.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.write_text("".join(row.json_line() for row in rows), encoding="utf-8")
     tmp.replace(results)
     return rows
+
+
+def set_aside(refused: list[RefusedLine], path: Path) -> None:
+    """Keep lines that are not rows (appended to ``path``) and name each on stderr: nothing is lost."""
+    with path.open("a", encoding="utf-8") as out:
+        for line in refused:
+            out.write(line.text if line.text.endswith("\n") else line.text + "\n")
+            print(f"erp-sim: {line}; moved to {path.name}", file=sys.stderr)
 
 
 # --- command line --------------------------------------------------------------------------------
@@ -375,7 +403,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
     prepare_models(specs)
     started = time.perf_counter()
-    done_before = finished_keys(read_rows(Path(args.out) / RESULTS_FILE)) if args.resume else set()
+    done_before = finished_keys(read_results(Path(args.out) / RESULTS_FILE).rows) if args.resume else set()
     rows = evaluate(
         specs,
         Path(args.out),
@@ -392,7 +420,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
         f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
         f"report: {report}"
     )
-    scored = [row for row in rows if not row.get("infra_error")]
+    scored = [row for row in rows if not row.infra_error]
     if not scored:
         print(
             f"erp-sim: nothing was scored: all {len(rows)} episodes ended in infrastructure or harness errors "
@@ -424,7 +452,7 @@ TABLE_COLUMNS = (
 )
 
 
-def print_table(rows: list[dict]) -> None:
+def print_table(rows: list[EpisodeRow]) -> None:
     from erp_sim.agents.evaluation.report_format import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 

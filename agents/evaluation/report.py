@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, parse_row
 from erp_sim.agents.evaluation.report_format import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
 from erp_sim.agents.evaluation.report_methods import METHODS
 from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-exported: the tests use them)
@@ -58,6 +60,7 @@ from erp_sim.agents.evaluation.report_sections import (
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
 REPORT_JSON = "report.json"
+REFUSED_SHOWN = 5  # refused lines quoted in the report; the rest are counted
 
 
 # ---------------------------------------------------------------------------------------
@@ -65,27 +68,42 @@ REPORT_JSON = "report.json"
 # ---------------------------------------------------------------------------------------
 
 
-def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> tuple[list[dict[str, Any]], int]:
-    """Rows of ``results.jsonl`` and the number of unreadable lines skipped.
+@dataclass(frozen=True)
+class RefusedLine:
+    """A line of a results file that is not a row: kept whole so that nothing is lost (``canonicalize``)."""
 
-    A run killed while writing can leave a truncated last line; the report counts such
+    name: str
+    number: int
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name} line {self.number}: {self.reason}"
+
+
+class ResultsRead(NamedTuple):
+    """The rows of a results file and the lines refused."""
+
+    rows: list[EpisodeRow]
+    refused: list[RefusedLine]
+
+
+def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> ResultsRead:
+    """Rows of ``results.jsonl``, each parsed as an :class:`EpisodeRow` (the one parse point), and
+    the lines refused: a truncated last line (a run killed while writing), or a line that is not a
+    row of this version (an unknown or renamed field, a wrong type). The report lists refused
     lines instead of failing, and ``--resume`` re-runs their episodes.
     """
-    rows, malformed = [], 0
+    rows, refused = [], []
     with open(Path(results_dir) / name, encoding="utf-8") as lines:
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                malformed += 1
-                continue
-            if isinstance(row, dict) and "config" in row and "task_id" in row:
-                rows.append(row)
-            else:
-                malformed += 1
-    return rows, malformed
+                rows.append(parse_row(line))
+            except ValueError as error:
+                refused.append(RefusedLine(name, number, line, str(error)))
+    return ResultsRead(rows, refused)
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,10 +116,10 @@ def _sweep_png_names(count: int) -> list[str]:
 
 
 def render_report(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[EpisodeRow],
     baseline: str | None = None,
     *,
-    malformed_lines: int = 0,
+    refused: Sequence[RefusedLine] = (),
     prices: Mapping[str, cost.Price] | None = None,
 ) -> str:
     """report.md's text for these rows (pure: no files read or written); one row per episode."""
@@ -126,8 +144,10 @@ def render_report(
             f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
             "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below."
         )
-    if malformed_lines:
-        notes.append(f"{_plural(malformed_lines, 'unreadable line')} of `{RESULTS_FILE}` skipped.")
+    if refused:
+        shown = "; ".join("`" + str(line).replace("`", "'") + "`" for line in refused[:REFUSED_SHOWN])
+        more = f" and {len(refused) - REFUSED_SHOWN} more" if len(refused) > REFUSED_SHOWN else ""
+        notes.append(f"{_plural(len(refused), 'unreadable line')} skipped: {shown}{more}.")
     notes.append(
         "Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
         "beside this file (rebuilt by `erp-sim view`)."
@@ -187,7 +207,7 @@ def render_report(
 
 
 def write_plots(
-    rows: Sequence[Mapping[str, Any]], out_dir: str | Path, prices: Mapping[str, cost.Price] | None = None
+    rows: Sequence[EpisodeRow], out_dir: str | Path, prices: Mapping[str, cost.Price] | None = None
 ) -> list[Path]:
     """The PNGs of the report, written into ``out_dir``; stale sweep heatmaps are removed."""
     out_dir = Path(out_dir)
@@ -214,9 +234,9 @@ def write_report(
     """Read ``results_dir/results.jsonl``; write ``report.md``, ``report.json``, the PNG plots and ``view.html``
     beside it. ``prices`` (``costs.parse_prices``): USD per 1M tokens per role, for the cost figures."""
     results_dir = Path(results_dir)
-    rows, malformed = load_results(results_dir)
+    rows, refused = load_results(results_dir)
     path = results_dir / REPORT_FILE
-    path.write_text(render_report(rows, baseline, malformed_lines=malformed, prices=prices), encoding="utf-8")
+    path.write_text(render_report(rows, baseline, refused=refused, prices=prices), encoding="utf-8")
     rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
     report_json = {"cost": cost.costs_json(cost.config_costs(rows, prices or {}), prices or {})}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")

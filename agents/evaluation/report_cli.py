@@ -28,12 +28,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    rows, malformed = load_results(args.results_dir)
+    rows, refused = load_results(args.results_dir)
+    for problem in refused:  # one line each, naming the line: a renamed field is not a silent NaN
+        print(f"erp-sim report: skipped {problem}", file=sys.stderr)
     if not rows:
         print(f"erp-sim report: no results in {Path(args.results_dir) / RESULTS_FILE}", file=sys.stderr)
         return 2
     path = write_report(args.results_dir, baseline=args.baseline, prices=prices)
-    print(
-        f"{len(latest_attempts(rows))} episodes{f' ({malformed} malformed lines skipped)' if malformed else ''}; wrote {path}"
-    )
+    skipped = f" ({len(refused)} malformed lines skipped)" if refused else ""
+    print(f"{len(latest_attempts(rows))} episodes{skipped}; wrote {path}")
     return 0

@@ -7,17 +7,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType, RcKeyType
 
 SUCCESS_VS_TOKENS_PNG = "success_vs_tokens.png"
 PEAK_TOKENS_PNG = "peak_tokens.png"
 SUCCESS_VS_COST_PNG = "success_vs_cost.png"
 SWEEP_PNG_STEM = "sweep_heatmap"
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
     "font.size": 9,
@@ -145,6 +148,7 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
             tokens, success = summary.estimates["input_tokens"], summary.estimates["success"]
             x, y = (tokens.mean if math.isfinite(tokens.mean) else 0.0), 100 * success.mean
             style: dict[str, Any] = {"markersize": 6}
+            color: ColorType
             if name in in_sweep:
                 # hollow markers, larger for earlier W: sweep points that coincide stay visible as nested shapes
                 _, n, w = in_sweep[name]
@@ -229,6 +233,7 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
         for name, c in points.items():
+            assert c.cost_cached is not None  # points keeps the priced configurations only
             color, y = config_color(name), 100 * c.success.mean
             x, x_plain = c.cost_cached.mean, c.cost_uncached.mean if c.cost_uncached is not None else math.nan
             if math.isfinite(x_plain):

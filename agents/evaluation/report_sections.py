@@ -10,6 +10,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.failures import error_text
 from erp_sim.agents.evaluation.report_format import (
     DASH,
@@ -282,7 +283,7 @@ def _deterministic_pass_k_note(summaries: Mapping[str, st.ConfigSummary]) -> str
     )
 
 
-def _pass_k(rows: Sequence[Mapping[str, Any]], configs: Sequence[str]) -> str:
+def _pass_k(rows: Sequence[EpisodeRow], configs: Sequence[str]) -> str:
     curves = {name: st.pass_hat_k_curve(group) for name, group in st.by_config(rows).items()}
     k_max = max((max(curve, default=0) for curve in curves.values()), default=0)
     if k_max == 0:
@@ -307,7 +308,7 @@ def _count_table(
     return md_table((first, *configs), rows)
 
 
-def _failures(rows: Sequence[Mapping[str, Any]], summaries: Mapping[str, st.ConfigSummary]) -> str:
+def _failures(rows: Sequence[EpisodeRow], summaries: Mapping[str, st.ConfigSummary]) -> str:
     counts = st.failure_counts(rows)
     failed = {name: sum(not st.succeeded(r) for r in group) for name, group in st.by_config(rows).items()}
     scored = {name: summaries[name].n_episodes for name in counts}
@@ -319,7 +320,7 @@ def _failures(rows: Sequence[Mapping[str, Any]], summaries: Mapping[str, st.Conf
     )
 
 
-def _terminations(rows: Sequence[Mapping[str, Any]], summaries: Mapping[str, st.ConfigSummary]) -> str:
+def _terminations(rows: Sequence[EpisodeRow], summaries: Mapping[str, st.ConfigSummary]) -> str:
     counts = st.termination_counts(rows)
     seen = {reason for per_config in counts.values() for reason in per_config}
     reasons = [r for r in st.TERMINATIONS if r in seen] + sorted(seen - set(st.TERMINATIONS))
@@ -362,7 +363,8 @@ STUDY_ORDER = ("C2", "C3", "C4")
 
 def _study_change(config: str) -> float:
     tokens = {c: t for c, *_, t, _ in STUDY_REFERENCE}
-    return tokens[config] / tokens["C2"] - 1 if tokens.get(config) and tokens.get("C2") else math.nan
+    mine, base = tokens.get(config), tokens.get("C2")
+    return mine / base - 1 if mine and base else math.nan
 
 
 def _our_change(summaries: Mapping[str, st.ConfigSummary], config: str) -> float:
@@ -450,25 +452,16 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
     )
 
 
-def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
+def _infra(rows: Sequence[EpisodeRow]) -> str:
     """Episodes whose last attempt is an infrastructure error, then the attempt history of retried ones."""
     errors = st.infra_error_rows(rows)
-    retried = [r for r in st.canonical_order(rows) if r.get("attempts")]
+    retried = [r for r in st.canonical_order(rows) if r.attempts]
     parts = []
     if errors:
         parts.append(
             md_table(
                 ("config", "task", "run", "attempt", "error"),
-                [
-                    (
-                        r["config"],
-                        r["task_id"],
-                        r.get("run", 0),
-                        r.get("attempt", 1),
-                        error_text(r["infra_error"])[:160],
-                    )
-                    for r in errors
-                ],
+                [(r.config, r.task_id, r.run, r.attempt_number, error_text(r.infra_error)[:160]) for r in errors],
                 "lllrl",
             )
         )
@@ -481,15 +474,15 @@ def _infra(rows: Sequence[Mapping[str, Any]]) -> str:
                 ("config", "task", "run", "attempt", "outcome", "error"),
                 [
                     (
-                        r["config"],
-                        r["task_id"],
-                        r.get("run", 0),
-                        a.get("attempt", n + 1),
-                        a.get("termination") or "",
-                        error_text(a.get("infra_error") or a.get("model_error"))[:160],
+                        r.config,
+                        r.task_id,
+                        r.run,
+                        a.attempt,
+                        a.termination or "",
+                        error_text(a.infra_error or a.model_error)[:160],
                     )
                     for r in retried
-                    for n, a in enumerate(r["attempts"])
+                    for a in r.attempts
                 ],
                 "lllrll",
             )
@@ -541,11 +534,12 @@ def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSumma
     """Say which W columns of a sweep gave identical results at every N, and why W=1 and W=-1 do."""
     keys = ("success", "input_tokens", "peak_tokens", "steps")
 
-    def column(w: int) -> tuple | None:
+    def column(w: int) -> tuple[float, ...] | None:
         cells = [grid.cells.get((n, w)) for n in grid.n_values]
-        if None in cells:
+        present = [c for c in cells if c is not None]
+        if len(present) < len(cells):
             return None
-        return tuple(round(summaries[c].estimates[k].mean, 9) for c in cells for k in keys)
+        return tuple(round(summaries[c].estimates[k].mean, 9) for c in present for k in keys)
 
     same = []
     for i, a in enumerate(grid.w_values):

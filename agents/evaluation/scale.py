@@ -22,11 +22,11 @@ import argparse
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, succeeded
 from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
 from erp_sim.agents.evaluation.report import load_results
 from erp_sim.agents.evaluation.report_plots import _RC, _save, config_color
@@ -66,13 +66,10 @@ class PolicyScale(BaseModel):
     overflow_rung: int | None = Field(description="First rung (charges) with an overflowing episode; None: none.")
 
 
-def _cacheable(row: dict[str, Any]) -> int | None:
-    """``cacheable_prefix_tokens`` of a row (in its metrics, or at the top level), when recorded."""
-    for source in (row.get("metrics") or {}, row):
-        value = source.get("cacheable_prefix_tokens")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    return None
+def _cacheable(row: EpisodeRow) -> int | None:
+    """``cacheable_prefix_tokens`` of a row, when recorded (rows before the prompt-cache count lack it)."""
+    metrics = row.metrics
+    return metrics.cacheable_prefix_tokens if "cacheable_prefix_tokens" in metrics.model_fields_set else None
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
@@ -86,37 +83,37 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return float(fitted[0])
 
 
-def scale_study(rows: list[dict[str, Any]], window: int) -> list[PolicyScale]:
+def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
     """Rows of scored episodes -> one ``PolicyScale`` per configuration, by name."""
     from erp_sim.task_sets import task_rows
 
     sizes: dict[tuple[str, str], int] = {}
-    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[str, dict[int, list[EpisodeRow]]] = defaultdict(lambda: defaultdict(list))
     policies: dict[str, str] = {}
     for row in rows:
-        if row.get("infra_error") or not row.get("metrics"):
+        if row.infra_error or "metrics" not in row.model_fields_set:  # unscored, or no costs recorded
             continue
-        key = (row["task_set"], row["task_id"])
+        key = (row.task_set, row.task_id)
         if key not in sizes:
-            sizes.update({(row["task_set"], r.task_id): r.charges for r in task_rows(row["task_set"])})
-        groups[row["config"]][sizes[key]].append(row)
-        policies.setdefault(row["config"], row.get("policy", row["config"]))
+            sizes.update({(row.task_set, r.task_id): r.charges for r in task_rows(row.task_set)})
+        groups[row.config][sizes[key]].append(row)
+        policies.setdefault(row.config, row.policy)
     return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]
 
 
-def _policy_scale(config: str, policy: str, by_size: dict[int, list[dict]], window: int) -> PolicyScale:
+def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]], window: int) -> PolicyScale:
     rungs = []
     for charges in sorted(by_size):
         episodes = by_size[charges]
-        metrics = [row["metrics"] for row in episodes]
-        cut = [row.get("termination") == "context_overflow" for row in episodes]
-        over = [c or m.get("peak_tokens", 0) > window for c, m in zip(cut, metrics)]
-        success = [bool((row.get("grade") or {}).get("success")) for row in episodes]
+        metrics = [row.metrics for row in episodes]
+        cut = [row.termination == "context_overflow" for row in episodes]
+        over = [c or m.peak_tokens > window for c, m in zip(cut, metrics)]
+        success = [succeeded(row) for row in episodes]
         cacheable = [_cacheable(row) for row in episodes]
-        inputs = [m.get("input_tokens", 0) for m in metrics]
-        share = (
-            (sum(c for c in cacheable) / sum(inputs)) if all(c is not None for c in cacheable) and sum(inputs) else None
-        )
+        inputs = [m.input_tokens for m in metrics]
+        recorded = [c for c in cacheable if c is not None]
+        total_input = sum(inputs, 0)
+        share = sum(recorded, 0) / total_input if len(recorded) == len(cacheable) and total_input else None
         n = len(episodes)
         rungs.append(
             Rung(
@@ -125,8 +122,8 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[dict]], wind
                 success=sum(success) / n,
                 success_within_window=sum(s and not o for s, o in zip(success, over)) / n,
                 input_tokens=sum(inputs) / n,
-                peak_tokens=sum(m.get("peak_tokens", 0) for m in metrics) / n,
-                steps=sum(m.get("steps", 0) for m in metrics) / n,
+                peak_tokens=sum(m.peak_tokens for m in metrics) / n,
+                steps=sum(m.steps for m in metrics) / n,
                 cacheable_share=share,
                 overflowed=sum(over),
                 cut_short=sum(cut),
@@ -225,8 +222,7 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
 def write_scale(results_dir: str | Path, window: int = DEFAULT_WINDOW) -> Path:
     """Read results.jsonl; write scale.md and scale.png beside it. Returns scale.md's path."""
     results_dir = Path(results_dir)
-    rows, _ = load_results(results_dir)
-    study = scale_study(rows, window)
+    study = scale_study(load_results(results_dir).rows, window)
     if not study:
         raise SystemExit(f"erp-sim scale: no scored episode in {results_dir}")
     plot_scale(study, window, results_dir / SCALE_PNG)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.command_line import PlainHelpFormatter
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 from erp_sim.agents.trajectory import Trajectory
 
@@ -33,43 +34,43 @@ class ShowError(Exception):
     """A one-line reason the episode cannot be shown."""
 
 
-def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) -> tuple[dict, Trajectory]:
+def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) -> tuple[EpisodeRow, Trajectory]:
     if not (run_dir / RESULTS_FILE).is_file():
         raise ShowError(f"{run_dir} has no {RESULTS_FILE}: not an erp-sim eval directory")
-    rows = [r for r in load_results(run_dir)[0] if r.get("task_id") == task]
+    rows = [r for r in load_results(run_dir).rows if r.task_id == task]
     if not rows:
         raise ShowError(f"no episode of task {task!r} in {run_dir / RESULTS_FILE}")
     if config is not None:
-        chosen = [r for r in rows if str(r["config"]).upper() == config.upper() or r.get("policy") == config]
+        chosen = [r for r in rows if r.config.upper() == config.upper() or r.policy == config]
         if not chosen:  # say what there is, so the next try is right
             raise ShowError(
                 f"{task} did not run in configuration {config!r}; it ran in "
-                f"{', '.join(sorted({str(r['config']) for r in rows}))}"
+                f"{', '.join(sorted({r.config for r in rows}))}"
             )
         rows = chosen
     if run is not None:
-        chosen = [r for r in rows if int(r.get("run", 0)) == run]
+        chosen = [r for r in rows if r.run == run]
         if not chosen:
             raise ShowError(
                 f"{task} has no run {run}{f' in {config}' if config else ''}; its runs: "
-                f"{', '.join(str(n) for n in sorted({int(r.get('run', 0)) for r in rows}))}"
+                f"{', '.join(str(n) for n in sorted({r.run for r in rows}))}"
             )
         rows = chosen
-    choices = sorted({(str(r["config"]), int(r.get("run", 0))) for r in rows})
+    choices = sorted({(r.config, r.run) for r in rows})
     if len({c for c, _ in choices}) > 1:
         raise ShowError(
             f"{task} ran in several configurations ({', '.join(sorted({c for c, _ in choices}))}): "
             "choose one with --config"
         )
-    row = [r for r in rows if (str(r["config"]), int(r.get("run", 0))) == choices[0]][-1]
-    path = run_dir / row["trajectory"]
+    row = [r for r in rows if (r.config, r.run) == choices[0]][-1]
+    path = run_dir / row.trajectory
     if not path.is_file():
         raise ShowError(f"trajectory file missing: {path}")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return row, Trajectory.model_validate(json.load(handle))
 
 
-def render(row: dict, trajectory: Trajectory, step: int | None = None, width: int = 300) -> str:
+def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, width: int = 300) -> str:
     from erp_sim.agents.tokens import get_counter
 
     counter = get_counter()
@@ -77,8 +78,8 @@ def render(row: dict, trajectory: Trajectory, step: int | None = None, width: in
     outputs = [m for m in trajectory.messages if m.get("role") == "assistant"]
     succeeded = trajectory.grade is not None and trajectory.grade.success
     lines = [
-        f"{trajectory.task_id} · config {row['config']} (policy {trajectory.policy}) · run {row.get('run', 0)} · "
-        f"agent {row.get('agent', '?')} · {'success' if succeeded else 'failure'} "
+        f"{trajectory.task_id} · config {row.config} (policy {trajectory.policy}) · run {row.run} · "
+        f"agent {row.agent or '?'} · {'success' if succeeded else 'failure'} "
         f"({trajectory.failure_category or trajectory.termination}) · {len(trajectory.steps)} model calls"
     ]
     if not context.steps:

@@ -39,13 +39,14 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' callers use these names)
-    Row,
+    EpisodeRow,
+    RowGrade,
+    RowMetrics,
     TaskKey,
     _episode_key,
     by_config,
@@ -82,26 +83,24 @@ FAILURE_CATEGORIES = FAILURE_REPORT_ORDER
 # ---------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float:
-    """A row field as a float; missing or null fields become NaN so means skip them."""
-    if value is None or isinstance(value, (dict, list)):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
+def _grade(read: Callable[[RowGrade], float]) -> Callable[[EpisodeRow], float]:
+    """A grade figure; NaN for a row without a grade (an unscored episode), so means skip it."""
+    return lambda row: math.nan if row.grade is None else float(read(row.grade))
 
 
-def _field(*path: str) -> Callable[[Row], float]:
-    def get(row: Row) -> float:
-        value: Any = row
-        for part in path:
-            if not isinstance(value, Mapping):
-                return math.nan
-            value = value.get(part)
-        return _number(value)
+def _count(read: Callable[[RowMetrics], float | None]) -> Callable[[EpisodeRow], float]:
+    """A metrics figure; NaN where the row has none (a provider count never reported)."""
+
+    def get(row: EpisodeRow) -> float:
+        value = read(row.metrics)
+        return math.nan if value is None else float(value)
 
     return get
+
+
+def _wall_time(row: EpisodeRow) -> float:
+    value = row.timing.wall_time_s
+    return math.nan if value is None else value
 
 
 @dataclass(frozen=True)
@@ -115,44 +114,44 @@ class Metric:
     key: str
     label: str
     per_benchmark: bool
-    value: Callable[[Row], float] = field(compare=False, repr=False)
+    value: Callable[[EpisodeRow], float] = field(compare=False, repr=False)
     upper: float = math.inf  # intervals are clipped to [0, upper]: a rate cannot pass 100%
 
 
-def _capped_itemized(row: Row) -> float:
+def _capped_itemized(row: EpisodeRow) -> float:
     """min(itemized, header) / header: over-itemization cannot make up for a shortfall elsewhere."""
-    return min(_field("grade", "itemized_fraction")(row), 1.0)
+    return min(_grade(lambda grade: grade.itemized_fraction)(row), 1.0)
 
 
-def _over_itemized(row: Row) -> float:
+def _over_itemized(row: EpisodeRow) -> float:
     """1 when saved lines exceed the header amount (itemized fraction above 1), else 0."""
-    fraction = _field("grade", "itemized_fraction")(row)
+    fraction = _grade(lambda grade: grade.itemized_fraction)(row)
     return math.nan if math.isnan(fraction) else float(fraction > 1.0 + 1e-9)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("success", "full itemization rate", False, _field("grade", "success"), upper=1.0),
-    Metric("strict_success", "strict success rate", False, _field("grade", "strict_success"), upper=1.0),
+    Metric("success", "full itemization rate", False, _grade(lambda g: g.success), upper=1.0),
+    Metric("strict_success", "strict success rate", False, _grade(lambda g: g.strict_success), upper=1.0),
     Metric("itemized_amount", "mean of min(itemized, header) / header", False, _capped_itemized, upper=1.0),
     Metric("over_itemization", "over-itemization rate", False, _over_itemized, upper=1.0),
-    Metric("input_tokens", "input tokens per benchmark", True, _field("metrics", "input_tokens")),
-    Metric("output_tokens", "output tokens per benchmark", True, _field("metrics", "output_tokens")),
-    Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _field("metrics", "summarizer_tokens")),
+    Metric("input_tokens", "input tokens per benchmark", True, _count(lambda m: m.input_tokens)),
+    Metric("output_tokens", "output tokens per benchmark", True, _count(lambda m: m.output_tokens)),
+    Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _count(lambda m: m.summarizer_tokens)),
     Metric(
-        "cacheable_tokens", "cacheable input tokens per benchmark", True, _field("metrics", "cacheable_prefix_tokens")
+        "cacheable_tokens", "cacheable input tokens per benchmark", True, _count(lambda m: m.cacheable_prefix_tokens)
     ),
     Metric(
         "user_tokens",
         "LLM user tokens (o200k) per benchmark",
         True,
-        lambda row: _field("metrics", "user_input_tokens")(row) + _field("metrics", "user_output_tokens")(row),
+        _count(lambda m: m.user_input_tokens + m.user_output_tokens),
     ),
-    Metric("user_calls", "LLM user calls per episode", False, _field("metrics", "user_model_calls")),
-    Metric("peak_tokens", "peak tokens per episode", False, _field("metrics", "peak_tokens")),
-    Metric("input_tokens_per_episode", "input tokens per episode", False, _field("metrics", "input_tokens")),
-    Metric("dependency", "dependency per episode", False, _field("metrics", "dependency")),
-    Metric("steps", "steps per episode", False, _field("metrics", "steps")),
-    Metric("wall_time_s", "wall time per benchmark (s)", True, _field("timing", "wall_time_s")),
+    Metric("user_calls", "LLM user calls per episode", False, _count(lambda m: m.user_model_calls)),
+    Metric("peak_tokens", "peak tokens per episode", False, _count(lambda m: m.peak_tokens)),
+    Metric("input_tokens_per_episode", "input tokens per episode", False, _count(lambda m: m.input_tokens)),
+    Metric("dependency", "dependency per episode", False, _count(lambda m: m.dependency)),
+    Metric("steps", "steps per episode", False, _count(lambda m: m.steps)),
+    Metric("wall_time_s", "wall time per benchmark (s)", True, _wall_time),
 )
 METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
 
@@ -163,7 +162,7 @@ def _nanmean(values: Sequence[float]) -> float:
     return float(finite.mean()) if finite.size else math.nan
 
 
-def run_values(rows: Sequence[Row], metric: Metric, n_tasks: int) -> dict[int, float]:
+def run_values(rows: Sequence[EpisodeRow], metric: Metric, n_tasks: int) -> dict[int, float]:
     """One value per run: the mean over the run's scored episodes, times ``n_tasks`` for totals.
 
     Scaling the mean (instead of summing) keeps per-benchmark totals comparable when an
@@ -171,12 +170,12 @@ def run_values(rows: Sequence[Row], metric: Metric, n_tasks: int) -> dict[int, f
     """
     per_run: dict[int, list[float]] = defaultdict(list)
     for row in rows:
-        per_run[int(row.get("run", 0))].append(metric.value(row))
+        per_run[row.run].append(metric.value(row))
     scale = n_tasks if metric.per_benchmark else 1
     return {run: _nanmean(values) * scale for run, values in sorted(per_run.items())}
 
 
-def task_values(rows: Sequence[Row], metric: Metric) -> dict[TaskKey, float]:
+def task_values(rows: Sequence[EpisodeRow], metric: Metric) -> dict[TaskKey, float]:
     """One value per task: the mean over that task's scored runs."""
     per_task: dict[TaskKey, list[float]] = defaultdict(list)
     for row in rows:
@@ -192,8 +191,8 @@ def task_values(rows: Sequence[Row], metric: Metric) -> dict[TaskKey, float]:
 # ---------------------------------------------------------------------------------------
 
 
-def _joined(rows: Iterable[Row], key: str) -> str:
-    return " / ".join(sorted({str(row.get(key, "")) for row in rows}, key=natural_key))
+def _joined(values: Iterable[str]) -> str:
+    return " / ".join(sorted(set(values), key=natural_key))
 
 
 @dataclass(frozen=True)
@@ -224,16 +223,16 @@ class ConfigSummary:
         return f"bootstrap over {self.n_tasks} tasks"
 
 
-def deterministic_rows(rows: Sequence[Row]) -> bool:
+def deterministic_rows(rows: Sequence[EpisodeRow]) -> bool:
     """Whether every row is a deterministic agent's: its runs are copies, so only tasks vary."""
-    return bool(rows) and all(is_deterministic(str(row.get("agent", ""))) for row in rows)
+    return bool(rows) and all(is_deterministic(row.agent) for row in rows)
 
 
-def estimate(rows: Sequence[Row], metric: Metric) -> Estimate:
+def estimate(rows: Sequence[EpisodeRow], metric: Metric) -> Estimate:
     """Mean and 95% interval of one metric over one configuration's rows (the method above)."""
     scored = scored_rows(rows)
     n_tasks = len({task_key(row) for row in rows})
-    if len({int(row.get("run", 0)) for row in scored}) >= 2 and not deterministic_rows(rows):
+    if len({row.run for row in scored}) >= 2 and not deterministic_rows(rows):
         result = t_interval(run_values(scored, metric, n_tasks).values())
     else:  # one run: only task-to-task spread is left to show
         scale = n_tasks if metric.per_benchmark else 1
@@ -241,21 +240,21 @@ def estimate(rows: Sequence[Row], metric: Metric) -> Estimate:
     return result.clipped(0.0, metric.upper)
 
 
-def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
+def summarize_config(rows: Sequence[EpisodeRow]) -> ConfigSummary:
     """Mean and 95% interval of every metric in :data:`METRICS` for one configuration's rows."""
     rows = canonical_order(rows)
     scored = scored_rows(rows)
     n_tasks = len({task_key(row) for row in rows})
-    runs = sorted({int(row.get("run", 0)) for row in scored})
+    runs = sorted({row.run for row in scored})
     deterministic = deterministic_rows(rows)
     estimates = {metric.key: estimate(rows, metric) for metric in METRICS}
-    per_run = Counter(int(row.get("run", 0)) for row in scored)
+    per_run = Counter(row.run for row in scored)
     return ConfigSummary(
-        config=str(rows[0]["config"]) if rows else "",
-        policy=_joined(rows, "policy"),
-        agent=_joined(rows, "agent"),
-        user=_joined(rows, "user"),
-        task_set=_joined(rows, "task_set"),
+        config=rows[0].config if rows else "",
+        policy=_joined(row.policy for row in rows),
+        agent=_joined(row.agent for row in rows),
+        user=_joined(row.user for row in rows),
+        task_set=_joined(row.task_set for row in rows),
         n_tasks=n_tasks,
         n_runs=len(runs),
         n_episodes=len(scored),
@@ -266,7 +265,7 @@ def summarize_config(rows: Sequence[Row]) -> ConfigSummary:
     )
 
 
-def summarize(rows: Iterable[Row]) -> dict[str, ConfigSummary]:
+def summarize(rows: Iterable[EpisodeRow]) -> dict[str, ConfigSummary]:
     """:func:`summarize_config` for every configuration, in natural order."""
     return {name: summarize_config(group) for name, group in by_config(rows).items()}
 
@@ -365,10 +364,10 @@ def _ratio_of_means(baseline: Sequence[float], other: Sequence[float]) -> Estima
     return Estimate(value, math.nan, math.nan, 0, "ratio of means")
 
 
-def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
+def compare(rows: Sequence[EpisodeRow], baseline_rows: Sequence[EpisodeRow]) -> Comparison:
     """One configuration's scored rows against the baseline's (see the module docstring)."""
     success, tokens, peak = METRIC_BY_KEY["success"], METRIC_BY_KEY["input_tokens"], METRIC_BY_KEY["peak_tokens"]
-    config, baseline = str(rows[0]["config"]), str(baseline_rows[0]["config"])
+    config, baseline = rows[0].config, baseline_rows[0].config
     p_other, p_base = task_values(rows, success), task_values(baseline_rows, success)
     matched = [task for task in p_base if task in p_other]
     if matched:
@@ -436,7 +435,7 @@ def compare(rows: Sequence[Row], baseline_rows: Sequence[Row]) -> Comparison:
     )
 
 
-def compare_to_baseline(rows: Iterable[Row], baseline: str | None = None) -> list[Comparison]:
+def compare_to_baseline(rows: Iterable[EpisodeRow], baseline: str | None = None) -> list[Comparison]:
     """Every other configuration against ``baseline`` (default: :func:`default_baseline`)."""
     groups = by_config(scored_rows(rows))
     if not groups:
@@ -452,7 +451,7 @@ def compare_to_baseline(rows: Iterable[Row], baseline: str | None = None) -> lis
 # ---------------------------------------------------------------------------------------
 
 
-def pass_hat_k(rows: Iterable[Row], k: int) -> float:
+def pass_hat_k(rows: Iterable[EpisodeRow], k: int) -> float:
     """tau-bench's pass^k: mean over tasks of C(c, k) / C(n, k).
 
     ``n`` is a task's number of scored runs and ``c`` its successes, so each term is the
@@ -466,7 +465,7 @@ def pass_hat_k(rows: Iterable[Row], k: int) -> float:
     return float(np.mean(terms)) if terms else math.nan
 
 
-def pass_hat_k_curve(rows: Iterable[Row]) -> dict[int, float]:
+def pass_hat_k_curve(rows: Iterable[EpisodeRow]) -> dict[int, float]:
     """pass^k for k = 1 .. the largest number of scored runs of any task."""
     scored = scored_rows(rows)
     runs_per_task = Counter(task_key(row) for row in scored)
@@ -479,16 +478,15 @@ def pass_hat_k_curve(rows: Iterable[Row]) -> dict[int, float]:
 # ---------------------------------------------------------------------------------------
 
 
-def failure_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
+def failure_counts(rows: Iterable[EpisodeRow]) -> dict[str, dict[str, int]]:
     """Per configuration, scored episodes by failure category (the taxonomy's order first,
     then any other category seen, then failed episodes left :data:`UNCLASSIFIED`)."""
     result = {}
     for name, group in by_config(scored_rows(rows)).items():
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for row in group:
-            category = row.get("failure_category")
-            if category:
-                counts[str(category)] += 1
+            if row.failure_category:
+                counts[row.failure_category] += 1
             elif not succeeded(row):
                 counts[UNCLASSIFIED] += 1
         result[name] = dict(counts)
@@ -502,10 +500,10 @@ def category_order(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
     return [*FAILURE_CATEGORIES, *extra, *([UNCLASSIFIED] if UNCLASSIFIED in seen else [])]
 
 
-def termination_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
+def termination_counts(rows: Iterable[EpisodeRow]) -> dict[str, dict[str, int]]:
     """Per configuration, scored episodes by termination reason."""
     return {
-        name: dict(Counter(str(row.get("termination")) for row in group))
+        name: dict(Counter(str(row.termination) for row in group))
         for name, group in by_config(scored_rows(rows)).items()
     }
 

@@ -35,6 +35,7 @@ from typing import Any
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
 
 VIEW_FILE = "view.html"
@@ -71,7 +72,10 @@ class MessageTable:
 
     def chunks(self) -> tuple[list[str], list[int]]:
         """(compressed base64 chunks, first message id of each chunk)."""
-        blobs, starts, batch, size = [], [], [], 0
+        blobs: list[str] = []
+        starts: list[int] = []
+        batch: list[list[Any]] = []
+        size = 0
         for index, row in enumerate(self.rows):
             if not batch:
                 starts.append(index)
@@ -169,7 +173,7 @@ def _marks(
     last_position = -1
     shown: list[list[Any]] = []
     for index, (message_id, message, origin) in enumerate(context):
-        position = _free_position(prefix.positions.get(message_id, ()), used, last_position)
+        position = _free_position(prefix.positions.get(message_id, []), used, last_position)
         if position is not None:
             used.add(position)
         elif message.get("tool_call_id") in prefix.by_call:
@@ -216,14 +220,14 @@ def _stored_tokens(
     return known
 
 
-def episode_record(row: dict[str, Any], trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
+def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
     """What the episode view draws: transcript ids, per-call contexts, timeline, charts, grade."""
     record: dict[str, Any] = {
-        "grade": row.get("grade") or {},
-        "termination": row.get("termination"),
-        "failure_category": row.get("failure_category"),
-        "infra_error": row.get("infra_error"),
-        "metrics": row.get("metrics") or {},
+        "grade": row.grade.model_dump(mode="json") if row.grade is not None else {},
+        "termination": row.termination,
+        "failure_category": row.failure_category,
+        "infra_error": row.infra_error,
+        "metrics": row.metrics.model_dump(mode="json"),
     }
     if trajectory is None:
         record.update(transcript=[], calls=[], events=[], remaining=[])
@@ -292,11 +296,10 @@ def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
     return {**costs, "role_calls": role_calls} if role_calls else costs
 
 
-def _read_trajectory(run_dir: Path, row: dict[str, Any]) -> dict[str, Any] | None:
-    relative = row.get("trajectory")
-    if not relative:
+def _read_trajectory(run_dir: Path, row: EpisodeRow) -> dict[str, Any] | None:
+    if not row.trajectory:
         return None
-    path = run_dir / relative
+    path = run_dir / row.trajectory
     try:
         with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as stream:
             loaded = json.load(stream)
@@ -323,7 +326,7 @@ def _estimate(estimate: st.Estimate) -> list[float | None]:
     return [finite(estimate.mean), finite(estimate.low), finite(estimate.high)]
 
 
-def overview(rows: list[dict[str, Any]], run_dir: Path) -> dict[str, Any]:
+def overview(rows: list[EpisodeRow], run_dir: Path) -> dict[str, Any]:
     summaries = st.summarize(rows)
     metrics = [
         {
@@ -352,31 +355,30 @@ def overview(rows: list[dict[str, Any]], run_dir: Path) -> dict[str, Any]:
     facts: dict[tuple[str, str], dict[str, str]] = {}
     episodes = []
     for index, row in enumerate(rows):
-        key = (str(row.get("task_set")), str(row.get("task_id")))
+        key = st.task_key(row)
         if key not in facts:
             facts[key] = _task_facts(*key)
-        grade, metrics_row = row.get("grade") or {}, row.get("metrics") or {}
         outcome = (
             "infra_error"
             if st.is_infra_error(row)
-            else ("success" if grade.get("success") else row.get("failure_category") or "failure")
+            else ("success" if st.succeeded(row) else row.failure_category or "failure")
         )
         episodes.append(
             {
                 "i": index,
-                "config": row.get("config"),
+                "config": row.config,
                 "task_set": key[0],
                 "task_id": key[1],
-                "run": row.get("run", 0),
+                "run": row.run,
                 **facts[key],
                 "outcome": outcome,
-                "strict": bool(grade.get("strict_success")),
-                "steps": metrics_row.get("steps"),
-                "input_tokens": metrics_row.get("input_tokens"),
-                "peak_tokens": metrics_row.get("peak_tokens"),
+                "strict": row.grade is not None and row.grade.strict_success,
+                "steps": row.metrics.steps,
+                "input_tokens": row.metrics.input_tokens,
+                "peak_tokens": row.metrics.peak_tokens,
             }
         )
-    agents = {str(row.get("agent", "")) for row in rows}
+    agents = {row.agent for row in rows}
     plots = [
         {
             "name": path.stem.replace("_", " "),
@@ -401,10 +403,9 @@ def _script(element_id: str, payload: str, kind: str = "application/json") -> st
     return f'<script type="{kind}" id="{element_id}">{safe}</script>'
 
 
-def build_page(run_dir: str | Path, rows: Iterable[dict[str, Any]] | None = None) -> str:
+def build_page(run_dir: str | Path, rows: Iterable[EpisodeRow] | None = None) -> str:
     run_dir = Path(run_dir)
-    rows = list(rows) if rows is not None else latest_attempts(load_results(run_dir)[0])
-    rows = st.canonical_order(rows)
+    rows = st.canonical_order(rows if rows is not None else latest_attempts(load_results(run_dir).rows))
     table = MessageTable()
     records = [_pack(episode_record(row, _read_trajectory(run_dir, row), table)) for row in rows]
     chunks, starts = table.chunks()
@@ -422,9 +423,7 @@ def build_page(run_dir: str | Path, rows: Iterable[dict[str, Any]] | None = None
     )
 
 
-def write_view(
-    run_dir: str | Path, out: str | Path | None = None, rows: Iterable[dict[str, Any]] | None = None
-) -> Path:
+def write_view(run_dir: str | Path, out: str | Path | None = None, rows: Iterable[EpisodeRow] | None = None) -> Path:
     """Write the page (default ``RUN_DIR/view.html``) and return its path."""
     run_dir = Path(run_dir)
     path = Path(out) if out else run_dir / VIEW_FILE
@@ -442,11 +441,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (Path(args.run_dir) / RESULTS_FILE).is_file():
         print(f"erp-sim view: no {RESULTS_FILE} in {args.run_dir}", file=sys.stderr)
         return 2
-    rows, _malformed = load_results(args.run_dir)
-    if not rows:
+    read = load_results(args.run_dir)
+    for problem in read.refused:
+        print(f"erp-sim view: skipped {problem}", file=sys.stderr)
+    if not read.rows:
         print(f"erp-sim view: no results in {args.run_dir}/{RESULTS_FILE}", file=sys.stderr)
         return 2
-    rows = latest_attempts(rows)
+    rows = latest_attempts(read.rows)
     path = write_view(args.run_dir, args.out, rows)  # the rows read above, not the results file read again
     print(f"{len(rows)} episodes; wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0

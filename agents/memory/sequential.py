@@ -16,8 +16,10 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, succeeded
 from erp_sim.agents.memory.consolidate import Consolidation, LLMConsolidator, consolidate_episode
 from erp_sim.agents.memory.store import MemoryStore
 from erp_sim.agents.models.roles import failures_named
@@ -104,17 +106,18 @@ def run_sequential(args, policy: str) -> int:
     prepare_models(list(specs.values()), {"consolidator": consolidator})
     out.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.open(args.memory)
-    rows, notes = [], []
+    rows: list[EpisodeRow] = []
+    notes = []
     for config, _ in arms:
         for episode, task_id in enumerate(ids):
             episode_spec = specs[config, task_id]
-            row = {**run_spec(episode_spec), "episode": episode}
+            row = EpisodeRow.model_validate(run_spec(episode_spec)).model_copy(update={"episode": episode})
             if config == WITH:
                 # the consolidator's calls go to this episode's cassette (or come from it, in a replay)
                 model = consolidator and role_model(episode_spec, "consolidator", consolidator, args.base_url)
                 try:
                     with (
-                        gzip.open(out / row["trajectory"], "rt", encoding="utf-8") as handle,
+                        gzip.open(out / row.trajectory, "rt", encoding="utf-8") as handle,
                         failures_named("consolidator"),
                     ):
                         result = update_memory(store, json.load(handle), model and LLMConsolidator(model))
@@ -122,16 +125,16 @@ def run_sequential(args, policy: str) -> int:
                     raise SystemExit(
                         f"erp-sim: {error}; the sequential run stopped at {task_id} (start it afresh)"
                     ) from None
-                row["memory"] = result.model_dump()
+                row = row.model_copy(update={"memory": result})
                 notes.append(result)
             rows.append(row)
             if not args.quiet:
                 print(
-                    f"{config} {episode:3d} {task_id}: success={row['grade']['success']} "
-                    f"steps={row['metrics']['steps']} tokens={row['metrics']['input_tokens']:,}",
+                    f"{config} {episode:3d} {task_id}: success={succeeded(row)} "
+                    f"steps={row.metrics.steps} tokens={row.metrics.input_tokens:,}",
                     flush=True,
                 )
-    results.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    results.write_text("".join(row.json_line() for row in rows), encoding="utf-8")
     report = write_report(str(out), baseline=args.baseline or WITHOUT)
     curve = learning_curve_markdown(rows)
     (out / CURVE_FILE).write_text(curve, encoding="utf-8")
@@ -158,11 +161,11 @@ def _consolidator_model(args) -> str | None:
     return model
 
 
-def curve_points(rows: list[dict], config: str) -> list[dict]:
-    return sorted((r for r in rows if r["config"] == config), key=lambda r: r["episode"])
+def curve_points(rows: list[EpisodeRow], config: str) -> list[EpisodeRow]:
+    return sorted((r for r in rows if r.config == config), key=lambda r: r.episode or 0)
 
 
-def learning_curve_markdown(rows: list[dict]) -> str:
+def learning_curve_markdown(rows: list[EpisodeRow]) -> str:
     """The per-episode table of both arms and the first/last five summary."""
     with_rows, without_rows = curve_points(rows, WITH), curve_points(rows, WITHOUT)
     lines = [
@@ -176,10 +179,10 @@ def learning_curve_markdown(rows: list[dict]) -> str:
         "|---:|---|---:|---:|---:|---|",
     ]
     for a, b in zip(with_rows, without_rows):
-        ma, mb = a["metrics"], b["metrics"]
+        ma, mb = a.metrics, b.metrics
         lines.append(
-            f"| {a['episode']} | {a['task_id']} | {ma['steps']} / {mb['steps']} | "
-            f"{ma['model_calls']} / {mb['model_calls']} | {ma['input_tokens']:,} / {mb['input_tokens']:,} | "
+            f"| {a.episode} | {a.task_id} | {ma.steps} / {mb.steps} | "
+            f"{ma.model_calls} / {mb.model_calls} | {ma.input_tokens:,} / {mb.input_tokens:,} | "
             f"{_mark(a)} / {_mark(b)} |"
         )
     lines += ["", "| episodes | arm | steps | model calls | input tokens | success |", "|---|---|---:|---:|---:|---:|"]
@@ -189,22 +192,22 @@ def learning_curve_markdown(rows: list[dict]) -> str:
             if not chosen:
                 continue
             lines.append(
-                f"| {label} | {arm} | {_mean(chosen, 'steps'):.1f} | {_mean(chosen, 'model_calls'):.1f} | "
-                f"{_mean(chosen, 'input_tokens'):,.0f} | "
-                f"{sum(bool(r['grade']['success']) for r in chosen)}/{len(chosen)} |"
+                f"| {label} | {arm} | {_mean(chosen, lambda m: m.steps):.1f} | "
+                f"{_mean(chosen, lambda m: m.model_calls):.1f} | {_mean(chosen, lambda m: m.input_tokens):,.0f} | "
+                f"{sum(succeeded(r) for r in chosen)}/{len(chosen)} |"
             )
     return "\n".join(lines) + "\n"
 
 
-def _mark(row: dict) -> str:
-    return "yes" if row["grade"]["success"] else "no"
+def _mark(row: EpisodeRow) -> str:
+    return "yes" if succeeded(row) else "no"
 
 
-def _mean(rows: list[dict], metric: str) -> float:
-    return statistics.fmean(r["metrics"][metric] for r in rows)
+def _mean(rows: list[EpisodeRow], metric: Callable[[RowMetrics], float]) -> float:
+    return statistics.fmean(metric(r.metrics) for r in rows)
 
 
-def _plot(rows: list[dict], path: Path) -> None:
+def _plot(rows: list[EpisodeRow], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -213,9 +216,9 @@ def _plot(rows: list[dict], path: Path) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for arm in (WITH, WITHOUT):
         points = curve_points(rows, arm)
-        x = [r["episode"] for r in points]
-        axes[0].plot(x, [r["metrics"]["steps"] for r in points], marker="o", label=arm)
-        axes[1].plot(x, [r["metrics"]["input_tokens"] for r in points], marker="o", label=arm)
+        x = [r.episode for r in points]
+        axes[0].plot(x, [r.metrics.steps for r in points], marker="o", label=arm)
+        axes[1].plot(x, [r.metrics.input_tokens for r in points], marker="o", label=arm)
     axes[0].set(xlabel="episode", ylabel="ERP steps")
     axes[1].set(xlabel="episode", ylabel="input tokens")
     axes[0].legend()

@@ -52,14 +52,14 @@ def test_the_cli_refuses_a_bad_price_in_one_line_and_writes_nothing(tmp_path, ca
 
 def priced_row(config, task, *, input_tokens, cacheable, output, user_input=0, user_cacheable=0):
     row = episode(config, task, 0, True, tokens=input_tokens)
-    row["metrics"] |= {
+    counts = {
         "cacheable_prefix_tokens": cacheable,
         "output_tokens": output,
         "user_input_tokens": user_input,
         "user_cacheable_prefix_tokens": user_cacheable,
         "user_output_tokens": 0,
     }
-    return row
+    return row.model_copy(update={"metrics": row.metrics.model_copy(update=counts)})
 
 
 def test_the_cost_table_prices_cached_and_uncached_input(tmp_path):
@@ -97,11 +97,13 @@ def test_the_cost_table_prices_cached_and_uncached_input(tmp_path):
 def test_service_counts_give_their_own_cost_column_and_token_units_row(tmp_path):
     rows = [priced_row("C2", task, input_tokens=1_000_000, cacheable=800_000, output=100_000) for task in range(2)]
     for row in rows:
-        row["metrics"] |= {
-            "reported_input_tokens": 1_100_000,
-            "provider_cached_tokens": 500_000,
-            "reported_output_tokens": 100_000,
-        }
+        row.metrics = row.metrics.model_copy(
+            update={
+                "reported_input_tokens": 1_100_000,
+                "provider_cached_tokens": 500_000,
+                "reported_output_tokens": 100_000,
+            }
+        )
     directory = write_results(tmp_path / "run", rows)
     assert report_main([str(directory), "--price", "agent=2,1,8"]) == 0
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
 from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows, row_key
+from erp_sim.agents.evaluation.evaluate import read_results, read_rows
 from erp_sim.agents.evaluation.report_cli import main as report_main
 from erp_sim.agents.evaluation.sweep import grid_specs
 from erp_sim.agents.evaluation.sweep import main as sweep_main
@@ -97,8 +97,7 @@ def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
     before = len(read_rows(results))
     assert 4 <= before < 30, "the run must be killed mid-way"
     subprocess.run([*args, "--resume"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
-    rows = read_rows(results)
-    counts = Counter(row_key(r) for r in rows)
+    counts = Counter(row.episode_key for row in read_results(results).rows)
     assert len(counts) == 30 and set(counts.values()) == {1}
 
 

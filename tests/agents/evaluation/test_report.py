@@ -10,6 +10,7 @@ import pytest
 from test_statistics import TASKS, episode, synthetic_rows
 
 from erp_sim.agents.evaluation import report
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -17,12 +18,13 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def write_results(directory: Path, rows, tail: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / report.RESULTS_FILE).write_text(
-        "".join(json.dumps(row) + "\n" for row in rows) + tail, encoding="utf-8"
+        "".join(row.json_line() if isinstance(row, EpisodeRow) else json.dumps(row) + "\n" for row in rows) + tail,
+        encoding="utf-8",
     )
     return directory
 
 
-def sweep_rows() -> list[dict]:
+def sweep_rows() -> list[EpisodeRow]:
     return [
         episode(
             f"N{n}W{w}",
@@ -141,7 +143,7 @@ def test_number_formats():
 
 
 def _with(rows, config, **grade):
-    return [r | {"grade": r["grade"] | grade} if r["config"] == config else r for r in rows]
+    return [r.model_copy(update={"grade": r.grade.model_copy(update=grade)}) if r.config == config else r for r in rows]
 
 
 def test_study_table_puts_relative_token_changes_side_by_side_and_says_the_unit_is_undefined():
@@ -156,7 +158,7 @@ def test_study_table_puts_relative_token_changes_side_by_side_and_says_the_unit_
 
 def test_an_order_of_configurations_unlike_the_study_is_pointed_out():
     rows = [
-        r | {"grade": r["grade"] | {"success": r["config"] != "C4"}}
+        r.model_copy(update={"grade": r.grade.model_copy(update={"success": r.config != "C4"})})
         for r in __import__("test_statistics").synthetic_rows()
     ]
     md = report.render_report(rows)
@@ -168,7 +170,11 @@ def test_over_itemization_cannot_hide_behind_the_itemized_amount():
     rows = []
     for task in range(10):  # half the episodes itemize 150%, half 50%: an uncapped mean says 100%
         row = episode("C2", task, 0, False, tokens=1000)
-        rows.append(row | {"grade": row["grade"] | {"itemized_fraction": 1.5 if task % 2 else 0.5}})
+        rows.append(
+            row.model_copy(
+                update={"grade": row.grade.model_copy(update={"itemized_fraction": 1.5 if task % 2 else 0.5})}
+            )
+        )
     md = report.render_report(rows)
     assert "| C2 | 0.0 | 0.0 | 75.0 [" in md  # mean of min(fraction, 1) = (1 + .5) / 2
     outcome = next(line for line in md.splitlines() if line.startswith("| C2 | 0.0 | 0.0 |"))
@@ -205,12 +211,14 @@ def test_an_llm_users_cost_has_its_own_table():
     rows = [episode("C2", t, 0, True) for t in range(3)]
     assert "LLM user (counted apart" not in report.render_report(rows)
     for row in rows:
-        row["metrics"] |= {"user_model_calls": 2, "user_input_tokens": 100, "user_output_tokens": 10}
+        row.metrics = row.metrics.model_copy(
+            update={"user_model_calls": 2, "user_input_tokens": 100, "user_output_tokens": 10}
+        )
     assert "| C2 | 2.0 | 330 |" in report.render_report(rows)  # 110 tokens x 3 tasks per benchmark
 
 
 def test_a_deterministic_agent_is_reported_with_one_run_and_why():
-    rows = [episode("C2", t, 0, True) | {"agent": "scripted"} for t in range(12)]
+    rows = [episode("C2", t, 0, True).model_copy(update={"agent": "scripted"}) for t in range(12)]
     md = report.render_report(rows)
     assert (
         "| C2 | `full` | scripted | rule | hotel_50 | 12 | 1 (deterministic agent) | 12 | 0 | bootstrap over 12 tasks "

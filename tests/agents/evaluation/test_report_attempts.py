@@ -10,6 +10,7 @@ from test_statistics import episode
 
 from erp_sim.agents.evaluation import report
 from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.failures import error_text
 from erp_sim.agents.evaluation.report_cli import main as report_main
 from erp_sim.agents.evaluation.view import main as view_main
@@ -21,12 +22,12 @@ OLD_ERROR = (
 OUTAGE = "fake-model at http://127.0.0.1:1/v1: gave up after 6 attempts; last error: HTTP 503: overloaded"
 
 
-def killed_resume_rows() -> list[dict]:
+def killed_resume_rows() -> list[EpisodeRow]:
     """4 episodes: a first run (canonical, 3 infra errors), then a --resume that re-ran those 3 and was
     killed before it rewrote the file: 7 rows. Of the re-runs, 2 are scored and 1 failed again."""
     first = [episode("C2", 0, 0, True)] + [episode("C2", task, 0, False, infra=OUTAGE) for task in (1, 2, 3)]
     for row in first:
-        row["attempt"] = 1
+        row.attempt = 1
     again = [
         episode("C2", 1, 0, True),
         episode("C2", 2, 0, False, category="premature_termination"),
@@ -38,16 +39,16 @@ def killed_resume_rows() -> list[dict]:
 def test_latest_attempts_keeps_the_last_row_of_each_episode_with_the_earlier_ones():
     rows = killed_resume_rows()
     latest = latest_attempts(rows)
-    assert [(r["task_id"], r["attempt"], bool(r["infra_error"])) for r in latest] == [
+    assert [(r.task_id, r.attempt, bool(r.infra_error)) for r in latest] == [
         ("hotel-000", 1, False),
         ("hotel-001", 2, False),
         ("hotel-002", 2, False),
         ("hotel-003", 2, True),
     ]
-    assert latest[3]["attempts"] == [
+    assert [a.model_dump() for a in latest[3].attempts] == [
         {"attempt": 1, "termination": "stalled", "infra_error": OUTAGE, "model_error": None}
     ]
-    assert "attempts" not in rows[4] and len(rows) == 7  # the input rows are left as they were
+    assert not rows[4].attempts and rows[4].attempt is None and len(rows) == 7  # the input rows are left as they were
     assert latest_attempts(latest) == latest  # a canonical file reads the same
 
 

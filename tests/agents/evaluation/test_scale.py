@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from erp_sim.agents.evaluation.report import load_results
 from erp_sim.agents.evaluation.scale import main, render_scale, scale_study, slope, write_scale
 
 
@@ -19,17 +19,25 @@ def row(
     success: bool = True,
     termination: str = "success",
     **extra,
-) -> dict:
-    return {
-        "config": config,
-        "policy": "full" if config == "C2" else "last_n:n=5",
-        "task_set": "long_horizon",
-        "task_id": task_id,
-        "run": 0,
-        "termination": termination,
-        "grade": {"success": success},
-        "metrics": {"input_tokens": tokens, "peak_tokens": peak, "steps": steps, **extra},
-    }
+) -> EpisodeRow:
+    return EpisodeRow.model_validate(
+        {
+            "config": config,
+            "policy": "full" if config == "C2" else "last_n:n=5",
+            "task_set": "long_horizon",
+            "task_id": task_id,
+            "run": 0,
+            "termination": termination,
+            "grade": {
+                "success": success,
+                "strict_success": success,
+                "itemized_fraction": 1.0 if success else 0.5,
+                "remaining_amount": "0.00" if success else "10.00",
+                "collateral": [],
+            },
+            "metrics": {"input_tokens": tokens, "peak_tokens": peak, "steps": steps, **extra},
+        }
+    )
 
 
 def test_slope_is_the_exponent_of_a_power_law():
@@ -69,7 +77,7 @@ def test_the_cacheable_share_appears_when_rows_have_it():
 
 def test_report_only_writes_the_study_beside_the_results(tmp_path):
     rows = [row("C2", "long-010-00", peak=50_000, tokens=1_000), row("C2", "long-200-00", peak=900_000, tokens=90_000)]
-    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "results.jsonl").write_text("".join(r.json_line() for r in rows))
     assert main(["--report-only", str(tmp_path), "--context-window", "128000"]) == 0
     assert "200 charges" in (tmp_path / "scale.md").read_text() and (tmp_path / "scale.png").stat().st_size > 1000
 
@@ -94,10 +102,7 @@ def test_one_command_runs_the_ladder_and_finds_where_full_history_overflows(tmp_
         )
         == 0
     )
-    study = {
-        p.config: p
-        for p in scale_study([json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()], 75_000)
-    }
+    study = {p.config: p for p in scale_study(load_results(out).rows, 75_000)}
     assert study["C2"].overflow_rung == 20 and study["C3"].overflow_rung is None
     assert all(r.success == 1.0 for p in study.values() for r in p.rungs)  # measured on: the window only marks
     assert write_scale(out, 75_000).read_text() == (out / "scale.md").read_text()

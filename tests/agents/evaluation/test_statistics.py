@@ -7,6 +7,7 @@ import math
 import pytest
 
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 
 T_975_DF4 = 2.7764451051977987  # Student t quantile 0.975 with 4 degrees of freedom (tables)
 TASKS, RUNS = 10, 5
@@ -26,42 +27,44 @@ def episode(
     infra=None,
     wall=1.0,
 ):
-    return {
-        "config": config,
-        "policy": policy,
-        "user": "rule",
-        "agent": "scripted:recall=2e6",  # runs differ (a deterministic agent's would be copies)
-        "task_set": task_set,
-        "task_id": f"hotel-{task:03d}",
-        "run": run,
-        "seed": 1000 + 10 * task + run,
-        "grade": {
-            "success": success,
-            "strict_success": success,
-            "itemized_fraction": 1.0 if success else 0.5,
-            "remaining_amount": "0.00",
-            "collateral": [],
-        },
-        "metrics": {
-            "steps": 10 + task,
-            "tool_calls": 8,
-            "invalid_actions": 0,
-            "input_tokens": tokens,
-            "output_tokens": 50,
-            "peak_tokens": peak,
-            "dependency": 1e6,
-            "summarizer_calls": 0,
-            "summarizer_tokens": 0,
-        },
-        "termination": "success" if success else "stalled",
-        "failure_category": category,
-        "infra_error": infra,
-        "trajectory": f"trajectories/{config}/hotel-{task:03d}-run{run}.jsonl",
-        "timing": {"wall_time_s": wall},
-    }
+    return EpisodeRow.model_validate(
+        {
+            "config": config,
+            "policy": policy,
+            "user": "rule",
+            "agent": "scripted:recall=2e6",  # runs differ (a deterministic agent's would be copies)
+            "task_set": task_set,
+            "task_id": f"hotel-{task:03d}",
+            "run": run,
+            "seed": 1000 + 10 * task + run,
+            "grade": {
+                "success": success,
+                "strict_success": success,
+                "itemized_fraction": 1.0 if success else 0.5,
+                "remaining_amount": "0.00",
+                "collateral": [],
+            },
+            "metrics": {
+                "steps": 10 + task,
+                "tool_calls": 8,
+                "invalid_actions": 0,
+                "input_tokens": tokens,
+                "output_tokens": 50,
+                "peak_tokens": peak,
+                "dependency": 1e6,
+                "summarizer_calls": 0,
+                "summarizer_tokens": 0,
+            },
+            "termination": "success" if success else "stalled",
+            "failure_category": category,
+            "infra_error": infra,
+            "trajectory": f"trajectories/{config}/hotel-{task:03d}-run{run}.jsonl",
+            "timing": {"wall_time_s": wall},
+        }
+    )
 
 
-def synthetic_rows() -> list[dict]:
+def synthetic_rows() -> list[EpisodeRow]:
     """C2: tasks 0-4 always succeed, 5-9 never (run rate 0.5 every run).
     C3: task < 5 + (0,1,2,0,1)[run] succeeds (run rates .5 .6 .7 .5 .6).
     C4: task < 8 + run % 2 succeeds (run rates .8 .9 .8 .9 .8)."""
@@ -146,7 +149,7 @@ def test_rate_intervals_are_clipped_to_one():
 
 
 def test_single_run_falls_back_to_a_bootstrap_over_tasks():
-    rows = [r for r in synthetic_rows() if r["run"] == 0 and r["config"] == "C3"]
+    rows = [r for r in synthetic_rows() if r.run == 0 and r.config == "C3"]
     summary = st.summarize(rows)["C3"]
     est = summary.estimates["success"]
     assert est.method.startswith("bootstrap") and est.n == TASKS
@@ -177,7 +180,7 @@ def test_infra_error_rows_are_excluded_counted_and_listed():
 
 
 def test_a_run_missing_an_episode_scales_its_total_to_the_task_set():
-    rows = [r for r in synthetic_rows() if r["config"] == "C4"]
+    rows = [r for r in synthetic_rows() if r.config == "C4"]
     rows.append(episode("C4", 10, 0, False, tokens=500, infra="timeout"))  # an 11th task, only ever an infra error
     summary = st.summarize(rows)["C4"]
     assert summary.n_tasks == 11 and summary.incomplete_runs == RUNS
@@ -190,7 +193,7 @@ def test_repeated_episode_keeps_the_last_row():
     assert st.duplicate_count([*rows, again]) == 1
     scored = st.scored_rows([*rows, again])
     assert len(scored) == len(rows)
-    assert next(r for r in scored if r["config"] == "C2" and r["task_id"] == "hotel-009" and r["run"] == 4) is again
+    assert next(r for r in scored if r.config == "C2" and r.task_id == "hotel-009" and r.run == 4) is again
 
 
 # --- against a baseline ----------------------------------------------------------------
@@ -233,10 +236,10 @@ def test_one_discordant_task_or_none_gives_p_one():
 
 
 def test_unmatched_tasks_fall_back_to_welch():
-    rows = [r for r in synthetic_rows() if r["config"] in ("C2", "C3")]
+    rows = [r for r in synthetic_rows() if r.config in ("C2", "C3")]
     for r in rows:
-        if r["config"] == "C2":
-            r["task_set"] = "meals_20"
+        if r.config == "C2":
+            r.task_set = "meals_20"
     (c3,) = st.compare_to_baseline(rows, baseline="C2")
     assert not c3.paired and c3.test.startswith("Welch")
     assert c3.success_diff.mean == pytest.approx(0.08)
@@ -338,12 +341,16 @@ def test_sweep_grid_only_for_configs_differing_in_n_and_w():
 def test_a_deterministic_agent_gets_intervals_over_tasks_and_the_reason():
     """The scripted agent without recall= repeats itself: its runs are copies, so the interval is over
     tasks (a t interval over copies would have zero width), with or without extra runs."""
-    rows = [episode("C3", task, run, task < 5) | {"agent": "scripted"} for run in range(2) for task in range(TASKS)]
-    for subset in (rows, [r for r in rows if r["run"] == 0]):
+    rows = [
+        episode("C3", task, run, task < 5).model_copy(update={"agent": "scripted"})
+        for run in range(2)
+        for task in range(TASKS)
+    ]
+    for subset in (rows, [r for r in rows if r.run == 0]):
         summary = st.summarize(subset)["C3"]
         assert summary.deterministic
         assert summary.interval_method == "bootstrap over 10 tasks (deterministic agent: its runs are identical)"
         est = summary.estimates["success"]
         assert est.method.startswith("bootstrap") and est.n == TASKS and est.low < 0.5 < est.high
-    varied = st.summarize([r | {"agent": "scripted:recall=2e6"} for r in rows])["C3"]
+    varied = st.summarize([r.model_copy(update={"agent": "scripted:recall=2e6"}) for r in rows])["C3"]
     assert not varied.deterministic and varied.interval_method == "t over 2 runs"
