@@ -303,7 +303,9 @@ def _execute_ray(
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None,
     )
-    reaper = start_reaper(context.address_info.get("session_dir", "")) if owned else None  # for a killed eval
+    # for a killed eval; ray.init returns a RayContext, which its annotation calls BaseContext
+    session_dir = context.address_info.get("session_dir", "")  # type: ignore[attr-defined]
+    reaper = start_reaper(session_dir) if owned else None
     try:
         remote = ray.remote(max_retries=0)(run or run_spec)
         pending = [remote.remote(spec) for spec in specs]
