@@ -126,6 +126,7 @@ def test_a_model_agents_provider_cached_tokens_are_kept_beside_our_bound(fake_op
 
 def test_show_and_the_run_page_give_each_calls_cacheable_prefix_and_both_units():
     from erp_sim.agents.evaluation import show, view
+    from erp_sim.agents.evaluation.episode_row import EpisodeRow
     from erp_sim.agents.prompt_cache import ModelCall
 
     trajectory = episode("full")
@@ -141,7 +142,7 @@ def test_show_and_the_run_page_give_each_calls_cacheable_prefix_and_both_units()
             provider_cached_tokens=None,
         )
     ]
-    row = {"config": "C2", "run": 0, "agent": "openai:m"}
+    row = EpisodeRow(config="C2", policy="full", task_id=trajectory.task_id, run=0, agent="openai:m")
     text = show.render(row, trajectory)
     spread = (step.input_tokens + 40) / step.input_tokens - 1
     assert (
