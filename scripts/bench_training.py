@@ -36,17 +36,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "erp_sim.agents.cli",
-            "serve",
-            "--openenv",
-            "--port",
-            str(port),
-            "--verbosity",
-            "compact",
-        ],
+        [sys.executable, *"-m erp_sim.agents.cli serve --openenv --port".split(), str(port), "--verbosity", "compact"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

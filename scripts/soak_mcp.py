@@ -244,10 +244,7 @@ def main() -> None:
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "erp_sim.mcp.server",
-            "--http",
-            "--port",
+            *"-m erp_sim.mcp.server --http --port".split(),
             str(port),
             "--auth-token",
             TOKEN,

@@ -72,16 +72,7 @@ def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys)
     assert (
         eval_main(
             [
-                "--configs",
-                "C2,C4",
-                "--tasks",
-                "hotel_50:hotel-049",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--out",
+                *"--configs C2,C4 --tasks hotel_50:hotel-049 --runs 1 --quiet --concurrency 1 --out".split(),
                 str(tmp_path),
             ]
         )
@@ -124,22 +115,9 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
     assert (
         eval_main(
             [
-                "--configs",
-                "C2",
-                "--tasks",
-                "hotel_50:hotel-003",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--agent",
-                "openai:fake-model",
-                "--base-url",
+                *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
                 fake_openai_server.base_url,
-                "--context-window",
-                "400000",
-                "--out",
+                *"--context-window 400000 --out".split(),
                 str(tmp_path),
             ]
         )

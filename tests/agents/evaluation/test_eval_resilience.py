@@ -55,19 +55,7 @@ def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
 def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards(tmp_path):
     args = [
         sys.executable,
-        "-m",
-        "erp_sim.agents.cli",
-        "eval",
-        "--configs",
-        "C2,C3,C4",
-        "--tasks",
-        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049",
-        "--runs",
-        "3",
-        "--quiet",
-        "--concurrency",
-        "2",
-        "--out",
+        *"-m erp_sim.agents.cli eval --configs C2,C3,C4 --tasks hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049 --runs 3 --quiet --concurrency 2 --out".split(),
         str(tmp_path),
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -110,18 +98,7 @@ def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tm
             ),
         )
         argv = [
-            "--configs",
-            "C2",
-            "--tasks",
-            "hotel_50:hotel-003",
-            "--runs",
-            "1",
-            "--quiet",
-            "--concurrency",
-            "1",
-            "--agent",
-            "openai:fake-model",
-            "--base-url",
+            *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
             server.base_url,
             "--out",
             str(tmp_path / "run"),
@@ -149,16 +126,7 @@ def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tm
         server.fail_always(500)  # replay must never touch the server
         eval_main(
             [
-                "--configs",
-                "C2",
-                "--tasks",
-                "hotel_50:hotel-003",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--agent",
+                *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent".split(),
                 f"replay:{tmp_path / 'rec'}",
                 "--out",
                 str(tmp_path / "replay"),
@@ -188,11 +156,7 @@ def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_ru
             eval_main(
                 [
                     *common,
-                    "--tasks",
-                    "hotel_50:hotel-003,hotel-004",
-                    "--agent",
-                    "openai:fake-model",
-                    "--base-url",
+                    *"--tasks hotel_50:hotel-003,hotel-004 --agent openai:fake-model --base-url".split(),
                     server.base_url,
                     "--out",
                     str(tmp_path / "run"),
@@ -261,19 +225,7 @@ def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_ru
 def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_rest(tmp_path):
     args = [
         sys.executable,
-        "-m",
-        "erp_sim.agents.cli",
-        "eval",
-        "--configs",
-        "C2,C4",
-        "--tasks",
-        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040",
-        "--runs",
-        "2",
-        "--quiet",
-        "--concurrency",
-        "2",
-        "--out",
+        *"-m erp_sim.agents.cli eval --configs C2,C4 --tasks hotel_50:hotel-010,hotel-020,hotel-030,hotel-040 --runs 2 --quiet --concurrency 2 --out".split(),
         str(tmp_path),
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -294,19 +246,7 @@ def test_a_killed_worker_stops_the_eval_with_one_line_and_resume_finishes_the_re
 
 
 def test_a_finished_eval_removes_its_lock_and_a_later_one_takes_it_again(tmp_path):
-    argv = [
-        "--configs",
-        "C3",
-        "--tasks",
-        "hotel_50:hotel-000",
-        "--runs",
-        "1",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--out",
-        str(tmp_path),
-    ]
+    argv = [*"--configs C3 --tasks hotel_50:hotel-000 --runs 1 --quiet --concurrency 1 --out".split(), str(tmp_path)]
     assert eval_main(argv) == 0
     assert (tmp_path / "results.jsonl").exists() and not (tmp_path / LOCK_FILE).exists()
     assert eval_main([*argv, "--resume"]) == 0

@@ -72,19 +72,7 @@ def test_existing_results_need_resume(tmp_path):
 def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
     args = [
         sys.executable,
-        "-m",
-        "erp_sim.agents.cli",
-        "eval",
-        "--configs",
-        "C2,C3,C4",
-        "--tasks",
-        "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049",
-        "--runs",
-        "2",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--out",
+        *"-m erp_sim.agents.cli eval --configs C2,C3,C4 --tasks hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049 --runs 2 --quiet --concurrency 1 --out".split(),
         str(tmp_path),
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -127,18 +115,7 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     monkeypatch.setattr("erp_sim.agents.evaluation.episode_models._chat_model", _fast_retry_model)
     env = gym.make("erp_sim/ExpenseItemization-v0")
     argv = [
-        "--configs",
-        "C2",
-        "--tasks",
-        "hotel_50:hotel-003",
-        "--runs",
-        "1",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--agent",
-        "openai:fake-model",
-        "--base-url",
+        *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
         fake_openai_server.base_url,
         "--out",
         str(tmp_path / "run"),
@@ -155,16 +132,7 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     assert row["infra_error"] is None and row["grade"]["success"]
     # The recorded cassette replays the same episode offline.
     replay = [
-        "--configs",
-        "C2",
-        "--tasks",
-        "hotel_50:hotel-003",
-        "--runs",
-        "1",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--agent",
+        *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent".split(),
         f"replay:{tmp_path / 'rec'}",
         "--out",
         str(tmp_path / "replay"),
@@ -197,16 +165,7 @@ def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
     assert (
         eval_main(
             [
-                "--configs",
-                "C3",
-                "--tasks",
-                "hotel_50:hotel-000,hotel-001",
-                "--runs",
-                "1",
-                "--quiet",
-                "--backend",
-                "ray",
-                "--out",
+                *"--configs C3 --tasks hotel_50:hotel-000,hotel-001 --runs 1 --quiet --backend ray --out".split(),
                 str(tmp_path),
             ]
         )
@@ -222,16 +181,7 @@ def test_the_printed_table_has_the_columns_and_number_formats_of_the_readme_copy
     assert (
         eval_main(
             [
-                "--configs",
-                "C1,C2",
-                "--tasks",
-                "hotel_50:hotel-000",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--out",
+                *"--configs C1,C2 --tasks hotel_50:hotel-000 --runs 1 --quiet --concurrency 1 --out".split(),
                 str(tmp_path),
             ]
         )
@@ -324,19 +274,7 @@ def test_no_ray_process_outlives_a_killed_eval(tmp_path):
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "erp_sim.agents.cli",
-            "eval",
-            "--configs",
-            "C2,C3",
-            "--tasks",
-            "hotel_50",
-            "--runs",
-            "5",
-            "--quiet",
-            "--backend",
-            "ray",
-            "--out",
+            *"-m erp_sim.agents.cli eval --configs C2,C3 --tasks hotel_50 --runs 5 --quiet --backend ray --out".split(),
             str(tmp_path),
         ],
         stdout=subprocess.DEVNULL,

@@ -59,18 +59,9 @@ def test_context_window_applies_to_any_agent_scored_as_a_failure(env):
 
 def _eval_argv(server, out, tasks="hotel_50:hotel-003,hotel-004"):
     return [
-        "--configs",
-        "C2",
-        "--tasks",
+        *"--configs C2 --tasks".split(),
         tasks,
-        "--runs",
-        "1",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--agent",
-        "openai:fake-model",
-        "--base-url",
+        *"--runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
         server.base_url,
         "--out",
         str(out),

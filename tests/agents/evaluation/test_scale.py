@@ -87,17 +87,9 @@ def test_one_command_runs_the_ladder_and_finds_where_full_history_overflows(tmp_
     assert (
         main(
             [
-                "--tasks",
-                "long_horizon:long-010-00,long-020-00",
-                "--configs",
-                "C2,C3",
-                "--context-window",
-                "75000",
-                "--out",
+                *"--tasks long_horizon:long-010-00,long-020-00 --configs C2,C3 --context-window 75000 --out".split(),
                 str(out),
-                "--quiet",
-                "--concurrency",
-                "1",
+                *"--quiet --concurrency 1".split(),
             ]
         )
         == 0

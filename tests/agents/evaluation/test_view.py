@@ -30,15 +30,7 @@ def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run")
     code = evaluate.main(
         [
-            "--configs",
-            "C2,C3,C4",
-            "--tasks",
-            "hotel_50:hotel-000,hotel-001",
-            "--runs",
-            "1",
-            "--concurrency",
-            "1",
-            "--out",
+            *"--configs C2,C3,C4 --tasks hotel_50:hotel-000,hotel-001 --runs 1 --concurrency 1 --out".split(),
             str(out),
             "--quiet",
         ]
@@ -214,19 +206,7 @@ def two_runs_page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two-runs")
     assert (
         evaluate.main(
-            [
-                "--configs",
-                "C2",
-                "--tasks",
-                "hotel_50:hotel-000",
-                "--runs",
-                "2",
-                "--concurrency",
-                "1",
-                "--out",
-                str(out),
-                "--quiet",
-            ]
+            [*"--configs C2 --tasks hotel_50:hotel-000 --runs 2 --concurrency 1 --out".split(), str(out), "--quiet"]
         )
         == 0
     )

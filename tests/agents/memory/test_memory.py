@@ -290,13 +290,9 @@ def test_sequential_eval_learning_curve(tmp_path):
     assert (
         main(
             [
-                "--policy",
-                "ga_memory",
-                "--memory",
+                *"--policy ga_memory --memory".split(),
                 str(memory),
-                "--sequential",
-                "--quiet",
-                "--tasks",
+                *"--sequential --quiet --tasks".split(),
                 "hotel_50:" + ",".join(TASKS),
                 "--out",
                 str(out),

@@ -264,18 +264,7 @@ def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a
         server.answer_with(model_reply)
         code = eval_main(
             [
-                "--configs",
-                "C2",
-                "--tasks",
-                "hotel_50:hotel-003",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--agent",
-                "openai:fake-model",
-                "--base-url",
+                *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
                 server.base_url,
                 "--out",
                 str(tmp_path),
@@ -302,16 +291,7 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
     from erp_sim.agents.evaluation.evaluate import read_rows
 
     flags = [
-        "--model-param",
-        "tool_choice=auto",
-        "--model-param",
-        "assistant_content=empty",
-        "--model-param",
-        "max_tokens=512",
-        "--timeout",
-        "20",
-        "--max-retries",
-        "0",
+        *"--model-param tool_choice=auto --model-param assistant_content=empty --model-param max_tokens=512 --timeout 20 --max-retries 0".split()
     ]
     common = ["--configs", "C4", "--tasks", "hotel_50:hotel-006", "--runs", "1", "--quiet", "--concurrency", "1"]
     with FakeOpenAIServer(
@@ -323,13 +303,7 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
                 [
                     *common,
                     *flags,
-                    "--agent",
-                    "openai:local",
-                    "--user",
-                    "openai:local",
-                    "--summarizer",
-                    "openai:local",
-                    "--base-url",
+                    *"--agent openai:local --user openai:local --summarizer openai:local --base-url".split(),
                     server.base_url,
                     "--summarizer-base-url",
                     server.base_url,
@@ -357,11 +331,7 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
                 *flags,
                 "--agent",
                 f"replay:{tmp_path / 'rec'}",
-                "--user",
-                "openai:local",
-                "--summarizer",
-                "openai:local",
-                "--out",
+                *"--user openai:local --summarizer openai:local --out".split(),
                 str(tmp_path / "replayed"),
             ]
         )

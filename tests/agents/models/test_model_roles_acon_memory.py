@@ -13,18 +13,7 @@ from erp_sim.agents.evaluation.evaluate import main as eval_main
 
 # --- acon optimize: compressor and optimizer roles ---------------------------------------------------
 ACON = [
-    "--agent",
-    "openai:fake-agent",
-    "--compressor",
-    "openai:fake-compressor",
-    "--optimizer",
-    "openai:fake-optimizer",
-    "--tasks",
-    "hotel_50:hotel-006",
-    "--test-tasks",
-    "none",
-    "--steps",
-    "none",
+    *"--agent openai:fake-agent --compressor openai:fake-compressor --optimizer openai:fake-optimizer --tasks hotel_50:hotel-006 --test-tasks none --steps none".split()
 ]
 
 
@@ -43,16 +32,7 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
                     str(tmp_path / "run"),
                     "--record",
                     str(tmp_path / "run"),
-                    "--model-param",
-                    "compressor:max_tokens=300",
-                    "--model-param",
-                    "agent:tool_choice=auto",
-                    "--model-param",
-                    "seed=3",
-                    "--timeout",
-                    "30",
-                    "--max-retries",
-                    "1",
+                    *"--model-param compressor:max_tokens=300 --model-param agent:tool_choice=auto --model-param seed=3 --timeout 30 --max-retries 1".split(),
                 ]
             )
             == 0
@@ -116,31 +96,18 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
 
     memory = tmp_path / "memory"
     argv = [
-        "--policy",
-        "ga_memory",
-        "--memory",
+        *"--policy ga_memory --memory".split(),
         str(memory),
-        "--sequential",
-        "--quiet",
-        "--concurrency",
-        "1",
-        "--tasks",
-        "hotel_50:hotel-000,hotel-001",
-        "--consolidator",
-        "openai:fake-cons",
+        *"--sequential --quiet --concurrency 1 --tasks hotel_50:hotel-000,hotel-001 --consolidator openai:fake-cons".split(),
     ]
     with roles_server() as server:
         assert (
             eval_main(
                 [
                     *argv,
-                    "--agent",
-                    "openai:fake-agent",
-                    "--base-url",
+                    *"--agent openai:fake-agent --base-url".split(),
                     server.base_url,
-                    "--model-param",
-                    "consolidator:max_tokens=800",
-                    "--out",
+                    *"--model-param consolidator:max_tokens=800 --out".split(),
                     str(tmp_path / "run"),
                     "--record",
                     str(tmp_path / "rec"),
@@ -172,11 +139,7 @@ def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
             eval_main(
                 [
                     *COMMON,
-                    "--configs",
-                    "C3",
-                    "--agent",
-                    "openai:fake-agent",
-                    "--base-url",
+                    *"--configs C3 --agent openai:fake-agent --base-url".split(),
                     server.base_url,
                     "--out",
                     str(tmp_path / "run"),

@@ -442,18 +442,7 @@ def eval_through(server: FakeOpenAIServer, out, *extra: str) -> list[dict[str, A
     assert (
         eval_main(
             [
-                "--tasks",
-                "hotel_50:hotel-003",
-                "--runs",
-                "1",
-                "--quiet",
-                "--concurrency",
-                "1",
-                "--max-steps",
-                "80",
-                "--agent",
-                "openai:fake-model",
-                "--base-url",
+                *"--tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --max-steps 80 --agent openai:fake-model --base-url".split(),
                 server.base_url,
                 "--out",
                 str(out),
