@@ -5,10 +5,15 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from operator import methodcaller
 from typing import NamedTuple
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
+from erp_sim.agents.memory.store import parse_steps
+from erp_sim.agents.tokens import same_prefix
+from erp_sim.agents.types import Message
 from erp_sim.catalog import wording_to_subcategory
 
 _SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
@@ -16,6 +21,7 @@ _SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s
 CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
 _SUMMARY_DOCUMENT = re.compile(r"^Receipt: document (\S+?),", re.MULTILINE)
 Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
+_CONTENT = methodcaller("get", "content")
 READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few hundred)
 
 
@@ -120,3 +126,142 @@ def parse_refined(text: str) -> dict | None:
             state[K.FORM][K.INPUT].append({K.NAME: match.group(1), K.VALUE: match.group(2)})
             grid = None
     return state
+
+
+# -- reading a transcript: the scripted agent's fold over the messages it is shown ---------------
+def parse_sop(text: str) -> dict | None:
+    """The steps of an SOP as memory_read shows it, or None (an error text)."""
+    steps = parse_steps(text) if text.startswith("sop/") else []
+    return {"steps": [step.model_dump() for step in steps]} if steps else None
+
+
+class Reading:
+    """What the messages shown so far say, read in order (the part of ``View`` that depends on every message).
+
+    ``Reading.of`` reads only the messages after the last call's when the new list starts with the
+    last one's very objects (with the same content objects): full history resends them all, and
+    re-reading them made each call cost the whole history. Anything else is read from the start.
+    The result is what reading the whole list gives: a tool result's call is looked up among all
+    the list's calls, so the shortcut is not taken once a call id repeats or a result's call was
+    missing (a later call could change how it reads).
+    """
+
+    def __init__(self, instruction: str, expense_type: str, task_lines: list) -> None:
+        self.instruction, self.expense_type, self.task_lines = instruction, expense_type, task_lines
+        self.messages: list[Message] = []  # the objects read, and their contents (replaced content: read again)
+        self.contents: list[object] = []
+        self.calls: dict[object, tuple[object, object]] = {}  # call id -> (tool name, arguments text)
+        self.regular = True  # False once a call id repeated or a result's call was missing
+        self.sop_wanted = f"sop/itemize_{expense_type.lower()}_expense:"
+        self.sop_indexed = False  # the memory index (a system message) lists this expense type's SOP
+        self.long_term_update_requested = False
+        self.state: dict | None = None  # FormState of the latest tool result
+        self.last_tool: object = None
+        self.last_call: object = None  # the call id of the latest tool result (its arguments are read at the end)
+        self.charges: list[Charge] | None = None
+        self.charges_at = 0  # index of the message the charges were read from
+        self.receipt_document = ""
+        self.receipts: dict[str, dict[int, tuple[Charge, int]]] = {}  # document -> row -> (charge, message index)
+        self.receipt_ends: dict[str, int] = {}  # document -> its last row (seen on a page without a next one)
+        self.paged_receipt = False
+        self.confirmed = False
+        self.seen_tool_result = False
+        self.sop: dict | None = None  # the SOP as memory_read returned it
+        self.sop_read = False
+
+    @classmethod
+    def of(
+        cls, messages: list[Message], instruction: str, expense_type: str, task_lines: list, last: Reading | None
+    ) -> Reading:
+        continued = last is not None and last._continues(messages, instruction, expense_type, task_lines)
+        if continued and last is not None and last._read(messages, len(last.messages)):
+            return last
+        reading = cls(instruction, expense_type, task_lines)
+        reading._read(messages, 0)
+        return reading
+
+    def _continues(self, messages: list[Message], instruction: str, expense_type: str, task_lines: list) -> bool:
+        known = len(self.messages)
+        return (
+            self.regular
+            and 0 < known <= len(messages)
+            and (instruction, expense_type, task_lines) == (self.instruction, self.expense_type, self.task_lines)
+            and same_prefix(messages, self.messages) == known
+            and same_prefix(list(map(_CONTENT, messages[:known])), self.contents) == known
+        )
+
+    def _read(self, messages: list[Message], start: int) -> bool:
+        """Read ``messages[start:]``; False (nothing changed) when a new call id repeats an earlier one."""
+        new = messages[start:]
+        made = [
+            (c["id"], c["function"]["name"], c["function"].get("arguments"))
+            for m in new
+            for c in m.get("tool_calls") or []
+        ]
+        calls = {call_id: (name, arguments) for call_id, name, arguments in made}
+        unique = len(calls) == len(made) and calls.keys().isdisjoint(self.calls)
+        if start and not unique:
+            return False
+        self.regular = self.regular and unique  # a list read whole: a repeated id keeps its last call, as one map does
+        self.calls.update(calls)
+        self.long_term_update_requested = self.long_term_update_requested or any(
+            name == "start_long_term_update" for name, _ in calls.values()
+        )
+        first = messages[0] if messages else None
+        for position, message in enumerate(new, start=start):
+            role = message.get("role")
+            if role == "system":
+                self.sop_indexed = self.sop_indexed or self.sop_wanted in str(message.get("content") or "")
+            if position:
+                self._read_one(message, role, position, first)
+        self.messages += new
+        self.contents += map(_CONTENT, new)
+        return True
+
+    def _read_one(self, message: Message, role: object, position: int, first: Message | None) -> None:
+        content = message.get("content") or ""
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            call = self.calls.get(call_id)
+            if call is None:
+                self.regular = False
+            name = call[0] if call is not None else None
+            if name in MEMORY_TOOLS:
+                if name == "memory_read":
+                    self.sop_read = True
+                    self.sop = parse_sop(content) or self.sop
+                return
+            self.seen_tool_result = True
+            self.last_tool = name if call is not None else message.get("name")
+            self.last_call = call_id
+            self.state, receipt = read_tool_result(content, self.expense_type)
+            if receipt is not None:
+                self.charges, self.receipt_document = list(receipt.charges), receipt.document
+                self._keep_rows(receipt.document, list(receipt.rows), self.charges, position, receipt.more)
+                self.charges_at = position
+        elif role == "user" and message is not first:
+            confirms, summary, document = read_user_message(content, self.expense_type)
+            if confirms:
+                self.confirmed = True
+            if self.charges is None and summary is not None:  # the "Receipt items" of a structured summary
+                self.charges = list(summary)
+                if document:
+                    self._keep_rows(document, list(range(1, len(summary) + 1)), self.charges, position, False)
+                    if (
+                        self.task_lines
+                    ):  # several receipts: name the one asked about (one line's question keeps its words)
+                        self.receipt_document = document
+                self.charges_at = position
+
+    def last_arguments(self) -> object:
+        """The arguments text of the latest tool result's call (None: no such call)."""
+        call = self.calls.get(self.last_call)
+        return call[1] if call is not None else None
+
+    def _keep_rows(self, document: str, numbers: list[int], charges: list[Charge], position: int, more: bool) -> None:
+        known = self.receipts.setdefault(document, {})
+        self.paged_receipt = self.paged_receipt or more or max(numbers, default=0) > PAGE_ROWS
+        for number, charge in zip(numbers, charges):
+            known[number] = (charge, position)
+        if not more and numbers:
+            self.receipt_ends[document] = max(numbers)
