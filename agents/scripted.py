@@ -48,6 +48,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
@@ -139,20 +140,25 @@ class ScriptedAgent:
         return AgentStep(message=message, shown=list(transcript))
 
 
+@lru_cache(maxsize=64)
+def _read_instruction(instruction: str) -> tuple[str | None, str | None, str, list]:
+    """(report, line, expense type, the lines of a multi-line instruction: (line number, receipt document))."""
+    report = (_REPORT.search(instruction) or [None, None])[1]
+    line = (_LINE.search(instruction) or [None, None])[1]
+    match = _TYPE.search(instruction)
+    expense_type = match.group(1) if match and match.group(1) in CATEGORIES else "Hotel"
+    task_lines = _TASK_LINES.findall(instruction)
+    return report, line, expense_type, task_lines if len(task_lines) > 1 else []
+
+
 class View:
     """What the agent can read off the visible messages (``reading``: the last call's ``Reading``, reused
     when these messages extend its own; the view is the same either way)."""
 
     def __init__(self, messages: list[Message], recall: Recall | None = None, reading: Reading | None = None):
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-        self.report = (_REPORT.search(instruction) or [None, None])[1]
-        self.line = (_LINE.search(instruction) or [None, None])[1]
-        match = _TYPE.search(instruction)
-        self.expense_type = match.group(1) if match and match.group(1) in CATEGORIES else "Hotel"
+        self.report, self.line, self.expense_type, self.task_lines = _read_instruction(instruction)
         self.mapping = wording_to_subcategory(self.expense_type)
-        # Multi-line instructions: (line number, receipt document) in order; receipts read per document.
-        task_lines = _TASK_LINES.findall(instruction)
-        self.task_lines = task_lines if len(task_lines) > 1 else []
         self.reading = read = Reading.of(messages, instruction, self.expense_type, self.task_lines, reading)
         self.state: dict | None = read.state  # FormState of the latest visible tool result
         self.last_tool = read.last_tool

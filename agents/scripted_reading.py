@@ -26,8 +26,13 @@ READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few
 
 
 def read_money(text: object) -> str | None:
+    return _money(str(text))
+
+
+@lru_cache(maxsize=READ_CACHE_SIZE)  # every call re-reads the grid rows it is shown: the same few amounts
+def _money(text: str) -> str | None:
     try:
-        return str(Decimal(str(text).replace(",", "")).quantize(Decimal("0.01")))
+        return str(Decimal(text.replace(",", "")).quantize(Decimal("0.01")))
     except (InvalidOperation, ValueError):
         return None
 
