@@ -110,13 +110,20 @@ class ScriptedAgent:
         self.ask_before_itemizing = ask_before_itemizing
         self.recall = Recall(recall_horizon, seed) if recall_horizon else None
         self._reading: Reading | None = None
+        self._tools: list[ToolSchema] | None = None  # the last tools list, and whether it offers memory_read
+        self._memory = False
 
     def reset(self) -> None:
         """Forget the last call's reading (a cache: decisions depend only on the messages shown)."""
         self._reading = None
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
-        memory = any((tool.get("function") or {}).get("name") == "memory_read" for tool in tools)
+        if tools is not self._tools:  # the runner passes the same list every call
+            self._tools, self._memory = (
+                tools,
+                any((tool.get("function") or {}).get("name") == "memory_read" for tool in tools),
+            )
+        memory = self._memory
         view = View(transcript, self.recall, self._reading)
         self._reading = view.reading
         decision = decide_on(view, ask_before_itemizing=self.ask_before_itemizing, memory=memory)
