@@ -124,13 +124,10 @@ class PrefixTracker:
         if known:  # the last request's first `known` messages: in the trie, their tokens summed already
             node, tokens = nodes[-1], tokens_at[-1]
             walking, cacheable, at = True, tools_tokens + tokens, node
-        else:
-            node, tokens = self._root.children.get(tools_key), 0
-            walking, cacheable, at = (
-                node is not None,
-                tools_tokens if node is not None else 0,
-                self._child(self._root, tools_key),
-            )
+        else:  # from the tools unit: walking on only if an earlier request had the same tools
+            walking, tokens = tools_key in self._root.children, 0
+            node = at = self._child(self._root, tools_key)
+            cacheable = tools_tokens if walking else 0
         position = known
         while walking and position < len(messages):  # on an earlier request's path: compare, then add
             message = messages[position]

@@ -34,7 +34,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 DEFAULT_ENCODING = "o200k_base"
 TOKENS_PER_MESSAGE = 3
@@ -99,7 +99,7 @@ class BpeOpenAIEncoder:
         tokens = list(tokens)
         ordinary = self._ordinary
         # the backend does not check ids (an unknown one panics or reads garbage)
-        if ordinary and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
+        if ordinary and self._backend is not None and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
             try:
                 return self._backend.decode(tokens)
             except ValueError:  # bytes that are not UTF-8 (a cut inside a character): replaced, as bpe_openai does
@@ -135,9 +135,10 @@ def _bpe_bindings() -> Any:
             path = f"{folder}/_bindings{suffix}"
             try:
                 loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", path)
-                module = importlib.util.module_from_spec(
-                    importlib.util.spec_from_loader("bpe_openai._bindings", loader)
-                )
+                module_spec = importlib.util.spec_from_loader("bpe_openai._bindings", loader)
+                if module_spec is None:
+                    continue
+                module = importlib.util.module_from_spec(module_spec)
                 loader.exec_module(module)
             except (ImportError, OSError):
                 continue
@@ -394,14 +395,14 @@ class RunningCount:
         same = same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
         rest = messages[same:]
         keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
-        found = list(map(self._known.get, keys))
-        position = next_none(found, 0)
+        looked_up = list(map(self._known.get, keys))
+        position = next_none(looked_up, 0)
         while position is not None:
             message = rest[position]
-            entry = found[position] = (message, message.get("content"), self.counter.count_message(message))
+            entry = looked_up[position] = (message, message.get("content"), self.counter.count_message(message))
             self._known[keys[position]] = entry
-            position = next_none(found, position + 1)
-        found = self._last_found[:same] + found
+            position = next_none(looked_up, position + 1)
+        found = self._last_found[:same] + cast("list[tuple[dict[str, Any], Any, int]]", looked_up)  # none left
         if len(self._known) > 4 * len(messages) + 1024:  # forget what no longer shows (bounded memory)
             self._known = {(id(m), id(c)): (m, c, n) for m, c, n in found}
         self._last, self._last_found = list(messages), found

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -99,7 +99,7 @@ class ContextRecorder:
         while position is not None:
             indices[position] = self._index(shown[position])
             position = next_none(indices, position + 1)
-        self.context.steps.append(indices)
+        self.context.steps.append(cast("list[int]", indices))  # every None was filled
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))

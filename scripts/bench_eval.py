@@ -83,7 +83,8 @@ class TimedEnv(gym.Wrapper):
 
     def __init__(self, env, timed_agent: Timed):
         super().__init__(env)
-        self.timed_agent, self.per_call = timed_agent, {}
+        self.timed_agent = timed_agent
+        self.per_call: dict[int, float] = {}
 
     def step(self, action):
         start = time.thread_time()
@@ -137,7 +138,7 @@ def run(policy: str, task: str) -> dict:
     )
     env.close()
     calls = len(outer.starts)
-    cold, shown_before, count_cpu = TokenCounter(), set(), []
+    cold, shown_before, count_cpu = TokenCounter(), set[int](), list[float]()
     for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers, with a cold cache
         new = [m for m in step.shown if id(m) not in shown_before]
         shown_before.update(map(id, step.shown))
