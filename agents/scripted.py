@@ -166,27 +166,28 @@ class View:
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
         self.report, self.line, self.expense_type, self.task_lines = _read_instruction(instruction)
         self.mapping = wording_to_subcategory(self.expense_type)
-        self.reading = read = Reading.of(messages, instruction, self.expense_type, self.task_lines, reading)
-        self.state: dict | None = read.state  # FormState of the latest visible tool result
-        self.last_tool = read.last_tool
-        self.last_arguments: dict = _arguments(read.last_arguments())
-        self.charges: list[Charge] | None = read.charges
-        self.receipts = read.receipts  # document -> row -> (charge, message index); read, never changed here
-        self.receipt_ends = read.receipt_ends
-        self.paged_receipt = read.paged_receipt
+        self.reading = Reading.of(messages, instruction, self.expense_type, self.task_lines, reading)
+        read = self.reading.now
+        self.state: dict | None = read["state"]  # FormState of the latest visible tool result
+        self.last_tool = read["last_tool"]
+        self.last_arguments: dict = _arguments(self.reading.arguments)
+        self.charges: list[Charge] | None = read["charges"]
+        self.receipts = read["receipts"]  # document -> row -> (charge, message index); read, never changed here
+        self.receipt_ends = read["receipt_ends"]
+        self.paged_receipt = read["paged_receipt"]
         self.by_document: dict[str, list[Charge]] = {}  # document -> its charges, once every row of it was seen
-        self.receipt_document = read.receipt_document
-        self.confirmed = read.confirmed
-        self.seen_tool_result = read.seen_tool_result
+        self.receipt_document = read["receipt_document"]
+        self.confirmed = read["confirmed"]
+        self.seen_tool_result = read["seen_tool_result"]
         self.memory = False
-        self.sop_key = read.sop_wanted[:-1] if read.sop_indexed else None
-        self.sop: dict | None = read.sop
-        self.sop_read = read.sop_read
-        self.long_term_update_requested = read.long_term_update_requested
+        self.sop_key = self.reading.sop_wanted[:-1] if read["sop_indexed"] else None
+        self.sop: dict | None = read["sop"]
+        self.sop_read = read["sop_read"]
+        self.long_term_update_requested = read["long_term_update_requested"]
         if self.receipts and (self.task_lines or self.paged_receipt):
             self._long_receipts(instruction, messages, recall)
         elif recall is not None and self.charges:
-            distance = count_messages(messages[read.charges_at + 1 :])
+            distance = count_messages(messages[read["charges_at"] + 1 :])
             self.charges = [
                 (sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
                 for n, (sub, day, amount) in enumerate(self.charges)

@@ -40,37 +40,54 @@ def same_view(cached: View, fresh: View) -> bool:
 def shown_lists():
     """What the agent was shown at every call of a few episodes (full history and pruning policies)."""
     env = gym.make("erp_sim/ExpenseItemization-v0")
-    lists = []
+    lists = {}
     for policy in ("full", "head_tail:chars=800", "working_memory_anchor", "last_n:n=5"):
         trajectory = run_episode(env, wrap(ScriptedAgent(), policy), task_id="hotel-049")
-        lists += [trajectory.context.shown(k) for k in range(len(trajectory.steps))]
+        lists[policy] = [trajectory.context.shown(k) for k in range(len(trajectory.steps))]
     env.close()
     return lists
 
 
 def test_a_reused_reading_gives_the_fresh_view_and_decision(shown_lists):
     reading = None
-    for shown in shown_lists:
+    for shown in (shown for lists in shown_lists.values() for shown in lists):
         cached = View(shown, reading=reading)
         reading = cached.reading
         assert same_view(cached, View(shown))
         assert decide(shown) == decide(list(shown))
 
 
+PINNED = [  # user messages a policy pins after the instruction: charges to read, a confirmation, nothing
+    "<WORKING_MEMORY>\nReceipt: document R-1, merchant M\nReceipt items (2):\n"
+    "  1. 2024-03-01 | Room charge | 120.00\n  2. 2024-03-02 | Parking | 15.50\n</WORKING_MEMORY>",
+    "<WORKING_MEMORY>\nReceipt items (1):\n  1. 2024-03-01 | Room charge | 99.00\n</WORKING_MEMORY>",
+    "Yes, please add them all.",
+    "<WORKING_MEMORY>\nNothing read yet.\n</WORKING_MEMORY>",
+]
+
+
 def random_lists(pool: list[dict], rng: random.Random, repeat_ids: bool):
     """Lists that extend, shrink, have the latest result's content replaced in the same dict (by another
-    result's), or (``repeat_ids``) repeat the latest result's call id for another tool."""
+    result's), a pinned user message after the instruction replaced (by one that reads alike or not),
+    a unit's call dropped (its result then reads without it), or (``repeat_ids``) the latest result's call
+    id repeated for another tool."""
     contents = [m["content"] for m in pool if m.get("role") == "tool"]
-    messages = list(pool[:2])
+    pool = [*pool[:2], {"role": "user", "content": PINNED[0]}, *pool[2:]]
+    messages = list(pool[:3])
     for _ in range(30):
         move = rng.random()
         result = next((m for m in reversed(messages) if m.get("role") == "tool"), None)
-        if (move < 0.6 or result is None) and len(messages) < len(pool):
+        if (move < 0.5 or result is None) and len(messages) < len(pool):
             messages = messages + pool[len(messages) : len(messages) + rng.randint(1, 3)]
-        elif move < 0.75 or result is None:
-            messages = messages[: rng.randrange(2, len(messages) + 1)]
-        elif move < 0.9 or not repeat_ids:
+        elif move < 0.6 or result is None:
+            messages = messages[: rng.randrange(3, len(messages) + 1)]
+        elif move < 0.7:
             result["content"] = rng.choice(contents)
+        elif move < 0.8:
+            messages = [*messages[:2], {"role": "user", "content": rng.choice(PINNED)}, *messages[3:]]
+        elif move < 0.9 or not repeat_ids:
+            call_at = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
+            messages = messages[:call_at] + messages[call_at + 1 :] if call_at > 2 else messages
         else:
             call = {"id": result["tool_call_id"], "type": "function"}
             call["function"] = {"name": "form_close_form", "arguments": '{"x": 1}'}
@@ -83,8 +100,8 @@ def test_random_growth_pruning_rewrites_and_repeated_call_ids_read_as_fresh(show
     """A replaced content is read again; a repeated call id (which changes how the earlier result reads)
     makes the whole list read again."""
     rng = random.Random(3)
-    longest = max(shown_lists, key=len)
-    for _ in range(40):
+    longest = shown_lists["full"][-1]  # every tool result whole
+    for _ in range(60):
         reading = None
         for messages in random_lists(copy.deepcopy(longest), rng, repeat_ids):  # contents are replaced in place
             cached = View(messages, reading=reading)
