@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from operator import and_, is_, methodcaller
+from itertools import repeat
+from operator import and_, is_
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
@@ -20,7 +22,6 @@ _SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s
 CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
 _SUMMARY_DOCUMENT = re.compile(r"^Receipt: document (\S+?),", re.MULTILINE)
 Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
-_CONTENT = methodcaller("get", "content")
 READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few hundred)
 
 
@@ -165,7 +166,7 @@ class Reading:
     """What the messages shown so far say, read in order (the part of ``View`` that depends on every message).
 
     The state after each message is kept (``checkpoints``), so the next call reads only from the first
-    message that differs from the last call's list: not the very object with the same content object,
+    message that differs from the last call's list: not the very object with the same content and calls,
     nor a user message that reads the same (a working-memory block re-rendered with the same receipt
     items and no confirmation). Full history then reads only its new messages, a policy that rewrites
     one older message (head_tail) reads from there. The result is what reading the whole list gives,
@@ -178,6 +179,7 @@ class Reading:
         self.sop_wanted = f"sop/itemize_{expense_type.lower()}_expense:"
         self.messages: list[Message] = []  # the objects read, and their contents (replaced content: read again)
         self.contents: list[object] = []
+        self.tool_calls: list[object] = []
         self.checkpoints: list[dict[str, Any]] = [_initial_state()]  # the state after messages[:k]
         self.calls: dict[object, tuple[object, object]] = {}  # call id -> (tool name, arguments text), ever seen
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
@@ -214,22 +216,23 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
-        old = self.messages
-        same = list(map(is_, messages, old))
-        same = list(map(and_, same, map(is_, map(_CONTENT, messages), self.contents)))
+        same = list(map(is_, messages, self.messages))
+        same = list(map(and_, same, map(is_, _parts(messages, "content"), self.contents)))
+        same = list(map(and_, same, map(is_, _parts(messages, "tool_calls"), self.tool_calls)))
         start = next_false(same, 0)
         while start < len(same) and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
         return start
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
-        """Two user messages (not the first) that read alike at the same position leave the same state."""
+        """Two user messages (not the first) that read alike at the same position leave the same state
+        (the old one's content as it was read: a content replaced in place is compared as read)."""
         new, old = messages[at], self.messages[at]
         if not at or new.get("role") != "user" or old.get("role") != "user":
             return False
         if new is messages[0] or old is self.messages[0]:
             return False
-        read = (new.get("content") or "", old.get("content") or "")
+        read = (new.get("content") or "", self.contents[at] or "")
         if not all(isinstance(text, str) for text in read):
             return False
         return read_user_message(read[0], self.expense_type) == read_user_message(read[1], self.expense_type)
@@ -256,7 +259,8 @@ class Reading:
             checkpoints.append(dict(state))
         self.checkpoints, self.now = checkpoints, checkpoints[-1]
         self.messages = list(messages)
-        self.contents = list(map(_CONTENT, messages))
+        self.contents = self.contents[:start] + list(_parts(messages[start:], "content"))
+        self.tool_calls = self.tool_calls[:start] + list(_parts(messages[start:], "tool_calls"))
         call = calls.get(self.now["last_call"])
         self.arguments = call[1] if call is not None else None
         return True
@@ -331,6 +335,11 @@ def _keep_rows(
         known[number] = (charge, position)
     if not more and numbers:
         state["receipt_ends"] = {**state["receipt_ends"], document: max(numbers)}
+
+
+def _parts(messages: list[Message], name: str) -> Iterator[Any]:
+    """Each message's ``name`` entry (None when absent), looked up in C."""
+    return map(dict.get, messages, repeat(name))
 
 
 def next_false(flags: list[bool], start: int) -> int:

@@ -83,8 +83,10 @@ def random_lists(pool: list[dict], rng: random.Random, repeat_ids: bool):
             messages = messages[: rng.randrange(3, len(messages) + 1)]
         elif move < 0.7:
             result["content"] = rng.choice(contents)
-        elif move < 0.8:
+        elif move < 0.75:
             messages = [*messages[:2], {"role": "user", "content": rng.choice(PINNED)}, *messages[3:]]
+        elif move < 0.8:  # the pinned message's content replaced in the same dict
+            messages[2]["content"] = rng.choice(PINNED)
         elif move < 0.9 or not repeat_ids:
             call_at = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
             messages = messages[:call_at] + messages[call_at + 1 :] if call_at > 2 else messages
