@@ -24,11 +24,17 @@ dictionary lookup each and a message's tokens are its count (the counter has the
 the first message that leaves the trie, the most tokens it shares with any continuation seen
 there is what counts; the continuations are tokenized then (each once per episode) and kept
 sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
-earlier requests branched there). Full history never leaves the trie at a branch, so it
-tokenizes nothing but the counts; once a request does (a pruning policy), new messages are
-tokenized as they arrive (``TokenCounter.message_ids``) and counted from those ids, so each is
-tokenized once either way. The same walk sums the request's message tokens (``message_tokens``),
-which the runner and ``EpisodeMeter`` take as its input count instead of counting it again.
+earlier requests branched there). The rest of the request after that point is kept as one list
+(a tail) on the node where it left, made nodes only if a later request walks into it: a policy
+that re-renders a block near the start (a working-memory anchor) leaves the trie there at every
+call, and its requests' rests are never walked again, so each costs a slice and one counting pass
+over messages the counter knows by identity. Requests that start with the last request's very
+objects (full history) skip them without a lookup. Once messages of a role have been compared
+token by token (a pruning policy's window start, a cut tool result), new messages of that role
+are tokenized when they arrive (``TokenCounter.message_ids``) and counted from those ids, so each
+is tokenized once either way; other roles are only counted. The same walk sums the request's
+message tokens (``message_tokens``), which the runner and ``EpisodeMeter`` take as its input
+count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -149,7 +155,7 @@ class PrefixTracker:
         rest = messages[position:]
         if rest:  # off the trie: the rest becomes the tail of the last node, counted in one pass
             at.tail = rest
-            tokens_at += accumulate(map(self._count, rest), initial=tokens)
+            tokens_at += accumulate(self.counter.counts(rest, self._count), initial=tokens)
             del tokens_at[position]  # accumulate's initial value is the entry before the rest
             tokens = tokens_at[-1]
         elif walking and at.ended:  # the whole request repeats an earlier one

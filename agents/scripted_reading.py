@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from itertools import repeat
 from operator import and_, is_
 from typing import Any, NamedTuple
 
@@ -14,6 +12,7 @@ from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
+from erp_sim.agents.tokens import message_entries, next_false
 from erp_sim.agents.types import Message
 from erp_sim.catalog import wording_to_subcategory
 
@@ -217,12 +216,12 @@ class Reading:
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
         same = list(map(is_, messages, self.messages))
-        same = list(map(and_, same, map(is_, _parts(messages, "content"), self.contents)))
-        same = list(map(and_, same, map(is_, _parts(messages, "tool_calls"), self.tool_calls)))
+        same = list(map(and_, same, map(is_, message_entries(messages, "content"), self.contents)))
+        same = list(map(and_, same, map(is_, message_entries(messages, "tool_calls"), self.tool_calls)))
         start = next_false(same, 0)
-        while start < len(same) and self._reads_the_same(messages, start):
+        while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
-        return start
+        return len(same) if start is None else start
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
@@ -259,8 +258,8 @@ class Reading:
             checkpoints.append(dict(state))
         self.checkpoints, self.now = checkpoints, checkpoints[-1]
         self.messages = list(messages)
-        self.contents = self.contents[:start] + list(_parts(messages[start:], "content"))
-        self.tool_calls = self.tool_calls[:start] + list(_parts(messages[start:], "tool_calls"))
+        self.contents = self.contents[:start] + list(message_entries(messages[start:], "content"))
+        self.tool_calls = self.tool_calls[:start] + list(message_entries(messages[start:], "tool_calls"))
         call = calls.get(self.now["last_call"])
         self.arguments = call[1] if call is not None else None
         return True
@@ -335,16 +334,3 @@ def _keep_rows(
         known[number] = (charge, position)
     if not more and numbers:
         state["receipt_ends"] = {**state["receipt_ends"], document: max(numbers)}
-
-
-def _parts(messages: list[Message], name: str) -> Iterator[Any]:
-    """Each message's ``name`` entry (None when absent), looked up in C."""
-    return map(dict.get, messages, repeat(name))
-
-
-def next_false(flags: list[bool], start: int) -> int:
-    """The next position at or after ``start`` holding False (len(flags) when none), searched in C."""
-    try:
-        return flags.index(False, start)
-    except ValueError:
-        return len(flags)
