@@ -260,8 +260,8 @@ class Reading:
         self.messages = list(messages)
         self.contents = self.contents[:start] + list(message_entries(messages[start:], "content"))
         self.tool_calls = self.tool_calls[:start] + list(message_entries(messages[start:], "tool_calls"))
-        call = calls.get(self.now["last_call"])
-        self.arguments = call[1] if call is not None else None
+        last = calls.get(self.now["last_call"])
+        self.arguments = last[1] if last is not None else None
         return True
 
     def _read_one(
@@ -312,9 +312,9 @@ class Reading:
             if confirms:
                 state["confirmed"] = True
             if state["charges"] is None and summary is not None:  # the "Receipt items" of a structured summary
-                state["charges"] = list(summary)
+                charges = state["charges"] = list(summary)
                 if document:
-                    _keep_rows(state, document, list(range(1, len(summary) + 1)), state["charges"], position, False)
+                    _keep_rows(state, document, list(range(1, len(summary) + 1)), charges, position, False)
                     if (
                         self.task_lines
                     ):  # several receipts: name the one asked about (one line's question keeps its words)
