@@ -24,11 +24,17 @@ dictionary lookup each and a message's tokens are its count (the counter has the
 the first message that leaves the trie, the most tokens it shares with any continuation seen
 there is what counts; the continuations are tokenized then (each once per episode) and kept
 sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
-earlier requests branched there). Full history never leaves the trie at a branch, so it
-tokenizes nothing but the counts; once a request does (a pruning policy), new messages are
-tokenized as they arrive (``TokenCounter.message_ids``) and counted from those ids, so each is
-tokenized once either way. The same walk sums the request's message tokens (``message_tokens``),
-which the runner and ``EpisodeMeter`` take as its input count instead of counting it again.
+earlier requests branched there). The rest of the request after that point is kept as one list
+(a tail) on the node where it left, made nodes only if a later request walks into it: a policy
+that re-renders a block near the start (a working-memory anchor) leaves the trie there at every
+call, and its requests' rests are never walked again, so each costs a slice and one counting pass
+over messages the counter knows by identity. Requests that start with the last request's very
+objects (full history) skip them without a lookup. Once messages of a role have been compared
+token by token (a pruning policy's window start, a cut tool result), new messages of that role
+are tokenized when they arrive (``TokenCounter.message_ids``) and counted from those ids, so each
+is tokenized once either way; other roles are only counted. The same walk sums the request's
+message tokens (``message_tokens``), which the runner and ``EpisodeMeter`` take as its input
+count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -40,6 +46,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, insort
 from contextvars import ContextVar
+from itertools import accumulate
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -62,12 +69,15 @@ KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an e
 class _Node:
     """A point in the trie of earlier requests: the units sent so far, and what followed them."""
 
-    __slots__ = ("children", "ended", "order")
+    __slots__ = ("children", "ended", "order", "tail")
 
     def __init__(self) -> None:
         self.children: dict[Any, _Node] = {}
         self.order: list[bytes] | None = None  # the children's packed ids, sorted: built when a request branches here
         self.ended = False  # an earlier request ended here (a full repeat gets the reply priming too)
+        # The rest of the request that created this node after leaving the trie, not yet made nodes: most
+        # such rests are never walked again (a pruned or anchored request), so they cost a list slice.
+        self.tail: list[dict[str, Any]] | None = None
 
 
 def _packed(ids: list[int]) -> bytes:
@@ -100,57 +110,92 @@ class PrefixTracker:
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
         self._tools: dict[str, tuple[bytes, int]] = {}
         # The last request, to skip its leading messages when the next one starts with the same objects
-        # (full history resends them all): its tools object and unit, its messages, and per message the
-        # trie node after it and the tokens up to it. The objects are held, so identity cannot be reused.
+        # (full history resends them all): its tools object and unit, its messages, the trie node after
+        # each of its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
         self._last_tools: tuple[Any, bytes, int] | None = None
         self._last_messages: list[dict[str, Any]] = []
-        self._last_path: list[tuple[_Node, int]] = []
-        # Set once a request left the trie where others branched (a pruning policy): from then on new
-        # messages are tokenized when they arrive, and their count comes from those ids (one tokenization).
-        self._branching = False
+        self._last_nodes: list[_Node] = []
+        self._last_tokens: list[int] = []
+        self._holder: _Node | None = None
+        # Roles of the messages compared token by token so far (where requests branched): new messages of
+        # these roles are tokenized when they arrive, and their count comes from those ids (one tokenization).
+        self._compared_roles: set[str] = set()
         self.message_tokens = 0  # the last request's messages as ``count_messages`` counts them (priming included)
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
         tools_key, tools_tokens, same_tools = self._tools_unit(tools)
         known = same_prefix(messages, self._last_messages) if same_tools else 0
+        nodes, tokens_at = self._last_path(known)
         if known:  # the last request's first `known` messages: in the trie, their tokens summed already
-            node, tokens = self._last_path[known - 1]
+            node, tokens = nodes[-1], tokens_at[-1]
             walking, cacheable, at = True, tools_tokens + tokens, node
-        else:
-            node, tokens = self._root.children.get(tools_key), 0
-            walking, cacheable, at = (
-                node is not None,
-                tools_tokens if node is not None else 0,
-                self._child(self._root, tools_key),
-            )
-        path = self._last_path[:known]
-        for message in messages[known:]:
-            key = self._key(message)
-            if self._branching:  # its ids will likely be compared: tokenize it once, for its count too
-                ids = self._ids.get(key)
-                if ids is None:
-                    ids = self._ids[key] = self.counter.message_ids(message)
-                count = len(ids) // TOKEN_BYTES
+        else:  # from the tools unit: walking on only if an earlier request had the same tools
+            walking, tokens = tools_key in self._root.children, 0
+            node = at = self._child(self._root, tools_key)
+            cacheable = tools_tokens if walking else 0
+        position = known
+        while walking and position < len(messages):  # on an earlier request's path: compare, then add
+            message = messages[position]
+            key, count = self._key(message), self._count(message)
+            if node.tail is not None:
+                self._expand(node)
+            following = node.children.get(key)
+            if following is None:
+                cacheable += self._best_partial(node, key)
+                walking = False
             else:
-                count = self.counter.count_message(message)  # == len(encode_message(message))
-            if walking:  # still on an earlier request's path: compare, before this request is added
-                following = node.children.get(key)
-                if following is None:
-                    cacheable += self._best_partial(node, key)
-                    walking = False
-                else:
-                    cacheable += count
-                    node = following
-            at = self._child(at, key)  # remember this request as it goes
+                cacheable += count
+                node = following
+            at = self._child(at, key)
             tokens += count
-            path.append((at, tokens))
-        if walking and at.ended:  # the whole request repeats an earlier one
+            nodes.append(at)
+            tokens_at.append(tokens)
+            position += 1
+        rest = messages[position:]
+        if rest:  # off the trie: the rest becomes the tail of the last node, counted in one pass
+            at.tail = rest
+            tokens_at += accumulate(self.counter.counts(rest, self._count), initial=tokens)
+            del tokens_at[position]  # accumulate's initial value is the entry before the rest
+            tokens = tokens_at[-1]
+        elif walking and at.ended:  # the whole request repeats an earlier one
             cacheable += REPLY_PRIMING_TOKENS
-        at.ended = True
-        self._last_messages, self._last_path = list(messages), path
+        if not rest:
+            at.ended = True
+        self._last_messages, self._last_nodes, self._last_tokens, self._holder = list(messages), nodes, tokens_at, at
         self.message_tokens = tokens + REPLY_PRIMING_TOKENS
         return cacheable
+
+    def _last_path(self, known: int) -> tuple[list[_Node], list[int]]:
+        """The trie nodes and token sums after each of the last request's first ``known`` messages
+        (its tail made nodes first, if ``known`` reaches into it)."""
+        nodes = self._last_nodes[:known]
+        if len(nodes) < known:
+            node = self._holder
+            assert node is not None
+            if node.tail is not None:
+                self._expand(node)
+            for message in self._last_messages[len(nodes) : known]:
+                node = node.children[self._key(message)]
+                nodes.append(node)
+        return nodes, self._last_tokens[:known]
+
+    def _expand(self, node: _Node) -> None:
+        """Make nodes of ``node``'s tail (a request ended at its end)."""
+        tail, node.tail = node.tail or [], None
+        for message in tail:
+            node = self._child(node, self._key(message))
+        node.ended = True
+
+    def _count(self, message: dict[str, Any]) -> int:
+        """``count_message``; from its ids (tokenized once, kept) for a role compared by tokens before."""
+        if message.get("role") not in self._compared_roles:
+            return self.counter.count_message(message)
+        key = self._key(message)
+        ids = self._ids.get(key)
+        if ids is None:
+            ids = self._ids[key] = self.counter.message_ids(message)
+        return len(ids) // TOKEN_BYTES
 
     def _key(self, message: dict[str, Any]) -> tuple:
         """The message's ``message_token_key``, kept by identity: a pruned request shows the same
@@ -181,9 +226,10 @@ class PrefixTracker:
         """Most tokens the message ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
         if not node.children:
             return 0
-        self._branching = True
         if node.order is None:
+            self._compared_roles.update(child[0] for child in node.children)
             node.order = sorted(map(self._message_ids, node.children))
+        self._compared_roles.add(key[0])
         ids = self._message_ids(key)
         at = bisect_left(node.order, ids)
         shared = 0

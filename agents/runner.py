@@ -110,6 +110,7 @@ def run_episode(
             "step_limit" if env_state.truncated or not env_state.done else "agent_stopped"
         )
     trajectory.messages = transcript
+    assert termination is not None  # set by a failure or just above
     if recorder is not None:
         trajectory.context = recorder.context
     trajectory.termination = termination

@@ -2,7 +2,8 @@
 
 It knows the itemization procedure and the receipt-wording -> subcategory table (what the
 study's system prompt gave GPT-5), and decides each step ONLY from the messages it is shown:
-no memory between steps. So a context policy changes what it can do, as it does for an LLM:
+no memory between steps (its reading of the messages is kept between calls only as a cache, used when
+the next call's messages extend the ones read: the decision is the one a fresh reading gives). So a context policy changes what it can do, as it does for an LLM:
 - it finds the report and line from the instruction and the latest form state;
 - it needs the receipt's charges: from a visible receipt-viewer response, or from the
   "Receipt items" section of a structured summary. If neither is visible (a pruning policy
@@ -47,20 +48,11 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
-from erp_sim.agents.memory.store import parse_steps
-from erp_sim.agents.scripted_reading import (
-    CONFIRMED,
-    PAGE_ROWS,
-    Charge,
-    read_money,
-    read_tool_result,
-    read_user_message,
-    row_index,
-)
+from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, Reading, read_money, row_index
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 from erp_sim.catalog import CATEGORIES, wording_to_subcategory
@@ -74,12 +66,6 @@ ASK = (
     "I found {n} charges on the receipt{doc}. Before I create the itemized lines: should I add all of them "
     "as itemized lines with their subcategory, date and amount?"
 )
-
-
-def _parse_sop(text: str) -> dict | None:
-    """The steps of an SOP as memory_read shows it, or None (an error text)."""
-    steps = parse_steps(text) if text.startswith("sop/") else []
-    return {"steps": [step.model_dump() for step in steps]} if steps else None
 
 
 def _arguments(text: object) -> dict:
@@ -123,13 +109,24 @@ class ScriptedAgent:
             raise ValueError("recall_horizon must be a positive number of tokens")
         self.ask_before_itemizing = ask_before_itemizing
         self.recall = Recall(recall_horizon, seed) if recall_horizon else None
+        self._reading: Reading | None = None
+        self._tools: list[ToolSchema] | None = None  # the last tools list, and whether it offers memory_read
+        self._memory = False
 
     def reset(self) -> None:
-        """Nothing to clear: the agent keeps no state between steps by design."""
+        """Forget the last call's reading (a cache: decisions depend only on the messages shown)."""
+        self._reading = None
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
-        memory = any((tool.get("function") or {}).get("name") == "memory_read" for tool in tools)
-        decision = decide(transcript, ask_before_itemizing=self.ask_before_itemizing, recall=self.recall, memory=memory)
+        if tools is not self._tools:  # the runner passes the same list every call
+            self._tools, self._memory = (
+                tools,
+                any((tool.get("function") or {}).get("name") == "memory_read" for tool in tools),
+            )
+        memory = self._memory
+        view = View(transcript, self.recall, self._reading)
+        self._reading = view.reading
+        decision = decide_on(view, ask_before_itemizing=self.ask_before_itemizing, memory=memory)
         if isinstance(decision, str):
             message: Message = {"role": "assistant", "content": decision}
         else:
@@ -150,72 +147,47 @@ class ScriptedAgent:
         return AgentStep(message=message, shown=list(transcript))
 
 
+@lru_cache(maxsize=64)
+def _read_instruction(instruction: str) -> tuple[str | None, str | None, str, list]:
+    """(report, line, expense type, the lines of a multi-line instruction: (line number, receipt document))."""
+    report = (_REPORT.search(instruction) or [None, None])[1]
+    line = (_LINE.search(instruction) or [None, None])[1]
+    match = _TYPE.search(instruction)
+    expense_type = match.group(1) if match and match.group(1) in CATEGORIES else "Hotel"
+    task_lines = _TASK_LINES.findall(instruction)
+    return report, line, expense_type, task_lines if len(task_lines) > 1 else []
+
+
 class View:
-    """What the agent can read off the visible messages."""
+    """What the agent can read off the visible messages (``reading``: the last call's ``Reading``, reused
+    when these messages extend its own; the view is the same either way)."""
 
-    def __init__(self, messages: list[Message], recall: Recall | None = None):
+    def __init__(self, messages: list[Message], recall: Recall | None = None, reading: Reading | None = None):
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-        self.report = (_REPORT.search(instruction) or [None, None])[1]
-        self.line = (_LINE.search(instruction) or [None, None])[1]
-        match = _TYPE.search(instruction)
-        self.expense_type = match.group(1) if match and match.group(1) in CATEGORIES else "Hotel"
+        self.report, self.line, self.expense_type, self.task_lines = _read_instruction(instruction)
         self.mapping = wording_to_subcategory(self.expense_type)
-        self.state: dict | None = None  # FormState of the latest visible tool result
-        self.last_tool: str | None = None
-        self.last_arguments: dict = {}
-        self.charges: list[Charge] | None = None
-        # Multi-line instructions: (line number, receipt document) in order; receipts read per document.
-        task_lines = _TASK_LINES.findall(instruction)
-        self.task_lines = task_lines if len(task_lines) > 1 else []
-        self.receipts: dict[str, dict[int, tuple[Charge, int]]] = {}  # document -> row -> (charge, message index)
-        self.receipt_ends: dict[str, int] = {}  # document -> its last row (seen on a page without a next one)
-        self.paged_receipt = False
+        self.reading = Reading.of(messages, instruction, self.expense_type, self.task_lines, reading)
+        read = self.reading.now
+        self.state: dict | None = read["state"]  # FormState of the latest visible tool result
+        self.last_tool = read["last_tool"]
+        self.last_arguments: dict = _arguments(self.reading.arguments)
+        self.charges: list[Charge] | None = read["charges"]
+        self.receipts = read["receipts"]  # document -> row -> (charge, message index); read, never changed here
+        self.receipt_ends = read["receipt_ends"]
+        self.paged_receipt = read["paged_receipt"]
         self.by_document: dict[str, list[Charge]] = {}  # document -> its charges, once every row of it was seen
-        charges_at = 0  # index of the message the charges were read from
-        self.receipt_document = ""
-        self.confirmed = False
-        self.seen_tool_result = False
+        self.receipt_document = read["receipt_document"]
+        self.confirmed = read["confirmed"]
+        self.seen_tool_result = read["seen_tool_result"]
         self.memory = False
-        tool_names = {c["id"]: c["function"]["name"] for m in messages for c in m.get("tool_calls") or []}
-        tool_arguments = {c["id"]: c["function"].get("arguments") for m in messages for c in m.get("tool_calls") or []}
-        self.sop_key = self._indexed_sop(messages)
-        self.sop: dict | None = None  # the SOP as memory_read returned it
-        self.sop_read = False
-        self.long_term_update_requested = "start_long_term_update" in tool_names.values()
-        for position, message in enumerate(messages[1:], start=1):
-            role, content = message.get("role"), message.get("content") or ""
-            if role == "tool" and tool_names.get(message.get("tool_call_id")) in MEMORY_TOOLS:
-                if tool_names.get(message.get("tool_call_id")) == "memory_read":
-                    self.sop_read = True
-                    self.sop = _parse_sop(content) or self.sop
-                continue
-            if role == "tool":
-                self.seen_tool_result = True
-                self.last_tool = tool_names.get(message.get("tool_call_id"), message.get("name"))
-                self.last_arguments = _arguments(tool_arguments.get(message.get("tool_call_id")))
-                self.state, receipt = read_tool_result(content, self.expense_type)
-                if receipt is not None:
-                    self.charges, self.receipt_document = list(receipt.charges), receipt.document
-                    self._keep_rows(receipt.document, list(receipt.rows), self.charges, position, receipt.more)
-                    charges_at = position
-            elif role == "user" and message is not messages[0]:
-                confirms, summary, document = read_user_message(content, self.expense_type)
-                if confirms:
-                    self.confirmed = True
-                if self.charges is None and summary is not None:  # the "Receipt items" of a structured summary
-                    self.charges = list(summary)
-                    if document:
-                        self._keep_rows(document, list(range(1, len(summary) + 1)), self.charges, position, False)
-                        if (
-                            self.task_lines
-                        ):  # several receipts: name the one asked about (one line's question keeps its words)
-                            self.receipt_document = document
-                    charges_at = position
-
+        self.sop_key = self.reading.sop_wanted[:-1] if read["sop_indexed"] else None
+        self.sop: dict | None = read["sop"]
+        self.sop_read = read["sop_read"]
+        self.long_term_update_requested = read["long_term_update_requested"]
         if self.receipts and (self.task_lines or self.paged_receipt):
             self._long_receipts(instruction, messages, recall)
         elif recall is not None and self.charges:
-            distance = count_messages(messages[charges_at + 1 :])
+            distance = count_messages(messages[read["charges_at"] + 1 :])
             self.charges = [
                 (sub, day, misread_amount(amount) if recall.misread(instruction, n, distance) else amount)
                 for n, (sub, day, amount) in enumerate(self.charges)
@@ -250,14 +222,6 @@ class View:
             return self.charges
         return self.by_document.get(self.line_document(line) or "")
 
-    def _indexed_sop(self, messages: list[Message]) -> str | None:
-        """The SOP key for this expense type if the memory index (a system message) lists it."""
-        wanted = f"sop/itemize_{self.expense_type.lower()}_expense"
-        for message in messages:
-            if message.get("role") == "system" and wanted + ":" in str(message.get("content") or ""):
-                return wanted
-        return None
-
     def sop_step(self, tool: str) -> dict | None:
         return next((step for step in (self.sop or {}).get("steps", []) if step.get("tool") == tool), None)
 
@@ -269,14 +233,6 @@ class View:
         say = self.sop_step("say")
         return say is None or bool(CONFIRMED.search(str(say.get("expect", ""))))
 
-    def _keep_rows(self, document: str, numbers: list[int], charges: list[Charge], position: int, more: bool) -> None:
-        known = self.receipts.setdefault(document, {})
-        self.paged_receipt = self.paged_receipt or more or max(numbers, default=0) > PAGE_ROWS
-        for number, charge in zip(numbers, charges):
-            known[number] = (charge, position)
-        if not more and numbers:
-            self.receipt_ends[document] = max(numbers)
-
     @property
     def form(self) -> str | None:
         return self.state.get(K.NAME) if self.state else None
@@ -286,7 +242,11 @@ def decide(
     messages: list[Message], *, ask_before_itemizing: bool = True, recall: Recall | None = None, memory: bool = False
 ) -> tuple[str, dict] | str:
     """The next action: ``(tool, arguments)`` or a text message to the user."""
-    view = View(messages, recall)
+    return decide_on(View(messages, recall), ask_before_itemizing=ask_before_itemizing, memory=memory)
+
+
+def decide_on(view: View, *, ask_before_itemizing: bool = True, memory: bool = False) -> tuple[str, dict] | str:
+    """``decide`` on a view already built."""
     if view.report is None or view.line is None:
         return "I could not find the expense report number and line in your message. Which report and line should I itemize?"
     if memory and view.sop_key and not view.sop_read and not view.seen_tool_result:

@@ -32,8 +32,9 @@ import json
 import operator
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
+from itertools import repeat
 from typing import Any, Protocol
 
 DEFAULT_ENCODING = "o200k_base"
@@ -99,7 +100,7 @@ class BpeOpenAIEncoder:
         tokens = list(tokens)
         ordinary = self._ordinary
         # the backend does not check ids (an unknown one panics or reads garbage)
-        if ordinary and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
+        if ordinary and self._backend is not None and all(isinstance(t, int) and 0 <= t < ordinary for t in tokens):
             try:
                 return self._backend.decode(tokens)
             except ValueError:  # bytes that are not UTF-8 (a cut inside a character): replaced, as bpe_openai does
@@ -135,9 +136,10 @@ def _bpe_bindings() -> Any:
             path = f"{folder}/_bindings{suffix}"
             try:
                 loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", path)
-                module = importlib.util.module_from_spec(
-                    importlib.util.spec_from_loader("bpe_openai._bindings", loader)
-                )
+                module_spec = importlib.util.spec_from_loader("bpe_openai._bindings", loader)
+                if module_spec is None:
+                    continue
+                module = importlib.util.module_from_spec(module_spec)
                 loader.exec_module(module)
             except (ImportError, OSError):
                 continue
@@ -350,6 +352,23 @@ class TokenCounter:
     def count_messages(self, messages: list[dict[str, Any]]) -> int:
         return sum(map(self.count_message, messages)) + REPLY_PRIMING_TOKENS
 
+    def counts(self, messages: list[dict[str, Any]], count: Callable[[dict[str, Any]], int] | None = None) -> list[int]:
+        """``count_message`` of each message, those known by identity looked up in C (a long list that is
+        mostly shown before costs a few passes, not a Python call each); ``count`` counts the others."""
+        entries = list(map(self._by_identity.get, map(id, messages), repeat(_UNKNOWN)))
+        known = list(map(operator.is_, map(_FIRST, entries), messages))
+        known = list(
+            map(operator.and_, known, map(operator.is_, map(_SECOND, entries), message_entries(messages, "content")))
+        )
+        calls = message_entries(messages, "tool_calls")
+        known = list(map(operator.and_, known, map(operator.is_, map(_THIRD, entries), calls)))
+        counted = list(map(_FOURTH, entries))
+        position = next_false(known, 0)
+        while position is not None:
+            counted[position] = (count or self.count_message)(messages[position])
+            position = next_false(known, position + 1)
+        return counted
+
     def count_tools(self, tools: list[dict[str, Any]] | None) -> int:
         """Tokens of tool schemas as canonical JSON: an estimate, servers render them their own way."""
         return self.count_text(tools_text(tools))
@@ -374,38 +393,16 @@ class TokenCounter:
 
 
 class RunningCount:
-    """``count_messages`` for a context that changes little from call to call: each message object
-    is looked up once, by identity, and only messages not seen before are counted.
-
-    Remembers every (message, content) pair it counted, by the identity of both, so a message
-    whose content is replaced in place is counted again; the lookups run in C (``map``), so a
-    call costs little per unchanged message wherever a policy inserts or drops messages.
-    """
+    """``count_messages`` for a context that changes little from call to call: the messages the counter
+    knows by identity (the same object with the same content and tool_calls objects) are looked up in C
+    (``TokenCounter.counts``), so only messages not seen before are counted, wherever a policy inserts or
+    drops messages, and a message whose content is replaced in place is counted again."""
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
-        # (id(message), id(content)) -> (message, content, count); holding both keeps the ids unique
-        self._known: dict[tuple[int, int], tuple[dict[str, Any], Any, int]] = {}
-        self._last: list[dict[str, Any]] = []  # the previous list and its entries: most calls only append
-        self._last_found: list[tuple[dict[str, Any], Any, int]] = []
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
-        same = same_prefix(messages, self._last)
-        same = same_prefix(list(map(_CONTENT, messages[:same])), list(map(_SECOND, self._last_found[:same])))
-        rest = messages[same:]
-        keys = list(zip(map(id, rest), map(id, map(_CONTENT, rest))))
-        found = list(map(self._known.get, keys))
-        position = next_none(found, 0)
-        while position is not None:
-            message = rest[position]
-            entry = found[position] = (message, message.get("content"), self.counter.count_message(message))
-            self._known[keys[position]] = entry
-            position = next_none(found, position + 1)
-        found = self._last_found[:same] + found
-        if len(self._known) > 4 * len(messages) + 1024:  # forget what no longer shows (bounded memory)
-            self._known = {(id(m), id(c)): (m, c, n) for m, c, n in found}
-        self._last, self._last_found = list(messages), found
-        return sum(map(_COUNT, found)) + REPLY_PRIMING_TOKENS
+        return sum(self.counter.counts(messages)) + REPLY_PRIMING_TOKENS
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
@@ -417,18 +414,29 @@ def same_prefix(items: list[Any], reference: list[Any]) -> int:
         return len(same)
 
 
+def next_false(flags: list[bool], start: int) -> int | None:
+    """The next position at or after ``start`` holding False, searched in C."""
+    try:
+        return flags.index(False, start)
+    except ValueError:
+        return None
+
+
+def message_entries(messages: list[dict[str, Any]], name: str) -> Iterator[Any]:
+    """Each message's ``name`` entry (None when absent), looked up in C."""
+    return map(dict.get, messages, repeat(name))
+
+
+_UNKNOWN = (None, None, None, 0, None)  # an identity entry no message matches
+_FIRST, _SECOND, _THIRD, _FOURTH = map(operator.itemgetter, range(4))
+
+
 def next_none(found: list[Any], start: int) -> int | None:
     """The next position at or after ``start`` holding None (nothing known there), searched in C."""
     try:
         return found.index(None, start)
     except ValueError:
         return None
-
-
-_SECOND, _COUNT = operator.itemgetter(1), operator.itemgetter(2)
-
-
-_CONTENT = operator.methodcaller("get", "content")
 
 
 @cache

@@ -34,8 +34,9 @@ token counts are ``steps[k]`` of ``Trajectory.steps``. ``erp-sim show`` prints a
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -69,44 +70,45 @@ class ContextRecorder:
     """Builds a ``VisibleContext`` step by step, storing each distinct message once.
 
     Messages are looked up by identity first (transcript messages are the same objects every
-    step, and policies never mutate them), then by their canonical JSON.
+    step, and policies never mutate them), then by value (``value_key``: equal exactly when
+    their canonical JSON is, without writing the JSON). Transcript messages get a value key only
+    when a message that is not one of them has to be told apart from them (its origin).
     """
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.context = VisibleContext()
         self._counter = counter or get_counter()
         self._by_id: dict[int, int] = {}
-        self._by_json: dict[str, int] = {}
-        self._json_of: dict[int, str] = {}  # id -> canonical JSON, so no kept message is serialised twice
+        self._by_value: dict[Hashable, int] = {}
+        self._value_of: dict[int, Hashable] = {}  # id -> value key, so no kept message is keyed twice
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
+        self._transcript: list[Message] = []
         self._transcript_ids: set[int] = set()
-        self._transcript_json: set[str] = set()
+        self._transcript_values: set[Hashable] = set()  # value keys of self._transcript[: self._valued]
+        self._valued = 0
         self._transcript_tool_call_ids: set[str] = set()
-        self._transcript_seen = 0
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
-        for message in transcript[self._transcript_seen :]:
+        for message in transcript[len(self._transcript) :]:
             self._transcript_ids.add(id(message))
-            self._transcript_json.add(self._canonical(message))
             self._transcript_tool_call_ids.update(_call_ids(message))
-            self._kept.append(message)
-        self._transcript_seen = len(transcript)
+            self._transcript.append(message)
         # messages seen before are looked up by identity in C; only the others go through _index
         indices = list(map(self._by_id.get, map(id, shown)))
         position = next_none(indices, 0)
         while position is not None:
             indices[position] = self._index(shown[position])
             position = next_none(indices, position + 1)
-        self.context.steps.append(indices)
+        self.context.steps.append(cast("list[int]", indices))  # every None was filled
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))
         if index is not None:
             return index
-        key = self._canonical(message)
-        index = self._by_json.get(key)
+        key = self._value(message)
+        index = self._by_value.get(key)
         if index is None:
-            index = self._by_json[key] = len(self.context.messages)
+            index = self._by_value[key] = len(self.context.messages)
             self.context.messages.append(message)
             self.context.origins.append(self._origin(message, key))
             self.context.tokens.append(self._counter.count_message(message))
@@ -114,14 +116,20 @@ class ContextRecorder:
         self._kept.append(message)
         return index
 
-    def _canonical(self, message: Message) -> str:
-        key = self._json_of.get(id(message))
+    def _value(self, message: Message) -> Hashable:
+        key = self._value_of.get(id(message))
         if key is None:
-            key = self._json_of[id(message)] = _canonical(message)
+            key = self._value_of[id(message)] = value_key(message)
+            self._kept.append(message)
         return key
 
-    def _origin(self, message: Message, key: str) -> str:
-        if id(message) in self._transcript_ids or key in self._transcript_json:
+    def _origin(self, message: Message, key: Hashable) -> str:
+        if id(message) in self._transcript_ids:
+            return "transcript"
+        for earlier in self._transcript[self._valued :]:  # a copy equal to a transcript message is one too
+            self._transcript_values.add(self._value(earlier))
+        self._valued = len(self._transcript)
+        if key in self._transcript_values:
             return "transcript"
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
@@ -134,6 +142,31 @@ class ContextRecorder:
 
 def _canonical(message: Message) -> str:
     return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_DICT, _LIST, _INT, _FLOAT, _BOOL, _OTHER = range(6)  # tags of value_key's tuples (a bare str or None is itself)
+
+
+def value_key(value: Any) -> Hashable:
+    """A hashable stand-in for ``_canonical(value)``: two values made of JSON's own types (dicts
+    with str keys, lists or tuples, str, int, float, bool, None) get equal keys exactly when their
+    canonical JSON texts are equal, but nothing is serialised (a long tool result is not escaped
+    again: the key holds the string itself). Anything else is keyed by its canonical JSON."""
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is dict:
+        if all(type(name) is str for name in value):
+            return (_DICT, tuple([(name, value_key(item)) for name, item in sorted(value.items())]))
+    elif kind is list or kind is tuple:
+        return (_LIST, tuple(map(value_key, value)))
+    elif kind is bool:
+        return (_BOOL, value)
+    elif kind is int:
+        return (_INT, value)
+    elif kind is float:
+        return (_FLOAT, repr(value))  # as JSON writes it (1.0 and 1 differ there)
+    return (_OTHER, _canonical(value))
 
 
 def _call_ids(message: Message) -> set[str]:

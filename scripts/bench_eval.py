@@ -22,6 +22,14 @@ call's CPU (``time.thread_time`` from one call to the next) is split into:
 The token counter's cache is cleared before every episode, so each episode pays for its own
 tokenization. Medians over ``--repeats`` runs of each episode. Prints one table; exits 0.
 
+The agent's share is kept out of the floor on purpose: the scripted agent stands in for the model,
+but its decision code runs in this process and is ours to make cheap (it reads only the messages
+that differ from its last call's and decides from the visible form), so ``ratio`` holds it against
+the target and ``h-ratio`` shows the harness alone. Above the floor, besides the agent, remain the
+prompt-cache measurement's token ids (a pruning policy's requests branch at every call, and the
+messages compared there are encoded to ids, about 1.3x the CPU of counting them) and a constant
+per call (the step record, the recorder's lookups, the JSON of the action).
+
     .venv/bin/python scripts/bench_eval.py                     # every policy, 3 tasks + synthetic
     .venv/bin/python scripts/bench_eval.py --policies full last_n:n=5 --repeats 3
 """

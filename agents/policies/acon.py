@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -40,6 +40,8 @@ def check_guideline_file(path: str | None) -> str | None:
 
 class GuidedCompression:
     """Mixin: the guideline text of a policy whose params have ``guideline``, as summarizer kwargs."""
+
+    params: Any  # a policy's params with a ``guideline`` field (AconHistoryParams, AconObservationParams)
 
     @cached_property
     def guideline_kwargs(self) -> dict[str, str]:
@@ -98,6 +100,7 @@ class AconHistory(GuidedCompression, ContextPolicy):
 
     name: ClassVar[str] = "acon_history"
     Params: ClassVar[type[PolicyParams]] = AconHistoryParams
+    params: AconHistoryParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._fold = SummaryFold()
@@ -162,6 +165,7 @@ class AconObservation(GuidedCompression, ContextPolicy):
 
     name: ClassVar[str] = "acon_observation"
     Params: ClassVar[type[PolicyParams]] = AconObservationParams
+    params: AconObservationParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._refined: dict[tuple[str, str], Message] = {}

@@ -120,6 +120,7 @@ class HeadTail(ContextPolicy):
 
     name: ClassVar[str] = "head_tail"
     Params: ClassVar[type[PolicyParams]] = HeadTailParams
+    params: HeadTailParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._cut: dict[tuple[str, str], str] = {}
@@ -146,7 +147,8 @@ class HeadTail(ContextPolicy):
         for result in unit.tool_results:
             content = result.get("content")
             if isinstance(content, str):
-                tool = names.get(result.get("tool_call_id", ""), result.get("name", ""))
+                named: str = result.get("name", "")  # the result's own name when its call is not in the unit
+                tool = names.get(result.get("tool_call_id", ""), named)
                 cut = self._cut_text(content, tool)
                 if cut is not content:
                     result, changed = {**result, "content": cut}, True
@@ -187,6 +189,7 @@ class BudgetEviction(ContextPolicy):
 
     name: ClassVar[str] = "budget_eviction"
     Params: ClassVar[type[PolicyParams]] = BudgetEvictionParams
+    params: BudgetEvictionParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._evicted = 0
@@ -255,6 +258,7 @@ class WorkingMemoryAnchor(ContextPolicy):
 
     name: ClassVar[str] = "working_memory_anchor"
     Params: ClassVar[type[PolicyParams]] = WorkingMemoryParams
+    params: WorkingMemoryParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._read: list[Message] = []

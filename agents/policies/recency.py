@@ -56,6 +56,7 @@ class LastN(ContextPolicy):
 
     name: ClassVar[str] = "last_n"
     Params: ClassVar[type[PolicyParams]] = LastNParams
+    params: LastNParams  # the instance's parameters, of this policy's own type
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -75,6 +76,7 @@ class Fifo(ContextPolicy):
 
     name: ClassVar[str] = "fifo"
     Params: ClassVar[type[PolicyParams]] = FifoParams
+    params: FifoParams  # the instance's parameters, of this policy's own type
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -114,6 +116,7 @@ class LastNSummary(ContextPolicy):
 
     name: ClassVar[str] = "last_n_summary"
     Params: ClassVar[type[PolicyParams]] = LastNSummaryParams
+    params: LastNSummaryParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._fold = SummaryFold()

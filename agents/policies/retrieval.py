@@ -118,6 +118,7 @@ class Retrieval(ContextPolicy):
 
     name: ClassVar[str] = "retrieval"
     Params: ClassVar[type[PolicyParams]] = RetrievalParams
+    params: RetrievalParams  # the instance's parameters, of this policy's own type
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

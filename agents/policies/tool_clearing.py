@@ -45,6 +45,7 @@ class ClearToolUses(ContextPolicy):
 
     name: ClassVar[str] = "clear_tool_uses"
     Params: ClassVar[type[PolicyParams]] = ClearToolUsesParams
+    params: ClearToolUsesParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
         self._cleared = UnitMemo()

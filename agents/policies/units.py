@@ -18,7 +18,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, count, islice
 from operator import is_not, methodcaller
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
@@ -150,7 +150,7 @@ class IncrementalSplit:
         contents = list(map(_content, messages))
         kept = self._reusable_units(messages, contents, start)
         resume = self._ends[kept - 1] if kept else start
-        split.units = self._split.units[:kept] if kept else []
+        split.units = self._split.units[:kept] if kept and self._split is not None else []
         _split_units(messages, resume, split.units)
         lengths = (len(unit.messages) for unit in split.units[kept:])
         self._ends = self._ends[:kept] + list(accumulate(lengths, initial=resume))[1:]
@@ -232,7 +232,7 @@ class UnitMemo:
         self.limit = limit
         self._entries: dict[int, tuple[Unit, tuple, object, object]] = {}
 
-    def get(self, unit: Unit, variant: object = None, default: object = None) -> object:
+    def get(self, unit: Unit, variant: object = None, default: Any = None) -> Any:
         entry = self._entries.get(id(unit.messages[0]))
         if entry is None or entry[2] != variant:
             return default
