@@ -115,6 +115,25 @@ def _sweep_png_names(count: int) -> list[str]:
     return [f"{SWEEP_PNG_STEM}.png"] if count == 1 else [f"{SWEEP_PNG_STEM}_{i}.png" for i in range(1, count + 1)]
 
 
+@dataclass(frozen=True)
+class ReportInputs:
+    """What report.md, report.json and the plots are computed from: each folded and estimated once."""
+
+    rows: list[EpisodeRow]  # one per episode (its last attempt), in canonical order
+    folded: int  # rows of earlier attempts, left by a run stopped during --resume
+    summaries: dict[str, st.ConfigSummary]
+    costs: dict[str, cost.ConfigCost]  # priced when prices are given; the token figures either way
+    prices: Mapping[str, cost.Price]
+
+
+def report_inputs(rows: Sequence[EpisodeRow], prices: Mapping[str, cost.Price] | None = None) -> ReportInputs:
+    latest = st.canonical_order(latest_attempts(rows))
+    prices = prices or {}
+    return ReportInputs(
+        latest, len(rows) - len(latest), st.summarize(latest), cost.config_costs(latest, prices), prices
+    )
+
+
 def render_report(
     rows: Sequence[EpisodeRow],
     baseline: str | None = None,
@@ -123,11 +142,12 @@ def render_report(
     prices: Mapping[str, cost.Price] | None = None,
 ) -> str:
     """report.md's text for these rows (pure: no files read or written); one row per episode."""
-    folded = len(rows)
-    rows = st.canonical_order(latest_attempts(rows))
-    folded -= len(rows)  # rows of earlier attempts, left by a run stopped during --resume
+    return _render(report_inputs(rows, prices), baseline, refused)
+
+
+def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[RefusedLine]) -> str:
+    rows, folded, summaries = inputs.rows, inputs.folded, inputs.summaries
     scored = st.scored_rows(rows)
-    summaries = st.summarize(rows)
     configs = list(summaries)
     infra = st.infra_error_rows(rows)
     scored_configs = [c for c in configs if summaries[c].n_episodes]
@@ -171,9 +191,9 @@ def render_report(
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
         _label_table(summaries),
         "## Prompt caching and cost",
-        _prompt_cost(cost.config_costs(rows, prices or {}), prices or {}),
+        _prompt_cost(inputs.costs, inputs.prices),
         "## Token units",
-        _token_units(cost.config_costs(rows, {})),
+        _token_units(inputs.costs),
     ]
     if comparisons:
         sections += [
@@ -210,8 +230,11 @@ def write_plots(
     rows: Sequence[EpisodeRow], out_dir: str | Path, prices: Mapping[str, cost.Price] | None = None
 ) -> list[Path]:
     """The PNGs of the report, written into ``out_dir``; stale sweep heatmaps are removed."""
-    out_dir = Path(out_dir)
-    summaries = _plotted(st.summarize(rows))
+    return _write_plots(report_inputs(rows, prices), Path(out_dir))
+
+
+def _write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
+    summaries, prices = _plotted(inputs.summaries), inputs.prices
     grids = st.sweep_grids(summaries)
     for stale in [*out_dir.glob(f"{SWEEP_PNG_STEM}*.png"), out_dir / SUCCESS_VS_COST_PNG]:
         stale.unlink(missing_ok=True)
@@ -222,9 +245,7 @@ def write_plots(
     for grid, name in zip(grids, _sweep_png_names(len(grids))):
         paths.append(plot_sweep(grid, summaries, out_dir / name))
     if prices:
-        paths.append(
-            plot_success_vs_cost(cost.config_costs(rows, prices), out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries))
-        )
+        paths.append(plot_success_vs_cost(inputs.costs, out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries)))
     return paths
 
 
@@ -236,12 +257,12 @@ def write_report(
     results_dir = Path(results_dir)
     rows, refused = load_results(results_dir)
     path = results_dir / REPORT_FILE
-    path.write_text(render_report(rows, baseline, refused=refused, prices=prices), encoding="utf-8")
-    rows = latest_attempts(rows)  # a run killed during --resume leaves an episode's attempts appended
-    report_json = {"cost": cost.costs_json(cost.config_costs(rows, prices or {}), prices or {})}
+    inputs = report_inputs(rows, prices)  # a run killed during --resume leaves an episode's attempts appended
+    path.write_text(_render(inputs, baseline, refused), encoding="utf-8")
+    report_json = {"cost": cost.costs_json(inputs.costs, inputs.prices)}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    write_plots(rows, results_dir, prices)
+    _write_plots(inputs, results_dir)
     from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
 
-    write_view(results_dir, rows=rows)
+    write_view(results_dir, rows=inputs.rows)
     return path
