@@ -118,7 +118,7 @@ class ErpSession:
         return value
 
     def add_message(self, level: str, text: str) -> None:
-        self._messages.append({"Level": level, "Text": text})
+        self._messages.append({K.LEVEL: level, K.TEXT: text})
 
     def cached_read(self, key: str, compute: Callable[[], T]) -> T:
         """Cache a pure function of the database until its next write (sqlite's change counter moves).
@@ -222,7 +222,7 @@ class ErpSession:
             return []
         form = self.forms[-1]
         return [
-            {"Label": FORMS[form.name].caption(self, form), "Url": f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}
+            {K.LABEL: FORMS[form.name].caption(self, form), K.URL: f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}
         ]
 
     def _respond(self, name: str, tool: Tool, outcome: Outcome) -> ToolResponse:

@@ -21,6 +21,7 @@ MESSAGE = "Message"
 FORM_STATE = "FormState"
 ACTIVITY_ID = "MCPActivityId"
 DEEP_LINKS = "DeepLinks"
+URL = "Url"  # a deep link's address, beside its LABEL
 # The envelope's own keys; any other top-level key is the payload of the tool that answered.
 ENVELOPE_KEYS = (SESSION_ID, RESULT, MESSAGES, ERROR, FORM_STATE, ACTIVITY_ID, DEEP_LINKS)
 
