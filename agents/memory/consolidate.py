@@ -82,7 +82,7 @@ def merge_entry(store: MemoryStore, entry: Fact | Sop, archive_key: str) -> str:
     if existing_text is not None:
         existing = type(entry).model_validate_json(existing_text)
         verified = sorted({*existing.verified_by, archive_key})
-        keep_new = isinstance(entry, Sop) and len(entry.steps) < len(existing.steps)  # type: ignore[union-attr]
+        keep_new = isinstance(entry, Sop) and isinstance(existing, Sop) and len(entry.steps) < len(existing.steps)
         entry = (entry if keep_new else existing).model_copy(update={"verified_by": verified})
     else:
         entry = entry.model_copy(update={"verified_by": [archive_key]})

@@ -21,7 +21,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -107,6 +107,12 @@ def check_key(key: str) -> str:
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise MemoryStoreError(f"bad memory key {key!r}: expected fact/NAME or sop/NAME (lower case, digits, _ . -)")
     return key
+
+
+def split_key(key: str) -> tuple[Literal["fact", "sop"], str]:
+    """A checked key's kind and name (KEY_PATTERN admits only the fact/ and sop/ kinds)."""
+    kind, _, name = check_key(key).partition("/")
+    return cast(Literal["fact", "sop"], kind), name
 
 
 # -- backends: text by (layer, name) ------------------------------------------------------------
@@ -228,8 +234,8 @@ class MemoryStore:
 
     def read(self, key: str) -> str | None:
         """The stored text of a fact or SOP (what memory_read returns), or None."""
-        kind, _, name = check_key(key).partition("/")
-        return self.backend.get(kind, name) if self.backend else None  # type: ignore[arg-type]
+        kind, name = split_key(key)
+        return self.backend.get(kind, name) if self.backend else None
 
     def fact(self, key: str) -> Fact:
         return Fact.model_validate_json(self._required(key))
@@ -244,10 +250,10 @@ class MemoryStore:
         return text
 
     def put(self, entry: Fact | Sop) -> None:
-        kind, _, name = check_key(entry.key).partition("/")
+        kind, name = split_key(entry.key)
         if kind != ("sop" if isinstance(entry, Sop) else "fact"):
             raise MemoryStoreError(f"key {entry.key!r} does not match a {type(entry).__name__}")
-        self._backend().put(kind, name, dumps(entry))  # type: ignore[arg-type]
+        self._backend().put(kind, name, dumps(entry))
 
     # L4
     def archive_keys(self) -> list[str]:
