@@ -145,7 +145,8 @@ def time_token_ids(counter: TokenCounter, timed_agent: Timed) -> dict[int, float
         per_call[call] = per_call.get(call, 0.0) + time.thread_time() - start
         return ids
 
-    counter.message_ids = timed  # an instance attribute over the method: the trackers call it by name
+    # an instance attribute over the method (the trackers call it by name); the episode's shared counter is kept
+    counter.message_ids = timed  # type: ignore[method-assign]  # timed for one episode, deleted after it
     return per_call
 
 
