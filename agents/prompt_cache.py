@@ -187,6 +187,11 @@ class PrefixTracker:
             node = self._child(node, self._key(message))
         node.ended = True
 
+    def count(self, message: dict[str, Any]) -> int:
+        """``count_message`` of a message the next request will show (the agent's answer): for a role
+        compared by tokens, its ids are made now and the count comes from them, so it is tokenized once."""
+        return self._count(message)
+
     def _count(self, message: dict[str, Any]) -> int:
         """``count_message``; from its ids (tokenized once, kept) for a role compared by tokens before."""
         if message.get("role") not in self._compared_roles:

@@ -158,7 +158,7 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
             index=len(trajectory.steps),
             shown_messages=len(step.shown),
             input_tokens=input_tokens,
-            output_tokens=acting.counter.count_message(message),
+            output_tokens=acting.agent_requests.count(message),  # the next request shows it: tokenized once
             reported_input_tokens=step.usage.input_tokens,
             reported_output_tokens=step.usage.output_tokens,
             cacheable_prefix_tokens=cacheable,

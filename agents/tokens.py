@@ -94,7 +94,8 @@ class BpeOpenAIEncoder:
         text = _valid_utf8(text)
         if self._backend is None:
             return self._encoding.encode_ordinary(text)
-        return list(self._backend.encode(text))
+        ids = self._backend.encode(text)
+        return ids if type(ids) is list else list(ids)  # a list already: no copy
 
     def decode(self, tokens: list[int]) -> str:
         tokens = list(tokens)
@@ -503,14 +504,32 @@ def message_token_key(message: dict[str, Any]) -> tuple:
 def encode_token_key(key: tuple, encoder: Encoder) -> list[int]:
     """The ids of a ``message_token_key``: role, name, content and calls with their framing."""
     role, name, text, calls = key
-    ids = [MESSAGE_START, *encoder.encode(role)]
+    ids = [MESSAGE_START, *_name_ids(role, encoder)]
     if name is not None:
-        ids += [NAME_MARK, *encoder.encode(name)]
+        ids += [NAME_MARK, *_name_ids(name, encoder)]
     ids.append(MESSAGE_SEPARATOR)
-    ids += encoder.encode(text)
+    if text:  # an assistant's calls come with "" (each encode is a call into the backend)
+        ids += encoder.encode(text)
     for function_name, arguments in calls:
-        ids += [CALL_START, *encoder.encode(function_name), CALL_ARGUMENTS, *encoder.encode(arguments), CALL_END]
+        ids += [CALL_START, *_name_ids(function_name, encoder), CALL_ARGUMENTS]
+        if arguments:
+            ids += encoder.encode(arguments)
+        ids.append(CALL_END)
     ids.append(MESSAGE_END)
+    return ids
+
+
+NAMES_KEPT = 1_024  # roles, names and tool names whose ids are kept (a run uses a few dozen)
+_names: dict[tuple[Encoder, str], list[int]] = {}
+
+
+def _name_ids(text: str, encoder: Encoder) -> list[int]:
+    """The ids of a role, name or tool name, encoded once: every message repeats a few of them."""
+    ids = _names.get((encoder, text))
+    if ids is None:
+        if len(_names) >= NAMES_KEPT:  # names sent by an outsider: stay bounded
+            _names.clear()
+        ids = _names[encoder, text] = encoder.encode(text)
     return ids
 
 

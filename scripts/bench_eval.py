@@ -15,6 +15,11 @@ call's CPU (``time.thread_time`` from one call to the next) is split into:
 - ``agent``: the agent's own decision (the scripted agent reads its shown context; an LLM agent's
   share would be the request), and ``h-ratio`` = CPU / (floor + agent): the harness's own share
   (the runner's bookkeeping, the recorder, counting what was counted before);
+- ``ids``: of that harness share, the token ids the prompt-cache figure makes where requests branch
+  (``TokenCounter.message_ids``, timed per call): those messages are encoded instead of counted,
+  and in the episode, between the simulator's and the agent's work, encoding costs more than the
+  floor's counting of the same messages in one loop after the episode (measured: encoding 1.3x
+  counting in a loop, and 1.2-1.3x its own loop figure in the episode);
 - ``slope``: the least-squares growth of CPU per call with the call's index (us per earlier
   call), over the calls after the first ten; flat (a few us) means no work grows with history
   beyond what the policy's own output needs.
@@ -127,6 +132,24 @@ class PagingAgent:
         return AgentStep(message=message, shown=list(transcript))
 
 
+def time_token_ids(counter: TokenCounter, timed_agent: Timed) -> dict[int, float]:
+    """Time the counter's ``message_ids`` per model call (the prompt-cache figure's token ids, made where
+    requests branch; counting those messages again would be part of ``count``); undone by ``del``."""
+    per_call: dict[int, float] = {}
+    message_ids = counter.message_ids
+
+    def timed(message):
+        start = time.thread_time()
+        ids = message_ids(message)
+        call = len(timed_agent.starts) - 1
+        per_call[call] = per_call.get(call, 0.0) + time.thread_time() - start
+        return ids
+
+    # an instance attribute over the method (the trackers call it by name); the episode's shared counter is kept
+    counter.message_ids = timed  # type: ignore[method-assign]  # timed for one episode, deleted after it
+    return per_call
+
+
 def run(policy: str, task: str) -> dict:
     """One episode, timed per call."""
     synthetic = task == "synthetic"
@@ -135,15 +158,20 @@ def run(policy: str, task: str) -> dict:
     outer = Timed(wrap(inner_timed, policy))
     steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
     env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
-    get_counter().cache_clear()
-    trajectory = run_episode(
-        env,
-        outer,
-        task_id="hotel-010" if synthetic else task,
-        seed=0,
-        policy=policy,
-        max_model_calls=SYNTHETIC_CALLS if synthetic else 400,
-    )
+    counter = get_counter()
+    counter.cache_clear()
+    ids_cpu = time_token_ids(counter, outer)
+    try:
+        trajectory = run_episode(
+            env,
+            outer,
+            task_id="hotel-010" if synthetic else task,
+            seed=0,
+            policy=policy,
+            max_model_calls=SYNTHETIC_CALLS if synthetic else 400,
+        )
+    finally:
+        del counter.message_ids
     env.close()
     calls = len(outer.starts)
     cold = TokenCounter()
@@ -167,6 +195,7 @@ def run(policy: str, task: str) -> dict:
         "count": count_cpu[:-1],
         "policy": policy_cpu,
         "agent": inner_timed.durations[:-1],
+        "ids": [ids_cpu.get(k, 0.0) for k in range(calls - 1)],
         "termination": trajectory.termination,
     }
 
@@ -183,7 +212,7 @@ def measure(policy: str, task: str, repeats: int) -> dict:
     runs = [run(policy, task) for _ in range(repeats)]
     per_call = {
         key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
-        for key in ("total", "floor", "sim", "count", "policy", "agent")
+        for key in ("total", "floor", "sim", "count", "policy", "agent", "ids")
     }
     harness = [t - f - a for t, f, a in zip(per_call["total"], per_call["floor"], per_call["agent"])]
     med = {key: statistics.median(values) if values else float("nan") for key, values in per_call.items()}
@@ -211,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
-        f"{'agent':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
+        f"{'agent':>7}{'ids':>6}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
     )
     ratios, harness_ratios = [], []
     for policy in args.policies:
@@ -221,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             harness_ratios.append(row["harness_ratio"])
             print(
                 f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
-                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ratio']:>7.2f}"
+                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ids_ms']:>6.2f}{row['ratio']:>7.2f}"
                 f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}",
                 flush=True,
             )
