@@ -303,8 +303,9 @@ def _execute_ray(
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if address is None else None,
     )
-    # for a killed eval; ray.init returns a RayContext, which its annotation calls BaseContext
-    session_dir = context.address_info.get("session_dir", "")  # type: ignore[attr-defined]
+    # for a killed eval. ray.init returns a RayContext, which its annotation calls BaseContext (unused-ignore:
+    # without Ray installed, mypy sees Any here)
+    session_dir = context.address_info.get("session_dir", "")  # type: ignore[attr-defined, unused-ignore]
     reaper = start_reaper(session_dir) if owned else None
     try:
         remote = ray.remote(max_retries=0)(run or run_spec)
