@@ -24,7 +24,10 @@ dictionary lookup each and a message's tokens are its count (the counter has the
 the first message that leaves the trie, the most tokens it shares with any continuation seen
 there is what counts; the continuations are tokenized then (each once per episode) and kept
 sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
-earlier requests branched there). The rest of the request after that point is kept as one list
+earlier requests branched there). Where only one continuation was seen (a tool result cut in place),
+no ids are made: the two texts are encoded only from the last piece boundary before the first character
+they differ in to one after it (``shared_text_tokens``), and the tokens before are counted. The rest of the
+request after that point is kept as one list
 (a tail) on the node where it left, made nodes only if a later request walks into it: a policy
 that re-renders a block near the start (a working-memory anchor) leaves the trie there at every
 call, and its requests' rests are never walked again, so each costs a slice and one counting pass
@@ -43,17 +46,19 @@ optimizer's calls) ``record_call`` does nothing.
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, insort
 from contextvars import ContextVar
 from itertools import accumulate
-from typing import Any
+from typing import Any, AnyStr
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
     TOKEN_BYTES,
+    Encoder,
     TokenCounter,
     encode_token_key,
     get_counter,
@@ -84,8 +89,8 @@ def _packed(ids: list[int]) -> bytes:
     return array("I", ids).tobytes()
 
 
-def _shared_bytes(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two byte strings (binary search over slices: C speed; each step
+def _shared_length(a: AnyStr, b: AnyStr) -> int:
+    """Length of the common prefix of two (byte) strings (binary search over slices: C speed; each step
     compares only the part not known equal, so the slices copied add up to about the shorter length)."""
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     if long.startswith(short):
@@ -98,6 +103,62 @@ def _shared_bytes(a: bytes, b: bytes) -> int:
         else:
             high = middle
     return low
+
+
+# A piece boundary of o200k's pretokenizer that two characters decide: an ASCII letter, then an ASCII
+# character that is no letter and no apostrophe. Only the letter pieces take letters, and none of them goes on
+# past such a character (a contraction needs the apostrophe), so every piece before the boundary is decided by
+# the text up to that character, the text cut there encodes to those pieces, and the pattern has no lookbehind:
+# the text from the boundary encodes to the pieces that follow. Encoding is the pieces' tokens in order.
+_CUT = re.compile(r"[A-Za-z][\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f]")  # the boundary lies between the two
+_CUT_REVERSED = re.compile(r"[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f][A-Za-z]")  # the same, read backwards
+CUT_WINDOW = 256  # characters searched back for a boundary before the whole common prefix is
+
+
+def _last_cut(text: str, end: int) -> int:
+    """The last boundary p with both its characters before ``end`` (0: the start, always one)."""
+    for start in (max(0, end - CUT_WINDOW), 0):
+        found = _CUT_REVERSED.search(text[start:end][::-1])
+        if found is not None:
+            return end - 1 - found.start()
+        if start == 0:
+            break
+    return 0
+
+
+def _next_cut(text: str, after: int) -> int:
+    """The first boundary past position ``after`` (its letter at ``after`` or later), or the end."""
+    found = _CUT.search(text, after)
+    return len(text) if found is None else found.start() + 1
+
+
+def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
+    """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share, encoding only around
+    where the texts part: the tokens before the last boundary both share are the same in both (counted), and
+    the pieces from there to a boundary past the first differing character hold the first differing token."""
+    if a == b:
+        return encoder.count(a)
+    part = _shared_length(a, b)
+    cut = _last_cut(a, part)
+    ids_a = encoder.encode(a[cut : _next_cut(a, part)])
+    ids_b = encoder.encode(b[cut : _next_cut(b, part)])
+    shared = next((n for n, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    return (encoder.count(a[:cut]) if cut else 0) + shared
+
+
+def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
+    """How many leading ids the ``encode_token_key`` of two message keys share, without encoding their texts
+    whole. Framing ids never equal a text token, so the ids part inside the first part of the key that differs
+    (role and name, text, calls); only a text may be long, and it is compared by ``shared_text_tokens``."""
+    same_header = a[:2] == b[:2]
+    if same_header and a[2] != b[2]:
+        header = len(encode_token_key((*a[:2], "", ()), encoder)) - 1  # without MESSAGE_END
+        return header + shared_text_tokens(a[2], b[2], encoder)
+    same_text = same_header and a[2] == b[2]  # then the calls differ: compared with the text left out, then added
+    ids_a = encode_token_key((*a[:2], "", a[3] if same_text else ()), encoder)
+    ids_b = encode_token_key((*b[:2], "", b[3] if same_text else ()), encoder)
+    shared = next((n for n, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    return shared + (encoder.count(a[2]) if same_text and a[2] else 0)
 
 
 class PrefixTracker:
@@ -231,6 +292,9 @@ class PrefixTracker:
         """Most tokens the message ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
         if not node.children:
             return 0
+        if node.order is None and len(node.children) == 1:  # one continuation (a result cut in place): no ids
+            (only,) = node.children
+            return shared_message_tokens(only, key, self.counter.encoder)
         if node.order is None:
             self._compared_roles.update(child[0] for child in node.children)
             node.order = sorted(map(self._message_ids, node.children))
@@ -239,7 +303,7 @@ class PrefixTracker:
         at = bisect_left(node.order, ids)
         shared = 0
         for neighbour in node.order[max(0, at - 1) : at + 1]:
-            shared = max(shared, _shared_bytes(neighbour, ids))
+            shared = max(shared, _shared_length(neighbour, ids))
         return shared // TOKEN_BYTES
 
     def _message_ids(self, key: tuple) -> bytes:

@@ -16,7 +16,9 @@ call's CPU (``time.thread_time`` from one call to the next) is split into:
   share would be the request), and ``h-ratio`` = CPU / (floor + agent): the harness's own share
   (the runner's bookkeeping, the recorder, counting what was counted before);
 - ``ids``: of that harness share, the token ids the prompt-cache figure makes where requests branch
-  (``TokenCounter.message_ids``, timed per call): those messages are encoded instead of counted,
+  among several earlier continuations (``TokenCounter.message_ids``, timed per call; a branch with one,
+  a result cut in place, encodes only around where the texts part and is not in this column): those
+  messages are encoded instead of counted,
   and in the episode, between the simulator's and the agent's work, encoding costs more than the
   floor's counting of the same messages in one loop after the episode (measured: encoding 1.3x
   counting in a loop, and 1.2-1.3x its own loop figure in the episode);

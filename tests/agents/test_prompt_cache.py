@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
-from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_counter
+from erp_sim.agents.prompt_cache import (
+    EpisodeMeter,
+    PrefixTracker,
+    record_call,
+    shared_message_tokens,
+    shared_text_tokens,
+)
+from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_counter, message_token_key
 from erp_sim.agents.types import ChatResponse, Usage
 
 COUNTER = get_counter()
@@ -235,6 +244,7 @@ def test_figures_equal_the_definition_on_random_branching_requests():
 
     rng = random.Random(11)
     texts = ["form state " * 5, "form state " * 5 + "and more", "form status", "", "Itemize line 3 of EXP-000123."]
+    texts += [text + end for text in ADVERSARIAL_TEXTS for end in ("", " x", "'s", "  \n", "7")]
 
     def message() -> dict:
         role = rng.choice(["user", "assistant", "tool"])
@@ -255,7 +265,7 @@ def test_figures_equal_the_definition_on_random_branching_requests():
             ]
         return made
 
-    for _ in range(20):
+    for _ in range(max(60, EXAMPLES // 10)):
         tracker, earlier = PrefixTracker(), []
         pool = [message() for _ in range(8)]
         for _ in range(15):
@@ -270,3 +280,64 @@ def test_figures_equal_the_definition_on_random_branching_requests():
             )
             assert tracker.observe(request, tools) == _reference_figure(units, earlier)
             earlier.append(units)
+
+
+# Texts that part where o200k's pieces depend on what follows: whitespace runs before a letter or a line
+# end, contractions (the pattern's 's 're 'll, in any case), digit runs cut in threes, letters with marks,
+# text that changes case, characters of several bytes (a token may end inside one), a long letter run.
+ADVERSARIAL_PIECES = [
+    *("a", "b", "Z", "The", "tHE", "x" * 40, "'s", "'S", "'re", "'ll", "'", "' ", "'t'"),
+    *(" ", "  ", "\t", "\n", "\r\n", " \n ", "\n\n  ", "\u00a0", "\u2028"),
+    *("1", "12", "12345", "\u0663", "{", '"', ":", ",", "/", "!?", "_", "-", "\\u00e9"),
+    *("\u00e9", "e\u0301", "\u65e5\u672c", "\U0001f600", "\u00df", "\u0130", "\u03a3", "\u0644\u0627"),
+]
+ADVERSARIAL_TEXTS = [
+    'form state  \n  {"FieldName": "Amount\'s", "Value": 120.5}',
+    "nights   \n\n   Hotel's  room\t\t12345678 \u00e9t\u00e9 caf\u00e9\u0301 \U0001f600\U0001f600 IT'S OK",
+    "a" * 300 + " " * 20 + "B" * 50,
+]
+PIECE_TEXT = st.lists(st.sampled_from(ADVERSARIAL_PIECES), max_size=30).map("".join) | st.text(max_size=40)
+EXAMPLES = int(os.environ.get("PREFIX_EXAMPLES", "300"))  # run with e.g. 20000 after changing the shortcut
+
+
+def _shared_ids(a: list[int], b: list[int]) -> int:
+    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(PIECE_TEXT, PIECE_TEXT, PIECE_TEXT)
+def test_tokens_shared_around_where_texts_part_equal_the_whole_encodings(common, a, b):
+    """Encoding only around the first differing character gives the shared tokens of the whole encodings."""
+    from erp_sim.agents.tokens import encode, get_encoder
+
+    a, b = common + a, common + b
+    assert shared_text_tokens(a, b, get_encoder()) == _shared_ids(encode(a), encode(b))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user", "assistant", "tool", "tools"]),
+            st.sampled_from([None, "ana", "an"]),
+            PIECE_TEXT,
+            st.lists(st.tuples(st.sampled_from(["form_open", "form"]), PIECE_TEXT), max_size=2),
+        ),
+        min_size=2,
+        max_size=2,
+    )
+)
+def test_ids_shared_by_two_messages_equal_the_whole_encodings(pair):
+    """Role, name, text and calls: the shared ids of two messages, whichever part they differ in."""
+    messages = []
+    for role, name, text, calls in pair:
+        message = {"role": role, "content": text, **({"name": name} if name else {})}
+        if calls:
+            message["tool_calls"] = [
+                {"id": "c", "type": "function", "function": {"name": n, "arguments": arguments}}
+                for n, arguments in calls
+            ]
+        messages.append(message)
+    keys = [message_token_key(m) for m in messages]
+    expected = _shared_ids(encode_message(messages[0]), encode_message(messages[1]))
+    assert shared_message_tokens(keys[0], keys[1], COUNTER.encoder) == expected
