@@ -41,6 +41,16 @@ def test_without_a_user_model_a_question_stalls_over_mcp():
         env.close()
 
 
+def test_a_step_after_close_is_a_failed_call_not_a_crash():
+    server = build_server(task_set="hotel_50", task_id="hotel-002")
+    env = McpEnv(server, task=get_task("hotel_50", "hotel-002"), grade=store_grade(server))
+    env.reset()
+    env.close()
+    observation, reward, terminated, _truncated, info = env.step({"name": "form_find_menu_item", "arguments": {}})
+    assert "the MCP call failed: ResetNeeded: Call reset() before step()." in observation
+    assert (reward, terminated, info["counts"]["tool_errors"]) == (0.0, False, 1)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
