@@ -62,6 +62,7 @@ from erp_sim.agents.tokens import (
     TokenCounter,
     encode_token_key,
     get_counter,
+    identity_entry,
     message_token_key,
     same_prefix,
     tools_text,
@@ -266,13 +267,8 @@ class PrefixTracker:
     def _key(self, message: dict[str, Any]) -> tuple:
         """The message's ``message_token_key``, kept by identity: a pruned request shows the same
         objects again at other positions, and building a key reads (and checks) all its text."""
-        known = self._keys.get(id(message))
-        if (
-            known is not None
-            and known[0] is message
-            and known[1] is message.get("content")
-            and known[2] is message.get("tool_calls")
-        ):
+        known = identity_entry(self._keys, message)
+        if known is not None:
             return known[3]
         key = message_token_key(message)
         if len(self._keys) >= KEYS_KEPT:  # a policy that copies every message every call: stay bounded

@@ -32,7 +32,7 @@ import json
 import operator
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from itertools import repeat
 from typing import Any, Protocol
@@ -326,16 +326,7 @@ class TokenCounter:
         return ids
 
     def _known(self, message: dict[str, Any]) -> tuple | None:
-        """The identity entry of this very message object, unless its content or calls were replaced."""
-        known = self._by_identity.get(id(message))
-        if (
-            known is not None
-            and known[0] is message
-            and known[1] is message.get("content")
-            and known[2] is message.get("tool_calls")
-        ):
-            return known
-        return None
+        return identity_entry(self._by_identity, message)
 
     def _remember(self, message: dict[str, Any], count: int, ids: bytes | None = None) -> None:
         """Keep the count under the message object itself: a transcript shows the same objects at
@@ -404,6 +395,21 @@ class RunningCount:
 
     def __call__(self, messages: list[dict[str, Any]]) -> int:
         return sum(self.counter.counts(messages)) + REPLY_PRIMING_TOKENS
+
+
+def identity_entry(table: Mapping[int, tuple], message: dict[str, Any]) -> tuple | None:
+    """``table[id(message)]`` if it was kept for this very object with its current content and tool_calls
+    (entries start ``(message, content, tool_calls, ...)``); None for an id reused or a message edited in place.
+    ``TokenCounter.counts`` applies the same rule to a whole list at once."""
+    known = table.get(id(message))
+    if (
+        known is not None
+        and known[0] is message
+        and known[1] is message.get("content")
+        and known[2] is message.get("tool_calls")
+    ):
+        return known
+    return None
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
