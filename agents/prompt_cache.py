@@ -133,6 +133,11 @@ def _next_cut(text: str, after: int) -> int:
     return len(text) if found is None else found.start() + 1
 
 
+def _shared_ids(a: list[int], b: list[int]) -> int:
+    """How many leading ids two id lists share."""
+    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
     """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share, encoding only around
     where the texts part: the tokens before the last boundary both share are the same in both (counted), and
@@ -143,7 +148,7 @@ def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
     cut = _last_cut(a, part)
     ids_a = encoder.encode(a[cut : _next_cut(a, part)])
     ids_b = encoder.encode(b[cut : _next_cut(b, part)])
-    shared = next((n for n, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    shared = _shared_ids(ids_a, ids_b)
     return (encoder.count(a[:cut]) if cut else 0) + shared
 
 
@@ -158,7 +163,7 @@ def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
     same_text = same_header and a[2] == b[2]  # then the calls differ: compared with the text left out, then added
     ids_a = encode_token_key((*a[:2], "", a[3] if same_text else ()), encoder)
     ids_b = encode_token_key((*b[:2], "", b[3] if same_text else ()), encoder)
-    shared = next((n for n, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    shared = _shared_ids(ids_a, ids_b)
     return shared + (encoder.count(a[2]) if same_text and a[2] else 0)
 
 
@@ -199,7 +204,7 @@ class PrefixTracker:
         position = known
         while walking and position < len(messages):  # on an earlier request's path: compare, then add
             message = messages[position]
-            key, count = self._key(message), self._count(message)
+            key, count = self._key(message), self.count(message)
             if node.tail is not None:
                 self._expand(node)
             following = node.children.get(key)
@@ -217,7 +222,7 @@ class PrefixTracker:
         rest = messages[position:]
         if rest:  # off the trie: the rest becomes the tail of the last node, counted in one pass
             at.tail = rest
-            tokens_at += accumulate(self.counter.counts(rest, self._count), initial=tokens)
+            tokens_at += accumulate(self.counter.counts(rest, self.count), initial=tokens)
             del tokens_at[position]  # accumulate's initial value is the entry before the rest
             tokens = tokens_at[-1]
         elif walking and at.ended:  # the whole request repeats an earlier one
@@ -250,12 +255,8 @@ class PrefixTracker:
         node.ended = True
 
     def count(self, message: dict[str, Any]) -> int:
-        """``count_message`` of a message the next request will show (the agent's answer): for a role
-        compared by tokens, its ids are made now and the count comes from them, so it is tokenized once."""
-        return self._count(message)
-
-    def _count(self, message: dict[str, Any]) -> int:
-        """``count_message``; from its ids (tokenized once, kept) for a role compared by tokens before."""
+        """``count_message``; for a role compared by tokens before, from its ids (made now and kept, so a
+        message the next request shows, such as the agent's answer, is tokenized once)."""
         if message.get("role") not in self._compared_roles:
             return self.counter.count_message(message)
         key = self._key(message)
