@@ -89,9 +89,7 @@ def run_episode(
     recorder = ContextRecorder(counter) if keep_shown else None
     tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
-    acting = _Acting(
-        agent, tools, counter, meter, recorder, context_window, tool_tokens, agent_requests=meter.tracker("agent")
-    )
+    acting = _Acting(agent, tools, meter, recorder, context_window, tool_tokens, agent_requests=meter.tracker("agent"))
     env_state = _EnvState(info=info)
     termination: Termination | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:
@@ -126,7 +124,6 @@ class _Acting:
 
     agent: Agent
     tools: list
-    counter: TokenCounter
     meter: EpisodeMeter
     recorder: ContextRecorder | None
     context_window: int | None
