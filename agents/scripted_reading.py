@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from operator import and_, is_
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
-from erp_sim.agents.tokens import message_entries, next_false
+from erp_sim.agents.tokens import message_entries, next_false, unchanged_objects
 from erp_sim.agents.types import Message
 from erp_sim.catalog import wording_to_subcategory
 
@@ -215,9 +214,7 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
-        same = list(map(is_, messages, self.messages))
-        same = list(map(and_, same, map(is_, message_entries(messages, "content"), self.contents)))
-        same = list(map(and_, same, map(is_, message_entries(messages, "tool_calls"), self.tool_calls)))
+        same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)

@@ -32,7 +32,7 @@ import json
 import operator
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from itertools import repeat
 from typing import Any, Protocol
@@ -348,12 +348,7 @@ class TokenCounter:
         """``count_message`` of each message, those known by identity looked up in C (a long list that is
         mostly shown before costs a few passes, not a Python call each); ``count`` counts the others."""
         entries = list(map(self._by_identity.get, map(id, messages), repeat(_UNKNOWN)))
-        known = list(map(operator.is_, map(_FIRST, entries), messages))
-        known = list(
-            map(operator.and_, known, map(operator.is_, map(_SECOND, entries), message_entries(messages, "content")))
-        )
-        calls = message_entries(messages, "tool_calls")
-        known = list(map(operator.and_, known, map(operator.is_, map(_THIRD, entries), calls)))
+        known = unchanged_objects(messages, map(_FIRST, entries), map(_SECOND, entries), map(_THIRD, entries))
         counted = list(map(_FOURTH, entries))
         position = next_false(known, 0)
         while position is not None:
@@ -400,7 +395,7 @@ class RunningCount:
 def identity_entry(table: Mapping[int, tuple], message: dict[str, Any]) -> tuple | None:
     """``table[id(message)]`` if it was kept for this very object with its current content and tool_calls
     (entries start ``(message, content, tool_calls, ...)``); None for an id reused or a message edited in place.
-    ``TokenCounter.counts`` applies the same rule to a whole list at once."""
+    ``unchanged_objects`` applies the same rule to a whole list at once."""
     known = table.get(id(message))
     if (
         known is not None
@@ -410,6 +405,16 @@ def identity_entry(table: Mapping[int, tuple], message: dict[str, Any]) -> tuple
     ):
         return known
     return None
+
+
+def unchanged_objects(
+    messages: list[dict[str, Any]], objects: Iterable[Any], contents: Iterable[Any], tool_calls: Iterable[Any]
+) -> list[bool]:
+    """Per position (as far as the shorter goes): the message is that object, with those very content and
+    tool_calls objects; ``identity_entry``'s rule for a whole list, checked in C."""
+    same = list(map(operator.is_, messages, objects))
+    same = list(map(operator.and_, same, map(operator.is_, message_entries(messages, "content"), contents)))
+    return list(map(operator.and_, same, map(operator.is_, message_entries(messages, "tool_calls"), tool_calls)))
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
