@@ -226,14 +226,8 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
     return "\n\n".join(sections) + "\n"
 
 
-def write_plots(
-    rows: Sequence[EpisodeRow], out_dir: str | Path, prices: Mapping[str, cost.Price] | None = None
-) -> list[Path]:
+def write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
     """The PNGs of the report, written into ``out_dir``; stale sweep heatmaps are removed."""
-    return _write_plots(report_inputs(rows, prices), Path(out_dir))
-
-
-def _write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
     summaries, prices = _plotted(inputs.summaries), inputs.prices
     grids = st.sweep_grids(summaries)
     for stale in [*out_dir.glob(f"{SWEEP_PNG_STEM}*.png"), out_dir / SUCCESS_VS_COST_PNG]:
@@ -261,7 +255,7 @@ def write_report(
     path.write_text(_render(inputs, baseline, refused), encoding="utf-8")
     report_json = {"cost": cost.costs_json(inputs.costs, inputs.prices)}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    _write_plots(inputs, results_dir)
+    write_plots(inputs, results_dir)
     from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=inputs.rows)
