@@ -22,22 +22,22 @@ Linear per call: earlier requests form a trie keyed by each message's ``message_
 (equal keys exactly when equal token ids), so a request is walked message by message with one
 dictionary lookup each and a message's tokens are its count (the counter has them already). At
 the first message that leaves the trie, the most tokens it shares with any continuation seen
-there is what counts; the continuations are tokenized then (each once per episode) and kept
-sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
-earlier requests branched there). Where only one continuation was seen (a tool result cut in place),
-no ids are made: the two texts are encoded only from the last piece boundary before the first character
-they differ in to one after it (``shared_text_tokens``), and the tokens before are counted. The rest of the
-request after that point is kept as one list
-(a tail) on the node where it left, made nodes only if a later request walks into it: a policy
-that re-renders a block near the start (a working-memory anchor) leaves the trie there at every
-call, and its requests' rests are never walked again, so each costs a slice and one counting pass
-over messages the counter knows by identity. Requests that start with the last request's very
-objects (full history) skip them without a lookup. Once messages of a role have been compared
-token by token (a pruning policy's window start, a cut tool result), new messages of that role
-are tokenized when they arrive (``TokenCounter.message_ids``) and counted from those ids, so each
-is tokenized once either way; other roles are only counted. The same walk sums the request's
-message tokens (``message_tokens``), which the runner and ``EpisodeMeter`` take as its input
-count instead of counting it again.
+there is what counts, found without encoding any message whole (``best_shared_tokens``): the
+continuations' texts are kept sorted per role and name, so those sharing the most characters with
+the new message are its sorted neighbours; texts are encoded only from the last piece boundary
+before the first character they differ in to one after it (``shared_text_tokens``), and the
+tokens before are counted (a long prefix as the whole text's count, which the counter has, less
+the rest's). A continuation sharing fewer characters shares at most the new text's tokens that end
+within them, so the walk outward from the neighbours stops at the first that cannot beat the best:
+one or two encoded windows per call, however many earlier requests branched there (a pruning
+policy's window start, an anchor's counter). The rest of the request after that point is kept as
+one list (a tail) on the node where it left, made nodes only if a later request walks into it: a
+policy that re-renders a block near the start (a working-memory anchor) leaves the trie there at
+every call, and its requests' rests are never walked again, so each costs a slice and one counting
+pass over messages the counter knows by identity. Requests that start with the last request's very
+objects (full history) skip them without a lookup. Every message is counted once (the counter keeps
+it), never tokenized to ids. The same walk sums the request's message tokens (``message_tokens``),
+which the runner and ``EpisodeMeter`` take as its input count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -48,16 +48,18 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from itertools import accumulate
+from heapq import merge
+from itertools import accumulate, chain
 from typing import Any, AnyStr
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
-    TOKEN_BYTES,
+    TEXT_CACHE_MIN_CHARS,
     Encoder,
     TokenCounter,
     encode_token_key,
@@ -79,7 +81,9 @@ class _Node:
 
     def __init__(self) -> None:
         self.children: dict[Any, _Node] = {}
-        self.order: list[bytes] | None = None  # the children's packed ids, sorted: built when a request branches here
+        # The children's ``_fields`` per header (role, name), sorted: built when a request leaves the trie here
+        # with two or more children, then kept up to date.
+        self.order: dict[tuple, list[tuple[str, ...]]] | None = None
         self.ended = False  # an earlier request ended here (a full repeat gets the reply priming too)
         # The rest of the request that created this node after leaving the trie, not yet made nodes: most
         # such rests are never walked again (a pruned or anchored request), so they cost a list slice.
@@ -138,33 +142,172 @@ def _shared_ids(a: list[int], b: list[int]) -> int:
     return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
+class _TextProbe:
+    """One text compared with several others: how many leading tokens its encoding shares with each one's,
+    encoding only around where the texts part. The tokens before the last boundary both share are the same in
+    both (counted: the text's own side, once per boundary); the pieces from there to a boundary past the first
+    differing character hold the first differing token (the text's window encoded once per boundary pair)."""
+
+    def __init__(self, text: str, encoder: Encoder, count: Callable[[str], int]):
+        self.text, self.encoder, self._count = text, encoder, count
+        self._before: dict[int, int] = {}  # boundary -> tokens of text[:boundary]
+        self._windows: dict[tuple[int, int], list[int]] = {}
+        # The window first compared (the other text agreeing on the most characters): its start and end, and
+        # its tokens' ends in characters from its start (a token ending inside a character: the characters
+        # before that one), which bound what a text agreeing on fewer characters can share (``most``).
+        self._reference: tuple[int, int, list[int]] | None = None
+
+    def tokens_before(self, cut: int) -> int:
+        """Tokens of ``text[:cut]`` at a piece boundary: the whole text's tokens are the pieces' tokens in
+        order, so a long prefix is the whole count (``count``: cached by the counter) less the rest's."""
+        known = self._before.get(cut)
+        if known is None:
+            text = self.text
+            if not cut:
+                known = 0
+            elif cut == len(text):
+                known = self._count(text)
+            elif 2 * cut > len(text) >= TEXT_CACHE_MIN_CHARS:
+                known = self._count(text) - self.encoder.count(text[cut:])
+            else:
+                known = self.encoder.count(text[:cut])
+            self._before[cut] = known
+        return known
+
+    def shared(self, other: str, part: int) -> int:
+        """Leading tokens shared with ``other``, which agrees with the text on exactly ``part`` characters."""
+        text = self.text
+        if other == text:
+            return self.tokens_before(len(text))
+        cut, end = _last_cut(text, part), _next_cut(text, part)
+        ids = self._windows.get((cut, end))
+        if ids is None:
+            ids = self._windows[cut, end] = self.encoder.encode(text[cut:end])
+        if self._reference is None:
+            self._reference = (cut, end, self._token_ends(ids) if text[cut:end].isascii() else [0] * len(ids))
+        return self.tokens_before(cut) + _shared_ids(ids, self.encoder.encode(other[cut : _next_cut(other, part)]))
+
+    def most(self, part: int) -> int | None:
+        """At most how many leading tokens a text agreeing on ``part`` characters can share (None: unknown, past
+        the reference window): shared tokens decode to equal bytes, so each ends before character ``part`` ends,
+        and the text's tokens up to the window's end are those before it and the window's."""
+        if self._reference is None:
+            return None
+        cut, end, ends = self._reference
+        if part >= end:
+            return None
+        if part < cut:  # only tokens before the window's start
+            return self.tokens_before(cut)
+        return self.tokens_before(cut) + bisect_right(ends, part - cut)
+
+    def _token_ends(self, ids: list[int]) -> list[int]:
+        """Where each of an ASCII text's tokens ends (one byte per character: each token decodes alone)."""
+        return list(accumulate(len(self.encoder.decode([token])) for token in ids))
+
+
 def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
-    """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share, encoding only around
-    where the texts part: the tokens before the last boundary both share are the same in both (counted), and
-    the pieces from there to a boundary past the first differing character hold the first differing token."""
-    if a == b:
-        return encoder.count(a)
-    part = _shared_length(a, b)
-    cut = _last_cut(a, part)
-    ids_a = encoder.encode(a[cut : _next_cut(a, part)])
-    ids_b = encoder.encode(b[cut : _next_cut(b, part)])
-    shared = _shared_ids(ids_a, ids_b)
-    return (encoder.count(a[:cut]) if cut else 0) + shared
+    """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share (``_TextProbe``)."""
+    return _TextProbe(b, encoder, encoder.count).shared(a, _shared_length(a, b))
+
+
+def _fields(key: tuple) -> tuple[str, ...]:
+    """A message key's texts after its header, in the order encoded: content, then each call's name and
+    arguments. Framing ids (never a text token) come between, so two messages with the same header share
+    the ids of their equal leading fields and then what their first differing fields share."""
+    return (key[2], *chain.from_iterable(key[3]))
+
+
+def _field(fields: tuple[str, ...], position: int) -> str:
+    return fields[position] if position < len(fields) else ""
+
+
+def _framing_before(field: int) -> int:
+    """Framing ids between the header and field ``field`` (``encode_token_key``): each call opens with
+    CALL_START before its name and CALL_ARGUMENTS before its arguments, and closes with CALL_END."""
+    return 0 if not field else 3 * ((field - 1) // 2) + 1 + (field - 1) % 2
+
+
+def _header_ids(key: tuple, encoder: Encoder) -> list[int]:
+    """The ids of a message key's role and name with their framing, up to the content (no MESSAGE_END)."""
+    return encode_token_key((*key[:2], "", ()), encoder)[:-1]
+
+
+def _shared_fields(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """How many leading fields two field tuples share."""
+    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _field_walk(
+    siblings: list[tuple[str, ...]], fields: tuple[str, ...], whole: int, start: int, step: int
+) -> Iterator[tuple[int, str]]:
+    """From ``start`` away from ``fields``' sorted position: each distinct field ``whole`` of the siblings that
+    share the first ``whole`` fields with ``fields`` and have one more, with the characters it shares with
+    ``fields[whole]`` (fewer or as many at each step: sorted strings sharing a prefix are contiguous)."""
+    last = None
+    for position in range(start, -1 if step < 0 else len(siblings), step):
+        sibling = siblings[position]
+        if len(sibling) <= whole or sibling[:whole] != fields[:whole]:
+            return  # out of those siblings (one lacking field `whole` sorts first of them)
+        if sibling[whole] != last:  # the same field as the one before shares the same tokens
+            last = sibling[whole]
+            yield _shared_length(last, fields[whole]), last
+
+
+def _by_most_shared(walked: tuple[int, str]) -> int:
+    return -walked[0]
+
+
+def best_shared_tokens(
+    siblings: list[tuple[str, ...]], key: tuple, encoder: Encoder, count: Callable[[str], int]
+) -> int:
+    """Most leading ids of ``encode_token_key(key)`` shared with any message of the same header (role and name)
+    whose ``_fields`` are in ``siblings`` (sorted, without ``key``'s own), encoding no text whole.
+
+    Sorted field tuples sharing a prefix with ``key``'s are contiguous around its insertion point, so the most
+    fields any sibling shares whole (j) is a neighbour's, and the best sibling shares j fields and then the
+    most tokens in field j. Those siblings lie around the insertion point in order of how many characters of
+    field j they share (m), decreasing away from it. A sibling sharing m characters shares at least the tokens
+    before the last boundary in those m and at most the tokens up to the next boundary after m (both grow with
+    m): the nearest is compared exactly, then the others outward while their bound could beat the best."""
+    fields = _fields(key)
+    at = bisect_left(siblings, fields)
+    neighbours = siblings[max(0, at - 1) : at + 1]
+    whole = max(_shared_fields(fields, sibling) for sibling in neighbours)
+    before = len(_header_ids(key, encoder)) + sum(map(count, fields[:whole])) + _framing_before(whole)
+    if whole == len(fields):  # every sibling sharing all of key's fields has more: its next call's framing differs
+        return before - 1
+    probe, best = _TextProbe(fields[whole], encoder, count), -1
+    walks = (_field_walk(siblings, fields, whole, start, step) for step, start in ((-1, at - 1), (1, at)))
+    for part, text in merge(*walks, key=_by_most_shared):  # the most characters shared first
+        most = probe.most(part)
+        if most is not None and most <= best:
+            break  # nor any sibling after it (no more characters shared, no more tokens)
+        best = max(best, probe.shared(text, part))
+    # no sibling with field j: the one sharing all its fields with key ends where key's next call opens
+    return before + best if best >= 0 else before - 1
 
 
 def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
     """How many leading ids the ``encode_token_key`` of two message keys share, without encoding their texts
-    whole. Framing ids never equal a text token, so the ids part inside the first part of the key that differs
-    (role and name, text, calls); only a text may be long, and it is compared by ``shared_text_tokens``."""
-    same_header = a[:2] == b[:2]
-    if same_header and a[2] != b[2]:
-        header = len(encode_token_key((*a[:2], "", ()), encoder)) - 1  # without MESSAGE_END
-        return header + shared_text_tokens(a[2], b[2], encoder)
-    same_text = same_header and a[2] == b[2]  # then the calls differ: compared with the text left out, then added
-    ids_a = encode_token_key((*a[:2], "", a[3] if same_text else ()), encoder)
-    ids_b = encode_token_key((*b[:2], "", b[3] if same_text else ()), encoder)
-    shared = _shared_ids(ids_a, ids_b)
-    return shared + (encoder.count(a[2]) if same_text and a[2] else 0)
+    whole. Framing ids never equal a text token, so the ids part inside the first part of the keys that
+    differs: the header (role and name, short), or a field (``best_shared_tokens``)."""
+    if a == b:
+        return len(encode_token_key(a, encoder))
+    return best_shared_message_tokens({a[:2]: [_fields(a)]}, b, encoder, encoder.count)
+
+
+def best_shared_message_tokens(
+    siblings: dict[tuple, list[tuple[str, ...]]], key: tuple, encoder: Encoder, count: Callable[[str], int]
+) -> int:
+    """Most leading ids ``encode_token_key(key)`` shares with any other message key, given as ``_fields``
+    sorted per header (role, name): with those of its own header if any, by ``best_shared_tokens`` (each
+    shares the whole header, which no other header does: framing ends it); else the most header ids any
+    other header shares."""
+    same_header = siblings.get(key[:2])
+    if same_header:
+        return best_shared_tokens(same_header, key, encoder, count)
+    ids = _header_ids(key, encoder)
+    return max(_shared_ids(_header_ids(header, encoder), ids) for header in siblings)
 
 
 class PrefixTracker:
@@ -173,7 +316,6 @@ class PrefixTracker:
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
         self._root = _Node()
-        self._ids: dict[tuple, bytes] = {}  # message key -> packed token ids, for the messages compared by tokens
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
         self._tools: dict[str, tuple[bytes, int]] = {}
         # The last request, to skip its leading messages when the next one starts with the same objects
@@ -184,9 +326,6 @@ class PrefixTracker:
         self._last_nodes: list[_Node] = []
         self._last_tokens: list[int] = []
         self._holder: _Node | None = None
-        # Roles of the messages compared token by token so far (where requests branched): new messages of
-        # these roles are tokenized when they arrive, and their count comes from those ids (one tokenization).
-        self._compared_roles: set[str] = set()
         self.message_tokens = 0  # the last request's messages as ``count_messages`` counts them (priming included)
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
@@ -255,15 +394,8 @@ class PrefixTracker:
         node.ended = True
 
     def count(self, message: dict[str, Any]) -> int:
-        """``count_message``; for a role compared by tokens before, from its ids (made now and kept, so a
-        message the next request shows, such as the agent's answer, is tokenized once)."""
-        if message.get("role") not in self._compared_roles:
-            return self.counter.count_message(message)
-        key = self._key(message)
-        ids = self._ids.get(key)
-        if ids is None:
-            ids = self._ids[key] = self.counter.message_ids(message)
-        return len(ids) // TOKEN_BYTES
+        """``count_message``: a message is counted once (the counter keeps it), never tokenized to ids."""
+        return self.counter.count_message(message)
 
     def _key(self, message: dict[str, Any]) -> tuple:
         """The message's ``message_token_key``, kept by identity: a pruned request shows the same
@@ -281,33 +413,27 @@ class PrefixTracker:
         child = node.children.get(key)
         if child is None:
             child = node.children[key] = _Node()
-            if node.order is not None:  # requests branched here before: keep the new branch's ids in order too
-                insort(node.order, self._message_ids(key))
+            if node.order is not None:  # requests left the trie here before: keep the new branch in order too
+                insort(node.order.setdefault(key[:2], []), _fields(key))
         return child
 
     def _best_partial(self, node: _Node, key: tuple) -> int:
-        """Most tokens the message ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
+        """Most tokens the message ``key`` shares with any continuation seen at ``node``, its children's fields
+        sorted per header (``best_shared_message_tokens``: no text encoded whole, no ids kept)."""
         if not node.children:
             return 0
-        if node.order is None and len(node.children) == 1:  # one continuation (a result cut in place): no ids
+        if node.order is None and len(node.children) == 1:  # one continuation (a result cut in place)
             (only,) = node.children
-            return shared_message_tokens(only, key, self.counter.encoder)
-        if node.order is None:
-            self._compared_roles.update(child[0] for child in node.children)
-            node.order = sorted(map(self._message_ids, node.children))
-        self._compared_roles.add(key[0])
-        ids = self._message_ids(key)
-        at = bisect_left(node.order, ids)
-        shared = 0
-        for neighbour in node.order[max(0, at - 1) : at + 1]:
-            shared = max(shared, _shared_length(neighbour, ids))
-        return shared // TOKEN_BYTES
-
-    def _message_ids(self, key: tuple) -> bytes:
-        ids = self._ids.get(key)
-        if ids is None:
-            ids = self._ids[key] = _packed(encode_token_key(key, self.counter.encoder))
-        return ids
+            siblings = {only[:2]: [_fields(only)]}
+        else:
+            if node.order is None:
+                node.order = {}
+                for child in node.children:
+                    node.order.setdefault(child[:2], []).append(_fields(child))
+                for group in node.order.values():
+                    group.sort()
+            siblings = node.order
+        return best_shared_message_tokens(siblings, key, self.counter.encoder, self.counter.count_text)
 
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
         """The tools' packed ids and tokens, and whether they are the last request's very object."""
