@@ -16,7 +16,7 @@ from erp_sim.agents.prompt_cache import (
     shared_message_tokens,
     shared_text_tokens,
 )
-from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_counter, message_token_key
+from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode, encode_message, get_counter, message_token_key
 from erp_sim.agents.types import ChatResponse, Usage
 
 COUNTER = get_counter()
@@ -290,6 +290,7 @@ ADVERSARIAL_PIECES = [
     *(" ", "  ", "\t", "\n", "\r\n", " \n ", "\n\n  ", "\u00a0", "\u2028"),
     *("1", "12", "12345", "\u0663", "{", '"', ":", ",", "/", "!?", "_", "-", "\\u00e9"),
     *("\u00e9", "e\u0301", "\u65e5\u672c", "\U0001f600", "\u00df", "\u0130", "\u03a3", "\u0644\u0627"),
+    *("\u00e8", "\u00ea", "\u65e5\u672b", "\U0001f601", "\u0645"),  # the same leading bytes, another last byte
 ]
 ADVERSARIAL_TEXTS = [
     'form state  \n  {"FieldName": "Amount\'s", "Value": 120.5}',
@@ -341,3 +342,47 @@ def test_ids_shared_by_two_messages_equal_the_whole_encodings(pair):
     keys = [message_token_key(m) for m in messages]
     expected = _shared_ids(encode_message(messages[0]), encode_message(messages[1]))
     assert shared_message_tokens(keys[0], keys[1], COUNTER.encoder) == expected
+
+
+CONTINUATION = st.tuples(
+    st.sampled_from(["user", "assistant", "tool"]),
+    st.sampled_from([None, "ana"]),
+    PIECE_TEXT,
+    st.lists(st.tuples(st.sampled_from(["form_open", "form"]), PIECE_TEXT), max_size=2),
+)
+
+
+def _continuation(common: str, made: tuple) -> dict:
+    """A message from a drawn (role, name, text, calls): its texts start with ``common``."""
+    role, name, text, calls = made
+    message = {"role": role, "content": common + text, **({"name": name} if name else {})}
+    if role == "tool":
+        message["tool_call_id"] = "c"
+    if calls:
+        message["tool_calls"] = [
+            {"id": "c", "type": "function", "function": {"name": n, "arguments": common + arguments}}
+            for n, arguments in calls
+        ]
+    return message
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(PIECE_TEXT, st.integers(1, 60), st.lists(CONTINUATION, min_size=2, max_size=14), CONTINUATION, st.randoms())
+def test_the_most_tokens_shared_with_many_continuations_equal_the_whole_encodings(
+    common, repeat, continuations, last, rng
+):
+    """Many requests that branch at one point (a pruning policy's window start, an anchor's counter), each
+    continued by a message sharing a long prefix with the others (texts and call arguments), then one more:
+    each gets the definition's figure, whichever continuation shares the most, however many were seen."""
+    common = common * repeat  # long shared prefixes: past the boundary search window, counted by difference
+    messages = [_continuation(common, made) for made in [*continuations, last]]
+    rng.shuffle(messages)
+    tracker, earlier = PrefixTracker(), []
+    for message in messages:
+        request = [SYSTEM, message]
+        units = (
+            tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),
+            *(tuple(encode_message(m)) for m in request),
+        )
+        assert tracker.observe(request, TOOLS) == _reference_figure(units, earlier)
+        earlier.append(units)
