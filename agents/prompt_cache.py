@@ -156,6 +156,7 @@ class _TextProbe:
         # its tokens' ends in characters from its start (a token ending inside a character: the characters
         # before that one), which bound what a text agreeing on fewer characters can share (``most``).
         self._reference: tuple[int, int, list[int]] | None = None
+        self._ends: list[int] | None = None
 
     def tokens_before(self, cut: int) -> int:
         """Tokens of ``text[:cut]`` at a piece boundary: the whole text's tokens are the pieces' tokens in
@@ -184,7 +185,7 @@ class _TextProbe:
         if ids is None:
             ids = self._windows[cut, end] = self.encoder.encode(text[cut:end])
         if self._reference is None:
-            self._reference = (cut, end, self._token_ends(ids) if text[cut:end].isascii() else [0] * len(ids))
+            self._reference = (cut, end, ids)
         return self.tokens_before(cut) + _shared_ids(ids, self.encoder.encode(other[cut : _next_cut(other, part)]))
 
     def most(self, part: int) -> int | None:
@@ -193,16 +194,29 @@ class _TextProbe:
         and the text's tokens up to the window's end are those before it and the window's."""
         if self._reference is None:
             return None
-        cut, end, ends = self._reference
+        cut, end, ids = self._reference
         if part >= end:
             return None
         if part < cut:  # only tokens before the window's start
             return self.tokens_before(cut)
-        return self.tokens_before(cut) + bisect_right(ends, part - cut)
+        if self._ends is None:
+            self._ends = _token_ends(ids, self.encoder) if self.text[cut:end].isascii() else [0] * len(ids)
+        return self.tokens_before(cut) + bisect_right(self._ends, part - cut)
 
-    def _token_ends(self, ids: list[int]) -> list[int]:
-        """Where each of an ASCII text's tokens ends (one byte per character: each token decodes alone)."""
-        return list(accumulate(len(self.encoder.decode([token])) for token in ids))
+
+_token_chars: dict[tuple[str, int], int] = {}  # (encoding, ASCII token) -> its characters
+
+
+def _token_ends(ids: list[int], encoder: Encoder) -> list[int]:
+    """Where each token of an ASCII text ends, in characters from its start (one byte each: a token decodes
+    alone); each token's length is decoded once per process (a vocabulary's worth at most)."""
+    lengths = []
+    for token in ids:
+        length = _token_chars.get((encoder.name, token))
+        if length is None:
+            length = _token_chars[encoder.name, token] = len(encoder.decode([token]))
+        lengths.append(length)
+    return list(accumulate(lengths))
 
 
 def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
@@ -266,9 +280,10 @@ def best_shared_tokens(
     Sorted field tuples sharing a prefix with ``key``'s are contiguous around its insertion point, so the most
     fields any sibling shares whole (j) is a neighbour's, and the best sibling shares j fields and then the
     most tokens in field j. Those siblings lie around the insertion point in order of how many characters of
-    field j they share (m), decreasing away from it. A sibling sharing m characters shares at least the tokens
-    before the last boundary in those m and at most the tokens up to the next boundary after m (both grow with
-    m): the nearest is compared exactly, then the others outward while their bound could beat the best."""
+    field j they share (m), decreasing away from it. A sibling sharing m characters shares at most key's tokens
+    that end within those m (shared tokens decode to equal bytes; this grows with m), and the best shares at
+    least the tokens before the last boundary in its m: the nearest is compared exactly, then the others outward
+    while their bound could beat the best (``_TextProbe.most``)."""
     fields = _fields(key)
     at = bisect_left(siblings, fields)
     neighbours = siblings[max(0, at - 1) : at + 1]
