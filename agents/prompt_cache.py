@@ -72,6 +72,7 @@ from erp_sim.agents.tokens import (
 
 ROLES = ("agent", "summarizer", "user")
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
+PREFIXES_KEPT = 1_024  # long text prefixes whose tokens a tracker keeps (where requests branched)
 
 
 class _Node:
@@ -148,8 +149,11 @@ class _TextProbe:
     both (counted: the text's own side, once per boundary); the pieces from there to a boundary past the first
     differing character hold the first differing token (the text's window encoded once per boundary pair)."""
 
-    def __init__(self, text: str, encoder: Encoder, count: Callable[[str], int]):
+    def __init__(
+        self, text: str, encoder: Encoder, count: Callable[[str], int], prefixes: dict[str, int] | None = None
+    ):
         self.text, self.encoder, self._count = text, encoder, count
+        self._prefixes = prefixes  # long prefixes' tokens, kept by the caller across texts (one prefix, many texts)
         self._before: dict[int, int] = {}  # boundary -> tokens of text[:boundary]
         self._windows: dict[tuple[int, int], list[int]] = {}
         # The window first compared (the other text agreeing on the most characters): its start and end, and
@@ -168,12 +172,23 @@ class _TextProbe:
                 known = 0
             elif cut == len(text):
                 known = self._count(text)
-            elif 2 * cut > len(text) >= TEXT_CACHE_MIN_CHARS:
-                known = self._count(text) - self.encoder.count(text[cut:])
-            else:
-                known = self.encoder.count(text[:cut])
+            elif cut < TEXT_CACHE_MIN_CHARS or self._prefixes is None:
+                known = self._counted_before(cut)
+            else:  # a long prefix: the texts compared at one branch point often part at the same place
+                prefix = text[:cut]
+                known = self._prefixes.get(prefix)
+                if known is None:
+                    if len(self._prefixes) >= PREFIXES_KEPT:
+                        self._prefixes.clear()
+                    known = self._prefixes[prefix] = self._counted_before(cut)
             self._before[cut] = known
         return known
+
+    def _counted_before(self, cut: int) -> int:
+        text = self.text
+        if 2 * cut > len(text) >= TEXT_CACHE_MIN_CHARS:
+            return self._count(text) - self.encoder.count(text[cut:])
+        return self.encoder.count(text[:cut])
 
     def shared(self, other: str, part: int) -> int:
         """Leading tokens shared with ``other``, which agrees with the text on exactly ``part`` characters."""
@@ -272,7 +287,11 @@ def _by_most_shared(walked: tuple[int, str]) -> int:
 
 
 def best_shared_tokens(
-    siblings: list[tuple[str, ...]], key: tuple, encoder: Encoder, count: Callable[[str], int]
+    siblings: list[tuple[str, ...]],
+    key: tuple,
+    encoder: Encoder,
+    count: Callable[[str], int],
+    prefixes: dict[str, int] | None = None,
 ) -> int:
     """Most leading ids of ``encode_token_key(key)`` shared with any message of the same header (role and name)
     whose ``_fields`` are in ``siblings`` (sorted, without ``key``'s own), encoding no text whole.
@@ -291,7 +310,7 @@ def best_shared_tokens(
     before = len(_header_ids(key, encoder)) + sum(map(count, fields[:whole])) + _framing_before(whole)
     if whole == len(fields):  # every sibling sharing all of key's fields has more: its next call's framing differs
         return before - 1
-    probe, best = _TextProbe(fields[whole], encoder, count), -1
+    probe, best = _TextProbe(fields[whole], encoder, count, prefixes), -1
     walks = (_field_walk(siblings, fields, whole, start, step) for step, start in ((-1, at - 1), (1, at)))
     for part, text in merge(*walks, key=_by_most_shared):  # the most characters shared first
         most = probe.most(part)
@@ -312,7 +331,11 @@ def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
 
 
 def best_shared_message_tokens(
-    siblings: dict[tuple, list[tuple[str, ...]]], key: tuple, encoder: Encoder, count: Callable[[str], int]
+    siblings: dict[tuple, list[tuple[str, ...]]],
+    key: tuple,
+    encoder: Encoder,
+    count: Callable[[str], int],
+    prefixes: dict[str, int] | None = None,
 ) -> int:
     """Most leading ids ``encode_token_key(key)`` shares with any other message key, given as ``_fields``
     sorted per header (role, name): with those of its own header if any, by ``best_shared_tokens`` (each
@@ -320,7 +343,7 @@ def best_shared_message_tokens(
     other header shares."""
     same_header = siblings.get(key[:2])
     if same_header:
-        return best_shared_tokens(same_header, key, encoder, count)
+        return best_shared_tokens(same_header, key, encoder, count, prefixes)
     ids = _header_ids(key, encoder)
     return max(_shared_ids(_header_ids(header, encoder), ids) for header in siblings)
 
@@ -333,6 +356,7 @@ class PrefixTracker:
         self._root = _Node()
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
         self._tools: dict[str, tuple[bytes, int]] = {}
+        self._prefixes: dict[str, int] = {}  # long prefixes' tokens where requests branched (``_TextProbe``)
         # The last request, to skip its leading messages when the next one starts with the same objects
         # (full history resends them all): its tools object and unit, its messages, the trie node after
         # each of its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
@@ -448,7 +472,7 @@ class PrefixTracker:
                 for group in node.order.values():
                     group.sort()
             siblings = node.order
-        return best_shared_message_tokens(siblings, key, self.counter.encoder, self.counter.count_text)
+        return best_shared_message_tokens(siblings, key, self.counter.encoder, self.counter.count_text, self._prefixes)
 
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
         """The tools' packed ids and tokens, and whether they are the last request's very object."""
