@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
 from heapq import merge
 from itertools import accumulate, chain
@@ -149,10 +149,8 @@ class _TextProbe:
     both (counted: the text's own side, once per boundary); the pieces from there to a boundary past the first
     differing character hold the first differing token (the text's window encoded once per boundary pair)."""
 
-    def __init__(
-        self, text: str, encoder: Encoder, count: Callable[[str], int], prefixes: dict[str, int] | None = None
-    ):
-        self.text, self.encoder, self._count = text, encoder, count
+    def __init__(self, text: str, counter: TokenCounter, prefixes: dict[str, int] | None = None):
+        self.text, self.counter, self.encoder = text, counter, counter.encoder
         self._prefixes = prefixes  # long prefixes' tokens, kept by the caller across texts (one prefix, many texts)
         self._before: dict[int, int] = {}  # boundary -> tokens of text[:boundary]
         self._windows: dict[tuple[int, int], list[int]] = {}
@@ -163,32 +161,26 @@ class _TextProbe:
         self._ends: list[int] | None = None
 
     def tokens_before(self, cut: int) -> int:
-        """Tokens of ``text[:cut]`` at a piece boundary: the whole text's tokens are the pieces' tokens in
-        order, so a long prefix is the whole count (``count``: cached by the counter) less the rest's."""
+        """Tokens of ``text[:cut]`` at a piece boundary (``TokenCounter.count_text_before``), a long prefix
+        looked up first in ``prefixes``."""
         known = self._before.get(cut)
         if known is None:
             text = self.text
             if not cut:
                 known = 0
             elif cut == len(text):
-                known = self._count(text)
+                known = self.counter.count_text(text)
             elif cut < TEXT_CACHE_MIN_CHARS or self._prefixes is None:
-                known = self._counted_before(cut)
+                known = self.counter.count_text_before(text, cut)
             else:  # a long prefix: the texts compared at one branch point often part at the same place
                 prefix = text[:cut]
                 known = self._prefixes.get(prefix)
                 if known is None:
                     if len(self._prefixes) >= PREFIXES_KEPT:
                         self._prefixes.clear()
-                    known = self._prefixes[prefix] = self._counted_before(cut)
+                    known = self._prefixes[prefix] = self.counter.count_text_before(text, cut)
             self._before[cut] = known
         return known
-
-    def _counted_before(self, cut: int) -> int:
-        text = self.text
-        if 2 * cut > len(text) >= TEXT_CACHE_MIN_CHARS:
-            return self._count(text) - self.encoder.count(text[cut:])
-        return self.encoder.count(text[:cut])
 
     def shared(self, other: str, part: int) -> int:
         """Leading tokens shared with ``other``, which agrees with the text on exactly ``part`` characters."""
@@ -234,9 +226,9 @@ def _token_ends(ids: list[int], encoder: Encoder) -> list[int]:
     return list(accumulate(lengths))
 
 
-def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
-    """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share (``_TextProbe``)."""
-    return _TextProbe(b, encoder, encoder.count).shared(a, _shared_length(a, b))
+def shared_text_tokens(a: str, b: str, counter: TokenCounter) -> int:
+    """How many leading tokens the encodings of ``a`` and ``b`` share (``_TextProbe``)."""
+    return _TextProbe(b, counter).shared(a, _shared_length(a, b))
 
 
 def _fields(key: tuple) -> tuple[str, ...]:
@@ -287,11 +279,7 @@ def _by_most_shared(walked: tuple[int, str]) -> int:
 
 
 def best_shared_tokens(
-    siblings: list[tuple[str, ...]],
-    key: tuple,
-    encoder: Encoder,
-    count: Callable[[str], int],
-    prefixes: dict[str, int] | None = None,
+    siblings: list[tuple[str, ...]], key: tuple, counter: TokenCounter, prefixes: dict[str, int] | None = None
 ) -> int:
     """Most leading ids of ``encode_token_key(key)`` shared with any message of the same header (role and name)
     whose ``_fields`` are in ``siblings`` (sorted, without ``key``'s own), encoding no text whole.
@@ -307,10 +295,11 @@ def best_shared_tokens(
     at = bisect_left(siblings, fields)
     neighbours = siblings[max(0, at - 1) : at + 1]
     whole = max(_shared_fields(fields, sibling) for sibling in neighbours)
-    before = len(_header_ids(key, encoder)) + sum(map(count, fields[:whole])) + _framing_before(whole)
+    before = len(_header_ids(key, counter.encoder)) + sum(map(counter.count_text, fields[:whole]))
+    before += _framing_before(whole)
     if whole == len(fields):  # every sibling sharing all of key's fields has more: its next call's framing differs
         return before - 1
-    probe, best = _TextProbe(fields[whole], encoder, count, prefixes), -1
+    probe, best = _TextProbe(fields[whole], counter, prefixes), -1
     walks = (_field_walk(siblings, fields, whole, start, step) for step, start in ((-1, at - 1), (1, at)))
     for part, text in merge(*walks, key=_by_most_shared):  # the most characters shared first
         most = probe.most(part)
@@ -321,20 +310,19 @@ def best_shared_tokens(
     return before + best if best >= 0 else before - 1
 
 
-def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
+def shared_message_tokens(a: tuple, b: tuple, counter: TokenCounter) -> int:
     """How many leading ids the ``encode_token_key`` of two message keys share, without encoding their texts
     whole. Framing ids never equal a text token, so the ids part inside the first part of the keys that
     differs: the header (role and name, short), or a field (``best_shared_tokens``)."""
     if a == b:
-        return len(encode_token_key(a, encoder))
-    return best_shared_message_tokens({a[:2]: [_fields(a)]}, b, encoder, encoder.count)
+        return len(encode_token_key(a, counter.encoder))
+    return best_shared_message_tokens({a[:2]: [_fields(a)]}, b, counter)
 
 
 def best_shared_message_tokens(
     siblings: dict[tuple, list[tuple[str, ...]]],
     key: tuple,
-    encoder: Encoder,
-    count: Callable[[str], int],
+    counter: TokenCounter,
     prefixes: dict[str, int] | None = None,
 ) -> int:
     """Most leading ids ``encode_token_key(key)`` shares with any other message key, given as ``_fields``
@@ -343,9 +331,9 @@ def best_shared_message_tokens(
     other header shares."""
     same_header = siblings.get(key[:2])
     if same_header:
-        return best_shared_tokens(same_header, key, encoder, count, prefixes)
-    ids = _header_ids(key, encoder)
-    return max(_shared_ids(_header_ids(header, encoder), ids) for header in siblings)
+        return best_shared_tokens(same_header, key, counter, prefixes)
+    ids = _header_ids(key, counter.encoder)
+    return max(_shared_ids(_header_ids(header, counter.encoder), ids) for header in siblings)
 
 
 class PrefixTracker:
@@ -382,14 +370,15 @@ class PrefixTracker:
         position = known
         while walking and position < len(messages):  # on an earlier request's path: compare, then add
             message = messages[position]
-            key, count = self._key(message), self.count(message)
+            key = self._key(message)
             if node.tail is not None:
                 self._expand(node)
             following = node.children.get(key)
-            if following is None:
+            if following is None:  # compared before it is counted: a new text is counted in the comparison
                 cacheable += self._best_partial(node, key)
                 walking = False
-            else:
+            count = self.count(message)
+            if following is not None:
                 cacheable += count
                 node = following
             at = self._child(at, key)
@@ -472,7 +461,7 @@ class PrefixTracker:
                 for group in node.order.values():
                     group.sort()
             siblings = node.order
-        return best_shared_message_tokens(siblings, key, self.counter.encoder, self.counter.count_text, self._prefixes)
+        return best_shared_message_tokens(siblings, key, self.counter, self._prefixes)
 
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
         """The tools' packed ids and tokens, and whether they are the last request's very object."""

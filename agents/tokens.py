@@ -288,6 +288,20 @@ class TokenCounter:
             self._text_cache.put(text, cached, len(text))
         return cached
 
+    def count_text_before(self, text: str, cut: int) -> int:
+        """Tokens of ``text[:cut]`` where the encoding's pattern has a piece boundary at ``cut`` (the text's tokens
+        are then those of ``text[:cut]`` and those of ``text[cut:]``), tokenizing as little as it can: of a long
+        text counted before, only the shorter side; of another long text, both sides, their sum then kept as its
+        count (the prompt cache counts the message next); of a short one, the prefix."""
+        if len(text) < TEXT_CACHE_MIN_CHARS:
+            return self.encoder.count(text[:cut])
+        whole = self._text_cache.get(text)
+        if whole is not None:
+            return whole - self.encoder.count(text[cut:]) if 2 * cut > len(text) else self.encoder.count(text[:cut])
+        before = self.encoder.count(text[:cut])
+        self._text_cache.put(text, before + self.encoder.count(text[cut:]), len(text))
+        return before
+
     def count_message(self, message: dict[str, Any]) -> int:
         known = self._known(message)
         if known is not None:

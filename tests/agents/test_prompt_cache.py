@@ -16,7 +16,15 @@ from erp_sim.agents.prompt_cache import (
     shared_message_tokens,
     shared_text_tokens,
 )
-from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode, encode_message, get_counter, message_token_key
+from erp_sim.agents.tokens import (
+    REPLY_PRIMING_TOKENS,
+    TEXT_CACHE_MIN_CHARS,
+    TokenCounter,
+    encode,
+    encode_message,
+    get_counter,
+    message_token_key,
+)
 from erp_sim.agents.types import ChatResponse, Usage
 
 COUNTER = get_counter()
@@ -308,11 +316,40 @@ def _shared_ids(a: list[int], b: list[int]) -> int:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(PIECE_TEXT, PIECE_TEXT, PIECE_TEXT)
 def test_tokens_shared_around_where_texts_part_equal_the_whole_encodings(common, a, b):
-    """Encoding only around the first differing character gives the shared tokens of the whole encodings."""
-    from erp_sim.agents.tokens import encode, get_encoder
-
+    """Encoding only around the first differing character gives the shared tokens of the whole encodings,
+    whether the counter knows the texts' counts (a fresh counter: not yet) or not."""
     a, b = common + a, common + b
-    assert shared_text_tokens(a, b, get_encoder()) == _shared_ids(encode(a), encode(b))
+    expected = _shared_ids(encode(a), encode(b))
+    assert shared_text_tokens(a, b, TokenCounter()) == expected
+    assert shared_text_tokens(a, b, COUNTER) == expected
+
+
+def test_a_prefix_at_a_piece_boundary_is_counted_from_the_shorter_side_or_with_the_whole():
+    """``count_text_before``: a long text's count, once known, leaves only its shorter side to count; an
+    unknown long text is counted in two parts whose sum the counter then keeps as its count."""
+    text = "Itemized lines (3):\n" + "  1. 2026-10-31 | Daily room rate | 379.07 | New\n" * 12
+    cuts = [cut for cut in range(1, len(text)) if text[cut - 1].isalpha() and not text[cut].isalpha()]
+    assert len(cuts) > 20 and len(text) >= TEXT_CACHE_MIN_CHARS
+    for cut in cuts:
+        counter = TokenCounter()
+        counter.encoder = recording = _Recording(counter.encoder)
+        assert counter.count_text_before(text, cut) == len(encode(text[:cut]))
+        assert recording.counted == [cut, len(text) - cut]  # unknown: both parts
+        assert counter.count_text(text) == len(encode(text))
+        assert len(recording.counted) == 2  # their sum was kept
+        assert counter.count_text_before(text, cut) == len(encode(text[:cut]))
+        assert recording.counted[2:] == [min(cut, len(text) - cut)]  # known: the shorter side only
+
+
+class _Recording:
+    """An encoder that notes the length of every text it counts."""
+
+    def __init__(self, encoder):
+        self.encoder, self.name, self.counted = encoder, encoder.name, []
+
+    def count(self, text: str) -> int:
+        self.counted.append(len(text))
+        return self.encoder.count(text)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -341,7 +378,7 @@ def test_ids_shared_by_two_messages_equal_the_whole_encodings(pair):
         messages.append(message)
     keys = [message_token_key(m) for m in messages]
     expected = _shared_ids(encode_message(messages[0]), encode_message(messages[1]))
-    assert shared_message_tokens(keys[0], keys[1], COUNTER.encoder) == expected
+    assert shared_message_tokens(keys[0], keys[1], COUNTER) == expected
 
 
 CONTINUATION = st.tuples(
