@@ -26,18 +26,20 @@ there is what counts, found without encoding any message whole (``best_shared_to
 continuations' texts are kept sorted per role and name, so those sharing the most characters with
 the new message are its sorted neighbours; texts are encoded only from the last piece boundary
 before the first character they differ in to one after it (``shared_text_tokens``), and the
-tokens before are counted (a long prefix as the whole text's count, which the counter has, less
-the rest's). A continuation sharing fewer characters shares at most the new text's tokens that end
-within them, so the walk outward from the neighbours stops at the first that cannot beat the best:
-one or two encoded windows per call, however many earlier requests branched there (a pruning
-policy's window start, an anchor's counter). The rest of the request after that point is kept as
-one list (a tail) on the node where it left, made nodes only if a later request walks into it: a
-policy that re-renders a block near the start (a working-memory anchor) leaves the trie there at
-every call, and its requests' rests are never walked again, so each costs a slice and one counting
-pass over messages the counter knows by identity. Requests that start with the last request's very
-objects (full history) skip them without a lookup. Every message is counted once (the counter keeps
-it), never tokenized to ids. The same walk sums the request's message tokens (``message_tokens``),
-which the runner and ``EpisodeMeter`` take as its input count instead of counting it again.
+tokens before are counted (``TokenCounter.count_text_before``: of a text counted before, only the
+shorter side; of a new one, both sides, whose sum is its count, so the message is tokenized once;
+a long prefix where requests keep parting is kept by the tracker). A continuation sharing fewer
+characters shares at most the new text's tokens that end within them, so the walk outward from
+the neighbours stops at the first that cannot beat the best: one or two encoded windows per call,
+however many earlier requests branched there (a pruning policy's window start, an anchor's
+counter). The rest of the request after that point is kept as one list (a tail) on the node where
+it left, made nodes only if a later request walks into it: a policy that re-renders a block near
+the start (a working-memory anchor) leaves the trie there at every call, and its requests' rests
+are never walked again, so each costs a slice and one counting pass over messages the counter
+knows by identity. Requests that start with the last request's very objects (full history) skip
+them without a lookup. Every message is counted once (the counter keeps it), never tokenized to
+ids. The same walk sums the request's message tokens (``message_tokens``), which the runner and
+``EpisodeMeter`` take as its input count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -154,9 +156,10 @@ class _TextProbe:
         self._prefixes = prefixes  # long prefixes' tokens, kept by the caller across texts (one prefix, many texts)
         self._before: dict[int, int] = {}  # boundary -> tokens of text[:boundary]
         self._windows: dict[tuple[int, int], list[int]] = {}
-        # The window first compared (the other text agreeing on the most characters): its start and end, and
-        # its tokens' ends in characters from its start (a token ending inside a character: the characters
-        # before that one), which bound what a text agreeing on fewer characters can share (``most``).
+        # The window first compared (the other text agreeing on the most characters): its start, end and ids,
+        # and, when asked for, where its tokens end (characters from its start; 0 for each token of a window
+        # that is not ASCII: then every one may be shared), which bound what a text agreeing on fewer
+        # characters can share (``most``).
         self._reference: tuple[int, int, list[int]] | None = None
         self._ends: list[int] | None = None
 
@@ -236,10 +239,6 @@ def _fields(key: tuple) -> tuple[str, ...]:
     arguments. Framing ids (never a text token) come between, so two messages with the same header share
     the ids of their equal leading fields and then what their first differing fields share."""
     return (key[2], *chain.from_iterable(key[3]))
-
-
-def _field(fields: tuple[str, ...], position: int) -> str:
-    return fields[position] if position < len(fields) else ""
 
 
 def _framing_before(field: int) -> int:
