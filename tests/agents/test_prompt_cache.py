@@ -9,13 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.prompt_cache import (
-    EpisodeMeter,
-    PrefixTracker,
-    record_call,
-    shared_message_tokens,
-    shared_text_tokens,
-)
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
+from erp_sim.agents.shared_tokens import shared_message_tokens, shared_text_tokens
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
     TEXT_CACHE_MIN_CHARS,
