@@ -20,7 +20,9 @@ from typing import AnyStr
 
 from erp_sim.agents.tokens import TEXT_CACHE_MIN_CHARS, Encoder, TokenCounter, encode_token_key
 
-PREFIXES_KEPT = 1_024  # long text prefixes whose tokens a tracker keeps (where requests branched)
+# Long text prefixes whose tokens a tracker keeps, the oldest dropped first: requests part at one or two places
+# call after call, and a prefix may be as long as a tool result, so few are kept.
+PREFIXES_KEPT = 32
 
 
 def _shared_length(a: AnyStr, b: AnyStr) -> int:
@@ -106,7 +108,7 @@ class _TextProbe:
                 known = self._prefixes.get(prefix)
                 if known is None:
                     if len(self._prefixes) >= PREFIXES_KEPT:
-                        self._prefixes.clear()
+                        del self._prefixes[next(iter(self._prefixes))]
                     known = self._prefixes[prefix] = self.counter.count_text_before(text, cut)
             self._before[cut] = known
         return known

@@ -418,3 +418,20 @@ def test_the_most_tokens_shared_with_many_continuations_equal_the_whole_encoding
         )
         assert tracker.observe(request, TOOLS) == _reference_figure(units, earlier)
         earlier.append(units)
+
+
+def test_a_tracker_keeps_a_bounded_number_of_long_prefixes():
+    """Requests that part at ever new places in long texts: the prefix counts kept stay bounded."""
+    from erp_sim.agents.shared_tokens import PREFIXES_KEPT
+
+    tracker, earlier = PrefixTracker(), []
+    for n in range(3 * PREFIXES_KEPT):
+        message = {"role": "tool", "tool_call_id": "c", "content": "form state " * (30 + n) + f"row {n}"}
+        request = [SYSTEM, message]
+        units = (
+            tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),
+            *(tuple(encode_message(m)) for m in request),
+        )
+        assert tracker.observe(request, TOOLS) == _reference_figure(units, earlier)
+        earlier.append(units)
+    assert 0 < len(tracker._prefixes) <= PREFIXES_KEPT
