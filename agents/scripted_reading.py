@@ -54,20 +54,78 @@ class ReceiptPage(NamedTuple):
     more: bool
 
 
+class FormIndex(NamedTuple):
+    """A FormState's grids and controls by name, from one walk of its tree: what ``erp_sim.formstate``'s
+    look-ups (a walk each) find, for names that are strings."""
+
+    grids: dict[str, dict]  # the last grid of each name (``formstate.grids``)
+    first_grids: dict[str, dict]  # the first (``formstate.find_grid``, ``grid_rows``, ``has_next_page``)
+    controls: dict[str, dict]  # the first control or container (``formstate.find_control``, ``control_value``)
+
+    def grid_rows(self, name: str) -> list[dict]:
+        """``formstate.grid_rows``'s rows (a row's values plus its ``RowNumber``)."""
+        grid = self.first_grids.get(name) or {}
+        rows = grid.get(K.ROWS) or []
+        return [
+            {K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})} for row in rows if isinstance(row, dict)
+        ]
+
+    def first_row(self, name: str) -> int:
+        """The row number of the grid's first row on the page shown (0: none)."""
+        grid = self.first_grids.get(name) or {}
+        row = next((row for row in grid.get(K.ROWS) or [] if isinstance(row, dict)), None)
+        return row_index(row.get(K.ROW_NUMBER)) if row is not None else 0
+
+    def has_next_page(self, name: str) -> bool:
+        return formstate.grid_has_next_page(self.first_grids.get(name))
+
+    def control_value(self, name: str) -> Any:
+        control = self.controls.get(name)
+        return control.get(K.VALUE) if control else None
+
+
+def index_form(state: dict | None) -> FormIndex:
+    grids: dict[str, dict] = {}
+    first_grids: dict[str, dict] = {}
+    controls: dict[str, dict] = {}
+    for kind, control in formstate.walk_controls((state or {}).get(K.FORM)):
+        name = control.get(K.NAME)
+        if not isinstance(name, str):  # looked up by string names only
+            continue
+        if kind == K.GRID:
+            grids[name] = control
+            first_grids.setdefault(name, control)
+        else:
+            controls.setdefault(name, control)
+    return FormIndex(grids, first_grids, controls)
+
+
+NO_FORM = index_form(None)
+
+
+class ToolResult(NamedTuple):
+    """What one tool result shows: its FormState (None: no form), that form indexed, and the receipt page
+    a receipt viewer shows."""
+
+    state: dict | None
+    form: FormIndex
+    receipt: ReceiptPage | None
+
+
 @lru_cache(maxsize=READ_CACHE_SIZE)
-def read_tool_result(content: str, expense_type: str) -> tuple[dict | None, ReceiptPage | None]:
-    """(the FormState a tool result shows, the receipt page a receipt viewer shows)."""
+def read_tool_result(content: str, expense_type: str) -> ToolResult:
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
+    form = index_form(state) if state else NO_FORM
     receipt = (
-        _read_receipt(state, wording_to_subcategory(expense_type))
+        _read_receipt(form, wording_to_subcategory(expense_type))
         if state and state.get(K.NAME) == "TrvReceiptViewer"
         else None
     )
-    return state, receipt
+    return ToolResult(state, form, receipt)
 
 
-def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
-    rows = formstate.grid_rows(state, "ReceiptItemsGrid")
+def _read_receipt(form: FormIndex, mapping: dict[str, str]) -> ReceiptPage | None:
+    rows = form.grid_rows("ReceiptItemsGrid")
     charges = tuple(
         (
             mapping.get(r.get("ReceiptItem_Description", ""), "?"),
@@ -80,9 +138,9 @@ def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
         return None
     return ReceiptPage(
         charges,
-        str(formstate.control_value(state, "Receipt_DocumentNumber") or ""),
+        str(form.control_value("Receipt_DocumentNumber") or ""),
         tuple(row_index(r.get(K.ROW_NUMBER)) for r in rows),
-        formstate.has_next_page(state, "ReceiptItemsGrid"),
+        form.has_next_page("ReceiptItemsGrid"),
     )
 
 
@@ -145,6 +203,7 @@ def _initial_state() -> dict[str, Any]:
         "long_term_update_requested": False,
         "unit_calls": (),  # call ids of the latest assistant message: a tool result's call must be there
         "state": None,  # FormState of the latest tool result
+        "form": NO_FORM,  # that FormState's grids and controls by name
         "last_tool": None,
         "last_call": None,  # the call id of the latest tool result (its arguments are looked up at the end)
         "charges": None,  # list[Charge], replaced, never changed in place
@@ -298,7 +357,7 @@ class Reading:
             state["seen_tool_result"] = True
             state["last_tool"] = name if call is not None else message.get("name")
             state["last_call"] = call_id
-            state["state"], receipt = read_tool_result(content, self.expense_type)
+            state["state"], state["form"], receipt = read_tool_result(content, self.expense_type)
             if receipt is not None:
                 state["charges"], state["receipt_document"] = list(receipt.charges), receipt.document
                 _keep_rows(state, receipt.document, list(receipt.rows), state["charges"], position, receipt.more)
