@@ -400,8 +400,10 @@ def compare_rows(rows: list[dict], charges: list[Charge]) -> tuple[list[Charge |
         unmatched = Counter(complete)
         missing = [c for c in charges if not _consume(unmatched, c)]
     else:
-        missing = [c for c, n in wanted.items() for _ in range(n - complete[c])]
-    return row_charges, missing, {c for c, n in complete.items() if n > wanted[c]}
+        missing = []
+        for charge, count in wanted.items():
+            missing += [charge] * (count - complete.get(charge, 0))
+    return row_charges, missing, {c for c, n in complete.items() if n > wanted.get(c, 0)}
 
 
 def _fill(charge: Charge):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -273,11 +274,25 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
+        shared = min(len(messages), len(self.messages))
+        if self._all_unchanged(messages[:shared]):
+            return shared
         same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
         return len(same) if start is None else start
+
+    def _all_unchanged(self, head: list[Message]) -> bool:
+        """Whether ``head`` holds the very messages read, at the same positions, with contents and tool calls
+        equal to those read (the same objects, or equal values, which read alike): the common case, checked
+        in C in one go; otherwise ``unchanged_objects`` finds the first position that changed."""
+        shared = len(head)
+        return (
+            all(map(operator.is_, head, self.messages))
+            and list(message_entries(head, "content")) == self.contents[:shared]
+            and list(message_entries(head, "tool_calls")) == self.tool_calls[:shared]
+        )
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
