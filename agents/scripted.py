@@ -69,8 +69,13 @@ ASK = (
 
 
 def _arguments(text: object) -> dict:
+    return _parsed_arguments(text) if isinstance(text, str) else {}
+
+
+@lru_cache(maxsize=256)  # an episode repeats a few dozen calls; the dict is shared: read, never changed
+def _parsed_arguments(text: str) -> dict:
     try:
-        value = json.loads(text) if isinstance(text, str) else {}
+        value = json.loads(text)
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -395,7 +400,7 @@ def compare_rows(rows: list[dict], charges: list[Charge]) -> tuple[list[Charge |
     """(each row's charge, None when incomplete; the charges no row holds yet, in receipt order, a charge on
     the receipt twice as often as it is missing; the charges more rows hold than the receipt has)."""
     row_charges = [_row_charge(r.get(K.VALUES, {})) for r in rows]
-    wanted, complete = Counter(charges), Counter(c for c in row_charges if c is not None)
+    wanted, complete = Counter(charges), Counter([c for c in row_charges if c is not None])
     if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
         unmatched = Counter(complete)
         missing = [c for c in charges if not _consume(unmatched, c)]

@@ -349,8 +349,8 @@ class Reading:
             state["sop_indexed"] = self.sop_wanted in str(message.get("content") or "")
         if role == "assistant":
             made = message.get("tool_calls") or []
-            state["unit_calls"] = tuple(c["id"] for c in made)
-            if any(c["function"]["name"] == "start_long_term_update" for c in made):
+            state["unit_calls"] = tuple([c["id"] for c in made])
+            if "start_long_term_update" in [c["function"]["name"] for c in made]:
                 state["long_term_update_requested"] = True
         elif role != "tool":
             state["unit_calls"] = ()
