@@ -400,7 +400,10 @@ def compare_rows(rows: list[dict], charges: list[Charge]) -> tuple[list[Charge |
     """(each row's charge, None when incomplete; the charges no row holds yet, in receipt order, a charge on
     the receipt twice as often as it is missing; the charges more rows hold than the receipt has)."""
     row_charges = [_row_charge(r.get(K.VALUES, {})) for r in rows]
-    wanted, complete = Counter(charges), Counter([c for c in row_charges if c is not None])
+    held = [c for c in row_charges if c is not None]
+    if held == charges[: len(held)] and (len(charges) > PAGE_ROWS or len(set(charges)) == len(charges)):
+        return row_charges, charges[len(held) :], set()  # the receipt's first charges, in its order: the usual
+    wanted, complete = Counter(charges), Counter(held)
     if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
         unmatched = Counter(complete)
         missing = [c for c in charges if not _consume(unmatched, c)]
