@@ -308,8 +308,10 @@ class Reading:
         return read_user_message(read[0], self.expense_type) == read_user_message(read[1], self.expense_type)
 
     def _read(self, messages: list[Message], start: int, calls: dict[object, tuple[object, object]]) -> bool:
-        """Read ``messages[start:]`` on from the checkpoint before them; False (nothing kept) when a call id
-        stands for another call than before, or a result's call is not in its unit (read whole instead)."""
+        """Read ``messages[start:]`` on from the checkpoint before them; False when a call id stands for another
+        call than before, or a result's call is not in its unit (this reading is then irregular, never resumed:
+        the list is read whole instead). The lists are cut and extended in place (work for the new messages
+        only, not a copy of the history at every call)."""
         known = self.calls
         for m in messages[start:]:
             for c in m.get("tool_calls") or []:
@@ -319,7 +321,8 @@ class Reading:
         if start and not self.regular:
             return False
         state = dict(self.checkpoints[start])
-        checkpoints = self.checkpoints[: start + 1]
+        checkpoints = self.checkpoints
+        del checkpoints[start + 1 :]
         first = messages[0] if messages else None
         for position in range(start, len(messages)):
             message = messages[position]
@@ -327,10 +330,15 @@ class Reading:
                 self.regular = False
                 return False
             checkpoints.append(dict(state))
-        self.checkpoints, self.now = checkpoints, checkpoints[-1]
-        self.messages = list(messages)
-        self.contents = self.contents[:start] + list(message_entries(messages[start:], "content"))
-        self.tool_calls = self.tool_calls[:start] + list(message_entries(messages[start:], "tool_calls"))
+        self.now = checkpoints[-1]
+        read = messages[start:]
+        for kept, entries in (
+            (self.messages, read),
+            (self.contents, message_entries(read, "content")),
+            (self.tool_calls, message_entries(read, "tool_calls")),
+        ):
+            del kept[start:]
+            kept.extend(entries)
         last = calls.get(self.now["last_call"])
         self.arguments = last[1] if last is not None else None
         return True
