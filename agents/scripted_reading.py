@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
@@ -383,7 +385,7 @@ class Reading:
             state["state"], state["form"], receipt = read_tool_result(content, self.expense_type)
             if receipt is not None:
                 state["charges"], state["receipt_document"] = list(receipt.charges), receipt.document
-                _keep_rows(state, receipt.document, list(receipt.rows), state["charges"], position, receipt.more)
+                _keep_rows(state, receipt.document, receipt.rows, receipt.charges, position, receipt.more)
                 state["charges_at"] = position
             return regular
         if role == "user" and message is not first:
@@ -391,9 +393,9 @@ class Reading:
             if confirms:
                 state["confirmed"] = True
             if state["charges"] is None and summary is not None:  # the "Receipt items" of a structured summary
-                charges = state["charges"] = list(summary)
+                state["charges"] = list(summary)
                 if document:
-                    _keep_rows(state, document, list(range(1, len(summary) + 1)), charges, position, False)
+                    _keep_rows(state, document, range(1, len(summary) + 1), summary, position, False)
                     if (
                         self.task_lines
                     ):  # several receipts: name the one asked about (one line's question keeps its words)
@@ -403,13 +405,13 @@ class Reading:
 
 
 def _keep_rows(
-    state: dict[str, Any], document: str, numbers: list[int], charges: list[Charge], position: int, more: bool
+    state: dict[str, Any], document: str, numbers: Sequence[int], charges: Sequence[Charge], position: int, more: bool
 ) -> None:
     """Keep a receipt page's rows (new dicts: the checkpoints before it keep theirs)."""
     receipts = state["receipts"] = dict(state["receipts"])
     known = receipts[document] = dict(receipts.get(document, {}))
-    state["paged_receipt"] = state["paged_receipt"] or more or max(numbers, default=0) > PAGE_ROWS
-    for number, charge in zip(numbers, charges):
-        known[number] = (charge, position)
+    last = max(numbers, default=0)
+    state["paged_receipt"] = state["paged_receipt"] or more or last > PAGE_ROWS
+    known.update(zip(numbers, zip(charges, repeat(position))))  # row -> (charge, message index)
     if not more and numbers:
-        state["receipt_ends"] = {**state["receipt_ends"], document: max(numbers)}
+        state["receipt_ends"] = {**state["receipt_ends"], document: last}
