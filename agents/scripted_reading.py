@@ -276,24 +276,21 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
-        shared = min(len(messages), len(self.messages))
-        if self._all_unchanged(messages[:shared]):
-            return shared
+        if self._all_unchanged(messages):
+            return min(len(messages), len(self.messages))
         same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
         return len(same) if start is None else start
 
-    def _all_unchanged(self, head: list[Message]) -> bool:
-        """Whether ``head`` holds the very messages read, at the same positions, with contents and tool calls
-        equal to those read (the same objects, or equal values, which read alike): the common case, checked
-        in C in one go; otherwise ``unchanged_objects`` finds the first position that changed."""
-        shared = len(head)
+    def _all_unchanged(self, messages: list[Message]) -> bool:
+        """``unchanged_objects``'s rule held at every position the two lists share (the very messages read,
+        with the very contents and tool calls): the common case, checked in C without its per-position lists."""
         return (
-            all(map(operator.is_, head, self.messages))
-            and list(message_entries(head, "content")) == self.contents[:shared]
-            and list(message_entries(head, "tool_calls")) == self.tool_calls[:shared]
+            all(map(operator.is_, messages, self.messages))
+            and all(map(operator.is_, message_entries(messages, "content"), self.contents))
+            and all(map(operator.is_, message_entries(messages, "tool_calls"), self.tool_calls))
         )
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
