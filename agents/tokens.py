@@ -150,6 +150,8 @@ def _bpe_bindings() -> Any:
 
 def _valid_utf8(text: str) -> str:
     """Replace lone surrogates (invalid in UTF-8) the way bpe-openai itself does."""
+    if text.isascii():  # a flag of the str object: no copy to check it
+        return text
     try:
         text.encode("utf-8")
         return text

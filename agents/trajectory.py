@@ -84,15 +84,17 @@ class ContextRecorder:
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
         self._transcript: list[Message] = []
         self._transcript_ids: set[int] = set()
-        self._transcript_values: set[Hashable] = set()  # value keys of self._transcript[: self._valued]
-        self._valued = 0
+        # what only a message that is not a transcript object needs (its origin), brought up to date then:
+        # value keys and tool-call ids of self._transcript[: self._scanned]
+        self._transcript_values: set[Hashable] = set()
         self._transcript_tool_call_ids: set[str] = set()
+        self._scanned = 0
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
-        for message in transcript[len(self._transcript) :]:
-            self._transcript_ids.add(id(message))
-            self._transcript_tool_call_ids.update(_call_ids(message))
-            self._transcript.append(message)
+        new = transcript[len(self._transcript) :]
+        if new:
+            self._transcript += new
+            self._transcript_ids.update(map(id, new))
         # messages seen before are looked up by identity in C; only the others go through _index
         indices = list(map(self._by_id.get, map(id, shown)))
         position = next_none(indices, 0)
@@ -126,10 +128,11 @@ class ContextRecorder:
     def _origin(self, message: Message, key: Hashable) -> str:
         if id(message) in self._transcript_ids:
             return "transcript"
-        for earlier in self._transcript[self._valued :]:  # a copy equal to a transcript message is one too
+        for earlier in self._transcript[self._scanned :]:
             self._transcript_values.add(self._value(earlier))
-        self._valued = len(self._transcript)
-        if key in self._transcript_values:
+            self._transcript_tool_call_ids.update(_call_ids(earlier))
+        self._scanned = len(self._transcript)
+        if key in self._transcript_values:  # a copy equal to a transcript message is one too
             return "transcript"
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
@@ -156,10 +159,19 @@ def value_key(value: Any) -> Hashable:
     if kind is str or value is None:
         return value
     if kind is dict:
-        if all(type(name) is str for name in value):
-            return (_DICT, tuple([(name, value_key(item)) for name, item in sorted(value.items())]))
+        if set(map(type, value)) <= _STR_ONLY:  # every key a str (checked in C)
+            # a str or None item is its own key: written out here, not a call per leaf
+            return (
+                _DICT,
+                tuple(
+                    [
+                        (name, item if type(item) is str or item is None else value_key(item))
+                        for name, item in sorted(value.items())
+                    ]
+                ),
+            )
     elif kind is list or kind is tuple:
-        return (_LIST, tuple(map(value_key, value)))
+        return (_LIST, tuple([item if type(item) is str or item is None else value_key(item) for item in value]))
     elif kind is bool:
         return (_BOOL, value)
     elif kind is int:
@@ -167,6 +179,9 @@ def value_key(value: Any) -> Hashable:
     elif kind is float:
         return (_FLOAT, repr(value))  # as JSON writes it (1.0 and 1 differ there)
     return (_OTHER, _canonical(value))
+
+
+_STR_ONLY = {str}
 
 
 def _call_ids(message: Message) -> set[str]:
