@@ -41,7 +41,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.prompt_cache import ModelCall
-from erp_sim.agents.tokens import TokenCounter, get_counter, next_none
+from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 from erp_sim.outcomes import FailureCategory, Termination
@@ -89,19 +89,25 @@ class ContextRecorder:
         self._transcript_values: set[Hashable] = set()
         self._transcript_tool_call_ids: set[str] = set()
         self._scanned = 0
+        self._last_shown: list[Message] = []
+        self._last_indices: list[int] = []
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
         new = transcript[len(self._transcript) :]
         if new:
             self._transcript += new
             self._transcript_ids.update(map(id, new))
-        # messages seen before are looked up by identity in C; only the others go through _index
-        indices = list(map(self._by_id.get, map(id, shown)))
-        position = next_none(indices, 0)
+        # the leading objects of the last call's list keep their indices (an object's index never changes);
+        # the other messages seen before are looked up by identity in C, and only the rest go through _index
+        known = same_prefix(shown, self._last_shown)
+        rest = list(map(self._by_id.get, map(id, shown[known:])))
+        position = next_none(rest, 0)
         while position is not None:
-            indices[position] = self._index(shown[position])
-            position = next_none(indices, position + 1)
-        self.context.steps.append(cast("list[int]", indices))  # every None was filled
+            rest[position] = self._index(shown[known + position])
+            position = next_none(rest, position + 1)
+        indices = self._last_indices[:known] + cast("list[int]", rest)  # every None was filled
+        self.context.steps.append(indices)
+        self._last_shown, self._last_indices = list(shown), indices  # a copy: the caller may reuse its list
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))
@@ -159,19 +165,12 @@ def value_key(value: Any) -> Hashable:
     if kind is str or value is None:
         return value
     if kind is dict:
-        if set(map(type, value)) <= _STR_ONLY:  # every key a str (checked in C)
-            # a str or None item is its own key: written out here, not a call per leaf
-            return (
-                _DICT,
-                tuple(
-                    [
-                        (name, item if type(item) is str or item is None else value_key(item))
-                        for name, item in sorted(value.items())
-                    ]
-                ),
-            )
+        if set(map(type, value)) <= _STR:  # every name a str (checked in C)
+            if set(map(type, value.values())) <= _LEAVES:  # every item its own key: the tuple is built in C
+                return (_DICT, tuple(sorted(value.items())))
+            return (_DICT, tuple([(name, value_key(item)) for name, item in sorted(value.items())]))
     elif kind is list or kind is tuple:
-        return (_LIST, tuple([item if type(item) is str or item is None else value_key(item) for item in value]))
+        return (_LIST, tuple(value) if set(map(type, value)) <= _LEAVES else tuple(map(value_key, value)))
     elif kind is bool:
         return (_BOOL, value)
     elif kind is int:
@@ -181,7 +180,7 @@ def value_key(value: Any) -> Hashable:
     return (_OTHER, _canonical(value))
 
 
-_STR_ONLY = {str}
+_STR, _LEAVES = {str}, {str, type(None)}  # a str or None is its own value_key
 
 
 def _call_ids(message: Message) -> set[str]:
