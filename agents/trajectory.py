@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
+from itertools import islice
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -100,13 +101,13 @@ class ContextRecorder:
         # the leading objects of the last call's list keep their indices (an object's index never changes);
         # the other messages seen before are looked up by identity in C, and only the rest go through _index
         known = same_prefix(shown, self._last_shown)
-        rest = list(map(self._by_id.get, map(id, shown[known:])))
-        position = next_none(rest, 0)
+        indices: list[Any] = self._last_indices[:known]
+        indices += map(self._by_id.get, map(id, islice(shown, known, None)))
+        position = next_none(indices, known)
         while position is not None:
-            rest[position] = self._index(shown[known + position])
-            position = next_none(rest, position + 1)
-        indices = self._last_indices[:known] + cast("list[int]", rest)  # every None was filled
-        self.context.steps.append(indices)
+            indices[position] = self._index(shown[position])
+            position = next_none(indices, position + 1)
+        self.context.steps.append(indices)  # every None was filled
         self._last_shown, self._last_indices = list(shown), indices  # a copy: the caller may reuse its list
 
     def _index(self, message: Message) -> int:
