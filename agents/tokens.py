@@ -34,7 +34,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, Protocol
 
 DEFAULT_ENCODING = "o200k_base"
@@ -420,12 +420,10 @@ def unchanged_objects(
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
-    """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
-    same = list(map(operator.is_, items, reference))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+    """How many leading items are the very objects of ``reference`` (identity, checked in C up to the first
+    difference: a request that parts early, pruned or with an insert near its start, costs little)."""
+    shorter = min(len(items), len(reference))
+    return next(compress(range(shorter), map(operator.is_not, items, reference)), shorter)
 
 
 def next_false(flags: list[bool], start: int) -> int | None:
