@@ -52,10 +52,10 @@ from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, Reading, read_money, row_index
+from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
-from erp_sim.catalog import CATEGORIES, wording_to_subcategory
+from erp_sim.catalog import CATEGORIES
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
 _LINE = re.compile(r"\bline (\d+)\b")
@@ -69,8 +69,13 @@ ASK = (
 
 
 def _arguments(text: object) -> dict:
+    return _parsed_arguments(text) if isinstance(text, str) else {}
+
+
+@lru_cache(maxsize=256)  # an episode repeats a few dozen calls; the dict is shared: read, never changed
+def _parsed_arguments(text: str) -> dict:
     try:
-        value = json.loads(text) if isinstance(text, str) else {}
+        value = json.loads(text)
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -131,20 +136,30 @@ class ScriptedAgent:
             message: Message = {"role": "assistant", "content": decision}
         else:
             name, arguments = decision
-            call_id = (
-                "call_"
-                + hashlib.sha1(
-                    json.dumps([len(transcript), transcript[-1], name, arguments], sort_keys=True, default=str).encode()
-                ).hexdigest()[:16]
-            )
             message = {
                 "role": "assistant",
                 "content": "",
                 "tool_calls": [
-                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                    {
+                        "id": call_id(transcript, name, arguments),
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
                 ],
             }
         return AgentStep(message=message, shown=list(transcript))
+
+
+# json.dumps(value, sort_keys=True, default=str) builds this encoder at every call: built once, same text
+_CALL_ID_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def call_id(transcript: list[Message], name: str, arguments: dict) -> str:
+    """The call's id: from the transcript's length, its last message and the call (deterministic, and new
+    for each step). Its text is ``json.dumps([len(transcript), transcript[-1], name, arguments],
+    sort_keys=True, default=str)``: ids stay byte-identical across versions."""
+    text = _CALL_ID_JSON.encode([len(transcript), transcript[-1], name, arguments])
+    return "call_" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=64)
@@ -165,10 +180,10 @@ class View:
     def __init__(self, messages: list[Message], recall: Recall | None = None, reading: Reading | None = None):
         instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
         self.report, self.line, self.expense_type, self.task_lines = _read_instruction(instruction)
-        self.mapping = wording_to_subcategory(self.expense_type)
         self.reading = Reading.of(messages, instruction, self.expense_type, self.task_lines, reading)
         read = self.reading.now
         self.state: dict | None = read["state"]  # FormState of the latest visible tool result
+        self.form_index: FormIndex = read["form"]  # its grids and controls by name
         self.last_tool = read["last_tool"]
         self.last_arguments: dict = _arguments(self.reading.arguments)
         self.charges: list[Charge] | None = read["charges"]
@@ -274,12 +289,8 @@ def _no_form(view: View, ask: bool):
     return "form_find_menu_item", {"menuItemFilter": "expense reports"}
 
 
-def _selected(rows: list[dict]) -> dict | None:
-    return next((r for r in rows if r.get(K.IS_SELECTED)), None)
-
-
 def _report_list(view: View, ask: bool):
-    grid = formstate.grids(view.state).get("ExpenseReportsGrid") or {}
+    grid = view.form_index.grids.get("ExpenseReportsGrid") or {}
     rows = grid.get(K.ROWS, [])
     target = next((r for r in rows if r.get(K.VALUES, {}).get("TrvExpTable_ExpNumber") == view.report), None)
     if target is None:
@@ -294,7 +305,7 @@ def _report_list(view: View, ask: bool):
 
 
 def _report_form(view: View, ask: bool):
-    grid = formstate.grids(view.state).get("ExpenseLinesGrid") or {}
+    grid = view.form_index.grids.get("ExpenseLinesGrid") or {}
     rows = grid.get(K.ROWS, [])
     line = view.line
     if view.task_lines:  # several lines: the first (in the instruction's order) not yet fully itemized
@@ -339,18 +350,13 @@ def _paging_back(view: View, grid: str) -> bool:
     )
 
 
-def _first_row(view: View, grid: str) -> int:
-    rows = formstate.grid_rows(view.state, grid)
-    return row_index(rows[0].get(K.ROW_NUMBER)) if rows else 0
-
-
 def _receipt_viewer(view: View, ask: bool):
     grid = "ReceiptItemsGrid"
     if _paging_back(view, grid):  # back to the first page, then forward again
-        return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
-    if formstate.has_next_page(view.state, grid):
+        return _page(grid, K.LOAD_PREVIOUS_PAGE if view.form_index.first_row(grid) > 1 else K.LOAD_NEXT_PAGE)
+    if view.form_index.has_next_page(grid):
         return _page(grid, K.LOAD_NEXT_PAGE)
-    if view.paged_receipt and view.receipt_document not in view.by_document and _first_row(view, grid) > 1:
+    if view.paged_receipt and view.receipt_document not in view.by_document and view.form_index.first_row(grid) > 1:
         return _page(grid, K.LOAD_PREVIOUS_PAGE)  # earlier pages are no longer in view: read them again
     return "form_close_form", {}
 
@@ -366,32 +372,46 @@ def _itemization(view: View, ask: bool):
     charges = view.charges_of(line)
     if charges is None:
         return "form_click_control", {"controlName": "ViewReceipt"}
-    grid = formstate.grids(view.state).get("ItemizationGrid") or {}
+    grid = view.form_index.grids.get("ItemizationGrid") or {}
     rows = grid.get(K.ROWS, [])
     document = view.line_document(line) or view.receipt_document
     if ask and not rows and not view.confirmed and not view.sop_confirms:
         return ASK.format(n=len(charges), doc=f" {document}" if document else "")
-    if formstate.grid_has_next_page(grid) or _first_row(view, "ItemizationGrid") > 1:
+    if formstate.grid_has_next_page(grid) or view.form_index.first_row("ItemizationGrid") > 1:
         return _paged_itemization(view, rows, charges)
-    complete = Counter(c for r in rows if (c := _row_charge(r.get(K.VALUES, {}))))
-    missing = list((Counter(charges) - complete).elements())
-    if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
-        unmatched = Counter(complete)
-        missing = [c for c in charges if not _consume(unmatched, c)]
-    selected = _selected(rows)
-    if selected is not None and _row_charge(selected.get(K.VALUES, {})) is None:  # a blank new row
+    row_charges, missing, extra = compare_rows(rows, charges)
+    selected = next((k for k, r in enumerate(rows) if r.get(K.IS_SELECTED)), None)
+    if selected is not None and row_charges[selected] is None:  # a blank new row
         if missing:
             return _fill(missing[0])
         return "form_click_control", {"controlName": "DeleteLine"}
-    extra = Counter(complete) - Counter(charges)
-    if missing and extra and len(rows) >= PAGE_ROWS and (view.task_lines or view.paged_receipt):
+    first_extra = next((r for r, c in zip(rows, row_charges) if c in extra), None)
+    if missing and first_extra is not None and len(rows) >= PAGE_ROWS and (view.task_lines or view.paged_receipt):
         # long tasks: a full page makes room first, else the new row pages the grid and is deleted there
-        return _delete(next(r for r in rows if _row_charge(r.get(K.VALUES, {})) in extra))
+        return _delete(first_extra)
     if missing:
         return "form_click_control", {"controlName": "NewLine"}
-    if extra:
-        return _delete(next(r for r in rows if _row_charge(r.get(K.VALUES, {})) in extra))
+    if first_extra is not None:
+        return _delete(first_extra)
     return _save_or_close(view, rows) or _unbalanced(charges, _remaining(view))
+
+
+def compare_rows(rows: list[dict], charges: list[Charge]) -> tuple[list[Charge | None], list[Charge], set[Charge]]:
+    """(each row's charge, None when incomplete; the charges no row holds yet, in receipt order, a charge on
+    the receipt twice as often as it is missing; the charges more rows hold than the receipt has)."""
+    row_charges = [_row_charge(r.get(K.VALUES, {})) for r in rows]
+    held = [c for c in row_charges if c is not None]
+    if held == charges[: len(held)] and (len(charges) > PAGE_ROWS or len(set(charges)) == len(charges)):
+        return row_charges, charges[len(held) :], set()  # the receipt's first charges, in its order: the usual
+    wanted, complete = Counter(charges), Counter(held)
+    if len(charges) > PAGE_ROWS:  # the grid will page: add in receipt order, so that row r holds charge r
+        unmatched = Counter(complete)
+        missing = [c for c in charges if not _consume(unmatched, c)]
+    else:
+        missing = []
+        for charge, count in wanted.items():
+            missing += [charge] * (count - complete.get(charge, 0))
+    return row_charges, missing, {c for c, n in complete.items() if n > wanted.get(c, 0)}
 
 
 def _fill(charge: Charge):
@@ -414,7 +434,7 @@ def _delete(row: dict):
 
 
 def _remaining(view: View) -> str | None:
-    return read_money(formstate.control_value(view.state, "ItemizationRemaining"))
+    return read_money(view.form_index.control_value("ItemizationRemaining"))
 
 
 def _save_or_close(view: View, rows: list[dict]):
@@ -462,8 +482,8 @@ def _paged_itemization(view: View, rows: list[dict], charges: list[Charge]):
             # corrected in place: deleting would shift every later row of a long receipt
             return _fill(charges[number - 1]) if row.get(K.IS_SELECTED) else _select(row)
     if _paging_back(view, grid):  # checking every page: back to the first, then forward
-        return _page(grid, K.LOAD_PREVIOUS_PAGE if _first_row(view, grid) > 1 else K.LOAD_NEXT_PAGE)
-    if formstate.has_next_page(view.state, grid):
+        return _page(grid, K.LOAD_PREVIOUS_PAGE if view.form_index.first_row(grid) > 1 else K.LOAD_NEXT_PAGE)
+    if view.form_index.has_next_page(grid):
         return _page(grid, K.LOAD_NEXT_PAGE)
     last = max((row_index(r.get(K.ROW_NUMBER)) for r in rows), default=0)
     if last < len(charges):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
@@ -54,20 +57,78 @@ class ReceiptPage(NamedTuple):
     more: bool
 
 
+class FormIndex(NamedTuple):
+    """A FormState's grids and controls by name, from one walk of its tree: what ``erp_sim.formstate``'s
+    look-ups (a walk each) find, for names that are strings."""
+
+    grids: dict[str, dict]  # the last grid of each name (``formstate.grids``)
+    first_grids: dict[str, dict]  # the first (``formstate.find_grid``, ``grid_rows``, ``has_next_page``)
+    controls: dict[str, dict]  # the first control or container (``formstate.find_control``, ``control_value``)
+
+    def grid_rows(self, name: str) -> list[dict]:
+        """``formstate.grid_rows``'s rows (a row's values plus its ``RowNumber``)."""
+        grid = self.first_grids.get(name) or {}
+        rows = grid.get(K.ROWS) or []
+        return [
+            {K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})} for row in rows if isinstance(row, dict)
+        ]
+
+    def first_row(self, name: str) -> int:
+        """The row number of the grid's first row on the page shown (0: none)."""
+        grid = self.first_grids.get(name) or {}
+        row = next((row for row in grid.get(K.ROWS) or [] if isinstance(row, dict)), None)
+        return row_index(row.get(K.ROW_NUMBER)) if row is not None else 0
+
+    def has_next_page(self, name: str) -> bool:
+        return formstate.grid_has_next_page(self.first_grids.get(name))
+
+    def control_value(self, name: str) -> Any:
+        control = self.controls.get(name)
+        return control.get(K.VALUE) if control else None
+
+
+def index_form(state: dict | None) -> FormIndex:
+    grids: dict[str, dict] = {}
+    first_grids: dict[str, dict] = {}
+    controls: dict[str, dict] = {}
+    for kind, control in formstate.walk_controls((state or {}).get(K.FORM)):
+        name = control.get(K.NAME)
+        if not isinstance(name, str):  # looked up by string names only
+            continue
+        if kind == K.GRID:
+            grids[name] = control
+            first_grids.setdefault(name, control)
+        else:
+            controls.setdefault(name, control)
+    return FormIndex(grids, first_grids, controls)
+
+
+NO_FORM = index_form(None)
+
+
+class ToolResult(NamedTuple):
+    """What one tool result shows: its FormState (None: no form), that form indexed, and the receipt page
+    a receipt viewer shows."""
+
+    state: dict | None
+    form: FormIndex
+    receipt: ReceiptPage | None
+
+
 @lru_cache(maxsize=READ_CACHE_SIZE)
-def read_tool_result(content: str, expense_type: str) -> tuple[dict | None, ReceiptPage | None]:
-    """(the FormState a tool result shows, the receipt page a receipt viewer shows)."""
+def read_tool_result(content: str, expense_type: str) -> ToolResult:
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
+    form = index_form(state) if state else NO_FORM
     receipt = (
-        _read_receipt(state, wording_to_subcategory(expense_type))
+        _read_receipt(form, wording_to_subcategory(expense_type))
         if state and state.get(K.NAME) == "TrvReceiptViewer"
         else None
     )
-    return state, receipt
+    return ToolResult(state, form, receipt)
 
 
-def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
-    rows = formstate.grid_rows(state, "ReceiptItemsGrid")
+def _read_receipt(form: FormIndex, mapping: dict[str, str]) -> ReceiptPage | None:
+    rows = form.grid_rows("ReceiptItemsGrid")
     charges = tuple(
         (
             mapping.get(r.get("ReceiptItem_Description", ""), "?"),
@@ -80,9 +141,9 @@ def _read_receipt(state: dict, mapping: dict[str, str]) -> ReceiptPage | None:
         return None
     return ReceiptPage(
         charges,
-        str(formstate.control_value(state, "Receipt_DocumentNumber") or ""),
+        str(form.control_value("Receipt_DocumentNumber") or ""),
         tuple(row_index(r.get(K.ROW_NUMBER)) for r in rows),
-        formstate.has_next_page(state, "ReceiptItemsGrid"),
+        form.has_next_page("ReceiptItemsGrid"),
     )
 
 
@@ -145,6 +206,7 @@ def _initial_state() -> dict[str, Any]:
         "long_term_update_requested": False,
         "unit_calls": (),  # call ids of the latest assistant message: a tool result's call must be there
         "state": None,  # FormState of the latest tool result
+        "form": NO_FORM,  # that FormState's grids and controls by name
         "last_tool": None,
         "last_call": None,  # the call id of the latest tool result (its arguments are looked up at the end)
         "charges": None,  # list[Charge], replaced, never changed in place
@@ -214,11 +276,22 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
+        if self._all_unchanged(messages):
+            return min(len(messages), len(self.messages))
         same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
         return len(same) if start is None else start
+
+    def _all_unchanged(self, messages: list[Message]) -> bool:
+        """``unchanged_objects``'s rule held at every position the two lists share (the very messages read,
+        with the very contents and tool calls): the common case, checked in C without its per-position lists."""
+        return (
+            all(map(operator.is_, messages, self.messages))
+            and all(map(operator.is_, message_entries(messages, "content"), self.contents))
+            and all(map(operator.is_, message_entries(messages, "tool_calls"), self.tool_calls))
+        )
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
@@ -234,8 +307,10 @@ class Reading:
         return read_user_message(read[0], self.expense_type) == read_user_message(read[1], self.expense_type)
 
     def _read(self, messages: list[Message], start: int, calls: dict[object, tuple[object, object]]) -> bool:
-        """Read ``messages[start:]`` on from the checkpoint before them; False (nothing kept) when a call id
-        stands for another call than before, or a result's call is not in its unit (read whole instead)."""
+        """Read ``messages[start:]`` on from the checkpoint before them; False when a call id stands for another
+        call than before, or a result's call is not in its unit (this reading is then irregular, never resumed:
+        the list is read whole instead). The lists are cut and extended in place (work for the new messages
+        only, not a copy of the history at every call)."""
         known = self.calls
         for m in messages[start:]:
             for c in m.get("tool_calls") or []:
@@ -245,7 +320,8 @@ class Reading:
         if start and not self.regular:
             return False
         state = dict(self.checkpoints[start])
-        checkpoints = self.checkpoints[: start + 1]
+        checkpoints = self.checkpoints
+        del checkpoints[start + 1 :]
         first = messages[0] if messages else None
         for position in range(start, len(messages)):
             message = messages[position]
@@ -253,10 +329,15 @@ class Reading:
                 self.regular = False
                 return False
             checkpoints.append(dict(state))
-        self.checkpoints, self.now = checkpoints, checkpoints[-1]
-        self.messages = list(messages)
-        self.contents = self.contents[:start] + list(message_entries(messages[start:], "content"))
-        self.tool_calls = self.tool_calls[:start] + list(message_entries(messages[start:], "tool_calls"))
+        self.now = checkpoints[-1]
+        read = messages[start:]
+        for kept, entries in (
+            (self.messages, read),
+            (self.contents, message_entries(read, "content")),
+            (self.tool_calls, message_entries(read, "tool_calls")),
+        ):
+            del kept[start:]
+            kept.extend(entries)
         last = calls.get(self.now["last_call"])
         self.arguments = last[1] if last is not None else None
         return True
@@ -275,8 +356,8 @@ class Reading:
             state["sop_indexed"] = self.sop_wanted in str(message.get("content") or "")
         if role == "assistant":
             made = message.get("tool_calls") or []
-            state["unit_calls"] = tuple(c["id"] for c in made)
-            if any(c["function"]["name"] == "start_long_term_update" for c in made):
+            state["unit_calls"] = tuple([c["id"] for c in made])
+            if "start_long_term_update" in [c["function"]["name"] for c in made]:
                 state["long_term_update_requested"] = True
         elif role != "tool":
             state["unit_calls"] = ()
@@ -298,10 +379,10 @@ class Reading:
             state["seen_tool_result"] = True
             state["last_tool"] = name if call is not None else message.get("name")
             state["last_call"] = call_id
-            state["state"], receipt = read_tool_result(content, self.expense_type)
+            state["state"], state["form"], receipt = read_tool_result(content, self.expense_type)
             if receipt is not None:
                 state["charges"], state["receipt_document"] = list(receipt.charges), receipt.document
-                _keep_rows(state, receipt.document, list(receipt.rows), state["charges"], position, receipt.more)
+                _keep_rows(state, receipt.document, receipt.rows, receipt.charges, position, receipt.more)
                 state["charges_at"] = position
             return regular
         if role == "user" and message is not first:
@@ -309,9 +390,9 @@ class Reading:
             if confirms:
                 state["confirmed"] = True
             if state["charges"] is None and summary is not None:  # the "Receipt items" of a structured summary
-                charges = state["charges"] = list(summary)
+                state["charges"] = list(summary)
                 if document:
-                    _keep_rows(state, document, list(range(1, len(summary) + 1)), charges, position, False)
+                    _keep_rows(state, document, range(1, len(summary) + 1), summary, position, False)
                     if (
                         self.task_lines
                     ):  # several receipts: name the one asked about (one line's question keeps its words)
@@ -321,13 +402,13 @@ class Reading:
 
 
 def _keep_rows(
-    state: dict[str, Any], document: str, numbers: list[int], charges: list[Charge], position: int, more: bool
+    state: dict[str, Any], document: str, numbers: Sequence[int], charges: Sequence[Charge], position: int, more: bool
 ) -> None:
     """Keep a receipt page's rows (new dicts: the checkpoints before it keep theirs)."""
     receipts = state["receipts"] = dict(state["receipts"])
     known = receipts[document] = dict(receipts.get(document, {}))
-    state["paged_receipt"] = state["paged_receipt"] or more or max(numbers, default=0) > PAGE_ROWS
-    for number, charge in zip(numbers, charges):
-        known[number] = (charge, position)
+    last = max(numbers, default=0)
+    state["paged_receipt"] = state["paged_receipt"] or more or last > PAGE_ROWS
+    known.update(zip(numbers, zip(charges, repeat(position))))  # row -> (charge, message index)
     if not more and numbers:
-        state["receipt_ends"] = {**state["receipt_ends"], document: max(numbers)}
+        state["receipt_ends"] = {**state["receipt_ends"], document: last}

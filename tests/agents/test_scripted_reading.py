@@ -68,8 +68,8 @@ PINNED = [  # user messages a policy pins after the instruction: charges to read
 
 def random_lists(pool: list[dict], rng: random.Random, repeat_ids: bool):
     """Lists that extend, shrink, have the latest result's content replaced in the same dict (by another
-    result's), a pinned user message after the instruction replaced (by one that reads alike or not),
-    a unit's call dropped (its result then reads without it), or (``repeat_ids``) the latest result's call
+    result's), a pinned user message after the instruction replaced (by one that reads alike or not), a
+    unit's calls replaced in the same dict (by equal copies or by other tools' calls), a unit's call dropped (its result then reads without it), or (``repeat_ids``) the latest result's call
     id repeated for another tool."""
     contents = [m["content"] for m in pool if m.get("role") == "tool"]
     pool = [*pool[:2], {"role": "user", "content": PINNED[0]}, *pool[2:]]
@@ -87,7 +87,13 @@ def random_lists(pool: list[dict], rng: random.Random, repeat_ids: bool):
             messages = [*messages[:2], {"role": "user", "content": rng.choice(PINNED)}, *messages[3:]]
         elif move < 0.8:  # the pinned message's content replaced in the same dict
             messages[2]["content"] = rng.choice(PINNED)
-        elif move < 0.9 or not repeat_ids:
+        elif move < 0.85:  # a unit's calls replaced in the same dict (another tool under the same id), or copied
+            unit = rng.choice([m for m in messages if m.get("tool_calls")] or [messages[0]])
+            calls = copy.deepcopy(unit.get("tool_calls") or [])
+            for call in calls if rng.random() < 0.5 else []:
+                call["function"] = {"name": rng.choice(["form_close_form", "form_save_form"]), "arguments": "{}"}
+            unit["tool_calls"] = calls
+        elif move < 0.92 or not repeat_ids:
             call_at = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
             messages = messages[:call_at] + messages[call_at + 1 :] if call_at > 2 else messages
         else:
@@ -109,6 +115,23 @@ def test_random_growth_pruning_rewrites_and_repeated_call_ids_read_as_fresh(show
             cached = View(messages, reading=reading)
             reading = cached.reading
             assert same_view(cached, View(messages)), len(messages)
+
+
+def test_the_very_message_objects_are_compared_not_equal_copies():
+    """The instruction object shown again later is not read as a user's answer; an equal copy there is (the
+    shortcut for an unchanged list compares the messages by identity, their contents by value)."""
+    instruction = {"role": "user", "content": "Itemize line 1 of EXP-000001. Yes, add them all."}
+    call = {"id": "c1", "type": "function", "function": {"name": "form_find_menu_item", "arguments": "{}"}}
+    unit = [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    again = [instruction, *unit, instruction]
+    copied = [instruction, *unit, dict(instruction)]
+    assert View(again).confirmed is False and View(copied).confirmed is True
+    for first, then in ((again, copied), (copied, again)):
+        cached = View(then, reading=View(first).reading)
+        assert same_view(cached, View(then)) and cached.confirmed is View(then).confirmed
 
 
 def test_value_key_is_equal_exactly_when_the_canonical_json_is():
