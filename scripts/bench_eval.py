@@ -152,26 +152,25 @@ def time_token_ids(counter: TokenCounter, timed_agent: Timed) -> dict[int, float
     return per_call
 
 
+def episode_settings(task: str) -> tuple[str, int, int]:
+    """A bench episode's task id, env step limit and model-call limit (``synthetic`` pages hotel-010's list)."""
+    if task == "synthetic":
+        return "hotel-010", 2 * SYNTHETIC_CALLS, SYNTHETIC_CALLS
+    return task, EVAL_MAX_STEPS, 400
+
+
 def run(policy: str, task: str) -> dict:
     """One episode, timed per call."""
-    synthetic = task == "synthetic"
-    inner = PagingAgent() if synthetic else ScriptedAgent()
+    inner = PagingAgent() if task == "synthetic" else ScriptedAgent()
     inner_timed = Timed(inner)
     outer = Timed(wrap(inner_timed, policy))
-    steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
+    task_id, steps, calls_limit = episode_settings(task)
     env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
     counter = get_counter()
     counter.cache_clear()
     ids_cpu = time_token_ids(counter, outer)
     try:
-        trajectory = run_episode(
-            env,
-            outer,
-            task_id="hotel-010" if synthetic else task,
-            seed=0,
-            policy=policy,
-            max_model_calls=SYNTHETIC_CALLS if synthetic else 400,
-        )
+        trajectory = run_episode(env, outer, task_id=task_id, seed=0, policy=policy, max_model_calls=calls_limit)
     finally:
         del counter.message_ids
     env.close()
