@@ -34,6 +34,7 @@ from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import (
     Agent,
+    AgentStep,
     ContextOverflowError,
     InfrastructureError,
     Message,
@@ -137,6 +138,9 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
     call_started = time.perf_counter()
     step = acting.agent.act(transcript, acting.tools)
     acting.model_time += time.perf_counter() - call_started
+    if not isinstance(step, AgentStep):  # an agent of user code (policies pass its step on as it is)
+        agent = type(getattr(acting.agent, "unwrapped", acting.agent)).__name__
+        raise TypeError(f"{agent}.act returned a {type(step).__name__}, not an AgentStep")
     message = step.message
     cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # it counts the shown messages on the way
     input_tokens = acting.agent_requests.message_tokens + acting.tool_tokens

@@ -33,7 +33,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, Protocol
 
 DEFAULT_ENCODING = "o200k_base"
@@ -149,6 +149,8 @@ def _bpe_bindings() -> Any:
 
 def _valid_utf8(text: str) -> str:
     """Replace lone surrogates (invalid in UTF-8) the way bpe-openai itself does."""
+    if text.isascii():  # a flag of the str object: no copy to check it
+        return text
     try:
         text.encode("utf-8")
         return text
@@ -417,12 +419,10 @@ def unchanged_objects(
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
-    """How many leading items are the very objects of ``reference`` (identity, checked in C)."""
-    same = list(map(operator.is_, items, reference))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+    """How many leading items are the very objects of ``reference`` (identity, checked in C up to the first
+    difference: a request that parts early, pruned or with an insert near its start, costs little)."""
+    shorter = min(len(items), len(reference))
+    return next(compress(range(shorter), map(operator.is_not, items, reference)), shorter)
 
 
 def next_false(flags: list[bool], start: int) -> int | None:

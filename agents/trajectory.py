@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
+from itertools import islice
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.prompt_cache import ModelCall
-from erp_sim.agents.tokens import TokenCounter, get_counter, next_none
+from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.types import Message, ToolSchema
 from erp_sim.grading import Grade
 from erp_sim.outcomes import FailureCategory, Termination
@@ -84,22 +85,30 @@ class ContextRecorder:
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
         self._transcript: list[Message] = []
         self._transcript_ids: set[int] = set()
-        self._transcript_values: set[Hashable] = set()  # value keys of self._transcript[: self._valued]
-        self._valued = 0
+        # what only a message that is not a transcript object needs (its origin), brought up to date then:
+        # value keys and tool-call ids of self._transcript[: self._scanned]
+        self._transcript_values: set[Hashable] = set()
         self._transcript_tool_call_ids: set[str] = set()
+        self._scanned = 0
+        self._last_shown: list[Message] = []
+        self._last_indices: list[int] = []
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
-        for message in transcript[len(self._transcript) :]:
-            self._transcript_ids.add(id(message))
-            self._transcript_tool_call_ids.update(_call_ids(message))
-            self._transcript.append(message)
-        # messages seen before are looked up by identity in C; only the others go through _index
-        indices = list(map(self._by_id.get, map(id, shown)))
-        position = next_none(indices, 0)
+        new = transcript[len(self._transcript) :]
+        if new:
+            self._transcript += new
+            self._transcript_ids.update(map(id, new))
+        # the leading objects of the last call's list keep their indices (an object's index never changes);
+        # the other messages seen before are looked up by identity in C, and only the rest go through _index
+        known = same_prefix(shown, self._last_shown)
+        indices: list[Any] = self._last_indices[:known]
+        indices += map(self._by_id.get, map(id, islice(shown, known, None)))
+        position = next_none(indices, known)
         while position is not None:
             indices[position] = self._index(shown[position])
             position = next_none(indices, position + 1)
-        self.context.steps.append(cast("list[int]", indices))  # every None was filled
+        self.context.steps.append(indices)  # every None was filled
+        self._last_shown, self._last_indices = list(shown), indices  # a copy: the caller may reuse its list
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))
@@ -126,10 +135,11 @@ class ContextRecorder:
     def _origin(self, message: Message, key: Hashable) -> str:
         if id(message) in self._transcript_ids:
             return "transcript"
-        for earlier in self._transcript[self._valued :]:  # a copy equal to a transcript message is one too
+        for earlier in self._transcript[self._scanned :]:
             self._transcript_values.add(self._value(earlier))
-        self._valued = len(self._transcript)
-        if key in self._transcript_values:
+            self._transcript_tool_call_ids.update(_call_ids(earlier))
+        self._scanned = len(self._transcript)
+        if key in self._transcript_values:  # a copy equal to a transcript message is one too
             return "transcript"
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
@@ -156,10 +166,12 @@ def value_key(value: Any) -> Hashable:
     if kind is str or value is None:
         return value
     if kind is dict:
-        if all(type(name) is str for name in value):
+        if set(map(type, value)) <= _STR:  # every name a str (checked in C)
+            if set(map(type, value.values())) <= _LEAVES:  # every item its own key: the tuple is built in C
+                return (_DICT, tuple(sorted(value.items())))
             return (_DICT, tuple([(name, value_key(item)) for name, item in sorted(value.items())]))
     elif kind is list or kind is tuple:
-        return (_LIST, tuple(map(value_key, value)))
+        return (_LIST, tuple(value) if set(map(type, value)) <= _LEAVES else tuple(map(value_key, value)))
     elif kind is bool:
         return (_BOOL, value)
     elif kind is int:
@@ -167,6 +179,9 @@ def value_key(value: Any) -> Hashable:
     elif kind is float:
         return (_FLOAT, repr(value))  # as JSON writes it (1.0 and 1 differ there)
     return (_OTHER, _canonical(value))
+
+
+_STR, _LEAVES = {str}, {str, type(None)}  # a str or None is its own value_key
 
 
 def _call_ids(message: Message) -> set[str]:

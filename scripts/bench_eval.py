@@ -59,7 +59,7 @@ from erp_sim.agents.policies import wrap
 from erp_sim.agents.prompt_cache import PrefixTracker, _Node
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.tokens import TokenCounter, _message_key, get_counter
 from erp_sim.agents.types import AgentStep
 
 POLICIES = ["full", *(p for p in OTHER_POLICIES if p != "full"), "retrieval:backend=bm25"]
@@ -151,37 +151,72 @@ def timed_branch_points(timed_agent: Timed) -> Iterator[dict[int, float]]:
         yield per_call
 
 
+def episode_settings(task: str) -> tuple[str, int, int]:
+    """A bench episode's task id, env step limit and model-call limit (``synthetic`` pages hotel-010's list)."""
+    if task == "synthetic":
+        return "hotel-010", 2 * SYNTHETIC_CALLS, SYNTHETIC_CALLS
+    return task, EVAL_MAX_STEPS, 400
+
+
+def time_first_counts(counter: TokenCounter, timed_agent: Timed, inner: Timed) -> list[tuple[tuple, float, bool]]:
+    """Time the counter's first tokenization of each message (``_count_uncached``) where the episode does it:
+    (message key, CPU, inside the policy's act); undone by ``del``."""
+    first_counts: list[tuple[tuple, float, bool]] = []
+    count_uncached = counter._count_uncached
+
+    def timed(message):
+        start = time.thread_time()
+        count = count_uncached(message)
+        in_policy = len(timed_agent.starts) > len(timed_agent.durations) and not inner_running(inner)
+        first_counts.append((_message_key(message), time.thread_time() - start, in_policy))
+        return count
+
+    counter._count_uncached = timed  # type: ignore[method-assign]  # timed for one episode, deleted after it
+    return first_counts
+
+
+def inner_running(inner: Timed) -> bool:
+    """The wrapped agent is deciding now (its call started and has not returned)."""
+    return len(inner.starts) > len(inner.durations)
+
+
 def run(policy: str, task: str) -> dict:
     """One episode, timed per call."""
-    synthetic = task == "synthetic"
-    inner = PagingAgent() if synthetic else ScriptedAgent()
+    inner = PagingAgent() if task == "synthetic" else ScriptedAgent()
     inner_timed = Timed(inner)
     outer = Timed(wrap(inner_timed, policy))
-    steps = 2 * SYNTHETIC_CALLS if synthetic else EVAL_MAX_STEPS
+    task_id, steps, calls_limit = episode_settings(task)
     env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
     counter = get_counter()
     counter.cache_clear()
-    with timed_branch_points(outer) as branch_cpu:
-        trajectory = run_episode(
-            env,
-            outer,
-            task_id="hotel-010" if synthetic else task,
-            seed=0,
-            policy=policy,
-            max_model_calls=SYNTHETIC_CALLS if synthetic else 400,
-        )
+    first_counts = time_first_counts(counter, outer, inner_timed)
+    try:
+        with timed_branch_points(outer) as branch_cpu:
+            trajectory = run_episode(env, outer, task_id=task_id, seed=0, policy=policy, max_model_calls=calls_limit)
+    finally:
+        del counter._count_uncached
     env.close()
     calls = len(outer.starts)
+    first: dict[tuple, tuple[float, bool]] = {}
+    for key, cpu, in_policy in first_counts:
+        first.setdefault(key, (cpu, in_policy))
     cold = TokenCounter()
     count_cpu: list[float] = []
     shown_before: set[int] = set()
-    for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers, with a cold cache
+    for step in outer.steps:  # tokenizing what call k shows for the first time and what it answers
         new = [m for m in step.shown if id(m) not in shown_before]
         shown_before.update(map(id, step.shown))
+        in_episode, elsewhere = 0.0, []
+        for message in [*new, step.message]:
+            timed = first.pop(_message_key(message), None)
+            if timed is None:  # not tokenized on its own in the episode (its ids were made): timed cold
+                elsewhere.append(message)
+            elif not timed[1]:  # the policy's first count is in its own column already
+                in_episode += timed[0]
         start = time.thread_time()
-        cold.count_messages(new)
-        cold.count_message(step.message)
-        count_cpu.append(time.thread_time() - start)
+        for message in elsewhere:
+            cold.count_message(message)
+        count_cpu.append(in_episode + time.thread_time() - start)
     total = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
     policy_cpu = [outer.durations[k] - inner_timed.durations[k] for k in range(calls - 1)]
     floor = [env.per_call.get(k, 0.0) + count_cpu[k] + policy_cpu[k] for k in range(calls - 1)]

@@ -34,6 +34,9 @@ class PolicyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_NO_USAGE = Usage()  # a step's summarizer usage before any summary (never changed: ``+`` makes a new one)
+
+
 class ContextPolicy:
     """Base of all context policies. Subclasses set ``name`` and ``Params``, override ``build_context``.
 
@@ -77,9 +80,11 @@ class ContextPolicy:
         self.agent.reset()
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
-        self._summary_usage, self._summary_calls = Usage(), 0
+        self._summary_usage, self._summary_calls = _NO_USAGE, 0
         context = self.build_context(transcript)
         step = self.agent.act(context, tools)
+        if self._summary_usage is _NO_USAGE and not self._summary_calls:  # no summary made: nothing to add
+            return step
         return step.model_copy(
             update={
                 "summarizer_usage": step.summarizer_usage + self._summary_usage,

@@ -122,6 +122,23 @@ def test_infrastructure_errors_end_the_episode_as_infra_error(env, fake_openai_s
         model.complete([{"role": "user", "content": "x"}])
 
 
+def test_an_agent_answering_other_than_an_agent_step_ends_its_episode_with_a_clear_error(env):
+    """User code's agent is checked (the policy layers pass a step on without copying it): a dict
+    instead of an AgentStep is a harness error naming both, and the run goes on."""
+
+    class DictAgent:
+        def reset(self) -> None: ...
+
+        def act(self, transcript, tools):
+            return {"message": {"role": "assistant", "content": "done"}, "shown": transcript}
+
+    for agent in (DictAgent(), wrap(DictAgent(), "last_n:n=5")):
+        trajectory = run_episode(env, agent, task_id="hotel-000")
+        assert trajectory.termination == "harness_error" and not trajectory.steps
+        assert "DictAgent.act returned a dict, not an AgentStep" in trajectory.infra_error
+    assert run_episode(env, ScriptedAgent(), task_id="hotel-000").termination == "success"
+
+
 def test_recall_model_misreads_far_back_facts_deterministically(env):
     from erp_sim.agents.scripted import Recall, misread_amount
 

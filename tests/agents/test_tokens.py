@@ -206,3 +206,25 @@ def test_decoding_ids_cut_inside_a_character_replaces_it_as_bpe_openai_does():
     cut = [decode(ids[:n]) for n in range(len(ids) + 1)]
     assert cut[-1] == "0:0\U00010000\U00010000"
     assert any("\ufffd" in text for text in cut)  # a cut inside a character: the replacement character
+
+
+def test_same_prefix_is_the_count_of_leading_identical_objects():
+    """Whichever way it is found (one pass when the lists end alike, stopping at the first difference
+    otherwise), the prefix counts the very objects, never equal copies."""
+    import random
+
+    rng = random.Random(1)
+    objects = [{"role": "user", "content": "same"} for _ in range(6)]  # equal, never identical
+    for _ in range(3_000):
+        items = [rng.choice(objects) for _ in range(rng.randrange(8))]
+        reference = items[: rng.randrange(len(items) + 1)] + [rng.choice(objects) for _ in range(rng.randrange(4))]
+        expected = 0
+        while expected < min(len(items), len(reference)) and items[expected] is reference[expected]:
+            expected += 1
+        assert tokens.same_prefix(items, reference) == expected
+
+
+def test_only_lone_surrogates_are_replaced_before_tokenizing():
+    ascii_text, accented = "plain ascii", "caf\u00e9 \u2014 na\u00efve"
+    assert tokens._valid_utf8(ascii_text) is ascii_text and tokens._valid_utf8(accented) is accented
+    assert tokens._valid_utf8("lone \ud800 surrogate") == "lone \ufffd surrogate"

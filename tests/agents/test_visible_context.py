@@ -68,6 +68,33 @@ def test_a_full_transcript_shows_only_transcript_messages(env):
     assert last == list(range(len(last))) and trajectory.context.messages == trajectory.messages[: len(last)]
 
 
+def test_the_recorder_matches_a_plain_reference_on_random_lists_and_a_reused_list():
+    """Each step's indices are what a lookup of every shown message gives (identity, then canonical JSON),
+    also when the caller passes one list object again, changed in place, or repeats an object in it."""
+    import random
+
+    from erp_sim.agents.trajectory import ContextRecorder
+
+    rng = random.Random(7)
+    transcript = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    recorder, reference, reused = ContextRecorder(), [], []
+    for step in range(60):
+        transcript.append({"role": "tool", "tool_call_id": f"c{step % 7}", "name": "t", "content": f"r{step % 9}"})
+        pool = transcript + [{"role": "user", "content": f"inserted {rng.randrange(4)}"} for _ in range(2)]
+        shown = rng.sample(pool, rng.randrange(1, len(pool) + 1))
+        if rng.random() < 0.3:
+            shown.append(shown[0])  # the same object twice in one list
+        if rng.random() < 0.5:  # one list object, refilled in place
+            reused[:] = shown
+            shown = reused
+        recorder.record(shown, transcript)
+        reference.append([json.dumps(m, sort_keys=True) for m in shown])
+    context = recorder.context
+    keys = [json.dumps(m, sort_keys=True) for m in context.messages]
+    assert len(set(keys)) == len(keys)
+    assert [[keys[i] for i in indices] for indices in context.steps] == reference
+
+
 def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys):
     assert (
         eval_main(
