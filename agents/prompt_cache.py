@@ -22,22 +22,24 @@ Linear per call: earlier requests form a trie keyed by each message's ``message_
 (equal keys exactly when equal token ids), so a request is walked message by message with one
 dictionary lookup each and a message's tokens are its count (the counter has them already). At
 the first message that leaves the trie, the most tokens it shares with any continuation seen
-there is what counts; the continuations are tokenized then (each once per episode) and kept
-sorted, so the best one is a neighbour of its sorted position (two comparisons, however many
-earlier requests branched there). Where only one continuation was seen (a tool result cut in place),
-no ids are made: the two texts are encoded only from the last piece boundary before the first character
-they differ in to one after it (``shared_text_tokens``), and the tokens before are counted. The rest of the
-request after that point is kept as one list
-(a tail) on the node where it left, made nodes only if a later request walks into it: a policy
-that re-renders a block near the start (a working-memory anchor) leaves the trie there at every
-call, and its requests' rests are never walked again, so each costs a slice and one counting pass
-over messages the counter knows by identity. Requests that start with the last request's very
-objects (full history) skip them without a lookup. Once messages of a role have been compared
-token by token (a pruning policy's window start, a cut tool result), new messages of that role
-are tokenized when they arrive (``TokenCounter.message_ids``) and counted from those ids, so each
-is tokenized once either way; other roles are only counted. The same walk sums the request's
-message tokens (``message_tokens``), which the runner and ``EpisodeMeter`` take as its input
-count instead of counting it again.
+there is what counts, found without encoding any message whole (``shared_tokens``): the
+continuations' texts are kept sorted per role and name, so those sharing the most characters with
+the new message are its sorted neighbours; texts are encoded only from the last piece boundary
+before the first character they differ in to one after it (``shared_text_tokens``), and the
+tokens before are counted (``TokenCounter.count_text_before``: of a text counted before, only the
+shorter side; of a new one, both sides, whose sum is its count, so the message is tokenized once;
+a long prefix where requests keep parting is kept by the tracker). A continuation sharing fewer
+characters shares at most the new text's tokens that end within them, so the walk outward from
+the neighbours stops at the first that cannot beat the best: one or two encoded windows per call,
+however many earlier requests branched there (a pruning policy's window start, an anchor's
+counter). The rest of the request after that point is kept as one list (a tail) on the node where
+it left, made nodes only if a later request walks into it: a policy that re-renders a block near
+the start (a working-memory anchor) leaves the trie there at every call, and its requests' rests
+are never walked again, so each costs a slice and one counting pass over messages the counter
+knows by identity. Requests that start with the last request's very objects (full history) skip
+them without a lookup. Every message is counted once (the counter keeps it), never tokenized to
+ids. The same walk sums the request's message tokens (``message_tokens``), which the runner and
+``EpisodeMeter`` take as its input count instead of counting it again.
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -46,21 +48,18 @@ optimizer's calls) ``record_call`` does nothing.
 
 from __future__ import annotations
 
-import re
 from array import array
-from bisect import bisect_left, insort
+from bisect import insort
 from contextvars import ContextVar
 from itertools import accumulate
-from typing import Any, AnyStr
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from erp_sim.agents.shared_tokens import best_shared_message_tokens, message_fields
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
-    TOKEN_BYTES,
-    Encoder,
     TokenCounter,
-    encode_token_key,
     get_counter,
     identity_entry,
     message_token_key,
@@ -79,7 +78,9 @@ class _Node:
 
     def __init__(self) -> None:
         self.children: dict[Any, _Node] = {}
-        self.order: list[bytes] | None = None  # the children's packed ids, sorted: built when a request branches here
+        # The children's ``message_fields`` per header (role, name), sorted: built when a request leaves the trie here
+        # with two or more children, then kept up to date.
+        self.order: dict[tuple, list[tuple[str, ...]]] | None = None
         self.ended = False  # an earlier request ended here (a full repeat gets the reply priming too)
         # The rest of the request that created this node after leaving the trie, not yet made nodes: most
         # such rests are never walked again (a pruned or anchored request), so they cost a list slice.
@@ -90,92 +91,15 @@ def _packed(ids: list[int]) -> bytes:
     return array("I", ids).tobytes()
 
 
-def _shared_length(a: AnyStr, b: AnyStr) -> int:
-    """Length of the common prefix of two (byte) strings (binary search over slices: C speed; each step
-    compares only the part not known equal, so the slices copied add up to about the shorter length)."""
-    short, long = (a, b) if len(a) <= len(b) else (b, a)
-    if long.startswith(short):
-        return len(short)
-    low, high = 0, len(short)  # a[:low] == b[:low], a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-# A piece boundary of o200k's pretokenizer that two characters decide: an ASCII letter, then an ASCII
-# character that is no letter and no apostrophe. Only the letter pieces take letters, and none of them goes on
-# past such a character (a contraction needs the apostrophe), so every piece before the boundary is decided by
-# the text up to that character, the text cut there encodes to those pieces, and the pattern has no lookbehind:
-# the text from the boundary encodes to the pieces that follow. Encoding is the pieces' tokens in order.
-_CUT = re.compile(r"[A-Za-z][\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f]")  # the boundary lies between the two
-_CUT_REVERSED = re.compile(r"[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f][A-Za-z]")  # the same, read backwards
-CUT_WINDOW = 256  # characters searched back for a boundary before the whole common prefix is
-
-
-def _last_cut(text: str, end: int) -> int:
-    """The last boundary p with both its characters before ``end`` (0: the start, always one)."""
-    for start in (max(0, end - CUT_WINDOW), 0):
-        found = _CUT_REVERSED.search(text[start:end][::-1])
-        if found is not None:
-            return end - 1 - found.start()
-        if start == 0:
-            break
-    return 0
-
-
-def _next_cut(text: str, after: int) -> int:
-    """The first boundary past position ``after`` (its letter at ``after`` or later), or the end."""
-    found = _CUT.search(text, after)
-    return len(text) if found is None else found.start() + 1
-
-
-def _shared_ids(a: list[int], b: list[int]) -> int:
-    """How many leading ids two id lists share."""
-    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def shared_text_tokens(a: str, b: str, encoder: Encoder) -> int:
-    """How many leading tokens ``encoder.encode(a)`` and ``encoder.encode(b)`` share, encoding only around
-    where the texts part: the tokens before the last boundary both share are the same in both (counted), and
-    the pieces from there to a boundary past the first differing character hold the first differing token."""
-    if a == b:
-        return encoder.count(a)
-    part = _shared_length(a, b)
-    cut = _last_cut(a, part)
-    ids_a = encoder.encode(a[cut : _next_cut(a, part)])
-    ids_b = encoder.encode(b[cut : _next_cut(b, part)])
-    shared = _shared_ids(ids_a, ids_b)
-    return (encoder.count(a[:cut]) if cut else 0) + shared
-
-
-def shared_message_tokens(a: tuple, b: tuple, encoder: Encoder) -> int:
-    """How many leading ids the ``encode_token_key`` of two message keys share, without encoding their texts
-    whole. Framing ids never equal a text token, so the ids part inside the first part of the key that differs
-    (role and name, text, calls); only a text may be long, and it is compared by ``shared_text_tokens``."""
-    same_header = a[:2] == b[:2]
-    if same_header and a[2] != b[2]:
-        header = len(encode_token_key((*a[:2], "", ()), encoder)) - 1  # without MESSAGE_END
-        return header + shared_text_tokens(a[2], b[2], encoder)
-    same_text = same_header and a[2] == b[2]  # then the calls differ: compared with the text left out, then added
-    ids_a = encode_token_key((*a[:2], "", a[3] if same_text else ()), encoder)
-    ids_b = encode_token_key((*b[:2], "", b[3] if same_text else ()), encoder)
-    shared = _shared_ids(ids_a, ids_b)
-    return shared + (encoder.count(a[2]) if same_text and a[2] else 0)
-
-
 class PrefixTracker:
     """The requests of one role in one episode; ``observe`` gives each new one its cacheable prefix."""
 
     def __init__(self, counter: TokenCounter | None = None):
         self.counter = counter or get_counter()
         self._root = _Node()
-        self._ids: dict[tuple, bytes] = {}  # message key -> packed token ids, for the messages compared by tokens
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
         self._tools: dict[str, tuple[bytes, int]] = {}
+        self._prefixes: dict[str, int] = {}  # long prefixes' tokens where requests branched (``_TextProbe``)
         # The last request, to skip its leading messages when the next one starts with the same objects
         # (full history resends them all): its tools object and unit, its messages, the trie node after
         # each of its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
@@ -184,9 +108,6 @@ class PrefixTracker:
         self._last_nodes: list[_Node] = []
         self._last_tokens: list[int] = []
         self._holder: _Node | None = None
-        # Roles of the messages compared token by token so far (where requests branched): new messages of
-        # these roles are tokenized when they arrive, and their count comes from those ids (one tokenization).
-        self._compared_roles: set[str] = set()
         self.message_tokens = 0  # the last request's messages as ``count_messages`` counts them (priming included)
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
@@ -204,14 +125,15 @@ class PrefixTracker:
         position = known
         while walking and position < len(messages):  # on an earlier request's path: compare, then add
             message = messages[position]
-            key, count = self._key(message), self.count(message)
+            key = self._key(message)
             if node.tail is not None:
                 self._expand(node)
             following = node.children.get(key)
-            if following is None:
+            if following is None:  # compared before it is counted: a new text is counted in the comparison
                 cacheable += self._best_partial(node, key)
                 walking = False
-            else:
+            count = self.count(message)
+            if following is not None:
                 cacheable += count
                 node = following
             at = self._child(at, key)
@@ -255,15 +177,8 @@ class PrefixTracker:
         node.ended = True
 
     def count(self, message: dict[str, Any]) -> int:
-        """``count_message``; for a role compared by tokens before, from its ids (made now and kept, so a
-        message the next request shows, such as the agent's answer, is tokenized once)."""
-        if message.get("role") not in self._compared_roles:
-            return self.counter.count_message(message)
-        key = self._key(message)
-        ids = self._ids.get(key)
-        if ids is None:
-            ids = self._ids[key] = self.counter.message_ids(message)
-        return len(ids) // TOKEN_BYTES
+        """``count_message``: a message is counted once (the counter keeps it), never tokenized to ids."""
+        return self.counter.count_message(message)
 
     def _key(self, message: dict[str, Any]) -> tuple:
         """The message's ``message_token_key``, kept by identity: a pruned request shows the same
@@ -281,33 +196,27 @@ class PrefixTracker:
         child = node.children.get(key)
         if child is None:
             child = node.children[key] = _Node()
-            if node.order is not None:  # requests branched here before: keep the new branch's ids in order too
-                insort(node.order, self._message_ids(key))
+            if node.order is not None:  # requests left the trie here before: keep the new branch in order too
+                insort(node.order.setdefault(key[:2], []), message_fields(key))
         return child
 
     def _best_partial(self, node: _Node, key: tuple) -> int:
-        """Most tokens the message ``key`` shares with any continuation seen at ``node``: its sorted neighbours'."""
+        """Most tokens the message ``key`` shares with any continuation seen at ``node``, its children's fields
+        sorted per header (``best_shared_message_tokens``: no text encoded whole, no ids kept)."""
         if not node.children:
             return 0
-        if node.order is None and len(node.children) == 1:  # one continuation (a result cut in place): no ids
+        if node.order is None and len(node.children) == 1:  # one continuation (a result cut in place)
             (only,) = node.children
-            return shared_message_tokens(only, key, self.counter.encoder)
-        if node.order is None:
-            self._compared_roles.update(child[0] for child in node.children)
-            node.order = sorted(map(self._message_ids, node.children))
-        self._compared_roles.add(key[0])
-        ids = self._message_ids(key)
-        at = bisect_left(node.order, ids)
-        shared = 0
-        for neighbour in node.order[max(0, at - 1) : at + 1]:
-            shared = max(shared, _shared_length(neighbour, ids))
-        return shared // TOKEN_BYTES
-
-    def _message_ids(self, key: tuple) -> bytes:
-        ids = self._ids.get(key)
-        if ids is None:
-            ids = self._ids[key] = _packed(encode_token_key(key, self.counter.encoder))
-        return ids
+            siblings = {only[:2]: [message_fields(only)]}
+        else:
+            if node.order is None:
+                node.order = {}
+                for child in node.children:
+                    node.order.setdefault(child[:2], []).append(message_fields(child))
+                for group in node.order.values():
+                    group.sort()
+            siblings = node.order
+        return best_shared_message_tokens(siblings, key, self.counter, self._prefixes)
 
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
         """The tools' packed ids and tokens, and whether they are the last request's very object."""

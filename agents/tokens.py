@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import operator
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -274,9 +273,8 @@ class TokenCounter:
         self.encoder = get_encoder(encoding)
         self._cache = _LRU(cache_size, cache_chars)
         self._text_cache = _LRU(cache_size, cache_chars)
-        # id(message) -> (message, its content, its tool_calls, count, packed ids or None); holding the
-        # message keeps its id unique
-        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int, bytes | None]] = OrderedDict()
+        # id(message) -> (message, its content, its tool_calls, count); holding the message keeps its id unique
+        self._by_identity: OrderedDict[int, tuple[dict[str, Any], Any, Any, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -291,6 +289,20 @@ class TokenCounter:
             cached = self.encoder.count(text)
             self._text_cache.put(text, cached, len(text))
         return cached
+
+    def count_text_before(self, text: str, cut: int) -> int:
+        """Tokens of ``text[:cut]`` where the encoding's pattern has a piece boundary at ``cut`` (the text's tokens
+        are then those of ``text[:cut]`` and those of ``text[cut:]``), tokenizing as little as it can: of a long
+        text counted before, only the shorter side; of another long text, both sides, their sum then kept as its
+        count (the prompt cache counts the message next); of a short one, the prefix."""
+        if len(text) < TEXT_CACHE_MIN_CHARS:
+            return self.encoder.count(text[:cut])
+        whole = self._text_cache.get(text)
+        if whole is not None:
+            return whole - self.encoder.count(text[cut:]) if 2 * cut > len(text) else self.encoder.count(text[:cut])
+        before = self.encoder.count(text[:cut])
+        self._text_cache.put(text, before + self.encoder.count(text[cut:]), len(text))
+        return before
 
     def count_message(self, message: dict[str, Any]) -> int:
         known = self._known(message)
@@ -314,29 +326,16 @@ class TokenCounter:
         )
         self._cache.put(key, count, chars)
 
-    def message_ids(self, message: dict[str, Any]) -> bytes:
-        """``encode_message(message)`` packed as unsigned ints (``array("I")``), kept with the object:
-        the prompt-cache measurement asks for them first, so counting the message then costs nothing."""
-        known = self._known(message)
-        if known is not None and known[4] is not None:
-            return known[4]
-        ids = array("I", encode_token_key(message_token_key(message), self.encoder)).tobytes()
-        count = len(ids) // TOKEN_BYTES
-        if known is None:  # an equal message (another object) finds the count in the cache too
-            self._cache_count(_message_key(message), count)
-        self._remember(message, count, ids)
-        return ids
-
     def _known(self, message: dict[str, Any]) -> tuple | None:
         return identity_entry(self._by_identity, message)
 
-    def _remember(self, message: dict[str, Any], count: int, ids: bytes | None = None) -> None:
+    def _remember(self, message: dict[str, Any], count: int) -> None:
         """Keep the count under the message object itself: a transcript shows the same objects at
         every step, and building their keys again made each step cost the whole history. A message
         whose content or tool_calls is replaced is counted again (edit messages by replacing those,
         as every policy here does, not by editing a tool call in place)."""
         memo = self._by_identity
-        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count, ids)
+        memo[id(message)] = (message, message.get("content"), message.get("tool_calls"), count)
         while len(memo) > IDENTITY_CACHE_SIZE:
             try:
                 memo.popitem(last=False)  # the oldest (OrderedDict: O(1), unlike a plain dict's first key)
@@ -439,7 +438,7 @@ def message_entries(messages: list[dict[str, Any]], name: str) -> Iterator[Any]:
     return map(dict.get, messages, repeat(name))
 
 
-_UNKNOWN = (None, None, None, 0, None)  # an identity entry no message matches
+_UNKNOWN = (None, None, None, 0)  # an identity entry no message matches
 _FIRST, _SECOND, _THIRD, _FOURTH = map(operator.itemgetter, range(4))
 
 
@@ -476,8 +475,6 @@ def encode(text: str, encoding: str = DEFAULT_ENCODING) -> list[int]:
 def decode(tokens: list[int], encoding: str = DEFAULT_ENCODING) -> str:
     return get_encoder(encoding).decode(tokens)
 
-
-TOKEN_BYTES = array("I").itemsize  # token ids are packed as unsigned ints (message_ids); bytes / this = tokens
 
 # Framing stand-ins in ``encode_message``: ids above any vocabulary, so they never equal a text token.
 MESSAGE_START, MESSAGE_SEPARATOR, MESSAGE_END, NAME_MARK, CALL_START, CALL_ARGUMENTS, CALL_END = range(

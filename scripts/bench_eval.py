@@ -15,13 +15,9 @@ call's CPU (``time.thread_time`` from one call to the next) is split into:
 - ``agent``: the agent's own decision (the scripted agent reads its shown context; an LLM agent's
   share would be the request), and ``h-ratio`` = CPU / (floor + agent): the harness's own share
   (the runner's bookkeeping, the recorder, counting what was counted before);
-- ``ids``: of that harness share, the token ids the prompt-cache figure makes where requests branch
-  among several earlier continuations (``TokenCounter.message_ids``, timed per call; a branch with one,
-  a result cut in place, encodes only around where the texts part and is not in this column): those
-  messages are encoded instead of counted,
-  and in the episode, between the simulator's and the agent's work, encoding costs more than the
-  floor's counting of the same messages in one loop after the episode (measured: encoding 1.3x
-  counting in a loop, and 1.2-1.3x its own loop figure in the episode);
+- ``branch``: of that harness share, the prompt-cache figure's work where a request leaves the trie of
+  earlier requests (``PrefixTracker._best_partial``, timed per call: the continuations seen there
+  compared with the new message, encoding only around where their texts part);
 - ``slope``: the least-squares growth of CPU per call with the call's index (us per earlier
   call), over the calls after the first ten; flat (a few us) means no work grows with history
   beyond what the policy's own output needs.
@@ -33,9 +29,8 @@ The agent's share is kept out of the floor on purpose: the scripted agent stands
 but its decision code runs in this process and is ours to make cheap (it reads only the messages
 that differ from its last call's and decides from the visible form), so ``ratio`` holds it against
 the target and ``h-ratio`` shows the harness alone. Above the floor, besides the agent, remain the
-prompt-cache measurement's token ids (a pruning policy's requests branch at every call, and the
-messages compared there are encoded to ids, about 1.3x the CPU of counting them) and a constant
-per call (the step record, the recorder's lookups, the JSON of the action).
+prompt-cache measurement where requests branch (a pruning policy's requests branch at every call)
+and a constant per call (the step record, the recorder's lookups, the JSON of the action).
 
     .venv/bin/python scripts/bench_eval.py                     # every policy, 3 tasks + synthetic
     .venv/bin/python scripts/bench_eval.py --policies full last_n:n=5 --repeats 3
@@ -49,7 +44,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from unittest.mock import patch
 
 import gymnasium as gym
 
@@ -58,6 +56,7 @@ from bench_policies import POLICIES as OTHER_POLICIES
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
+from erp_sim.agents.prompt_cache import PrefixTracker, _Node
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.tokens import TokenCounter, _message_key, get_counter
@@ -134,22 +133,22 @@ class PagingAgent:
         return AgentStep(message=message, shown=list(transcript))
 
 
-def time_token_ids(counter: TokenCounter, timed_agent: Timed) -> dict[int, float]:
-    """Time the counter's ``message_ids`` per model call (the prompt-cache figure's token ids, made where
-    requests branch; counting those messages again would be part of ``count``); undone by ``del``."""
+@contextmanager
+def timed_branch_points(timed_agent: Timed) -> Iterator[dict[int, float]]:
+    """Time ``PrefixTracker._best_partial`` per model call (the prompt-cache figure's work where a request
+    leaves the trie) while the block runs; the class's own method is put back after it."""
     per_call: dict[int, float] = {}
-    message_ids = counter.message_ids
+    best_partial = PrefixTracker._best_partial
 
-    def timed(message):
+    def timed(tracker: PrefixTracker, node: _Node, key: tuple) -> int:
         start = time.thread_time()
-        ids = message_ids(message)
+        shared = best_partial(tracker, node, key)
         call = len(timed_agent.starts) - 1
         per_call[call] = per_call.get(call, 0.0) + time.thread_time() - start
-        return ids
+        return shared
 
-    # an instance attribute over the method (the trackers call it by name); the episode's shared counter is kept
-    counter.message_ids = timed  # type: ignore[method-assign]  # timed for one episode, deleted after it
-    return per_call
+    with patch.object(PrefixTracker, "_best_partial", timed):  # every tracker of the episode uses it
+        yield per_call
 
 
 def episode_settings(task: str) -> tuple[str, int, int]:
@@ -190,12 +189,12 @@ def run(policy: str, task: str) -> dict:
     env = TimedEnv(gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps), outer)
     counter = get_counter()
     counter.cache_clear()
-    ids_cpu = time_token_ids(counter, outer)
     first_counts = time_first_counts(counter, outer, inner_timed)
     try:
-        trajectory = run_episode(env, outer, task_id=task_id, seed=0, policy=policy, max_model_calls=calls_limit)
+        with timed_branch_points(outer) as branch_cpu:
+            trajectory = run_episode(env, outer, task_id=task_id, seed=0, policy=policy, max_model_calls=calls_limit)
     finally:
-        del counter.message_ids, counter._count_uncached
+        del counter._count_uncached
     env.close()
     calls = len(outer.starts)
     first: dict[tuple, tuple[float, bool]] = {}
@@ -229,7 +228,7 @@ def run(policy: str, task: str) -> dict:
         "count": count_cpu[:-1],
         "policy": policy_cpu,
         "agent": inner_timed.durations[:-1],
-        "ids": [ids_cpu.get(k, 0.0) for k in range(calls - 1)],
+        "branch": [branch_cpu.get(k, 0.0) for k in range(calls - 1)],
         "termination": trajectory.termination,
     }
 
@@ -246,7 +245,7 @@ def measure(policy: str, task: str, repeats: int) -> dict:
     runs = [run(policy, task) for _ in range(repeats)]
     per_call = {
         key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
-        for key in ("total", "floor", "sim", "count", "policy", "agent", "ids")
+        for key in ("total", "floor", "sim", "count", "policy", "agent", "branch")
     }
     harness = [t - f - a for t, f, a in zip(per_call["total"], per_call["floor"], per_call["agent"])]
     med = {key: statistics.median(values) if values else float("nan") for key, values in per_call.items()}
@@ -274,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
-        f"{'agent':>7}{'ids':>6}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
+        f"{'agent':>7}{'branch':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
     )
     ratios, harness_ratios = [], []
     for policy in args.policies:
@@ -284,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             harness_ratios.append(row["harness_ratio"])
             print(
                 f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
-                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['ids_ms']:>6.2f}{row['ratio']:>7.2f}"
+                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['branch_ms']:>7.2f}{row['ratio']:>7.2f}"
                 f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}",
                 flush=True,
             )

@@ -9,14 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.prompt_cache import (
-    EpisodeMeter,
-    PrefixTracker,
-    record_call,
-    shared_message_tokens,
-    shared_text_tokens,
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
+from erp_sim.agents.shared_tokens import shared_message_tokens, shared_text_tokens
+from erp_sim.agents.tokens import (
+    REPLY_PRIMING_TOKENS,
+    TEXT_CACHE_MIN_CHARS,
+    TokenCounter,
+    encode,
+    encode_message,
+    get_counter,
+    message_token_key,
 )
-from erp_sim.agents.tokens import REPLY_PRIMING_TOKENS, encode_message, get_counter, message_token_key
 from erp_sim.agents.types import ChatResponse, Usage
 
 COUNTER = get_counter()
@@ -290,6 +293,7 @@ ADVERSARIAL_PIECES = [
     *(" ", "  ", "\t", "\n", "\r\n", " \n ", "\n\n  ", "\u00a0", "\u2028"),
     *("1", "12", "12345", "\u0663", "{", '"', ":", ",", "/", "!?", "_", "-", "\\u00e9"),
     *("\u00e9", "e\u0301", "\u65e5\u672c", "\U0001f600", "\u00df", "\u0130", "\u03a3", "\u0644\u0627"),
+    *("\u00e8", "\u00ea", "\u65e5\u672b", "\U0001f601", "\u0645"),  # the same leading bytes, another last byte
 ]
 ADVERSARIAL_TEXTS = [
     'form state  \n  {"FieldName": "Amount\'s", "Value": 120.5}',
@@ -307,11 +311,40 @@ def _shared_ids(a: list[int], b: list[int]) -> int:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(PIECE_TEXT, PIECE_TEXT, PIECE_TEXT)
 def test_tokens_shared_around_where_texts_part_equal_the_whole_encodings(common, a, b):
-    """Encoding only around the first differing character gives the shared tokens of the whole encodings."""
-    from erp_sim.agents.tokens import encode, get_encoder
-
+    """Encoding only around the first differing character gives the shared tokens of the whole encodings,
+    whether the counter knows the texts' counts (a fresh counter: not yet) or not."""
     a, b = common + a, common + b
-    assert shared_text_tokens(a, b, get_encoder()) == _shared_ids(encode(a), encode(b))
+    expected = _shared_ids(encode(a), encode(b))
+    assert shared_text_tokens(a, b, TokenCounter()) == expected
+    assert shared_text_tokens(a, b, COUNTER) == expected
+
+
+def test_a_prefix_at_a_piece_boundary_is_counted_from_the_shorter_side_or_with_the_whole():
+    """``count_text_before``: a long text's count, once known, leaves only its shorter side to count; an
+    unknown long text is counted in two parts whose sum the counter then keeps as its count."""
+    text = "Itemized lines (3):\n" + "  1. 2026-10-31 | Daily room rate | 379.07 | New\n" * 12
+    cuts = [cut for cut in range(1, len(text)) if text[cut - 1].isalpha() and not text[cut].isalpha()]
+    assert len(cuts) > 20 and len(text) >= TEXT_CACHE_MIN_CHARS
+    for cut in cuts:
+        counter = TokenCounter()
+        counter.encoder = recording = _Recording(counter.encoder)
+        assert counter.count_text_before(text, cut) == len(encode(text[:cut]))
+        assert recording.counted == [cut, len(text) - cut]  # unknown: both parts
+        assert counter.count_text(text) == len(encode(text))
+        assert len(recording.counted) == 2  # their sum was kept
+        assert counter.count_text_before(text, cut) == len(encode(text[:cut]))
+        assert recording.counted[2:] == [min(cut, len(text) - cut)]  # known: the shorter side only
+
+
+class _Recording:
+    """An encoder that notes the length of every text it counts."""
+
+    def __init__(self, encoder):
+        self.encoder, self.name, self.counted = encoder, encoder.name, []
+
+    def count(self, text: str) -> int:
+        self.counted.append(len(text))
+        return self.encoder.count(text)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -340,4 +373,65 @@ def test_ids_shared_by_two_messages_equal_the_whole_encodings(pair):
         messages.append(message)
     keys = [message_token_key(m) for m in messages]
     expected = _shared_ids(encode_message(messages[0]), encode_message(messages[1]))
-    assert shared_message_tokens(keys[0], keys[1], COUNTER.encoder) == expected
+    assert shared_message_tokens(keys[0], keys[1], COUNTER) == expected
+
+
+CONTINUATION = st.tuples(
+    st.sampled_from(["user", "assistant", "tool"]),
+    st.sampled_from([None, "ana"]),
+    PIECE_TEXT,
+    st.lists(st.tuples(st.sampled_from(["form_open", "form"]), PIECE_TEXT), max_size=2),
+)
+
+
+def _continuation(common: str, made: tuple) -> dict:
+    """A message from a drawn (role, name, text, calls): its texts start with ``common``."""
+    role, name, text, calls = made
+    message = {"role": role, "content": common + text, **({"name": name} if name else {})}
+    if role == "tool":
+        message["tool_call_id"] = "c"
+    if calls:
+        message["tool_calls"] = [
+            {"id": "c", "type": "function", "function": {"name": n, "arguments": common + arguments}}
+            for n, arguments in calls
+        ]
+    return message
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(PIECE_TEXT, st.integers(1, 60), st.lists(CONTINUATION, min_size=2, max_size=14), CONTINUATION, st.randoms())
+def test_the_most_tokens_shared_with_many_continuations_equal_the_whole_encodings(
+    common, repeat, continuations, last, rng
+):
+    """Many requests that branch at one point (a pruning policy's window start, an anchor's counter), each
+    continued by a message sharing a long prefix with the others (texts and call arguments), then one more:
+    each gets the definition's figure, whichever continuation shares the most, however many were seen."""
+    common = common * repeat  # long shared prefixes: past the boundary search window, counted by difference
+    messages = [_continuation(common, made) for made in [*continuations, last]]
+    rng.shuffle(messages)
+    tracker, earlier = PrefixTracker(), []
+    for message in messages:
+        request = [SYSTEM, message]
+        units = (
+            tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),
+            *(tuple(encode_message(m)) for m in request),
+        )
+        assert tracker.observe(request, TOOLS) == _reference_figure(units, earlier)
+        earlier.append(units)
+
+
+def test_a_tracker_keeps_a_bounded_number_of_long_prefixes():
+    """Requests that part at ever new places in long texts: the prefix counts kept stay bounded."""
+    from erp_sim.agents.shared_tokens import PREFIXES_KEPT
+
+    tracker, earlier = PrefixTracker(), []
+    for n in range(3 * PREFIXES_KEPT):
+        message = {"role": "tool", "tool_call_id": "c", "content": "form state " * (30 + n) + f"row {n}"}
+        request = [SYSTEM, message]
+        units = (
+            tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),
+            *(tuple(encode_message(m)) for m in request),
+        )
+        assert tracker.observe(request, TOOLS) == _reference_figure(units, earlier)
+        earlier.append(units)
+    assert 0 < len(tracker._prefixes) <= PREFIXES_KEPT

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from array import array
-
 import pytest
 
 from erp_sim.agents import tokens
-from erp_sim.agents.tokens import (
-    TokenCounter,
-    count_message,
-    count_messages,
-    count_text,
-    decode,
-    encode,
-    encode_message,
-)
+from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
 
 # Token ids computed once with bpe-openai and checked against tiktoken's published values
 # ("Hello, world!" is [13225, 11, 2375, 0] in o200k_base and [9906, 11, 1917, 0] in cl100k_base).
@@ -206,28 +196,6 @@ def test_running_count_counts_only_messages_it_has_not_seen_wherever_they_stand(
     changed = [transcript[0], anchor, *transcript[1:8], *transcript[9:]]  # one inserted, one dropped
     assert running(changed) == counter.count_messages(changed)
     assert counter.hits + counter.misses == lookups + 1 + len(changed)  # the anchor, then count_messages
-
-
-def test_message_ids_tokenize_a_message_once_for_its_ids_and_its_count():
-    messages = [
-        {"role": "system", "content": "You itemize expenses. " * 40},
-        {"role": "user", "name": "ana", "content": [{"type": "text", "text": "hi \ud800 there"}]},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "form_open", "arguments": '{"a": 1}'}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "name": "form_open", "content": "state " * 100},
-    ]
-    counter = TokenCounter()
-    for message in messages:
-        assert counter.message_ids(message) == array("I", encode_message(message)).tobytes()
-        misses = counter.misses
-        assert counter.count_message(message) == len(encode_message(message))  # from the ids: no tokenizing
-        assert counter.count_message(dict(message)) == len(encode_message(message))  # an equal copy: from the cache
-        assert counter.misses == misses
 
 
 def test_decoding_ids_cut_inside_a_character_replaces_it_as_bpe_openai_does():
