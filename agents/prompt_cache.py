@@ -51,7 +51,8 @@ from __future__ import annotations
 from array import array
 from bisect import insort
 from contextvars import ContextVar
-from itertools import accumulate
+from itertools import accumulate, islice, repeat
+from operator import add
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -142,10 +143,9 @@ class PrefixTracker:
             tokens_at.append(tokens)
             position += 1
         rest = messages[position:]
-        if rest:  # off the trie: the rest becomes the tail of the last node, counted in one pass
+        if rest:  # off the trie: the rest becomes the tail of the last node
             at.tail = rest
-            tokens_at += accumulate(self.counter.counts(rest, self.count), initial=tokens)
-            del tokens_at[position]  # accumulate's initial value is the entry before the rest
+            tokens_at += self._rest_tokens(messages, position, tokens)
             tokens = tokens_at[-1]
         elif walking and at.ended:  # the whole request repeats an earlier one
             cacheable += REPLY_PRIMING_TOKENS
@@ -168,6 +168,31 @@ class PrefixTracker:
                 node = node.children[self._key(message)]
                 nodes.append(node)
         return nodes, self._last_tokens[:known]
+
+    def _rest_tokens(self, messages: list[dict[str, Any]], position: int, tokens: int) -> list[int]:
+        """The tokens up to each message from ``messages[position]`` on (``tokens`` before it). Runs of the last
+        request's very objects (an anchored request's history, shifted by what the policy inserted or dropped)
+        take their sums from the last request's, found where their first message sat there (the same position
+        first, else by id); from the first message the last request lacks on, the messages are counted in one
+        pass. Identity is trusted as for the leading messages (``same_prefix``)."""
+        last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
+        where: dict[int, int] | None = None  # id -> position in the last request, built only when needed
+        while position < len(messages):
+            message = messages[position]
+            start: int | None = position
+            if position >= len(last) or last[position] is not message:
+                if where is None:
+                    where = dict(zip(map(id, last), range(len(last))))
+                start = where.get(id(message))  # the last request holds its objects: an id found is this one
+            if start is None:
+                counted = self.counter.counts(messages[position:], self.count)
+                sums += islice(accumulate(counted, initial=tokens), 1, None)  # the initial value is the one before
+                break
+            run = same_prefix(messages[position:], last[start:])  # one at least
+            before = last_tokens[start - 1] if start else 0
+            sums += map(add, last_tokens[start : start + run], repeat(tokens - before))
+            tokens, position = sums[-1], position + run
+        return sums
 
     def _expand(self, node: _Node) -> None:
         """Make nodes of ``node``'s tail (a request ended at its end)."""

@@ -214,6 +214,44 @@ def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
             assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
 
 
+def test_the_rest_after_leaving_the_trie_takes_the_last_requests_sums_at_the_right_offset():
+    """A re-rendered anchor near the start makes every request leave the trie there; the rest is mostly the
+    last request's very objects, shifted by messages inserted or dropped before (or inside) a long identical
+    run, and its token sums are taken from the last request's. Messages of many different lengths: sums taken
+    at a wrong offset would give wrong totals, and wrong figures for the next request that extends this one
+    (it takes the sums up to each message). Checked against fresh copies and the definition by brute force."""
+    import copy
+    import random
+
+    rng, made = random.Random(5), iter(range(10**6))
+    tools_units = (tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),)
+
+    def note() -> dict:
+        return {"role": "user", "content": f"note {next(made)}: " + "word " * rng.randrange(1, 60)}
+
+    for _ in range(12):
+        shared, fresh, earlier = PrefixTracker(), PrefixTracker(), []
+        history, request = [note() for _ in range(rng.randrange(0, 30))], []
+        for call in range(25):
+            move = rng.random()
+            if move < 0.25 and history:  # drop one, before or inside the run
+                del history[rng.randrange(len(history))]
+            elif move < 0.5:  # insert one
+                history.insert(rng.randrange(len(history) + 1), note())
+            elif move < 0.6 and len(history) > 4:  # drop several at once
+                start = rng.randrange(len(history) - 3)
+                del history[start : start + 3]
+            history += [note() for _ in range(rng.randrange(0, 3))]
+            extend = call and rng.random() < 0.3  # the last request's very objects, then more (full history)
+            request = [*request, note()] if extend else [SYSTEM, TASK, {**note(), "role": "system"}, *history]
+            figure = shared.observe(request, TOOLS)
+            assert shared.message_tokens == COUNTER.count_messages(request)
+            assert figure == fresh.observe(copy.deepcopy(request), TOOLS)
+            units = (*tools_units, *(tuple(encode_message(m)) for m in request))
+            assert figure == _reference_figure(units, earlier)
+            earlier.append(units)
+
+
 def _reference_figure(request: tuple, earlier: list[tuple]) -> int:
     """The definition, by brute force: the longest unit-by-unit prefix shared with any earlier request."""
     best = 0
