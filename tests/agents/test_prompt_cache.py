@@ -134,6 +134,37 @@ def test_changed_tools_make_nothing_cacheable():
     assert tracker.observe([SYSTEM, TASK, *step(1)], TOOLS) == COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
 
 
+def test_tool_schemas_are_encoded_once_per_process_and_counted_as_count_tools_counts_them():
+    """Every episode sends a fresh copy of the same schemas: their ids are encoded once (per encoder), and the
+    runner's count of them (``tools_tokens``) is ``count_tools``'s."""
+    import copy
+
+    class Encoding:
+        def __init__(self, encoder):
+            self.encoder, self.name, self.encoded = encoder, encoder.name, []
+
+        def encode(self, text: str) -> list[int]:
+            self.encoded.append(text)
+            return self.encoder.encode(text)
+
+        def __getattr__(self, name: str):
+            return getattr(self.encoder, name)
+
+    counter = TokenCounter()
+    counter.encoder = encoding = Encoding(counter.encoder)
+    long_tools = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "description": "Open a form. " * 100}}]
+    for _ in range(3):  # a fresh tracker (an episode) and a fresh copy of the schemas each time
+        tracker, tools = PrefixTracker(counter), copy.deepcopy(long_tools)
+        assert tracker.tools_tokens(tools) == COUNTER.count_tools(long_tools)
+        assert tracker.observe([SYSTEM, TASK], tools) == 0
+        assert tracker.observe([SYSTEM, TASK, *step(1)], tools) == COUNTER.count_tools(long_tools) + tokens(
+            SYSTEM, TASK
+        )
+        assert tracker.tools_tokens(None) == COUNTER.count_tools(None) == 0
+    schemas = [text for text in encoding.encoded if "Open a form. Open" in text]
+    assert len(schemas) == 1  # the first episode's
+
+
 def test_the_longest_match_is_taken_over_every_earlier_request_not_only_the_last():
     tracker = PrefixTracker()
     long = [SYSTEM, TASK, *step(1), *step(2)]
