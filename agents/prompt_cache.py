@@ -53,8 +53,8 @@ from __future__ import annotations
 from array import array
 from bisect import insort
 from contextvars import ContextVar
-from itertools import accumulate, islice, repeat
-from operator import add
+from itertools import accumulate, compress, count, islice, repeat
+from operator import add, is_
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -73,6 +73,7 @@ from erp_sim.agents.tokens import (
 
 ROLES = ("agent", "summarizer", "user")
 TOOL_LISTS_KEPT = 8  # tool lists whose encoding a process keeps (a sweep uses a few)
+NEARBY = 4  # positions of the last request searched either side of a message's own before indexing it by id
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
 
 
@@ -187,26 +188,33 @@ class PrefixTracker:
     def _rest_tokens(self, messages: list[dict[str, Any]], position: int, tokens: int) -> list[int]:
         """The tokens up to each message from ``messages[position]`` on (``tokens`` before it). Runs of the last
         request's very objects (an anchored request's history, shifted by what the policy inserted or dropped)
-        take their sums from the last request's, found where their first message sat there (the same position
-        first, else by id); from the first message the last request lacks on, the messages are counted in one
-        pass. Identity is trusted as for the leading messages (``same_prefix``)."""
+        take their sums from the last request's, found where their first message sat there (at the same offset
+        as the run before or a few positions off, else by id); from the first message the last request lacks
+        on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
         last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
-        where: dict[int, int] | None = None  # id -> position in the last request, built only when needed
+        ids: list[int] | None = None  # the last request's ids, listed only when needed
+        offset = 0  # where the last request held the run before, from its position in this one
         while position < len(messages):
-            message = messages[position]
-            start: int | None = position
-            if position >= len(last) or last[position] is not message:
-                if where is None:
-                    where = dict(zip(map(id, last), range(len(last))))
-                start = where.get(id(message))  # the last request holds its objects: an id found is this one
-            if start is None:
+            message, guess = messages[position], position + offset
+            start: int | None = guess
+            if guess >= len(last) or last[guess] is not message:  # a few positions off (inserted or dropped)?
+                low = max(0, guess - NEARBY)
+                start = next(compress(count(low), map(is_, last[low : guess + NEARBY + 1], repeat(message))), None)
+            if start is None:  # the last request holds its objects: an id found there is this message
+                ids = ids if ids is not None else list(map(id, last))
+                try:
+                    start = ids.index(id(message))
+                except ValueError:
+                    start = None
+            if start is None:  # not in the last request
                 counted = self.counter.counts(messages[position:], self.count)
                 sums += islice(accumulate(counted, initial=tokens), 1, None)  # the initial value is the one before
                 break
             run = same_prefix(messages[position:], last[start:])  # one at least
-            before = last_tokens[start - 1] if start else 0
-            sums += map(add, last_tokens[start : start + run], repeat(tokens - before))
-            tokens, position = sums[-1], position + run
+            shift = tokens - (last_tokens[start - 1] if start else 0)
+            run_sums = last_tokens[start : start + run]
+            sums += map(add, run_sums, repeat(shift)) if shift else run_sums  # as many tokens before: the same sums
+            tokens, offset, position = sums[-1], start - position, position + run
         return sums
 
     def _expand(self, node: _Node) -> None:
