@@ -189,8 +189,8 @@ class PrefixTracker:
         """The tokens up to each message from ``messages[position]`` on (``tokens`` before it). Runs of the last
         request's very objects (an anchored request's history, shifted by what the policy inserted or dropped)
         take their sums from the last request's, found where their first message sat there (at the same offset
-        as the run before or a few positions off, else by id); from the first message the last request lacks
-        on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
+        as the run before or a few positions off, else by id if the rest is long); from the first message not
+        found on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
         last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
         ids: list[int] | None = None  # the last request's ids, listed only when needed
         offset = 0  # where the last request held the run before, from its position in this one
@@ -200,13 +200,13 @@ class PrefixTracker:
             if guess >= len(last) or last[guess] is not message:  # a few positions off (inserted or dropped)?
                 low = max(0, guess - NEARBY)
                 start = next(compress(count(low), map(is_, last[low : guess + NEARBY + 1], repeat(message))), None)
-            if start is None:  # the last request holds its objects: an id found there is this message
-                ids = ids if ids is not None else list(map(id, last))
-                try:
+            if start is None and 4 * (len(messages) - position) > len(last):  # by id: a pass that pays for a long
+                ids = ids if ids is not None else list(map(id, last))  # rest (the last request holds its objects:
+                try:  # an id found there is this message)
                     start = ids.index(id(message))
                 except ValueError:
                     start = None
-            if start is None:  # not in the last request
+            if start is None:  # not found: counted
                 counted = self.counter.counts(messages[position:], self.count)
                 sums += islice(accumulate(counted, initial=tokens), 1, None)  # the initial value is the one before
                 break
