@@ -195,12 +195,14 @@ class PrefixTracker:
         ids: list[int] | None = None  # the last request's ids, listed only when needed
         offset = 0  # where the last request held the run before, from its position in this one
         while position < len(messages):
-            message, guess = messages[position], position + offset
+            message, guess, left = messages[position], position + offset, len(messages) - position
             start: int | None = guess
-            if guess >= len(last) or last[guess] is not message:  # a few positions off (inserted or dropped)?
-                low = max(0, guess - NEARBY)
-                start = next(compress(count(low), map(is_, last[low : guess + NEARBY + 1], repeat(message))), None)
-            if start is None and 4 * (len(messages) - position) > len(last):  # by id: a pass that pays for a long
+            if guess >= len(last) or last[guess] is not message:  # searched where it pays: for a long rest
+                start = None
+                if left > 2 * NEARBY:  # a few positions off (inserted or dropped)?
+                    low = max(0, guess - NEARBY)
+                    start = next(compress(count(low), map(is_, last[low : guess + NEARBY + 1], repeat(message))), None)
+            if start is None and 4 * left > len(last):  # by id: a pass that pays for a long
                 ids = ids if ids is not None else list(map(id, last))  # rest (the last request holds its objects:
                 try:  # an id found there is this message)
                     start = ids.index(id(message))
