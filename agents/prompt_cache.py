@@ -37,11 +37,12 @@ it left, made nodes only if a later request walks into it: a policy that re-rend
 the start (a working-memory anchor) leaves the trie there at every call, and its requests' rests
 are never walked again, so each costs a slice, and its token sums are taken from the last
 request's where it holds the same objects (the rest is mostly those, shifted by what the policy
-inserted or dropped): only what follows them is counted. Requests that start with the last request's very objects (full history) skip
-them without a lookup. Every message is counted once (the counter keeps it), never tokenized to
-ids. The same walk sums the request's message tokens (``message_tokens``), which the runner and
-``EpisodeMeter`` take as its input count instead of counting it again; the tool schemas' unit (encoded
-once per process, kept by its text) gives them the schemas' count (``tools_tokens``).
+inserted or dropped): only what follows them is counted. Requests that start with the last
+request's very objects (full history) skip them without a lookup. Every message is counted once
+(the counter keeps it), never tokenized to ids. The same walk sums the request's message tokens
+(``message_tokens``), which the runner and ``EpisodeMeter`` take as its input count instead of
+counting it again; the tool schemas' unit (encoded once per process, kept by its text) gives them
+the schemas' count (``tools_tokens``).
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
