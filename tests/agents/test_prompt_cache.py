@@ -21,6 +21,7 @@ from erp_sim.agents.tokens import (
     message_token_key,
 )
 from erp_sim.agents.types import ChatResponse, Usage
+from erp_sim.envs.episode import tool_schemas
 
 COUNTER = get_counter()
 TOOLS = [
@@ -163,6 +164,8 @@ def test_tool_schemas_are_encoded_once_per_process_and_counted_as_count_tools_co
         assert tracker.tools_tokens(None) == COUNTER.count_tools(None) == 0
     schemas = [text for text in encoding.encoded if "Open a form. Open" in text]
     assert len(schemas) == 1  # the first episode's
+    erp_tools = tool_schemas()  # the real schemas: the encoding's length is count_tools's count
+    assert PrefixTracker().tools_tokens(erp_tools) == COUNTER.count_tools(erp_tools) > 1000
 
 
 def test_the_longest_match_is_taken_over_every_earlier_request_not_only_the_last():
@@ -260,7 +263,7 @@ def test_the_rest_after_leaving_the_trie_takes_the_last_requests_sums_at_the_rig
     def note() -> dict:
         return {"role": "user", "content": f"note {next(made)}: " + "word " * rng.randrange(1, 60)}
 
-    for _ in range(20):
+    for _ in range(max(20, EXAMPLES // 15)):
         shared, fresh, earlier = PrefixTracker(), PrefixTracker(), []
         history, request = [note() for _ in range(rng.randrange(0, 30))], []
         for call in range(25):
