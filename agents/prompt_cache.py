@@ -35,11 +35,14 @@ however many earlier requests branched there (a pruning policy's window start, a
 counter). The rest of the request after that point is kept as one list (a tail) on the node where
 it left, made nodes only if a later request walks into it: a policy that re-renders a block near
 the start (a working-memory anchor) leaves the trie there at every call, and its requests' rests
-are never walked again, so each costs a slice and one counting pass over messages the counter
-knows by identity. Requests that start with the last request's very objects (full history) skip
-them without a lookup. Every message is counted once (the counter keeps it), never tokenized to
-ids. The same walk sums the request's message tokens (``message_tokens``), which the runner and
-``EpisodeMeter`` take as its input count instead of counting it again.
+are never walked again, so each costs a slice, and its token sums are taken from the last
+request's where it holds the same objects (the rest is mostly those, shifted by what the policy
+inserted or dropped): only what follows them is counted. Requests that start with the last
+request's very objects (full history) skip them without a lookup. Every message is counted once
+(the counter keeps it), never tokenized to ids. The same walk sums the request's message tokens
+(``message_tokens``), which the runner and ``EpisodeMeter`` take as its input count instead of
+counting it again; the tool schemas' unit (encoded once per process, kept by its text) gives them
+the schemas' count (``tools_tokens``).
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -51,7 +54,8 @@ from __future__ import annotations
 from array import array
 from bisect import insort
 from contextvars import ContextVar
-from itertools import accumulate
+from itertools import accumulate, compress, count, islice, repeat
+from operator import add, is_
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -59,6 +63,7 @@ from pydantic import BaseModel, Field
 from erp_sim.agents.shared_tokens import best_shared_message_tokens, message_fields
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
+    Encoder,
     TokenCounter,
     get_counter,
     identity_entry,
@@ -68,6 +73,8 @@ from erp_sim.agents.tokens import (
 )
 
 ROLES = ("agent", "summarizer", "user")
+TOOL_LISTS_KEPT = 8  # tool lists whose encoding a process keeps (a sweep uses a few)
+NEARBY = 4  # positions of the last request searched either side of a message's own before indexing it by id
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
 
 
@@ -87,8 +94,19 @@ class _Node:
         self.tail: list[dict[str, Any]] | None = None
 
 
-def _packed(ids: list[int]) -> bytes:
-    return array("I", ids).tobytes()
+_TOOL_UNITS: dict[tuple[Encoder, str], tuple[bytes, int]] = {}  # (encoder, schema text) -> packed ids, their number
+
+
+def _encoded_tools(encoder: Encoder, text: str) -> tuple[bytes, int]:
+    """A tool-schema text's packed ids and their number, per encoder: every episode sends the same ~12 KB of
+    schemas (a fresh copy, its text rebuilt), encoded once per process; the text itself is the key (exact)."""
+    unit = _TOOL_UNITS.get((encoder, text))
+    if unit is None:
+        ids = encoder.encode(text) if text else []
+        if len(_TOOL_UNITS) >= TOOL_LISTS_KEPT:  # the oldest goes (None: another thread took it)
+            _TOOL_UNITS.pop(next(iter(_TOOL_UNITS)), None)
+        unit = _TOOL_UNITS[encoder, text] = (array("I", ids).tobytes(), len(ids))
+    return unit
 
 
 class PrefixTracker:
@@ -98,12 +116,12 @@ class PrefixTracker:
         self.counter = counter or get_counter()
         self._root = _Node()
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
-        self._tools: dict[str, tuple[bytes, int]] = {}
+        self._tools: tuple[Any, bytes, int] | None = None  # the tools object asked about last, its packed ids, tokens
         self._prefixes: dict[str, int] = {}  # long prefixes' tokens where requests branched (``_TextProbe``)
         # The last request, to skip its leading messages when the next one starts with the same objects
-        # (full history resends them all): its tools object and unit, its messages, the trie node after
-        # each of its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
-        self._last_tools: tuple[Any, bytes, int] | None = None
+        # (full history resends them all): its tools' packed ids, its messages, the trie node after each of
+        # its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
+        self._last_tools: bytes | None = None
         self._last_messages: list[dict[str, Any]] = []
         self._last_nodes: list[_Node] = []
         self._last_tokens: list[int] = []
@@ -142,10 +160,9 @@ class PrefixTracker:
             tokens_at.append(tokens)
             position += 1
         rest = messages[position:]
-        if rest:  # off the trie: the rest becomes the tail of the last node, counted in one pass
+        if rest:  # off the trie: the rest becomes the tail of the last node
             at.tail = rest
-            tokens_at += accumulate(self.counter.counts(rest, self.count), initial=tokens)
-            del tokens_at[position]  # accumulate's initial value is the entry before the rest
+            tokens_at += self._rest_tokens(messages, position, tokens)
             tokens = tokens_at[-1]
         elif walking and at.ended:  # the whole request repeats an earlier one
             cacheable += REPLY_PRIMING_TOKENS
@@ -168,6 +185,40 @@ class PrefixTracker:
                 node = node.children[self._key(message)]
                 nodes.append(node)
         return nodes, self._last_tokens[:known]
+
+    def _rest_tokens(self, messages: list[dict[str, Any]], position: int, tokens: int) -> list[int]:
+        """The tokens up to each message from ``messages[position]`` on (``tokens`` before it). Runs of the last
+        request's very objects (an anchored request's history, shifted by what the policy inserted or dropped)
+        take their sums from the last request's, found where their first message sat there (at the same offset
+        as the run before or a few positions off, else by id if the rest is long); from the first message not
+        found on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
+        last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
+        ids: list[int] | None = None  # the last request's ids, listed only when needed
+        offset = 0  # where the last request held the run before, from its position in this one
+        while position < len(messages):
+            message, guess, left = messages[position], position + offset, len(messages) - position
+            start: int | None = guess
+            if guess >= len(last) or last[guess] is not message:  # searched where it pays: for a long rest
+                start = None
+                if left > 2 * NEARBY:  # a few positions off (inserted or dropped)?
+                    low = max(0, guess - NEARBY)
+                    start = next(compress(count(low), map(is_, last[low : guess + NEARBY + 1], repeat(message))), None)
+            if start is None and 4 * left > len(last):  # by id: a pass that pays for a long
+                ids = ids if ids is not None else list(map(id, last))  # rest (the last request holds its objects:
+                try:  # an id found there is this message)
+                    start = ids.index(id(message))
+                except ValueError:
+                    start = None
+            if start is None:  # not found: counted
+                counted = self.counter.counts(messages[position:], self.count)
+                sums += islice(accumulate(counted, initial=tokens), 1, None)  # the initial value is the one before
+                break
+            run = same_prefix(messages[position:], last[start:])  # one at least
+            shift = tokens - (last_tokens[start - 1] if start else 0)
+            run_sums = last_tokens[start : start + run]
+            sums += map(add, run_sums, repeat(shift)) if shift else run_sums  # as many tokens before: the same sums
+            tokens, offset, position = sums[-1], start - position, position + run
+        return sums
 
     def _expand(self, node: _Node) -> None:
         """Make nodes of ``node``'s tail (a request ended at its end)."""
@@ -218,19 +269,24 @@ class PrefixTracker:
             siblings = node.order
         return best_shared_message_tokens(siblings, key, self.counter, self._prefixes)
 
+    def tools_tokens(self, tools: list[dict[str, Any]] | None) -> int:
+        """Tokens of the tool schemas (``count_tools``'s figure) from the unit requests are keyed by, so the
+        runner does not build and count their text again."""
+        return self._tools_of(tools)[2]
+
+    def _tools_of(self, tools: list[dict[str, Any]] | None) -> tuple[Any, bytes, int]:
+        """The tools object, its packed ids and tokens: the text is built once per tools object (an episode
+        sends the same one every call) and encoded once per process (``_encoded_tools``)."""
+        known = self._tools
+        if known is None or known[0] is not tools:
+            known = self._tools = (tools, *_encoded_tools(self.counter.encoder, tools_text(tools)))
+        return known
+
     def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
-        """The tools' packed ids and tokens, and whether they are the last request's very object."""
-        last = self._last_tools
-        if last is not None and last[0] is tools:
-            return last[1], last[2], True
-        text = tools_text(tools)
-        unit = self._tools.get(text)
-        if unit is None:
-            ids = self.counter.encoder.encode(text) if text else []
-            unit = self._tools[text] = (_packed(ids), len(ids))
-        same = last is not None and last[1] == unit[0]
-        self._last_tools = (tools, *unit)
-        return unit[0], unit[1], same
+        """The tools' packed ids and tokens, and whether the last request had the same."""
+        _, key, tokens = self._tools_of(tools)
+        same, self._last_tools = key == self._last_tools, key
+        return key, tokens, same
 
 
 class ModelCall(BaseModel):
@@ -278,7 +334,7 @@ class EpisodeMeter:
         self._pending.append(
             ModelCall(
                 role=role,
-                input_tokens=tracker.message_tokens + self.counter.count_tools(tools),
+                input_tokens=tracker.message_tokens + tracker.tools_tokens(tools),
                 output_tokens=self.counter.count_message(response.message),
                 cacheable_prefix_tokens=cacheable,
                 reported_input_tokens=getattr(usage, "input_tokens", 0),

@@ -88,9 +88,11 @@ def run_episode(
     )
     agent.reset()
     recorder = ContextRecorder(counter) if keep_shown else None
-    tool_tokens = counter.count_tools(tools)
     meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
-    acting = _Acting(agent, tools, meter, recorder, context_window, tool_tokens, agent_requests=meter.tracker("agent"))
+    agent_requests = meter.tracker("agent")  # it encodes the tool schemas for its requests: their count comes with them
+    acting = _Acting(
+        agent, tools, meter, recorder, context_window, agent_requests.tools_tokens(tools), agent_requests=agent_requests
+    )
     env_state = _EnvState(info=info)
     termination: Termination | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:

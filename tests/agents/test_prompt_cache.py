@@ -21,6 +21,7 @@ from erp_sim.agents.tokens import (
     message_token_key,
 )
 from erp_sim.agents.types import ChatResponse, Usage
+from erp_sim.envs.episode import tool_schemas
 
 COUNTER = get_counter()
 TOOLS = [
@@ -134,6 +135,39 @@ def test_changed_tools_make_nothing_cacheable():
     assert tracker.observe([SYSTEM, TASK, *step(1)], TOOLS) == COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
 
 
+def test_tool_schemas_are_encoded_once_per_process_and_counted_as_count_tools_counts_them():
+    """Every episode sends a fresh copy of the same schemas: their ids are encoded once (per encoder), and the
+    runner's count of them (``tools_tokens``) is ``count_tools``'s."""
+    import copy
+
+    class Encoding:
+        def __init__(self, encoder):
+            self.encoder, self.name, self.encoded = encoder, encoder.name, []
+
+        def encode(self, text: str) -> list[int]:
+            self.encoded.append(text)
+            return self.encoder.encode(text)
+
+        def __getattr__(self, name: str):
+            return getattr(self.encoder, name)
+
+    counter = TokenCounter()
+    counter.encoder = encoding = Encoding(counter.encoder)
+    long_tools = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "description": "Open a form. " * 100}}]
+    for _ in range(3):  # a fresh tracker (an episode) and a fresh copy of the schemas each time
+        tracker, tools = PrefixTracker(counter), copy.deepcopy(long_tools)
+        assert tracker.tools_tokens(tools) == COUNTER.count_tools(long_tools)
+        assert tracker.observe([SYSTEM, TASK], tools) == 0
+        assert tracker.observe([SYSTEM, TASK, *step(1)], tools) == COUNTER.count_tools(long_tools) + tokens(
+            SYSTEM, TASK
+        )
+        assert tracker.tools_tokens(None) == COUNTER.count_tools(None) == 0
+    schemas = [text for text in encoding.encoded if "Open a form. Open" in text]
+    assert len(schemas) == 1  # the first episode's
+    erp_tools = tool_schemas()  # the real schemas: the encoding's length is count_tools's count
+    assert PrefixTracker().tools_tokens(erp_tools) == COUNTER.count_tools(erp_tools) > 1000
+
+
 def test_the_longest_match_is_taken_over_every_earlier_request_not_only_the_last():
     tracker = PrefixTracker()
     long = [SYSTEM, TASK, *step(1), *step(2)]
@@ -212,6 +246,44 @@ def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
                 ]  # rewrite an early message
             tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
             assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
+
+
+def test_the_rest_after_leaving_the_trie_takes_the_last_requests_sums_at_the_right_offset():
+    """A re-rendered anchor near the start makes every request leave the trie there; the rest is mostly the
+    last request's very objects, shifted by messages inserted or dropped before (or inside) a long identical
+    run, and its token sums are taken from the last request's. Messages of many different lengths: sums taken
+    at a wrong offset would give wrong totals, and wrong figures for the next request that extends this one
+    (it takes the sums up to each message). Checked against fresh copies and the definition by brute force."""
+    import copy
+    import random
+
+    rng, made = random.Random(5), iter(range(10**6))
+    tools_units = (tuple(encode(json.dumps(TOOLS, sort_keys=True, separators=(",", ":")))),)
+
+    def note() -> dict:
+        return {"role": "user", "content": f"note {next(made)}: " + "word " * rng.randrange(1, 60)}
+
+    for _ in range(max(20, EXAMPLES // 15)):
+        shared, fresh, earlier = PrefixTracker(), PrefixTracker(), []
+        history, request = [note() for _ in range(rng.randrange(0, 30))], []
+        for call in range(25):
+            move = rng.random()
+            if move < 0.25 and history:  # drop one, before or inside the run
+                del history[rng.randrange(len(history))]
+            elif move < 0.5:  # insert one
+                history.insert(rng.randrange(len(history) + 1), note())
+            elif move < 0.7 and len(history) > 4:  # drop several at once (a few, or more than are searched near)
+                start = rng.randrange(len(history) - 3)
+                del history[start : start + rng.choice([2, 3, 6, 12])]
+            history += [note() for _ in range(rng.randrange(0, 3))]
+            extend = call and rng.random() < 0.3  # the last request's very objects, then more (full history)
+            request = [*request, note()] if extend else [SYSTEM, TASK, {**note(), "role": "system"}, *history]
+            figure = shared.observe(request, TOOLS)
+            assert shared.message_tokens == COUNTER.count_messages(request)
+            assert figure == fresh.observe(copy.deepcopy(request), TOOLS)
+            units = (*tools_units, *(tuple(encode_message(m)) for m in request))
+            assert figure == _reference_figure(units, earlier)
+            earlier.append(units)
 
 
 def _reference_figure(request: tuple, earlier: list[tuple]) -> int:
