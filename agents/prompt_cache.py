@@ -41,8 +41,8 @@ inserted or dropped): only what follows them is counted. Requests that start wit
 request's very objects (full history) skip them without a lookup. Every message is counted once
 (the counter keeps it), never tokenized to ids. The same walk sums the request's message tokens
 (``message_tokens``), which the runner and ``EpisodeMeter`` take as its input count instead of
-counting it again; the tool schemas' unit (encoded once per process, kept by its text) gives them
-the schemas' count (``tools_tokens``).
+counting it again; the tool schemas' unit (its text, tokenized once per counter) gives them the
+schemas' count (``tools_tokens``).
 
 Roles other than the agent report their calls with ``record_call``; the runner opens an
 ``EpisodeMeter`` around each episode and collects them step by step. Outside an episode (an
@@ -51,7 +51,6 @@ optimizer's calls) ``record_call`` does nothing.
 
 from __future__ import annotations
 
-from array import array
 from bisect import insort
 from contextvars import ContextVar
 from itertools import accumulate, compress, count, islice, repeat
@@ -63,7 +62,6 @@ from pydantic import BaseModel, Field
 from erp_sim.agents.shared_tokens import best_shared_message_tokens, message_fields
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
-    Encoder,
     TokenCounter,
     get_counter,
     identity_entry,
@@ -73,7 +71,6 @@ from erp_sim.agents.tokens import (
 )
 
 ROLES = ("agent", "summarizer", "user")
-TOOL_LISTS_KEPT = 8  # tool lists whose encoding a process keeps (a sweep uses a few)
 NEARBY = 4  # positions of the last request searched either side of a message's own before indexing it by id
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
 
@@ -94,21 +91,6 @@ class _Node:
         self.tail: list[dict[str, Any]] | None = None
 
 
-_TOOL_UNITS: dict[tuple[Encoder, str], tuple[bytes, int]] = {}  # (encoder, schema text) -> packed ids, their number
-
-
-def _encoded_tools(encoder: Encoder, text: str) -> tuple[bytes, int]:
-    """A tool-schema text's packed ids and their number, per encoder: every episode sends the same ~12 KB of
-    schemas (a fresh copy, its text rebuilt), encoded once per process; the text itself is the key (exact)."""
-    unit = _TOOL_UNITS.get((encoder, text))
-    if unit is None:
-        ids = encoder.encode(text) if text else []
-        if len(_TOOL_UNITS) >= TOOL_LISTS_KEPT:  # the oldest goes (None: another thread took it)
-            _TOOL_UNITS.pop(next(iter(_TOOL_UNITS)), None)
-        unit = _TOOL_UNITS[encoder, text] = (array("I", ids).tobytes(), len(ids))
-    return unit
-
-
 class PrefixTracker:
     """The requests of one role in one episode; ``observe`` gives each new one its cacheable prefix."""
 
@@ -116,12 +98,12 @@ class PrefixTracker:
         self.counter = counter or get_counter()
         self._root = _Node()
         self._keys: dict[int, tuple] = {}  # id(message) -> (message, content, tool_calls, key); holds the objects
-        self._tools: tuple[Any, bytes, int] | None = None  # the tools object asked about last, its packed ids, tokens
+        self._tools: tuple[Any, str, int] | None = None  # the tools object asked about last, its text, its tokens
         self._prefixes: dict[str, int] = {}  # long prefixes' tokens where requests branched (``_TextProbe``)
         # The last request, to skip its leading messages when the next one starts with the same objects
-        # (full history resends them all): its tools' packed ids, its messages, the trie node after each of
+        # (full history resends them all): its tools' text, its messages, the trie node after each of
         # its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
-        self._last_tools: bytes | None = None
+        self._last_tools: str | None = None
         self._last_messages: list[dict[str, Any]] = []
         self._last_nodes: list[_Node] = []
         self._last_tokens: list[int] = []
@@ -274,16 +256,18 @@ class PrefixTracker:
         runner does not build and count their text again."""
         return self._tools_of(tools)[2]
 
-    def _tools_of(self, tools: list[dict[str, Any]] | None) -> tuple[Any, bytes, int]:
-        """The tools object, its packed ids and tokens: the text is built once per tools object (an episode
-        sends the same one every call) and encoded once per process (``_encoded_tools``)."""
+    def _tools_of(self, tools: list[dict[str, Any]] | None) -> tuple[Any, str, int]:
+        """The tools object, its text and tokens: the text is built once per tools object (an episode sends the
+        same one every call) and tokenized once per counter (its text cache keeps long texts). The text is the
+        trie's key: encoding is lossless, so equal texts are exactly equal ids."""
         known = self._tools
         if known is None or known[0] is not tools:
-            known = self._tools = (tools, *_encoded_tools(self.counter.encoder, tools_text(tools)))
+            text = tools_text(tools)
+            known = self._tools = (tools, text, self.counter.count_text(text))
         return known
 
-    def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[bytes, int, bool]:
-        """The tools' packed ids and tokens, and whether the last request had the same."""
+    def _tools_unit(self, tools: list[dict[str, Any]] | None) -> tuple[str, int, bool]:
+        """The tools' text and tokens, and whether the last request had the same."""
         _, key, tokens = self._tools_of(tools)
         same, self._last_tools = key == self._last_tools, key
         return key, tokens, same

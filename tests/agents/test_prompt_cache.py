@@ -135,8 +135,8 @@ def test_changed_tools_make_nothing_cacheable():
     assert tracker.observe([SYSTEM, TASK, *step(1)], TOOLS) == COUNTER.count_tools(TOOLS) + tokens(SYSTEM, TASK)
 
 
-def test_tool_schemas_are_encoded_once_per_process_and_counted_as_count_tools_counts_them():
-    """Every episode sends a fresh copy of the same schemas: their ids are encoded once (per encoder), and the
+def test_tool_schemas_are_tokenized_once_per_counter_and_counted_as_count_tools_counts_them():
+    """Every episode sends a fresh copy of the same schemas: their text is tokenized once (per counter), and the
     runner's count of them (``tools_tokens``) is ``count_tools``'s."""
     import copy
 
@@ -147,6 +147,10 @@ def test_tool_schemas_are_encoded_once_per_process_and_counted_as_count_tools_co
         def encode(self, text: str) -> list[int]:
             self.encoded.append(text)
             return self.encoder.encode(text)
+
+        def count(self, text: str) -> int:
+            self.encoded.append(text)
+            return self.encoder.count(text)
 
         def __getattr__(self, name: str):
             return getattr(self.encoder, name)
