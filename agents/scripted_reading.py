@@ -67,11 +67,7 @@ class FormIndex(NamedTuple):
 
     def grid_rows(self, name: str) -> list[dict]:
         """``formstate.grid_rows``'s rows (a row's values plus its ``RowNumber``)."""
-        grid = self.first_grids.get(name) or {}
-        rows = grid.get(K.ROWS) or []
-        return [
-            {K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})} for row in rows if isinstance(row, dict)
-        ]
+        return formstate.grid_row_dicts(self.first_grids.get(name))
 
     def first_row(self, name: str) -> int:
         """The row number of the grid's first row on the page shown (0: none)."""

@@ -67,11 +67,15 @@ def grids(state: JsonObject | None) -> dict[str, JsonObject]:
 
 
 def grid_rows(state: JsonObject | None, grid_name: str) -> list[JsonObject]:
+    """Rows of a form's grid as dicts: the column values plus ``RowNumber``."""
+    return grid_row_dicts(find_grid((state or {}).get(K.FORM), grid_name))
+
+
+def grid_row_dicts(grid: dict[str, Any] | None) -> list[JsonObject]:
     """Rows of a grid as dicts: the column values plus ``RowNumber``."""
-    grid = find_grid((state or {}).get(K.FORM), grid_name) or {}
     return [
         {K.ROW_NUMBER: row.get(K.ROW_NUMBER), **(row.get(K.VALUES) or {})}
-        for row in grid.get(K.ROWS) or []
+        for row in (grid or {}).get(K.ROWS) or []
         if isinstance(row, dict)
     ]
 
