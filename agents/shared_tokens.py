@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
-from heapq import merge
 from itertools import accumulate, chain
 from typing import AnyStr
 
-from erp_sim.agents.tokens import TEXT_CACHE_MIN_CHARS, Encoder, TokenCounter, encode_token_key
+from erp_sim.agents.tokens import NAMES_KEPT, TEXT_CACHE_MIN_CHARS, Encoder, TokenCounter, encode_token_key
 
 # Long text prefixes whose tokens a tracker keeps, the oldest dropped first: requests part at one or two places
 # call after call, and a prefix may be as long as a tool result, so few are kept.
@@ -34,7 +32,7 @@ def _shared_length(a: AnyStr, b: AnyStr) -> int:
     low, high = 0, len(short)  # a[:low] == b[:low], a[:high] != b[:high]
     while high - low > 1:
         middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
+        if long.startswith(short[low:middle], low):  # one slice copied, the other compared in place
             low = middle
         else:
             high = middle
@@ -175,6 +173,19 @@ def _framing_before(field: int) -> int:
     return 0 if not field else 3 * ((field - 1) // 2) + 1 + (field - 1) % 2
 
 
+_header_lengths: dict[tuple[Encoder, tuple], int] = {}  # (encoder, role and name) -> len(_header_ids)
+
+
+def _header_length(key: tuple, encoder: Encoder) -> int:
+    """``len(_header_ids(key, encoder))``, kept per role and name (bounded like ``tokens._name_ids``)."""
+    length = _header_lengths.get((encoder, key[:2]))
+    if length is None:
+        if len(_header_lengths) >= NAMES_KEPT:
+            _header_lengths.clear()
+        length = _header_lengths[encoder, key[:2]] = len(_header_ids(key, encoder))
+    return length
+
+
 def _header_ids(key: tuple, encoder: Encoder) -> list[int]:
     """The ids of a message key's role and name with their framing, up to the content (no MESSAGE_END)."""
     return encode_token_key((*key[:2], "", ()), encoder)[:-1]
@@ -185,24 +196,21 @@ def _shared_fields(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def _field_walk(
-    siblings: list[tuple[str, ...]], fields: tuple[str, ...], whole: int, start: int, step: int
-) -> Iterator[tuple[int, str]]:
-    """From ``start`` away from ``fields``' sorted position: each distinct field ``whole`` of the siblings that
-    share the first ``whole`` fields with ``fields`` and have one more, with the characters it shares with
-    ``fields[whole]`` (fewer or as many at each step: sorted strings sharing a prefix are contiguous)."""
-    last = None
-    for position in range(start, -1 if step < 0 else len(siblings), step):
+def _next_field(
+    siblings: list[tuple[str, ...]], fields: tuple[str, ...], whole: int, position: int, step: int, last: str | None
+) -> int:
+    """From ``position`` on, away from ``fields``' sorted position (``step`` -1 or 1): the first sibling that shares
+    the first ``whole`` fields with ``fields`` and has one more, whose field ``whole`` is not ``last`` (the one
+    compared before: the same field shares the same tokens); -1 when none is left. Sorted siblings sharing a
+    prefix are contiguous: one out of them ends the walk (one lacking field ``whole`` sorts first of them)."""
+    while 0 <= position < len(siblings):
         sibling = siblings[position]
         if len(sibling) <= whole or sibling[:whole] != fields[:whole]:
-            return  # out of those siblings (one lacking field `whole` sorts first of them)
-        if sibling[whole] != last:  # the same field as the one before shares the same tokens
-            last = sibling[whole]
-            yield _shared_length(last, fields[whole]), last
-
-
-def _by_most_shared(walked: tuple[int, str]) -> int:
-    return -walked[0]
+            return -1
+        if sibling[whole] != last:
+            return position
+        position += step
+    return -1
 
 
 def best_shared_tokens(
@@ -220,19 +228,33 @@ def best_shared_tokens(
     while their bound could beat the best (``_TextProbe.most``)."""
     fields = message_fields(key)
     at = bisect_left(siblings, fields)
-    neighbours = siblings[max(0, at - 1) : at + 1]
-    whole = max(_shared_fields(fields, sibling) for sibling in neighbours)
-    before = len(_header_ids(key, counter.encoder)) + sum(map(counter.count_text, fields[:whole]))
-    before += _framing_before(whole)
+    whole = max(_shared_fields(fields, sibling) for sibling in siblings[max(0, at - 1) : at + 1])
+    before = _header_length(key, counter.encoder) + _framing_before(whole)
+    if whole:
+        before += sum(map(counter.count_text, fields[:whole]))
     if whole == len(fields):  # every sibling sharing all of key's fields has more: its next call's framing differs
         return before - 1
-    probe, best = _TextProbe(fields[whole], counter, prefixes), -1
-    walks = (_field_walk(siblings, fields, whole, start, step) for step, start in ((-1, at - 1), (1, at)))
-    for part, text in merge(*walks, key=_by_most_shared):  # the most characters shared first
+    text, probe, best = fields[whole], _TextProbe(fields[whole], counter, prefixes), -1
+    # two walks outward from the insertion point, the sibling sharing more characters compared first (a side's
+    # characters shared are found when it is next compared: -1 until then)
+    low = _next_field(siblings, fields, whole, at - 1, -1, None)
+    high = _next_field(siblings, fields, whole, at, 1, None)
+    low_part = high_part = -1
+    while low >= 0 or high >= 0:
+        if low >= 0 and low_part < 0:
+            low_part = _shared_length(siblings[low][whole], text)
+        if high >= 0 and high_part < 0:
+            high_part = _shared_length(siblings[high][whole], text)
+        if low >= 0 and (high < 0 or low_part >= high_part):
+            position, part, low_part = low, low_part, -1
+            low = _next_field(siblings, fields, whole, low - 1, -1, siblings[low][whole])
+        else:
+            position, part, high_part = high, high_part, -1
+            high = _next_field(siblings, fields, whole, high + 1, 1, siblings[high][whole])
         most = probe.most(part)
         if most is not None and most <= best:
             break  # nor any sibling after it (no more characters shared, no more tokens)
-        best = max(best, probe.shared(text, part))
+        best = max(best, probe.shared(siblings[position][whole], part))
     # no sibling with field j: the one sharing all its fields with key ends where key's next call opens
     return before + best if best >= 0 else before - 1
 
