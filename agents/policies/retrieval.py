@@ -13,7 +13,8 @@ original order, before the recent ones. Similarity is one of:
   with ``pip install "erp-sim[embeddings]"`` (install the CPU build of torch first, or pip
   fetches a multi-gigabyte CUDA build);
 - ``bm25``: Okapi BM25 (k1=1.5, b=0.75, non-negative idf) over lower-cased word tokens of the
-  units, implemented here in a few lines, exact and with no dependency;
+  units, implemented here (``Bm25Index``: postings kept across steps, each evicted unit indexed
+  once), exact and with no dependency;
 - ``auto`` (default): ``embedding`` when the extra is installed, else ``bm25``.
 
 Each unit is tokenized or embedded once (units are immutable); ties go to the older unit.
@@ -21,6 +22,7 @@ Each unit is tokenized or embedded once (units are immutable); ties go to the ol
 
 from __future__ import annotations
 
+import heapq
 import importlib.util
 import math
 import re
@@ -31,7 +33,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
-from erp_sim.agents.policies.units import Unit, UnitMemo
+from erp_sim.agents.policies.units import Unit, UnitMemo, common_prefix
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
 
@@ -60,22 +62,46 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def bm25_scores(
-    query: list[str], documents: list[Counter], lengths: list[int], k1: float = 1.5, b: float = 0.75
-) -> list[float]:
-    """Okapi BM25 of ``query`` against each document (term counts and lengths), idf = ln(1 + (N - df + .5) / (df + .5))."""
-    n = len(documents)
-    if not n:
-        return []
-    average = sum(lengths) / n or 1.0
-    terms = set(query)
-    df = {t: sum(1 for d in documents if t in d) for t in terms}
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    scores = []
-    for counts, length in zip(documents, lengths):
-        norm = k1 * (1 - b + b * length / average)
-        scores.append(sum(idf[t] * counts[t] * (k1 + 1) / (counts[t] + norm) for t in terms if counts[t]))
-    return scores
+class Bm25Index:
+    """Okapi BM25 (idf = ln(1 + (N - df + .5) / (df + .5))) over documents added one at a time.
+
+    Each term keeps its postings (document, count), so a query is scored from the postings of its
+    own terms: no pass over every document for each term, and nothing of an earlier document is
+    read again when one is added. A document's score adds its terms' shares in the order the terms
+    first occur in the query: the same sum, bit for bit, in every process (a set's order of strings
+    changes with the interpreter's hash seed)."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75):
+        self.k1, self.b = k1, b
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.lengths: list[int] = []
+        self.total_length = 0
+
+    def add(self, counts: Counter, length: int) -> None:
+        document = len(self.lengths)
+        for term, count in counts.items():
+            if count:
+                self.postings.setdefault(term, []).append((document, count))
+        self.lengths.append(length)
+        self.total_length += length
+
+    def scores(self, query: list[str]) -> list[float]:
+        """Each document's score against ``query`` (word tokens), in the order the documents were added."""
+        n, k1, b = len(self.lengths), self.k1, self.b
+        if not n:
+            return []
+        average = self.total_length / n or 1.0
+        norms = [k1 * (1 - b + b * length / average) for length in self.lengths]
+        scores = [0.0] * n
+        for term in dict.fromkeys(query):
+            postings = self.postings.get(term)
+            if postings is None:
+                continue
+            df = len(postings)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for document, count in postings:
+                scores[document] += idf * count * (k1 + 1) / (count + norms[document])
+        return scores
 
 
 def embeddings_available() -> bool:
@@ -131,6 +157,9 @@ class Retrieval(ContextPolicy):
 
     def reset_state(self) -> None:
         self._indexed = UnitMemo()
+        self._bm25 = Bm25Index()  # the evicted units of the last step, in order
+        self._bm25_units: list[Unit] = []
+        self._bm25_documents: list[tuple[Counter, int]] = []  # each unit's (term counts, length), as indexed
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -148,10 +177,27 @@ class Retrieval(ContextPolicy):
             query = embed([unit_text(latest)])[0]
             scores = [sum(a * b for a, b in zip(query, self._index(unit))) for unit in candidates]
         else:
-            indexed = [self._index(unit) for unit in candidates]
-            scores = bm25_scores(words(unit_text(latest)), [c for c, _ in indexed], [n for _, n in indexed])
-        ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-        return ranked[:k]
+            scores = self._bm25_index(candidates).scores(words(unit_text(latest)))
+        return heapq.nsmallest(k, range(len(candidates)), key=lambda i: (-scores[i], i))
+
+    def _bm25_index(self, candidates: list[Unit]) -> Bm25Index:
+        """The BM25 index of ``candidates``, kept across steps: the evicted units only grow at the end (a unit
+        leaves the recent window for good), so each new one is added once; if the units indexed before are not
+        the candidates' first ones (a policy above rewrote an older unit), the index is built again."""
+        units, documents = self._bm25_units, self._bm25_documents
+        same = common_prefix(candidates, units)  # the very Unit objects: checked in C
+        if same < len(units) and (
+            len(candidates) < len(units)
+            or any(self._index(unit) is not document for unit, document in zip(candidates[same:], documents[same:]))
+        ):  # not the units indexed (the same messages and contents count as the same, as in UnitMemo)
+            self._bm25, units[:], documents[:] = Bm25Index(), [], []
+        units[:] = candidates[: len(units)]  # the current objects, for the next step's identity check
+        for unit in candidates[len(units) :]:
+            document = self._index(unit)
+            self._bm25.add(*document)
+            units.append(unit)
+            documents.append(document)
+        return self._bm25
 
     def _index(self, unit: Unit):
         cached = self._indexed.get(unit, self.backend)

@@ -6,10 +6,12 @@ import math
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, tool_unit
 
 from erp_sim.agents.policies import split_transcript, validate_messages, wrap
-from erp_sim.agents.policies.retrieval import Retrieval, bm25_scores, embeddings_available, words
+from erp_sim.agents.policies.retrieval import Bm25Index, Retrieval, embeddings_available, words
 
 
 def transcript_with(results: list[str], latest: str) -> list[dict]:
@@ -19,6 +21,31 @@ def transcript_with(results: list[str], latest: str) -> list[dict]:
     return messages
 
 
+def bm25_reference(query: list[str], documents: list[Counter], lengths: list[int]) -> list[float]:
+    """BM25 as the formula reads, every document against every query term (in order of first occurrence)."""
+    n, k1, b = len(documents), 1.5, 0.75
+    if not n:
+        return []
+    average = sum(lengths) / n or 1.0
+    terms = list(dict.fromkeys(query))
+    idf = {
+        t: math.log(1 + (n - sum(t in d for d in documents) + 0.5) / (sum(t in d for d in documents) + 0.5))
+        for t in terms
+    }
+    scores = []
+    for counts, length in zip(documents, lengths):
+        norm = k1 * (1 - b + b * length / average)
+        scores.append(sum(idf[t] * counts[t] * (k1 + 1) / (counts[t] + norm) for t in terms if counts[t]))
+    return scores
+
+
+def index_of(documents: list[Counter], lengths: list[int]) -> Bm25Index:
+    index = Bm25Index()
+    for counts, length in zip(documents, lengths):
+        index.add(counts, length)
+    return index
+
+
 def test_bm25_matches_the_formula():
     documents = [
         Counter(words("receipt charge room tax")),
@@ -26,14 +53,25 @@ def test_bm25_matches_the_formula():
         Counter(words("room room")),
     ]
     lengths = [4, 3, 2]
-    scores = bm25_scores(["room"], documents, lengths)
+    scores = index_of(documents, lengths).scores(["room"])
     average, idf = 3.0, math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
     expected = [
         idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / average)),
         0.0,
         idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 2 / average)),
     ]
-    assert scores == pytest.approx(expected) and bm25_scores(["x"], [], []) == []
+    assert scores == pytest.approx(expected) and Bm25Index().scores(["x"]) == []
+
+
+VOCABULARY = st.sampled_from(["room", "tax", "rate", "menu", "form", "grid", "line", "0", "12", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(VOCABULARY, max_size=12), max_size=12), st.lists(VOCABULARY, max_size=8))
+def test_the_index_scores_equal_the_formula_bit_for_bit(texts, query):
+    """Postings added one document at a time give each document exactly the formula's sum (same order)."""
+    documents, lengths = [Counter(t) for t in texts], [len(t) for t in texts]
+    assert index_of(documents, lengths).scores(query) == bm25_reference(query, documents, lengths)
 
 
 def shown_units(spec: str, messages: list[dict]):
@@ -94,3 +132,21 @@ def test_embedding_backend_retrieves_by_meaning():
         transcript_with(results[:-1], "How much was charged for accommodation per night?"),
     )
     assert units_out == [units_in[0], *units_in[-2:]]
+
+
+def test_the_index_kept_across_steps_chooses_as_a_fresh_policy_does():
+    """Step after step (the evicted units grow at the end) and after an older unit is rewritten (the index is
+    built again), the kept index chooses the units a policy that indexes everything anew chooses."""
+    results = [f"alpha{n} shared" for n in range(14)]
+    kept = RecordingAgent()
+    policy = wrap(kept, "retrieval:k=2,keep=2,backend=bm25")
+    for length in range(3, len(results) + 1):
+        messages = transcript_with(results[: length - 1], results[length - 1])
+        if length == 10:  # an older unit (the sixth) rewritten to match the latest: not the units indexed before
+            messages[12] = {**messages[12], "content": results[length - 1]}
+        policy.act(messages, [])
+        fresh = RecordingAgent()
+        wrap(fresh, "retrieval:k=2,keep=2,backend=bm25").act(messages, [])
+        assert kept.shown[-1] == fresh.shown[-1]
+        if length == 10:
+            assert messages[12] in kept.shown[-1]  # the rewritten unit was chosen
