@@ -26,6 +26,7 @@ import heapq
 import importlib.util
 import math
 import re
+from array import array
 from collections import Counter
 from functools import lru_cache
 from typing import ClassVar, Literal
@@ -65,23 +66,28 @@ def words(text: str) -> list[str]:
 class Bm25Index:
     """Okapi BM25 (idf = ln(1 + (N - df + .5) / (df + .5))) over documents added one at a time.
 
-    Each term keeps its postings (document, count), so a query is scored from the postings of its
-    own terms: no pass over every document for each term, and nothing of an earlier document is
-    read again when one is added. A document's score adds its terms' shares in the order the terms
-    first occur in the query: the same sum, bit for bit, in every process (a set's order of strings
-    changes with the interpreter's hash seed)."""
+    Each term keeps its postings (documents and counts, growing arrays), so a query is scored from the
+    postings of its own terms, with numpy: no pass over every document for each term, and nothing of an
+    earlier document is read again when one is added. Each share is computed with the formula's
+    operations in its order, and a document's shares are added one after the other in the order its
+    terms first occur in the query (``numpy.bincount`` adds its weights in order): the same sum, bit for
+    bit, as the formula written as a loop, in every process."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75):
         self.k1, self.b = k1, b
-        self.postings: dict[str, list[tuple[int, int]]] = {}
-        self.lengths: list[int] = []
+        self.postings: dict[str, tuple[array, array]] = {}  # term -> (documents, counts), int64
+        self.lengths = array("q")
         self.total_length = 0
 
     def add(self, counts: Counter, length: int) -> None:
         document = len(self.lengths)
         for term, count in counts.items():
             if count:
-                self.postings.setdefault(term, []).append((document, count))
+                postings = self.postings.get(term)
+                if postings is None:
+                    postings = self.postings[term] = (array("q"), array("q"))
+                postings[0].append(document)
+                postings[1].append(count)
         self.lengths.append(length)
         self.total_length += length
 
@@ -90,18 +96,19 @@ class Bm25Index:
         n, k1, b = len(self.lengths), self.k1, self.b
         if not n:
             return []
+        found = [postings for postings in map(self.postings.get, dict.fromkeys(query)) if postings is not None]
+        if not found:
+            return [0.0] * n
+        import numpy as np  # here: importing the policies does not load numpy (gymnasium's dependency)
+
+        dfs = [len(documents) for documents, _ in found]
+        idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in dfs]
         average = self.total_length / n or 1.0
-        norms = [k1 * (1 - b + b * length / average) for length in self.lengths]
-        scores = [0.0] * n
-        for term in dict.fromkeys(query):
-            postings = self.postings.get(term)
-            if postings is None:
-                continue
-            df = len(postings)
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            for document, count in postings:
-                scores[document] += idf * count * (k1 + 1) / (count + norms[document])
-        return scores
+        norms = k1 * (1 - b + b * np.frombuffer(self.lengths, dtype=np.int64) / average)
+        document = np.frombuffer(b"".join([documents for documents, _ in found]), dtype=np.int64)  # one copy
+        count = np.frombuffer(b"".join([counts for _, counts in found]), dtype=np.int64)
+        shares = np.repeat(np.array(idfs), dfs) * count * (k1 + 1) / (count + norms[document])
+        return np.bincount(document, weights=shares, minlength=n).tolist()
 
 
 def embeddings_available() -> bool:
@@ -177,7 +184,10 @@ class Retrieval(ContextPolicy):
             query = embed([unit_text(latest)])[0]
             scores = [sum(a * b for a, b in zip(query, self._index(unit))) for unit in candidates]
         else:
-            scores = self._bm25_index(candidates).scores(words(unit_text(latest)))
+            query = words(unit_text(latest))
+            if self._indexed.get(latest, self.backend) is None:  # kept for when it is evicted and indexed
+                self._indexed.put(latest, query, "words")
+            scores = self._bm25_index(candidates).scores(query)
         return heapq.nsmallest(k, range(len(candidates)), key=lambda i: (-scores[i], i))
 
     def _bm25_index(self, candidates: list[Unit]) -> Bm25Index:
@@ -202,11 +212,12 @@ class Retrieval(ContextPolicy):
     def _index(self, unit: Unit):
         cached = self._indexed.get(unit, self.backend)
         if cached is None:
-            text = unit_text(unit)
             if self.backend == "embedding":
-                cached = embed([text])[0]
+                cached = embed([unit_text(unit)])[0]
             else:
-                tokens = words(text)
+                tokens = self._indexed.get(unit, "words")  # read as the query when it was the latest unit
+                if tokens is None:
+                    tokens = words(unit_text(unit))
                 cached = (Counter(tokens), len(tokens))
             self._indexed.put(unit, cached, self.backend)
         return cached
