@@ -29,7 +29,7 @@ import re
 from array import array
 from collections import Counter
 from functools import lru_cache
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -138,12 +138,23 @@ def embedding_model():
 EMBED_CHARS = 2000  # the model reads 256 word pieces; tokenizing more only costs time
 
 
-def embed(texts: list[str]) -> list[list[float]]:
-    """Unit-length embeddings (so a dot product is the cosine similarity) of each text's first 2,000 characters."""
+def embed(texts: list[str]) -> list[Any]:
+    """Unit-length embeddings (so a dot product is the cosine similarity) of each text's first 2,000 characters,
+    as float64 numpy rows (the model's float32 values, widened exactly)."""
     vectors = embedding_model().encode(
         [t[:EMBED_CHARS] for t in texts], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
-    return [list(map(float, v)) for v in vectors]
+    return list(vectors.astype("float64"))
+
+
+def dot_scores(query: Any, vectors: list[Any]) -> list[float]:
+    """Each vector's dot product with ``query``, its products added one after the other in order (a cumulative
+    sum is sequential): the same sum, bit for bit, as a loop adding them."""
+    import numpy as np
+
+    if not vectors:
+        return []
+    return np.cumsum(np.stack(vectors) * query, axis=1)[:, -1].tolist()
 
 
 class Retrieval(ContextPolicy):
@@ -180,9 +191,8 @@ class Retrieval(ContextPolicy):
 
     def most_similar(self, candidates: list[Unit], latest: Unit, k: int) -> list[int]:
         """Indices of the ``k`` candidates most similar to ``latest`` (ties: the older one)."""
-        if self.backend == "embedding":
-            query = embed([unit_text(latest)])[0]
-            scores = [sum(a * b for a, b in zip(query, self._index(unit))) for unit in candidates]
+        if self.backend == "embedding":  # the latest unit's embedding is kept for when it is evicted
+            scores = dot_scores(self._index(latest), [self._index(unit) for unit in candidates])
         else:
             query = words(unit_text(latest))
             if self._indexed.get(latest, self.backend) is None:  # kept for when it is evicted and indexed

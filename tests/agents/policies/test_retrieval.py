@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from policy_support import INSTRUCTION, SYSTEM, RecordingAgent, tool_unit
 
 from erp_sim.agents.policies import split_transcript, validate_messages, wrap
-from erp_sim.agents.policies.retrieval import Bm25Index, Retrieval, embeddings_available, words
+from erp_sim.agents.policies.retrieval import Bm25Index, Retrieval, dot_scores, embeddings_available, words
 
 
 def transcript_with(results: list[str], latest: str) -> list[dict]:
@@ -74,6 +74,32 @@ def test_the_index_scores_equal_the_formula_bit_for_bit(texts, query):
     written as a loop (the same operations, the shares added in the same order)."""
     documents, lengths = [Counter(t) for t in texts], [len(t) for t in texts]
     assert index_of(documents, lengths).scores(query) == bm25_reference(query, documents, lengths)
+
+
+UNIT_FLOATS = st.floats(-1, 1, allow_nan=False, width=32).map(float)  # embeddings: float32 values
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 16).flatmap(
+        lambda d: st.tuples(
+            st.lists(UNIT_FLOATS, min_size=d, max_size=d),
+            st.lists(st.lists(UNIT_FLOATS, min_size=d, max_size=d), max_size=8),
+        )
+    )
+)
+def test_dot_products_equal_a_loop_adding_the_products_in_order(drawn):
+    """The embedding backend's scores: each product added one after the other, as a plain loop does."""
+    import numpy as np
+
+    query, vectors = drawn
+    expected = []
+    for vector in vectors:
+        total = 0.0
+        for a, b in zip(query, vector):
+            total += a * b
+        expected.append(total)
+    assert dot_scores(np.array(query), [np.array(v) for v in vectors]) == expected
 
 
 def shown_units(spec: str, messages: list[dict]):
