@@ -71,23 +71,24 @@ class ContextRecorder:
     """Builds a ``VisibleContext`` step by step, storing each distinct message once.
 
     Messages are looked up by identity first (transcript messages are the same objects every
-    step, and policies never mutate them), then by value (``value_key``: equal exactly when
-    their canonical JSON is, without writing the JSON). Transcript messages get a value key only
-    when a message that is not one of them has to be told apart from them (its origin).
+    step, and policies never mutate them), then by value: two messages can be equal (their
+    canonical JSON) only if their role and text are (``_text_key``, which hashes a text once), so
+    ``value_key`` (equal exactly when the canonical JSON is, without writing the JSON) is built only
+    for a message whose role and text some stored or transcript message already has.
     """
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.context = VisibleContext()
         self._counter = counter or get_counter()
         self._by_id: dict[int, int] = {}
-        self._by_value: dict[Hashable, int] = {}
+        self._by_text: dict[Hashable, list[int]] = {}  # role and text -> indices of the stored messages with them
         self._value_of: dict[int, Hashable] = {}  # id -> value key, so no kept message is keyed twice
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
         self._transcript: list[Message] = []
         self._transcript_ids: set[int] = set()
         # what only a message that is not a transcript object needs (its origin), brought up to date then:
-        # value keys and tool-call ids of self._transcript[: self._scanned]
-        self._transcript_values: set[Hashable] = set()
+        # the role-and-text keys and tool-call ids of self._transcript[: self._scanned]
+        self._transcript_texts: dict[Hashable, list[Message]] = {}
         self._transcript_tool_call_ids: set[str] = set()
         self._scanned = 0
         self._last_shown: list[Message] = []
@@ -114,13 +115,18 @@ class ContextRecorder:
         index = self._by_id.get(id(message))
         if index is not None:
             return index
-        key = self._value(message)
-        index = self._by_value.get(key)
+        text = _text_key(message)
+        same_text = self._by_text.get(text)
+        if same_text is not None:  # an equal message may be stored: compared by value
+            key = self._value(message)
+            messages = self.context.messages
+            index = next((i for i in same_text if self._value(messages[i]) == key), None)
         if index is None:
-            index = self._by_value[key] = len(self.context.messages)
+            index = len(self.context.messages)
             self.context.messages.append(message)
-            self.context.origins.append(self._origin(message, key))
+            self.context.origins.append(self._origin(message, text))
             self.context.tokens.append(self._counter.count_message(message))
+            self._by_text.setdefault(text, []).append(index)
         self._by_id[id(message)] = index
         self._kept.append(message)
         return index
@@ -132,22 +138,43 @@ class ContextRecorder:
             self._kept.append(message)
         return key
 
-    def _origin(self, message: Message, key: Hashable) -> str:
+    def _origin(self, message: Message, text: Hashable) -> str:
         if id(message) in self._transcript_ids:
             return "transcript"
         for earlier in self._transcript[self._scanned :]:
-            self._transcript_values.add(self._value(earlier))
+            self._transcript_texts.setdefault(_text_key(earlier), []).append(earlier)
             self._transcript_tool_call_ids.update(_call_ids(earlier))
         self._scanned = len(self._transcript)
-        if key in self._transcript_values:  # a copy equal to a transcript message is one too
-            return "transcript"
+        same_text = self._transcript_texts.get(text)
+        if same_text is not None:  # a copy equal to a transcript message is one too
+            key = self._value(message)
+            if any(self._value(earlier) == key for earlier in same_text):
+                return "transcript"
         content = message.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        if any(marker in (text or "") for marker in SUMMARY_MARKERS):
+        text_content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        if any(marker in (text_content or "") for marker in SUMMARY_MARKERS):
             return "summary"
         if _call_ids(message) & self._transcript_tool_call_ids:
             return "rewritten"
         return "inserted"
+
+
+def _text_key(message: Message) -> Hashable:
+    """A message's role, text content, tool-call id it answers and first call's id (None where one is not a
+    str): equal for any two messages whose canonical JSON is equal, cheap (a text's hash is computed once, by
+    the str), and apart for the messages of a transcript (an assistant's calls come with an empty text, and
+    call ids are new at every step)."""
+    get = message.get
+    role, content, answered, calls = get("role"), get("content"), get("tool_call_id"), get("tool_calls")
+    made = None
+    if calls and isinstance(calls, (list, tuple)) and isinstance(calls[0], dict):
+        made = calls[0].get("id")
+    return (
+        role if type(role) is str else None,
+        content if type(content) is str else None,
+        answered if type(answered) is str else None,
+        made if type(made) is str else None,
+    )
 
 
 def _canonical(message: Message) -> str:

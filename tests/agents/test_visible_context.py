@@ -70,29 +70,55 @@ def test_a_full_transcript_shows_only_transcript_messages(env):
 
 def test_the_recorder_matches_a_plain_reference_on_random_lists_and_a_reused_list():
     """Each step's indices are what a lookup of every shown message gives (identity, then canonical JSON),
-    also when the caller passes one list object again, changed in place, or repeats an object in it."""
+    also when the caller passes one list object again, changed in place, or repeats an object in it; and each
+    stored message's origin is the plain rule's, applied to the transcript when it was first shown: the
+    transcript's own object or a copy equal to a transcript message, a summary, a result rewritten under a
+    transcript call id, or an inserted message."""
     import random
 
     from erp_sim.agents.trajectory import ContextRecorder
 
     rng = random.Random(7)
     transcript = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    recorder, reference, reused = ContextRecorder(), [], []
-    for step in range(60):
+    recorder, reference, reused, origins = ContextRecorder(), [], [], {}
+    for step in range(80):
         transcript.append({"role": "tool", "tool_call_id": f"c{step % 7}", "name": "t", "content": f"r{step % 9}"})
-        pool = transcript + [{"role": "user", "content": f"inserted {rng.randrange(4)}"} for _ in range(2)]
-        shown = rng.sample(pool, rng.randrange(1, len(pool) + 1))
+        others = [{"role": "user", "content": f"inserted {rng.randrange(4)}"} for _ in range(2)]
+        others.append(dict(rng.choice(transcript)))  # an equal copy of a transcript message
+        others.append({"role": "tool", "tool_call_id": f"c{rng.randrange(9)}", "name": "t", "content": "cut"})
+        others.append({"role": "user", "content": f"<HISTORY_SUMMARY> {rng.randrange(3)}"})
+        others.append(
+            {
+                "role": rng.choice(["user", "tool"]),
+                "content": rng.choice(["r1", None, [{"type": "text", "text": "r1"}]]),
+            }
+        )
+        shown = rng.sample(transcript + others, rng.randrange(1, len(transcript) + len(others) + 1))
         if rng.random() < 0.3:
             shown.append(shown[0])  # the same object twice in one list
         if rng.random() < 0.5:  # one list object, refilled in place
             reused[:] = shown
             shown = reused
+        for message in shown:  # the plain rule, for a message's first showing
+            key = json.dumps(message, sort_keys=True)
+            if key not in origins:
+                ids = {m["tool_call_id"] for m in transcript if m.get("role") == "tool"}
+                if any(message is m or key == json.dumps(m, sort_keys=True) for m in transcript):
+                    origins[key] = "transcript"
+                elif "<HISTORY_SUMMARY>" in str(message.get("content")):
+                    origins[key] = "summary"
+                elif message.get("role") == "tool" and message.get("tool_call_id") in ids:
+                    origins[key] = "rewritten"
+                else:
+                    origins[key] = "inserted"
         recorder.record(shown, transcript)
         reference.append([json.dumps(m, sort_keys=True) for m in shown])
     context = recorder.context
     keys = [json.dumps(m, sort_keys=True) for m in context.messages]
     assert len(set(keys)) == len(keys)
     assert [[keys[i] for i in indices] for indices in context.steps] == reference
+    assert context.origins == [origins[key] for key in keys]
+    assert set(context.origins) == {"transcript", "summary", "rewritten", "inserted"}
 
 
 def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys):
