@@ -71,6 +71,7 @@ from erp_sim.agents.tokens import (
 )
 
 ROLES = ("agent", "summarizer", "user")
+SHORT_REST = 16  # a rest this short is counted whole: finding its runs in the last request costs more
 NEARBY = 4  # positions of the last request searched either side of a message's own before indexing it by id
 KEYS_KEPT = 8_192  # message objects whose key a tracker keeps by identity (an episode shows a few hundred)
 
@@ -175,6 +176,10 @@ class PrefixTracker:
         as the run before or a few positions off, else by id if the rest is long); from the first message not
         found on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
         last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
+        if len(messages) - position <= SHORT_REST:  # a pruned window's rest: counted (looked up in C) at once
+            return list(
+                islice(accumulate(self.counter.counts(messages[position:], self.count), initial=tokens), 1, None)
+            )
         ids: list[int] | None = None  # the last request's ids, listed only when needed
         offset = 0  # where the last request held the run before, from its position in this one
         while position < len(messages):
