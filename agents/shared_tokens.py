@@ -255,6 +255,10 @@ def best_shared_tokens(
         if most is not None and most <= best:
             break  # nor any sibling after it (no more characters shared, no more tokens)
         best = max(best, probe.shared(siblings[position][whole], part))
+        if most is None and (low >= 0 or high >= 0):  # the first comparison set the window the bound is read from
+            most = probe.most(part)
+        if most is not None and most <= best:
+            break  # every sibling left shares at most as many characters: none can share more tokens
     # no sibling with field j: the one sharing all its fields with key ends where key's next call opens
     return before + best if best >= 0 else before - 1
 
