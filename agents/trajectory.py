@@ -72,22 +72,22 @@ class ContextRecorder:
 
     Messages are looked up by identity first (transcript messages are the same objects every
     step, and policies never mutate them), then by value: two messages can be equal (their
-    canonical JSON) only if their role and text are (``_text_key``, which hashes a text once), so
-    ``value_key`` (equal exactly when the canonical JSON is, without writing the JSON) is built only
-    for a message whose role and text some stored or transcript message already has.
+    canonical JSON) only if their role, text and call ids are (``_text_key``, which hashes a text
+    once), so ``value_key`` (equal exactly when the canonical JSON is, without writing the JSON) is
+    built only for a message whose ``_text_key`` some stored or transcript message already has.
     """
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.context = VisibleContext()
         self._counter = counter or get_counter()
         self._by_id: dict[int, int] = {}
-        self._by_text: dict[Hashable, list[int]] = {}  # role and text -> indices of the stored messages with them
+        self._by_text: dict[Hashable, list[int]] = {}  # _text_key -> indices of the stored messages with it
         self._value_of: dict[int, Hashable] = {}  # id -> value key, so no kept message is keyed twice
         self._kept: list[Message] = []  # holds every looked-up object, so no id() is reused
         self._transcript: list[Message] = []
         self._transcript_ids: set[int] = set()
         # what only a message that is not a transcript object needs (its origin), brought up to date then:
-        # the role-and-text keys and tool-call ids of self._transcript[: self._scanned]
+        # the _text_keys and tool-call ids of self._transcript[: self._scanned]
         self._transcript_texts: dict[Hashable, list[Message]] = {}
         self._transcript_tool_call_ids: set[str] = set()
         self._scanned = 0

@@ -14,7 +14,7 @@ original order, before the recent ones. Similarity is one of:
   fetches a multi-gigabyte CUDA build);
 - ``bm25``: Okapi BM25 (k1=1.5, b=0.75, non-negative idf) over lower-cased word tokens of the
   units, implemented here (``Bm25Index``: postings kept across steps, each evicted unit indexed
-  once), exact and with no dependency;
+  once, a query scored with numpy, gymnasium's dependency), exact, with no extra to install;
 - ``auto`` (default): ``embedding`` when the extra is installed, else ``bm25``.
 
 Each unit is tokenized or embedded once (units are immutable); ties go to the older unit.
@@ -175,7 +175,7 @@ class Retrieval(ContextPolicy):
 
     def reset_state(self) -> None:
         self._indexed = UnitMemo()
-        self._bm25 = Bm25Index()  # the evicted units of the last step, in order
+        self._bm25 = Bm25Index()  # of the last step's evicted units, in order
         self._bm25_units: list[Unit] = []
         self._bm25_documents: list[tuple[Counter, int]] = []  # each unit's (term counts, length), as indexed
 
