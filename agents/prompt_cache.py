@@ -175,11 +175,9 @@ class PrefixTracker:
         take their sums from the last request's, found where their first message sat there (at the same offset
         as the run before or a few positions off, else by id if the rest is long); from the first message not
         found on, the messages are counted in one pass. Identity is trusted as for the leading messages."""
+        if len(messages) - position <= SHORT_REST:  # a pruned window's rest: counted at once
+            return self._counted_sums(messages, position, tokens)
         last, last_tokens, sums = self._last_messages, self._last_tokens, list[int]()
-        if len(messages) - position <= SHORT_REST:  # a pruned window's rest: counted (looked up in C) at once
-            return list(
-                islice(accumulate(self.counter.counts(messages[position:], self.count), initial=tokens), 1, None)
-            )
         ids: list[int] | None = None  # the last request's ids, listed only when needed
         offset = 0  # where the last request held the run before, from its position in this one
         while position < len(messages):
@@ -197,8 +195,7 @@ class PrefixTracker:
                 except ValueError:
                     start = None
             if start is None:  # not found: counted
-                counted = self.counter.counts(messages[position:], self.count)
-                sums += islice(accumulate(counted, initial=tokens), 1, None)  # the initial value is the one before
+                sums += self._counted_sums(messages, position, tokens)
                 break
             run = same_prefix(messages[position:], last[start:])  # one at least
             shift = tokens - (last_tokens[start - 1] if start else 0)
@@ -206,6 +203,12 @@ class PrefixTracker:
             sums += map(add, run_sums, repeat(shift)) if shift else run_sums  # as many tokens before: the same sums
             tokens, offset, position = sums[-1], start - position, position + run
         return sums
+
+    def _counted_sums(self, messages: list[dict[str, Any]], position: int, tokens: int) -> list[int]:
+        """The tokens up to each message from ``messages[position]`` on (``tokens`` before it), each message
+        counted (those the counter knows by identity looked up in C)."""
+        counted = self.counter.counts(messages[position:], self.count)
+        return list(islice(accumulate(counted, initial=tokens), 1, None))  # the initial value is the one before
 
     def _expand(self, node: _Node) -> None:
         """Make nodes of ``node``'s tail (a request ended at its end)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
@@ -14,7 +13,7 @@ from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
-from erp_sim.agents.tokens import message_entries, next_false, unchanged_objects
+from erp_sim.agents.tokens import all_unchanged_objects, message_entries, next_false, unchanged_objects
 from erp_sim.agents.types import Message
 from erp_sim.catalog import wording_to_subcategory
 
@@ -272,22 +271,13 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
-        if self._all_unchanged(messages):
+        if all_unchanged_objects(messages, self.messages, self.contents, self.tool_calls):  # the common case
             return min(len(messages), len(self.messages))
         same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
         return len(same) if start is None else start
-
-    def _all_unchanged(self, messages: list[Message]) -> bool:
-        """``unchanged_objects``'s rule held at every position the two lists share (the very messages read,
-        with the very contents and tool calls): the common case, checked in C without its per-position lists."""
-        return (
-            all(map(operator.is_, messages, self.messages))
-            and all(map(operator.is_, message_entries(messages, "content"), self.contents))
-            and all(map(operator.is_, message_entries(messages, "tool_calls"), self.tool_calls))
-        )
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
