@@ -13,15 +13,11 @@ import sqlite3
 from collections import OrderedDict
 from functools import lru_cache
 
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.schema import CreateIndex, CreateTable
-
-from erp_sim.models import TABLES, sql_table, table_name
+from erp_sim.schema import SCHEMA_DDL, TABLE_NAMES
 from erp_sim.sql_sandbox import LIMITS, SqlValue, install_functions, run_select  # noqa: F401 (run_select: the SQL tool)
 from erp_sim.tasks import Task
 from erp_sim.world import Rows, build_rows, catalog_rows
 
-TABLE_NAMES = [table_name(model) for model in TABLES]
 SQL_MAX_ROWS = LIMITS.max_rows
 _TEMPLATE_CACHE_SIZE = 256
 Row = tuple[SqlValue, ...]  # a table row as sqlite3 reads it, columns in the table's order
@@ -31,16 +27,6 @@ _initial_dumps: dict[tuple[str, int], dict[str, list[Row]]] = {}
 
 def _template_key(task: Task) -> tuple[str, int]:
     return (task.task_set + "/" + task.task_id, task.seed)
-
-
-@lru_cache(maxsize=1)
-def schema_ddl() -> tuple[str, ...]:
-    dialect = sqlite_dialect.dialect()
-    tables = [str(CreateTable(sql_table(model)).compile(dialect=dialect)) for model in TABLES]
-    indexes = [
-        str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in sql_table(model).indexes
-    ]
-    return tuple(tables + sorted(indexes))
 
 
 def _new_connection() -> sqlite3.Connection:
@@ -65,7 +51,7 @@ def _insert(conn: sqlite3.Connection, rows: Rows) -> None:
 def _catalog_database() -> sqlite3.Connection:
     """The schema and the rows every task shares (company, categories, subcategories)."""
     conn = _new_connection()
-    for ddl in schema_ddl():
+    for ddl in SCHEMA_DDL:
         conn.execute(ddl)
     _insert(conn, catalog_rows())
     return conn

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, cast
 from pydantic import BaseModel, Field
 
 from erp_sim import ledger
-from erp_sim.database import CHANGE_LOG, TABLE_NAMES, Row, initial_dump, table_dump
+from erp_sim.database import CHANGE_LOG, Row, initial_dump, table_dump
 from erp_sim.json_values import JsonObject
-from erp_sim.models import TABLES, sql_table, table_name
 from erp_sim.money import ZERO, money_text
+from erp_sim.schema import TABLE_COLUMNS, TABLE_NAMES
 
 if TYPE_CHECKING:
     from erp_sim.erp_session import ErpSession
@@ -314,7 +314,7 @@ def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...])
 
 @lru_cache(maxsize=1)
 def _column_names() -> dict[str, list[str]]:
-    return {table_name(model): [c.name for c in sql_table(model).columns] for model in TABLES}
+    return {table: list(columns) for table, columns in TABLE_COLUMNS.items()}
 
 
 def _by_rec_id(rows: list[Row]) -> dict[int, Row]:

@@ -1,7 +1,8 @@
 """OData-like data access to the expense tables: the engine behind the ``data_*`` tools.
 
 Entity sets are read-only views (one SELECT each, PascalCase column aliases) over the
-tables of ``erp_sim.models``; property types and descriptions come from those classes.
+tables of ``erp_sim.models``; property types and descriptions come from those classes (read from
+their compiled copy, ``erp_sim.schema``).
 Queries support the OData subset agents use: ``$filter`` (eq ne gt ge lt le in; and, or,
 not, parentheses; contains, startswith, endswith; tolower/toupper as no-ops), ``$select``,
 ``$orderby``, ``$top`` (default 50, at most 200), ``$skip`` and ``$count``. Filters compile

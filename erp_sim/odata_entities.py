@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlmodel import SQLModel
-
 from erp_sim.errors import NotFoundError, ValidationError
 from erp_sim.json_values import JsonObject
-from erp_sim.models import ExpenseCategory, ExpenseLine, ExpenseReport, ExpenseSubcategory, Receipt, ReceiptItem, Worker
+from erp_sim.schema import TABLE_COLUMNS
 
 INT, STRING, DECIMAL, DATE, BOOLEAN = "Edm.Int64", "Edm.String", "Edm.Decimal", "Edm.Date", "Edm.Boolean"
 
@@ -52,23 +50,20 @@ class EntitySet:
         return ", ".join(p.name for p in self.properties)
 
 
-def _prop(
-    name: str, model: type[SQLModel], field: str, sql: str, *, writable: bool = False, note: str = ""
-) -> Property:
-    """A property whose type and description come from the SQLModel field ``model.field``."""
-    info = model.model_fields[field]
-    annotation = str(info.annotation)
-    if "bool" in annotation:
+def _prop(name: str, table: str, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
+    """A property whose type and description come from the model's field: the column ``table.field``."""
+    column = TABLE_COLUMNS[table][field]
+    if "bool" in column.type:
         kind = BOOLEAN
-    elif "int" in annotation:
+    elif "int" in column.type:
         kind = INT
-    elif "Decimal text" in (info.description or ""):
+    elif "Decimal text" in column.description:
         kind = DECIMAL
     elif field.endswith("_date"):
         kind = DATE
     else:
         kind = STRING
-    return Property(name, sql, kind, " ".join(filter(None, [info.description, note])), writable)
+    return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
 
 
 _EDIT = "Editable on Draft reports."
@@ -81,14 +76,14 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "expense_report",
             "expense_report r JOIN worker w ON w.id = r.worker_id",
             (
-                _prop("RecId", ExpenseReport, "id", "r.id"),
-                _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number"),
-                _prop("WorkerRecId", ExpenseReport, "worker_id", "r.worker_id"),
-                _prop("WorkerName", Worker, "name", "w.name", note="(The report's worker.)"),
-                _prop("Purpose", ExpenseReport, "purpose", "r.purpose", writable=True, note=_EDIT),
-                _prop("Destination", ExpenseReport, "destination", "r.destination"),
-                _prop("Status", ExpenseReport, "status", "r.status"),
-                _prop("CreatedDate", ExpenseReport, "created_date", "r.created_date"),
+                _prop("RecId", "expense_report", "id", "r.id"),
+                _prop("ReportNumber", "expense_report", "report_number", "r.report_number"),
+                _prop("WorkerRecId", "expense_report", "worker_id", "r.worker_id"),
+                _prop("WorkerName", "worker", "name", "w.name", note="(The report's worker.)"),
+                _prop("Purpose", "expense_report", "purpose", "r.purpose", writable=True, note=_EDIT),
+                _prop("Destination", "expense_report", "destination", "r.destination"),
+                _prop("Status", "expense_report", "status", "r.status"),
+                _prop("CreatedDate", "expense_report", "created_date", "r.created_date"),
             ),
             (
                 "Reports cannot be created or deleted through the data API.",
@@ -103,19 +98,21 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "expense_line",
             "expense_line l JOIN expense_report r ON r.id = l.report_id",
             (
-                _prop("RecId", ExpenseLine, "id", "l.id"),
-                _prop("ReportNumber", ExpenseReport, "report_number", "r.report_number", note="(The line's report.)"),
+                _prop("RecId", "expense_line", "id", "l.id"),
+                _prop(
+                    "ReportNumber", "expense_report", "report_number", "r.report_number", note="(The line's report.)"
+                ),
                 _prop(
                     "LineNumber",
-                    ExpenseLine,
+                    "expense_line",
                     "line_number",
                     "l.line_number",
                     note="Itemized lines share their header's number.",
                 ),
-                _prop("Category", ExpenseLine, "category_id", "l.category_id"),
+                _prop("Category", "expense_line", "category_id", "l.category_id"),
                 _prop(
                     "Merchant",
-                    ExpenseLine,
+                    "expense_line",
                     "merchant",
                     "l.merchant",
                     writable=True,
@@ -123,7 +120,7 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 ),
                 _prop(
                     "TransactionDate",
-                    ExpenseLine,
+                    "expense_line",
                     "transaction_date",
                     "l.transaction_date",
                     writable=True,
@@ -131,16 +128,16 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 ),
                 _prop(
                     "Amount",
-                    ExpenseLine,
+                    "expense_line",
                     "amount",
                     "l.amount",
                     writable=True,
                     note="Editable on itemized and default lines (not on an itemized header).",
                 ),
-                _prop("Currency", ExpenseLine, "currency", "l.currency"),
+                _prop("Currency", "expense_line", "currency", "l.currency"),
                 _prop(
                     "LineType",
-                    ExpenseLine,
+                    "expense_line",
                     "line_type",
                     "l.line_type",
                     writable=True,
@@ -148,7 +145,7 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 ),
                 _prop(
                     "ParentRecId",
-                    ExpenseLine,
+                    "expense_line",
                     "parent_line_id",
                     "l.parent_line_id",
                     writable=True,
@@ -156,13 +153,13 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 ),
                 _prop(
                     "Subcategory",
-                    ExpenseLine,
+                    "expense_line",
                     "subcategory",
                     "l.subcategory",
                     writable=True,
                     note="One of the header category's subcategories (see ExpenseSubcategories).",
                 ),
-                _prop("Description", ExpenseLine, "description", "l.description", writable=True, note="Editable."),
+                _prop("Description", "expense_line", "description", "l.description", writable=True, note="Editable."),
             ),
             (
                 "Create only itemized lines: each entity gives ParentRecId (the RecId of the expense line to itemize), "
@@ -187,10 +184,10 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "expense_category",
             "expense_category c",
             (
-                _prop("RecId", ExpenseCategory, "id", "c.id"),
-                _prop("CategoryId", ExpenseCategory, "category_id", "c.category_id"),
-                _prop("Name", ExpenseCategory, "name", "c.name"),
-                _prop("Itemize", ExpenseCategory, "itemize", "c.itemize"),
+                _prop("RecId", "expense_category", "id", "c.id"),
+                _prop("CategoryId", "expense_category", "category_id", "c.category_id"),
+                _prop("Name", "expense_category", "name", "c.name"),
+                _prop("Itemize", "expense_category", "itemize", "c.itemize"),
             ),
             ("Read-only.",),
         ),
@@ -200,9 +197,9 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "expense_subcategory",
             "expense_subcategory s",
             (
-                _prop("RecId", ExpenseSubcategory, "id", "s.id"),
-                _prop("CategoryId", ExpenseSubcategory, "category_id", "s.category_id"),
-                _prop("Name", ExpenseSubcategory, "name", "s.name"),
+                _prop("RecId", "expense_subcategory", "id", "s.id"),
+                _prop("CategoryId", "expense_subcategory", "category_id", "s.category_id"),
+                _prop("Name", "expense_subcategory", "name", "s.name"),
             ),
             ("Read-only. An itemized line's Subcategory must be a Name of its category.",),
         ),
@@ -212,13 +209,13 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "receipt",
             "receipt d",
             (
-                _prop("RecId", Receipt, "id", "d.id"),
-                _prop("ExpenseLineRecId", Receipt, "expense_line_id", "d.expense_line_id"),
-                _prop("DocumentNumber", Receipt, "document_number", "d.document_number"),
-                _prop("Merchant", Receipt, "merchant", "d.merchant"),
-                _prop("IssuedDate", Receipt, "issued_date", "d.issued_date"),
-                _prop("Total", Receipt, "total", "d.total"),
-                _prop("Currency", Receipt, "currency", "d.currency"),
+                _prop("RecId", "receipt", "id", "d.id"),
+                _prop("ExpenseLineRecId", "receipt", "expense_line_id", "d.expense_line_id"),
+                _prop("DocumentNumber", "receipt", "document_number", "d.document_number"),
+                _prop("Merchant", "receipt", "merchant", "d.merchant"),
+                _prop("IssuedDate", "receipt", "issued_date", "d.issued_date"),
+                _prop("Total", "receipt", "total", "d.total"),
+                _prop("Currency", "receipt", "currency", "d.currency"),
             ),
             ("Read-only. The charges are in ExpenseReceiptItems (filter on ReceiptRecId).",),
         ),
@@ -228,12 +225,12 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "receipt_item",
             "receipt_item i",
             (
-                _prop("RecId", ReceiptItem, "id", "i.id"),
-                _prop("ReceiptRecId", ReceiptItem, "receipt_id", "i.receipt_id"),
-                _prop("ItemNumber", ReceiptItem, "item_number", "i.item_number"),
-                _prop("ItemDate", ReceiptItem, "item_date", "i.item_date"),
-                _prop("Description", ReceiptItem, "description", "i.description"),
-                _prop("Amount", ReceiptItem, "amount", "i.amount"),
+                _prop("RecId", "receipt_item", "id", "i.id"),
+                _prop("ReceiptRecId", "receipt_item", "receipt_id", "i.receipt_id"),
+                _prop("ItemNumber", "receipt_item", "item_number", "i.item_number"),
+                _prop("ItemDate", "receipt_item", "item_date", "i.item_date"),
+                _prop("Description", "receipt_item", "description", "i.description"),
+                _prop("Amount", "receipt_item", "amount", "i.amount"),
             ),
             ("Read-only. Receipts print the vendor's wording, not subcategory names.",),
         ),
@@ -243,10 +240,10 @@ ENTITY_SETS: dict[str, EntitySet] = {
             "worker",
             "worker k",
             (
-                _prop("RecId", Worker, "id", "k.id"),
-                _prop("PersonnelNumber", Worker, "personnel_number", "k.personnel_number"),
-                _prop("Name", Worker, "name", "k.name"),
-                _prop("Email", Worker, "email", "k.email"),
+                _prop("RecId", "worker", "id", "k.id"),
+                _prop("PersonnelNumber", "worker", "personnel_number", "k.personnel_number"),
+                _prop("Name", "worker", "name", "k.name"),
+                _prop("Email", "worker", "email", "k.email"),
             ),
             ("Read-only.",),
         ),

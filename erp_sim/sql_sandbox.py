@@ -28,7 +28,7 @@ from typing import Any
 
 from erp_sim.errors import ValidationError
 from erp_sim.json_values import JsonObject
-from erp_sim.models import TABLES, table_name
+from erp_sim.schema import TABLE_NAMES
 
 
 @dataclass
@@ -51,7 +51,7 @@ PRINTF_MAX_WIDTH = 100_000  # SQLite's '%.*c' loops once per character even past
 _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, steps)
 SqlValue = int | float | str | bytes | None  # what SQLite passes to a function and returns
 
-READABLE = {table_name(model) for model in TABLES} | {"sqlite_master", "sqlite_schema"}
+READABLE = {*TABLE_NAMES} | {"sqlite_master", "sqlite_schema"}
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
 _REFUSED_FUNCTIONS = {
     "load_extension",

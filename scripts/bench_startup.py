@@ -16,6 +16,7 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.runs):  # interleaved, so load on the machine hits every case alike
         for name, command in CASES.items():
             start = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            # from a neutral folder: run in a checkout, `python -c` would import that checkout's erp_sim first
+            done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
             walls[name].append(time.perf_counter() - start)
             if not command[0].endswith("erp-sim"):
                 wall_inside, cpu_inside = done.stdout.strip().splitlines()[-1].split()

@@ -77,7 +77,8 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
         "erp_sim/agents/acon/optimize.py",
         "erp_sim/agents/acon/prompts/update.md",
         "erp_sim/data/world_names.json",
-    ):  # the world's name lists: every reset reads them
+        "erp_sim/data/schema.json",
+    ):  # the world's name lists and the compiled schema: every reset reads them
         assert module in names
 
 

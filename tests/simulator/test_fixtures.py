@@ -55,3 +55,18 @@ def test_world_names_are_the_pinned_fakers_word_lists():
     names = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
     assert names["last_names"] == sorted(PersonNames.last_names)
     assert names["company_suffixes"] == list(CompanyNames.company_suffixes)
+
+
+def test_the_compiled_schema_is_the_models():
+    """The simulator reads DDL, columns and descriptions from data/schema.json; the SQLModel classes are its source."""
+    from erp_sim.models import TABLES, schema_text, sql_table, table_name
+    from erp_sim.schema import SCHEMA_FILE, TABLE_COLUMNS
+
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
+        "stale: python -m erp_sim.models > erp_sim/data/schema.json"
+    )
+    assert list(TABLE_COLUMNS) == [table_name(model) for model in TABLES]
+    for model in TABLES:
+        columns = TABLE_COLUMNS[table_name(model)]
+        assert list(columns) == [c.name for c in sql_table(model).columns]
+        assert [c.description for c in columns.values()] == [f.description for f in model.model_fields.values()]
