@@ -80,6 +80,7 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
         "erp_sim/data/schema.json",
     ):  # the world's name lists and the compiled schema: every reset reads them
         assert module in names
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)  # pyproject's license = "MIT"
 
 
 def test_no_module_imports_the_folders_by_their_top_level_names():
