@@ -28,7 +28,9 @@ import gzip
 import html
 import json
 import sys
+from bisect import bisect_right
 from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -196,8 +198,15 @@ def _free_position(positions: list[int], used: set[int], last_position: int) -> 
     positions after the last match that no earlier copy in this call took (else the first free one)."""
     if len(positions) == 1:  # the usual case: a message stands once in the transcript
         return None if positions[0] in used else positions[0]
-    free = [p for p in positions if p not in used]
-    return next((p for p in free if p > last_position), free[0]) if free else None
+    # positions ascend: the search starts after the last match (a message repeated at every call, e.g. the
+    # same page click, has one position per call: scanning them all at each of its showings was cubic)
+    after = bisect_right(positions, last_position)
+    if after < len(positions) and positions[after] not in used:  # the usual case: the next one along
+        return positions[after]
+    following = next((p for p in islice(positions, after, None) if p not in used), None)
+    if following is not None:
+        return following
+    return next((p for p in islice(positions, after) if p not in used), None)
 
 
 def _stored_tokens(

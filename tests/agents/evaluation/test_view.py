@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from erp_sim.agents.evaluation import evaluate, view
 
@@ -243,3 +245,16 @@ def test_a_chart_of_one_point_marks_the_point(page, page_file):
     one = page.evaluate("() => lineChart([[0, 5]], { caption: 'one' }).querySelectorAll('circle').length")
     many = page.evaluate("() => lineChart([[0, 5], [1, 7]], { caption: 'two' }).querySelectorAll('circle').length")
     assert (one, many) == (1, 0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    positions=st.lists(st.integers(0, 60), min_size=2, max_size=25, unique=True).map(sorted),
+    used=st.sets(st.integers(0, 60)),
+    last_position=st.integers(-1, 61),
+)
+def test_a_repeated_message_takes_the_first_free_position_after_the_last_match(positions, used, last_position):
+    # the rule as the page states it, scanning every position; view._free_position searches from the last match
+    free = [p for p in positions if p not in used]
+    expected = next((p for p in free if p > last_position), free[0]) if free else None
+    assert view._free_position(positions, used, last_position) == expected
