@@ -13,6 +13,7 @@ from typing import Any
 
 from erp_sim import response_keys as K
 from erp_sim.json_values import JsonObject
+from erp_sim.response import read_json
 from erp_sim.response_keys import CONTAINER_TYPES
 
 
@@ -27,7 +28,7 @@ def parse_response(text: str) -> dict[str, Any] | None:
 @lru_cache(maxsize=4096)
 def _parse_response(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = read_json(text)
     except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -53,3 +53,26 @@ def render(value: Mapping[str, Any]) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# orjson reads an integer past 64 bits as a float: a text holding a run of this many digits (found on a copy
+# where each digit is "0" and every other byte a space) is read by json instead.
+_LONG_NUMBER = b"0" * 19
+_DIGITS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+
+
+def read_json(text: str) -> Any:
+    """``json.loads(text)``: the same value, or json's own exception, read by orjson where it gives the same
+    (2-3x faster on a form state). orjson refuses what json reads otherwise (NaN, Infinity, 1e400, a lone
+    surrogate), and those texts go to json; so do texts with a run of 19 digits (a 64-bit integer's length).
+    The one difference: orjson reads nesting up to 1,024 levels, where json raises RecursionError at about
+    the interpreter's recursion limit (1,000 frames, fewer the deeper the caller's stack)."""
+    import orjson  # here, as in render
+
+    raw = text.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER not in raw.translate(_DIGITS):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)

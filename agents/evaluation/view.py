@@ -39,6 +39,7 @@ from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
+from erp_sim.response import read_json
 
 VIEW_FILE = "view.html"
 PAGE_DIR = Path(__file__).with_name("viewer")
@@ -55,6 +56,7 @@ class MessageTable:
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
         self._ids: dict[tuple, int] = {}
+        self._tool_states: dict[int, tuple[bool, str | None]] = {}
 
     def add(self, message: dict[str, Any], known_tokens: dict[tuple, int] | None = None) -> int:
         """The message's id; a new message's count comes from ``known_tokens`` (by ``row_key``,
@@ -71,6 +73,14 @@ class MessageTable:
             found = self._ids[key] = len(self.rows)
             self.rows.append([*row, tokens])
         return found
+
+    def tool_result_state(self, message_id: int) -> tuple[bool, str | None]:
+        """``_tool_result_state`` of a stored message, parsed once per run: the configurations of a run
+        meet the same tool results (a deterministic agent's, on the same task)."""
+        state = self._tool_states.get(message_id)
+        if state is None:
+            state = self._tool_states[message_id] = _tool_result_state(self.rows[message_id][1])
+        return state
 
     def chunks(self) -> tuple[list[str], list[int]]:
         """(compressed base64 chunks, first message id of each chunk)."""
@@ -117,17 +127,47 @@ def _pack(value: Any) -> str:
 
 
 # --- one episode ---------------------------------------------------------------------------------
-def shown_contexts(trajectory: dict[str, Any]) -> list[list[tuple[dict[str, Any], str | None]]] | None:
-    """What the model was shown at each call: (message, origin) pairs, in the order shown.
+class _ShownContexts:
+    """The stored visible context of an episode (``Trajectory.context``: each distinct message once with its
+    origin, transcript, rewritten, summary or inserted, and per call the indices of what it showed), read
+    call by call against the transcript so far (``marks``)."""
 
-    Reads the stored visible context (``Trajectory.context``, each distinct message once with its
-    origin: transcript, rewritten, summary or inserted); None when the run did not keep it.
-    """
-    context = trajectory.get("context")
-    if not isinstance(context, dict) or not context.get("steps"):
-        return None
-    messages, origins = context.get("messages") or [], context.get("origins") or []
-    return [[(messages[i], origins[i] if i < len(origins) else None) for i in step] for step in context["steps"]]
+    def __init__(self, context: dict[str, Any], table: MessageTable, known: dict[tuple, int]) -> None:
+        self.messages: list[dict[str, Any]] = context.get("messages") or []
+        origins = context.get("origins") or []
+        self.origins: list[str | None] = [origins[i] if i < len(origins) else None for i in range(len(self.messages))]
+        self.steps: list[list[int]] = context["steps"]
+        self.ids = [table.add(m, known) for m in self.messages]  # each distinct message once, not once per call
+        self._last_indices: list[int] = []
+        self._last_run = 0
+
+    @classmethod
+    def of(cls, trajectory: dict[str, Any], table: MessageTable, known: dict[tuple, int]) -> _ShownContexts | None:
+        """None when the run did not keep what the model was shown."""
+        context = trajectory.get("context")
+        if not isinstance(context, dict) or not context.get("steps"):
+            return None
+        return cls(context, table, known)
+
+    def marks(self, call: int, prefix: _Transcript) -> tuple[int, list[list[Any]], list[int]]:
+        """``_marks`` of call ``call``'s context. Its leading run of messages shown as the transcript holds them
+        goes on from the last call's where the two calls' lists start alike (full history's calls extend the
+        last one's list, and the transcript only grows), so finding it costs the new messages only."""
+        indices = self.steps[call]
+        run = self._last_run
+        if indices[:run] != self._last_indices[:run]:
+            run = 0
+        ids, origins, standing = self.ids, self.origins, prefix.ids
+        while (
+            run < len(indices)
+            and run < len(standing)
+            and ids[indices[run]] == standing[run]
+            and origins[indices[run]] in ("transcript", None, "")
+        ):
+            run += 1
+        self._last_indices, self._last_run = indices, run
+        rest = [(ids[i], self.messages[i], origins[i]) for i in indices[run:]]
+        return _marks(prefix, run, rest)
 
 
 def _tool_result_state(text: str) -> tuple[bool, str | None]:
@@ -149,32 +189,40 @@ class _Transcript:
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
+        self.ids: list[int] = []  # the message id at each position
         self.positions: dict[int, list[int]] = {}  # message id -> its positions (the same message can recur)
         self.by_call: dict[Any, int] = {}  # tool_call_id -> position of its result
 
     def append(self, message: dict[str, Any], message_id: int) -> None:
         position = len(self.messages)
         self.messages.append(message)
+        self.ids.append(message_id)
         self.positions.setdefault(message_id, []).append(position)
         if message.get("tool_call_id"):
             self.by_call[message["tool_call_id"]] = position
 
 
 def _marks(
-    prefix: _Transcript, context: list[tuple[int, dict[str, Any], str | None]]
-) -> tuple[list[list[Any]], list[int]]:
-    """Each shown message as [message id, mark, transcript position], and the transcript positions
-    the model did not see.
+    prefix: _Transcript, run: int, rest: list[tuple[int, dict[str, Any], str | None]]
+) -> tuple[int, list[list[Any]], list[int]]:
+    """A call's context against the transcript so far: how many leading messages were shown as the
+    transcript holds them (``run``), each of the others (``rest``: message id, message, origin) as
+    [message id, mark, transcript position], and the transcript positions the model did not see.
+
+    The leading run is stored as its length (the page rebuilds it: [transcript id, "kept", position]
+    for each position below it), which is what the rule below gives those messages: full history
+    shows the whole transcript at every call, so listing it would make the page grow with the square
+    of the episode's length.
 
     Marks are the recorded origins (``kept`` for a transcript message passed on unchanged,
     ``rewritten``, ``summary``, ``inserted``); the position says where a kept or rewritten
     message stands in the transcript, so the page can grey out what was dropped around it.
     """
-    used: set[int] = set()  # positions already given to an earlier copy shown in this call
-    seen_positions: set[int] = set()
-    last_position = -1
+    used = set(range(run))  # positions already given to an earlier copy shown in this call
+    seen_positions = set(used)
+    last_position = run - 1
     shown: list[list[Any]] = []
-    for index, (message_id, message, origin) in enumerate(context):
+    for index, (message_id, message, origin) in enumerate(rest, start=run):
         position = _free_position(prefix.positions.get(message_id, []), used, last_position)
         if position is not None:
             used.add(position)
@@ -189,8 +237,8 @@ def _marks(
             seen_positions.add(position)
             last_position = max(last_position, position)
         shown.append([message_id, mark, position])
-    pruned = [position for position in range(len(prefix.messages)) if position not in seen_positions]
-    return shown, pruned
+    pruned = [position for position in range(run, len(prefix.messages)) if position not in seen_positions]
+    return run, shown, pruned
 
 
 def _free_position(positions: list[int], used: set[int], last_position: int) -> int | None:
@@ -245,13 +293,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
     steps = trajectory.get("steps") or []
     known = _stored_tokens(trajectory, messages, steps)
     transcript = [table.add(m, known) for m in messages]
-    contexts = shown_contexts(trajectory)
-    # each distinct shown message once (contexts refer to these very objects), not once per call
-    context_ids = (
-        {id(m): table.add(m, known) for m in (trajectory["context"].get("messages") or []) if isinstance(m, dict)}
-        if contexts is not None
-        else {}
-    )
+    contexts = _ShownContexts.of(trajectory, table, known)
     prefix = _Transcript()
     calls, events, remaining = [], [], []
     call = -1
@@ -267,17 +309,15 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
                 "summarizer_tokens": step.get("summarizer_tokens", 0),
                 **_call_costs(step),
             }
-            if contexts is not None and call < len(contexts):
-                entry["shown"], entry["pruned"] = _marks(
-                    prefix, [(context_ids[id(m)], m, origin) for m, origin in contexts[call]]
-                )
+            if contexts is not None and call < len(contexts.steps):
+                entry["kept"], entry["shown"], entry["pruned"] = contexts.marks(call, prefix)
             calls.append(entry)
             for name, arguments in tool_calls or []:
                 events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})
             if not tool_calls:
                 events.append({"call": call, "kind": "agent", "text": text, "at": position})
         elif role == "tool":
-            is_error, shown_remaining = _tool_result_state(text)
+            is_error, shown_remaining = table.tool_result_state(transcript[position])
             if is_error:
                 events.append({"call": call, "kind": "error", "text": text[:300], "at": position})
             if shown_remaining is not None:
@@ -311,8 +351,8 @@ def _read_trajectory(run_dir: Path, row: EpisodeRow) -> dict[str, Any] | None:
     path = run_dir / row.trajectory
     try:
         with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as stream:
-            loaded = json.load(stream)
-    except (OSError, ValueError):
+            loaded = read_json(stream.read())
+    except (OSError, ValueError, RecursionError):
         return None
     return loaded if isinstance(loaded, dict) else None
 

@@ -36,8 +36,16 @@ async function inflate(elementId) {
   return JSON.parse(await new Response(stream).text());
 }
 async function episode(index) {
-  if (!CACHE.episodes.has(index)) CACHE.episodes.set(index, await inflate(`episode-${index}`));
+  if (!CACHE.episodes.has(index)) CACHE.episodes.set(index, withKeptRuns(await inflate(`episode-${index}`)));
   return CACHE.episodes.get(index);
+}
+// A call stores the messages it showed as the transcript holds them, from the start, as their count
+// ("kept"): each is [transcript id, "kept", position]; "shown" lists the rest.
+function withKeptRuns(record) {
+  for (const call of record.calls) {
+    if (call.kept) call.shown = record.transcript.slice(0, call.kept).map((id, i) => [id, "kept", i]).concat(call.shown);
+  }
+  return record;
 }
 function chunkOf(id) {
   const starts = DATA.chunk_starts;

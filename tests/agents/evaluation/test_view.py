@@ -51,6 +51,17 @@ def _payloads(page: str, prefix: str) -> list:
     return [json.loads(gzip.decompress(base64.b64decode(blob))) for blob in blobs]
 
 
+def _episodes(page: str) -> list:
+    """The episode records as the page reads them (page.js, withKeptRuns): each call's leading run of messages
+    shown where the transcript holds them is stored as its length, "kept", and listed here."""
+    records = _payloads(page, "episode")
+    for record in records:
+        for call in record["calls"]:
+            kept = call.pop("kept", 0)
+            call["shown"] = [[record["transcript"][i], "kept", i] for i in range(kept)] + call["shown"]
+    return records
+
+
 def test_page_is_deterministic_and_self_contained(run_dir, page_file):
     page = page_file.read_text(encoding="utf-8")
     assert view.build_page(run_dir) == page
@@ -61,7 +72,7 @@ def test_page_is_deterministic_and_self_contained(run_dir, page_file):
 def test_messages_are_stored_once_and_episodes_refer_to_them(page_file):
     page = page_file.read_text(encoding="utf-8")
     table = [row for chunk in _payloads(page, "chunk") for row in chunk]
-    episodes = _payloads(page, "episode")
+    episodes = _episodes(page)
     assert len(episodes) == 6
     references = sum(len(e["transcript"]) + sum(len(c["shown"]) for c in e["calls"]) for e in episodes)
     assert len(table) < references / 5  # tool results and shown copies repeat across calls and configurations
@@ -107,10 +118,12 @@ def test_stored_token_counts_are_used_and_match_a_fresh_count(run_dir, page_file
 def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
     page = page_file.read_text(encoding="utf-8")
     overview = json.loads(re.search(r'id="overview-data">([^<]*)</script>', page).group(1))
-    episodes = _payloads(page, "episode")
+    episodes = _episodes(page)
     marks = {}
-    for meta, record in zip(overview["episodes"], episodes):
+    for meta, record, stored in zip(overview["episodes"], episodes, _payloads(page, "episode")):
         last = record["calls"][-1]
+        if meta["config"] == "C2":  # stored as runs: the page grows with the episode, not with its square
+            assert all(call["shown"] == [] and call["kept"] == call["assistant"] for call in stored["calls"])
         marks[meta["config"]] = marks.get(meta["config"], set()) | {m[1] for m in last["shown"]}
         if meta["config"] == "C2":  # full history: the last call saw the whole transcript
             assert last["pruned"] == [] and {m[1] for m in last["shown"]} == {"kept"}
