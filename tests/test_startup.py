@@ -69,6 +69,11 @@ def test_first_gym_make_leaves_the_simulator_for_reset():
     assert not {"sqlalchemy", "sqlmodel"} & reset  # the schema is read from its compiled copy
 
 
+def test_an_eval_worker_loads_no_report_library():
+    # a spawned worker imports the module of run_spec: statistics and plots are the parent's, at the report
+    assert loaded_after("from erp_sim.agents.evaluation import evaluate") <= {"numpy", "pydantic", "sqlite3"}
+
+
 def test_every_public_name_resolves():
     for name in erp_sim.__all__:
         assert getattr(erp_sim, name) is not None, name

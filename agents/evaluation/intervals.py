@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 SEED = 20240607
@@ -54,6 +53,8 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estim
     n = int(array.size)
     if n < 2:
         return _without_interval(array, "t")
+    from scipy import stats  # here: importing it costs about a second, which no episode worker needs
+
     mean = float(array.mean())
     sem = float(stats.sem(array))
     if sem == 0.0:  # scipy rejects scale=0; the interval of identical runs is the point
@@ -66,6 +67,8 @@ def _bootstrap(
     samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool
 ) -> tuple[float, float, str]:
     """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
+    from scipy import stats  # here, as in t_interval
+
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.DegenerateDataWarning)

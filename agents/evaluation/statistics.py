@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' callers use these names)
     EpisodeRow,
@@ -324,6 +323,8 @@ def _sign_flip_pvalue(differences: np.ndarray) -> float:
     Zero differences are unchanged by a flip, so they are dropped: the test is then exact
     whenever 2^nonzero <= N_RESAMPLES, and with 0/1 outcomes it equals McNemar's exact test.
     """
+    from scipy import stats  # here: importing it costs about a second, which no episode worker needs
+
     nonzero = differences[differences != 0]
     if nonzero.size <= 1:  # both sign patterns of a single difference are as extreme
         return 1.0
@@ -408,6 +409,8 @@ def compare(rows: Sequence[EpisodeRow], baseline_rows: Sequence[EpisodeRow]) -> 
     p_c, p_b = _nanmean(runs_c), _nanmean(runs_b)
     low = high = p_value = math.nan
     if len(runs_c) >= 2 and len(runs_b) >= 2 and (np.std(runs_c) > 0 or np.std(runs_b) > 0):
+        from scipy import stats  # here, as in _sign_flip_pvalue
+
         with warnings.catch_warnings():  # a constant sample (all runs equal) is fine for Welch
             warnings.simplefilter("ignore", RuntimeWarning)
             welch = stats.ttest_ind(runs_c, runs_b, equal_var=False)
