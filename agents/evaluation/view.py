@@ -345,6 +345,20 @@ def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
     return {**costs, "role_calls": role_calls} if role_calls else costs
 
 
+def _episode_record_or_none(row: EpisodeRow, trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
+    """``episode_record``; for a trajectory file that is JSON but not as erp-sim writes it (edited or mixed by
+    hand), the record without it, said on stderr: one broken file does not cost the page its other episodes."""
+    try:
+        return episode_record(row, trajectory, table)
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as error:
+        print(
+            f"erp-sim view: {row.trajectory} is not a trajectory as erp-sim writes it "
+            f"({type(error).__name__}: {error}); its episode is shown without it",
+            file=sys.stderr,
+        )
+        return episode_record(row, None, table)
+
+
 def _read_trajectory(run_dir: Path, row: EpisodeRow) -> dict[str, Any] | None:
     if not row.trajectory:
         return None
@@ -456,7 +470,7 @@ def build_page(run_dir: str | Path, rows: Iterable[EpisodeRow] | None = None) ->
     run_dir = Path(run_dir)
     rows = st.canonical_order(rows if rows is not None else latest_attempts(load_results(run_dir).rows))
     table = MessageTable()
-    records = [_pack(episode_record(row, _read_trajectory(run_dir, row), table)) for row in rows]
+    records = [_pack(_episode_record_or_none(row, _read_trajectory(run_dir, row), table)) for row in rows]
     chunks, starts = table.chunks()
     data = overview(rows, run_dir)
     data["chunk_starts"] = starts

@@ -271,3 +271,17 @@ def test_a_repeated_message_takes_the_first_free_position_after_the_last_match(p
     free = [p for p in positions if p not in used]
     expected = next((p for p in free if p > last_position), free[0]) if free else None
     assert view._free_position(positions, used, last_position) == expected
+
+
+def test_a_trajectory_file_edited_by_hand_costs_only_its_own_episode(run_dir, tmp_path, capsys):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    broken = sorted(copy.glob("trajectories/*/*.json.gz"))[0]
+    trajectory = json.loads(gzip.decompress(broken.read_bytes()))
+    trajectory["context"]["steps"][-1].append(10**6)  # an index past the stored messages
+    trajectory["messages"][2]["tool_calls"] = "not a list"
+    broken.write_bytes(gzip.compress(json.dumps(trajectory).encode(), mtime=0))
+    page = view.build_page(copy)
+    assert broken.name in capsys.readouterr().err
+    episodes = _episodes(page)
+    assert len(episodes) == 6 and sum(not e["calls"] for e in episodes) == 1  # the others keep their contexts
