@@ -28,7 +28,7 @@ import gzip
 import html
 import json
 import sys
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
@@ -149,7 +149,7 @@ class _ShownContexts:
             return None
         return cls(context, table, known)
 
-    def marks(self, call: int, prefix: _Transcript) -> tuple[int, list[list[Any]], list[int]]:
+    def marks(self, call: int, prefix: _Transcript) -> tuple[int, list[list[Any]], list[list[int]]]:
         """``_marks`` of call ``call``'s context. Its leading run of messages shown as the transcript holds them
         goes on from the last call's where the two calls' lists start alike (full history's calls extend the
         last one's list, and the transcript only grows), so finding it costs the new messages only."""
@@ -204,26 +204,27 @@ class _Transcript:
 
 def _marks(
     prefix: _Transcript, run: int, rest: list[tuple[int, dict[str, Any], str | None]]
-) -> tuple[int, list[list[Any]], list[int]]:
+) -> tuple[int, list[list[Any]], list[list[int]]]:
     """A call's context against the transcript so far: how many leading messages were shown as the
     transcript holds them (``run``), each of the others (``rest``: message id, message, origin) as
-    [message id, mark, transcript position], and the transcript positions the model did not see.
+    [message id, mark, transcript position], and the transcript positions the model did not see, as
+    [start, end) ranges.
 
-    The leading run is stored as its length (the page rebuilds it: [transcript id, "kept", position]
-    for each position below it), which is what the rule below gives those messages: full history
-    shows the whole transcript at every call, so listing it would make the page grow with the square
-    of the episode's length.
+    The page lists the run again ([transcript id, "kept", position] for each position below it),
+    which is what the rule below gives those messages, and the ranges' positions: full history shows
+    the whole transcript at every call, and a pruning policy hides most of it, so listing either
+    would make the page, and the time to build it, grow with the square of the episode's length.
 
     Marks are the recorded origins (``kept`` for a transcript message passed on unchanged,
     ``rewritten``, ``summary``, ``inserted``); the position says where a kept or rewritten
     message stands in the transcript, so the page can grey out what was dropped around it.
     """
-    used = set(range(run))  # positions already given to an earlier copy shown in this call
-    seen_positions = set(used)
+    used: set[int] = set()  # positions from the run on already given to an earlier copy shown in this call
+    seen_positions: set[int] = set()
     last_position = run - 1
     shown: list[list[Any]] = []
     for index, (message_id, message, origin) in enumerate(rest, start=run):
-        position = _free_position(prefix.positions.get(message_id, []), used, last_position)
+        position = _free_position(prefix.positions.get(message_id, []), used, last_position, run)
         if position is not None:
             used.add(position)
         elif message.get("tool_call_id") in prefix.by_call:
@@ -237,15 +238,23 @@ def _marks(
             seen_positions.add(position)
             last_position = max(last_position, position)
         shown.append([message_id, mark, position])
-    pruned = [position for position in range(run, len(prefix.messages)) if position not in seen_positions]
+    pruned: list[list[int]] = []
+    start = run
+    for position in sorted(seen_positions):
+        if position > start:
+            pruned.append([start, position])
+        start = max(start, position + 1)
+    if start < len(prefix.messages):
+        pruned.append([start, len(prefix.messages)])
     return run, shown, pruned
 
 
-def _free_position(positions: list[int], used: set[int], last_position: int) -> int | None:
+def _free_position(positions: list[int], used: set[int], last_position: int, first_free: int = 0) -> int | None:
     """Where a kept message stands: policies keep the transcript's order, so the first of its
-    positions after the last match that no earlier copy in this call took (else the first free one)."""
+    positions after the last match that no earlier copy in this call took (else the first free one).
+    Positions below ``first_free`` are taken (the call's leading run; ``last_position`` is past them)."""
     if len(positions) == 1:  # the usual case: a message stands once in the transcript
-        return None if positions[0] in used else positions[0]
+        return None if positions[0] < first_free or positions[0] in used else positions[0]
     # positions ascend: the search starts after the last match (a message repeated at every call, e.g. the
     # same page click, has one position per call: scanning them all at each of its showings was cubic)
     after = bisect_right(positions, last_position)
@@ -254,7 +263,7 @@ def _free_position(positions: list[int], used: set[int], last_position: int) -> 
     following = next((p for p in islice(positions, after, None) if p not in used), None)
     if following is not None:
         return following
-    return next((p for p in islice(positions, after) if p not in used), None)
+    return next((p for p in islice(positions, bisect_left(positions, first_free), after) if p not in used), None)
 
 
 def _stored_tokens(
@@ -310,7 +319,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
                 **_call_costs(step),
             }
             if contexts is not None and call < len(contexts.steps):
-                entry["kept"], entry["shown"], entry["pruned"] = contexts.marks(call, prefix)
+                entry["kept"], entry["shown"], entry["pruned_ranges"] = contexts.marks(call, prefix)
             calls.append(entry)
             for name, arguments in tool_calls or []:
                 events.append({"call": call, "kind": "tool", "name": name, "text": arguments, "at": position})

@@ -36,14 +36,19 @@ async function inflate(elementId) {
   return JSON.parse(await new Response(stream).text());
 }
 async function episode(index) {
-  if (!CACHE.episodes.has(index)) CACHE.episodes.set(index, withKeptRuns(await inflate(`episode-${index}`)));
+  if (!CACHE.episodes.has(index)) CACHE.episodes.set(index, expandRuns(await inflate(`episode-${index}`)));
   return CACHE.episodes.get(index);
 }
 // A call stores the messages it showed as the transcript holds them, from the start, as their count
-// ("kept"): each is [transcript id, "kept", position]; "shown" lists the rest.
-function withKeptRuns(record) {
+// ("kept": each is [transcript id, "kept", position]; "shown" lists the rest), and the positions it did
+// not show as [start, end) ranges ("pruned_ranges"), so a record grows with its episode, not the square.
+function expandRuns(record) {
   for (const call of record.calls) {
     if (call.kept) call.shown = record.transcript.slice(0, call.kept).map((id, i) => [id, "kept", i]).concat(call.shown);
+    if (call.pruned_ranges) {
+      call.pruned = [];
+      for (const [start, end] of call.pruned_ranges) for (let p = start; p < end; p++) call.pruned.push(p);
+    }
   }
   return record;
 }

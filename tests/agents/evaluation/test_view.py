@@ -52,13 +52,15 @@ def _payloads(page: str, prefix: str) -> list:
 
 
 def _episodes(page: str) -> list:
-    """The episode records as the page reads them (page.js, withKeptRuns): each call's leading run of messages
-    shown where the transcript holds them is stored as its length, "kept", and listed here."""
+    """The episode records as the page reads them (page.js, expandRuns): each call's leading run of messages
+    shown where the transcript holds them is stored as its length ("kept"), and the positions it did not
+    show as [start, end) ranges ("pruned_ranges"); both are listed here."""
     records = _payloads(page, "episode")
     for record in records:
         for call in record["calls"]:
             kept = call.pop("kept", 0)
             call["shown"] = [[record["transcript"][i], "kept", i] for i in range(kept)] + call["shown"]
+            call["pruned"] = [p for start, end in call.pop("pruned_ranges") for p in range(start, end)]
     return records
 
 
@@ -124,6 +126,8 @@ def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
         last = record["calls"][-1]
         if meta["config"] == "C2":  # stored as runs: the page grows with the episode, not with its square
             assert all(call["shown"] == [] and call["kept"] == call["assistant"] for call in stored["calls"])
+        else:  # a pruned window: what it hides is one range
+            assert len(stored["calls"][-1]["pruned_ranges"]) <= 2, meta["config"]
         marks[meta["config"]] = marks.get(meta["config"], set()) | {m[1] for m in last["shown"]}
         if meta["config"] == "C2":  # full history: the last call saw the whole transcript
             assert last["pruned"] == [] and {m[1] for m in last["shown"]} == {"kept"}
@@ -262,15 +266,20 @@ def test_a_chart_of_one_point_marks_the_point(page, page_file):
 
 @settings(max_examples=500, deadline=None)
 @given(
-    positions=st.lists(st.integers(0, 60), min_size=2, max_size=25, unique=True).map(sorted),
+    positions=st.lists(st.integers(0, 60), min_size=1, max_size=25, unique=True).map(sorted),
     used=st.sets(st.integers(0, 60)),
     last_position=st.integers(-1, 61),
+    first_free=st.integers(0, 62),
 )
-def test_a_repeated_message_takes_the_first_free_position_after_the_last_match(positions, used, last_position):
-    # the rule as the page states it, scanning every position; view._free_position searches from the last match
-    free = [p for p in positions if p not in used]
+def test_a_repeated_message_takes_the_first_free_position_after_the_last_match(
+    positions, used, last_position, first_free
+):
+    # the rule as the page states it, scanning every position, with the call's leading run (below first_free)
+    # taken; view._free_position searches from the last match, which the run never passes
+    first_free = min(first_free, last_position + 1)
+    free = [p for p in positions if p not in used and p >= first_free]
     expected = next((p for p in free if p > last_position), free[0]) if free else None
-    assert view._free_position(positions, used, last_position) == expected
+    assert view._free_position(positions, used, last_position, first_free) == expected
 
 
 def test_a_trajectory_file_edited_by_hand_costs_only_its_own_episode(run_dir, tmp_path, capsys):
