@@ -26,7 +26,6 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel, Field
@@ -288,7 +287,7 @@ def collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> l
     for table in TABLE_NAMES:
         if table not in touched:
             continue
-        cols = _column_names()[table]
+        cols = list(TABLE_COLUMNS[table])
         now = {
             r[0]: tuple(r)
             for r in session.db.execute(
@@ -306,15 +305,10 @@ def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...])
     after = {t: _by_rec_id(rows) for t, rows in table_dump(session.db).items()}
     changes = []
     for table in TABLE_NAMES:
-        cols = _column_names()[table]
+        cols = list(TABLE_COLUMNS[table])
         for rec_id in sorted(before[table].keys() | after[table].keys()):
             changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), after[table].get(rec_id))
     return changes
-
-
-@lru_cache(maxsize=1)
-def _column_names() -> dict[str, list[str]]:
-    return {table: list(columns) for table, columns in TABLE_COLUMNS.items()}
 
 
 def _by_rec_id(rows: list[Row]) -> dict[int, Row]:

@@ -354,7 +354,9 @@ def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
     return {**costs, "role_calls": role_calls} if role_calls else costs
 
 
-def _episode_record_or_none(row: EpisodeRow, trajectory: dict[str, Any] | None, table: MessageTable) -> dict[str, Any]:
+def _episode_record_despite_its_file(
+    row: EpisodeRow, trajectory: dict[str, Any] | None, table: MessageTable
+) -> dict[str, Any]:
     """``episode_record``; for a trajectory file that is JSON but not as erp-sim writes it (edited or mixed by
     hand), the record without it, said on stderr: one broken file does not cost the page its other episodes."""
     try:
@@ -479,7 +481,7 @@ def build_page(run_dir: str | Path, rows: Iterable[EpisodeRow] | None = None) ->
     run_dir = Path(run_dir)
     rows = st.canonical_order(rows if rows is not None else latest_attempts(load_results(run_dir).rows))
     table = MessageTable()
-    records = [_pack(_episode_record_or_none(row, _read_trajectory(run_dir, row), table)) for row in rows]
+    records = [_pack(_episode_record_despite_its_file(row, _read_trajectory(run_dir, row), table)) for row in rows]
     chunks, starts = table.chunks()
     data = overview(rows, run_dir)
     data["chunk_starts"] = starts
