@@ -17,8 +17,11 @@ from erp_sim.agents.scripted_reading import index_form, row_index
 
 def test_call_id_is_the_sha1_of_the_sorted_json_it_always_was():
     rng = random.Random(7)
-    texts = ['{"Name":"TrvItemization","Rows":[1]}', 'Zürich \u2603 \\ "q" \n\t\x00 \x7f', "", "plain"]
-    for _ in range(300):
+    mark = "\x00call-id-text\x00"  # what stands in for a long text while the rest is encoded
+    long = '{"Name":"TrvItemization","Rows":[1]}' * 12  # over 256 characters: escaped by orjson when ASCII
+    texts = ['{"Name":"TrvItemization","Rows":[1]}', 'Zürich \u2603 \\ "q" \n\t\x00 \x7f', "", "plain", mark]
+    texts += [long, long + "\x7f", long + "\x1f\x00\b\f\r\n\t\\", long + "Zürich", long + mark, '"' + mark]
+    for _ in range(1000):
         last = {
             key: rng.choice([*texts, None, 3, 2.5, True, [1, "a"], {"b": 1, "a": [2.0]}])
             for key in rng.sample(["role", "tool_call_id", "name", "content", "tool_calls", "zeta"], rng.randint(1, 6))
