@@ -113,7 +113,11 @@ class Episode:
                     arguments = json.loads(arguments)
                 except (ValueError, RecursionError):  # the env names the JSON error
                     return self.act({"name": name, "arguments": arguments})
-            return self.act(arguments if isinstance(arguments, dict) else {"message": arguments})
+            if not isinstance(arguments, dict):
+                return self.act({"message": arguments})
+            if set(arguments) != {"message"}:  # never read as a tool call (its name and arguments): keys named
+                return self.act({**arguments, "message": arguments.get("message")})
+            return self.act(arguments)
         return self.act({"name": name, "arguments": {} if arguments is None else arguments})
 
     def send_message(self, message: str) -> Turn:

@@ -31,10 +31,16 @@ def test_actions_match_env_step_and_the_message_tool_is_a_message():
     assert reply.observation == env.step({"message": "Which receipt?"})[0] and episode.info["counts"]["user_turns"] == 1
     as_text = episode.call_tool(MESSAGE_TOOL, '{"message": "Which receipt?"}')  # OpenAI-style JSON arguments
     assert as_text.observation == reply.observation and episode.info["counts"]["user_turns"] == 2
-    for bad_arguments in ({"message": "x", "extra": 1}, {}, '{"message": 7}', "not json", None):
+    tool_shaped = [  # the message tool's arguments never run an ERP tool
+        {"name": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}},
+        '{"name": "form_close_form"}',
+    ]
+    for bad_arguments in ({"message": "x", "extra": 1}, {}, '{"message": 7}', "not json", None, *tool_shaped):
         bad = episode.call_tool(MESSAGE_TOOL, bad_arguments)
         assert bad.invalid and '"InvalidAction"' in bad.observation and not bad.done, bad_arguments
-    assert episode.metrics()["invalid_actions"] == 5.0 and set(episode.metrics()) == set(METRICS)
+        assert bad.info["action"]["kind"] == "invalid", bad_arguments
+    assert episode.metrics()["invalid_actions"] == 7.0 and set(episode.metrics()) == set(METRICS)
+    assert episode.metrics()["tool_calls"] == 1.0  # form_find_menu_item's
 
 
 def test_refusals_change_nothing():
