@@ -69,6 +69,9 @@ class ExpenseReport(SQLModel, table=True):
 
 class ExpenseLine(SQLModel, table=True):
     __tablename__ = "expense_line"
+    # AUTOINCREMENT: a deleted line's RecId is never handed out again (D365 never reuses one), so a form's
+    # pending edit of a line deleted elsewhere cannot land on a new line that took its RecId
+    __table_args__ = {"sqlite_autoincrement": True}
     id: int = Field(primary_key=True, description="Record id.")
     report_id: int = Field(foreign_key="expense_report.id", index=True, description="The report the line belongs to.")
     line_number: int = Field(description="Line number within the report.")

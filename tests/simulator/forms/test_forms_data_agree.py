@@ -290,3 +290,36 @@ def test_an_unsaved_edit_of_a_line_deleted_by_the_data_api_is_dropped_with_a_war
     assert_form_shows_database(session, state)
     assert session.call("form_save_form", {}).result == "There were no changes to save."
     assert not session.call("form_close_form", {}).is_error
+
+
+@pytest.mark.parametrize("pending", ["DeleteLine", "edit"])
+def test_a_pending_change_never_lands_on_a_line_that_came_after_its_own_was_deleted(pending):
+    """Deleted behind a form on top (the receipt viewer), a line's pending change is dropped: the line created
+    next gets a new RecId (never a reused one), so the save leaves it as created."""
+    session = ErpSession(get_task(*TASK))
+    open_form(session, "TrvItemization")
+    line_id, items = target_line(session)["id"], session.task.receipt_items
+
+    def create(item) -> int:
+        entity = {"ParentRecId": line_id, "Subcategory": item.subcategory, "TransactionDate": item.date}
+        created = session.call(
+            "data_create_entities", {"entitySetName": "ExpenseLines", "entities": [{**entity, "Amount": item.amount}]}
+        )
+        return created.envelope["Data"]["value"][0]["RecId"]
+
+    first = create(items[0])
+    select_saved_row(session, 1)
+    if pending == "DeleteLine":
+        assert not session.call("form_click_control", {"controlName": "DeleteLine"}).is_error
+    else:
+        change = [{"controlName": "TrvExpTrans_AmountCurr", "value": "99.99"}]
+        assert not session.call("form_set_control_values", {"controlValues": change}).is_error
+    assert session.call("form_click_control", {"controlName": "ViewReceipt"}).form_state["Name"] == "TrvReceiptViewer"
+    assert not session.call("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [first]}).is_error
+    second = create(items[1])
+    assert second != first  # RecIds are never reused
+    back = session.call("form_close_form", {})
+    assert any("deleted outside this form" in m["Text"] for m in back.envelope["Messages"])
+    assert session.call("form_save_form", {}).result == "There were no changes to save."
+    saved = ledger.line_by_id(session.db, second)
+    assert (saved["subcategory"], saved["amount"]) == (items[1].subcategory, items[1].amount)
