@@ -10,8 +10,9 @@ What an agent's statement may do, and what it costs at most:
   the single-value length limit and by refusing ``printf`` widths that would loop for seconds;
 - memory: temporary tables and sorters stay in memory (never temp files on disk), and the statement
   is interrupted once SQLite's heap grew by more than a byte cap (default 64 MiB) since it started;
-- ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``CURRENT_TIMESTAMP``, ...) is
-  the episode's simulated clock, so the same calls give byte-identical answers.
+- ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``date()``, ``CURRENT_TIMESTAMP``, ...)
+  is the episode's simulated clock, in UTC (``'localtime'`` and ``'utc'`` change nothing: they would read the
+  host's time zone), so the same calls give byte-identical answers on any machine.
 """
 
 from __future__ import annotations
@@ -139,10 +140,27 @@ def _checked_printf(name: str) -> Callable[..., SqlValue]:
     return printf
 
 
+_HOST_ZONE_MODIFIERS = {"localtime", "utc"}  # they read the host's time zone: the simulated clock has none
+_NO_CHANGE = "+0 seconds"
+
+
 def _clocked(name: str, now: str) -> Callable[..., SqlValue]:
+    """SQLite's date function ``name`` on the simulated clock: its time value 'now', or left out (which SQLite
+    reads as 'now'), is ``now``; 'localtime' and 'utc' change nothing (the clock is UTC, as on a UTC host)."""
+    value_at = 1 if name == "strftime" else 0  # strftime(format, time value, modifiers...)
+
     def function(*args: SqlValue) -> SqlValue:
-        args = tuple(now if isinstance(a, str) and a.strip().lower() == "now" else a for a in args)
-        return _builtin(f"SELECT {name}({', '.join('?' * len(args))})", args)
+        clocked = list(args)
+        if len(clocked) == value_at:
+            clocked.append(now)
+        for position in range(value_at, len(clocked)):
+            value = clocked[position]
+            word = value.strip().lower() if isinstance(value, str) else None
+            if position == value_at and word == "now":
+                clocked[position] = now
+            elif position > value_at and word in _HOST_ZONE_MODIFIERS:
+                clocked[position] = _NO_CHANGE
+        return _builtin(f"SELECT {name}({', '.join('?' * len(clocked))})", tuple(clocked))
 
     return function
 

@@ -71,6 +71,14 @@ def test_random_and_now_are_deterministic_per_episode(task):
         assert a == b and a[0][0] != a[0][1]
         assert a[0][2] == f"{task.transaction_date} 12:00:00" == a[0][4]
         assert odata.run_sql(first, "SELECT datetime('2026-01-02', '+1 day')")["Rows"] == [["2026-01-03 00:00:00"]]
+        now = f"{task.transaction_date} 12:00:00"  # a left-out time value is 'now'; the host's zone is never read
+        implicit = "SELECT datetime(), date(), time(), unixepoch() = unixepoch('now'), julianday() = julianday('now')"
+        assert odata.run_sql(first, implicit)["Rows"] == [[now, task.transaction_date, "12:00:00", 1, 1]]
+        zones = "SELECT datetime('now', 'localtime'), datetime('now', ' UTC '), strftime('%H:%M', 'now', 'localtime')"
+        assert odata.run_sql(first, zones)["Rows"] == [[now, now, "12:00"]]
+        assert odata.run_sql(first, "SELECT strftime('%Y-%m-%d %H:%M:%S'), strftime('now'), strftime()")["Rows"] == [
+            [now, "now", None]
+        ]
     finally:
         first.close()
         second.close()
