@@ -150,6 +150,10 @@ def _load_task_set(name: str) -> tuple[Task, ...]:
     return tuple(Task.model_validate_json(row.line) for row in task_rows(name))
 
 
+INDEX_DIGITS = 9  # a longer index is out of range of any task set
+MAX_TASK_ID_SHOWN = 80  # an unknown task id is quoted this far in the error
+
+
 def is_task_reference(value: object) -> bool:
     """A task id or a 0-based index; ``True`` is an int to Python, not task 1."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -160,15 +164,17 @@ def get_task(task_set: str, task: str | int) -> Task:
     if not is_task_reference(task):
         raise KeyError(f"A task is a task id (e.g. hotel-007) or a 0-based index, got {type(task).__name__}.")
     tasks = _load_task_set(task_set)
-    if isinstance(task, int) or (isinstance(task, str) and task.isdigit()):
-        index = int(task)
+    # an index's digits are ASCII ("²" is a digit to str.isdigit, not to int) and few (int refuses 4,300)
+    if isinstance(task, int) or (isinstance(task, str) and task.isascii() and task.isdigit()):
+        index = int(task) if isinstance(task, int) or len(task) <= INDEX_DIGITS else -1
         if not 0 <= index < len(tasks):
-            raise KeyError(f"Task index {index} out of range: {task_set} has {len(tasks)} tasks.")
+            shown = str(task) if len(str(task)) <= MAX_TASK_ID_SHOWN else f"{str(task)[:MAX_TASK_ID_SHOWN]}..."
+            raise KeyError(f"Task index {shown} out of range: {task_set} has {len(tasks)} tasks.")
         return tasks[index]
     for candidate in tasks:
         if candidate.task_id == task:
             return candidate
-    raise KeyError(f"No task {task!r} in task set {task_set!r}.")
+    raise KeyError(f"No task {task[:MAX_TASK_ID_SHOWN]!r} in task set {task_set!r}.")
 
 
 def task_to_json(task: Task) -> str:

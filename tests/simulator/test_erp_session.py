@@ -361,6 +361,14 @@ def test_task_lookup_by_id_and_index_with_clear_errors():
     for not_a_task in (True, 1.0, None):
         with pytest.raises(KeyError, match="task id .* or a 0-based index"):
             get_task("hotel_50", not_a_task)
+    # what str.isdigit calls a digit but int() refuses, and an index int() refuses for its length (MCP headers)
+    for odd, error in (
+        ("²", "No task '²'"),
+        ("٣", "No task '٣'"),
+        ("9" * 5000, "Task index 9{80}\\.\\.\\. out of range"),
+    ):
+        with pytest.raises(KeyError, match=error):
+            get_task("hotel_50", odd)
 
 
 def test_a_simulator_bug_is_logged_with_its_traceback_and_answered_as_an_internal_error(session, monkeypatch, caplog):
