@@ -3,7 +3,7 @@
 The SDK answers some malformed messages with a -32602 carrying a pydantic dump, and drops others
 without a reply (an ``id`` that is null, a float or an object passes as a notification over HTTP),
 so a client waiting on that request hangs; bad params of the common calls get a bare "Invalid
-request parameters". ``problem_of`` names what is wrong in one sentence: -32700 when the bytes are
+request parameters". ``message_problem`` names what is wrong in one sentence: -32700 when the bytes are
 not JSON, -32600 when the JSON is not one message the SDK accepts, -32602 for bad params of
 ``tools/call``, ``initialize`` and ``logging/setLevel``, with the request's id whenever it has a
 usable one.
@@ -79,22 +79,25 @@ def _params_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def problem_of(raw: bytes) -> str | None:
-    """None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error reply."""
-    problem = message_problem(raw)
-    return None if problem is None else error_reply(*problem)
-
-
 def message_problem(raw: bytes) -> tuple[int, str, Any] | None:
     """None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error's
     (code, message, id) (the HTTP transport picks its status by the code)."""
+    return checked_message(raw)[0]
+
+
+def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
+    """``message_problem``'s answer and the message as JSON (None when it is not JSON)."""
     if raw.startswith(b"\xef\xbb\xbf"):
-        return -32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.", None
+        return (-32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.", None), None
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
-        return -32700, f"Parse error: not valid UTF-8 JSON ({reason}). {_SHAPE}", None
+        return (-32700, f"Parse error: not valid UTF-8 JSON ({reason}). {_SHAPE}", None), None
+    return _message_problem(raw, data), data
+
+
+def _message_problem(raw: bytes, data: Any) -> tuple[int, str, Any] | None:
     ident = data.get("id") if isinstance(data, dict) else None
     ident = ident if _usable_id(ident) else None
     if (shape := _shape_problem(data)) is not None:

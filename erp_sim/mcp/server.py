@@ -49,7 +49,7 @@ from erp_sim.mcp.http import (
     guarded_h11,
 )
 from erp_sim.mcp.routing import register
-from erp_sim.mcp.stdio import CappedWriter, LimitedLines
+from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.sql_sandbox import set_limits as set_sql_limits
 
@@ -91,7 +91,9 @@ class ErpMcpServer(FastMCP):
                         )
                         async with streams as (read_stream, write_stream):
                             await self._mcp_server.run(
-                                read_stream, write_stream, self._mcp_server.create_initialization_options()
+                                read_stream,
+                                AnswerNoting(write_stream, lines),
+                                self._mcp_server.create_initialization_options(),
                             )
                     except* anyio.BrokenResourceError:
                         # the SDK's stdin reader, handing a line to a session that a shutdown (Ctrl-C, SIGTERM)

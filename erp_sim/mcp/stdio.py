@@ -6,7 +6,9 @@ messages it cannot parse without a reply, so a client waiting on that id hangs. 
 feeds the SDK only messages it accepts: it answers the rest itself (``erp_sim.mcp.jsonrpc``: -32700
 parse error, -32600 invalid request, with the request's id when it has a usable one) and discards an over-long line
 as it streams in. It waits on stdin with the event loop (not a blocked worker thread), so Ctrl-C
-stops a terminal session at once.
+stops a terminal session at once. At the end of stdin (``erp-sim serve < requests.jsonl``) it holds the
+SDK's read stream open until every request it passed on is answered (``AnswerNoting`` tells it which):
+the SDK cancels the calls still running when that stream ends, so a piped episode lost a varying tail.
 """
 
 from __future__ import annotations
@@ -14,15 +16,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import Counter
+from typing import Any
 
 import anyio
 import anyio.to_thread
+from mcp.types import JSONRPCError, JSONRPCResponse
 
-from erp_sim.mcp.jsonrpc import error_reply, problem_of
+from erp_sim.mcp.jsonrpc import checked_message, error_reply
 
 logger = logging.getLogger("erp_sim.mcp")
 
 MAX_REPLY_BYTES = 2 << 20  # tools answer at most 160,000 characters; this bounds everything else
+EOF_GRACE_S = 60.0  # at the end of stdin, the longest wait for the requests still running (a call takes < 1 s)
 _CHUNK = 1 << 16
 
 
@@ -64,6 +70,8 @@ class LimitedLines:
     def __init__(self, fd: int, writer: CappedWriter, max_bytes: int):
         self.fd, self.writer, self.max_bytes = fd, writer, max_bytes
         self.pending, self.skipping, self.polls = bytearray(), False, True
+        self.unanswered: Counter[str] = Counter()  # ids (as text) of the requests passed on and not yet answered
+        self._all_answered: anyio.Event | None = None
 
     def __aiter__(self) -> LimitedLines:
         return self
@@ -72,13 +80,41 @@ class LimitedLines:
         while True:
             line = await self._line()
             if line is None:
+                await self._wait_for_answers()
                 raise StopAsyncIteration
             if not line.strip():
                 continue
-            problem = problem_of(line)
+            problem, message = checked_message(line)
             if problem is None:
+                self._note(message)
                 return line.decode("utf-8", "replace")
-            await self.writer.write(problem + "\n")
+            await self.writer.write(error_reply(*problem) + "\n")
+
+    def _note(self, message: Any) -> None:
+        """Count a request passed on; a client's cancellation stands for its answer (the SDK sends none)."""
+        if "method" not in message:
+            return
+        if "id" in message:
+            self.unanswered[str(message["id"])] += 1
+        elif message["method"] == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            self.answered(message["params"].get("requestId"))
+
+    def answered(self, ident: Any) -> None:
+        key = str(ident)
+        if self.unanswered[key] > 1:
+            self.unanswered[key] -= 1
+        else:
+            self.unanswered.pop(key, None)
+        if not self.unanswered and self._all_answered is not None:
+            self._all_answered.set()
+
+    async def _wait_for_answers(self) -> None:
+        if self.unanswered:
+            self._all_answered = anyio.Event()
+            with anyio.move_on_after(EOF_GRACE_S):
+                await self._all_answered.wait()
+            if self.unanswered:
+                logger.warning("stdin ended; %d request(s) still running were cancelled", self.unanswered.total())
 
     async def _line(self) -> bytes | None:
         scanned = 0
@@ -122,3 +158,26 @@ class LimitedLines:
             except (OSError, ValueError, NotImplementedError):
                 self.polls = False  # a regular file (epoll refuses it): read it on a thread
         return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)
+
+
+class AnswerNoting:
+    """The SDK's write stream, telling ``lines`` of each answer (a response or an error to a request) it sends."""
+
+    def __init__(self, stream: Any, lines: LimitedLines):
+        self.stream, self.lines = stream, lines
+
+    async def send(self, item: Any) -> None:
+        await self.stream.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            self.lines.answered(message.id)
+
+    async def __aenter__(self) -> AnswerNoting:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self.stream.__aexit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

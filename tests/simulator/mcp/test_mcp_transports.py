@@ -108,6 +108,34 @@ def test_stdio_survives_malformed_json_rpc():
     assert len(answers[5]["result"]["tools"]) == len(TOOLS)
 
 
+def test_stdio_piped_requests_are_all_answered_before_it_exits(tmp_path):
+    """``erp-sim serve < requests.jsonl``: stdin ends while calls still run; each is answered and counted (the
+    SDK cancelled the running ones at the end of its read stream: a varying tail got errors or no reply)."""
+    grades = tmp_path / "grades.jsonl"
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}
+    opening = {"name": "form_open_menu_item", "arguments": {"name": "TrvExpenses", "type": "Display"}}
+    requests = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": opening} for n in range(1, 21)),
+        {"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": opening},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 21}},  # maybe never answered
+    ]
+    piped = "".join(json.dumps(request) + "\n" for request in requests)
+    done = subprocess.run(
+        [*SERVE, "--task", "hotel-007", "--grade-file", str(grades)],
+        cwd=ROOT,
+        input=piped,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert done.returncode == 0 and all("result" in replies.get(n, {}) for n in range(21)), done.stdout[-2000:]
+    assert json.loads(grades.read_text().splitlines()[-1])["calls"] in (20, 21)
+
+
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_mcp_inspector_cli_lists_the_tools():
     command = ["npx", "-y", INSPECTOR, "--cli", *SERVE, "--method", "tools/list"]
