@@ -439,7 +439,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
         role: chat_model(
             names[role],
             endpoints[role],
-            temperature=None if role == "optimizer" else 0.0,
+            temperature=None if role == "optimizer" else "default",
             params=model_params.get(role),
             timeout=args.timeout,
             max_retries=args.max_retries,

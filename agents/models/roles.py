@@ -93,13 +93,27 @@ def _not_json(constant: str):
     raise ValueError(f"{constant} is not JSON")
 
 
+# OpenAI refuses both in one request; a role's own limit replaces an unprefixed one of the other name
+TOKEN_LIMITS = ("max_tokens", "max_completion_tokens")
+
+
 def params_by_role(items: Iterable[ModelParam], roles: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Each role's params: unprefixed items first, then the role's own, each in command-line order."""
+    """Each role's params: unprefixed items first, then the role's own, each in command-line order. Both token
+    limits for one role from the same level (both unprefixed, or both the role's) is a usage error."""
     items = list(items)
     result = {}
     for role in roles:
         params = {key: value for target, key, value in items if target is None}
-        params.update({key: value for target, key, value in items if target == role})
+        own = {key: value for target, key, value in items if target == role}
+        if any(own.get(key) is not None for key in TOKEN_LIMITS):
+            params = {key: value for key, value in params.items() if key not in TOKEN_LIMITS}
+        params.update(own)
+        if all(params.get(key) is not None for key in TOKEN_LIMITS):
+            raise SystemExit(
+                f"erp-sim: --model-param: the {role}'s requests would carry both max_tokens and "
+                "max_completion_tokens, which the OpenAI API refuses; set one (reasoning models take "
+                "max_completion_tokens)"
+            )
         if params:
             result[role] = params
     return result
@@ -157,17 +171,31 @@ def positive(kind, zero: bool = False):
     return parse
 
 
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, ...) refuse any temperature but their default (HTTP 400)
+_REASONING_MODEL = re.compile(r"(?:.*/)?(?:o\d|gpt-5)(?:$|[-.])", re.IGNORECASE)
+
+
+def default_temperature(name: str) -> float | None:
+    """0.0 (repeatable runs), or None (not sent) for an OpenAI reasoning model, which refuses it."""
+    return None if _REASONING_MODEL.match(name) else 0.0
+
+
 def chat_model(
     name: str,
     base_url: str | None,
     *,
-    temperature: float | None = 0.0,
+    temperature: float | str | None = "default",
     params: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
 ):
-    """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent)."""
+    """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent).
+    ``temperature="default"``: ``default_temperature(name)``."""
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
+
+    if temperature == "default":
+        temperature = default_temperature(name)
+    assert not isinstance(temperature, str), temperature
 
     client: dict[str, Any] = {  # timeout and max_retries, where the caller set them
         key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None

@@ -20,7 +20,14 @@ from erp_sim.agents.evaluation.evaluate import main as eval_main
 from erp_sim.agents.evaluation.evaluate import read_rows
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
-from erp_sim.agents.models.roles import EVAL_ROLES, SUMMARIZING_POLICIES, params_by_role, parse_model_param
+from erp_sim.agents.models.roles import (
+    EVAL_ROLES,
+    SUMMARIZING_POLICIES,
+    chat_model,
+    default_temperature,
+    params_by_role,
+    parse_model_param,
+)
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import POLICIES
 
@@ -98,6 +105,36 @@ def test_model_params_parse_roles_and_json_values():
         "summarizer": {"max_tokens": 64, "seed": 1},
         "consolidator": {"max_tokens": 64, "seed": 1},
     }
+
+
+def test_one_token_limit_per_request():
+    """OpenAI refuses max_tokens with max_completion_tokens: a role's own limit replaces an unprefixed one of the
+    other name, and both at one level is a usage error before any episode (every request would be refused)."""
+    items = [(None, "max_completion_tokens", 900), ("summarizer", "max_tokens", 300)]
+    params = params_by_role(items, EVAL_ROLES)
+    assert params["summarizer"] == {"max_tokens": 300} and params["agent"] == {"max_completion_tokens": 900}
+    assert params_by_role([*items, (None, "max_tokens", None)], EVAL_ROLES)["user"] == {
+        "max_completion_tokens": 900,
+        "max_tokens": None,  # null: not sent
+    }
+    for both in (
+        [(None, "max_tokens", 5), (None, "max_completion_tokens", 9)],
+        [*items, ("summarizer", "max_completion_tokens", 9)],
+    ):
+        with pytest.raises(SystemExit, match="both max_tokens and max_completion_tokens"):
+            params_by_role(both, EVAL_ROLES)
+
+
+def test_reasoning_models_get_no_temperature_by_default():
+    """o-series and gpt-5 models refuse temperature 0 (HTTP 400): it is not sent unless asked for."""
+    for name in ("gpt-5", "gpt-5-mini", "gpt-5.1", "o3", "o4-mini", "openai/o1-preview", "GPT-5"):
+        assert default_temperature(name) is None, name
+        assert "temperature" not in chat_model(name, "http://127.0.0.1:9/v1").sampling_params
+    for name in ("gpt-4.1", "gpt-4o-mini", "gpt-oss-20b", "openai/gpt-oss-120b", "qwen3-8b", "gpt-50", "osmosis"):
+        assert default_temperature(name) == 0.0, name
+        assert chat_model(name, "http://127.0.0.1:9/v1").sampling_params["temperature"] == 0.0
+    asked = chat_model("gpt-5", "http://127.0.0.1:9/v1", params={"temperature": 1.0}).sampling_params
+    assert asked["temperature"] == 1.0
 
 
 @pytest.mark.parametrize(
