@@ -53,7 +53,7 @@ LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
 ASSISTANT_CONTENT = {"null": None, "empty": ""}
 # How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(
-    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long", re.IGNORECASE
+    r"context[_ ]length|context window|context size|maximum context|too many tokens|prompt is too long", re.IGNORECASE
 )
 
 __all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]

@@ -203,12 +203,19 @@ def test_empty_choices_are_retried(fake_openai_server):
         make_model(fake_openai_server, [], max_retries=2).complete(MESSAGES)
 
 
-def test_a_context_length_400_is_a_context_overflow_and_not_retried(fake_openai_server):
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "maximum context length",  # OpenAI's, then vLLM's (the fake server's full text)
+        "the request exceeds the available context size, try increasing it",  # llama.cpp's server
+    ],
+)
+def test_a_context_length_400_is_a_context_overflow_and_not_retried(fake_openai_server, wording):
     from fake_openai_server import CONTEXT_LENGTH_MESSAGE
 
-    fake_openai_server.fail(400, message=CONTEXT_LENGTH_MESSAGE)
+    fake_openai_server.fail(400, message=CONTEXT_LENGTH_MESSAGE if wording == "maximum context length" else wording)
     sleeps: list[float] = []
-    with pytest.raises(ContextOverflowError, match="maximum context length") as overflow:
+    with pytest.raises(ContextOverflowError, match=wording) as overflow:
         make_model(fake_openai_server, sleeps).complete(MESSAGES)
     assert overflow.value.status_code == 400 and sleeps == [] and len(fake_openai_server.requests) == 1
 
