@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -47,6 +48,8 @@ from erp_sim.agents.types import (
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS_CODES = frozenset({408, 429})  # plus every 5xx
+# a wrong key, a key without access, a wrong model name or URL path: the run's setup, not the model's answer
+SETUP_STATUS_CODES = frozenset({401, 403, 404})
 ONLY_WITH_TOOLS = frozenset({"tool_choice", "parallel_tool_calls"})
 LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
 # assistant_content switch -> the content sent for an assistant message that only calls tools
@@ -165,6 +168,13 @@ class OpenAIChatModel:
         return self._async_client
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
+        """The request's arguments; a TypeError or ValueError when its body cannot be JSON (a harness bug, raised
+        here: inside the retry loop the client's own serialising would pass for an unusable answer)."""
+        request = self._request_arguments(messages, tools)
+        json.dumps([request["messages"], tools, request.get("extra_body")], allow_nan=False)
+        return request
+
+    def _request_arguments(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "stream": False,
@@ -193,6 +203,10 @@ class OpenAIChatModel:
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
         what = f"{self.model} at {self.base_url or 'api.openai.com'}"
         failures.append(_describe(error))
+        if status in SETUP_STATUS_CODES:  # unscored and run again on --resume, once the setup is fixed
+            raise InfrastructureError(
+                f"{what}: {_describe(error)} (check the API key, the model name and the base URL)"
+            ) from error
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
             text = f"{what}: request refused: {_describe(error)}"
             if status in (400, 413) and _CONTEXT_OVERFLOW.search(str(error)):

@@ -121,6 +121,25 @@ def test_server_error_until_retries_run_out_raises_infrastructure_error(fake_ope
     assert sleeps == [1.0, 2.0, 4.0]  # exponential, no jitter
 
 
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_setup_error_is_an_unscored_failure_and_not_retried(fake_openai_server, status):
+    """A wrong key, a key without access, a wrong model name or URL: the run's setup, run again once fixed."""
+    fake_openai_server.fail(status)
+    sleeps: list[float] = []
+    with pytest.raises(InfrastructureError, match=f"HTTP {status}.*check the API key, the model name and the base URL"):
+        make_model(fake_openai_server, sleeps).complete(MESSAGES)
+    assert len(fake_openai_server.requests) == 1 and sleeps == []
+
+
+def test_a_request_body_that_cannot_be_json_is_a_harness_bug_and_not_retried(fake_openai_server):
+    sleeps: list[float] = []
+    model = make_model(fake_openai_server, sleeps)
+    for odd in (object(), float("nan")):  # was retried with backoff and recorded as an outage
+        with pytest.raises((TypeError, ValueError)):
+            model.complete([{"role": "user", "content": "hi", "extra": odd}])
+    assert fake_openai_server.requests == [] and sleeps == []
+
+
 def test_client_error_is_not_retried(fake_openai_server):
     fake_openai_server.fail(400)
     sleeps: list[float] = []
