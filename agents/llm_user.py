@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from erp_sim.agents.models.roles import failures_named
+from erp_sim.agents.models.roles import failures_named, no_text
 from erp_sim.agents.prompt_cache import record_call
-from erp_sim.agents.types import ChatModel, Message, Usage
+from erp_sim.agents.types import ChatModel, Message, ModelRequestError, Usage
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ class LLMUser:
         record_call("user", request, None, response)  # o200k counts and the cacheable prefix, per episode
         self.calls += 1
         text = (response.message.get("content") or "").strip()
-        if not text:
-            raise RuntimeError("The LLM user returned an empty reply.")
+        if not text:  # the model's answer, not a harness bug: a scored failure named as the user model's
+            raise ModelRequestError(f"user: {no_text(response.message)}")
         self.usage = self.usage + response.usage
         self.history.append({"role": "assistant", "content": text})
         ends = END_TOKEN in text

@@ -17,7 +17,8 @@ so the metrics can count summarizer spending apart from the agent's. An empty su
 a failed call raises ``SummarizerError``: callers must not cache or show anything then.
 (An ``InfrastructureError`` or a ``ModelRequestError`` from the model service passes through,
 its message starting "summarizer: ", so the runner can tell an outage, an unscored row, from a
-refused request, a scored failure named as the summarizer's, and both from a bad summary.)
+refused request, a scored failure named as the summarizer's, and both from a bad summary. A model
+answer with no text, empty or a refusal, is a ``ModelRequestError`` too: the model's doing.)
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from erp_sim.agents.expense_facts import (
     render_observation,
     render_summary,
 )
-from erp_sim.agents.models.roles import failures_named
+from erp_sim.agents.models.roles import failures_named, no_text
 from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import ChatModel, InfrastructureError, Message, ModelRequestError, Usage
@@ -140,6 +141,8 @@ class LLMSummarizer:
             raise SummarizerError(f"{what}: the summarizer model failed: {exc}") from exc
         record_call("summarizer", request, None, response)  # o200k counts and the cacheable prefix, per episode
         text = message_text(response.message.get("content")).strip()
+        if not text:  # the model's answer, not a harness bug: a scored failure named as the summarizer's
+            raise ModelRequestError(f"summarizer: {what}: {no_text(response.message)}")
         return checked(SummaryResult(text=text, usage=response.usage, calls=1), what)
 
 

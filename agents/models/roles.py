@@ -240,6 +240,14 @@ def failures_named(role: str) -> Iterator[None]:
         raise type(error)(f"{role}: {error}") from error
 
 
+def no_text(message: Mapping[str, Any]) -> str:
+    """Why a model's answer is unusable as text: empty, or a refusal (its words kept, shortened)."""
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip():
+        return f"the model refused: {refusal.strip()[:300]}"
+    return "the model answered with no text"
+
+
 # --- the recording's manifest ----------------------------------------------------------------
 def read_manifest(cassettes: Path) -> dict[str, ModelSettings] | None:
     """The roles recorded in ``cassettes/models.json`` (None: a recording made before manifests)."""

@@ -33,3 +33,13 @@ def test_the_conversation_ends_only_when_the_user_says_so_and_the_state_is_compl
     observation, reward, terminated, _, info = env.step('{"message": "I am done."}')
     assert observation == "Great, thanks!" and reward == 0.0
     assert not terminated and info["termination_reason"] is None  # nothing is itemized: the user may not end it
+
+
+def test_an_empty_user_answer_ends_the_episode_as_the_user_model_s_scored_failure(fake_openai_server):
+    """An empty answer is what the user model did: a scored model_error named as the user's, not a harness bug."""
+    fake_openai_server.reply_text("")
+    user = LLMUser(OpenAIChatModel("fake-user", base_url=fake_openai_server.base_url))
+    env = gym.make("erp_sim/ExpenseItemization-v0", user_model=user)
+    trajectory = run_episode(env, ScriptedAgent(), task_id="hotel-006")
+    assert trajectory.termination == "model_error" and trajectory.infra_error is None
+    assert trajectory.model_error == "user: the model answered with no text"

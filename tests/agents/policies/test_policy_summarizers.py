@@ -23,7 +23,7 @@ from erp_sim.agents.expense_facts import facts_from_messages, missing_receipt_it
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.summarizers import PROMPTS_DIR, LLMSummarizer, StructuredSummarizer, SummarizerError, load_prompt
 from erp_sim.agents.tokens import count_text
-from erp_sim.agents.types import ChatResponse, InfrastructureError, Usage
+from erp_sim.agents.types import ChatResponse, InfrastructureError, ModelRequestError, Usage
 
 TASK = INSTRUCTION["content"]
 SECTIONS = ("## Task", "## Key variables", "## Completed", "## To-do", "## Guardrails")
@@ -206,15 +206,22 @@ def test_sample_responses(path):
 
 # -- the LLM summarizer --------------------------------------------------------------------
 class FakeChatModel:
-    def __init__(self, answer: str = "## Task\nshort", usage: Usage | None = None, error: Exception | None = None):
-        self.answer, self.usage, self.error = answer, usage or Usage(), error
+    def __init__(
+        self,
+        answer: str | None = "## Task\nshort",
+        usage: Usage | None = None,
+        error: Exception | None = None,
+        refusal: str | None = None,
+    ):
+        self.answer, self.usage, self.error, self.refusal = answer, usage or Usage(), error, refusal
         self.requests: list[list[dict]] = []
 
     def complete(self, messages, tools=None):
         self.requests.append(messages)
         if self.error:
             raise self.error
-        return ChatResponse(message={"role": "assistant", "content": self.answer}, usage=self.usage)
+        refused = {"refusal": self.refusal} if self.refusal else {}
+        return ChatResponse(message={"role": "assistant", "content": self.answer, **refused}, usage=self.usage)
 
     async def acomplete(self, messages, tools=None):
         return self.complete(messages, tools)
@@ -256,16 +263,27 @@ def test_llm_summarizer_usage_is_the_services_and_its_o200k_counts_go_to_the_epi
     assert model.requests[0][0]["content"] == load_prompt("refine_observation.md")
 
 
+def test_llm_summarizer_failures_raise():
+    with pytest.raises(SummarizerError, match="summarizer model failed: bad gateway"):
+        LLMSummarizer(FakeChatModel(error=ValueError("bad gateway"))).summarize_history(TASK, erp_steps())
+
+
 @pytest.mark.parametrize(
     "model,error",
     [
-        (FakeChatModel(answer="   "), "empty text"),
-        (FakeChatModel(error=ValueError("bad gateway")), "summarizer model failed: bad gateway"),
+        (FakeChatModel(answer="   "), "summarizer: history summary: the model answered with no text"),
+        (
+            FakeChatModel(answer=None, refusal="I can't help."),
+            "summarizer: history summary: the model refused: I can't",
+        ),
     ],
 )
-def test_llm_summarizer_failures_raise(model, error):
-    with pytest.raises(SummarizerError, match=error):
+def test_an_llm_summary_without_text_is_the_model_s_scored_failure(model, error):
+    """An empty or refused answer is what the model did (a scored failure named as the summarizer's), not a bug
+    of the harness (an unscored row that --resume would run again and again)."""
+    with pytest.raises(ModelRequestError, match=error) as failed:
         LLMSummarizer(model).summarize_history(TASK, erp_steps())
+    assert not isinstance(failed.value, SummarizerError)
 
 
 def test_infrastructure_errors_pass_through():
@@ -277,7 +295,7 @@ def test_an_empty_llm_summary_is_never_cached_by_a_policy():
     model = FakeChatModel(answer="")
     policy = wrap(RecordingAgent(), "last_n_summary:n=1,w=1", summarizer=LLMSummarizer(model))
     messages = transcript(step("c1", "a"), step("c2", "b"))
-    with pytest.raises(SummarizerError):
+    with pytest.raises(ModelRequestError, match="no text"):
         policy.act(messages, [])
     model.answer = "## Task\nsummary of c1"
     result = policy.act(messages, [])
