@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -51,6 +52,11 @@ class ModelSettings(BaseModel):
     )
     timeout: float | None = Field(None, description="Seconds the client waits for one answer.")
     max_retries: int | None = Field(None, description="Retries of a transient failure before the call fails.")
+    base_url: str | None = Field(
+        None,
+        description="The server the requests went to, without credentials or query (None: OpenAI's API); "
+        "a local server serving a model under an OpenAI name is told apart by it.",
+    )
 
 
 def summarizes(policy: str) -> bool:
@@ -213,12 +219,28 @@ def settings_of(model: Any) -> ModelSettings | None:
     inner = getattr(model, "inner", model)  # a RecordingModel records for the model it wraps
     name = getattr(inner, "model", None)
     params = getattr(model, "recorded_params", None) or getattr(model, "sampling_params", {}) or {}
+    base_url = getattr(inner, "base_url", None)
     return ModelSettings(
         model=name if isinstance(name, str) else None,
         params=dict(params),
         timeout=getattr(inner, "timeout", None),
         max_retries=getattr(inner, "max_retries", None),
+        base_url=public_url(base_url) if isinstance(base_url, str) else None,
     )
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may be secret: a user and password, a query (an API key there), a fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address goes back in brackets
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def sampling(model: Any) -> dict[str, Any] | None:

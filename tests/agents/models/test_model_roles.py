@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import inspect
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -205,18 +206,21 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
             "params": {"temperature": 0.0, "max_tokens": 400, "tool_choice": "auto"},
             "timeout": 45.0,
             "max_retries": 2,
+            "base_url": server.base_url,  # where the requests went: provenance
         },
         "user": {
             "model": "fake-user",
             "params": {"temperature": 0.7, "max_tokens": 400},
             "timeout": 45.0,
             "max_retries": 2,
+            "base_url": server.base_url,  # where the requests went: provenance
         },
         "summarizer": {
             "model": "fake-sum",
             "params": {"temperature": 0.0, "max_tokens": 300, "seed": 11},
             "timeout": 45.0,
             "max_retries": 2,
+            "base_url": server.base_url,  # where the requests went: provenance
         },
         "context_window": None,
         "cassettes": str(tmp_path / "rec"),
@@ -349,17 +353,24 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         == 0
     )
     assert without_timing(tmp_path / "replay") == without_timing(tmp_path / "run")
-    # recording into the same folder with another model is refused too
-    with pytest.raises(SystemExit, match=r"--record .* whose summarizer is openai:fake-sum .* record into another"):
-        eval_main(
-            [
-                *COMMON,
-                *"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:other-sum --base-url http://127.0.0.1:9/v1 --out".split(),
-                str(tmp_path / "run2"),
-                "--record",
-                str(rec),
-            ]
-        )
+    # recording into the same folder with another model, or from another server, is refused too
+    recorded_url = server.base_url  # the server is gone: refused before any request
+    for summarizer, url, refused in (
+        ("other-sum", recorded_url, "summarizer is openai:fake-sum"),
+        ("fake-sum", "http://127.0.0.1:9/v1", f'agent is openai:fake-agent {{"base_url": "{recorded_url}"'),
+    ):
+        with pytest.raises(SystemExit, match=rf"--record .* whose {re.escape(refused)}.* record into another"):
+            eval_main(
+                [
+                    *COMMON,
+                    *f"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:{summarizer} --out".split(),
+                    str(tmp_path / "run2"),
+                    "--base-url",
+                    url,
+                    "--record",
+                    str(rec),
+                ]
+            )
 
 
 def test_sweep_takes_the_summarizer_and_model_params(tmp_path):
