@@ -29,6 +29,8 @@ Opt-in modes make it behave like the local servers people point the harness at
   model on llama-cpp-python's server answers;
 - ``null_content_500``: an assistant message whose ``content`` is null or missing gets HTTP
   500 (the chat template cannot add None to a string), every time, without using a reply;
+- ``parses_tool_arguments``: an earlier tool call whose ``arguments`` text is not JSON gets HTTP
+  400 (vLLM parses every earlier call's arguments before rendering the chat template);
 - ``runaway_seconds``: a request with neither ``max_tokens`` nor ``max_completion_tokens``
   generates until the context is full: the answer comes that many seconds late, is
   ``RUNAWAY_TOKENS`` tokens of text with ``finish_reason: "length"``, and uses no reply;
@@ -73,6 +75,9 @@ CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 RUNAWAY_TOKENS = 4096  # what a runaway generation answers with: the rest of a small context window
 CACHE_BLOCK = 16  # prefix-cache granularity in tokens (vLLM's default block size)
 TEMPLATE_ERROR = 'can only concatenate str (not "NoneType") to str'  # a chat template adding None to a string
+ARGUMENTS_ERROR = (
+    "Expecting ',' delimiter: line 1 column 35 (char 34)"  # vLLM's json.loads of an earlier call's arguments
+)
 _OWN_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -98,6 +103,7 @@ class FakeOpenAIServer:
         strict: bool = True,
         tools_need_tool_choice: bool = False,
         null_content_500: bool = False,
+        parses_tool_arguments: bool = False,
         runaway_seconds: float | None = None,
         own_token_counts: bool = False,
         cached_tokens: bool = False,
@@ -108,6 +114,7 @@ class FakeOpenAIServer:
         self.strict = strict
         self.tools_need_tool_choice = tools_need_tool_choice
         self.null_content_500 = null_content_500
+        self.parses_tool_arguments = parses_tool_arguments
         self.runaway_seconds = runaway_seconds
         self.own_token_counts = own_token_counts
         self.reports_shared_prefix = cached_tokens  # own counts' cached_tokens: the prefix shared with the last request
@@ -268,6 +275,8 @@ class FakeOpenAIServer:
                 return self._failure_on_every_request
             if self.null_content_500 and _has_null_assistant_content(body):
                 return ScriptedReply(500, _error_body(TEMPLATE_ERROR, "internal_server_error"))
+            if self.parses_tool_arguments and _has_unparsable_arguments(body):
+                return ScriptedReply(400, _error_body(ARGUMENTS_ERROR, "BadRequestError"))
             runaway = self.runaway_seconds is not None and not _limits_tokens(body)
             reply = self._replies.popleft() if self._replies and not runaway else None
             handler = self._role_handler
@@ -360,6 +369,16 @@ def _has_null_assistant_content(body: dict[str, Any]) -> bool:
         isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
         for m in body.get("messages") or []
     )
+
+
+def _has_unparsable_arguments(body: dict[str, Any]) -> bool:
+    for message in body.get("messages") or []:
+        for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
+            try:
+                json.loads(call["function"]["arguments"])
+            except (TypeError, ValueError, KeyError):
+                return True
+    return False
 
 
 def _limits_tokens(body: dict[str, Any]) -> bool:

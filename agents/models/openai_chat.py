@@ -17,7 +17,9 @@ Local servers differ from the API in what they accept; ``extra_params`` holds th
 (they are read here, never sent): ``assistant_content`` = ``"null"`` (the default, the API's
 form: an assistant message that only calls tools has no content) or ``"empty"`` (sends
 ``content: ""`` there, which llama-cpp-python's server and other template-based servers need;
-the API accepts both).
+the API accepts both); ``tool_arguments`` = ``"as_written"`` (the default: earlier calls' arguments
+as the model wrote them) or ``"object"`` (an earlier call whose arguments are not a JSON object, cut
+short or malformed, goes with ``"{}"``: vLLM parses them and refuses the whole request otherwise).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ ONLY_WITH_TOOLS = frozenset({"tool_choice", "parallel_tool_calls"})
 LOCAL_SERVER_API_KEY = "not-needed-for-a-local-server"
 # assistant_content switch -> the content sent for an assistant message that only calls tools
 ASSISTANT_CONTENT = {"null": None, "empty": ""}
+# tool_arguments switch: earlier calls' arguments as the model wrote them, or "{}" for a text that is not a JSON
+# object (vLLM parses every earlier call's arguments and refuses the request when one is not JSON)
+TOOL_ARGUMENTS = ("as_written", "object")
 # How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(
     r"context[_ ]length|context window|context size|maximum context|too many tokens|prompt is too long", re.IGNORECASE
@@ -111,6 +116,13 @@ class OpenAIChatModel:
                 f"assistant_content={self.assistant_content!r}: use null (the API's form) or empty "
                 '(content "" in assistant messages that only call tools, for local servers)'
             )
+        arguments = extra_params.pop("tool_arguments", "as_written")
+        self.tool_arguments = "as_written" if arguments is None else str(arguments)
+        if self.tool_arguments not in TOOL_ARGUMENTS:
+            raise ValueError(
+                f"tool_arguments={self.tool_arguments!r}: use as_written (the default) or object (an earlier "
+                'call\'s arguments that are not a JSON object go as "{}", for vLLM)'
+            )
         self.sampling_params: dict[str, Any] = {
             key: value
             for key, value in {"temperature": temperature, "seed": seed, **extra_params}.items()
@@ -133,6 +145,8 @@ class OpenAIChatModel:
         """What defines this model's requests, as rows and cassettes record it: the sampling params
         plus the ``assistant_content`` switch when it is on (read here, never sent as a key)."""
         switch = {"assistant_content": self.assistant_content} if self.assistant_content != "null" else {}
+        if self.tool_arguments != "as_written":
+            switch["tool_arguments"] = self.tool_arguments
         return {**self.sampling_params, **switch}
 
     def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
@@ -178,7 +192,9 @@ class OpenAIChatModel:
         request: dict[str, Any] = {
             "model": self.model,
             "stream": False,
-            "messages": wire_messages(messages, ASSISTANT_CONTENT[self.assistant_content]),
+            "messages": wire_messages(
+                messages, ASSISTANT_CONTENT[self.assistant_content], object_arguments=self.tool_arguments == "object"
+            ),
         }
         if tools:  # OpenAI rejects an empty tools list
             request["tools"] = tools
@@ -263,21 +279,44 @@ def _gave_up(what: str, status: int | None, failures: list[str], request: dict[s
     )
 
 
-def wire_messages(messages: list[Message], tool_call_content: str | None = None) -> list[Message]:
+def wire_messages(
+    messages: list[Message], tool_call_content: str | None = None, *, object_arguments: bool = False
+) -> list[Message]:
     """The messages as the API takes them: our tool results carry the tool's ``name`` (for
     summaries, views and the scripted agent), which a tool message may not have on the wire.
     An assistant message that only calls tools (no content, or null) gets ``tool_call_content``
-    when it is a string (``""`` for local servers), else goes as it is."""
-    return [_wire_message(message, tool_call_content) for message in messages]
+    when it is a string (``""`` for local servers), else goes as it is. ``object_arguments``: a call
+    whose arguments text is not a JSON object goes with ``"{}"`` (its tool result says what was wrong)."""
+    return [_wire_message(message, tool_call_content, object_arguments) for message in messages]
 
 
-def _wire_message(message: Message, tool_call_content: str | None) -> Message:
+def _wire_message(message: Message, tool_call_content: str | None, object_arguments: bool) -> Message:
     role = message.get("role")
     if role == "tool":
         return {key: value for key, value in message.items() if key != "name"}
-    if role == "assistant" and tool_call_content is not None and message.get("content") is None:
-        return {**message, "content": tool_call_content}
+    if role != "assistant":
+        return message
+    if tool_call_content is not None and message.get("content") is None:
+        message = {**message, "content": tool_call_content}
+    calls = message.get("tool_calls")
+    if object_arguments and isinstance(calls, list) and not all(map(_object_arguments, calls)):
+        message = {**message, "tool_calls": [c if _object_arguments(c) else _with_empty_arguments(c) for c in calls]}
     return message
+
+
+def _object_arguments(call: Any) -> bool:
+    """A tool call whose arguments text is a JSON object (or that is no call dict at all: left as it is)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return True
+    try:
+        return isinstance(json.loads(function.get("arguments")), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _with_empty_arguments(call: dict) -> dict:
+    return {**call, "function": {**call["function"], "arguments": "{}"}}
 
 
 def assistant_message_to_dict(message: Any) -> Message:

@@ -144,6 +144,33 @@ def test_the_default_sends_no_content_which_the_strict_server_accepts(fake_opena
     assert model.sampling_params == {} and model.assistant_content == "null" and fake_openai_server.rejections == []
 
 
+def test_tool_arguments_object_sends_an_empty_object_for_arguments_vllm_cannot_parse():
+    """A model's cut-short or malformed call stays in the history: vLLM parses it and refuses every later
+    request (a scored refusal, where OpenAI goes on); with tool_arguments=object it goes as "{}"."""
+    broken = {
+        **CALLED,
+        "tool_calls": [{**CALLED["tool_calls"][0], "function": {"name": "lookup", "arguments": '{"q": "x'}}],
+    }
+    conversation = [*ASKED, broken, CONVERSATION[-1]]
+    with FakeOpenAIServer(parses_tool_arguments=True) as server:
+        with pytest.raises(ModelRequestError, match="HTTP 400: Expecting ','"):
+            model_on(server).complete(conversation, TOOLS)
+        server.reply_text("x is 4.")
+        model = model_on(server, extra_params={"tool_arguments": "object"})
+        assert model.complete(conversation, TOOLS).message["content"] == "x is 4."
+        sent = server.requests[-1]["messages"][2]
+    assert (
+        sent["tool_calls"][0]["function"] == {"name": "lookup", "arguments": "{}"}
+        and "tool_arguments" not in server.requests[-1]
+    )
+    assert (
+        conversation[2] is broken and broken["tool_calls"][0]["function"]["arguments"] == '{"q": "x'
+    )  # kept as written
+    assert model.recorded_params == {"tool_arguments": "object"} and model.sampling_params == {}
+    with pytest.raises(ValueError, match=r"^tool_arguments='repair': use as_written"):
+        model_on(server, extra_params={"tool_arguments": "repair"})
+
+
 def test_an_unknown_assistant_content_value_is_refused_in_one_line(fake_openai_server):
     with pytest.raises(ValueError, match=r"^assistant_content='none': use null .* or empty "):
         model_on(fake_openai_server, extra_params={"assistant_content": "none"})
