@@ -178,7 +178,13 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
     )
     [row] = read_rows(tmp_path / "results.jsonl")
     assert row["sampling"] == {
-        "agent": {"model": "fake-model", "params": {"temperature": 0.0}, "timeout": 300.0, "max_retries": 5},
+        "agent": {
+            "model": "fake-model",
+            "params": {"temperature": 0.0},
+            "timeout": 300.0,
+            "max_retries": 5,
+            "base_url": fake_openai_server.base_url,
+        },
         "user": None,
         "summarizer": None,
         "context_window": 400000,

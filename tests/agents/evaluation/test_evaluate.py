@@ -146,6 +146,7 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
         "params": {"temperature": 0.0},
         "timeout": 300.0,
         "max_retries": 1,
+        "base_url": fake_openai_server.base_url,
     }
     assert original[0]["sampling"]["cassettes"] == str(tmp_path / "rec")
     # the replay reports the recorded models and settings and the cassette folder: only the attempts differ

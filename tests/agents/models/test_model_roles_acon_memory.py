@@ -49,6 +49,7 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
         "params": {"temperature": 0.0, "max_tokens": 300, "seed": 3},
         "timeout": 30.0,
         "max_retries": 1,
+        "base_url": server.base_url,
     }
     assert manifest["optimizer"]["params"] == {"seed": 3}  # the optimizer samples at the server's temperature
     report = json.loads((tmp_path / "run" / "report.json").read_text())
