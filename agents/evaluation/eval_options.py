@@ -39,7 +39,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--summarizer-temperature",
         type=positive(float, zero=True),
         metavar="T",
-        help="= --model-param summarizer:temperature=T (None: 0.0)",
+        help="= --model-param summarizer:temperature=T (None: 0.0, none sent to a reasoning model: o1, o3, o4-mini, gpt-5, ...)",
     )
     parser.add_argument(
         "--summarizer-seed", type=int, metavar="S", help="= --model-param summarizer:seed=S (None: not sent)"
