@@ -8,7 +8,7 @@ retried with exponential backoff and no jitter; when retries run out the call ra
 ``InfrastructureError``, which evaluation keeps apart from agent failures (a retryable row).
 Any other 4xx raises ``ModelRequestError`` at once, since the same request would fail the
 same way; a 400 whose message says the prompt is too long raises its subclass
-``ContextOverflowError``. The runner turns both into a scored end of the episode. A 5xx
+``ContextOverflowError``. The runner turns both into a scored end of the episode. A 500
 that comes back word for word on every attempt is still an ``InfrastructureError`` (the row
 stays retryable), but its text says it looked like the server refusing this request rather
 than an outage: local servers answer 500 to a request their chat template cannot render.
@@ -262,9 +262,10 @@ def _cached_tokens(usage: Any) -> int | None:
 
 
 def _gave_up(what: str, status: int | None, failures: list[str], request: dict[str, Any]) -> str:
-    """Why the call failed for good. The same 5xx on every attempt is said first (a report shows
+    """Why the call failed for good. The same 500 on every attempt is said first (a report shows
     the start of the text): a server refusing this request, not an outage."""
-    if status is None or status < 500 or len(failures) < 2 or len(set(failures)) > 1:
+    # 502/503/504 are a gateway or an overloaded service answering the same words each time: an outage
+    if status != 500 or len(failures) < 2 or len(set(failures)) > 1:
         return f"{what}: gave up after {len(failures)} attempts; last error: {failures[-1]}"
     no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
     hint = (

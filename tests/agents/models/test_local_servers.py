@@ -188,15 +188,16 @@ def test_an_episode_with_assistant_content_empty_gets_through_a_template_server(
     [
         ([(503, "overloaded"), (502, "bad gateway"), (500, "worker died")], False),  # an outage: the answers change
         ([(500, "model not loaded")] * 3, True),  # the same answer: a refusal, but no assistant message to blame
+        ([(503, "Service unavailable")] * 3, False),  # an overloaded service says the same each time: an outage
     ],
 )
-def test_only_the_same_5xx_on_every_attempt_is_called_a_refused_request(fake_openai_server, errors, note):
+def test_only_the_same_500_on_every_attempt_is_called_a_refused_request(fake_openai_server, errors, note):
     for status, message in errors:
         fake_openai_server.fail(status, message=message)
     with pytest.raises(InfrastructureError) as failed:
         model_on(fake_openai_server).complete(ASKED)
     text = str(failed.value)
-    assert f"HTTP 500: {errors[-1][1]}" in text
+    assert f"HTTP {errors[-1][0]}: {errors[-1][1]}" in text
     assert "gave up after 3 attempts" in text
     assert ("the same answer every time, so a refused request rather than an outage" in text) is note
     assert "assistant_content" not in text
