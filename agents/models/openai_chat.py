@@ -310,9 +310,12 @@ def _object_arguments(call: Any) -> bool:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
         return True
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return False
     try:
-        return isinstance(json.loads(function.get("arguments")), dict)
-    except (TypeError, ValueError, RecursionError):
+        return isinstance(json.loads(arguments), dict)
+    except (ValueError, RecursionError):
         return False
 
 
