@@ -167,10 +167,12 @@ class AnswerNoting:
         self.stream, self.lines = stream, lines
 
     async def send(self, item: Any) -> None:
-        await self.stream.send(item)
-        message = getattr(item, "message", None)
-        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
-            self.lines.answered(message.id)
+        try:
+            await self.stream.send(item)
+        finally:  # sent, or never to be (stdout gone): either way nothing is left to wait for
+            message = getattr(item, "message", None)
+            if isinstance(message, (JSONRPCResponse, JSONRPCError)):
+                self.lines.answered(message.id)
 
     async def __aenter__(self) -> AnswerNoting:
         await self.stream.__aenter__()
