@@ -37,13 +37,20 @@ class CappedWriter:
 
     def __init__(self, fd: int, max_bytes: int = MAX_REPLY_BYTES):
         self.fd, self.max_bytes, self.lock = fd, max_bytes, anyio.Lock()
+        self.gone = False  # the client closed its end: replies are dropped, the session ends at the end of stdin
 
     async def write(self, text: str) -> None:
         data = text.encode("utf-8", "replace")
         if len(data) > self.max_bytes:
             data = (self._too_big(text, len(data)) + "\n").encode()
         async with self.lock:
-            await anyio.to_thread.run_sync(self._write_all, data)
+            if self.gone:
+                return
+            try:
+                await anyio.to_thread.run_sync(self._write_all, data)
+            except (BrokenPipeError, ConnectionResetError):  # was a traceback and exit 1, the grades unwritten
+                self.gone = True
+                logger.info("the client closed stdout; its replies are dropped")
 
     async def flush(self) -> None:
         pass  # every write goes straight to the descriptor

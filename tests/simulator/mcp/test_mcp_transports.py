@@ -135,6 +135,22 @@ def test_stdio_piped_requests_are_all_answered_before_it_exits(tmp_path):
     assert done.returncode == 0 and all("result" in replies.get(n, {}) for n in range(21)), done.stdout[-2000:]
     assert json.loads(grades.read_text().splitlines()[-1])["calls"] in (20, 21)
 
+    # a client that goes away with its requests in flight (both pipes closed): no traceback, grades written
+    grades.unlink()
+    gone = subprocess.Popen(
+        [*SERVE, "--task", "hotel-007", "--grade-file", str(grades)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    gone.stdin.write(piped.encode())
+    gone.stdin.flush()
+    gone.stdout.close()
+    gone.stdin.close()
+    assert gone.wait(120) == 0 and b"Traceback" not in gone.stderr.read()
+    assert json.loads(grades.read_text().splitlines()[-1])["calls"] in (20, 21)
+
 
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_mcp_inspector_cli_lists_the_tools():
