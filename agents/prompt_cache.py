@@ -302,6 +302,11 @@ class ModelCall(BaseModel):
     provider_cached_tokens: int | None = Field(
         None, description="Cached prompt tokens as the service reported them (None: not reported)."
     )
+    finish_reason: str | None = Field(
+        None,
+        description="Why the model stopped, as the service said; 'length': the answer was cut at its token "
+        "limit (a summary used cut short). None: not reported.",
+    )
 
 
 class EpisodeMeter:
@@ -332,6 +337,7 @@ class EpisodeMeter:
                 reported_input_tokens=getattr(usage, "input_tokens", 0),
                 reported_output_tokens=getattr(usage, "output_tokens", 0),
                 provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
+                finish_reason=getattr(response, "finish_reason", None),
             )
         )
 

@@ -75,6 +75,11 @@ class ChatResponse(BaseModel):
     message: Message = Field(description="OpenAI assistant message: role, content, optional tool_calls.")
     usage: Usage = Field(default_factory=Usage)
     model: str = Field("", description="The model that answered.")
+    finish_reason: str | None = Field(
+        None,
+        description="Why the model stopped, as the service said (stop, length: cut at its token limit, "
+        "tool_calls, content_filter); None: not reported.",
+    )
 
 
 @runtime_checkable

@@ -160,12 +160,18 @@ class FakeOpenAIServer:
     # --- scripting -------------------------------------------------------------------
 
     def reply_text(
-        self, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, delay: float = 0.0
+        self,
+        content: str,
+        *,
+        prompt_tokens: int = 10,
+        completion_tokens: int = 5,
+        delay: float = 0.0,
+        finish_reason: str = "stop",
     ) -> None:
-        """Queue an assistant answer in plain text."""
+        """Queue an assistant answer in plain text (``finish_reason="length"``: cut at the token limit)."""
         message = {"role": "assistant", "content": content}
         self._queue(
-            ScriptedReply(200, self._completion(message, "stop", prompt_tokens, completion_tokens), delay=delay)
+            ScriptedReply(200, self._completion(message, finish_reason, prompt_tokens, completion_tokens), delay=delay)
         )
 
     def reply_tool_calls(

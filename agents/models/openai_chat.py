@@ -252,6 +252,7 @@ class OpenAIChatModel:
                 cached_input_tokens=_cached_tokens(usage),
             ),
             model=completion.model or self.model,
+            finish_reason=getattr(completion.choices[0], "finish_reason", None) or None,
         )
 
 

@@ -9,7 +9,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer  # the fixture comes from conftest.py
 
 from erp_sim.agents.models.openai_chat import ModelRequestError, OpenAIChatModel
-from erp_sim.agents.types import ChatModel, ContextOverflowError, InfrastructureError, Usage
+from erp_sim.agents.types import ChatModel, ChatResponse, ContextOverflowError, InfrastructureError, Usage
 
 MESSAGES = [
     {"role": "system", "content": "You itemize hotel expenses in D365."},
@@ -246,3 +246,19 @@ def test_random_tool_call_ids_differ_between_identical_answers():
         model = make_model(server, [])
         first, second = (model.complete(MESSAGES, TOOLS).message["tool_calls"][0]["id"] for _ in range(2))
     assert first != second and first.startswith("call_")
+
+
+def test_why_the_model_stopped_is_kept_and_a_role_call_records_it(fake_openai_server):
+    """A summary cut at its token limit (finish_reason "length") is used as it is, but the episode's record of the
+    summarizer's call says so; an answer that says nothing of it keeps None."""
+    from erp_sim.agents.prompt_cache import EpisodeMeter
+
+    fake_openai_server.reply_text("## Task\nreport R-1, li", finish_reason="length")
+    fake_openai_server.reply_text("fine")
+    model = make_model(fake_openai_server, [])
+    cut, whole = model.complete(MESSAGES), model.complete(MESSAGES)
+    assert (cut.finish_reason, whole.finish_reason) == ("length", "stop")
+    meter = EpisodeMeter()
+    meter.record("summarizer", MESSAGES, None, cut)
+    meter.record("user", MESSAGES, None, ChatResponse(message={"role": "assistant", "content": "ok"}))
+    assert [call.finish_reason for call in meter.drain()] == ["length", None]
