@@ -32,6 +32,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from operator import is_not
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -301,8 +302,10 @@ def _wire_message(message: Message, tool_call_content: str | None, object_argume
     if tool_call_content is not None and message.get("content") is None:
         message = {**message, "content": tool_call_content}
     calls = message.get("tool_calls")
-    if object_arguments and isinstance(calls, list) and not all(map(_object_arguments, calls)):
-        message = {**message, "tool_calls": [c if _object_arguments(c) else _with_empty_arguments(c) for c in calls]}
+    if object_arguments and isinstance(calls, list):  # each call's arguments parsed once
+        sent = [call if _object_arguments(call) else _with_empty_arguments(call) for call in calls]
+        if any(map(is_not, sent, calls)):
+            message = {**message, "tool_calls": sent}
     return message
 
 

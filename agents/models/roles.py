@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
@@ -190,7 +190,7 @@ def chat_model(
     name: str,
     base_url: str | None,
     *,
-    temperature: float | str | None = "default",
+    temperature: float | Literal["default"] | None = "default",
     params: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
@@ -199,9 +199,8 @@ def chat_model(
     ``temperature="default"``: ``default_temperature(name)``."""
     from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
-    if temperature == "default":
+    if isinstance(temperature, str):  # "default", the one text it takes
         temperature = default_temperature(name)
-    assert not isinstance(temperature, str), temperature
 
     client: dict[str, Any] = {  # timeout and max_retries, where the caller set them
         key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
