@@ -33,4 +33,10 @@ class ModelAgent:
                     f"the request has {tokens:,} tokens, over the context window of {self.context_window:,}; not sent"
                 )
         response = self.model.complete(transcript, tools)
-        return AgentStep(message=response.message, shown=list(transcript), usage=response.usage)
+        return AgentStep(
+            message=response.message,
+            shown=list(transcript),
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            served_model=response.model or None,
+        )

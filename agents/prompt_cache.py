@@ -69,6 +69,7 @@ from erp_sim.agents.tokens import (
     same_prefix,
     tools_text,
 )
+from erp_sim.agents.types import unset
 
 ROLES = ("agent", "summarizer", "user")
 SHORT_REST = 16  # a rest this short is counted whole: finding its runs in the last request costs more
@@ -307,6 +308,9 @@ class ModelCall(BaseModel):
         description="Why the model stopped, as the service said; 'length': the answer was cut at its token "
         "limit (a summary used cut short). None: not reported.",
     )
+    served_model: str | None = Field(
+        None, exclude_if=unset, description="The model the service says answered (absent: not said)."
+    )
 
 
 class EpisodeMeter:
@@ -338,6 +342,7 @@ class EpisodeMeter:
                 reported_output_tokens=getattr(usage, "output_tokens", 0),
                 provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
                 finish_reason=getattr(response, "finish_reason", None),
+                served_model=getattr(response, "model", None) or None,
             )
         )
 

@@ -170,6 +170,8 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
             role_calls=role_calls,
             tool_calls=len(calls),
             summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer"),
+            finish_reason=step.finish_reason,
+            served_model=step.served_model,
         )
     )
     return message
@@ -268,7 +270,14 @@ def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> 
         cacheable_prefix_tokens=sum(s.cacheable_prefix_tokens for s in steps),
         provider_cached_tokens=sum_reported([s.provider_cached_tokens for s in steps]),
         summarizer_calls=sum(s.summarizer_calls for s in steps),
+        length_stops=_length_stops([s.finish_reason for s in steps]),
     )
+
+
+def _length_stops(reasons: list[str | None]) -> int | None:
+    """Answers cut at the token limit; None when no answer said why it stopped (as ``sum_reported``)."""
+    said = [reason for reason in reasons if reason is not None]
+    return sum(reason == "length" for reason in said) if said else None
 
 
 def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 
 from erp_sim.agents.prompt_cache import ModelCall
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
-from erp_sim.agents.types import Message, ToolSchema
+from erp_sim.agents.types import Message, ToolSchema, unset
 from erp_sim.grading import Grade
 from erp_sim.outcomes import FailureCategory, Termination
 
@@ -243,6 +243,16 @@ class StepRecord(BaseModel):
         description="Model calls of other roles in this step: the "
         "summarizer's (building this context) and the LLM user's (answering this step).",
     )
+    # stored only where a service said them, so an offline trajectory has neither
+    finish_reason: str | None = Field(
+        None,
+        exclude_if=unset,
+        description="Why the agent's model stopped, as the service said ('length': its answer was cut at the "
+        "token limit). Absent: not said (offline, or a service that does not report it).",
+    )
+    served_model: str | None = Field(
+        None, exclude_if=unset, description="The model the service says answered (absent: not said, or offline)."
+    )
 
 
 class EpisodeMetrics(BaseModel):
@@ -296,6 +306,12 @@ class EpisodeMetrics(BaseModel):
     user_reported_input_tokens: int = Field(0, description="As the LLM user's service reported them.")
     user_reported_output_tokens: int = Field(0, description="As the LLM user's service reported them.")
     user_provider_cached_tokens: int | None = Field(None, description="As the service reported them (None: never).")
+    length_stops: int | None = Field(
+        None,
+        exclude_if=unset,
+        description="Agent answers the service cut at their token limit (finish_reason 'length'). Absent: no "
+        "answer said why it stopped (offline).",
+    )
 
 
 class Trajectory(BaseModel):
@@ -327,6 +343,18 @@ class Trajectory(BaseModel):
 
     def deterministic_dump(self) -> dict:
         return self.model_dump(mode="json", exclude={"timing"})
+
+    def served_models(self) -> dict[str, list[str]] | None:
+        """Each role's models as the services named them in their answers, in order of first answer (None:
+        no answer named one, as offline): what served a run, beside the settings that asked for a model."""
+        named: dict[str, dict[str, None]] = {}
+        for step in self.steps:
+            if step.served_model:
+                named.setdefault("agent", {})[step.served_model] = None
+            for call in step.role_calls:
+                if call.served_model:
+                    named.setdefault(call.role, {})[call.served_model] = None
+        return {role: list(names) for role, names in named.items()} or None
 
     def finetuning_record(self) -> dict:
         """The ``{"messages", "tools"}`` shape used by chat fine-tuning APIs."""

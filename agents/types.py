@@ -63,6 +63,11 @@ class Usage(BaseModel):
         )
 
 
+def unset(value: object) -> bool:
+    """``exclude_if`` of an optional field stored only when set (files written before it stay byte-identical)."""
+    return value is None
+
+
 def sum_reported(values: list[int | None]) -> int | None:
     """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
     reported = [value for value in values if value is not None]
@@ -74,7 +79,7 @@ class ChatResponse(BaseModel):
 
     message: Message = Field(description="OpenAI assistant message: role, content, optional tool_calls.")
     usage: Usage = Field(default_factory=Usage)
-    model: str = Field("", description="The model that answered.")
+    model: str = Field("", description="The model that answered, as the service named it ('': not named).")
     finish_reason: str | None = Field(
         None,
         description="Why the model stopped, as the service said (stop, length: cut at its token limit, "
@@ -105,6 +110,12 @@ class AgentStep(BaseModel):
         default_factory=Usage, description="Tokens spent by summarizers inside context policies this step."
     )
     summarizer_calls: int = Field(0, ge=0, description="Summarizer calls made this step.")
+    finish_reason: str | None = Field(
+        None, description="Why the agent's model stopped, as the service said ('length': cut at its token limit)."
+    )
+    served_model: str | None = Field(
+        None, description="The model the service says answered (None: not said, or no model, as offline)."
+    )
 
 
 @runtime_checkable

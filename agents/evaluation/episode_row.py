@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 
 from erp_sim.agents.memory.consolidate import Consolidation
 from erp_sim.agents.trajectory import EpisodeMetrics
+from erp_sim.agents.types import unset
 from erp_sim.outcomes import FailureCategory, Termination
 
 TaskKey = tuple[str, str]  # (task_set, task_id)
@@ -37,10 +38,6 @@ _FORBID = ConfigDict(extra="forbid")
 UNKNOWN = "unknown field (renamed, misspelt, or from another version)"
 #: One literal (not a union), so that a wrong value is one error naming the field.
 RowTermination = Literal[Termination, ""]
-
-
-def _unset(value: object) -> bool:
-    return value is None
 
 
 class RowGrade(BaseModel):
@@ -75,14 +72,19 @@ class RowSampling(BaseModel):
     summarizer: dict[str, Any] | None = None
     context_window: int | None = None
     cassettes: str | None = None
+    served_models: dict[str, list[str]] | None = Field(
+        None,
+        exclude_if=unset,
+        description="Role -> the models the services named in their answers (absent: none named, as offline).",
+    )
 
 
 class RowTiming(BaseModel):
     """Wall-clock figures (seconds): never deterministic, left out when rows are compared."""
 
     model_config = _FORBID
-    wall_time_s: float | None = Field(None, exclude_if=_unset)
-    model_time_s: float | None = Field(None, exclude_if=_unset)
+    wall_time_s: float | None = Field(None, exclude_if=unset)
+    model_time_s: float | None = Field(None, exclude_if=unset)
 
 
 class AttemptSummary(BaseModel):
@@ -116,12 +118,12 @@ class EpisodeRow(BaseModel):
     trajectory: str = Field("", description="The gzipped trajectory, relative to the run directory.")
     sampling: RowSampling = Field(default_factory=RowSampling)
     timing: RowTiming = Field(default_factory=RowTiming)
-    episode: int | None = Field(None, exclude_if=_unset, description="Position in a --sequential run.")
-    memory: Consolidation | None = Field(None, exclude_if=_unset, description="--sequential: the consolidation.")
+    episode: int | None = Field(None, exclude_if=unset, description="Position in a --sequential run.")
+    memory: Consolidation | None = Field(None, exclude_if=unset, description="--sequential: the consolidation.")
     attempts: list[AttemptSummary] = Field(
         default_factory=list, exclude_if=lambda attempts: not attempts, description="Earlier attempts, oldest first."
     )
-    attempt: int | None = Field(None, exclude_if=_unset, description="Its own number (None: not yet numbered).")
+    attempt: int | None = Field(None, exclude_if=unset, description="Its own number (None: not yet numbered).")
 
     @field_validator("grade", mode="before")
     @classmethod

@@ -163,6 +163,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
             summarizer=sampling_settings(getattr(summarizer, "model", None)),
             context_window=spec.context_window,
             cassettes=_cassette_dir(spec),
+            served_models=trajectory.served_models(),
         ),
         timing=RowTiming.model_validate({k: round(v, 4) for k, v in trajectory.timing.items()}),
     )

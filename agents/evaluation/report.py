@@ -21,6 +21,7 @@ from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, parse_row
 from erp_sim.agents.evaluation.report_format import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
 from erp_sim.agents.evaluation.report_methods import METHODS
+from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
 from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-exported: the tests use them)
     _RC,
     PEAK_TOKENS_PNG,
@@ -177,6 +178,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         "shown precision); see Methods at the end for every formula."
     )
     notes += _caveats(summaries)
+    notes += [note for note in (served_models_note(rows), length_stops_note(rows)) if note]
 
     sections = [
         "# erp-sim evaluation report",

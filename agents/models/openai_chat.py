@@ -68,6 +68,9 @@ _CONTEXT_OVERFLOW = re.compile(
 __all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]
 
 
+MAX_NAME_CHARS = 256  # a served model's name or a finish reason; a longer one is cut (it is stored per call)
+
+
 class UnusableResponse(Exception):
     """A 200 answer we cannot use (no choices, a body that is not a chat completion): retried."""
 
@@ -252,9 +255,15 @@ class OpenAIChatModel:
                 output_tokens=usage.completion_tokens if usage else 0,
                 cached_input_tokens=_cached_tokens(usage),
             ),
-            model=completion.model or self.model,
-            finish_reason=getattr(completion.choices[0], "finish_reason", None) or None,
+            model=_said(getattr(completion, "model", None)) or "",  # provenance: only what the service said
+            finish_reason=_said(getattr(completion.choices[0], "finish_reason", None)),
         )
+
+
+def _said(value: Any) -> str | None:
+    """A name the service gave (served model, finish reason), kept only as the short text it should be: a
+    server that sends another type there still answered, so the answer is not lost for it."""
+    return value[:MAX_NAME_CHARS] if isinstance(value, str) and value else None
 
 
 def _cached_tokens(usage: Any) -> int | None:

@@ -224,7 +224,11 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
         },
         "context_window": None,
         "cassettes": str(tmp_path / "rec"),
+        # the server answers as its own model, whatever was asked: each role's served name, for provenance
+        "served_models": {"agent": ["fake-model"], "user": ["fake-model"], "summarizer": ["fake-model"]},
     }
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "**Models that answered**" in report and "agent: `fake-model` (asked for `fake-agent`)" in report
     manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
     assert manifest == {role: row["sampling"][role] for role in ("agent", "summarizer", "user")}
     episode = tmp_path / "rec" / "cassettes" / row["config"]

@@ -262,3 +262,53 @@ def test_why_the_model_stopped_is_kept_and_a_role_call_records_it(fake_openai_se
     meter.record("summarizer", MESSAGES, None, cut)
     meter.record("user", MESSAGES, None, ChatResponse(message={"role": "assistant", "content": "ok"}))
     assert [call.finish_reason for call in meter.drain()] == ["length", None]
+
+
+def test_an_agents_cut_answer_and_its_served_model_reach_the_step_the_metrics_and_a_replay(tmp_path):
+    """The agent's own answers keep why they stopped and the model the service named: a step records both, the
+    episode counts answers cut at the token limit, and a replay of the recording gives the same record. An
+    offline (scripted) episode stores neither (its trajectory keeps the bytes it had)."""
+    import gymnasium as gym
+
+    import erp_sim.envs  # noqa: F401  (registers the ids)
+    from erp_sim.agents.model_agent import ModelAgent
+    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+    from erp_sim.agents.runner import run_episode
+    from erp_sim.agents.scripted import ScriptedAgent
+
+    def episode(agent):
+        env = gym.make("erp_sim/ExpenseItemization-v0")
+        try:
+            return run_episode(env, agent, task_id="hotel-000", seed=0, max_model_calls=2)
+        finally:
+            env.close()
+
+    with FakeOpenAIServer(model="fake-model-2026-01-01") as server:  # a dated snapshot behind the asked alias
+        server.reply_tool_calls([("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})])
+        server.reply_text("I will now add the lines for", finish_reason="length")
+        recorded = episode(ModelAgent(RecordingModel(make_model(server, []), tmp_path / "agent.jsonl")))
+    replayed = episode(ModelAgent(ReplayModel(tmp_path / "agent.jsonl")))
+
+    for trajectory in (recorded, replayed):
+        assert [(s.finish_reason, s.served_model) for s in trajectory.steps] == [
+            ("tool_calls", "fake-model-2026-01-01"),
+            ("length", "fake-model-2026-01-01"),
+        ]
+        assert trajectory.metrics.length_stops == 1
+        assert trajectory.served_models() == {"agent": ["fake-model-2026-01-01"]}
+    assert replayed.deterministic_dump()["steps"] == recorded.deterministic_dump()["steps"]
+
+    offline = episode(ScriptedAgent()).deterministic_dump()
+    assert offline["metrics"].keys().isdisjoint({"length_stops"})
+    assert all(step.keys().isdisjoint({"finish_reason", "served_model"}) for step in offline["steps"])
+
+
+def test_a_served_name_of_another_type_or_size_does_not_lose_the_answer(fake_openai_server):
+    """A server that names its model with a number, or with a megabyte of text, still answered: the answer is
+    used, the name kept only as a short text."""
+    model = make_model(fake_openai_server, [])
+    for served, kept in ((12345, ""), ("m" * 1_000_000, "m" * 256)):
+        fake_openai_server.model = served
+        fake_openai_server.reply_text("fine")
+        response = model.complete(MESSAGES)
+        assert (response.message["content"], response.model) == ("fine", kept)

@@ -1,0 +1,54 @@
+"""The report's notes on what served a run: models that answered other than the one asked, and cut answers."""
+
+from __future__ import annotations
+
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from erp_sim.agents.evaluation.report import render_report
+from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
+
+
+def row(config: str, task: str, *, asked: str | None, served: list[str] | None, cut: int | None) -> EpisodeRow:
+    return EpisodeRow.model_validate(
+        {
+            "config": config,
+            "policy": "full",
+            "agent": f"openai:{asked}" if asked else "scripted",
+            "task_id": task,
+            "grade": {
+                "success": True,
+                "strict_success": True,
+                "itemized_fraction": 1.0,
+                "remaining_amount": "0.00",
+                "collateral": [],
+            },
+            "metrics": {"model_calls": 10, **({"length_stops": cut} if cut is not None else {})},
+            "termination": "success",
+            "sampling": {
+                "agent": {"model": asked} if asked else None,
+                **({"served_models": {"agent": served}} if served else {}),
+            },
+        }
+    )
+
+
+def test_a_model_other_than_the_one_asked_and_cut_answers_are_said_per_configuration():
+    rows = [
+        row("C2", "hotel-000", asked="gpt-4o", served=["gpt-4o-2024-08-06"], cut=0),
+        row("C2", "hotel-001", asked="gpt-4o", served=["gpt-4o-2024-08-06", "gpt-4o-2024-11-20"], cut=2),
+        row("C3", "hotel-000", asked="local", served=["local"], cut=1),  # answered as asked: not listed
+    ]
+    assert served_models_note(rows) == (
+        "**Models that answered** (as the services named them): C2 agent: `gpt-4o-2024-08-06`, "
+        "`gpt-4o-2024-11-20` (asked for `gpt-4o`)."
+    )
+    assert (length_stops_note(rows) or "").startswith(
+        "**Agent answers cut at the token limit** (finish_reason `length`): C2 2, C3 1."
+    )
+    report = render_report(rows)
+    assert "**Models that answered**" in report and "**Agent answers cut at the token limit**" in report
+
+
+def test_offline_rows_add_no_note():
+    rows = [row("C2", "hotel-000", asked=None, served=None, cut=None)]
+    assert served_models_note(rows) is None and length_stops_note(rows) is None
+    assert "Models that answered" not in render_report(rows)
