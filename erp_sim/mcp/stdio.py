@@ -9,6 +9,8 @@ as it streams in. It waits on stdin with the event loop (not a blocked worker th
 stops a terminal session at once. At the end of stdin (``erp-sim serve < requests.jsonl``) it holds the
 SDK's read stream open until every request it passed on is answered (``AnswerNoting`` tells it which):
 the SDK cancels the calls still running when that stream ends, so a piped episode lost a varying tail.
+A request sent before ``initialize`` gets the SDK's bare "Invalid request parameters"; ``AnswerNoting`` words
+it as what it is (the MCP lifecycle: initialize first).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from mcp.types import JSONRPCError, JSONRPCResponse
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_PARAMS, JSONRPCError, JSONRPCResponse
 
 from erp_sim.mcp.jsonrpc import checked_message, error_reply
 
@@ -30,6 +33,12 @@ logger = logging.getLogger("erp_sim.mcp")
 MAX_REPLY_BYTES = 2 << 20  # tools answer at most 160,000 characters; this bounds everything else
 EOF_GRACE_S = 60.0  # at the end of stdin, the longest wait for the requests still running (a call takes < 1 s)
 _CHUNK = 1 << 16
+# what the SDK answers to a request before initialize (its lifecycle gate), and what we say instead
+SDK_NOT_INITIALIZED = "Invalid request parameters"
+NOT_INITIALIZED = (
+    "Invalid request: the session is not initialized. Send an initialize request first (then the "
+    "notifications/initialized notification), as the MCP lifecycle requires; only ping is answered before it."
+)
 
 
 class CappedWriter:
@@ -78,6 +87,7 @@ class LimitedLines:
         self.fd, self.writer, self.max_bytes = fd, writer, max_bytes
         self.pending, self.skipping, self.polls = bytearray(), False, True
         self.unanswered: Counter[str] = Counter()  # ids (as text) of the requests passed on and not yet answered
+        self.initializing = False  # an initialize request (or the initialized notification) was passed on
         self._all_answered: anyio.Event | None = None
 
     def __aiter__(self) -> LimitedLines:
@@ -101,6 +111,8 @@ class LimitedLines:
         """Count a request passed on; a client's cancellation stands for its answer (the SDK sends none)."""
         if "method" not in message:
             return
+        if message["method"] in ("initialize", "notifications/initialized"):
+            self.initializing = True
         if "id" in message:
             self.unanswered[str(message["id"])] += 1
         elif message["method"] == "notifications/cancelled" and isinstance(message.get("params"), dict):
@@ -174,10 +186,17 @@ class AnswerNoting:
         self.stream, self.lines = stream, lines
 
     async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCError) and not self.lines.initializing:
+            error = message.error
+            if (error.code, error.message, error.data) == (INVALID_PARAMS, SDK_NOT_INITIALIZED, ""):
+                item = SessionMessage(
+                    message.model_copy(update={"error": error.model_copy(update={"message": NOT_INITIALIZED})}),
+                    item.metadata,
+                )
         try:
             await self.stream.send(item)
         finally:  # sent, or never to be (stdout gone): either way nothing is left to wait for
-            message = getattr(item, "message", None)
             if isinstance(message, (JSONRPCResponse, JSONRPCError)):
                 self.lines.answered(message.id)
 

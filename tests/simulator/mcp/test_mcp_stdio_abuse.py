@@ -48,6 +48,28 @@ def test_every_malformed_message_gets_a_json_rpc_error():
         server.close()
 
 
+def test_a_request_before_initialize_is_told_to_initialize_first():
+    """The SDK's lifecycle gate answers a bare "Invalid request parameters"; the client is told what to do. Ping
+    and unknown methods keep their answers, and after initialize the same call runs."""
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "form_find_menu_item", "arguments": {}}}
+    server = RawStdio()
+    try:
+        for ident, message in ((1, call), (2, {"method": "tools/list"})):
+            server.send(json.dumps({"jsonrpc": "2.0", **message, "id": ident}))
+            reply, _ = server.receive()
+            assert reply["id"] == ident and reply["error"]["code"] == -32602
+            assert "not initialized. Send an initialize request first" in reply["error"]["message"]
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+        assert server.receive()[0] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "no/such"}))
+        assert server.receive()[0]["error"]["code"] == -32601
+        server.initialize()
+        server.send(json.dumps({**call, "id": 5}))
+        assert "result" in server.receive()[0]
+    finally:
+        server.close()
+
+
 def test_an_over_long_line_is_dropped_while_it_streams_in():
     server = RawStdio("--max-request-bytes", "100000")
     try:
