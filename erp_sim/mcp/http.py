@@ -22,6 +22,7 @@ import hmac
 import logging
 from typing import TYPE_CHECKING
 
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -29,7 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.episode_store import EpisodeStore
-from erp_sim.mcp.jsonrpc import error_reply, message_problem
+from erp_sim.mcp.jsonrpc import checked_message, error_reply, usable_id
 
 if TYPE_CHECKING:  # annotations only: the server module imports this one, uvicorn loads only with --http
     from fastmcp import FastMCP
@@ -117,7 +118,9 @@ class MalformedMessagesAnswered:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        if (problem := message_problem(bytes(body))) is not None:  # bad params answer 200, as the SDK's own -32602 do
+        problem, data = checked_message(bytes(body))
+        problem = problem or _version_problem(scope, data)
+        if problem is not None:  # bad params answer 200, as the SDK's own -32602 do
             status = 200 if problem[0] == -32602 else 400
             answer = Response(error_reply(*problem), status_code=status, media_type="application/json")
             return await answer(scope, receive, send)
@@ -132,6 +135,23 @@ class MalformedMessagesAnswered:
 
         await self.app(scope, replay, send)
         return None
+
+
+def _version_problem(scope: Scope, data: object) -> tuple[int, str, object] | None:
+    """An ``Mcp-Protocol-Version`` header naming no version the SDK speaks: the spec's 400, said as such (the SDK
+    takes any unknown version for the 2026 envelope and answers about missing ``_meta`` keys)."""
+    version = Headers(scope=scope).get("mcp-protocol-version")
+    if version is None or version in SUPPORTED_PROTOCOL_VERSIONS:
+        return None
+    ident = data.get("id") if isinstance(data, dict) else None
+    shown = version if len(version) <= 40 else version[:40] + "..."
+    return (
+        -32600,
+        f"Invalid Request: the Mcp-Protocol-Version header {shown!r} is not a version this server speaks "
+        f"({', '.join(SUPPORTED_PROTOCOL_VERSIONS)}); send the version initialize agreed on, or no header "
+        "before initialize.",
+        ident if usable_id(ident) else None,
+    )
 
 
 class NoServerStream:

@@ -3,7 +3,7 @@
 The SDK answers some malformed messages with a -32602 carrying a pydantic dump, and drops others
 without a reply (an ``id`` that is null, a float or an object passes as a notification over HTTP),
 so a client waiting on that request hangs; bad params of the common calls get a bare "Invalid
-request parameters". ``message_problem`` names what is wrong in one sentence: -32700 when the bytes are
+request parameters". ``checked_message`` names what is wrong in one sentence: -32700 when the bytes are
 not JSON, -32600 when the JSON is not one message the SDK accepts, -32602 for bad params of
 ``tools/call``, ``initialize`` and ``logging/setLevel``, with the request's id whenever it has a
 usable one.
@@ -28,7 +28,7 @@ def error_reply(code: int, message: str, ident: Any = None) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
-def _usable_id(ident: Any) -> bool:
+def usable_id(ident: Any) -> bool:
     return isinstance(ident, (str, int)) and not isinstance(ident, bool)
 
 
@@ -39,7 +39,7 @@ def _shape_problem(data: Any) -> str | None:
         return f"the message is a JSON {type(data).__name__}, not an object."
     if data.get("jsonrpc") != "2.0":
         return '"jsonrpc" must be "2.0".'
-    if "id" in data and not _usable_id(data["id"]):
+    if "id" in data and not usable_id(data["id"]):
         return '"id" must be a string or an integer (omit it for a notification).'
     if "method" in data and not isinstance(data["method"], str):
         return '"method" must be a string.'
@@ -56,7 +56,7 @@ def _params_problem(data: dict[str, Any]) -> str | None:
     meta = params.get("_meta", {})
     if not isinstance(meta, dict):
         return '"params._meta" must be an object.'
-    if "progressToken" in meta and not _usable_id(meta["progressToken"]):
+    if "progressToken" in meta and not usable_id(meta["progressToken"]):
         return '"params._meta.progressToken" must be a string or an integer.'
     method = data["method"]
     if method == "tools/call":
@@ -79,14 +79,10 @@ def _params_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def message_problem(raw: bytes) -> tuple[int, str, Any] | None:
-    """None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts; otherwise the error's
-    (code, message, id) (the HTTP transport picks its status by the code)."""
-    return checked_message(raw)[0]
-
-
 def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
-    """``message_problem``'s answer and the message as JSON (None when it is not JSON)."""
+    """(None if ``raw`` is one well-formed JSON-RPC 2.0 message the SDK accepts, otherwise the error's
+    (code, message, id): the HTTP transport picks its status by the code; the message as JSON, None when it
+    is not JSON)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         return (-32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.", None), None
     try:
@@ -99,7 +95,7 @@ def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
 
 def _message_problem(raw: bytes, data: Any) -> tuple[int, str, Any] | None:
     ident = data.get("id") if isinstance(data, dict) else None
-    ident = ident if _usable_id(ident) else None
+    ident = ident if usable_id(ident) else None
     if (shape := _shape_problem(data)) is not None:
         return -32600, f"Invalid Request: {shape} {_SHAPE}", ident
     if "method" in data and "id" in data and (params := _params_problem(data)) is not None:

@@ -65,6 +65,9 @@ HTTP_ATTACKS = [
     ),
     ("neither method nor result", {"jsonrpc": "2.0", "id": 97}, {}, 400, -32600, 97),
     ("unknown method", rpc(6, "foo/bar"), {}, 200, -32601, 6),
+    # the spec's 400 for a version the server does not speak (the SDK talked of missing 2026 _meta keys)
+    ("an unknown protocol version", rpc(8, "ping"), {"MCP-Protocol-Version": "1999-01-01"}, 400, -32600, 8),
+    ("a huge protocol version", rpc(8, "ping"), {"MCP-Protocol-Version": "9" * 6000}, 400, -32600, 8),
     ("a notification sent with an id", rpc(4, "notifications/initialized"), {}, 200, -32601, 4),
     (
         "tools/call without a name (was -32602 without detail)",
