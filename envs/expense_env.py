@@ -119,7 +119,9 @@ def parse_action(action: Any) -> tuple[str, Any]:
         return ("invalid", problem) if problem else ("message", action["message"])
     if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
         arguments = action.get("arguments")
-        if isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
+        if isinstance(arguments, str) and not arguments.strip():  # some servers send "" for a call without any
+            arguments = None
+        elif isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
             arguments, problem = _loads(arguments, "The arguments")
             if problem:
                 return "invalid", problem
@@ -352,7 +354,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
-        super().reset(seed=seed)
+        try:
+            super().reset(seed=seed)  # a bad seed raises before the generator is replaced
+        except gym.error.Error as exc:  # refused like bad options: a ValueError (adapters answer ResetRefused)
+            raise ValueError(f"seed: {exc}; give a non-negative integer or None.") from exc
         if chosen is None:
             tasks = self.tasks
             chosen = tasks[int(self.np_random.integers(len(tasks)))]

@@ -25,7 +25,7 @@ from typing import Any
 import verifiers as vf
 from datasets import Dataset
 
-from erp_sim.envs import MAX_EPISODE_STEPS
+from erp_sim.envs import MAX_EPISODE_STEPS, STEP_LIMITS
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError, tool_schemas
 from erp_sim.response import error_payload
 
@@ -46,7 +46,13 @@ def dataset_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
 class ErpMultiTurnEnv(vf.MultiTurnEnv):
     """Expense itemization in the simulated D365 ERP, one ``Episode`` per rollout."""
 
-    def __init__(self, erp_env_id: str = DEFAULT_ENV_ID, env_kwargs: dict | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        erp_env_id: str = DEFAULT_ENV_ID,
+        env_kwargs: dict | None = None,
+        max_turns: int | None = None,
+        **kwargs: Any,
+    ):
         self.erp_env_id, self.erp_env_kwargs = erp_env_id, dict(env_kwargs or {})
         rows = lambda: Dataset.from_list(dataset_rows(erp_env_id, **self.erp_env_kwargs))
         tools = [schema["function"] for schema in tool_schemas()]
@@ -55,7 +61,7 @@ class ErpMultiTurnEnv(vf.MultiTurnEnv):
             eval_dataset=rows,
             tool_defs=tools,
             rubric=episode_rubric(),
-            max_turns=MAX_EPISODE_STEPS,
+            max_turns=max_turns or step_limit(erp_env_id, self.erp_env_kwargs),
             **kwargs,
         )
 
@@ -90,6 +96,13 @@ class ErpMultiTurnEnv(vf.MultiTurnEnv):
         if episode is not None:
             state["erp_return"], state["erp_metrics"] = episode.reward, episode.metrics()
             episode.close()
+
+
+def step_limit(env_id: str, env_kwargs: dict) -> int:
+    """The episode's env step limit (``max_episode_steps``, else the id's registered one): every turn is one
+    step or more, so a rollout of this many turns always reaches the episode's own end."""
+    limit = env_kwargs.get("max_episode_steps")
+    return limit if isinstance(limit, int) and limit > 0 else STEP_LIMITS.get(env_id, MAX_EPISODE_STEPS)
 
 
 def _play(episode: Episode, tool: str | None, payload: str) -> str:
@@ -131,8 +144,14 @@ def episode_rubric() -> vf.Rubric:
 
 
 def load_environment(
-    env_id: str = DEFAULT_ENV_ID, verbosity: str = "default", erp_env_id: str | None = None, **env_kwargs: Any
+    env_id: str = DEFAULT_ENV_ID,
+    verbosity: str = "default",
+    erp_env_id: str | None = None,
+    max_turns: int | None = None,
+    **env_kwargs: Any,
 ) -> ErpMultiTurnEnv:
     """The verifiers environment for a gym id (``env_id``, or ``erp_env_id`` through ``vf.load_environment``,
-    which takes ``env_id`` for itself) with env kwargs (``reward="strict"`` unless given)."""
-    return ErpMultiTurnEnv(erp_env_id or env_id, {"verbosity": verbosity, **env_kwargs})
+    which takes ``env_id`` for itself) with env kwargs (``reward="strict"`` unless given; ``max_episode_steps``
+    sets the step limit). ``max_turns``: the rollout's turn limit, by default the episode's step limit (so
+    the episode's own end stops it: success, the user, its step limit)."""
+    return ErpMultiTurnEnv(erp_env_id or env_id, {"verbosity": verbosity, **env_kwargs}, max_turns=max_turns)

@@ -189,4 +189,5 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
         "summarizer": None,
         "context_window": 400000,
         "cassettes": None,
+        "served_models": {"agent": ["fake-model"]},  # as the server named itself in its answers
     }

@@ -106,10 +106,11 @@ def test_bad_actions_get_error_observations_and_the_session_goes_on(server):
             ]
             good = await client.step(ErpAction(tool="form_find_menu_item", arguments={"menuItemFilter": "expense"}))
             bad_reset = await client.reset(task_index=10_000)
+            bad_seeds = [await client.reset(seed=seed) for seed in (-1, "abc")]  # gymnasium's own error class
             state = await client.state()
-        return before, refused, results, good, bad_reset, state
+        return before, refused, results, good, bad_reset, bad_seeds, state
 
-    before, refused, results, good, bad_reset, state = asyncio.run(run())
+    before, refused, results, good, bad_reset, bad_seeds, state = asyncio.run(run())
     assert before.observation.error_code == "ResetNeeded" and before.done and before.reward == 0.0
     assert refused.observation.error_code == "ResetRefused" and "no-such-task" in refused.observation.text
     assert [r.observation.error_code for r in results[:4]] == ["InvalidAction"] * 4
@@ -125,6 +126,8 @@ def test_bad_actions_get_error_observations_and_the_session_goes_on(server):
         "user_turns": 1,
     }
     assert bad_reset.observation.error_code == "ResetRefused" and not bad_reset.done  # the running episode goes on
+    assert [r.observation.error_code for r in bad_seeds] == ["ResetRefused"] * 2
+    assert "seed" in bad_seeds[0].observation.text
     assert state.counts["steps"] == 6 and state.task_id == erp_sim.load_task_set("hotel_50")[2].task_id
 
 

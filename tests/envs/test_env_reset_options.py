@@ -52,6 +52,28 @@ def test_bad_options_raise_value_error_and_change_nothing(options, message):
     assert env.step(FIND_MENU)[4]["counts"]["steps"] == 2  # the episode goes on
 
 
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, float("nan")])
+def test_a_bad_seed_is_refused_like_bad_options(seed):
+    """gymnasium refuses such a seed with its own error class; the env says it as a ValueError (what every
+    adapter answers as a refused reset) and the episode goes on."""
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=5, options={"task_index": 2})
+    state = env.unwrapped.np_random.bit_generator.state
+    with pytest.raises(ValueError, match="seed: .*non-negative integer"):
+        env.reset(seed=seed)
+    assert env.unwrapped.np_random.bit_generator.state == state
+    assert env.step(FIND_MENU)[4]["counts"]["steps"] == 1  # the episode goes on
+
+
+@pytest.mark.parametrize("arguments", ["", "  ", None, "{}"])
+def test_no_arguments_may_be_sent_as_empty_text(arguments):
+    """Some OpenAI-compatible servers send "" as the arguments of a call without any: the call runs."""
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    info = env.step(json.dumps({"name": "form_close_form", "arguments": arguments}))[4]
+    assert info["action"]["kind"] == "tool"
+
+
 @pytest.mark.parametrize("options,message", BAD_OPTIONS[:3])
 def test_a_failed_first_reset_through_gym_make_leaves_the_env_usable(options, message):
     env = gym.make("erp_sim/ExpenseItemization-v0")

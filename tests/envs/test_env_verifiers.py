@@ -95,3 +95,15 @@ def test_a_row_naming_no_task_is_a_rollout_error_not_a_crash(model_server):
     output = env.generate_sync([row], client=client_for(model_server), model="fake-model")["outputs"][0]
     assert output["reward"] == 0.0 and output["stop_condition"] == "has_error"
     assert "hotel-999" in output["error"]["message"] and not model_server.requests  # no model call was made
+
+
+def test_the_turn_limit_follows_the_episodes_step_limit():
+    """A rollout's turn limit is the episode's step limit (every turn is a step or more), so a long-horizon
+    episode is not cut at 200 turns; ``max_turns`` and ``max_episode_steps`` change it."""
+    long = load_environment(env_id="erp_sim/LongHorizon-v0", verbosity="compact")
+    assert long.max_turns == 1500
+    assert load_environment().max_turns == 200
+    assert load_environment(max_episode_steps=3000).max_turns == 3000
+    assert load_environment(max_turns=50).max_turns == 50
+    loaded = vf.load_environment("erp_sim.envs.verifiers_env", erp_env_id="erp_sim/LongHorizon-v0", max_turns=40)
+    assert loaded.max_turns == 40
