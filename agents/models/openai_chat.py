@@ -340,7 +340,10 @@ def assistant_message_to_dict(message: Any) -> Message:
     """The assistant message as a plain OpenAI dict, without the client's None-valued fields.
 
     ``content`` is left out when the model only called tools, and is ``""`` when the model
-    said nothing at all; tool-call ``arguments`` stay the JSON string the model wrote.
+    said nothing at all; tool-call ``arguments`` stay the JSON string the model wrote. Servers that
+    leave out a call's ``type`` (chat completions has only functions) or send its ``arguments`` as a
+    JSON value rather than its text (the client does not validate answers) have their calls kept:
+    the value is written as the JSON text the API would have sent.
     """
     result: Message = {"role": "assistant"}
     if message.content is not None:
@@ -349,10 +352,10 @@ def assistant_message_to_dict(message: Any) -> Message:
         {
             "id": call.id,
             "type": "function",
-            "function": {"name": call.function.name, "arguments": call.function.arguments},
+            "function": {"name": call.function.name, "arguments": _arguments_text(call.function.arguments)},
         }
         for call in message.tool_calls or []
-        if call.type == "function"
+        if getattr(call, "type", None) in ("function", None)
     ]
     if tool_calls:
         result["tool_calls"] = tool_calls
@@ -361,6 +364,17 @@ def assistant_message_to_dict(message: Any) -> Message:
     if getattr(message, "refusal", None):
         result["refusal"] = message.refusal
     return result
+
+
+def _arguments_text(arguments: Any) -> Any:
+    """A call's arguments as JSON text: as sent when text (even malformed: the env says so), a JSON value
+    written out, anything JSON cannot write as its str (the env refuses it as an invalid action)."""
+    if arguments is None or isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 def _resolve_api_key(api_key_env: str, base_url: str | None) -> str:

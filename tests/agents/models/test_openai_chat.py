@@ -312,3 +312,23 @@ def test_a_served_name_of_another_type_or_size_does_not_lose_the_answer(fake_ope
         fake_openai_server.reply_text("fine")
         response = model.complete(MESSAGES)
         assert (response.message["content"], response.model) == ("fine", kept)
+
+
+def test_a_call_without_type_or_with_arguments_as_an_object_is_kept_as_the_api_would_send_it(fake_openai_server):
+    """Out of spec but seen: a call with no ``type`` (chat completions has only functions) and ``arguments`` as a
+    JSON object. The calls reach the env as OpenAI-shaped calls instead of vanishing (an empty message to the
+    user) or failing the episode as a harness error."""
+    calls = [
+        {"id": "call_a", "function": {"name": "form_open_menu_item", "arguments": {"name": "TrvExpenses"}}},
+        {"id": "call_b", "type": "function", "function": {"name": "form_close_form", "arguments": "{}"}},
+    ]
+    fake_openai_server.answer_with(lambda body: ({"role": "assistant", "content": None, "tool_calls": calls}, 10, 5))
+    message = make_model(fake_openai_server, []).complete(MESSAGES, TOOLS).message
+    assert message["tool_calls"] == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "form_open_menu_item", "arguments": '{"name": "TrvExpenses"}'},
+        },
+        {"id": "call_b", "type": "function", "function": {"name": "form_close_form", "arguments": "{}"}},
+    ]
