@@ -5,11 +5,16 @@ What an agent's statement may do, and what it costs at most:
   not a regex, denies writes, DDL, ATTACH, PRAGMA and recursive CTEs wherever they appear;
 - no function that reveals pointers, files or the host (``fts3_tokenizer``, ``load_extension``,
   ``sqlite_compileoption_get``, ...);
-- CPU: a deterministic step budget, plus a CPU-time deadline (default 1 s) checked by the progress
-  handler; work SQLite does inside one function call (where that handler never runs) is bounded by
-  the single-value length limit and by refusing ``printf`` widths that would loop for seconds;
+- CPU: a deterministic work budget (SQLite's VM steps, plus a charge for every call of a function the
+  sandbox evaluates in Python, ``printf`` and the date functions, by the length of what it returns: such a
+  call costs as much CPU as 50-150 steps), so the same query stops at the same point on any machine and
+  under any load; a CPU-time deadline (default 1 s, about 7x the work budget here) stays as a safety net
+  for what the budget cannot see, SQLite's own string functions on long values (bounded by the
+  single-value length limit): only a query that piles those up can be cut where a machine's speed decides;
 - memory: temporary tables and sorters stay in memory (never temp files on disk), and the statement
-  is interrupted once SQLite's heap grew by more than a byte cap (default 64 MiB) since it started;
+  is interrupted once SQLite's heap grew by more than a byte cap (default 64 MiB) since it started.
+  That heap is the process's, so agents' statements run one at a time in a process: another session's
+  statement never counts towards this one's cap (the ERP's own small queries still may, by kilobytes);
 - ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``date()``, ``CURRENT_TIMESTAMP``, ...)
   is the episode's simulated clock, in UTC (``'localtime'`` and ``'utc'`` change nothing: they would read the
   host's time zone), so the same calls give byte-identical answers on any machine.
@@ -50,6 +55,12 @@ SQL_MAX_VALUE_BYTES = 20_000
 SQL_MAX_COLUMNS = 100
 PRINTF_MAX_WIDTH = 100_000  # SQLite's '%.*c' loops once per character even past the length limit
 _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, steps)
+# the work budget's charge for one call of a function evaluated in Python (measured: a printf call costs the
+# CPU of about 50 VM steps, plus one step per 25 characters it returns)
+CALL_STEPS = 60
+CHARS_PER_STEP = 25
+# agents' statements run one at a time per process: SQLite's heap meter, the memory cap's measure, is the process's
+_ONE_STATEMENT = threading.Lock()
 SqlValue = int | float | str | bytes | None  # what SQLite passes to a function and returns
 
 READABLE = {*TABLE_NAMES} | {"sqlite_master", "sqlite_schema"}
@@ -110,6 +121,9 @@ def _builtin(sql: str, args: tuple[SqlValue, ...]) -> SqlValue:
         conn = _builtins.conn = sqlite3.connect(":memory:", check_same_thread=False)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000_000)
     value: SqlValue = conn.execute(sql, args).fetchone()[0]
+    budget = getattr(_builtins, "budget", None)
+    if budget is not None:  # the agent's statement is running: the call is charged to its work budget
+        budget.steps += CALL_STEPS + (len(value) // CHARS_PER_STEP if isinstance(value, (str, bytes)) else 0)
     return value
 
 
@@ -204,9 +218,12 @@ class _Budget:
     def __call__(self) -> int:
         self.steps += _CHECK_EVERY
         if self.steps > self.limits.max_steps:
-            self.reason = f"query interrupted after {self.limits.max_steps:,} steps; add filters or a LIMIT"
+            self.reason = f"query interrupted after {self.limits.max_steps:,} steps of work; add filters or a LIMIT"
         elif time.thread_time() - self.cpu_start > self.limits.cpu_seconds:
-            self.reason = f"query interrupted after {self.limits.cpu_seconds:g} s of CPU time; add filters or a LIMIT"
+            self.reason = (
+                f"query interrupted after {self.limits.cpu_seconds:g} s of CPU time (the safety limit: SQLite's own "
+                "string functions on long values); add filters or a LIMIT, or work on shorter values"
+            )
         elif _heap_used and _heap_used() - self.heap_start > self.limits.memory_bytes:
             self.reason = (
                 f"query interrupted: it needed over {self.limits.memory_bytes >> 20} MiB of memory "
@@ -227,8 +244,16 @@ def run_select(
         raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
     if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
         raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
-    budget = _Budget(limits)
-    _builtins.refusal = None
+    with _ONE_STATEMENT:
+        columns, rows = _run_alone(conn, statement, limits)
+    truncated = len(rows) > limits.max_rows
+    return columns, [list(r) for r in rows[: limits.max_rows]], truncated
+
+
+def _run_alone(conn: sqlite3.Connection, statement: str, limits: SqlLimits) -> tuple[list[str], list[Any]]:
+    """The statement's columns and first rows, within its budgets (no other agent statement runs meanwhile)."""
+    budget = _Budget(limits)  # its heap baseline is taken now, with no other statement running
+    _builtins.refusal, _builtins.budget = None, budget
     conn.set_authorizer(_authorizer)
     conn.set_progress_handler(budget, _CHECK_EVERY)
     try:
@@ -248,10 +273,10 @@ def run_select(
     except sqlite3.Warning as exc:  # e.g. "You can only execute one statement at a time."
         raise ValidationError(f"sqlQuery: {exc}") from None
     finally:
+        _builtins.budget = None
         conn.set_authorizer(None)
         conn.set_progress_handler(None, 0)
-    truncated = len(rows) > limits.max_rows
-    return columns, [list(r) for r in rows[: limits.max_rows]], truncated
+    return columns, rows
 
 
 def _strip_string_literals(sql: str) -> str:
