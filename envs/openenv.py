@@ -182,9 +182,88 @@ class ErpEnvClient(EnvClient[ErpAction, ErpObservation, ErpState]):
 
 
 def build_app(env_id: str = DEFAULT_ENV_ID, max_sessions: int = DEFAULT_MAX_SESSIONS, **env_kwargs: Any):
-    """The FastAPI app: OpenEnv's routes (/ws, /reset, /step, /state, /schema, /health) over ``ErpEnvironment``."""
+    """The ASGI app: OpenEnv's routes (/ws, /reset, /step, /state, /schema, /health) over ``ErpEnvironment``,
+    behind ``OpenEnvGuard``."""
     factory = functools.partial(ErpEnvironment, env_id, **env_kwargs)
-    return create_app(factory, ErpAction, ErpObservation, env_name="erp_sim", max_concurrent_envs=max_sessions)
+    app = create_app(factory, ErpAction, ErpObservation, env_name="erp_sim", max_concurrent_envs=max_sessions)
+    return OpenEnvGuard(app)
+
+
+class OpenEnvGuard:
+    """What openenv-core 0.3's app does not guard, for untrusted clients:
+
+    - its ``/mcp`` routes (POST and WebSocket) open sessions of an environment that has no MCP tools: each
+      took one of ``max_sessions`` for good, without auth, locking WebSocket clients out. Here they answer 404;
+    - a ``/ws`` frame that is JSON but not an object (``[1, 2]``) ended the session and lost its episode:
+      here it gets OpenEnv's own INVALID_JSON error frame and the session goes on;
+    - every client that closed normally logged a traceback (the app closes a socket the client closed).
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    def __getattr__(self, name: str) -> Any:  # the FastAPI app's attributes (routes, state) for callers
+        return getattr(self.app, name)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        path = scope.get("path", "").rstrip("/")
+        if scope["type"] in ("http", "websocket") and path == "/mcp":
+            return await self._no_mcp(scope, receive, send)
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        from starlette.websockets import WebSocketDisconnect
+
+        async def objects_only() -> dict:
+            while True:
+                message = await receive()
+                problem = _frame_problem(message)
+                if problem is None:
+                    return message
+                await send({"type": "websocket.send", "text": problem})
+
+        try:
+            await self.app(scope, objects_only, send)
+        except WebSocketDisconnect:  # closing a socket the client had closed: nothing is lost
+            pass
+
+    async def _no_mcp(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "no MCP here"})
+            return
+        from starlette.responses import JSONResponse
+
+        error = {"code": -32601, "message": "This OpenEnv server offers no MCP: play episodes over /ws."}
+        await JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=404)(scope, receive, send)
+
+
+def _frame_problem(message: dict) -> str | None:
+    """OpenEnv's error frame for a text frame that is JSON but not an object (None: pass the frame on)."""
+    import json
+
+    from openenv.core.env_server.types import WSErrorCode
+
+    text = message.get("text") if message.get("type") == "websocket.receive" else None
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None  # OpenEnv answers that itself
+    except (ValueError, RecursionError) as exc:  # which it does not catch: an integer of 5,000 digits, deep nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        return _error_frame(f"Invalid JSON: {reason}", WSErrorCode.INVALID_JSON)
+    if isinstance(value, dict):
+        return None
+    return _error_frame(
+        f"Invalid message: a JSON object with a 'type' is expected, got a JSON {type(value).__name__}",
+        WSErrorCode.INVALID_JSON,
+    )
+
+
+def _error_frame(message: str, code: Any) -> str:
+    from openenv.core.env_server.types import WSErrorResponse
+
+    return WSErrorResponse(data={"message": message, "code": code}).model_dump_json()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -167,3 +167,56 @@ def test_serve_refuses_bad_options_in_one_line(argv, problem):
         timeout=120,
     )
     assert done.returncode == 2 and problem in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_what_openenv_core_leaves_open_is_guarded(tmp_path):
+    """openenv-core's /mcp routes (no MCP tools here) took session slots without auth; a frame that is JSON but
+    not an object ended the session and its episode; every normal close logged a traceback."""
+    from websockets.sync.client import connect
+
+    port, log = free_port(), tmp_path / "server.log"
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "erp_sim.agents.cli",
+                "serve",
+                "--openenv",
+                "--port",
+                str(port),
+                "--max-sessions",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            for _ in range(3):  # each once took the only session slot
+                created = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"})
+                assert created.status_code == 404
+            with connect(f"ws://127.0.0.1:{port}/ws") as ws:
+                ws.send(json.dumps({"type": "reset", "data": {"task_id": "hotel-003"}}))
+                assert json.loads(ws.recv())["type"] == "observation"
+                for frame in ("[1, 2]", "7", '"step"', "[" * 100_000 + "]" * 100_000, "1" * 5000):
+                    ws.send(frame)
+                    error = json.loads(ws.recv())
+                    assert error["type"] == "error" and error["data"]["code"] == "INVALID_JSON", frame[:20]
+                ws.send(json.dumps({"type": "step", "data": {"message": "Which line?"}}))
+                reply = json.loads(ws.recv())
+                assert reply["type"] == "observation" and reply["data"]["observation"]["counts"]["steps"] == 1
+            with connect(f"ws://127.0.0.1:{port}/ws") as ws:  # the slot was freed
+                ws.send(json.dumps({"type": "reset", "data": {"task_id": "hotel-003"}}))
+                assert json.loads(ws.recv())["type"] == "observation"
+            time.sleep(0.5)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    assert "Traceback" not in log.read_text()
