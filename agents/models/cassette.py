@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from erp_sim.agents.types import ChatModel, ChatResponse, InfrastructureError, Message, ToolSchema
 
 EXCERPT_CHARS = 80
@@ -39,6 +41,15 @@ class CassetteMissError(InfrastructureError, LookupError):
 
     An infrastructure error to the runner: the replay failed, not the agent, so the episode is
     recorded unscored with this message and the run goes on (``--resume`` tries it again).
+    """
+
+
+class CassetteUnreadableError(InfrastructureError, ValueError):
+    """A cassette line that replay cannot use: cut short, not a JSON object, without its step, key
+    or request, or a recorded response that does not validate. The message names the file and line.
+
+    Raised at the first call of the replay that reads it, so, like a miss, it fails only its episode
+    (unscored; ``--resume`` tries it again) and the run goes on.
     """
 
 
@@ -65,11 +76,48 @@ def request_key(
 
 
 def read_cassette(path: str | Path) -> list[dict[str, Any]]:
+    """The recorded calls, in file order (a missing file: none); ``CassetteUnreadableError`` names
+    the first line that is not a whole call."""
     path = Path(path)
     if not path.exists():
         return []
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    records = []
+    with path.open("rb") as lines:  # bytes: a line cut inside a UTF-8 character is that line's problem
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                problem: str | None = f"not JSON, cut short? ({error.msg} at character {error.pos})"
+            except UnicodeDecodeError:
+                problem = "not UTF-8 text, cut short?"
+            else:
+                problem = _line_problem(record)
+            if problem:
+                raise CassetteUnreadableError(f"cassette unreadable: {path}: line {number}: {problem}")
+            records.append(record)
+    return records
+
+
+def _line_problem(record: Any) -> str | None:
+    """What keeps a parsed cassette line from being a recorded call (None: nothing)."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    if not isinstance(record.get("step"), int) or isinstance(record["step"], bool):
+        return 'no "step" (an integer)'
+    if not isinstance(record.get("key"), str):
+        return 'no "key" (a string)'
+    request = record.get("request")
+    shapes = (("messages", list), ("tools", list), ("params", dict))
+    if not isinstance(request, dict) or not all(isinstance(request.get(k), kind) for k, kind in shapes):
+        return 'no "request" with its messages, tools and params'
+    try:
+        ChatResponse.model_validate(record.get("response"))
+    except ValidationError as error:
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'response'}: {e['msg']}" for e in error.errors()[:3])
+        return f"its response does not validate ({where})"
+    return None
 
 
 class RecordingModel:
@@ -126,8 +174,10 @@ class ReplayModel:
     for replaying a run through harmless prompt edits. ``unserved`` counts recorded calls
     not yet replayed, so a test can check a replay used the whole cassette. A missing file
     is an empty cassette: its first request is a miss that names the file, so in an evaluation
-    only that episode fails (unscored), not the run. ``settings`` (the recording's manifest entry
-    for this role) gives the params and is what a replayed row reports as the model's settings.
+    only that episode fails (unscored), not the run; so does a cassette with a line that is not a
+    whole recorded call (``CassetteUnreadableError``, naming the file and line, at the first call).
+    ``settings`` (the recording's manifest entry for this role) gives the params and is what a
+    replayed row reports as the model's settings.
     """
 
     def __init__(
@@ -135,7 +185,11 @@ class ReplayModel:
     ):
         self.path = Path(path)
         self.strict = strict
-        self.records = read_cassette(self.path)
+        try:
+            self.records = read_cassette(self.path)
+            self.unreadable: str | None = None
+        except CassetteUnreadableError as error:  # raised at the first call: only this episode fails
+            self.records, self.unreadable = [], str(error)
         self.settings = settings  # the recorded model and settings (roles.ModelSettings), reported as this model's
         if params is None and settings is not None:
             params = settings.params
@@ -157,6 +211,8 @@ class ReplayModel:
         return self._served.count(False)
 
     def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        if self.unreadable:
+            raise CassetteUnreadableError(self.unreadable)
         key = request_key(messages, tools, self.sampling_params)
         with self._lock:
             step = self.step

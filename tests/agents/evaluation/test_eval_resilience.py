@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -260,3 +261,47 @@ def test_a_finished_eval_removes_its_lock_and_a_later_one_takes_it_again(tmp_pat
     with eval_lock(tmp_path), path.open() as current:
         assert _same_file(current, path) and current.read() == str(os.getpid())
     assert not path.exists()
+
+
+def test_an_unreadable_cassette_line_fails_only_its_episode_naming_the_file_and_line(tmp_path, monkeypatch, capsys):
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    common = ["--configs", "C2", "--tasks", "hotel_50:hotel-003,hotel-004", "--runs", "1", "--quiet"]
+    with FakeOpenAIServer() as server:
+        monkeypatch.setattr(
+            "erp_sim.agents.evaluation.episode_models._chat_model",
+            lambda name, url, **_: OpenAIChatModel(name, base_url=url, temperature=0.0, max_retries=1),
+        )
+        for task_id in ("hotel-003", "hotel-004"):
+            script_server_with_scripted_agent(server, env, task_id)
+        argv = [*common, "--concurrency", "1", "--agent", "openai:fake-model", "--base-url", server.base_url]
+        assert eval_main([*argv, "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+    cassette = tmp_path / "rec" / "cassettes" / "C2" / "hotel-003-run0.jsonl"
+    recorded = cassette.read_bytes()
+    lines = recorded.decode().splitlines(keepends=True)
+    last = len(lines)
+    third = json.loads(lines[2])
+    third["response"]["usage"]["input_tokens"] = "n/a"
+    damaged = {
+        "cut short": (recorded[:-300], f"line {last}: not JSON, cut short?"),
+        "no key": (recorded + b'{"step": 99}\n', f'line {last + 1}: no "key"'),
+        "bad response": (
+            "".join([*lines[:2], json.dumps(third) + "\n", *lines[3:]]).encode(),
+            "line 3: its response does not validate (usage.input_tokens: ",
+        ),
+    }
+    replay = [*common, "--agent", f"replay:{tmp_path / 'rec'}"]
+    for name, (content, problem) in damaged.items():
+        cassette.write_bytes(content)
+        capsys.readouterr()
+        out = tmp_path / name.replace(" ", "-")
+        assert eval_main([*replay, "--out", str(out)]) == 0, name  # both concurrency settings: the default 2
+        assert "Traceback" not in capsys.readouterr().err
+        rows = {row["task_id"]: row for row in read_rows(out / "results.jsonl")}
+        assert rows["hotel-004"]["grade"]["success"] and rows["hotel-004"]["infra_error"] is None
+        assert rows["hotel-003"]["termination"] == "infra_error"
+        assert rows["hotel-003"]["infra_error"].startswith(f"cassette unreadable: {cassette}: {problem}"), name
+        assert "\n" not in rows["hotel-003"]["infra_error"]
+    cassette.write_bytes(recorded)  # mended: --resume runs the failed episode again
+    assert eval_main([*replay, "--out", str(out), "--resume"]) == 0
+    rows = {row["task_id"]: row for row in read_rows(out / "results.jsonl")}
+    assert rows["hotel-003"]["grade"]["success"] and rows["hotel-003"]["attempt"] == 2
