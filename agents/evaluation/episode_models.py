@@ -97,7 +97,8 @@ def _openai_name(role: str, value: str, *offline: str) -> str | None:
 
 def _keep_earlier_attempt(cassette: Path) -> None:
     """Move an earlier attempt's cassette aside (NAME.attemptK.jsonl): NAME.jsonl is always the
-    attempt that produced the row, so replay follows it, and the history is still on disk."""
+    attempt that produced the row, so replay follows it, and the history is still on disk. Only the
+    run that made the recording records into it again (``recording_run``)."""
     cassette.parent.mkdir(parents=True, exist_ok=True)
     if not cassette.exists():
         return
@@ -195,7 +196,8 @@ def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str 
 
 def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
     """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
-    from erp_sim.agents.models.roles import summarizes, write_manifest
+    from erp_sim.agents.evaluation.recording_run import note_recording_run, recording_run_refusal
+    from erp_sim.agents.models.roles import merged_manifest, save_manifest, summarizes
 
     if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
@@ -209,7 +211,13 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
         settings.update(check_models(spec, other_roles))
     record_dir = specs[0].record_dir
     if record_dir:
-        try:
-            write_manifest(Path(record_dir) / "cassettes", settings)
+        cassettes = Path(record_dir) / "cassettes"
+        try:  # other models first, then another run: nothing is written unless both agree
+            manifest = merged_manifest(cassettes, settings)
+            problem = recording_run_refusal(cassettes, specs[0].out_dir)
         except ValueError as error:
             raise SystemExit(f"erp-sim: --record {error}") from None
+        if problem:
+            raise SystemExit(f"erp-sim: --record {problem}")
+        save_manifest(cassettes, manifest)
+        note_recording_run(cassettes, specs[0].out_dir)

@@ -284,6 +284,11 @@ def read_manifest(cassettes: Path) -> dict[str, ModelSettings] | None:
 
 def write_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> None:
     """Add ``roles`` to the manifest; a role already recorded with other settings is refused (ValueError)."""
+    save_manifest(cassettes, merged_manifest(cassettes, roles))
+
+
+def merged_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> dict[str, ModelSettings]:
+    """The manifest with ``roles`` added, not written; a role already recorded with other settings: ValueError."""
     cassettes = Path(cassettes)
     recorded = read_manifest(cassettes) or {}
     for role, settings in roles.items():
@@ -292,7 +297,11 @@ def write_manifest(cassettes: Path, roles: Mapping[str, ModelSettings]) -> None:
                 f"{cassettes.parent} holds a recording whose {role} is {_describe(recorded[role])}, not "
                 f"{_describe(settings)}; record into another directory"
             )
-    merged = {**recorded, **roles}
+    return {**recorded, **roles}
+
+
+def save_manifest(cassettes: Path, merged: Mapping[str, ModelSettings]) -> None:
+    cassettes = Path(cassettes)
     cassettes.mkdir(parents=True, exist_ok=True)
     tmp = cassettes / (MANIFEST + ".tmp")
     # params keep the order they were sent in, so a replay's rows and reports are byte-identical to the recording's

@@ -305,3 +305,44 @@ def test_an_unreadable_cassette_line_fails_only_its_episode_naming_the_file_and_
     assert eval_main([*replay, "--out", str(out), "--resume"]) == 0
     rows = {row["task_id"]: row for row in read_rows(out / "results.jsonl")}
     assert rows["hotel-003"]["grade"]["success"] and rows["hotel-003"]["attempt"] == 2
+
+
+def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_stays_replayable(tmp_path, monkeypatch):
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    rec, first = tmp_path / "rec", tmp_path / "A"
+    with FakeOpenAIServer() as server:
+        monkeypatch.setattr(
+            "erp_sim.agents.evaluation.episode_models._chat_model",
+            lambda name, url, **_: OpenAIChatModel(name, base_url=url, temperature=0.0, max_retries=1),
+        )
+        script_server_with_scripted_agent(server, env, "hotel-003")
+        argv = [
+            *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model".split(),
+            "--base-url",
+            server.base_url,
+            "--record",
+            str(rec),
+        ]
+        assert eval_main([*argv, "--out", str(first)]) == 0
+        recorded = _snapshot(rec)
+        assert json.loads((rec / "cassettes" / "run.json").read_text()) == {"out": str(first.resolve())}
+        # the same models, the same server, another --out: refused before any episode, nothing moved
+        with pytest.raises(SystemExit) as stop:
+            eval_main([*argv, "--out", str(tmp_path / "B")])
+        assert str(stop.value) == (
+            f"erp-sim: --record {rec} holds the recording of the run in {first.resolve()}, whose rows replay "
+            "from it; record into another directory (a --resume of that run records into it again)"
+        )
+        assert _snapshot(rec) == recorded and not (tmp_path / "B").exists()
+        # a recording made before runs were noted: the run whose rows name it may resume, no other run
+        (rec / "cassettes" / "run.json").unlink()
+        with pytest.raises(SystemExit, match=r"holds cassettes of an earlier run \(recorded before runs were noted\)"):
+            eval_main([*argv, "--out", str(tmp_path / "B")])
+        assert eval_main([*argv, "--out", str(first), "--resume"]) == 0
+        assert json.loads((rec / "cassettes" / "run.json").read_text()) == {"out": str(first.resolve())}
+    assert sorted(p.name for p in (rec / "cassettes" / "C2").iterdir()) == ["hotel-003-run0.jsonl"]
+    replay = "--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent".split()
+    assert eval_main([*replay, f"replay:{rec}", "--out", str(tmp_path / "replay")]) == 0
+    [row] = read_rows(tmp_path / "replay" / "results.jsonl")
+    [original] = read_rows(first / "results.jsonl")
+    assert row["grade"]["success"] and row["metrics"] == original["metrics"]
