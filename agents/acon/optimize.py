@@ -421,8 +421,20 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
             recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
         except ValueError as error:
             raise SystemExit(f"--replay: {error}") from None
+        own = {role: getattr(args, f"{role}_base_url", None) for role in ROLES}  # as live: its own, else --base-url
+        servers = {
+            role: (f"--{role}-base-url", url) if url else ("--base-url", args.base_url)
+            for role, url in own.items()
+            if url or args.base_url
+        }
         problem = recorded and replay_contradiction(
-            recorded, names, Path(args.replay), params=model_params, timeout=args.timeout, max_retries=args.max_retries
+            recorded,
+            names,
+            Path(args.replay),
+            params=model_params,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            base_urls=servers,
         )
         if problem:
             raise SystemExit(f"erp-sim acon optimize: {problem}")

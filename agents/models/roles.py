@@ -320,11 +320,15 @@ def replay_contradiction(
     params: Mapping[str, Mapping[str, Any]] | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    base_urls: Mapping[str, tuple[str, str]] | None = None,
 ) -> str | None:
     """What on the command line contradicts the recording, in one line (None: nothing).
 
     ``named``: role -> the model the command names for it (None: no model plays it). Model params,
-    ``timeout`` and ``max_retries`` are checked only where given; what is not given is the recording's.
+    ``timeout``, ``max_retries`` and ``base_urls`` (role -> the option and the server it names) are
+    checked only where given; what is not given is the recording's. A replay sends nothing, so a
+    server other than the recorded one can only be a mistake (a recording from before servers were
+    recorded has none to check against).
     """
     for role, name in named.items():
         settings = recorded.get(role)
@@ -355,6 +359,10 @@ def replay_contradiction(
                     f"--{option.replace('_', '-')} {value} contradicts the recording in {where} "
                     f"({role}: {getattr(settings, option)})"
                 )
+        flag, url = (base_urls or {}).get(role, ("", None))
+        if url is not None and "base_url" in settings.model_fields_set and public_url(url) != settings.base_url:
+            server = settings.base_url or "OpenAI's API"
+            return f"{flag} {public_url(url)} contradicts the recording in {where} ({role}'s server: {server})"
     return None
 
 

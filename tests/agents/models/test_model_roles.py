@@ -343,6 +343,26 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
             "--max-retries",
             "0",
         ): f"--max-retries 0 contradicts the recording in {rec} (agent: 5)",
+        # a replay sends nothing: a server other than the recorded one can only be a mistake
+        (
+            "--user",
+            "openai:fake-user",
+            "--summarizer",
+            "openai:fake-sum",
+            "--base-url",
+            "http://user:key@10.9.9.9/other/v1?api-key=k",
+        ): f"--base-url http://10.9.9.9/other/v1 contradicts the recording in {rec} (agent's server: {server.base_url})",
+        (
+            "--user",
+            "openai:fake-user",
+            "--summarizer",
+            "openai:fake-sum",
+            "--base-url",
+            server.base_url,
+            "--summarizer-base-url",
+            "http://10.8.8.8/v1",
+        ): f"--summarizer-base-url http://10.8.8.8/v1 contradicts the recording in {rec} "
+        f"(summarizer's server: {server.base_url})",
     }
     for named, message in refusals.items():
         with pytest.raises(SystemExit) as stop:
@@ -352,7 +372,11 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
     # what is named as recorded, or not named at all, replays
     assert (
         eval_main(
-            [*replay, "--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--summarizer-max-tokens", "300"]
+            [
+                *replay,
+                *("--user", "openai:fake-user", "--summarizer", "openai:fake-sum", "--summarizer-max-tokens", "300"),
+                *("--base-url", server.base_url),  # the recorded server: no contradiction
+            ]
         )
         == 0
     )

@@ -68,6 +68,11 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
             f"recording in {rec} (optimizer temperature: not sent)",
         ),
         (["--timeout", "31"], f"--timeout 31.0 contradicts the recording in {rec} (agent: 30.0)"),
+        (
+            ["--optimizer-base-url", "http://10.7.7.7/v1"],
+            f"--optimizer-base-url http://10.7.7.7/v1 contradicts the recording in {rec} "
+            f"(optimizer's server: {server.base_url})",
+        ),
     ]:
         with pytest.raises(SystemExit) as stop:
             optimize_main([*replay, *extra])
