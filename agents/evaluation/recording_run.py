@@ -1,12 +1,13 @@
 """Which run a recording belongs to, so that a second run cannot take over its cassettes.
 
-``--record DIR`` notes in ``DIR/cassettes/run.json`` the ``--out`` of the run recording into it (resolved).
-A ``--resume`` of that run (the same ``--out``) records into DIR again, an interrupted attempt's cassette
-kept as ``NAME.attemptK.jsonl``. Another run is refused before any episode: moving the first run's
-cassettes aside would leave its rows (``sampling.cassettes`` = DIR) without the recording that
-replays them. A recording made before runs were noted is taken as the run's whose results name DIR
-as their cassettes (the resume of the run that made it); any other run is refused, as it cannot be
-told from the run that made them. Replay does not read the note.
+``--record DIR`` notes in ``DIR/cassettes/run.json`` the ``--out`` of the run recording into it
+(resolved). A ``--resume`` of that run (the same ``--out``) records into DIR again, an interrupted
+attempt's cassette kept as ``NAME.attemptK.jsonl``. Another run is refused before any episode:
+moving the first run's cassettes aside would leave its rows (``sampling.cassettes`` = DIR) without
+the recording that replays them. A DIR without a recorded call yet is anyone's. A recording made
+before runs were noted is taken as the run's whose results name DIR as their cassettes (the resume
+of the run that made it); any other run is refused, since it cannot be told from the one that made
+them. Replay does not read the note.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def recording_run_refusal(cassettes: Path, out_dir: str | Path) -> str | None:
     out = Path(out_dir).resolve()
     made_by = recorded_run(cassettes)
     directory = cassettes.parent
+    if not any(cassettes.glob("**/*.jsonl")):  # no call recorded yet (a run stopped before its first): nothing to lose
+        return None
     if made_by is not None:
         if made_by == out:
             return None
@@ -29,7 +32,7 @@ def recording_run_refusal(cassettes: Path, out_dir: str | Path) -> str | None:
             f"{directory} holds the recording of the run in {made_by}, whose rows replay from it; "
             f"record into another directory (a --resume of that run records into it again)"
         )
-    if not any(cassettes.glob("*/*.jsonl")) or _rows_recorded_into(out, directory):
+    if _rows_recorded_into(out, directory):
         return None
     return (
         f"{directory} holds cassettes of an earlier run (recorded before runs were noted) and no row in "
