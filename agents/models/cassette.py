@@ -44,12 +44,13 @@ class CassetteMissError(InfrastructureError, LookupError):
     """
 
 
-class CassetteUnreadableError(InfrastructureError, ValueError):
+class CassetteUnreadableError(InfrastructureError):
     """A cassette line that replay cannot use: cut short, not a JSON object, without its step, key
     or request, or a recorded response that does not validate. The message names the file and line.
 
     Raised at the first call of the replay that reads it, so, like a miss, it fails only its episode
-    (unscored; ``--resume`` tries it again) and the run goes on.
+    (unscored; ``--resume`` tries it again) and the run goes on. Not a ValueError: callers that take a
+    ValueError for a bad answer (the memory consolidator's gate) must not take a broken cassette for one.
     """
 
 

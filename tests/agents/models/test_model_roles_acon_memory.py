@@ -137,6 +137,11 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
         eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
     assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
     assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)
+    # a consolidator cassette cut short stops the run naming it, not taken for a failed consolidation
+    shutil.rmtree(memory)
+    cassette.write_bytes(cassette.read_bytes()[:-50])
+    with pytest.raises(SystemExit, match=f"consolidator: cassette unreadable: {cassette}: line 1: not JSON"):
+        eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "cut")])
 
 
 def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
