@@ -95,7 +95,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="record every model call (agent, LLM user, summarizer, consolidator) into DIR/cassettes, a "
         "cassette per role and episode, and the models and settings into DIR/cassettes/models.json "
-        "(openai agents; None: off)",
+        "(openai agents; None: off); DIR belongs to the run that records into it: another --out is refused",
     )
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     add_price_argument(parser)
