@@ -60,6 +60,7 @@ from erp_sim.agents.evaluation.episode_row import (
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, episode_options, parse_configs, task_ids
 from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
 from erp_sim.agents.evaluation.report import RESULTS_FILE, RefusedLine, ResultsRead, load_results, write_report
+from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
 from erp_sim.agents.policies import PRESETS
 
@@ -343,7 +344,11 @@ def evaluate(
     if results.exists() and not resume:
         raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
     with eval_lock(out_dir):
-        done = finished_keys(read_results(results).rows)
+        rows = read_results(results).rows
+        problem = resume_contradiction(specs, rows, results)  # another model pooled into a configuration
+        if problem:
+            raise SystemExit(problem)
+        done = finished_keys(rows)
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
             _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
