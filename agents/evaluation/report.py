@@ -57,6 +57,7 @@ from erp_sim.agents.evaluation.report_sections import (
     _terminations,
     _token_units,
 )
+from erp_sim.agents.memory.sequential import WITHOUT, learning_curve_section
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
@@ -152,6 +153,9 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
     configs = list(summaries)
     infra = st.infra_error_rows(rows)
     scored_configs = [c for c in configs if summaries[c].n_episodes]
+    curve = learning_curve_section(rows)  # a --sequential run: compared with its memoryless arm, curve last
+    if curve is not None and WITHOUT in scored_configs:
+        baseline = baseline or WITHOUT
     baseline = baseline or (st.default_baseline(scored_configs) if scored_configs else None)
     comparisons = st.compare_to_baseline(scored, baseline) if baseline and len(scored_configs) > 1 else []
     grids = st.sweep_grids(_plotted(summaries))
@@ -225,7 +229,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         "## Methods",
         METHODS.rstrip(),
     ]
-    return "\n\n".join(sections) + "\n"
+    return "\n\n".join(sections) + "\n" + ("" if curve is None else "\n" + curve)
 
 
 def write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:

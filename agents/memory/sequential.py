@@ -76,10 +76,12 @@ def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Co
 
 
 def run_sequential(args, policy: str) -> int:
+    from erp_sim.agents.evaluation.costs import checked_prices
     from erp_sim.agents.evaluation.episode_models import prepare_models, role_model
     from erp_sim.agents.evaluation.evaluate import EpisodeSpec, episode_options, print_table, run_spec, task_ids
     from erp_sim.agents.evaluation.report import RESULTS_FILE, write_report
 
+    prices = checked_prices(args.price)  # before anything runs, as plain eval does
     if not args.memory:
         raise SystemExit("--sequential needs --memory DIR (a directory or a *.sqlite file)")
     out = Path(args.out)
@@ -135,11 +137,9 @@ def run_sequential(args, policy: str) -> int:
                     flush=True,
                 )
     results.write_text("".join(row.json_line() for row in rows), encoding="utf-8")
-    report = write_report(str(out), baseline=args.baseline or WITHOUT)
+    report = write_report(str(out), baseline=args.baseline, prices=prices)  # its last section: the learning curve
     curve = learning_curve_markdown(rows)
     (out / CURVE_FILE).write_text(curve, encoding="utf-8")
-    with Path(report).open("a", encoding="utf-8") as handle:
-        handle.write("\n" + curve)
     _plot(rows, out / "learning_curve.png")
     print_table(rows)
     print("\n" + curve)
@@ -159,6 +159,14 @@ def _consolidator_model(args) -> str | None:
     if kind != "openai" or not model:
         raise SystemExit(f"--consolidator: deterministic or openai:MODEL, got {name!r}")
     return model
+
+
+def learning_curve_section(rows: list[EpisodeRow]) -> str | None:
+    """The learning curve, when ``rows`` are a sequential run's (its episodes are numbered); None otherwise.
+    ``report.md`` ends with it whichever command writes the report (``erp-sim eval``, ``erp-sim report``)."""
+    if not any(row.episode is not None and row.config == WITH for row in rows):
+        return None
+    return learning_curve_markdown(rows)
 
 
 def curve_points(rows: list[EpisodeRow], config: str) -> list[EpisodeRow]:
