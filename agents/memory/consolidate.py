@@ -25,7 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 from erp_sim import formstate
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import Fact, MemoryStore, MemoryStoreError, Sop, SopStep
-from erp_sim.agents.types import ChatModel, Message
+from erp_sim.agents.prompt_cache import record_call
+from erp_sim.agents.types import ChatModel, Message, unset
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
 _LINE = re.compile(r"\bline (\d+)\b")
@@ -47,11 +48,32 @@ NEXT_PAGE = "while the grid has a next page and the target row is not shown"
 Consolidator = Callable[[dict[str, Any], str], list[Fact | Sop]]
 
 
+class ConsolidatorUse(BaseModel):
+    """An LLM consolidator's model and what its calls for one episode cost, in both units apart: o200k counts
+    of ours and what its service reported. Kept in the row's ``memory``, not in its metrics or costs."""
+
+    model: dict[str, Any] = Field(description="Its settings, as a row's sampling names a role's (ModelSettings).")
+    calls: int = Field(0, description="Its model calls for this episode (0: the episode was not promoted).")
+    input_tokens: int = Field(0, description="o200k tokens of its requests.")
+    output_tokens: int = Field(0, description="o200k tokens of its answers.")
+    reported_input_tokens: int = Field(0, description="Prompt tokens as its service reported them (0: none).")
+    reported_output_tokens: int = Field(0, description="Completion tokens as its service reported them (0: none).")
+    provider_cached_tokens: int | None = Field(
+        None, description="Cached prompt tokens as its service reported them (None: never reported)."
+    )
+    served_models: list[str] = Field(
+        default_factory=list, exclude_if=lambda names: not names, description="The models its service named."
+    )
+
+
 class Consolidation(BaseModel):
     archive_key: str = Field(description="Where the episode went in L4.")
     success: bool
     promoted: list[str] = Field(default_factory=list, description="Keys of the facts and SOPs written or confirmed.")
     note: str = ""
+    consolidator: ConsolidatorUse | None = Field(
+        None, exclude_if=unset, description="--consolidator openai:MODEL: its model and calls (absent: offline)."
+    )
 
 
 # -- the gate -----------------------------------------------------------------------------------
@@ -285,7 +307,10 @@ class LLMConsolidator:
             calls=json.dumps(calls, ensure_ascii=False, indent=1),
             schema=json.dumps(Sop.model_json_schema(), sort_keys=True),
         )
-        answer = self.model.complete([{"role": "user", "content": request}]).message.get("content") or ""
+        asked: list[Message] = [{"role": "user", "content": request}]
+        response = self.model.complete(asked)
+        record_call("consolidator", asked, None, response)  # counted by the sequential run's meter
+        answer = response.message.get("content") or ""
         match = re.search(r"\{.*\}", answer, re.DOTALL)
         if not match:
             raise ValueError("the consolidation model returned no JSON object")

@@ -18,14 +18,16 @@ import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, succeeded
-from erp_sim.agents.memory.consolidate import Consolidation, LLMConsolidator, consolidate_episode
+from erp_sim.agents.memory.consolidate import Consolidation, ConsolidatorUse, LLMConsolidator, consolidate_episode
 from erp_sim.agents.memory.store import MemoryStore
-from erp_sim.agents.models.roles import failures_named
+from erp_sim.agents.models.roles import failures_named, sampling
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
-from erp_sim.agents.types import InfrastructureError, ModelRequestError
+from erp_sim.agents.prompt_cache import EpisodeMeter
+from erp_sim.agents.types import InfrastructureError, ModelRequestError, sum_reported
 
 WITH, WITHOUT = "with_memory", "without_memory"
 CURVE_FILE = "learning_curve.md"
@@ -122,7 +124,7 @@ def run_sequential(args, policy: str) -> int:
                         gzip.open(out / row.trajectory, "rt", encoding="utf-8") as handle,
                         failures_named("consolidator"),
                     ):
-                        result = update_memory(store, json.load(handle), model and LLMConsolidator(model))
+                        result = _consolidate(store, json.load(handle), model)
                 except (InfrastructureError, ModelRequestError) as error:  # the store must not miss an episode
                     raise SystemExit(
                         f"erp-sim: {error}; the sequential run stopped at {task_id} (start it afresh)"
@@ -148,6 +150,29 @@ def run_sequential(args, policy: str) -> int:
         f"{len(store.archive_keys())} archived episodes); report: {report}"
     )
     return 0
+
+
+def _consolidate(store: MemoryStore, trajectory: dict, model: Any) -> Consolidation:
+    """``update_memory``, with an LLM consolidator's model and calls (metered as a role's) in the result."""
+    meter = EpisodeMeter().start()
+    try:
+        result = update_memory(store, trajectory, model and LLMConsolidator(model))
+    finally:
+        meter.stop()
+    if not model:
+        return result
+    calls = meter.drain()
+    use = ConsolidatorUse(
+        model=sampling(model) or {},
+        calls=len(calls),
+        input_tokens=sum(call.input_tokens for call in calls),
+        output_tokens=sum(call.output_tokens for call in calls),
+        reported_input_tokens=sum(call.reported_input_tokens for call in calls),
+        reported_output_tokens=sum(call.reported_output_tokens for call in calls),
+        provider_cached_tokens=sum_reported([call.provider_cached_tokens for call in calls]),
+        served_models=sorted({call.served_model for call in calls if call.served_model}),
+    )
+    return result.model_copy(update={"consolidator": use})
 
 
 def _consolidator_model(args) -> str | None:

@@ -1,0 +1,60 @@
+"""The sequential run's LLM consolidator: its model and its calls' tokens in the rows it consolidates for.
+
+Against the project's strict local server (``test_model_roles``' role handler answers the
+consolidator with an SOP and reports 30 prompt and 40 completion tokens), recorded and replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from test_model_roles import SOP_ANSWER, roles_server, without_timing
+
+from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.tokens import get_counter
+
+SEQUENTIAL = [*"--policy ga_memory --sequential --quiet --concurrency 1 --tasks hotel_50:hotel-000,hotel-001".split()]
+
+
+def test_the_llm_consolidators_model_and_tokens_are_in_the_rows_it_consolidates_for(tmp_path):
+    argv = [*SEQUENTIAL, "--memory", str(tmp_path / "memory"), "--consolidator", "openai:fake-cons"]
+    live = [*argv, *"--agent openai:fake-agent --model-param consolidator:max_tokens=800 --timeout 40".split()]
+    with roles_server() as server:
+        recording = ["--base-url", server.base_url, "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]
+        assert eval_main([*live, *recording]) == 0
+        asked = [body for body in server.requests if body["model"] == "fake-cons"]
+        assert not server.rejections
+    rows = without_timing(tmp_path / "run")
+    consolidated = [row for row in rows if row["config"] == "with_memory"]
+    assert len(asked) == len(consolidated) == 2
+    counter = get_counter()
+    answer = counter.count_message({"role": "assistant", "content": f"The SOP:\n{SOP_ANSWER}"})
+    for row, body in zip(consolidated, asked):
+        assert row["memory"]["consolidator"] == {
+            "model": {
+                "model": "fake-cons",
+                "params": {"temperature": 0.0, "max_tokens": 800},
+                "timeout": 40.0,
+                "max_retries": 5,
+                "base_url": server.base_url,
+            },
+            "calls": 1,
+            "input_tokens": counter.count_messages(body["messages"]),  # o200k, ours
+            "output_tokens": answer,
+            "reported_input_tokens": 30,  # the service's own figures
+            "reported_output_tokens": 40,
+            "provider_cached_tokens": 0,
+            "served_models": ["fake-model"],
+        }
+    assert all("memory" not in row for row in rows if row["config"] == "without_memory")
+    # the replay reports the recorded consolidator and its tokens, byte for byte
+    shutil.rmtree(tmp_path / "memory")
+    assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
+    assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(rows)
+
+
+def test_an_offline_consolidation_names_no_consolidator(tmp_path):
+    assert eval_main([*SEQUENTIAL, "--memory", str(tmp_path / "memory"), "--out", str(tmp_path / "run")]) == 0
+    memory = [row["memory"] for row in without_timing(tmp_path / "run") if row["config"] == "with_memory"]
+    assert memory and all(set(entry) == {"archive_key", "success", "promoted", "note"} for entry in memory)
