@@ -229,7 +229,22 @@ def learning_curve_markdown(rows: list[EpisodeRow]) -> str:
                 f"{_mean(chosen, lambda m: m.model_calls):.1f} | {_mean(chosen, lambda m: m.input_tokens):,.0f} | "
                 f"{sum(succeeded(r) for r in chosen)}/{len(chosen)} |"
             )
+    uses = [row.memory.consolidator for row in with_rows if row.memory and row.memory.consolidator]
+    if uses:
+        lines += ["", _consolidator_note(uses)]
     return "\n".join(lines) + "\n"
+
+
+def _consolidator_note(uses: list[ConsolidatorUse]) -> str:
+    """Who consolidated and what its calls cost: counted in no metric or cost above (docs/memory.md)."""
+    models = sorted({f"`openai:{use.model.get('model')}`" for use in uses})
+    reported = sum(use.reported_input_tokens for use in uses), sum(use.reported_output_tokens for use in uses)
+    return (
+        f"Consolidator: {', '.join(models)}, {sum(use.calls for use in uses)} calls, "
+        f"{sum(use.input_tokens for use in uses):,} input and {sum(use.output_tokens for use in uses):,} output "
+        f"tokens (o200k; its service reported {reported[0]:,} and {reported[1]:,}); per episode in each "
+        "`with_memory` row's `memory.consolidator`, and in none of the metrics or costs of this report."
+    )
 
 
 def _mark(row: EpisodeRow) -> str:

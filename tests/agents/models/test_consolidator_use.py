@@ -48,6 +48,11 @@ def test_the_llm_consolidators_model_and_tokens_are_in_the_rows_it_consolidates_
             "served_models": ["fake-model"],
         }
     assert all("memory" not in row for row in rows if row["config"] == "without_memory")
+    sent = sum(counter.count_messages(body["messages"]) for body in asked)
+    assert (
+        f"Consolidator: `openai:fake-cons`, 2 calls, {sent:,} input and {2 * answer:,} output tokens (o200k; its "
+        "service reported 60 and 80)"
+    ) in (tmp_path / "run" / "report.md").read_text()
     # the replay reports the recorded consolidator and its tokens, byte for byte
     shutil.rmtree(tmp_path / "memory")
     assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
