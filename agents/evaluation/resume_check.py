@@ -114,7 +114,7 @@ def _role_difference(role: str, old: dict[str, Any] | None, new: dict[str, Any] 
     if old is None or new is None:
         return None if old is new else (f"{role} model", _model(old), _model(new))
     fields: tuple[str, ...] = _FIELDS
-    if not set(old) <= set(_FIELDS):  # a row from before ModelSettings: the model and its params side by side
+    if "params" not in old:  # a row from before ModelSettings (which always stores params): model and params flat
         old, fields = (
             {"model": old.get("model"), "params": {k: v for k, v in old.items() if k != "model"}},
             ("model", "params"),
