@@ -56,6 +56,8 @@ from erp_sim.agents.evaluation.report_sections import (
     _sweeps,
     _terminations,
     _token_units,
+    changes_vs_c2,
+    task_sets_note,
 )
 from erp_sim.agents.memory.sequential import WITHOUT, learning_curve_section
 
@@ -178,9 +180,12 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         "beside this file (rebuilt by `erp-sim view`)."
     )
     notes.append(
-        "Brackets are 95% confidence intervals (a value without brackets has no spread at the "
-        "shown precision); see Methods at the end for every formula."
+        "Brackets are 95% confidence intervals; a value without brackets has none: its interval rounds to the "
+        "value at the shown precision, or none is computed for it (pass^k, Cohen's h, the prompt-caching "
+        "table, a configuration of one task). See Methods at the end for every formula."
     )
+    if (different := task_sets_note(scored)) is not None:
+        notes.append(different)
     notes += _caveats(summaries)
     notes += [note for note in (served_models_note(rows), length_stops_note(rows)) if note]
 
@@ -223,7 +228,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         sections += ["## Sensitivity to N and W", _sweeps(grids, summaries, _sweep_png_names(len(grids)))]
     sections += [
         "## Reference figures: the study's GPT-5 numbers",
-        _reference(summaries),
+        _reference(summaries, changes_vs_c2(scored, comparisons)),
         "## Infrastructure errors",
         _infra(rows),
         "## Methods",

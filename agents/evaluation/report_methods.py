@@ -31,15 +31,17 @@ METHODS = """\
   with p the mean success rate over the matched tasks (|h| 0.2 small, 0.5 medium, 0.8 large).
   p-value: two-sided sign-flip permutation test of mean d_t = 0 over tasks
   (`scipy.stats.permutation_test`, exact up to 13 non-zero tasks, else R = 9999 resamples); with
-  one run per task this is McNemar's exact test. With resampling the smallest p it can give is
+  one run per task and up to 13 tasks that differ it is McNemar's exact test (beyond, its resampled
+  estimate). With resampling the smallest p it can give is
   2/(R+1) (two-sided, counting the observed statistic); a p at that floor is printed as
   "≤ 2/(R+1)", since the exact p may be smaller. Token changes: Σ_t tokens(t) / Σ_t
   tokens_base(t) − 1 (tokens(t) = mean over runs), paired BCa bootstrap over tasks. When no
   task is shared, a Welch t interval and test over run-level success rates instead.
 - **pass^k** (tau-bench): for a task with c successes in n scored runs, C(c,k)/C(n,k) is
   the probability that k runs drawn without replacement all succeed; pass^k is its mean over
-  tasks with n ≥ k. pass^1 is the success rate; the fall from pass^1 to pass^k shows how
-  unreliable a configuration is from run to run.
+  tasks with n ≥ k (a cell names how many tasks when that is not all of them). pass^1 is the mean of
+  the tasks' success rates, the success rate when every task has as many scored runs; the fall from
+  pass^1 to pass^k shows how unreliable a configuration is from run to run.
 - **Failure taxonomy**: `failure_category` of each scored episode, classified from the
   trajectory and final ERP state by the runner (`erp_sim.agents.evaluation.failures`, which
   lists the categories and the order they are checked in; `context_overflow` is an episode

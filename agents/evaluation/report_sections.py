@@ -5,6 +5,7 @@ methods prose.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,7 +76,8 @@ def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
     incomplete = [f"{s.config} ({s.incomplete_runs})" for s in summaries.values() if s.incomplete_runs]
     if incomplete:
         table += (
-            "\n\nRuns missing scored episodes (infrastructure errors not yet retried): "
+            "\n\nRuns missing scored episodes (infrastructure errors not yet retried, or a run stopped before "
+            "its end: `--resume` completes it): "
             + ", ".join(incomplete)
             + ". Their per-benchmark totals are the run's mean per episode times the number of tasks."
         )
@@ -284,15 +286,35 @@ def _deterministic_pass_k_note(summaries: Mapping[str, st.ConfigSummary]) -> str
 
 
 def _pass_k(rows: Sequence[EpisodeRow], configs: Sequence[str]) -> str:
-    curves = {name: st.pass_hat_k_curve(group) for name, group in st.by_config(rows).items()}
+    groups = st.by_config(rows)
+    curves = {name: st.pass_hat_k_curve(group) for name, group in groups.items()}
     k_max = max((max(curve, default=0) for curve in curves.values()), default=0)
     if k_max == 0:
         return "No scored episodes."
-    table_rows = [
-        (name, *(fmt_number(100 * curves.get(name, {}).get(k, math.nan), 1) for k in range(1, k_max + 1)))
-        for name in configs
-    ]
-    return md_table(("config", *(f"pass^{k} (%)" for k in range(1, k_max + 1))), table_rows)
+    runs = {name: Counter(st.task_key(row) for row in group) for name, group in groups.items()}
+    fewer = False
+
+    def cell(name: str, k: int) -> str:
+        nonlocal fewer
+        value = fmt_number(100 * curves.get(name, {}).get(k, math.nan), 1)
+        tasks = runs.get(name, Counter())
+        used = sum(n >= k for n in tasks.values())
+        if value == DASH or used == len(tasks):
+            return value
+        fewer = True
+        return f"{value} ({used} of {len(tasks)} tasks)"
+
+    table = md_table(
+        ("config", *(f"pass^{k} (%)" for k in range(1, k_max + 1))),
+        [(name, *(cell(name, k) for k in range(1, k_max + 1))) for name in configs],
+    )
+    if fewer:
+        table += (
+            "\n\npass^k averages over the tasks with at least k scored runs; a cell naming fewer tasks than the "
+            "configuration ran averages over those only (runs that did not finish, or infrastructure errors), "
+            "so it can rise with k: compare it with the column before only over the same tasks."
+        )
+    return table
 
 
 def _count_table(
@@ -367,13 +389,6 @@ def _study_change(config: str) -> float:
     return mine / base - 1 if mine and base else math.nan
 
 
-def _our_change(summaries: Mapping[str, st.ConfigSummary], config: str) -> float:
-    if config not in summaries or "C2" not in summaries:
-        return math.nan
-    base = summaries["C2"].estimates["input_tokens"].mean
-    return summaries[config].estimates["input_tokens"].mean / base - 1 if base else math.nan
-
-
 def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
     """Pairs of C2-C4 whose order of full itemization differs from the study's, in words."""
     study = {c: success for c, _, success, *_ in STUDY_REFERENCE}
@@ -387,24 +402,53 @@ def _order_note(summaries: Mapping[str, st.ConfigSummary]) -> str:
                     f"{a} {fmt_number(100 * ours[a], 1)}% vs {b} {fmt_number(100 * ours[b], 1)}% "
                     f"(study: {fmt_number(100 * study[a], 1)}% vs {fmt_number(100 * study[b], 1)}%)"
                 )
-    if not ours:
+    if len(ours) < 2:  # one of them: no order to compare
         return ""
     if not flipped:
-        return "\n\nThe order of full itemization across C2, C3 and C4 is the study's."
+        return f"\n\nThe order of full itemization across {', '.join(ours)} is the study's."
     return (
         "\n\n**The order of full itemization differs from the study's**: " + "; ".join(flipped) + ". A level "
         "that matches the study (e.g. C2) does not make the others comparable."
     )
 
 
-def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
+def task_sets_note(rows: Sequence[EpisodeRow]) -> str | None:
+    """A warning when the configurations' scored episodes cover different tasks (None: the same tasks)."""
+    tasks = {name: {st.task_key(row) for row in group} for name, group in st.by_config(rows).items()}
+    if len({frozenset(keys) for keys in tasks.values()}) <= 1:
+        return None
+    every = set().union(*tasks.values())
+    counts = ", ".join(f"{name} {len(keys)}" for name, keys in tasks.items())
+    return (
+        f"**The configurations ran different tasks** (of {len(every)}: {counts}). Per-benchmark figures (cost, "
+        "caching, the reference table's levels) are each over the configuration's own tasks, so they compare "
+        "different tasks; the changes against the baseline and against C2 are paired over the tasks both ran."
+    )
+
+
+def changes_vs_c2(rows: Sequence[EpisodeRow], comparisons: Sequence[st.Comparison]) -> dict[str, st.Estimate]:
+    """C3's and C4's input tokens against C2's, paired over the tasks both ran (the baseline section's figure
+    when C2 is the baseline): a ratio of per-benchmark totals over different task sets would compare tasks."""
+    known = {c.config: c for c in comparisons if c.baseline == "C2"}
+    groups = st.by_config(st.scored_rows(rows))
+    changes = {}
+    for config in STUDY_ORDER[1:]:
+        comparison = known.get(config)
+        if comparison is None and config in groups and "C2" in groups:
+            comparison = st.compare(groups[config], groups["C2"])
+        if comparison is not None and comparison.paired:
+            changes[config] = comparison.input_tokens_change
+    return changes
+
+
+def _reference(summaries: Mapping[str, st.ConfigSummary], vs_c2: Mapping[str, st.Estimate]) -> str:
     rows = []
     for config, setup, success, amount, tokens, _hours in STUDY_REFERENCE:
         ours = summaries.get(config)
         study_success = fmt_number(100 * success, 1)
         if amount is not None:
             study_success += f" (amount {fmt_number(100 * amount, 2)})"
-        study_change, our_change = _study_change(config), _our_change(summaries, config)
+        study_change, our_change = _study_change(config), vs_c2.get(config)
         rows.append(
             (
                 config,
@@ -418,7 +462,7 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
                 fmt_percent(ours.estimates["success"]) if ours else DASH,
                 fmt_count(ours.estimates["input_tokens_per_episode"]) if ours else DASH,
                 fmt_count(ours.estimates["input_tokens"]) if ours else DASH,
-                fmt_number(100 * our_change, 1, sign=True) if config != "C2" and math.isfinite(our_change) else DASH,
+                fmt_relative(our_change) if our_change is not None else DASH,
             )
         )
     headers = (
@@ -442,13 +486,13 @@ def _reference(summaries: Mapping[str, st.ConfigSummary]) -> str:
         "what 50 full-context episodes take here, so the levels are not comparable. Ours are **input "
         "(prompt) tokens of the agent's model calls** (o200k_base counts of the messages and tool schemas "
         "shown), per episode and per benchmark (= per episode x the number of tasks, one run; the mean over "
-        "runs). What is comparable is the **relative change against C2** (ratio of means minus 1), which "
-        "sits beside the study's.\n\n"
+        "runs). What is comparable is the **relative change against C2** (over the tasks both ran: "
+        "Σ tokens / Σ tokens of C2 − 1, with its paired interval), which sits beside the study's.\n\n"
         + md_table(headers, rows, "llrrrlrrrr")
         + _order_note(summaries)
         + "\n\nACON (Kang et al., agent context optimization: history and observation compression on AppWorld, "
         "OfficeBench and multi-objective QA) reports peak tokens down 26-54% at equal or better accuracy; "
-        'compare the "Δ peak tokens" column above.'
+        'compare the "Δ peak tokens" column of the section against the baseline.'
     )
 
 

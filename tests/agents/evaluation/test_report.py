@@ -152,7 +152,8 @@ def test_study_table_puts_relative_token_changes_side_by_side_and_says_the_unit_
     assert "STUDY: tokens / benchmark (unit not defined)" in study
     assert "without saying what is counted" in study
     assert "| C3 | last 5 pairs | 79.0 | 535,274 | -63.9 |" in study and "| 553,374 | -62.6 |" in study
-    assert "| 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] | -59.6 |" in study  # ours per episode, per benchmark
+    # ours per episode, per benchmark, and the change paired over the tasks both ran (the baseline section's)
+    assert "| 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] | -59.6 [-59.7, -59.5] |" in study
     assert "is the study's" in study and "DESIGN" not in md
 
 
@@ -225,3 +226,20 @@ def test_a_deterministic_agent_is_reported_with_one_run_and_why():
         "(deterministic agent: its runs are identical) |" in md
     )
     assert "C2: a deterministic agent, whose runs of a task are identical copies, so its pass^k is its pass^1" in md
+
+
+def test_configurations_on_different_tasks_are_said_to_be_and_compared_over_shared_tasks():
+    """A --resume'd configuration on fewer tasks: per-benchmark totals compare different tasks, so the report
+    says so, the change against C2 is paired over shared tasks, and pass^k names the tasks each cell averages."""
+    rows = __import__("test_statistics").synthetic_rows()
+    every_run, first_run = {"hotel-000", "hotel-001", "hotel-002"}, {"hotel-003", "hotel-004", "hotel-005"}
+    fewer = [r for r in rows if r.config != "C3" or r.task_id in every_run or (r.task_id in first_run and r.run == 0)]
+    md = report.render_report(fewer)
+    assert "**The configurations ran different tasks**" in md
+    study = md.split("## Reference figures")[1]
+    baseline = md.split("## Against the baseline")[1].split("## pass^k")[0]
+    c3_change = next(line for line in baseline.splitlines() if line.startswith("| C3 |")).split(" | ")[-2]
+    assert f"| {c3_change} |" in next(line for line in study.splitlines() if line.startswith("| C3 |"))
+    pass_k = md.split("## pass^k")[1].split("## Failure taxonomy")[0]
+    assert "(3 of 6 tasks)" in pass_k and "averages over those only" in pass_k
+    assert "The configurations ran different tasks" not in report.render_report(rows)
