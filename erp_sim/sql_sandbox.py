@@ -13,8 +13,11 @@ What an agent's statement may do, and what it costs at most:
   single-value length limit): only a query that piles those up can be cut where a machine's speed decides;
 - memory: temporary tables and sorters stay in memory (never temp files on disk), and the statement
   is interrupted once SQLite's heap grew by more than a byte cap (default 64 MiB) since it started.
-  That heap is the process's, so agents' statements run one at a time in a process: another session's
-  statement never counts towards this one's cap (the ERP's own small queries still may, by kilobytes);
+  That heap is the process's: where sessions run side by side (the MCP and OpenEnv servers), what the
+  others allocate meanwhile counts too, so a statement within a few MiB of the cap can be answered alone and
+  refused under load. It is a safety limit like the CPU deadline, not a budget to work up to (running
+  statements one at a time would make it exact, but let one session's heavy queries stall every other
+  session's SQL; SQLite's per-connection figures are not reachable from Python's sqlite3);
 - ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``date()``, ``CURRENT_TIMESTAMP``, ...)
   is the episode's simulated clock, in UTC (``'localtime'`` and ``'utc'`` change nothing: they would read the
   host's time zone), so the same calls give byte-identical answers on any machine.
@@ -59,8 +62,6 @@ _CHECK_EVERY = 200  # VM steps between progress-handler checks (time, heap, step
 # CPU of about 50 VM steps, plus one step per 25 characters it returns)
 CALL_STEPS = 60
 CHARS_PER_STEP = 25
-# agents' statements run one at a time per process: SQLite's heap meter, the memory cap's measure, is the process's
-_ONE_STATEMENT = threading.Lock()
 SqlValue = int | float | str | bytes | None  # what SQLite passes to a function and returns
 
 READABLE = {*TABLE_NAMES} | {"sqlite_master", "sqlite_schema"}
@@ -244,15 +245,7 @@ def run_select(
         raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
     if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
         raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
-    with _ONE_STATEMENT:
-        columns, rows = _run_alone(conn, statement, limits)
-    truncated = len(rows) > limits.max_rows
-    return columns, [list(r) for r in rows[: limits.max_rows]], truncated
-
-
-def _run_alone(conn: sqlite3.Connection, statement: str, limits: SqlLimits) -> tuple[list[str], list[Any]]:
-    """The statement's columns and first rows, within its budgets (no other agent statement runs meanwhile)."""
-    budget = _Budget(limits)  # its heap baseline is taken now, with no other statement running
+    budget = _Budget(limits)
     _builtins.refusal, _builtins.budget = None, budget
     conn.set_authorizer(_authorizer)
     conn.set_progress_handler(budget, _CHECK_EVERY)
@@ -276,7 +269,8 @@ def _run_alone(conn: sqlite3.Connection, statement: str, limits: SqlLimits) -> t
         _builtins.budget = None
         conn.set_authorizer(None)
         conn.set_progress_handler(None, 0)
-    return columns, rows
+    truncated = len(rows) > limits.max_rows
+    return columns, [list(r) for r in rows[: limits.max_rows]], truncated
 
 
 def _strip_string_literals(sql: str) -> str:

@@ -61,56 +61,6 @@ def test_the_work_budget_charges_functions_evaluated_in_python(db):
     assert run_select(db, "SELECT count(printf('%d', id)) FROM expense_line")[1][0][0] > 0  # a normal use
 
 
-def test_another_sessions_statement_never_counts_towards_this_ones_memory_cap(task):
-    """SQLite's heap meter is the process's: a statement running in another thread (an OpenEnv or MCP session)
-    counted towards this one's cap, so which of two sessions was refused depended on timing. One agent statement
-    runs at a time now: each gets the answer it gets alone."""
-    import threading
-
-    from erp_sim import database
-
-    sorted_rows = (  # ~0.8 MiB of sorter, kept while its rows are read; then read through hold()
-        "SELECT hold(x) FROM (SELECT printf('%.*c', 600, char(65 + a.id % 26)) || a.id || b.id AS x "
-        "FROM expense_line a, (SELECT id FROM expense_line LIMIT 4) b ORDER BY x)"
-    )
-    limits = SqlLimits(memory_bytes=1 << 20)
-    reading = {name: threading.Event() for name in ("first", "second")}
-    go_on = {name: threading.Event() for name in ("first", "second")}
-    answers: dict[str, object] = {}
-
-    def session(name):
-        conn = database.open_database(task)
-
-        def hold(value):  # the first row: the sorter is full; wait there, keeping it
-            if not reading[name].is_set():
-                reading[name].set()
-                go_on[name].wait(30)
-            return value
-
-        conn.create_function("hold", 1, hold)
-        return conn
-
-    def run(name):
-        try:
-            answers[name] = run_select(session(name), sorted_rows, limits)[1]
-        except ValidationError as exc:
-            answers[name] = str(exc)
-
-    alone_conn = database.open_database(task)
-    alone_conn.create_function("hold", 1, lambda value: value)
-    alone = run_select(alone_conn, sorted_rows, limits)[1]
-    threads = {name: threading.Thread(target=run, args=(name,)) for name in reading}
-    threads["first"].start()
-    assert reading["first"].wait(30)
-    threads["second"].start()  # it fills its sorter beside the first's, or waits until the first is done
-    reading["second"].wait(1)
-    go_on["first"].set()  # the first reads on, its progress handler measuring the heap
-    threads["first"].join(30)
-    go_on["second"].set()
-    threads["second"].join(30)
-    assert answers == {"first": alone, "second": alone}
-
-
 @pytest.mark.parametrize(
     "sql",
     [
