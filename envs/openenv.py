@@ -194,8 +194,8 @@ class OpenEnvGuard:
 
     - its ``/mcp`` routes (POST and WebSocket) open sessions of an environment that has no MCP tools: each
       took one of ``max_sessions`` for good, without auth, locking WebSocket clients out. Here they answer 404;
-    - a ``/ws`` frame that is JSON but not an object (``[1, 2]``) ended the session and lost its episode:
-      here it gets OpenEnv's own INVALID_JSON error frame and the session goes on;
+    - a ``/ws`` frame that is JSON but not an object (``[1, 2]``), or a binary frame, ended the session and
+      lost its episode: here it gets OpenEnv's own INVALID_JSON error frame and the session goes on;
     - every client that closed normally logged a traceback (the app closes a socket the client closed).
     """
 
@@ -242,9 +242,11 @@ def _frame_problem(message: dict) -> str | None:
 
     from openenv.core.env_server.types import WSErrorCode
 
-    text = message.get("text") if message.get("type") == "websocket.receive" else None
-    if text is None:
+    if message.get("type") != "websocket.receive":
         return None
+    text = message.get("text")
+    if text is None:  # a binary frame: OpenEnv reads text only, and its KeyError ended the session
+        return _error_frame("Invalid message: send JSON text frames, not binary ones", WSErrorCode.INVALID_JSON)
     try:
         value = json.loads(text)
     except json.JSONDecodeError:

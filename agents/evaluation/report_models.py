@@ -8,6 +8,13 @@ from collections.abc import Sequence
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 
 ROLES = ("agent", "summarizer", "user")
+NAMES_SHOWN = 5  # per configuration and role: a server that names itself anew at every answer lists them all
+
+
+def _names(names: list[str]) -> str:
+    """Names as one-line Markdown code, backticks out (a name comes from a server), the first few of many."""
+    shown = ", ".join("`" + " ".join(name.split()).replace("`", "'") + "`" for name in names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
 
 
 def served_models_note(rows: Sequence[EpisodeRow]) -> str | None:
@@ -24,12 +31,8 @@ def served_models_note(rows: Sequence[EpisodeRow]) -> str | None:
             if isinstance(model, str):
                 asked.setdefault((row.config, role), {})[model] = None
     parts = [
-        f"{config} {role}: {', '.join(f'`{name}`' for name in names)}"
-        + (
-            f" (asked for {', '.join(f'`{name}`' for name in asked.get((config, role), {}))})"
-            if asked.get((config, role))
-            else ""
-        )
+        f"{config} {role}: {_names(list(names))}"
+        + (f" (asked for {_names(list(asked[config, role]))})" if asked.get((config, role)) else "")
         for (config, role), names in sorted(served.items())
         if list(names) != list(asked.get((config, role), {}))
     ]

@@ -93,6 +93,8 @@ def read_cassette(path: str | Path) -> list[dict[str, Any]]:
                 problem: str | None = f"not JSON, cut short? ({error.msg} at character {error.pos})"
             except UnicodeDecodeError:
                 problem = "not UTF-8 text, cut short?"
+            except (ValueError, RecursionError) as error:  # an integer of 5,000 digits, nesting too deep
+                problem = "nested too deeply" if isinstance(error, RecursionError) else f"not readable ({error})"[:200]
             else:
                 problem = _line_problem(record)
             if problem:

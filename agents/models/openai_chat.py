@@ -261,9 +261,11 @@ class OpenAIChatModel:
 
 
 def _said(value: Any) -> str | None:
-    """A name the service gave (served model, finish reason), kept only as the short text it should be: a
-    server that sends another type there still answered, so the answer is not lost for it."""
-    return value[:MAX_NAME_CHARS] if isinstance(value, str) and value else None
+    """A name the service gave (served model, finish reason), kept only as the short one-line text it should
+    be: a server that sends another type there still answered, so the answer is not lost for it."""
+    if not isinstance(value, str):
+        return None
+    return " ".join(value[: 4 * MAX_NAME_CHARS].split())[:MAX_NAME_CHARS] or None  # no line breaks or controls
 
 
 def _cached_tokens(usage: Any) -> int | None:

@@ -205,7 +205,7 @@ def test_what_openenv_core_leaves_open_is_guarded(tmp_path):
             with connect(f"ws://127.0.0.1:{port}/ws") as ws:
                 ws.send(json.dumps({"type": "reset", "data": {"task_id": "hotel-003"}}))
                 assert json.loads(ws.recv())["type"] == "observation"
-                for frame in ("[1, 2]", "7", '"step"', "[" * 100_000 + "]" * 100_000, "1" * 5000):
+                for frame in ("[1, 2]", "7", '"step"', "[" * 100_000 + "]" * 100_000, "1" * 5000, b'{"type": "state"}'):
                     ws.send(frame)
                     error = json.loads(ws.recv())
                     assert error["type"] == "error" and error["data"]["code"] == "INVALID_JSON", frame[:20]

@@ -284,6 +284,8 @@ def test_an_unreadable_cassette_line_fails_only_its_episode_naming_the_file_and_
     damaged = {
         "cut short": (recorded[:-300], f"line {last}: not JSON, cut short?"),
         "no key": (recorded + b'{"step": 99}\n', f'line {last + 1}: no "key"'),
+        "huge number": (recorded + b'{"step": ' + b"9" * 5000 + b"}\n", f"line {last + 1}: not readable ("),
+        "deep nesting": (recorded + b"[" * 100_000 + b"]" * 100_000 + b"\n", f"line {last + 1}: nested too deeply"),
         "bad response": (
             "".join([*lines[:2], json.dumps(third) + "\n", *lines[3:]]).encode(),
             "line 3: its response does not validate (usage.input_tokens: ",

@@ -52,3 +52,9 @@ def test_offline_rows_add_no_note():
     rows = [row("C2", "hotel-000", asked=None, served=None, cut=None)]
     assert served_models_note(rows) is None and length_stops_note(rows) is None
     assert "Models that answered" not in render_report(rows)
+
+
+def test_names_from_a_server_cannot_write_markdown_and_many_are_cut_short():
+    hostile = [f"m{k}`\n# heading <script>" for k in range(8)]
+    note = served_models_note([row("C2", "hotel-000", asked="gpt-4o", served=hostile, cut=None)]) or ""
+    assert "\n" not in note and note.count("`") % 2 == 0 and "and 3 more" in note

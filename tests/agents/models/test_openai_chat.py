@@ -307,7 +307,7 @@ def test_a_served_name_of_another_type_or_size_does_not_lose_the_answer(fake_ope
     """A server that names its model with a number, or with a megabyte of text, still answered: the answer is
     used, the name kept only as a short text."""
     model = make_model(fake_openai_server, [])
-    for served, kept in ((12345, ""), ("m" * 1_000_000, "m" * 256)):
+    for served, kept in ((12345, ""), ("m" * 1_000_000, "m" * 256), ("gpt-4o\n# heading\t x", "gpt-4o # heading x")):
         fake_openai_server.model = served
         fake_openai_server.reply_text("fine")
         response = model.complete(MESSAGES)
