@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.models.roles import ModelSettings
+from erp_sim.agents.models.roles import ModelSettings, public_url
 
 if TYPE_CHECKING:  # evaluate imports this module
     from erp_sim.agents.evaluation.evaluate import EpisodeSpec
@@ -120,7 +120,11 @@ def _role_difference(role: str, old: dict[str, Any] | None, new: dict[str, Any] 
             ("model", "params"),
         )
     for field in fields:
-        if field != "params":
+        if field == "base_url":  # rows from before the trailing slash was dropped name the same server with it
+            was, now = (public_url(url) if isinstance(url, str) else url for url in (old.get(field), new.get(field)))
+            if was != now:
+                return f"{role} {field}", old.get(field, _DEFAULT[field]), new.get(field, _DEFAULT[field])
+        elif field != "params":
             if old.get(field) != new.get(field):
                 return f"{role} {field}", old.get(field, _DEFAULT[field]), new.get(field, _DEFAULT[field])
             continue

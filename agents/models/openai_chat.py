@@ -107,7 +107,9 @@ class OpenAIChatModel:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.model = model
-        self.base_url = base_url
+        # the server the client will use: OPENAI_BASE_URL is the client's own default, named here so that rows,
+        # recordings and the resume check know the server (None: OpenAI's API)
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.max_retries = max_retries
         self.timeout = timeout
         self.backoff_base = backoff_base
@@ -132,7 +134,7 @@ class OpenAIChatModel:
             for key, value in {"temperature": temperature, "seed": seed, **extra_params}.items()
             if value is not None
         }
-        self._api_key = _resolve_api_key(api_key_env, base_url)
+        self._api_key = _resolve_api_key(api_key_env, self.base_url)
         self._sleep = sleep
         self._async_sleep = async_sleep
         self._client = openai.OpenAI(**self._client_options())

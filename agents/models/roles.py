@@ -229,7 +229,8 @@ def settings_of(model: Any) -> ModelSettings | None:
 
 
 def public_url(url: str) -> str:
-    """``url`` without what may be secret: a user and password, a query (an API key there), a fragment."""
+    """``url`` without what may be secret: a user and password, a query (an API key there), a fragment; and
+    without a trailing slash, which names the same server to the client."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 address goes back in brackets
@@ -239,7 +240,7 @@ def public_url(url: str) -> str:
     except ValueError:
         port = None
     netloc = host + (f":{port}" if port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def sampling(model: Any) -> dict[str, Any] | None:
@@ -360,7 +361,8 @@ def replay_contradiction(
                     f"({role}: {getattr(settings, option)})"
                 )
         flag, url = (base_urls or {}).get(role, ("", None))
-        if url is not None and "base_url" in settings.model_fields_set and public_url(url) != settings.base_url:
+        recorded_url = public_url(settings.base_url) if settings.base_url is not None else None
+        if url is not None and "base_url" in settings.model_fields_set and public_url(url) != recorded_url:
             server = settings.base_url or "OpenAI's API"
             return f"{flag} {public_url(url)} contradicts the recording in {where} ({role}'s server: {server})"
     return None

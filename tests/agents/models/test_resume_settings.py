@@ -115,3 +115,20 @@ def test_rows_that_name_fewer_settings_still_resume(era, tmp_path):
         argv[argv.index(FIRST)] = BOTH
         assert eval_main([*argv, "--resume", "--max-retries", "1"]) == 0
     assert [r["task_id"] for r in read_rows(results)] == ["hotel-006", "hotel-007"]
+
+
+def test_the_server_named_by_openai_base_url_is_the_rows_and_a_trailing_slash_names_the_same(tmp_path, monkeypatch):
+    """OPENAI_BASE_URL picks the server when --base-url is left out (the client's own default): the rows name that
+    server, so a resume pointed elsewhere by the variable is refused; "URL/" and "URL" are one server."""
+    out = tmp_path / "run"
+    argv = [*command("x", out, FIRST)]
+    del argv[argv.index("--base-url") : argv.index("--base-url") + 2]
+    with roles_server() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert eval_main(argv) == 0
+        [row] = read_rows(out / "results.jsonl")
+        assert row["sampling"]["agent"]["base_url"] == server.base_url
+        assert eval_main(command(server.base_url + "/", out, BOTH, "--resume")) == 0  # the same server
+        monkeypatch.setenv("OPENAI_BASE_URL", NOWHERE)
+        with pytest.raises(SystemExit, match=f"agent base_url {server.base_url}, this command {NOWHERE}"):
+            eval_main([*argv[: argv.index("--tasks") + 1], BOTH, *argv[argv.index("--tasks") + 2 :], "--resume"])
