@@ -209,7 +209,7 @@ def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
 
 def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
     """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
-    from erp_sim.agents.evaluation.recording_run import note_recording_run, recording_run_refusal
+    from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
     from erp_sim.agents.models.roles import merged_manifest, save_manifest, summarizes
 
     if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
@@ -225,7 +225,8 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
     record_dir = specs[0].record_dir
     if record_dir:
         cassettes = Path(record_dir) / "cassettes"
-        try:  # other models first, then another run: nothing is written unless both agree
+        try:  # held first (no other run checks and writes meanwhile); other models, then another run
+            hold_recording(cassettes)
             manifest = merged_manifest(cassettes, settings)
             problem = recording_run_refusal(cassettes, specs[0].out_dir)
         except ValueError as error:

@@ -14,8 +14,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import IO
 
 RUN_NOTE = "run.json"
+LOCK = ".recording.lock"
+_held: dict[Path, IO[bytes]] = {}  # recordings this process records into: their locks, held until it exits
+
+
+def hold_recording(cassettes: Path) -> None:
+    """Take the recording for this process (an exclusive lock, kept until it exits), or refuse in one line
+    (ValueError) while another process records into it: two runs checking and writing at once mixed their
+    cassettes into one recording that replays neither."""
+    import fcntl
+
+    key = cassettes.resolve()
+    if key in _held:
+        return
+    cassettes.mkdir(parents=True, exist_ok=True)
+    lock = (cassettes / LOCK).open("ab")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise ValueError(
+            f"{cassettes.parent} is being recorded into by another run right now; record into another directory"
+        ) from None
+    _held[key] = lock
 
 
 def recording_run_refusal(cassettes: Path, out_dir: str | Path) -> str | None:
@@ -68,4 +92,10 @@ def _rows_recorded_into(out: Path, directory: Path) -> bool:
 
     target = directory.resolve()
     rows = read_results(out / RESULTS_FILE).rows
-    return any(row.sampling.cassettes and Path(row.sampling.cassettes).resolve() == target for row in rows)
+    # a relative name was relative to where that run started: here, or (resumed from elsewhere) most likely
+    # where its --out lies too
+    return any(
+        row.sampling.cassettes
+        and target in {Path(row.sampling.cassettes).resolve(), (out.parent / row.sampling.cassettes).resolve()}
+        for row in rows
+    )
