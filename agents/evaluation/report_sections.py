@@ -553,16 +553,34 @@ MIN_T_RUNS = 3
 def _caveats(summaries: Mapping[str, st.ConfigSummary]) -> list[str]:
     """Warnings a reader needs before the numbers: small n, and a scripted (non-LLM) agent."""
     notes = []
-    small = [
+    few_tasks = [
         f"{s.config} ({s.interval_method})"
         for s in summaries.values()
-        if s.n_episodes and ((s.n_runs == 1 and s.n_tasks < MIN_BOOTSTRAP_TASKS) or 1 < s.n_runs < MIN_T_RUNS)
+        if s.n_episodes and s.n_tasks < MIN_BOOTSTRAP_TASKS and (s.n_runs == 1 or s.deterministic)
     ]
-    if small:
+    few_runs = [
+        f"{s.config} ({s.interval_method})"
+        for s in summaries.values()
+        if s.n_episodes and not s.deterministic and 1 < s.n_runs < MIN_T_RUNS
+    ]
+    why = [
+        *(
+            [f"{', '.join(few_tasks)}: a bootstrap over fewer than {MIN_BOOTSTRAP_TASKS} tasks understates the spread"]
+            if few_tasks
+            else []
+        ),
+        *(
+            [
+                f"{', '.join(few_runs)}: a t interval over fewer than {MIN_T_RUNS} runs is wide (or, where the runs agree, has no width that means anything)"
+            ]
+            if few_runs
+            else []
+        ),
+    ]
+    if why:
         notes.append(
-            f"**Small n: treat the intervals as rough.** {', '.join(small)}: a bootstrap over fewer than "
-            f"{MIN_BOOTSTRAP_TASKS} tasks understates the spread, and a t interval over fewer than {MIN_T_RUNS} runs is "
-            "very wide; run more tasks (`--tasks`) or runs (`--runs`) before drawing conclusions."
+            "**Small n: treat the intervals as rough.** " + "; ".join(why) + ". Run more tasks (`--tasks`) or "
+            "runs (`--runs`) before drawing conclusions."
         )
     if any(is_scripted(s.agent) for s in summaries.values()):
         notes.append(

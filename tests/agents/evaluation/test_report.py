@@ -189,7 +189,8 @@ def test_p_at_the_resampling_floor_is_a_bound_and_small_n_and_scripted_agents_ar
     assert "≤ 2/(R+1) = 0.0002" in md and "p = 0.0002" not in md
     assert "Small n" not in md and "**Agent: scripted (not an LLM)** for C2, C3" in md
     few = report.render_report([episode("C2", t, 0, True) for t in range(3)])
-    assert "**Small n: treat the intervals as rough.** C2 (bootstrap over 3 tasks)" in few
+    assert "**Small n: treat the intervals as rough.** C2 (bootstrap over 3 tasks): a bootstrap" in few
+    assert "t interval" not in few.split("**Small n")[1].split("\n")[0]  # only the cause that applies
 
 
 def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path):
