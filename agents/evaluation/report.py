@@ -40,6 +40,7 @@ from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-expo
     plot_sweep,
     short_labels,
 )
+from erp_sim.agents.evaluation.report_reference import _reference, changes_vs_c2, task_sets_note
 from erp_sim.agents.evaluation.report_sections import (
     _caveats,
     _comparisons,
@@ -52,12 +53,9 @@ from erp_sim.agents.evaluation.report_sections import (
     _outcomes,
     _pass_k,
     _prompt_cost,
-    _reference,
     _sweeps,
     _terminations,
     _token_units,
-    changes_vs_c2,
-    task_sets_note,
 )
 from erp_sim.agents.memory.sequential import WITHOUT, learning_curve_section
 
