@@ -1,8 +1,9 @@
 """What a configuration costs in money, with and without prompt caching, from the rows alone.
 
 Prices come from ``--price ROLE=input,cached_input,output[,cache_write]`` (USD per 1M tokens,
-one per role: agent, summarizer, user); none are shipped, since they change by model and by
-month. Per episode and role, with the o200k counts of ``EpisodeMetrics``:
+one per role: agent, summarizer, user, and a sequential run's LLM consolidator); none are shipped,
+since they change by model and by month. Per episode and role, with the o200k counts of
+``EpisodeMetrics`` (the consolidator's: the row's ``memory.consolidator``, no cacheable prefix measured):
 
     without caching = input · p_input + output · p_output
     with caching    = cacheable · p_cached + (input − cacheable) · p_uncached + output · p_output
@@ -24,10 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
-from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.prompt_cache import ROLES
 
-PRICE_FORMAT = "ROLE=input,cached_input,output[,cache_write] (USD per 1M tokens; ROLE: agent, summarizer or user)"
+COST_ROLES = (*ROLES, "consolidator")  # the consolidator's calls are a sequential run's, between its episodes
+PRICE_FORMAT = (
+    "ROLE=input,cached_input,output[,cache_write] (USD per 1M tokens; ROLE: agent, summarizer, user or consolidator)"
+)
 PER_TOKENS = 1_000_000
 
 
@@ -53,7 +57,7 @@ def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
     for value in values or ():
         role, sep, numbers = value.partition("=")
         role = role.strip().lower()
-        if not sep or role not in ROLES:
+        if not sep or role not in COST_ROLES:
             raise ValueError(f"--price {value!r}: expected {PRICE_FORMAT}")
         if role in prices:
             raise ValueError(f"--price {value!r}: the {role} already has a price ({prices[role]})")
@@ -69,38 +73,60 @@ def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
     return prices
 
 
+def _consolidator(name: str) -> Callable[[EpisodeRow], Any]:
+    """A figure of the row's LLM consolidator (0, or None for the cached tokens, where none ran)."""
+
+    def figure(row: EpisodeRow) -> Any:
+        use = row.memory.consolidator if row.memory is not None else None
+        if use is None:
+            return None if name == "provider_cached_tokens" else 0
+        return getattr(use, name)
+
+    return figure
+
+
 #: Per role, the metrics (input, cached or cacheable, output) in each unit: ``o200k`` (ours, with the
 #: cacheable prefix) or ``service`` (the service's reported counts, with its cached tokens; None: never reported).
-RoleCounts = tuple[Callable[[RowMetrics], float], Callable[[RowMetrics], float | None], Callable[[RowMetrics], float]]
+RoleCounts = tuple[Callable[[EpisodeRow], float], Callable[[EpisodeRow], float | None], Callable[[EpisodeRow], float]]
 ROLE_COUNTS: dict[str, dict[str, RoleCounts]] = {
     "o200k": {
-        "agent": (lambda m: m.input_tokens, lambda m: m.cacheable_prefix_tokens, lambda m: m.output_tokens),
+        "agent": (
+            lambda r: r.metrics.input_tokens,
+            lambda r: r.metrics.cacheable_prefix_tokens,
+            lambda r: r.metrics.output_tokens,
+        ),
         "summarizer": (
-            lambda m: m.summarizer_input_tokens,
-            lambda m: m.summarizer_cacheable_prefix_tokens,
-            lambda m: m.summarizer_output_tokens,
+            lambda r: r.metrics.summarizer_input_tokens,
+            lambda r: r.metrics.summarizer_cacheable_prefix_tokens,
+            lambda r: r.metrics.summarizer_output_tokens,
         ),
         "user": (
-            lambda m: m.user_input_tokens,
-            lambda m: m.user_cacheable_prefix_tokens,
-            lambda m: m.user_output_tokens,
+            lambda r: r.metrics.user_input_tokens,
+            lambda r: r.metrics.user_cacheable_prefix_tokens,
+            lambda r: r.metrics.user_output_tokens,
         ),
+        "consolidator": (_consolidator("input_tokens"), lambda r: 0, _consolidator("output_tokens")),
     },
     "service": {
         "agent": (
-            lambda m: m.reported_input_tokens,
-            lambda m: m.provider_cached_tokens,
-            lambda m: m.reported_output_tokens,
+            lambda r: r.metrics.reported_input_tokens,
+            lambda r: r.metrics.provider_cached_tokens,
+            lambda r: r.metrics.reported_output_tokens,
         ),
         "summarizer": (
-            lambda m: m.summarizer_reported_input_tokens,
-            lambda m: m.summarizer_provider_cached_tokens,
-            lambda m: m.summarizer_reported_output_tokens,
+            lambda r: r.metrics.summarizer_reported_input_tokens,
+            lambda r: r.metrics.summarizer_provider_cached_tokens,
+            lambda r: r.metrics.summarizer_reported_output_tokens,
         ),
         "user": (
-            lambda m: m.user_reported_input_tokens,
-            lambda m: m.user_provider_cached_tokens,
-            lambda m: m.user_reported_output_tokens,
+            lambda r: r.metrics.user_reported_input_tokens,
+            lambda r: r.metrics.user_provider_cached_tokens,
+            lambda r: r.metrics.user_reported_output_tokens,
+        ),
+        "consolidator": (
+            _consolidator("reported_input_tokens"),
+            _consolidator("provider_cached_tokens"),
+            _consolidator("reported_output_tokens"),
         ),
     },
 }
@@ -108,12 +134,12 @@ ROLE_COUNTS: dict[str, dict[str, RoleCounts]] = {
 
 def role_tokens(row: EpisodeRow, role: str, units: str = "o200k") -> tuple[float, float, float]:
     tokens_in, cached, tokens_out = ROLE_COUNTS[units][role]
-    return float(tokens_in(row.metrics)), float(cached(row.metrics) or 0), float(tokens_out(row.metrics))
+    return float(tokens_in(row)), float(cached(row) or 0), float(tokens_out(row))
 
 
 def reported_cached(row: EpisodeRow, role: str) -> bool:
     """Whether the service reported the role's cached tokens in this row."""
-    return ROLE_COUNTS["service"][role][1](row.metrics) is not None
+    return ROLE_COUNTS["service"][role][1](row) is not None
 
 
 def episode_cost(row: EpisodeRow, prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
@@ -163,7 +189,10 @@ class ConfigCost:
 
 
 def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dict[str, ConfigCost]:
-    """:class:`ConfigCost` of every configuration with scored episodes, in natural order."""
+    """:class:`ConfigCost` of every configuration with scored episodes, in natural order (the consolidator's
+    figures only in a run that had an LLM consolidator, so other runs' report.json keeps its keys)."""
+    rows = list(rows)
+    roles = COST_ROLES if any(row.memory is not None and row.memory.consolidator for row in rows) else ROLES
     result = {}
     for name, group in st.by_config(rows).items():
         scored = st.scored_rows(group)
@@ -171,7 +200,7 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
             continue
         n_tasks = len({st.task_key(row) for row in group})
         inputs, shares, reported, cached = {}, {}, {}, {}
-        for role in ROLES:
+        for role in roles:
             ours = [role_tokens(row, role) for row in scored]
             theirs = [role_tokens(row, role, "service") for row in scored]
             total_in = sum(tokens[0] for tokens in ours)
@@ -184,7 +213,7 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
                 else None
             )
         summary = st.estimate(group, st.METRIC_BY_KEY["success"])
-        billed = any(reported[role] > 0 for role in prices)
+        billed = any(reported.get(role, 0) > 0 for role in prices)
         result[name] = ConfigCost(
             config=name,
             input_tokens=inputs,
@@ -200,8 +229,8 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
 
 
 def roles_used(costs: Mapping[str, ConfigCost]) -> list[str]:
-    """Roles with any input tokens in these configurations, in ROLES order."""
-    return [role for role in ROLES if any((c.input_tokens.get(role) or 0) > 0 for c in costs.values())]
+    """Roles with any input tokens in these configurations, in COST_ROLES order."""
+    return [role for role in COST_ROLES if any((c.input_tokens.get(role) or 0) > 0 for c in costs.values())]
 
 
 def unpriced_roles(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> list[str]:
@@ -254,7 +283,7 @@ def add_price_argument(parser: argparse.ArgumentParser) -> None:
         "--price",
         action="append",
         metavar="ROLE=IN,CACHED,OUT[,WRITE]",
-        help="USD per 1M tokens of a role (agent, summarizer, user): input, cached input, output, "
+        help="USD per 1M tokens of a role (agent, summarizer, user, consolidator): input, cached input, output, "
         "optional cache write; the report adds the cost with and without prompt caching "
         "(repeatable, one per role; None: no cost figures, no prices are shipped)",
     )

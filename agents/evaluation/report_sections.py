@@ -189,7 +189,9 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
 
 def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
     """o200k counts beside the service's own, per role, where a service reported any."""
-    reported = [(c, role) for c in costs.values() for role in cost.ROLES if (c.reported_input_tokens[role] or 0) > 0]
+    reported = [
+        (c, role) for c in costs.values() for role in cost.COST_ROLES if (c.reported_input_tokens.get(role) or 0) > 0
+    ]
     if not reported:
         return (
             "Every count in this report is o200k_base (ours, exact, the same for every model); no model service "

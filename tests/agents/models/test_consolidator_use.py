@@ -53,6 +53,21 @@ def test_the_llm_consolidators_model_and_tokens_are_in_the_rows_it_consolidates_
         f"Consolidator: `openai:fake-cons`, 2 calls, {sent:,} input and {2 * answer:,} output tokens (o200k; its "
         "service reported 60 and 80)"
     ) in (tmp_path / "run" / "report.md").read_text()
+    # priced like the other roles: its tokens per benchmark in report.json, its cost in the configuration's
+    from erp_sim.agents.evaluation.report_cli import main as report_main
+
+    agent_only, with_it = ("agent=1,0.5,2",), ("agent=1,0.5,2", "consolidator=3,3,5")
+    costs = {}
+    for prices in (agent_only, with_it):
+        assert report_main([str(tmp_path / "run"), *(f"--price={price}" for price in prices)]) == 0
+        costs[prices] = json.loads((tmp_path / "run" / "report.json").read_text())["cost"]
+    configs = costs[with_it]["configs"]
+    assert configs["with_memory"]["input_tokens_per_benchmark"]["consolidator"] == sent
+    assert configs["without_memory"]["input_tokens_per_benchmark"]["consolidator"] == 0
+    assert costs[agent_only]["unpriced_roles"] == ["consolidator"] and costs[with_it]["unpriced_roles"] == []
+    added = (3 * sent + 5 * 2 * answer) / 1e6  # without caching: no cacheable prefix is measured for it
+    cost = {p: costs[p]["configs"]["with_memory"]["cost_per_benchmark_without_caching"]["mean"] for p in costs}
+    assert abs(cost[with_it] - cost[agent_only] - added) < 1e-9
     # the replay reports the recorded consolidator and its tokens, byte for byte
     shutil.rmtree(tmp_path / "memory")
     assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
