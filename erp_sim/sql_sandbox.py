@@ -16,8 +16,8 @@ What an agent's statement may do, and what it costs at most:
   That heap is the process's: where sessions run side by side (the MCP and OpenEnv servers), what the
   others allocate meanwhile counts too, so a statement within a few MiB of the cap can be answered alone and
   refused under load. It is a safety limit like the CPU deadline, not a budget to work up to (running
-  statements one at a time would make it exact, but let one session's heavy queries stall every other
-  session's SQL; SQLite's per-connection figures are not reachable from Python's sqlite3);
+  statements one at a time let one session's heavy queries stall every other session's SQL, and other
+  sessions still allocate; SQLite's per-connection figures are not reachable from Python's sqlite3);
 - ``random()`` is seeded per episode and ``'now'`` (``datetime('now')``, ``date()``, ``CURRENT_TIMESTAMP``, ...)
   is the episode's simulated clock, in UTC (``'localtime'`` and ``'utc'`` change nothing: they would read the
   host's time zone), so the same calls give byte-identical answers on any machine.
