@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 LOCK_FILE = "eval.lock"
 
@@ -18,9 +18,33 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
     ``flock`` is released by the kernel when the holder dies, so a killed run leaves no stale lock;
     a run that ends removes the file (while still holding it, so a waiting eval sees the removal).
     """
+    path = out_dir / LOCK_FILE
+    try:
+        handle = hold_lock(path)
+    except LockHeld as held:
+        raise SystemExit(
+            f"{out_dir} is in use by a running erp-sim eval (pid {held.holder}); wait for it or stop it"
+        ) from None
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
+class LockHeld(Exception):
+    """Another process holds the lock: ``holder`` is the pid it wrote (or "another process")."""
+
+    def __init__(self, holder: str):
+        super().__init__(holder)
+        self.holder = holder
+
+
+def hold_lock(path: Path) -> TextIO:
+    """``flock`` ``path`` for this process and write its pid there; ``LockHeld`` while another process holds it.
+    The lock lasts until the returned file is closed (or the process dies)."""
     import fcntl
 
-    path = out_dir / LOCK_FILE
     while True:
         handle = path.open("a+", encoding="utf-8")
         try:
@@ -29,21 +53,15 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
-            raise SystemExit(
-                f"{out_dir} is in use by a running erp-sim eval (pid {holder}); wait for it or stop it"
-            ) from None
+            raise LockHeld(holder) from None
         if _same_file(handle, path):
             break
-        handle.close()  # locked the file of a run that has just ended and removed it: lock the one now there
-    try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        handle.close()
+        handle.close()  # locked the file of a holder that has just ended and removed it: lock the one now there
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def _same_file(handle: Any, path: Path) -> bool:

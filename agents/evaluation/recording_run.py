@@ -14,32 +14,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import IO
+from typing import TextIO
+
+from erp_sim.agents.evaluation.output_lock import LockHeld, hold_lock
 
 RUN_NOTE = "run.json"
 LOCK = ".recording.lock"
-_held: dict[Path, IO[bytes]] = {}  # recordings this process records into: their locks, held until it exits
+_held: dict[Path, TextIO] = {}  # recordings this process records into: their locks, held until it exits
 
 
 def hold_recording(cassettes: Path) -> None:
-    """Take the recording for this process (an exclusive lock, kept until it exits), or refuse in one line
-    (ValueError) while another process records into it: two runs checking and writing at once mixed their
+    """Take the recording for this process (``output_lock.hold_lock``, kept until it exits), or refuse in one
+    line (ValueError) while another process records into it: two runs checking and writing at once mixed their
     cassettes into one recording that replays neither."""
-    import fcntl
-
     key = cassettes.resolve()
     if key in _held:
         return
     cassettes.mkdir(parents=True, exist_ok=True)
-    lock = (cassettes / LOCK).open("ab")
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.close()
+        _held[key] = hold_lock(cassettes / LOCK)
+    except LockHeld:
         raise ValueError(
             f"{cassettes.parent} is being recorded into by another run right now; record into another directory"
         ) from None
-    _held[key] = lock
 
 
 def recording_run_refusal(cassettes: Path, out_dir: str | Path) -> str | None:
