@@ -50,7 +50,8 @@ Consolidator = Callable[[dict[str, Any], str], list[Fact | Sop]]
 
 class ConsolidatorUse(BaseModel):
     """An LLM consolidator's model and what its calls for one episode cost, in both units apart: o200k counts
-    of ours and what its service reported. Kept in the row's ``memory``, not in its metrics or costs."""
+    of ours and what its service reported. Kept in the row's ``memory``, not in its metrics (which are the
+    episode's own); ``--price consolidator=...`` prices it into the configuration's cost."""
 
     model: dict[str, Any] = Field(description="Its settings, as a row's sampling names a role's (ModelSettings).")
     calls: int = Field(0, description="Its model calls for this episode (0: the episode was not promoted).")

@@ -236,14 +236,15 @@ def learning_curve_markdown(rows: list[EpisodeRow]) -> str:
 
 
 def _consolidator_note(uses: list[ConsolidatorUse]) -> str:
-    """Who consolidated and what its calls cost: counted in no metric or cost above (docs/memory.md)."""
+    """Who consolidated and what its calls cost: in no metric above, and in a cost only where priced (docs/memory.md)."""
     models = sorted({f"`openai:{use.model.get('model')}`" for use in uses})
     reported = sum(use.reported_input_tokens for use in uses), sum(use.reported_output_tokens for use in uses)
     return (
         f"Consolidator: {', '.join(models)}, {sum(use.calls for use in uses)} calls, "
         f"{sum(use.input_tokens for use in uses):,} input and {sum(use.output_tokens for use in uses):,} output "
         f"tokens (o200k; its service reported {reported[0]:,} and {reported[1]:,}); per episode in each "
-        "`with_memory` row's `memory.consolidator`, and in none of the metrics or costs of this report."
+        "`with_memory` row's `memory.consolidator`, in none of the metrics of this report, and in its costs "
+        "only with `--price consolidator=...`."
     )
 
 
