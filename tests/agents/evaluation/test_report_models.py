@@ -2,40 +2,32 @@
 
 from __future__ import annotations
 
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from test_statistics import episode
+
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowSampling
 from erp_sim.agents.evaluation.report import render_report
 from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
 
 
-def row(config: str, task: str, *, asked: str | None, served: list[str] | None, cut: int | None) -> EpisodeRow:
-    return EpisodeRow.model_validate(
-        {
-            "config": config,
-            "policy": "full",
+def row(config: str, task: int, *, asked: str | None, served: list[str] | None, cut: int | None) -> EpisodeRow:
+    """A successful episode (``test_statistics.episode``) of an agent asking for ``asked``, answered by ``served``."""
+    base = episode(config, task, 0, True)
+    return base.model_copy(
+        update={
             "agent": f"openai:{asked}" if asked else "scripted",
-            "task_id": task,
-            "grade": {
-                "success": True,
-                "strict_success": True,
-                "itemized_fraction": 1.0,
-                "remaining_amount": "0.00",
-                "collateral": [],
-            },
-            "metrics": {"model_calls": 10, **({"length_stops": cut} if cut is not None else {})},
-            "termination": "success",
-            "sampling": {
-                "agent": {"model": asked} if asked else None,
-                **({"served_models": {"agent": served}} if served else {}),
-            },
+            "metrics": base.metrics.model_copy(update={"length_stops": cut}),
+            "sampling": RowSampling(
+                agent={"model": asked} if asked else None, served_models={"agent": served} if served else None
+            ),
         }
     )
 
 
 def test_a_model_other_than_the_one_asked_and_cut_answers_are_said_per_configuration():
     rows = [
-        row("C2", "hotel-000", asked="gpt-4o", served=["gpt-4o-2024-08-06"], cut=0),
-        row("C2", "hotel-001", asked="gpt-4o", served=["gpt-4o-2024-08-06", "gpt-4o-2024-11-20"], cut=2),
-        row("C3", "hotel-000", asked="local", served=["local"], cut=1),  # answered as asked: not listed
+        row("C2", 0, asked="gpt-4o", served=["gpt-4o-2024-08-06"], cut=0),
+        row("C2", 1, asked="gpt-4o", served=["gpt-4o-2024-08-06", "gpt-4o-2024-11-20"], cut=2),
+        row("C3", 0, asked="local", served=["local"], cut=1),  # answered as asked: not listed
     ]
     assert served_models_note(rows) == (
         "**Models that answered** (as the services named them): C2 agent: `gpt-4o-2024-08-06`, "
@@ -49,12 +41,12 @@ def test_a_model_other_than_the_one_asked_and_cut_answers_are_said_per_configura
 
 
 def test_offline_rows_add_no_note():
-    rows = [row("C2", "hotel-000", asked=None, served=None, cut=None)]
+    rows = [row("C2", 0, asked=None, served=None, cut=None)]
     assert served_models_note(rows) is None and length_stops_note(rows) is None
     assert "Models that answered" not in render_report(rows)
 
 
 def test_names_from_a_server_cannot_write_markdown_and_many_are_cut_short():
     hostile = [f"m{k}`\n# heading <script>" for k in range(8)]
-    note = served_models_note([row("C2", "hotel-000", asked="gpt-4o", served=hostile, cut=None)]) or ""
+    note = served_models_note([row("C2", 0, asked="gpt-4o", served=hostile, cut=None)]) or ""
     assert "\n" not in note and note.count("`") % 2 == 0 and "and 3 more" in note
