@@ -63,7 +63,8 @@ class RowMetrics(EpisodeMetrics):
 
 class RowSampling(BaseModel):
     """Each model role's settings (``roles.ModelSettings`` as dumped, None where no model plays it),
-    the context window and the cassette directory. A role's entry stays a mapping: its request
+    the context window, the env's step limit and verbosity (None in rows written before they were
+    stored) and the cassette directory. A role's entry stays a mapping: its request
     params are any ``--model-param`` keys, and rows before the model manifest stored them flat."""
 
     model_config = _FORBID
@@ -71,6 +72,8 @@ class RowSampling(BaseModel):
     user: dict[str, Any] | None = None
     summarizer: dict[str, Any] | None = None
     context_window: int | None = None
+    max_steps: int | None = None
+    verbosity: str | None = None
     cassettes: str | None = None
     served_models: dict[str, list[str]] | None = Field(
         None,

@@ -163,6 +163,8 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
             user=sampling_settings(getattr(user, "model", None)),
             summarizer=sampling_settings(getattr(summarizer, "model", None)),
             context_window=spec.context_window,
+            max_steps=spec.max_steps,
+            verbosity=spec.verbosity,
             cassettes=_cassette_dir(spec),
             served_models=trajectory.served_models(),
         ),

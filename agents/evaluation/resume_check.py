@@ -2,7 +2,7 @@
 
 A resumed run appends episodes to configurations that already have rows, and the report pools
 every row of a configuration into one mean, interval and cost. A command that names another
-agent, user or policy, another seed or context window, or another model, server, request param,
+agent, user or policy, another seed, step limit, verbosity or context window, or another model, server, request param,
 timeout or retry count for any model role (agent, LLM user, LLM summarizer) would pool two
 experiments under one name; it is refused in one line before any episode runs. Each role's
 settings are the ones a row's ``sampling`` stores (``roles.sampling``), computed for the new
@@ -93,6 +93,8 @@ def _difference(row: EpisodeRow, spec: EpisodeSpec, planned: Planned) -> tuple[s
         ("agent", row.agent, label),
         ("user", row.user, spec.user),
         (f"seed (run {row.run})", row.seed, spec.seed - spec.run + row.run),
+        ("max steps", row.sampling.max_steps, spec.max_steps),
+        ("verbosity", row.sampling.verbosity, spec.verbosity),
     ):
         if old not in (None, "") and old != new:  # (older rows may not name it)
             return what, old, new

@@ -133,7 +133,16 @@ def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys)
     )
     rows = read_rows(tmp_path / "results.jsonl")
     assert all(
-        r["sampling"] == {"agent": None, "user": None, "summarizer": None, "context_window": None, "cassettes": None}
+        r["sampling"]
+        == {
+            "agent": None,
+            "user": None,
+            "summarizer": None,
+            "context_window": None,
+            "max_steps": 200,
+            "verbosity": "default",
+            "cassettes": None,
+        }
         for r in rows
     )
     with gzip.open(tmp_path / rows[1]["trajectory"], "rt") as handle:
@@ -188,6 +197,8 @@ def test_sampling_settings_of_an_openai_agent_are_in_the_row(tmp_path, fake_open
         "user": None,
         "summarizer": None,
         "context_window": 400000,
+        "max_steps": 200,
+        "verbosity": "default",
         "cassettes": None,
         "served_models": {"agent": ["fake-model"]},  # as the server named itself in its answers
     }

@@ -223,6 +223,8 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
             "base_url": server.base_url,  # where the requests went: provenance
         },
         "context_window": None,
+        "max_steps": 200,
+        "verbosity": "default",
         "cassettes": str(tmp_path / "rec"),
         # the server answers as its own model, whatever was asked: each role's served name, for provenance
         "served_models": {"agent": ["fake-model"], "user": ["fake-model"], "summarizer": ["fake-model"]},

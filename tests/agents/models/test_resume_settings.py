@@ -1,9 +1,9 @@
 """``erp-sim eval --resume`` continues a configuration only with the model settings its rows were made with.
 
 Every role (agent, LLM user, LLM summarizer) against the project's strict local server; a command that
-would pool another model, server, request param, timeout or retry count into a configuration's
-statistics is refused in one line before any request, and what a row does not say (rows from before
-``sampling``, or before ``ModelSettings``) does not block a resume.
+would pool another model, server, request param, timeout or retry count (or another env step limit or
+verbosity) into a configuration's statistics is refused in one line before any request, and what a row
+does not say (rows from before ``sampling``, or before ``ModelSettings``) does not block a resume.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def test_a_resume_that_would_pool_other_model_settings_is_refused_in_one_line(tm
             ("--summarizer-base-url", NOWHERE): f"summarizer base_url {url}, this command {NOWHERE}",
             ("--context-window", "100000"): "context window none (no limit), this command 100000",
             ("--seed", "5"): "seed (run 0) 0, this command 5",
+            ("--max-steps", "50"): "max steps 200, this command 50",
+            ("--verbosity", "compact"): "verbosity default, this command compact",
         }
         for extra, difference in refusals.items():
             argv = command(url, out, BOTH, "--resume")
