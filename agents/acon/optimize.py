@@ -408,25 +408,28 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
     answered from the recording with --replay, which refuses role names and settings that contradict it."""
     from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.roles import chat_model, read_manifest, replay_contradiction, settings_of, write_manifest
+    from erp_sim.agents.models.roles import (
+        chat_model,
+        named_servers,
+        read_manifest,
+        replay_contradiction,
+        settings_of,
+        write_manifest,
+    )
 
     names = {}
     for role in ROLES:
         kind, _, names[role] = getattr(args, role).partition(":")
         if kind != "openai" or not names[role]:
             raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
+    own = {role: (f"--{role}-base-url", getattr(args, f"{role}_base_url", None)) for role in ROLES}
+    servers = named_servers(args.base_url, ROLES, own)  # as live: its own, else --base-url
     if args.replay:
         cassettes = Path(args.replay) / "cassettes"
         try:
             recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
         except ValueError as error:
             raise SystemExit(f"--replay: {error}") from None
-        own = {role: getattr(args, f"{role}_base_url", None) for role in ROLES}  # as live: its own, else --base-url
-        servers = {
-            role: (f"--{role}-base-url", url) if url else ("--base-url", args.base_url)
-            for role, url in own.items()
-            if url or args.base_url
-        }
         problem = recorded and replay_contradiction(
             recorded,
             names,
@@ -441,11 +444,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
         return {
             role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
         }
-    endpoints = {
-        "agent": args.base_url,
-        "compressor": args.compressor_base_url or args.base_url,
-        "optimizer": args.optimizer_base_url or args.base_url,
-    }
+    endpoints = {role: servers[role][1] if role in servers else None for role in ROLES}
     # the optimizer samples at the server's default temperature, so the k candidates can differ
     models = {
         role: chat_model(

@@ -197,14 +197,9 @@ def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str 
 
 def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
     """Role -> (option, URL) for each role a --base-url / --summarizer-base-url given would send to, as live."""
-    from erp_sim.agents.models.roles import EVAL_ROLES
+    from erp_sim.agents.models.roles import EVAL_ROLES, named_servers
 
-    servers: dict[str, tuple[str, str]] = {}
-    if spec.base_url is not None:
-        servers = dict.fromkeys(EVAL_ROLES, ("--base-url", spec.base_url))
-    if spec.summarizer_base_url is not None:
-        servers["summarizer"] = ("--summarizer-base-url", spec.summarizer_base_url)
-    return servers
+    return named_servers(spec.base_url, EVAL_ROLES, {"summarizer": ("--summarizer-base-url", spec.summarizer_base_url)})
 
 
 def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:

@@ -313,6 +313,21 @@ def save_manifest(cassettes: Path, merged: Mapping[str, ModelSettings]) -> None:
     tmp.replace(cassettes / MANIFEST)
 
 
+def named_servers(
+    base_url: str | None, roles: tuple[str, ...], own: Mapping[str, tuple[str, str | None]]
+) -> dict[str, tuple[str, str]]:
+    """Role -> (option, URL) each role would send to, as live: its own option's URL (``own``: role -> (option,
+    URL or None)), else ``--base-url``; a role neither names is left out (the client's default server)."""
+    servers: dict[str, tuple[str, str]] = {}
+    for role in roles:
+        option, url = own.get(role, ("--base-url", None))
+        if url:
+            servers[role] = (option, url)
+        elif base_url:
+            servers[role] = ("--base-url", base_url)
+    return servers
+
+
 def replay_contradiction(
     recorded: Mapping[str, ModelSettings],
     named: Mapping[str, str | None],
