@@ -69,7 +69,7 @@ from erp_sim.agents.tokens import (
     same_prefix,
     tools_text,
 )
-from erp_sim.agents.types import unset
+from erp_sim.agents.types import sum_reported, unset
 
 ROLES = ("agent", "summarizer", "user")
 SHORT_REST = 16  # a rest this short is counted whole: finding its runs in the last request costs more
@@ -311,6 +311,22 @@ class ModelCall(BaseModel):
     served_model: str | None = Field(
         None, exclude_if=unset, description="The model the service says answered (absent: not said)."
     )
+
+
+SUMMED_CALL_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cacheable_prefix_tokens",
+    "reported_input_tokens",
+    "reported_output_tokens",
+)
+
+
+def call_sums(calls: list[ModelCall]) -> dict[str, int | None]:
+    """Calls' counts summed, both units apart; ``provider_cached_tokens`` is None when no call reported it."""
+    sums: dict[str, int | None] = {name: sum(getattr(call, name) for call in calls) for name in SUMMED_CALL_FIELDS}
+    sums["provider_cached_tokens"] = sum_reported([call.provider_cached_tokens for call in calls])
+    return sums
 
 
 class EpisodeMeter:

@@ -29,7 +29,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.memory_tools import harness_tools
-from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker
+from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, call_sums
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import (
@@ -284,15 +284,7 @@ def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
     """Per-episode sums of the summarizer's and the LLM user's model calls, both units apart."""
     sums: dict[str, Any] = {}
     for role in ("summarizer", "user"):
-        calls = [call for s in steps for call in s.role_calls if call.role == role]
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cacheable_prefix_tokens",
-            "reported_input_tokens",
-            "reported_output_tokens",
-        ):
-            sums[f"{role}_{name}"] = sum(getattr(call, name) for call in calls)
-        sums[f"{role}_provider_cached_tokens"] = sum_reported([call.provider_cached_tokens for call in calls])
+        role_sums = call_sums([call for s in steps for call in s.role_calls if call.role == role])
+        sums.update({f"{role}_{name}": value for name, value in role_sums.items()})
     sums["summarizer_tokens"] = sums["summarizer_input_tokens"] + sums["summarizer_output_tokens"]
     return sums

@@ -26,8 +26,8 @@ from erp_sim.agents.memory.store import MemoryStore
 from erp_sim.agents.models.roles import failures_named, sampling
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
-from erp_sim.agents.prompt_cache import EpisodeMeter
-from erp_sim.agents.types import InfrastructureError, ModelRequestError, sum_reported
+from erp_sim.agents.prompt_cache import EpisodeMeter, call_sums
+from erp_sim.agents.types import InfrastructureError, ModelRequestError
 
 WITH, WITHOUT = "with_memory", "without_memory"
 CURVE_FILE = "learning_curve.md"
@@ -165,11 +165,7 @@ def _consolidate(store: MemoryStore, trajectory: dict, model: Any) -> Consolidat
     use = ConsolidatorUse(
         model=sampling(model) or {},
         calls=len(calls),
-        input_tokens=sum(call.input_tokens for call in calls),
-        output_tokens=sum(call.output_tokens for call in calls),
-        reported_input_tokens=sum(call.reported_input_tokens for call in calls),
-        reported_output_tokens=sum(call.reported_output_tokens for call in calls),
-        provider_cached_tokens=sum_reported([call.provider_cached_tokens for call in calls]),
+        **{name: value for name, value in call_sums(calls).items() if name in ConsolidatorUse.model_fields},
         served_models=sorted({call.served_model for call in calls if call.served_model}),
     )
     return result.model_copy(update={"consolidator": use})
