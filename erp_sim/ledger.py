@@ -6,6 +6,7 @@ create and an action obey the same rules and either apply whole or not at all.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -98,23 +99,29 @@ def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSu
 
 
 # --- value parsing shared by forms and data tools ----------------------------------------------
+# The two forms the error names, in ASCII digits with a four-digit year: anything else (a two-digit year, ISO
+# week or basic dates that date.fromisoformat also takes, digits int() reads like "1_0" or "٣") would save
+# another date than the one meant, silently.
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
+_US_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})", re.ASCII)
+
+
 def parse_date(value: object, control: str) -> str:
     if not isinstance(value, str):
         raise ValidationError(f"{control}: expected a date string like 2026-03-14, got {type(value).__name__}.")
     text = value.strip()
     if len(text) > 32:
         raise ValidationError(f"{control}: date text is too long.")
-    for parse in (date.fromisoformat, _us_date):
-        try:
-            return parse(text).isoformat()
-        except ValueError:
-            continue
+    iso, us = _ISO_DATE.fullmatch(text), _US_DATE.fullmatch(text)
+    try:
+        if iso is not None:
+            return date(*map(int, iso.groups())).isoformat()
+        if us is not None:
+            month, day, year = map(int, us.groups())
+            return date(year, month, day).isoformat()
+    except ValueError:  # a day or month out of range
+        pass
     raise ValidationError(f"{control}: {value!r} is not a valid date; use YYYY-MM-DD or M/D/YYYY.")
-
-
-def _us_date(text: str) -> date:
-    month, day, year = (int(p) for p in text.split("/"))
-    return date(year, month, day)
 
 
 def parse_text(value: object, control: str, *, limit: int = MAX_TEXT) -> str:
