@@ -45,7 +45,7 @@ def _convert(param: Parameter, value: object) -> object:
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, str))
-            or not re.fullmatch(r"\s*\d{1,18}\s*", str(value))
+            or not re.fullmatch(r"\s*\d{1,18}\s*", str(value), re.ASCII)
         ):
             raise ValidationError(f"Parameter {param.name}: expected a whole number, got {value!r}.")
         return int(value)

@@ -42,7 +42,7 @@ _TOKEN = re.compile(
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<punct>[(),])
 """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # digits and words in ASCII: int() and Decimal() would read other scripts' digits
 )
 
 

@@ -18,7 +18,7 @@ MAX_OPTIONS_CHARS = 4000
 # --- query options -------------------------------------------------------------------------------
 QUERY_OPTIONS = ("$filter", "$select", "$orderby", "$top", "$skip", "$count")
 _PATH = re.compile(r"^/?(?:data/)?(?P<set>[A-Za-z_]\w*)(?:\((?P<key>[^()]*)\))?/?(?:\?(?P<query>.*))?$", re.DOTALL)
-_KEY = re.compile(r"^\s*(?:RecId\s*=\s*)?(?P<id>\d{1,18})\s*$", re.IGNORECASE)
+_KEY = re.compile(r"^\s*(?:RecId\s*=\s*)?(?P<id>\d{1,18})\s*$", re.IGNORECASE | re.ASCII)
 
 
 @dataclass
@@ -144,7 +144,7 @@ def _parse_int(options: dict[str, str], name: str, default: int, maximum: int | 
     if name not in options:
         return default
     text = options[name]
-    if not re.fullmatch(r"\d{1,9}", text):
+    if not re.fullmatch(r"\d{1,9}", text, re.ASCII):
         raise ValidationError(f"{name}: expected a whole number of 0 or more, got {text!r}.")
     value = int(text)
     if maximum is not None and value > maximum:

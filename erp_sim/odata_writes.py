@@ -85,7 +85,11 @@ def _properties(entity: EntitySet, raw: object, allowed: list[str], purpose: str
 
 
 def _rec_id(value: object, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not re.fullmatch(r"\s*\d{1,18}\s*", str(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, str))
+        or not re.fullmatch(r"\s*\d{1,18}\s*", str(value), re.ASCII)
+    ):
         raise ValidationError(f"{where}: expected a RecId (a whole number), got {value!r}.")
     return int(value)
 

@@ -264,7 +264,13 @@ class FormDefinition:
         state = form.grid_state(grid.name)
         rows = grid.rows
         for column, text in state.filters.items():
-            rows = [r for r in rows if text.lower() in r.values.get(column, "").lower()]
+            needle = text.lower()
+            if _is_amount(grid, column):  # an amount as typed (1053.66) finds the one shown as 1,053.66
+                rows = [
+                    r for r in rows if needle in (shown := r.values.get(column, "")).replace(",", "") or needle in shown
+                ]
+            else:
+                rows = [r for r in rows if needle in r.values.get(column, "").lower()]
         if form.quick_filter and grid.name == self.primary_grid:
             needle = form.quick_filter.lower()
             rows = [r for r in rows if any(needle in v.lower() for v in r.values.values())]
@@ -294,19 +300,22 @@ class FormDefinition:
         self, session: FormHost, form: OpenForm, grid_name: str | None, row_number: str, marking: str | None
     ) -> str:
         grid = self.grid(session, form, grid_name)
-        try:
-            number = int(str(row_number).strip())
-        except ValueError:
+        text = str(row_number).strip()
+        if not (text.isascii() and text.isdigit()):  # int() would also read "1_0", "+3" or other scripts' digits
             raise ValidationError(
                 f"rowNumber: {row_number!r} is not a row number; use the RowNumber shown in the grid."
-            ) from None
+            )
+        number = int(text)
         rows, first, total = self.page_rows(form, grid)
         if total == 0:
             raise FormStateError(f"Grid {grid.name} has no rows.")
+        if not 1 <= number <= total:
+            raise ValidationError(f"rowNumber: grid {grid.name} has no row {number}; its rows are 1-{total}.")
         if not first <= number < first + len(rows):
+            page = LOAD_NEXT_PAGE if number >= first else LOAD_PREVIOUS_PAGE
             raise ValidationError(
                 f"rowNumber: row {number} is not on the current page of {grid.name} (rows {first}-{first + len(rows) - 1} "
-                f"of {total}); use actionId {LOAD_NEXT_PAGE} on the grid to page."
+                f"of {total}); use actionId {page} on the grid to page."
             )
         row = rows[number - first]
         state = form.grid_state(grid.name)
@@ -383,6 +392,10 @@ def _column_name(grid: Grid, column: str) -> str:
             f"Column {column!r} does not exist in grid {grid.name}. Columns: {', '.join(names.values())}."
         )
     return names[column.lower()]
+
+
+def _is_amount(grid: Grid, column: str) -> bool:
+    return any(c.name == column and c.data_type == "Real" for c in grid.columns)
 
 
 def _sort_key(value: str, data_type: str) -> tuple[int, float, str]:

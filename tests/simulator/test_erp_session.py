@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from erp_support import open_itemization
@@ -61,7 +62,14 @@ def test_grid_pages_with_load_next_page(session):
     rows = response.form_state["Form"]["Group"][1]["Children"]["Grid"][0]["Rows"]
     assert rows[0]["RowNumber"] == "26"
     bad = session.call("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "3"})
-    assert bad.is_error and "not on the current page" in bad.result
+    assert bad.is_error and "not on the current page" in bad.result and "use actionId LoadPreviousPage" in bad.result
+    total = response.form_state["Form"]["Group"][1]["Children"]["Grid"][0]["Pagination"]["TotalRows"]
+    missing = session.call("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": str(total + 1)})
+    assert missing.is_error and f"has no row {total + 1}; its rows are 1-{total}" in missing.result
+    for odd in ("2_6", "+26", "٢٦", "２６", "26.0", "-1"):  # int() reads the first four as 26
+        refused = session.call("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": odd})
+        assert refused.is_error and f"rowNumber: {odd!r} is not a row number" in refused.result
+    assert not session.call("form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": "26"}).is_error
 
 
 def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
@@ -389,3 +397,19 @@ def test_a_simulator_bug_is_logged_with_its_traceback_and_answered_as_an_interna
     assert "form_find_menu_item" in record.getMessage() and session.session_id in record.getMessage()
     assert record.exc_info and "a bug deep in a tool" in caplog.text and "in broken" in caplog.text  # the traceback
     assert not session.call("form_open_menu_item", {"name": "TrvExpenses"}).is_error  # the episode goes on
+
+
+def test_an_amount_filter_finds_the_amount_as_typed_and_as_shown():
+    """The instruction writes 1053.66, the grid shows 1,053.66: both find the line (and a text column is unchanged)."""
+    session = ErpSession(get_task("hotel_50", 7))
+    open_itemization(session)
+    session.call("form_close_form", {})
+    amount = session.task.header_amount
+    shown = f"{Decimal(amount):,.2f}"
+    assert "," in shown  # the case at stake
+    for value in (amount, shown):
+        result = session.call(
+            "form_filter_grid",
+            {"gridName": "ExpenseLinesGrid", "gridColumnName": "TrvExpTrans_AmountCurr", "filterValue": value},
+        )
+        assert "1 matching row(s)" in result.result, (value, result.result)
