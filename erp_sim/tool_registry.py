@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
 from erp_sim import actions
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
@@ -106,7 +106,7 @@ def _check_company(session: ErpSession, company_id: str | None) -> None:
 class FindMenuItemArgs(Args):
     menuItemFilter: Name = Field(description="Text to search in menu item names, labels and navigation paths.")
     companyId: Name | None = Field(None, description="Legal entity (data area) id, e.g. USMF.")
-    topHitCount: int = Field(10, ge=1, le=50, description="Maximum number of menu items returned.")
+    topHitCount: StrictInt = Field(10, ge=1, le=50, description="Maximum number of menu items returned.")
 
 
 @tool("form_find_menu_item", FindMenuItemArgs, read_only=True)
@@ -267,7 +267,7 @@ def form_filter_form(session: ErpSession, args: FilterFormArgs) -> Outcome:
 class SortGridArgs(Args):
     gridName: Name = Field(description="Grid name.")
     gridColumnName: Name = Field(description="Column to sort by.")
-    isDescending: bool = Field(False, description="Sort descending instead of ascending.")
+    isDescending: StrictBool = Field(False, description="Sort descending instead of ascending.")
 
 
 @tool("form_sort_grid_column", SortGridArgs, read_only=True)
@@ -326,7 +326,7 @@ def form_close_form(session: ErpSession, args: NoArgs) -> Outcome:
 # --- data tools ------------------------------------------------------------------------------
 class FindEntityTypeArgs(Args):
     tableSearchFilter: Name = Field(description="Text to search in entity set names, labels and table names.")
-    topHitCount: int = Field(10, ge=1, le=50, description="Maximum number of entity sets returned.")
+    topHitCount: StrictInt = Field(10, ge=1, le=50, description="Maximum number of entity sets returned.")
 
 
 @tool("data_find_entity_type", FindEntityTypeArgs, read_only=True)
@@ -421,7 +421,7 @@ def data_update_entities(session: ErpSession, args: UpdateEntitiesArgs) -> Outco
 
 class DeleteEntitiesArgs(Args):
     entitySetName: Name = Field(description="Entity set name.")
-    keys: list[int] = Field(min_length=1, max_length=50, description="RecIds of the records to delete.")
+    keys: list[StrictInt] = Field(min_length=1, max_length=50, description="RecIds of the records to delete.")
 
 
 @tool("data_delete_entities", DeleteEntitiesArgs, read_only=False)
