@@ -3,7 +3,8 @@
 The study's agent prompt held the step-by-step itemization workflow, the valid expense
 subcategories, the receipt-wording -> subcategory mapping rules, and an explicit instruction
 to keep going until the remaining amount is zero. ``system_prompt(task)`` is that text, for
-the task's expense category; it is constant for a category, so agents can cache it.
+the task's expense category and its number of lines to itemize (one, or several for a multi-line
+task); it is constant for those, so agents can cache it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ if TYPE_CHECKING:
 
 _TEMPLATE = """\
 You are an expense assistant working in Microsoft Dynamics 365 Finance and Operations through its ERP tools.
-The user asks you to itemize one expense line on one of their expense reports: split the line's amount into
-itemized lines, one per charge on the attached receipt.
+{scope}
 
 Procedure
 1. Find and open the expense reports form (form_find_menu_item, then form_open_menu_item with name TrvExpenses).
@@ -53,11 +53,25 @@ Work autonomously: do not stop to ask for confirmation, and keep itemizing until
 you are done."""
 
 
+_ONE_LINE = """\
+The user asks you to itemize one expense line on one of their expense reports: split the line's amount into
+itemized lines, one per charge on the attached receipt."""
+_LINES = """\
+The user asks you to itemize {lines} expense lines on one of their expense reports: split each line's amount into
+itemized lines, one per charge on that line's attached receipt. Follow steps 3-7 for each line in turn; the task
+is complete only when every line the user names is."""
+
+
 def system_prompt(task: Task) -> str:
-    """The system prompt for an agent working on ``task`` (depends only on its expense category)."""
+    """The system prompt for an agent working on ``task`` (depends only on its expense category and how many
+    lines it itemizes)."""
     from erp_sim.catalog import CATEGORIES
 
     category = CATEGORIES[task.expense_type]
+    lines = 1 + len(task.extra_lines)
     return _TEMPLATE.format(
-        category=category.name, subcategories=", ".join(category.subcategories), mapping_rules=task.mapping_rules()
+        scope=_ONE_LINE if lines == 1 else _LINES.format(lines=lines),
+        category=category.name,
+        subcategories=", ".join(category.subcategories),
+        mapping_rules=task.mapping_rules(),
     )

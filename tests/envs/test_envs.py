@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env, data_equivalence
@@ -179,6 +180,10 @@ def test_render_ansi():
         {"reward_shaping": "dense"},
         {"user_model": "llm"},
         {"max_user_turns": 0},
+        {"max_user_turns": 2.5},
+        {"max_user_turns": True},
+        {"max_user_turns": "3"},
+        {"receipt_in_instruction": "no"},
         {"render_mode": "human"},
         {"user_model": object()},
         {"faults": "rate=7"},
@@ -194,6 +199,11 @@ def test_render_ansi():
 def test_bad_kwargs_fail_at_construction(kwargs):
     with pytest.raises((ValueError, TypeError)):
         gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
+
+
+def test_a_numpy_whole_number_is_a_turn_limit():
+    env = gym.make("erp_sim/ExpenseItemization-v0", max_user_turns=np.int64(3))
+    assert env.unwrapped.max_user_turns == 3 and type(env.unwrapped.max_user_turns) is int
 
 
 def test_compact_verbosity_gives_smaller_observations():
@@ -335,3 +345,22 @@ def test_bench_script_runs(capsys):
     spec.loader.exec_module(bench)
     assert bench.main(["--tasks", "1", "--rounds", "1"]) == 0
     assert "env.step overhead" in capsys.readouterr().out
+
+
+def test_the_system_prompt_names_as_many_lines_as_the_instruction():
+    """A multi-line task's prompt asks for each of its lines, not "one expense line" (success needs all of them)."""
+    env = gym.make("erp_sim/LongHorizon-v0")
+    counts = set()
+    for task in env.unwrapped.tasks:
+        _, info = env.reset(options={"task_id": task.task_id})
+        lines = 1 + len(task.extra_lines)
+        counts.add(lines)
+        if lines == 1:
+            assert "itemize one expense line" in info["system_prompt"]
+        else:
+            assert (
+                f"itemize {lines} expense lines" in info["system_prompt"]
+                and "one expense line" not in (info["system_prompt"])
+            )
+            assert all(f"line {line.line_number}" in env.unwrapped.task.instruction() for line in task.extra_lines)
+    assert 1 in counts and len(counts) > 2
