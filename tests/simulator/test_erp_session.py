@@ -413,3 +413,25 @@ def test_an_amount_filter_finds_the_amount_as_typed_and_as_shown():
             {"gridName": "ExpenseLinesGrid", "gridColumnName": "TrvExpTrans_AmountCurr", "filterValue": value},
         )
         assert "1 matching row(s)" in result.result, (value, result.result)
+
+
+@pytest.mark.parametrize(
+    "tool, arguments, field",
+    [
+        ("form_find_menu_item", {"menuItemFilter": "exp", "topHitCount": True}, "topHitCount"),
+        ("form_find_menu_item", {"menuItemFilter": "exp", "topHitCount": "2"}, "topHitCount"),
+        ("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [True]}, "keys.0"),
+        ("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [231.0]}, "keys.0"),
+        (
+            "form_sort_grid",
+            {"gridName": "ExpenseReportsGrid", "gridColumnName": "x", "isDescending": "yes"},
+            "isDescending",
+        ),
+    ],
+)
+def test_an_argument_of_another_json_type_than_its_schema_is_refused_not_coerced(session, tool, arguments, field):
+    """keys: [true] once reached the ERP as RecId 1 (pydantic's lax mode); the schema says integer."""
+    before = session.call("data_find_entities", {"odataPath": "ExpenseLines"}).text
+    result = session.call(tool, arguments)
+    assert result.is_error and f"Invalid arguments for {tool}: {field}:" in result.result
+    assert session.call("data_find_entities", {"odataPath": "ExpenseLines"}).text == before
