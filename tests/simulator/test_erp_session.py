@@ -423,7 +423,7 @@ def test_an_amount_filter_finds_the_amount_as_typed_and_as_shown():
         ("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [True]}, "keys.0"),
         ("data_delete_entities", {"entitySetName": "ExpenseLines", "keys": [231.0]}, "keys.0"),
         (
-            "form_sort_grid",
+            "form_sort_grid_column",
             {"gridName": "ExpenseReportsGrid", "gridColumnName": "x", "isDescending": "yes"},
             "isDescending",
         ),
@@ -431,7 +431,11 @@ def test_an_amount_filter_finds_the_amount_as_typed_and_as_shown():
 )
 def test_an_argument_of_another_json_type_than_its_schema_is_refused_not_coerced(session, tool, arguments, field):
     """keys: [true] once reached the ERP as RecId 1 (pydantic's lax mode); the schema says integer."""
-    before = session.call("data_find_entities", {"odataPath": "ExpenseLines"}).text
+
+    def lines():
+        return session.call("data_find_entities", {"odataPath": "ExpenseLines"}).envelope["Data"]
+
+    before = lines()
     result = session.call(tool, arguments)
     assert result.is_error and f"Invalid arguments for {tool}: {field}:" in result.result
-    assert session.call("data_find_entities", {"odataPath": "ExpenseLines"}).text == before
+    assert lines() == before
