@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import operator
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from numbers import Integral
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import gymnasium as gym
@@ -185,6 +185,14 @@ EPISODE_STATE = (
 )
 
 
+def _whole_number(value: object) -> int:
+    """``value`` as an int if it is a whole number (an int, a numpy integer), else 0."""
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # anything else raises TypeError, taken as 0
+    except TypeError:
+        return 0
+
+
 class ExpenseItemizationEnv(gym.Env[str, str]):
     """
     ## Description
@@ -327,8 +335,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(f"reward_shaping must be 'none' or 'potential', got {reward_shaping!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if isinstance(max_user_turns, bool) or not isinstance(max_user_turns, Integral) or max_user_turns < 1:
+        if isinstance(max_user_turns, bool) or _whole_number(max_user_turns) < 1:  # not True, 2.5 or "3"
             raise ValueError(f"max_user_turns must be a whole number of at least 1, got {max_user_turns!r}")
+        max_user_turns = _whole_number(max_user_turns)  # a numpy integer too
         if not isinstance(receipt_in_instruction, bool):  # "no" would be truthy
             raise ValueError(f"receipt_in_instruction must be True or False, got {receipt_in_instruction!r}")
         # Arguments fail here, not at the first reset; the simulator itself (pydantic models, the
@@ -343,7 +352,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.task_set, self.verbosity, self.faults = task_set, verbosity, faults
         self.user: UserModel | None = make_user_model(user_model)
         self.receipt_in_instruction, self.reward, self.reward_shaping = receipt_in_instruction, reward, reward_shaping
-        self.max_user_turns, self.render_mode = int(max_user_turns), render_mode
+        self.max_user_turns, self.render_mode = max_user_turns, render_mode
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
         self.session: erp_sim.ErpSession | None = None
