@@ -49,7 +49,7 @@ from erp_sim.mcp.http import (
     guarded_h11,
 )
 from erp_sim.mcp.routing import register
-from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines
+from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
 from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.sql_sandbox import set_limits as set_sql_limits
 
@@ -90,11 +90,12 @@ class ErpMcpServer(FastMCP):
                             stdout=writer,  # type: ignore[arg-type]  # async write and flush, as the SDK uses it
                         )
                         async with streams as (read_stream, write_stream):
-                            await self._mcp_server.run(
-                                read_stream,
-                                AnswerNoting(write_stream, lines),
-                                self._mcp_server.create_initialization_options(),
-                            )
+                            with anyio.CancelScope() as session, signals_end_input(lines, session):
+                                await self._mcp_server.run(
+                                    read_stream,
+                                    AnswerNoting(write_stream, lines),
+                                    self._mcp_server.create_initialization_options(),
+                                )
                     except* anyio.BrokenResourceError:
                         # the SDK's stdin reader, handing a line to a session that a shutdown (Ctrl-C, SIGTERM)
                         # just closed, raises this uncaught: exit 1 with a traceback, and no final grades

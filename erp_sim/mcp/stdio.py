@@ -9,16 +9,25 @@ as it streams in. It waits on stdin with the event loop (not a blocked worker th
 stops a terminal session at once. At the end of stdin (``erp-sim serve < requests.jsonl``) it holds the
 SDK's read stream open until every request it passed on is answered (``AnswerNoting`` tells it which):
 the SDK cancels the calls still running when that stream ends, so a piped episode lost a varying tail.
+A signal (SIGINT, SIGTERM: ``signals_end_input``) ends the input the same way: the lines read whole are
+answered, the calls running finish and are answered, then the session ends graded (before, a signal cancelled
+the session under a running call, whose write was kept and graded while its client got no answer or a
+"Connection closed" error); a second signal stops at once.
 A request sent before ``initialize`` gets the SDK's bare "Invalid request parameters"; ``AnswerNoting`` words
 it as what it is (the MCP lifecycle: initialize first).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import signal
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -89,6 +98,14 @@ class LimitedLines:
         self.unanswered: Counter[str] = Counter()  # ids (as text) of the requests passed on and not yet answered
         self.initializing = False  # an initialize request (or the initialized notification) was passed on
         self._all_answered: anyio.Event | None = None
+        self.stopping = False  # a signal ended the input (``stop``)
+        self._reading: anyio.CancelScope | None = None
+
+    def stop(self) -> None:
+        """Read no more: the lines read whole are passed on and answered, as at the end of stdin."""
+        self.stopping = True
+        if self._reading is not None:
+            self._reading.cancel()
 
     def __aiter__(self) -> LimitedLines:
         return self
@@ -152,7 +169,10 @@ class LimitedLines:
                 self.skipping = True
                 self.pending.clear()
             scanned = len(self.pending)
-            chunk = await self._read()
+            chunk = b"" if self.stopping else await self._read()
+            if not chunk and self.stopping:  # a signal: a line not read whole is dropped
+                self.pending.clear()
+                return None
             if not chunk:
                 if self.skipping:
                     self.skipping = False
@@ -170,13 +190,44 @@ class LimitedLines:
         )
 
     async def _read(self) -> bytes:
-        if self.polls:
-            try:
-                await anyio.wait_readable(self.fd)  # pipes and terminals: cancellable at once
-                return os.read(self.fd, _CHUNK)
-            except (OSError, ValueError, NotImplementedError):
-                self.polls = False  # a regular file (epoll refuses it): read it on a thread
-        return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)
+        """The next chunk of stdin; empty at its end, or when ``stop`` cancels the wait."""
+        with anyio.CancelScope() as self._reading:
+            if self.polls:
+                try:
+                    await anyio.wait_readable(self.fd)  # pipes and terminals: cancellable at once
+                    return os.read(self.fd, _CHUNK)
+                except (OSError, ValueError, NotImplementedError):
+                    self.polls = False  # a regular file (epoll refuses it): read it on a thread
+            return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)
+        return b""
+
+
+@contextmanager
+def signals_end_input(lines: LimitedLines, session: anyio.CancelScope) -> Iterator[None]:
+    """While the stdio session runs: the first SIGINT or SIGTERM ends its input (``lines.stop``), a second one
+    cancels the session. Only the main thread can take signals; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.getsignal(number) for number in signals}
+
+    def on_signal() -> None:
+        if lines.stopping:
+            session.cancel()
+        else:
+            logger.info("signal: reading no more requests; answering the ones running, then ending the session")
+            lines.stop()
+
+    for number in signals:
+        loop.add_signal_handler(number, on_signal)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            loop.remove_signal_handler(number)
+            signal.signal(number, handler)
 
 
 class AnswerNoting:
