@@ -12,6 +12,7 @@ usable one.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, get_args
 
 import mcp_types as types
@@ -85,12 +86,50 @@ def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
     is not JSON)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         return (-32700, "Parse error: the message starts with a byte-order mark; send plain UTF-8 JSON.", None), None
+    huge: list[str] = []
+
+    def parse_int(digits: str) -> Any:
+        if len(digits) > MAX_DIGITS:  # int() would refuse it, and the parse with it: the id would be lost
+            huge.append(digits)
+            return _HUGE
+        return int(digits)
+
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
-        return (-32700, f"Parse error: not valid UTF-8 JSON ({reason}). {_SHAPE}", None), None
+        data = json.loads(raw, parse_int=parse_int)
+    except RecursionError:  # valid JSON, deeper than the parser goes: the id is found by a scan
+        return (-32600, f"Invalid Request: the message is nested too deeply. {_SHAPE}", _top_level_id(raw)), None
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
+        return (-32700, f"Parse error: not valid UTF-8 JSON ({str(exc)[:200]}). {_SHAPE}", None), None
+    if huge:  # valid JSON too (it sets no limit), but no argument takes such a number
+        ident = data.get("id") if isinstance(data, dict) else None
+        reason = f"a number in the message has {len(huge[0].lstrip('-')):,} digits; at most {MAX_DIGITS:,} are taken."
+        return (-32600, f"Invalid Request: {reason} {_SHAPE}", ident if usable_id(ident) else None), None
     return _message_problem(raw, data), data
+
+
+MAX_DIGITS = 4300  # Python's own limit on converting digits to an int (sys.get_int_max_str_digits)
+_HUGE = object()  # stands for a longer number: no usable id, never passed on
+# JSON strings and brackets, in order: enough to know each key's depth without parsing (a message too deep to parse)
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_ID_VALUE = re.compile(rb'\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.)*")\s*[,}]')
+
+
+def _top_level_id(raw: bytes) -> Any:
+    """The top-level "id" of a message too deep to parse, if it is a usable one (else None)."""
+    depth = 0
+    for token in _STRUCTURE.finditer(raw):
+        text = token.group()
+        if text in (b"{", b"["):
+            depth += 1
+        elif text in (b"}", b"]"):
+            depth -= 1
+        elif depth == 1 and text == b'"id"' and (value := _ID_VALUE.match(raw, token.end())) is not None:
+            try:
+                ident = json.loads(value.group(1))
+            except ValueError:
+                return None
+            return ident if usable_id(ident) else None
+    return None
 
 
 def _message_problem(raw: bytes, data: Any) -> tuple[int, str, Any] | None:

@@ -90,7 +90,18 @@ HTTP_ATTACKS = [
     ),
     ("arguments an array", call(8, "form_find_menu_item", [1]), {}, 200, -32602, 8),
     ("arguments a string", call(8, "form_find_menu_item", "x"), {}, 200, -32602, 8),
-    ("arguments nested 100,000 deep", NESTED + b"[" * 100_000 + b"]" * 100_000 + b"}}}", {}, 400, -32700, None),
+    # valid JSON deeper than the parser goes: its id is found by a scan (it used to be -32700, id null: a hung client)
+    ("arguments nested 100,000 deep", NESTED + b"[" * 100_000 + b"]" * 100_000 + b"}}}", {}, 400, -32600, 9),
+    (
+        "arguments nested 3,000 deep, id last",
+        NESTED.replace(b'"id":9,', b"") + b"[" * 3000 + b"]" * 3000 + b'}},"id":"last"}',
+        {},
+        400,
+        -32600,
+        "last",
+    ),
+    ("an argument of 5,000 digits", NESTED + b"9" * 5000 + b"}}}", {}, 400, -32600, 9),
+    ("an id of 5,000 digits", b'{"jsonrpc":"2.0","id":' + b"7" * 5000 + b',"method":"ping"}', {}, 400, -32600, None),
     ("arguments nested 900 deep", NESTED + b'{"a":' * 900 + b"1" + b"}" * 900 + b"}}}", {}, 400, -32600, 9),
     ("arguments of 50 MB", call(8, "form_find_menu_item", {"menuItemFilter": "x" * (50 << 20)}), {}, 413, -32600, None),
     (
@@ -444,10 +455,10 @@ STDIO_ATTACKS = [
         5,
     ),
     (
-        "an integer of 5,000 digits",
+        "an integer of 5,000 digits (valid JSON: answered with its id, was -32700 with id null)",
         b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"n":1' + b"0" * 5000 + b"}}",
-        -32700,
-        None,
+        -32600,
+        18,
     ),
     ("unknown method", json.dumps(rpc(10, "x/y")), -32601, 10),
     ("tools/call without a name", json.dumps(rpc(11, "tools/call", {})), -32602, 11),

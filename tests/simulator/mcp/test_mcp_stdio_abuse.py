@@ -17,7 +17,7 @@ MALFORMED = [  # (line, expected code, expected id)
     ("this is not json", -32700, None),
     ("[1, 2", -32700, None),
     ("[]", -32600, None),
-    ("[" * 100_000 + "]" * 100_000, -32700, None),  # nesting deeper than any parser's recursion
+    ("[" * 100_000 + "]" * 100_000, -32600, None),  # valid JSON nested deeper than the parser goes (no id in it)
     ('{"jsonrpc": "1.0", "id": 7, "method": "tools/list"}', -32600, 7),
     ('[{"jsonrpc": "2.0", "id": 8, "method": "tools/list"}]', -32600, None),  # a batch
     ('{"jsonrpc": "2.0", "id": {}, "method": "tools/list"}', -32600, None),
