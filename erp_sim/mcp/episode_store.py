@@ -149,11 +149,18 @@ class EpisodeStore:
             random.Random(seed).shuffle(self.order)
         self.verbosity = verbosity
         self.faults = FaultProfile.parse(faults)
+        if idle_timeout_s is not None and not idle_timeout_s >= 0:  # NaN too
+            raise ValueError(f"--idle-timeout must be 0 (never) or a number of seconds, got {idle_timeout_s}")
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s and idle_timeout_s > 0 else None
         if max_episodes < 1 or max_per_owner < 1:
             raise ValueError("--max-episodes and --max-episodes-per-session must be at least 1")
         self.max_episodes, self.max_per_owner, self.shared_keys = max_episodes, max_per_owner, shared_keys
         self.grade_file = Path(grade_file) if grade_file else None
+        if self.grade_file is not None:  # refused now, not found out after a whole evaluation's grades are lost
+            try:
+                self.grade_file.open("a", encoding="utf-8").close()
+            except OSError as exc:
+                raise ValueError(f"--grade-file {self.grade_file}: cannot append to it ({exc.strerror})") from None
         self._grade_lock = threading.Lock()  # grade lines come from worker threads
         self.active: dict[str, Episode] = {}
         self.finished: OrderedDict[str, EpisodeSummary] = OrderedDict()  # episode id -> final summary

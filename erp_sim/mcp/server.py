@@ -63,6 +63,7 @@ INSTRUCTIONS = (
 )
 
 logger = logging.getLogger("erp_sim.mcp")
+MIN_REQUEST_BYTES = 1024  # an initialize request and a small tool call fit
 
 
 class ErpMcpServer(FastMCP):
@@ -147,6 +148,8 @@ def build_server(
     """
     if admin_token and admin_token == auth_token:
         raise ValueError("The admin token must differ from the client token.")
+    if max_request_bytes < MIN_REQUEST_BYTES:  # smaller refuses every request: a server that serves nothing
+        raise ValueError(f"--max-request-bytes must be at least {MIN_REQUEST_BYTES:,}, got {max_request_bytes:,}")
     set_sql_limits(sql_cpu_seconds, sql_memory_bytes)
     episodes = EpisodeStore(
         task_set,
@@ -406,16 +409,22 @@ def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) 
         # extras bring it), and under uvloop stalled sockets were not shed (the guards' test failed)
         loop="asyncio",
     )
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    # printed, not logged: the operator needs the URL and the auth state at every log level
-    print(
-        f"erp-sim serves MCP at http://{host}:{args.port}/mcp (auth: "
-        f"{'bearer token required' if server.auth is not None else 'OFF, any local process can use it'}; admin routes: "
-        f"{'on' if admin else 'off, no --admin-token'})",
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.Server(config).run()
+    auth = "bearer token required" if server.auth is not None else "OFF, any local process can use it"
+    details = f"(auth: {auth}; admin routes: {'on' if admin else 'off, no --admin-token'})"
+
+    class AnnouncingServer(uvicorn.Server):
+        """Says where it serves once bound (not before a bind that fails on a busy port), with the port it got
+        (``--port 0`` picks a free one)."""
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                address = self.servers[0].sockets[0].getsockname()
+                host = f"[{address[0]}]" if ":" in address[0] else address[0]
+                # printed, not logged: the operator needs the URL and the auth state at every log level
+                print(f"erp-sim serves MCP at http://{host}:{address[1]}/mcp {details}", file=sys.stderr, flush=True)
+
+    AnnouncingServer(config).run()
 
 
 if __name__ == "__main__":

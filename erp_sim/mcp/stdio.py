@@ -159,9 +159,9 @@ class LimitedLines:
             if end >= 0:
                 line = bytes(self.pending[:end])
                 del self.pending[: end + 1]
-                if not self.skipping:
+                if not self.skipping and end <= self.max_bytes:
                     return line
-                self.skipping = False
+                self.skipping = False  # over the limit: dropped as it streamed in, or read whole with its newline
                 await self._refuse_long_line()
                 scanned = 0
                 continue

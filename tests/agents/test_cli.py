@@ -111,6 +111,32 @@ def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
     assert capsys.readouterr().err == "erp-sim show: hotel-003 has no run 7 in C4; its runs: 0, 1\n"
 
 
+@pytest.mark.parametrize(
+    "options, refusal",
+    [
+        (
+            ["--grade-file", "/nonexistent-dir/grades.jsonl"],
+            "--grade-file /nonexistent-dir/grades.jsonl: cannot append",
+        ),
+        (["--grade-file", "."], "--grade-file .: cannot append to it (Is a directory)"),
+        (["--max-request-bytes", "0"], "--max-request-bytes must be at least 1,024, got 0"),
+        (["--max-request-bytes", "-1"], "--max-request-bytes must be at least 1,024, got -1"),
+        (["--idle-timeout", "nan"], "--idle-timeout must be 0 (never) or a number of seconds, got nan"),
+        (["--idle-timeout", "-5"], "--idle-timeout must be 0 (never) or a number of seconds, got -5.0"),
+    ],
+)
+def test_serve_refuses_settings_that_would_lose_grades_or_refuse_every_call(options, refusal):
+    """An unwritable grade file used to be found out only by a log line per grade, all of them lost."""
+    done = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "serve", *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and refusal in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("serve", [["serve", "--http"], ["serve", "--openenv"]])
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_serve_refuses_a_port_out_of_range_in_one_line(serve, port):

@@ -161,6 +161,18 @@ async def test_stalled_sockets_are_timed_out_and_never_lock_out_a_real_client(tm
                 sock.close()
 
 
+def test_serve_http_on_a_busy_port_says_no_url(tmp_path):
+    """It printed "serves MCP at ..." before the bind failed."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port, log = taken.getsockname()[1], tmp_path / "busy.log"
+        proc = start_server(["--http", "--port", str(port)], log)
+        assert proc.wait(60) != 0
+    printed = log.read_text()
+    assert "serves MCP" not in printed and "address already in use" in printed.lower(), printed
+
+
 def test_serve_http_prints_its_url_and_auth_state(tmp_path):
     for args, auth in [([], "auth: OFF"), (["--auth-token", "t0ken"], "auth: bearer token required")]:
         port, log = free_port(), tmp_path / f"serve{len(args)}.log"

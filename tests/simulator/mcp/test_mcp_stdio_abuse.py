@@ -88,6 +88,22 @@ def test_an_over_long_line_is_dropped_while_it_streams_in():
         server.close()
 
 
+def test_a_line_just_over_the_limit_is_refused_even_when_its_newline_comes_in_the_same_read():
+    """The limit was checked only while a line had no newline yet: one up to a 64 KiB read over it was passed on."""
+    server = RawStdio("--max-request-bytes", "100000")
+    try:
+        server.initialize()
+        head = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "'
+        for size in (100_001, 100_000 + 30_000):  # whole lines, each written at once
+            server.send(head + b"x" * (size - len(head) - 3) + b'"}}')
+            reply, _ = server.receive()
+            assert reply["error"]["code"] == -32600 and "over the limit of 100,000 bytes" in reply["error"]["message"]
+        server.send(head + b"x" * (100_000 - len(head) - 3) + b'"}}')  # at the limit: taken
+        assert "result" in server.receive()[0]
+    finally:
+        server.close()
+
+
 def test_error_replies_are_capped_and_unknown_tools_answer_like_the_erp():
     server = RawStdio()
     try:
