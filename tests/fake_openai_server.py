@@ -204,6 +204,11 @@ class FakeOpenAIServer:
         for _ in range(times):
             self._queue(_error_reply(status, retry_after, message))
 
+    def fail_with_body(self, status: int, body: dict[str, Any]) -> None:
+        """Queue one error answer with this JSON body, as servers other than OpenAI's shape it (FastAPI's
+        ``{"detail": ...}``, TGI's ``{"error": "..."}``)."""
+        self._queue(ScriptedReply(status, body))
+
     def fail_always(self, status: int = 500, *, message: str | None = None) -> None:
         """Answer every request from now on with this error, whatever is queued."""
         self._failure_on_every_request = _error_reply(status, None, message)

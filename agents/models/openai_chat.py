@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import openai
 
+from erp_sim.agents.models.roles import public_url
 from erp_sim.agents.types import (
     ChatResponse,
     ContextOverflowError,
@@ -60,15 +61,18 @@ ASSISTANT_CONTENT = {"null": None, "empty": ""}
 # tool_arguments switch: earlier calls' arguments as the model wrote them, or "{}" for a text that is not a JSON
 # object (vLLM parses every earlier call's arguments and refuses the request when one is not JSON)
 TOOL_ARGUMENTS = ("as_written", "object")
-# How OpenAI, vLLM, llama.cpp and Ollama word a prompt longer than the context window.
+# How OpenAI, vLLM, llama.cpp, Ollama and TGI word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(
-    r"context[_ ]length|context window|context size|maximum context|too many tokens|prompt is too long", re.IGNORECASE
+    r"context[_ ]length|context window|context size|maximum context|too many tokens|prompt is too long"
+    r"|tokens \+ max_new_tokens must be",  # text-generation-inference
+    re.IGNORECASE,
 )
 
 __all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]
 
 
 MAX_NAME_CHARS = 256  # a served model's name or a finish reason; a longer one is cut (it is stored per call)
+MAX_ERROR_CHARS = 500  # of a server's error message kept in the row
 
 
 class UnusableResponse(Exception):
@@ -142,7 +146,7 @@ class OpenAIChatModel:
         self._async_client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
         compat = f", assistant_content={self.assistant_content!r}" if self.assistant_content != "null" else ""
         return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params}{compat})"
 
@@ -223,7 +227,7 @@ class OpenAIChatModel:
         ``failures`` collects this call's errors so far (described), to tell a server that
         refuses the request with a 5xx (the same answer every time) from an outage."""
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
-        what = f"{self.model} at {self.base_url or 'api.openai.com'}"
+        what = f"{self.model} at {public_url(self.base_url) if self.base_url else 'api.openai.com'}"  # no password
         failures.append(_describe(error))
         if status in SETUP_STATUS_CODES:  # unscored and run again on --resume, once the setup is fixed
             raise InfrastructureError(
@@ -231,7 +235,7 @@ class OpenAIChatModel:
             ) from error
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
             text = f"{what}: request refused: {_describe(error)}"
-            if status in (400, 413) and _CONTEXT_OVERFLOW.search(str(error)):
+            if status in (400, 413) and _CONTEXT_OVERFLOW.search(f"{error} {_describe(error)}"):
                 raise ContextOverflowError(text, status) from error
             raise ModelRequestError(text, status) from error
         # what is left is transient: connection errors, 408/429/5xx, and unusable 200 answers
@@ -421,11 +425,18 @@ _FAILED_CALL = (openai.APIError, ValueError, AttributeError, TypeError, Unusable
 
 def _describe(error: Exception) -> str:
     """One line naming the failure, the HTTP status once (the client's own message starts
-    "Error code: 400 - " and repeats the whole body; the server's error message is enough)."""
+    "Error code: 400 - " and repeats the whole body; the server's error message is enough). The message is
+    where the server put it: OpenAI's and vLLM's ``error.message``, FastAPI's ``detail`` (transformers serve),
+    TGI's ``error`` string, or a plain-text body."""
     if isinstance(error, openai.APIStatusError):
         body = error.body
-        message = body.get("message") if isinstance(body, dict) else None
-        if not isinstance(message, str) or not message:
+        message: Any = body
+        if isinstance(body, dict):
+            message = next((body[key] for key in ("message", "detail", "error") if body.get(key)), None)
+        if message is not None and not isinstance(message, str):  # FastAPI's 422: a list of field errors
+            message = json.dumps(message, ensure_ascii=False, default=str)
+        message = " ".join((message or "").split())[:MAX_ERROR_CHARS]  # one line: a server's HTML page too
+        if not message:
             message = re.sub(rf"^Error code: {error.status_code}(?: - )?", "", error.message) or "(no message)"
         return f"HTTP {error.status_code}: {message}"
     return f"{type(error).__name__}: {error}"

@@ -21,7 +21,7 @@ from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.tokens import get_counter
-from erp_sim.agents.types import InfrastructureError, ModelRequestError
+from erp_sim.agents.types import ContextOverflowError, InfrastructureError, ModelRequestError
 
 TOOLS = [
     {
@@ -212,6 +212,41 @@ def test_a_refused_request_names_its_status_once(fake_openai_server):
         text == f"fake-model at {fake_openai_server.base_url}: request refused: HTTP 400: Invalid value for 'content'."
     )
     assert "Error code" not in text
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ({"detail": "Server is pinned to 'tiny'; requested 'qwen'."}, "Server is pinned to 'tiny'; requested 'qwen'."),
+        ({"detail": [{"loc": ["body", "top_k"], "msg": "extra"}]}, '[{"loc": ["body", "top_k"], "msg": "extra"}]'),
+        ({"error": "Input validation error: bad request"}, "Input validation error: bad request"),
+    ],
+)
+def test_a_refusal_keeps_the_servers_reason_wherever_it_puts_it(fake_openai_server, body, said):
+    """transformers serve (FastAPI) and TGI put it elsewhere than OpenAI's error.message: it read "(no message)"."""
+    fake_openai_server.fail_with_body(400, body)
+    with pytest.raises(ModelRequestError) as refused:
+        model_on(fake_openai_server).complete(ASKED)
+    assert str(refused.value).endswith(f"request refused: HTTP 400: {said}")
+
+
+def test_a_context_overflow_worded_by_tgi_is_a_context_overflow(fake_openai_server):
+    fake_openai_server.fail_with_body(
+        400, {"error": "Input validation error: inputs tokens + max_new_tokens must be <= 4096"}
+    )
+    with pytest.raises(ContextOverflowError):
+        model_on(fake_openai_server).complete(ASKED)
+
+
+def test_a_password_in_the_base_url_is_in_no_error(fake_openai_server):
+    """The rows strip it from base_url; the error text, stored in rows, trajectories and the report, kept it."""
+    url = fake_openai_server.base_url.replace("http://", "http://alice:s3cret-pw@")
+    fake_openai_server.fail(400, message="nope")
+    model = OpenAIChatModel("fake-model", base_url=url, max_retries=0)
+    with pytest.raises(ModelRequestError) as refused:
+        model.complete(ASKED)
+    assert "s3cret" not in str(refused.value) and "s3cret" not in repr(model)
+    assert f"fake-model at {fake_openai_server.base_url}: request refused" in str(refused.value)
 
 
 # --- a runaway generation without max_tokens -------------------------------------------------------
