@@ -286,6 +286,21 @@ def test_an_llm_summary_without_text_is_the_model_s_scored_failure(model, error)
     assert not isinstance(failed.value, SummarizerError)
 
 
+def test_a_failed_llm_summary_is_counted_as_a_call_with_its_tokens():
+    """It was in the summarizer's tokens but not its call count (the policy counts a summary once it is made)."""
+    import gymnasium as gym
+
+    import erp_sim.envs  # noqa: F401  (registers the ids)
+    from erp_sim.agents.runner import run_episode
+    from erp_sim.agents.scripted import ScriptedAgent
+
+    policy = wrap(ScriptedAgent(), "last_n_summary:n=1,w=1", summarizer=LLMSummarizer(FakeChatModel(answer="")))
+    trajectory = run_episode(gym.make("erp_sim/ExpenseItemization-v0"), policy, task_id="hotel-000")
+    assert trajectory.model_error == "summarizer: history summary: the model answered with no text"
+    assert trajectory.metrics.summarizer_calls == 1 and trajectory.metrics.summarizer_input_tokens > 100
+    assert trajectory.steps[-1].summarizer_calls == 1 and trajectory.steps[-1].role_calls[-1].role == "summarizer"
+
+
 def test_infrastructure_errors_pass_through():
     with pytest.raises(InfrastructureError):
         LLMSummarizer(FakeChatModel(error=InfrastructureError("429 after retries"))).summarize_history(TASK, [])
