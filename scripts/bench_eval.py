@@ -4,7 +4,9 @@ Runs whole episodes through ``run_episode`` (the loop ``erp-sim eval`` runs: age
 token counting, the visible-context recorder, the simulator) on the shortest, a median and the
 longest hotel_50 task with the scripted agent, and a synthetic 200-call episode (an agent that
 pages the expense-report list back and forth: every response is a new message). Each model
-call's CPU (``time.thread_time`` from one call to the next) is split into:
+call's CPU (``cpu ms``: ``time.thread_time`` from one call to the next, in a run of the episode with
+nothing but that timestamp) is split, from a second, instrumented run of the same deterministic
+episode, into (the instrumented run's own timers and wrappers cost ``timers`` per call, left out):
 
 - ``sim``: the simulator's ``env.step`` (the ERP call and the simulated user);
 - ``count``: tokenizing the messages this call shows for the first time (new transcript messages,
@@ -74,11 +76,11 @@ EVAL_MAX_STEPS = 200  # erp-sim eval's --max-steps default
 SKIP_FIRST = 10  # the slope is fitted after the opening calls (menu search, first form)
 
 
-class Timed:
-    """Wraps an agent: when each call started, how long it took, how long the transcript was."""
+class CallStarts:
+    """Wraps an agent with one timestamp per call and nothing else: the uninstrumented run's CPU per call."""
 
     def __init__(self, agent):
-        self.agent, self.starts, self.durations, self.steps = agent, [], [], []
+        self.agent, self.starts = agent, []
         self.spec = getattr(agent, "spec", "full")
 
     @property
@@ -87,6 +89,18 @@ class Timed:
 
     def reset(self) -> None:
         self.agent.reset()
+
+    def act(self, transcript, tools) -> AgentStep:
+        self.starts.append(time.thread_time())
+        return self.agent.act(transcript, tools)
+
+
+class Timed(CallStarts):
+    """Also how long each call took, and its step."""
+
+    def __init__(self, agent):
+        super().__init__(agent)
+        self.durations, self.steps = [], []
 
     def act(self, transcript, tools) -> AgentStep:
         start = time.thread_time()
@@ -204,9 +218,24 @@ def inner_running(inner: Timed) -> bool:
     return len(inner.starts) > len(inner.durations)
 
 
+def new_agent(task: str):
+    return PagingAgent() if task == "synthetic" else ScriptedAgent()
+
+
+def bare_run(policy: str, task: str) -> list[float]:
+    """The same episode without the columns' timers and wrappers: CPU from one model call to the next."""
+    agent = CallStarts(wrap(new_agent(task), policy))
+    task_id, steps, calls_limit = episode_settings(task)
+    env = gym.make("erp_sim/ExpenseItemization-v0", max_episode_steps=steps)
+    get_counter().cache_clear()
+    run_episode(env, agent, task_id=task_id, seed=0, policy=policy, max_model_calls=calls_limit)
+    env.close()
+    return [later - earlier for earlier, later in zip(agent.starts, agent.starts[1:])]
+
+
 def run(policy: str, task: str) -> dict:
-    """One episode, timed per call."""
-    inner = PagingAgent() if task == "synthetic" else ScriptedAgent()
+    """One episode, timed per call: the columns from an instrumented run, the CPU per call from a bare one."""
+    inner = new_agent(task)
     inner_timed = Timed(inner)
     outer = Timed(wrap(inner_timed, policy))
     task_id, steps, calls_limit = episode_settings(task)
@@ -248,12 +277,15 @@ def run(policy: str, task: str) -> dict:
         for message in elsewhere:
             cold.count_message(message)
         count_cpu.append(in_episode + time.thread_time() - start)
-    total = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
+    instrumented = [outer.starts[k + 1] - outer.starts[k] for k in range(calls - 1)]
+    total = bare_run(policy, task)
+    assert len(total) == calls - 1, "the bare run made other calls"  # the episode is deterministic
     policy_cpu = [outer.durations[k] - inner_timed.durations[k] for k in range(calls - 1)]
     floor = [env.per_call.get(k, 0.0) + count_cpu[k] + policy_cpu[k] for k in range(calls - 1)]
     return {
         "calls": calls,
         "total": total,
+        "timers": [i - t for i, t in zip(instrumented, total)],
         "floor": floor,
         "sim": [env.per_call.get(k, 0.0) for k in range(calls - 1)],
         "count": count_cpu[:-1],
@@ -276,7 +308,7 @@ def measure(policy: str, task: str, repeats: int) -> dict:
     runs = [run(policy, task) for _ in range(repeats)]
     per_call = {
         key: [statistics.median(r[key][k] for r in runs) for k in range(len(runs[0][key]))]
-        for key in ("total", "floor", "sim", "count", "policy", "agent", "branch")
+        for key in ("total", "timers", "floor", "sim", "count", "policy", "agent", "branch")
     }
     harness = [t - f - a for t, f, a in zip(per_call["total"], per_call["floor"], per_call["agent"])]
     med = {key: statistics.median(values) if values else float("nan") for key, values in per_call.items()}
@@ -304,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{'policy':<44}{'task':>9}{'calls':>6}{'cpu ms':>8}{'sim':>7}{'count':>7}{'policy':>8}{'floor':>7}"
-        f"{'agent':>7}{'branch':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
+        f"{'agent':>7}{'branch':>7}{'timers':>7}{'ratio':>7}{'h-ratio':>8}{'slope us/call':>15}{'floor slope':>12}"
     )
     ratios, harness_ratios = [], []
     for policy in args.policies:
@@ -314,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             harness_ratios.append(row["harness_ratio"])
             print(
                 f"{policy[:43]:<44}{name:>9}{row['calls']:>6}{row['total_ms']:>8.2f}{row['sim_ms']:>7.2f}{row['count_ms']:>7.2f}"
-                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['branch_ms']:>7.2f}{row['ratio']:>7.2f}"
+                f"{row['policy_ms']:>8.2f}{row['floor_ms']:>7.2f}{row['agent_ms']:>7.2f}{row['branch_ms']:>7.2f}{row['timers_ms']:>7.2f}{row['ratio']:>7.2f}"
                 f"{row['harness_ratio']:>8.2f}{row['slope_us']:>15.2f}{row['floor_slope_us']:>12.2f}",
                 flush=True,
             )
