@@ -89,7 +89,7 @@ def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
     huge: list[str] = []
 
     def parse_int(digits: str) -> Any:
-        if len(digits) > MAX_DIGITS:  # int() would refuse it, and the parse with it: the id would be lost
+        if len(digits.lstrip("-")) > MAX_DIGITS:  # int() would refuse it, and the parse with it: the id would be lost
             huge.append(digits)
             return _HUGE
         return int(digits)
@@ -109,15 +109,18 @@ def checked_message(raw: bytes) -> tuple[tuple[int, str, Any] | None, Any]:
 
 MAX_DIGITS = 4300  # Python's own limit on converting digits to an int (sys.get_int_max_str_digits)
 _HUGE = object()  # stands for a longer number: no usable id, never passed on
-# JSON strings and brackets, in order: enough to know each key's depth without parsing (a message too deep to parse)
-_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# JSON strings and brackets, in order: enough to know each key's depth without parsing (a message too deep to parse).
+# Possessive, and a string left open runs to the end: one pass, never a retry from every quote inside it.
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?$)|[\[\]{}]')
+ID_SCAN_BYTES = 4096  # where a client puts a message's id (first, or after jsonrpc and method): the scan's bound
 _ID_VALUE = re.compile(rb'\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.)*")\s*[,}]')
 
 
 def _top_level_id(raw: bytes) -> Any:
-    """The top-level "id" of a message too deep to parse, if it is a usable one (else None)."""
+    """The top-level "id" of a message too deep to parse, if it is a usable one and within its first
+    ``ID_SCAN_BYTES`` (else None): the scan runs on the event loop, so its work is bounded whatever was sent."""
     depth = 0
-    for token in _STRUCTURE.finditer(raw):
+    for token in _STRUCTURE.finditer(raw, 0, ID_SCAN_BYTES):
         text = token.group()
         if text in (b"{", b"["):
             depth += 1

@@ -91,12 +91,28 @@ HTTP_ATTACKS = [
     # valid JSON deeper than the parser goes: its id is found by a scan (it used to be -32700, id null: a hung client)
     ("arguments nested 100,000 deep", NESTED + b"[" * 100_000 + b"]" * 100_000 + b"}}}", {}, 400, -32600, 9),
     (
+        "arguments nested 1,100 deep, id last",
+        NESTED.replace(b'"id":9,', b"") + b"[" * 1100 + b"]" * 1100 + b'}},"id":"last"}',
+        {},
+        400,
+        -32600,
+        "last",
+    ),
+    (  # the id scan is bounded to the first 4 KiB: an id after that is not looked for
         "arguments nested 3,000 deep, id last",
         NESTED.replace(b'"id":9,', b"") + b"[" * 3000 + b"]" * 3000 + b'}},"id":"last"}',
         {},
         400,
         -32600,
-        "last",
+        None,
+    ),
+    (  # an unclosed string of escaped quotes: the scan took 40 s on 125 KB, blocking every client
+        "a too-deep message ending in an unclosed string of escaped quotes",
+        NESTED + b"[" * 3000 + b'"' + b'\\"' * 60_000,
+        {},
+        400,
+        -32600,
+        9,
     ),
     ("an argument of 5,000 digits", NESTED + b"9" * 5000 + b"}}}", {}, 400, -32600, 9),
     ("an id of 5,000 digits", b'{"jsonrpc":"2.0","id":' + b"7" * 5000 + b',"method":"ping"}', {}, 400, -32600, None),
@@ -451,6 +467,12 @@ STDIO_ATTACKS = [
         b'"form_find_menu_item","arguments":{"menuItemFilter":"\\ud800"}}}',
         -32600,
         5,
+    ),
+    (  # the sign is no digit: the positive twin is taken too
+        "a negative integer of 4,300 digits",
+        b'{"jsonrpc":"2.0","id":19,"method":"ping","params":{"n":-' + b"9" * 4300 + b"}}",
+        "result",
+        19,
     ),
     (
         "an integer of 5,000 digits (valid JSON: answered with its id, was -32700 with id null)",
