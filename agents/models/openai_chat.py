@@ -64,7 +64,7 @@ TOOL_ARGUMENTS = ("as_written", "object")
 # How OpenAI, vLLM, llama.cpp, Ollama and TGI word a prompt longer than the context window.
 _CONTEXT_OVERFLOW = re.compile(
     r"context[_ ]length|context window|context size|maximum context|too many tokens|prompt is too long"
-    r"|tokens \+ max_new_tokens must be",  # text-generation-inference
+    r"|tokens \+ `?max_new_tokens`? must be",  # text-generation-inference (its 422 names them in backticks)
     re.IGNORECASE,
 )
 
@@ -235,7 +235,7 @@ class OpenAIChatModel:
             ) from error
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
             text = f"{what}: request refused: {_describe(error)}"
-            if status in (400, 413) and _CONTEXT_OVERFLOW.search(f"{error} {_describe(error)}"):
+            if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(f"{error} {_describe(error)}"):  # TGI: 422
                 raise ContextOverflowError(text, status) from error
             raise ModelRequestError(text, status) from error
         # what is left is transient: connection errors, 408/429/5xx, and unusable 200 answers

@@ -230,10 +230,19 @@ def test_a_refusal_keeps_the_servers_reason_wherever_it_puts_it(fake_openai_serv
     assert str(refused.value).endswith(f"request refused: HTTP 400: {said}")
 
 
-def test_a_context_overflow_worded_by_tgi_is_a_context_overflow(fake_openai_server):
-    fake_openai_server.fail_with_body(
-        400, {"error": "Input validation error: inputs tokens + max_new_tokens must be <= 4096"}
-    )
+@pytest.mark.parametrize(
+    "status, text",
+    [
+        (
+            422,
+            "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens",
+        ),
+        (400, "Input validation error: inputs tokens + max_new_tokens must be <= 4096"),
+    ],
+)
+def test_a_context_overflow_worded_by_tgi_is_a_context_overflow(fake_openai_server, status, text):
+    """Text-generation-inference answers 422 with its names in backticks."""
+    fake_openai_server.fail_with_body(status, {"error": text, "error_type": "validation"})
     with pytest.raises(ContextOverflowError):
         model_on(fake_openai_server).complete(ASKED)
 
