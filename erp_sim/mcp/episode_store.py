@@ -157,10 +157,9 @@ class EpisodeStore:
         self.max_episodes, self.max_per_owner, self.shared_keys = max_episodes, max_per_owner, shared_keys
         self.grade_file = Path(grade_file) if grade_file else None
         if self.grade_file is not None:  # refused now, not found out after a whole evaluation's grades are lost
-            try:
-                self.grade_file.open("a", encoding="utf-8").close()
-            except OSError as exc:
-                raise ValueError(f"--grade-file {self.grade_file}: cannot append to it ({exc.strerror})") from None
+            problem = _grade_file_problem(self.grade_file)
+            if problem:
+                raise ValueError(f"--grade-file {self.grade_file}: {problem}")
         self._grade_lock = threading.Lock()  # grade lines come from worker threads
         self.active: dict[str, Episode] = {}
         self.finished: OrderedDict[str, EpisodeSummary] = OrderedDict()  # episode id -> final summary
@@ -377,3 +376,15 @@ class EpisodeStore:
                     os.fsync(out.fileno())
         except OSError as exc:  # the evaluator's file must never fail the agent's call
             logger.error("cannot append to the grade file %s: %s", self.grade_file, exc)
+
+
+def _grade_file_problem(path: Path) -> str | None:
+    """Why grades could not be appended to ``path`` (None: they can). A FIFO (opening it waits for a reader, and
+    the check's close would end that reader's input) or a device (/dev/full) is no file to keep grades in."""
+    if path.exists() and not path.is_file():
+        return "not a regular file (grades are appended to a file)"
+    try:
+        path.open("a", encoding="utf-8").close()
+    except OSError as exc:
+        return f"cannot append to it ({exc.strerror})"
+    return None

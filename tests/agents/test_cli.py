@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -118,7 +119,8 @@ def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
             ["--grade-file", "/nonexistent-dir/grades.jsonl"],
             "--grade-file /nonexistent-dir/grades.jsonl: cannot append",
         ),
-        (["--grade-file", "."], "--grade-file .: cannot append to it (Is a directory)"),
+        (["--grade-file", "."], "--grade-file .: not a regular file"),
+        (["--grade-file", "/dev/full"], "--grade-file /dev/full: not a regular file"),
         (["--max-request-bytes", "0"], "--max-request-bytes must be at least 1,024, got 0"),
         (["--max-request-bytes", "-1"], "--max-request-bytes must be at least 1,024, got -1"),
         (["--idle-timeout", "nan"], "--idle-timeout must be 0 (never) or a number of seconds, got nan"),
@@ -127,6 +129,8 @@ def test_show_names_the_configurations_and_runs_that_exist(tmp_path, capsys):
 )
 def test_serve_refuses_settings_that_would_lose_grades_or_refuse_every_call(options, refusal):
     """An unwritable grade file used to be found out only by a log line per grade, all of them lost."""
+    if options[-1] == "/dev/full" and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
     done = subprocess.run(
         [sys.executable, "-m", "erp_sim.agents.cli", "serve", *options],
         capture_output=True,
@@ -135,6 +139,19 @@ def test_serve_refuses_settings_that_would_lose_grades_or_refuse_every_call(opti
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and refusal in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_serve_refuses_a_fifo_as_grade_file_instead_of_waiting_for_a_reader(tmp_path):
+    fifo = tmp_path / "grades.fifo"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "serve", "--grade-file", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # it used to wait here for ever, for a reader of the FIFO
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and "not a regular file" in done.stderr
 
 
 @pytest.mark.parametrize("serve", [["serve", "--http"], ["serve", "--openenv"]])
