@@ -338,8 +338,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if isinstance(max_user_turns, bool) or _whole_number(max_user_turns) < 1:  # not True, 2.5 or "3"
             raise ValueError(f"max_user_turns must be a whole number of at least 1, got {max_user_turns!r}")
         max_user_turns = _whole_number(max_user_turns)  # a numpy integer too
-        if not isinstance(receipt_in_instruction, bool):  # "no" would be truthy
+        if not isinstance(receipt_in_instruction, (bool, np.bool_)):  # "no" would be truthy
             raise ValueError(f"receipt_in_instruction must be True or False, got {receipt_in_instruction!r}")
+        receipt_in_instruction = bool(receipt_in_instruction)
         # Arguments fail here, not at the first reset; the simulator itself (pydantic models, the
         # database layer) loads at the first reset, which keeps the first gym.make fast.
         FaultProfile.parse(faults)

@@ -41,7 +41,7 @@ Tool usage
   a second close discards them.
 - Errors change nothing: read the message, fix the call and retry. Transient errors (busy form, lost session,
   timeout) can simply be retried.
-- Change nothing outside the target line's itemization.
+- Change nothing outside the {target} itemization.
 
 Valid {category} subcategories: {subcategories}.
 
@@ -71,6 +71,7 @@ def system_prompt(task: Task) -> str:
     lines = 1 + len(task.extra_lines)
     return _TEMPLATE.format(
         scope=_ONE_LINE if lines == 1 else _LINES.format(lines=lines),
+        target="target line's" if lines == 1 else "target lines'",
         category=category.name,
         subcategories=", ".join(category.subcategories),
         mapping_rules=task.mapping_rules(),

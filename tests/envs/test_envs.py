@@ -201,9 +201,10 @@ def test_bad_kwargs_fail_at_construction(kwargs):
         gym.make("erp_sim/ExpenseItemization-v0", **kwargs)
 
 
-def test_a_numpy_whole_number_is_a_turn_limit():
-    env = gym.make("erp_sim/ExpenseItemization-v0", max_user_turns=np.int64(3))
+def test_numpy_scalars_are_taken_as_settings():
+    env = gym.make("erp_sim/ExpenseItemization-v0", max_user_turns=np.int64(3), receipt_in_instruction=np.bool_(True))
     assert env.unwrapped.max_user_turns == 3 and type(env.unwrapped.max_user_turns) is int
+    assert env.unwrapped.receipt_in_instruction is True
 
 
 def test_compact_verbosity_gives_smaller_observations():
