@@ -107,8 +107,10 @@ def run_episode(
     if trajectory.steps:  # calls made before a failure later in the step
         late = meter.drain()
         trajectory.steps[-1].role_calls += late
-        # a summary whose step failed (its own call, or the agent's after it) never reached the step's count
-        trajectory.steps[-1].summarizer_calls += sum(call.role == "summarizer" for call in late)
+        # a summary whose step failed (its own call, or the agent's after it) never reached the step's figures
+        summaries = [call for call in late if call.role == "summarizer"]
+        trajectory.steps[-1].summarizer_calls += len(summaries)
+        trajectory.steps[-1].summarizer_tokens += sum(call.input_tokens + call.output_tokens for call in summaries)
     if termination is None:
         termination = env_state.info.get("termination_reason") or (
             "step_limit" if env_state.truncated or not env_state.done else "agent_stopped"

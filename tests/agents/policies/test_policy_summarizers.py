@@ -298,7 +298,9 @@ def test_a_failed_llm_summary_is_counted_as_a_call_with_its_tokens():
     trajectory = run_episode(gym.make("erp_sim/ExpenseItemization-v0"), policy, task_id="hotel-000")
     assert trajectory.model_error == "summarizer: history summary: the model answered with no text"
     assert trajectory.metrics.summarizer_calls == 1 and trajectory.metrics.summarizer_input_tokens > 100
-    assert trajectory.steps[-1].summarizer_calls == 1 and trajectory.steps[-1].role_calls[-1].role == "summarizer"
+    last = trajectory.steps[-1]
+    assert last.summarizer_calls == 1 and last.role_calls[-1].role == "summarizer"
+    assert last.summarizer_tokens == trajectory.metrics.summarizer_tokens > 100  # the step's figure as the episode's
 
 
 def test_infrastructure_errors_pass_through():
