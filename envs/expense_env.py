@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import operator
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
+from erp_sim.envs.env_kwargs import receipt_flag, user_turn_limit
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
@@ -185,14 +185,6 @@ EPISODE_STATE = (
 )
 
 
-def _whole_number(value: object) -> int:
-    """``value`` as an int if it is a whole number (an int, a numpy integer), else 0."""
-    try:
-        return operator.index(value)  # type: ignore[arg-type]  # anything else raises TypeError, taken as 0
-    except TypeError:
-        return 0
-
-
 class ExpenseItemizationEnv(gym.Env[str, str]):
     """
     ## Description
@@ -335,12 +327,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             raise ValueError(f"reward_shaping must be 'none' or 'potential', got {reward_shaping!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if isinstance(max_user_turns, bool) or _whole_number(max_user_turns) < 1:  # not True, 2.5 or "3"
-            raise ValueError(f"max_user_turns must be a whole number of at least 1, got {max_user_turns!r}")
-        max_user_turns = _whole_number(max_user_turns)  # a numpy integer too
-        if not isinstance(receipt_in_instruction, (bool, np.bool_)):  # "no" would be truthy
-            raise ValueError(f"receipt_in_instruction must be True or False, got {receipt_in_instruction!r}")
-        receipt_in_instruction = bool(receipt_in_instruction)
+        max_user_turns, receipt_in_instruction = user_turn_limit(max_user_turns), receipt_flag(receipt_in_instruction)
         # Arguments fail here, not at the first reset; the simulator itself (pydantic models, the
         # database layer) loads at the first reset, which keeps the first gym.make fast.
         FaultProfile.parse(faults)
