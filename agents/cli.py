@@ -32,7 +32,8 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     try:
         code = _run(list(sys.argv[1:] if argv is None else argv))
-        sys.stdout.flush()  # a reader that went away (`erp-sim demo | head -1`) shows up here at the latest
+        if sys.stdout is not None:  # None: started with fd 1 closed
+            sys.stdout.flush()  # a reader that went away (`erp-sim demo | head -1`) shows up here at the latest
         return code
     except BrokenPipeError:
         # As the Python docs recommend for SIGPIPE: no traceback for output nobody reads; stdout goes to

@@ -367,6 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.http:
             _serve_http(server, args, admin=bool(admin_token))
+        elif sys.stdin is None or sys.stdout is None:  # started with fd 0 or 1 closed
+            print(
+                "erp-sim serve: stdio needs an open stdin and stdout (an MCP client's pipes), or use --http",
+                file=sys.stderr,
+            )
+            return 2
         else:
             with _sigterm_as_ctrl_c():
                 server.run(transport="stdio", show_banner=False, log_level=args.log_level.upper())

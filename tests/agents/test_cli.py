@@ -141,6 +141,22 @@ def test_serve_refuses_settings_that_would_lose_grades_or_refuse_every_call(opti
     assert done.returncode == 2 and refusal in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("closed", [0, 1])
+def test_serve_on_stdio_with_stdin_or_stdout_closed_says_so_in_one_line(closed):
+    """It raised AttributeError on sys.stdin being None (a supervisor that starts it with fd 0 closed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "serve"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(closed),
+    )
+    assert done.returncode == 2 and "stdio needs an open stdin and stdout" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_serve_refuses_a_fifo_as_grade_file_instead_of_waiting_for_a_reader(tmp_path):
     fifo = tmp_path / "grades.fifo"
     os.mkfifo(fifo)
