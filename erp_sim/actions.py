@@ -8,7 +8,6 @@ actions and parameters match case-insensitively. Writes run in one ``ledger.tran
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 from erp_sim import ledger
 from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
-from erp_sim.json_values import JsonObject
+from erp_sim.json_values import JsonObject, whole_number
 from erp_sim.money import ZERO, money_text
 
 MAX_PARAMETER_CHARS = 100
@@ -42,13 +41,10 @@ class Action:
 # --- parameter checks ------------------------------------------------------------------------------
 def _convert(param: Parameter, value: object) -> object:
     if param.type == "Edm.Int64":
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, str))
-            or not re.fullmatch(r"\s*\d{1,18}\s*", str(value), re.ASCII)
-        ):
+        number = whole_number(value)
+        if number is None:
             raise ValidationError(f"Parameter {param.name}: expected a whole number, got {value!r}.")
-        return int(value)
+        return number
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"Parameter {param.name}: expected non-empty text, got {value!r}.")
     if len(value) > MAX_PARAMETER_CHARS:

@@ -6,6 +6,7 @@ the simulator at ``gym.make``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # A JSON object as tools, responses and grades build it: text keys, values of any JSON type (readers
@@ -13,6 +14,17 @@ from typing import Any
 JsonObject = dict[str, Any]
 MAX_ARGUMENT_DEPTH = 32
 MAX_INT_BITS = 4_000 * 3  # well under Python's 4,300-digit limit on printing integers (~14,000 bits)
+
+
+_WHOLE_NUMBER = re.compile(r"\s*\d{1,18}\s*", re.ASCII)  # int() would also read "1_0", "+3" or other scripts' digits
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as a RecId-like whole number: an int, or text of up to 18 ASCII digits; None for anything else
+    (a bool, a float, other text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not _WHOLE_NUMBER.fullmatch(str(value)):
+        return None
+    return int(value)
 
 
 def json_value_problem(value: Any, path: str = "arguments", depth: int = 0) -> str | None:

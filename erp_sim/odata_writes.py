@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -12,7 +11,7 @@ from typing import cast
 
 from erp_sim import ledger
 from erp_sim.errors import BusinessRuleError, ErpError, ValidationError
-from erp_sim.json_values import JsonObject
+from erp_sim.json_values import JsonObject, whole_number
 from erp_sim.odata_entities import EntitySet, _entity_set
 from erp_sim.odata_reads import _records_by_id
 
@@ -85,13 +84,10 @@ def _properties(entity: EntitySet, raw: object, allowed: list[str], purpose: str
 
 
 def _rec_id(value: object, where: str) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, str))
-        or not re.fullmatch(r"\s*\d{1,18}\s*", str(value), re.ASCII)
-    ):
+    number = whole_number(value)
+    if number is None:
         raise ValidationError(f"{where}: expected a RecId (a whole number), got {value!r}.")
-    return int(value)
+    return number
 
 
 @contextmanager
