@@ -29,7 +29,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation.failures import classify_failure
 from erp_sim.agents.memory.memory_tools import harness_tools
-from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, call_sums
+from erp_sim.agents.prompt_cache import EpisodeMeter, ModelCall, PrefixTracker, call_sums
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import (
@@ -108,9 +108,8 @@ def run_episode(
         late = meter.drain()
         trajectory.steps[-1].role_calls += late
         # a summary whose step failed (its own call, or the agent's after it) never reached the step's figures
-        summaries = [call for call in late if call.role == "summarizer"]
-        trajectory.steps[-1].summarizer_calls += len(summaries)
-        trajectory.steps[-1].summarizer_tokens += sum(call.input_tokens + call.output_tokens for call in summaries)
+        trajectory.steps[-1].summarizer_calls += sum(call.role == "summarizer" for call in late)
+        trajectory.steps[-1].summarizer_tokens += _summarizer_tokens(late)
     if termination is None:
         termination = env_state.info.get("termination_reason") or (
             "step_limit" if env_state.truncated or not env_state.done else "agent_stopped"
@@ -174,7 +173,7 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
             summarizer_calls=step.summarizer_calls,
             role_calls=role_calls,
             tool_calls=len(calls),
-            summarizer_tokens=sum(c.input_tokens + c.output_tokens for c in role_calls if c.role == "summarizer"),
+            summarizer_tokens=_summarizer_tokens(role_calls),
             finish_reason=step.finish_reason,
             served_model=step.served_model,
         )
@@ -283,6 +282,11 @@ def _length_stops(reasons: list[str | None]) -> int | None:
     """Answers cut at the token limit; None when no answer said why it stopped (as ``sum_reported``)."""
     said = [reason for reason in reasons if reason is not None]
     return sum(reason == "length" for reason in said) if said else None
+
+
+def _summarizer_tokens(calls: list[ModelCall]) -> int:
+    """A step's ``summarizer_tokens``: its summarizer calls' input and output, in o200k."""
+    return sum(call.input_tokens + call.output_tokens for call in calls if call.role == "summarizer")
 
 
 def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
