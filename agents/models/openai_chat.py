@@ -228,14 +228,15 @@ class OpenAIChatModel:
         refuses the request with a 5xx (the same answer every time) from an outage."""
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
         what = f"{self.model} at {public_url(self.base_url) if self.base_url else 'api.openai.com'}"  # no password
-        failures.append(_describe(error))
+        described = _describe(error)
+        failures.append(described)
         if status in SETUP_STATUS_CODES:  # unscored and run again on --resume, once the setup is fixed
             raise InfrastructureError(
-                f"{what}: {_describe(error)} (check the API key, the model name and the base URL)"
+                f"{what}: {described} (check the API key, the model name and the base URL)"
             ) from error
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
-            text = f"{what}: request refused: {_describe(error)}"
-            if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(f"{error} {_describe(error)}"):  # TGI: 422
+            text = f"{what}: request refused: {described}"
+            if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(f"{error} {described}"):  # TGI: 422
                 raise ContextOverflowError(text, status) from error
             raise ModelRequestError(text, status) from error
         # what is left is transient: connection errors, 408/429/5xx, and unusable 200 answers
@@ -247,7 +248,7 @@ class OpenAIChatModel:
         if delay is None:
             delay = self.backoff_base * 2**attempt
         delay = min(delay, self.backoff_max)
-        logger.warning("%s: attempt %d failed (%s); retrying in %.1f s", what, attempts, _describe(error), delay)
+        logger.warning("%s: attempt %d failed (%s); retrying in %.1f s", what, attempts, described, delay)
         return delay
 
     def _to_chat_response(self, completion: Any) -> ChatResponse:
@@ -271,7 +272,12 @@ def _said(value: Any) -> str | None:
     be: a server that sends another type there still answered, so the answer is not lost for it."""
     if not isinstance(value, str):
         return None
-    return " ".join(value[: 4 * MAX_NAME_CHARS].split())[:MAX_NAME_CHARS] or None  # no line breaks or controls
+    return _one_line(value, MAX_NAME_CHARS) or None
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters: whitespace runs (line breaks, controls) as one space."""
+    return " ".join(text[: 4 * limit].split())[:limit]
 
 
 def _cached_tokens(usage: Any) -> int | None:
@@ -435,7 +441,7 @@ def _describe(error: Exception) -> str:
             message = next((body[key] for key in ("message", "detail", "error") if body.get(key)), None)
         if message is not None and not isinstance(message, str):  # FastAPI's 422: a list of field errors
             message = json.dumps(message, ensure_ascii=False, default=str)
-        message = " ".join((message or "").split())[:MAX_ERROR_CHARS]  # one line: a server's HTML page too
+        message = _one_line(message or "", MAX_ERROR_CHARS)  # a server's HTML page too
         if not message:
             message = re.sub(rf"^Error code: {error.status_code}(?: - )?", "", error.message) or "(no message)"
         return f"HTTP {error.status_code}: {message}"
