@@ -41,8 +41,8 @@ from erp_sim.agents.types import (
     ModelRequestError,
     sum_reported,
 )
-from erp_sim.grading import Grade
 from erp_sim.outcomes import HarnessTermination, Termination
+from erp_sim.workflows.itemization.grading import Grade
 
 DEFAULT_MAX_MODEL_CALLS = 400
 HARNESS_TRACEBACK_FRAMES = 6

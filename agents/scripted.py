@@ -55,7 +55,7 @@ from erp_sim import response_keys as K
 from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
-from erp_sim.catalog import CATEGORIES
+from erp_sim.workflows.itemization.catalog import CATEGORIES
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
 _LINE = re.compile(r"\bline (\d+)\b")

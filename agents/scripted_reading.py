@@ -15,7 +15,7 @@ from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.tokens import all_unchanged_objects, message_entries, next_false, unchanged_objects
 from erp_sim.agents.types import Message
-from erp_sim.catalog import wording_to_subcategory
+from erp_sim.workflows.itemization.catalog import wording_to_subcategory
 
 _SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
 _SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)

@@ -44,8 +44,8 @@ from pydantic import BaseModel, Field
 from erp_sim.agents.prompt_cache import ModelCall
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.types import Message, ToolSchema, unset
-from erp_sim.grading import Grade
 from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.workflows.itemization.grading import Grade
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
 SUMMARY_MARKERS = ("<EARLIER_STEPS_SUMMARY>", "<HISTORY_SUMMARY>")  # the tags summarizing policies write

@@ -28,8 +28,8 @@ from erp_sim.task_sets import task_rows
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from erp_sim.erp_session import Verbosity
-    from erp_sim.grading import Progress
+    from erp_sim.verbosity import Verbosity
+    from erp_sim.workflows.itemization.grading import Progress
 
 MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
 MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
@@ -349,7 +349,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     @property
     def tasks(self) -> list[erp_sim.Task]:
         """The task set's tasks, in set order (``reset(options={"task_index": i})`` picks ``tasks[i]``)."""
-        return erp_sim.load_task_set(self.task_set)
+        return cast("list[erp_sim.Task]", erp_sim.load_task_set(self.task_set))
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
@@ -363,11 +363,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading import (  # at the first reset, not at gym.make
-            expected_charges,
-            initial_rows,
-            target_line_ids,
-        )
+        from erp_sim.grading.collateral import initial_rows  # at the first reset, not at gym.make
+        from erp_sim.workflows.itemization.grading import expected_charges, target_line_ids
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
@@ -535,7 +532,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _refresh_progress(self) -> None:
         """Cheap: grading caches its database reads until the next write."""
-        from erp_sim.grading import progress  # with the database layer: at the first reset, not at gym.make
+        from erp_sim.workflows.itemization.grading import (
+            progress,
+        )  # with the database layer: at the first reset, not at gym.make
 
         self._progress = progress(self._episode()[0], self._line_id)
 

@@ -41,7 +41,7 @@ RowTermination = Literal[Termination, ""]
 
 
 class RowGrade(BaseModel):
-    """The part of the ERP's grade (``erp_sim.grading.Grade``) a results row keeps."""
+    """The part of the ERP's grade (``erp_sim.Grade``) a results row keeps."""
 
     model_config = _FORBID
     success: bool

@@ -95,7 +95,7 @@ def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
             continue
         key = (row.task_set, row.task_id)
         if key not in sizes:
-            sizes.update({(row.task_set, r.task_id): r.charges for r in task_rows(row.task_set)})
+            sizes.update({(row.task_set, r.task_id): r.size for r in task_rows(row.task_set)})
         groups[row.config][sizes[key]].append(row)
         policies.setdefault(row.config, row.policy)
     return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]

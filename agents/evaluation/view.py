@@ -384,10 +384,11 @@ def _read_trajectory(run_dir: Path, row: EpisodeRow) -> dict[str, Any] | None:
 
 # --- the overview ----------------------------------------------------------------------------------
 def _task_facts(task_set: str, task_id: str) -> dict[str, str]:
-    from erp_sim.tasks import get_task
+    from erp_sim.task_sets import get_task
+    from erp_sim.workflows.itemization.task import as_task
 
     try:
-        task = get_task(task_set, task_id)
+        task = as_task(get_task(task_set, task_id))
     except Exception:  # a results file from another fixture version: show the row without facts
         return {}
     return {"expense_type": task.expense_type, "difficulty": task.difficulty}

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
-from erp_sim.tool_registry import _schema
+from erp_sim.tool_registry import args_schema
 
 MAX_CHECKPOINT_CHARS = 4000
 
@@ -59,7 +59,7 @@ class HarnessTool:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": dict(_schema(self.args_model)),
+                "parameters": dict(args_schema(self.args_model)),
             },
         }
 

@@ -1,19 +1,21 @@
-"""The tables' schema as the simulator reads it at run time: from ``data/schema.json``, not the models.
+"""A workflow's tables as the simulator reads them at run time: from its compiled ``schema.json``.
 
-``erp_sim.models`` (SQLModel classes) is the schema's source; ``schema_text()`` there compiles it with
-SQLAlchemy into this file (``python -m erp_sim.models > erp_sim/data/schema.json`` rewrites it, and a
-test checks it is current).
-Reading the compiled copy keeps SQLAlchemy and sqlmodel out of every run: importing them was about
-0.25 s of the first ``reset``, which needs only the DDL, the column names and their descriptions.
+A workflow's SQLModel classes (e.g. ``erp_sim.workflows.itemization.tables``) are its schema's source;
+``erp_sim.database.compile_schema.schema_text`` compiles them with SQLAlchemy into that file
+(``python -m erp_sim.workflows.itemization.tables > erp_sim/workflows/itemization/schema.json`` rewrites
+it, and a test checks it is current). Reading the compiled copy keeps SQLAlchemy and sqlmodel out of
+every run: importing them was about 0.25 s of the first ``reset``, which needs only the DDL, the column
+names and their descriptions.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-
-SCHEMA_FILE = Path(__file__).with_name("data") / "schema.json"
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,46 @@ class Column:
     description: str
 
 
-def _load() -> tuple[dict[str, dict[str, Column]], tuple[str, ...]]:
-    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-    tables = {t["name"]: {c["name"]: Column(**c) for c in t["columns"]} for t in schema["tables"]}
-    return tables, tuple(schema["ddl"])
+@dataclass(frozen=True)
+class Schema:
+    """Table name -> column name -> column, both in the models' order; the CREATE TABLE and CREATE INDEX
+    statements."""
+
+    columns: dict[str, dict[str, Column]]
+    ddl: tuple[str, ...]
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(self.columns)
 
 
-# table name -> column name -> column, both in the models' order; the CREATE TABLE and CREATE INDEX statements
-TABLE_COLUMNS, SCHEMA_DDL = _load()
-TABLE_NAMES: list[str] = list(TABLE_COLUMNS)
+@cache
+def load_schema(path: Path) -> Schema:
+    """The schema compiled into ``path``, read once."""
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    columns = {t["name"]: {c["name"]: Column(**c) for c in t["columns"]} for t in schema["tables"]}
+    return Schema(columns, tuple(schema["ddl"]))
+
+
+# Triggers log every row a write touches, whatever the path (forms, data tools, actions), so grading
+# diffs only those rows. Not one of a schema's tables: no dump, hash, entity set or agent's SQL reads it.
+CHANGE_LOG = "erp_changed_rows"
+
+
+def task_tables(conn: sqlite3.Connection) -> list[str]:
+    """A task database's own tables, in the order its schema created them: its workflow's tables, without
+    SQLite's internal ones and the change log."""
+    rows = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY rowid")
+    return [name for (name,) in rows if not name.lower().startswith("sqlite_") and name != CHANGE_LOG]
+
+
+def change_log_ddl(tables: Sequence[str]) -> str:
+    """The change log and its triggers on ``tables``."""
+    triggers = "".join(
+        f"CREATE TRIGGER erp_log_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
+        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs)
+        + "END;"
+        for table in tables
+        for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"]))
+    )
+    return f"CREATE TABLE {CHANGE_LOG} (tbl TEXT NOT NULL, rec_id INTEGER NOT NULL);{triggers}"

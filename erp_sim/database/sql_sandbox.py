@@ -1,7 +1,7 @@
 """The agent's read-only SQL (``data_find_entities_sql``): bounded work, nothing revealed, deterministic answers.
 
 What an agent's statement may do, and what it costs at most:
-- read the expense tables (and ``sqlite_schema``); SQLite's authorizer,
+- read the task database's tables (its workflow's, and ``sqlite_schema``); SQLite's authorizer,
   not a regex, denies writes, DDL, ATTACH, PRAGMA and recursive CTEs wherever they appear;
 - no function that reveals pointers, files or the host (``fts3_tokenizer``, ``load_extension``,
   ``sqlite_compileoption_get``, ...);
@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from erp_sim.database.schema import task_tables
 from erp_sim.errors import ValidationError
 from erp_sim.json_values import JsonObject
-from erp_sim.schema import TABLE_NAMES
 
 
 @dataclass
@@ -64,7 +64,7 @@ CALL_STEPS = 60
 CHARS_PER_STEP = 25
 SqlValue = int | float | str | bytes | None  # what SQLite passes to a function and returns
 
-READABLE = {*TABLE_NAMES} | {"sqlite_master", "sqlite_schema"}
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema"})
 _ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
 _REFUSED_FUNCTIONS = {
     "load_extension",
@@ -197,14 +197,22 @@ def install_functions(conn: sqlite3.Connection, rng: random.Random, now: str) ->
 
 
 # --- the statement itself ---------------------------------------------------------------------------
-def _authorizer(action: int, arg1: str | None, arg2: str | None, db_name: str | None, trigger: str | None) -> int:
-    if action not in _ALLOWED_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_READ and (arg1 or "").lower() not in READABLE:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
+def _readable_tables(conn: sqlite3.Connection) -> frozenset[str]:
+    """What an agent's SQL may read: the task database's own tables (``task_tables``) and the schema table."""
+    return frozenset(name.lower() for name in task_tables(conn)) | _SCHEMA_TABLES
+
+
+def _authorizer(readable: frozenset[str]) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
+    def authorize(action: int, arg1: str | None, arg2: str | None, db_name: str | None, trigger: str | None) -> int:
+        if action not in _ALLOWED_ACTIONS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_READ and (arg1 or "").lower() not in readable:
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    return authorize
 
 
 class _Budget:
@@ -245,9 +253,10 @@ def run_select(
         raise ValidationError("sqlQuery: exactly one SELECT statement is allowed (no ';'-separated statements).")
     if statement.split(None, 1)[0].upper() not in {"SELECT", "WITH"}:
         raise ValidationError("sqlQuery: only read-only SELECT queries are allowed.")
+    authorizer = _authorizer(_readable_tables(conn))
     budget = _Budget(limits)
     _builtins.refusal, _builtins.budget = None, budget
-    conn.set_authorizer(_authorizer)
+    conn.set_authorizer(authorizer)
     conn.set_progress_handler(budget, _CHECK_EVERY)
     try:
         cursor = conn.execute(statement)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeGuard, cast
 
-from erp_sim import ledger
 from erp_sim.errors import ValidationError
-from erp_sim.odata_entities import BOOLEAN, DATE, DECIMAL, INT, EntitySet, Property
+from erp_sim.odata.entities import BOOLEAN, DATE, DECIMAL, INT, DataCatalog, EntitySet, Property
+from erp_sim.values import parse_date
 
 MAX_FILTER_DEPTH = 40  # nested parentheses, not and tolower/toupper
 MAX_LITERAL_DIGITS = 15  # numbers in $filter stay far below SQLite's 64-bit integers
@@ -46,7 +46,7 @@ _TOKEN = re.compile(
 )
 
 
-def _tokenize(text: str) -> list[Token]:
+def _tokenize(text: str, string_example: str) -> list[Token]:
     tokens, pos = [], 0
     while pos < len(text):
         match = _TOKEN.match(text, pos)
@@ -57,7 +57,7 @@ def _tokenize(text: str) -> list[Token]:
                     f"$filter: unterminated string literal starting at character {pos + 1}; "
                     "close it with ' and double any quote inside it ('O''Brien')."
                 )
-            hint = " Quote strings with single quotes: 'Hotel'." if char == '"' else ""
+            hint = f" Quote strings with single quotes: {string_example}." if char == '"' else ""
             raise ValidationError(f"$filter: unexpected character {char!r} at character {pos + 1}.{hint}")
         if match.lastgroup != "ws":
             tokens.append(Token(cast(str, match.lastgroup), match.group(), pos + 1))  # every pattern is a named group
@@ -87,18 +87,16 @@ class FilterParser:
              | prop op literal | literal op prop | prop 'in' '(' literal, ... ')' | boolean prop
     """
 
-    def __init__(self, entity: EntitySet, text: str):
-        self.entity = entity
-        self.tokens = _tokenize(text)
+    def __init__(self, catalog: DataCatalog, entity: EntitySet, text: str):
+        self.entity, self.example = entity, catalog.filter_example
+        self.tokens = _tokenize(text, catalog.string_example)
         self.index = 0
         self.depth = 0
         self.params: list[object] = []
 
     def parse(self) -> str:
         if not self.tokens:
-            raise ValidationError(
-                "$filter: the filter is empty. Example: $filter=Category eq 'Hotel' and Amount gt 100"
-            )
+            raise ValidationError(f"$filter: the filter is empty. Example: $filter={self.example}")
         sql = self._or()
         if self._peek() is not None:
             raise self._error("'and', 'or' or the end of the filter")
@@ -284,7 +282,7 @@ class FilterParser:
             example = "'2026-03-14'" if prop.type == DATE else f"'{literal.text}'"
             raise ValidationError(f"{where} is {prop.type}; quote the value, e.g. {prop.name} eq {example}.")
         if prop.type == DATE:
-            return column, ledger.parse_date(literal.value, where)
+            return column, parse_date(literal.value, where)
         return f"{column} COLLATE NOCASE", literal.value
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from erp_sim.errors import ValidationError
-from erp_sim.odata_entities import EntitySet, Property, _entity_set
-from erp_sim.odata_filter import FilterParser
+from erp_sim.odata.entities import DataCatalog, EntitySet, Property, entity_set
+from erp_sim.odata.filter import FilterParser
 
 DEFAULT_TOP = 50
 MAX_TOP = 200
@@ -50,7 +50,7 @@ def _split_options(text: str) -> list[str]:
     return [p for p in (part.strip() for part in parts) if p]
 
 
-def _parse_options(text: str) -> dict[str, str]:
+def _parse_options(text: str, example: str) -> dict[str, str]:
     text = text.strip().lstrip("?")
     if len(text) > MAX_OPTIONS_CHARS:
         raise ValidationError(f"odataQueryOptions: {len(text)} characters; at most {MAX_OPTIONS_CHARS} are accepted.")
@@ -65,8 +65,7 @@ def _parse_options(text: str) -> dict[str, str]:
         if name not in QUERY_OPTIONS:
             raise ValidationError(
                 f"odataQueryOptions: unknown query option {part.partition('=')[0].strip()[:40]!r}. "
-                f"Supported: {', '.join(QUERY_OPTIONS)}, joined with '&', "
-                "e.g. $filter=Category eq 'Hotel'&$top=10."
+                f"Supported: {', '.join(QUERY_OPTIONS)}, joined with '&', e.g. {example}."
             )
         if not sep:
             raise ValidationError(f"odataQueryOptions: {name} has no value; write {name}=value.")
@@ -76,27 +75,29 @@ def _parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def _parse_query(odata_path: str, query_options: str | None) -> tuple[Query, FilterParser | None]:
+def parse_query(catalog: DataCatalog, odata_path: str, query_options: str | None) -> tuple[Query, FilterParser | None]:
+    """The query an OData path and its options ask for, and the filter's parser (which holds its parameters)."""
     match = _PATH.match(odata_path.strip())
     if match is None:
+        example = catalog.path_example
         raise ValidationError(
-            f"odataPath: {odata_path[:100]!r} is not an entity set path. Use ExpenseLines, "
-            "ExpenseLines(1234) for one record by RecId, or ExpenseLines?$filter=..."
+            f"odataPath: {odata_path[:100]!r} is not an entity set path. Use {example}, "
+            f"{example}(1234) for one record by RecId, or {example}?$filter=..."
         )
-    query = Query(_entity_set(match["set"]))
+    query = Query(entity_set(catalog, match["set"]))
     if match["key"] is not None:
         key = _KEY.match(match["key"])
         if key is None:
             raise ValidationError(f"odataPath: the key {match['key']!r} is not a RecId; use {query.entity.name}(1234).")
         query.key = int(key["id"])
-    options = _parse_options(match["query"] or "")
-    for name, value in _parse_options(query_options or "").items():
+    options = _parse_options(match["query"] or "", catalog.options_example)
+    for name, value in _parse_options(query_options or "", catalog.options_example).items():
         if name in options:
             raise ValidationError(f"{name} is given both in odataPath and in odataQueryOptions; give it once.")
         options[name] = value
     parser = None
     if "$filter" in options:
-        parser = FilterParser(query.entity, options["$filter"])
+        parser = FilterParser(catalog, query.entity, options["$filter"])
         query.filter = parser.parse()
     if "$select" in options:
         query.select = _parse_select(query.entity, options["$select"])

@@ -9,8 +9,8 @@ from typing import Any
 from erp_sim.errors import NotFoundError, ValidationError
 from erp_sim.json_values import JsonObject
 from erp_sim.money import money_text
-from erp_sim.odata_entities import BOOLEAN, DECIMAL, EntitySet, Property
-from erp_sim.odata_query import Query, _parse_query
+from erp_sim.odata.entities import BOOLEAN, DECIMAL, DataCatalog, EntitySet, Property
+from erp_sim.odata.query import Query, parse_query
 
 
 # --- reading records ---------------------------------------------------------------------------
@@ -62,16 +62,18 @@ def _fetch(db: sqlite3.Connection, query: Query, params: list[object]) -> JsonOb
     return payload
 
 
-def find_entities(db: sqlite3.Connection, odata_path: str, query_options: str | None) -> JsonObject:
+def find_entities(
+    catalog: DataCatalog, db: sqlite3.Connection, odata_path: str, query_options: str | None
+) -> JsonObject:
     """Query an entity set. Returns {"EntitySet", ["@odata.count"], "value", ["NextSkip"]}.
 
     ``NextSkip`` is present when more records match: pass it as $skip to get the next page.
     """
-    query, parser = _parse_query(odata_path, query_options)
+    query, parser = parse_query(catalog, odata_path, query_options)
     return _fetch(db, query, parser.params if parser else [])
 
 
-def _records_by_id(db: sqlite3.Connection, entity: EntitySet, ids: list[int]) -> list[JsonObject]:
+def records_by_id(db: sqlite3.Connection, entity: EntitySet, ids: list[int]) -> list[JsonObject]:
     """Records in the order of ``ids``, as find_entities shows them."""
     placeholders = ", ".join("?" * len(ids))
     rows = db.execute(f'SELECT * FROM ({entity.select_sql}) WHERE "RecId" IN ({placeholders})', ids).fetchall()

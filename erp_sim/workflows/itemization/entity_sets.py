@@ -1,73 +1,120 @@
-"""The OData entity sets: read-only views over the expense tables, their properties and
-descriptions (``find_entity_sets``, ``entity_metadata``).
+"""Itemization's OData entity sets: read-only views over the expense tables, their properties and
+descriptions, and the writes they take (itemized lines; header-line fields; a report's purpose), which go
+through ``ledger``, so they obey the forms' business rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sqlite3
+from typing import cast
 
-from erp_sim.errors import NotFoundError, ValidationError
-from erp_sim.json_values import JsonObject
-from erp_sim.schema import TABLE_COLUMNS
+from erp_sim.database.schema import load_schema
+from erp_sim.errors import ValidationError
+from erp_sim.odata.entities import DataCatalog, EntitySet, Property, property_type
+from erp_sim.odata.writes import record_id, record_properties
+from erp_sim.values import parse_text
+from erp_sim.workflows.itemization import SCHEMA_FILE, ledger
 
-INT, STRING, DECIMAL, DATE, BOOLEAN = "Edm.Int64", "Edm.String", "Edm.Decimal", "Edm.Date", "Edm.Boolean"
-
-
-# --- entity sets -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Property:
-    name: str
-    sql: str  # expression in the entity set's SELECT
-    type: str
-    description: str
-    writable: bool = False
-
-
-@dataclass(frozen=True)
-class EntitySet:
-    name: str
-    label: str
-    table: str
-    source: str  # FROM clause of the SELECT
-    properties: tuple[Property, ...]
-    rules: tuple[str, ...]
-    writable: bool = False
-
-    @property
-    def select_sql(self) -> str:
-        columns = ", ".join(f'{p.sql} AS "{p.name}"' for p in self.properties)
-        return f"SELECT {columns} FROM {self.source}"
-
-    def find_property(self, name: str, where: str) -> Property:
-        """The property called ``name`` (case-insensitive), or a ValidationError listing the valid ones."""
-        for prop in self.properties:
-            if prop.name.lower() == name.lower():
-                return prop
-        raise ValidationError(f"{where}: {self.name} has no property {name!r}. Properties: {self.property_list}.")
-
-    @property
-    def property_list(self) -> str:
-        return ", ".join(p.name for p in self.properties)
+COLUMNS = load_schema(SCHEMA_FILE).columns
 
 
 def _prop(name: str, table: str, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
     """A property whose type and description come from the model's field: the column ``table.field``."""
-    column = TABLE_COLUMNS[table][field]
-    if "bool" in column.type:
-        kind = BOOLEAN
-    elif "int" in column.type:
-        kind = INT
-    elif "Decimal text" in column.description:
-        kind = DECIMAL
-    elif field.endswith("_date"):
-        kind = DATE
-    else:
-        kind = STRING
+    column = COLUMNS[table][field]
+    kind = property_type(column.type, column.description, field)
     return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
 
 
+# --- writes: one record each, inside the data tool's transaction ----------------------------------------
+_CREATE_FIELDS: dict[str, str | None] = {
+    "ParentRecId": None,
+    "Subcategory": "subcategory",
+    "TransactionDate": "transaction_date",
+    "Amount": "amount",
+    "Description": "description",
+    "LineType": None,
+}
+_ITEMIZED_FIELDS = {
+    "Subcategory": "subcategory",
+    "TransactionDate": "transaction_date",
+    "Amount": "amount",
+    "Description": "description",
+}
+_LINE_FIELDS = {"Merchant": "merchant", "Description": "description", "Amount": "amount"}
+_CONTROLS = {field: name for name, field in {**_ITEMIZED_FIELDS, **_LINE_FIELDS}.items()}
+
+
+def _create_itemized(db: sqlite3.Connection, entity: EntitySet, raw: object) -> int:
+    values = record_properties(entity, raw, list(_CREATE_FIELDS), "Creating an itemized line")
+    line_type = values.pop("LineType", "ItemizedLine")
+    if not isinstance(line_type, str) or line_type.strip().lower() != "itemizedline":
+        raise ValidationError(
+            f"LineType: only itemized lines can be created, so LineType must be ItemizedLine "
+            f"(or left out), got {line_type!r}."
+        )
+    if values.get("ParentRecId") in (None, ""):
+        raise ValidationError("ParentRecId must be filled in: the RecId of the expense line to itemize.")
+    header = ledger.line_by_id(db, record_id(values.pop("ParentRecId"), "ParentRecId"))
+    ledger.itemizable_header(db, header["id"])  # category, line type and Draft checks before value checks
+    raw_values = {cast(str, _CREATE_FIELDS[name]): value for name, value in values.items()}  # the None ones popped
+    itemized = ledger.validate_itemized_values(header, raw_values, _CONTROLS)
+    return ledger.create_itemized_line(db, header["id"], itemized)
+
+
+def _update_line(db: sqlite3.Connection, entity: EntitySet, raw: object) -> int:
+    allowed = ["RecId", *dict.fromkeys([*_ITEMIZED_FIELDS, *_LINE_FIELDS])]
+    values = record_properties(entity, raw, allowed, "Updating an expense line")
+    if "RecId" not in values:
+        raise ValidationError("RecId must be given to say which line to update.")
+    line = ledger.line_by_id(db, record_id(values.pop("RecId"), "RecId"))
+    if not values:
+        raise ValidationError(
+            f"Nothing to update for RecId {line['id']}; give at least one of {', '.join(allowed[1:])}."
+        )
+    if line["line_type"] == "ItemizedLine":
+        wrong = [name for name in values if name not in _ITEMIZED_FIELDS]
+        if wrong:
+            raise ValidationError(
+                f"{', '.join(wrong)}: line RecId {line['id']} is an itemized line; it takes "
+                f"{', '.join(_ITEMIZED_FIELDS)} (its Merchant is the header's)."
+            )
+        raw_values = {field: line[field] for field in _ITEMIZED_FIELDS.values()}
+        raw_values.update({_ITEMIZED_FIELDS[name]: value for name, value in values.items()})
+        header = ledger.line_by_id(db, line["parent_line_id"])
+        ledger.update_itemized_line(db, line["id"], ledger.validate_itemized_values(header, raw_values, _CONTROLS))
+    else:
+        wrong = [name for name in values if name not in _LINE_FIELDS]
+        if wrong:
+            raise ValidationError(
+                f"{', '.join(wrong)}: line RecId {line['id']} is a {line['line_type']} line; it takes "
+                f"{', '.join(_LINE_FIELDS)}. Subcategory and TransactionDate are set on itemized lines."
+            )
+        ledger.update_line_fields(
+            db, line["id"], {_LINE_FIELDS[name]: value for name, value in values.items()}, _CONTROLS
+        )
+    return int(line["id"])
+
+
+def _update_report(db: sqlite3.Connection, entity: EntitySet, raw: object) -> int:
+    values = record_properties(entity, raw, ["RecId", "ReportNumber", "Purpose"], "Updating an expense report")
+    if "RecId" in values:
+        report = ledger.report_by_id(db, record_id(values.pop("RecId"), "RecId"))
+        if "ReportNumber" in values and str(values.pop("ReportNumber")).strip().upper() != report["report_number"]:
+            raise ValidationError(
+                f"RecId {report['id']} is report {report['report_number']}, not the ReportNumber given."
+            )
+    elif "ReportNumber" in values:
+        report = ledger.report_by_number(db, parse_text(values.pop("ReportNumber"), "ReportNumber"))
+    else:
+        raise ValidationError("RecId (or ReportNumber) must be given to say which report to update.")
+    if "Purpose" not in values:
+        raise ValidationError(f"Nothing to update for report {report['report_number']}; only Purpose can be changed.")
+    ledger.update_report_purpose(db, report["id"], values["Purpose"], "Purpose")
+    return int(report["id"])
+
+
 _EDIT = "Editable on Draft reports."
-ENTITY_SETS: dict[str, EntitySet] = {
+_ENTITY_SETS: dict[str, EntitySet] = {
     s.name: s
     for s in [
         EntitySet(
@@ -90,7 +137,7 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 "Only Purpose can be updated, and only on Draft reports: give RecId (or ReportNumber) and Purpose.",
                 "Submit a report with the action SubmitExpenseReport; check it first with ValidateExpenseReport.",
             ),
-            writable=True,
+            update=_update_report,
         ),
         EntitySet(
             "ExpenseLines",
@@ -176,7 +223,9 @@ ENTITY_SETS: dict[str, EntitySet] = {
                 "The action GetItemizationStatus reports the figures.",
                 "Each call is all or nothing: if one entity is invalid, nothing is written.",
             ),
-            writable=True,
+            create=_create_itemized,
+            update=_update_line,
+            delete=ledger.delete_itemized_line,
         ),
         EntitySet(
             "ExpenseCategories",
@@ -250,37 +299,15 @@ ENTITY_SETS: dict[str, EntitySet] = {
     ]
 }
 
-
-def _entity_set(name: object) -> EntitySet:
-    text = str(name).strip()
-    for entity in ENTITY_SETS.values():
-        if entity.name.lower() == text.lower():
-            return entity
-    raise NotFoundError(
-        f"Entity set {text!r} does not exist. Entity sets: {', '.join(ENTITY_SETS)}. "
-        "Use data_find_entity_type to search."
-    )
-
-
-def find_entity_sets(search: str) -> list[JsonObject]:
-    """Entity sets whose name, label or table name contain every word of ``search``."""
-    words = search.lower().split()
-    return [
-        {"Name": e.name, "Label": e.label, "Table": e.table, "IsReadOnly": not e.writable}
-        for e in ENTITY_SETS.values()
-        if all(w in f"{e.name} {e.label} {e.table}".lower() for w in words)
-    ]
-
-
-def entity_metadata(entity_set: str) -> JsonObject:
-    entity = _entity_set(entity_set)
-    return {
-        "Name": entity.name,
-        "Label": entity.label,
-        "Key": "RecId",
-        "Properties": [
-            {"Name": p.name, "Type": p.type, "Description": p.description, "IsReadOnly": not p.writable}
-            for p in entity.properties
-        ],
-        "Rules": list(entity.rules),
-    }
+CATALOG = DataCatalog(
+    entity_sets=_ENTITY_SETS,
+    path_example="ExpenseLines",
+    filter_example="Category eq 'Hotel' and Amount gt 100",
+    string_example="'Hotel'",
+    options_example="$filter=Category eq 'Hotel'&$top=10",
+    create_hint="Only itemized lines can be created: entity set ExpenseLines with ParentRecId, Subcategory, "
+    "TransactionDate and Amount.",
+    update_hint="Writable entity sets: ExpenseLines (itemized lines; header-line Merchant, Description, Amount) and "
+    "ExpenseReports (Purpose).",
+    delete_hint="Only itemized lines (entity set ExpenseLines, LineType ItemizedLine) can be deleted.",
+)

@@ -22,23 +22,27 @@ grades keep their bytes).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from erp_sim import ledger
-from erp_sim.database import CHANGE_LOG, Row, initial_dump, table_dump
+from erp_sim.database import Row
+from erp_sim.database.schema import load_schema
+from erp_sim.grading import collateral
+from erp_sim.grading.collateral import Expected
 from erp_sim.json_values import JsonObject
 from erp_sim.money import ZERO, money_text
-from erp_sim.schema import TABLE_COLUMNS, TABLE_NAMES
+from erp_sim.workflows import Grader
+from erp_sim.workflows.itemization import SCHEMA_FILE, ledger
+from erp_sim.workflows.itemization.task import Task, task_of
 
 if TYPE_CHECKING:
-    from erp_sim.erp_session import ErpSession
-    from erp_sim.tasks import Task
+    from erp_sim.forms.base import FormHost
+
+SCHEMA = load_schema(SCHEMA_FILE)
 
 Charge = tuple[str, str, str]  # (subcategory, date, amount)
 
@@ -83,9 +87,9 @@ class Grade(BaseModel):
     )
 
 
-def target_line_id(session: ErpSession, line_number: int | None = None) -> int:
+def target_line_id(session: FormHost, line_number: int | None = None) -> int:
     """The RecId of the task's (first) line, or of its line ``line_number``."""
-    task = session.task
+    task = task_of(session)
     row = session.db.execute(
         "SELECT l.id FROM expense_line l JOIN expense_report r ON r.id = l.report_id "
         "WHERE r.report_number = ? AND l.line_number = ? AND l.line_type != 'ItemizedLine'",
@@ -94,11 +98,12 @@ def target_line_id(session: ErpSession, line_number: int | None = None) -> int:
     return int(row[0])
 
 
-def target_line_ids(session: ErpSession) -> int | tuple[int, ...]:
+def target_line_ids(session: FormHost) -> int | tuple[int, ...]:
     """The RecId of a single-line task's line, or the RecIds of a multi-line task's lines in task order."""
-    if not session.task.extra_lines:
+    task = task_of(session)
+    if not task.extra_lines:
         return target_line_id(session)
-    return tuple(target_line_id(session, line.line_number) for line in session.task.lines)
+    return tuple(target_line_id(session, line.line_number) for line in task.lines)
 
 
 def _ids(line_ids: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -121,13 +126,9 @@ class Progress:
 
     @property
     def zero_remainder(self) -> bool:
-        summary = self.summary
+        """The zero-remainder rule (``ledger.ItemizationSummary.complete``) on every target line, saved and closed."""
         return (
-            summary.remaining == ZERO
-            and summary.line_count > 0
-            and self.lines_settled
-            and self.unsaved_rows == 0
-            and not self.itemization_form_open
+            self.summary.complete and self.lines_settled and self.unsaved_rows == 0 and not self.itemization_form_open
         )
 
     @property
@@ -144,8 +145,14 @@ class Progress:
     def strict_success(self) -> bool:
         return self.success and self.matches_receipt
 
+    @property
+    def done_fraction(self) -> Decimal:
+        """1 - distance / the task's amount, floored at 0 (0 for a task of no amount): how much is itemized."""
+        total = self.summary.total
+        return max(Decimal(0), 1 - self.distance / total) if total else Decimal(0)
 
-def progress(session: ErpSession, line_id: int | tuple[int, ...]) -> Progress:
+
+def progress(session: FormHost, line_id: int | tuple[int, ...]) -> Progress:
     """Cheap: it depends only on the database (cached until its next write) and the target's open forms.
     ``line_id``: what ``target_line_ids`` gives (one RecId, or a multi-line task's RecIds)."""
     ids = _ids(line_id)
@@ -156,17 +163,17 @@ def progress(session: ErpSession, line_id: int | tuple[int, ...]) -> Progress:
     )
 
 
-def _progress(session: ErpSession, ids: tuple[int, ...], unsaved: int, form_open: bool) -> Progress:
-    task = session.task
+def _progress(session: FormHost, ids: tuple[int, ...], unsaved: int, form_open: bool) -> Progress:
+    task = task_of(session)
     per_line = [_saved_lines(session, line_id) for line_id in ids]
     itemized, count = sum((p[1] for p in per_line), ZERO), sum(p[2] for p in per_line)
     state = Progress(ledger.ItemizationSummary(task.total_decimal, itemized, count), unsaved, form_open, False, False)
     if len(ids) > 1:
-        amounts = [line.header_decimal for line in task.lines]
+        lines = [ledger.ItemizationSummary(line.header_decimal, p[1], p[2]) for line, p in zip(task.lines, per_line)]
         state = replace(
             state,
-            lines_settled=all(p[2] > 0 and p[1] == amount for p, amount in zip(per_line, amounts)),
-            gap=sum((abs(amount - p[1]) for p, amount in zip(per_line, amounts)), ZERO),
+            lines_settled=all(line.complete for line in lines),
+            gap=sum((abs(line.remaining) for line in lines), ZERO),
         )
     if not state.zero_remainder:
         return state
@@ -175,12 +182,12 @@ def _progress(session: ErpSession, ids: tuple[int, ...], unsaved: int, form_open
     return replace(state, collateral_free=collateral_free, matches_receipt=matches)
 
 
-def _collateral(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
+def _collateral(session: FormHost, line_id: int | tuple[int, ...]) -> list[str]:
     """``collateral_changes``, cached until the database next changes (callers must not mutate it)."""
     return session.cached_read(f"grade/collateral/{line_id}", lambda: collateral_changes(session, line_id))
 
 
-def _saved_lines(session: ErpSession, line_id: int) -> tuple[Counter[Charge], Decimal, int]:
+def _saved_lines(session: FormHost, line_id: int) -> tuple[Counter[Charge], Decimal, int]:
     """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version."""
 
     def read() -> tuple[Counter[Charge], Decimal, int]:
@@ -211,7 +218,7 @@ def expected_charges(task: Task, line: int = 0) -> Counter[Charge]:
 
 
 def grade_session(
-    session: ErpSession, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
+    session: FormHost, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
 ) -> Grade:
     """The full grade. ``line_id`` (the target's RecId) and ``state`` (its current ``progress``) may be
     passed by callers that know them."""
@@ -219,11 +226,11 @@ def grade_session(
 
 
 def grade_dict(
-    session: ErpSession, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
+    session: FormHost, line_id: int | tuple[int, ...] | None = None, state: Progress | None = None
 ) -> JsonObject:
     """The full grade as ``Grade.model_dump(mode="json")`` would give it, without the model's cost (the env
     puts it in the terminating step's ``info``)."""
-    task = session.task
+    task = task_of(session)
     line_id = target_line_ids(session) if line_id is None else line_id
     state = state or progress(session, line_id)
     summary = state.summary
@@ -268,77 +275,19 @@ def grade_dict(
     return grade
 
 
-def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
-    """The (table, RecId) pairs writes have touched since the task began (some may be unchanged again).
-
-    Logged by triggers in every task database (``database.CHANGE_LOG``), whatever the write path, so the
-    collateral diff reads only touched rows: the full diff of every table cost ~5 ms, more than an
-    episode's whole env overhead."""
-    return [tuple(r) for r in db.execute(f"SELECT DISTINCT tbl, rec_id FROM {CHANGE_LOG} ORDER BY tbl, rec_id")]
+def _asked_for(line_id: int | tuple[int, ...]) -> Expected:
+    """What the task asks to change: the target lines' own itemization (``_within_itemization``)."""
+    return lambda table, cols, old, new: table == "expense_line" and _within_itemization(old, new, cols, line_id)
 
 
-def collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
+def collateral_changes(session: FormHost, line_id: int | tuple[int, ...]) -> list[str]:
     """Row-level diff against the task's initial database, minus the target lines' own itemization."""
-    before = initial_rows(session.task)
-    touched: dict[str, list[int]] = {}
-    for table, rec_id in changed_rows(session.db):
-        touched.setdefault(table, []).append(rec_id)
-    changes = []
-    for table in TABLE_NAMES:
-        if table not in touched:
-            continue
-        cols = list(TABLE_COLUMNS[table])
-        now = {
-            r[0]: tuple(r)
-            for r in session.db.execute(
-                f"SELECT * FROM {table} WHERE id IN (SELECT rec_id FROM {CHANGE_LOG} WHERE tbl = ?)", (table,)
-            )
-        }
-        for rec_id in touched[table]:
-            changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), now.get(rec_id))
-    return changes
+    return collateral.collateral_changes(session.db, session.task, SCHEMA, _asked_for(line_id))
 
 
-def full_collateral_changes(session: ErpSession, line_id: int | tuple[int, ...]) -> list[str]:
+def full_collateral_changes(session: FormHost, line_id: int | tuple[int, ...]) -> list[str]:
     """The same diff over every row of every table (slow; what tests check the logged diff against)."""
-    before = initial_rows(session.task)
-    after = {t: _by_rec_id(rows) for t, rows in table_dump(session.db).items()}
-    changes = []
-    for table in TABLE_NAMES:
-        cols = list(TABLE_COLUMNS[table])
-        for rec_id in sorted(before[table].keys() | after[table].keys()):
-            changes += _row_change(table, cols, line_id, rec_id, before[table].get(rec_id), after[table].get(rec_id))
-    return changes
-
-
-def _by_rec_id(rows: list[Row]) -> dict[int, Row]:
-    return {cast(int, r[0]): r for r in rows}  # every table's first column is its integer id
-
-
-_initial_rows: dict[tuple[str, str, int], dict[str, dict[int, Row]]] = {}
-
-
-def initial_rows(task: Task) -> dict[str, dict[int, Row]]:
-    """The task's starting rows by table and RecId, built once per task."""
-    key = (task.task_set, task.task_id, task.seed)
-    if key not in _initial_rows:
-        if len(_initial_rows) >= 256:
-            _initial_rows.pop(next(iter(_initial_rows)))
-        _initial_rows[key] = {t: _by_rec_id(rows) for t, rows in initial_dump(task).items()}
-    return _initial_rows[key]
-
-
-def _row_change(
-    table: str, cols: list[str], line_id: int | tuple[int, ...], rec_id: int, a: Row | None, b: Row | None
-) -> list[str]:
-    if a == b or (table == "expense_line" and _within_itemization(a, b, cols, line_id)):
-        return []
-    if a is None:
-        return [f"{table} RecId {rec_id} created"]
-    if b is None:
-        return [f"{table} RecId {rec_id} deleted"]
-    diffs = [f"{c}: {x!r} -> {y!r}" for c, x, y in zip(cols, a, b) if x != y]
-    return [f"{table} RecId {rec_id} changed ({'; '.join(diffs)})"]
+    return collateral.full_collateral_changes(session.db, session.task, SCHEMA, _asked_for(line_id))
 
 
 def _within_itemization(old: Row | None, new: Row | None, cols: list[str], line_id: int | tuple[int, ...]) -> bool:
@@ -348,3 +297,8 @@ def _within_itemization(old: Row | None, new: Row | None, cols: list[str], line_
     if old is not None and new is not None and old[0] in ids:  # the header's own line type may flip
         return all(x == y or c == "line_type" for c, x, y in zip(cols, old, new))
     return False
+
+
+GRADER: Grader[int | tuple[int, ...], Progress] = Grader(
+    model=Grade, target=target_line_ids, progress=progress, grade=grade_dict
+)

@@ -1,38 +1,22 @@
-"""Reads and business-rule writes on the expense tables, shared by forms, data tools and actions.
+"""Itemization's business rules: reads and rule-checked writes on the expense tables, shared by forms,
+data tools and actions, and the zero-remainder rule itself (``ItemizationSummary``; in prose: rules.md).
 
-Every write goes through a function here, inside ``transaction``, so a form save, an OData
-create and an action obey the same rules and either apply whole or not at all.
+Every write goes through a function here, inside ``erp_sim.database.transaction``, so a form save, an
+OData create and an action obey the same rules and either apply whole or not at all.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date
 from decimal import Decimal
 from typing import cast
 
-from erp_sim.catalog import CATEGORIES
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 from erp_sim.money import ZERO, money_text, parse_money
-
-MAX_TEXT = 250  # D365's Description/Name fields are short strings
-
-
-@contextmanager
-def transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """All-or-nothing writes (SAVEPOINT so callers may nest)."""
-    db.execute("SAVEPOINT erp_write")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK TO erp_write")
-        db.execute("RELEASE erp_write")
-        raise
-    db.execute("RELEASE erp_write")
+from erp_sim.values import parse_date, parse_text
+from erp_sim.workflows.itemization.catalog import CATEGORIES
 
 
 # --- reads -----------------------------------------------------------------------------------
@@ -82,14 +66,26 @@ def receipt_items(db: sqlite3.Connection, receipt_id: int) -> list[sqlite3.Row]:
 
 @dataclass(frozen=True)
 class ItemizationSummary:
+    """An expense line's itemization, as saved: the one statement of the zero-remainder rule (rules.md)."""
+
     total: Decimal
     itemized: Decimal
     line_count: int
 
     @property
     def remaining(self) -> Decimal:
-        """The itemization rule: header amount minus the sum of saved itemized lines."""
+        """The header amount minus the sum of saved itemized lines."""
         return self.total - self.itemized
+
+    @property
+    def complete(self) -> bool:
+        """The rule: fully itemized when the remaining amount is exactly 0.00 with at least one saved line."""
+        return self.line_count > 0 and self.remaining == ZERO
+
+    @property
+    def over_itemized(self) -> bool:
+        """The saved lines add up to more than the header amount (accepted while editing, never complete)."""
+        return self.remaining < ZERO
 
 
 def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSummary:
@@ -98,41 +94,7 @@ def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSu
     return ItemizationSummary(Decimal(header["amount"]), sum(amounts, ZERO), len(amounts))
 
 
-# --- value parsing shared by forms and data tools ----------------------------------------------
-# The two forms the error names, in ASCII digits with a four-digit year: anything else (a two-digit year, ISO
-# week or basic dates that date.fromisoformat also takes, digits int() reads like "1_0" or "٣") would save
-# another date than the one meant, silently.
-_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
-_US_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})", re.ASCII)
-
-
-def parse_date(value: object, control: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{control}: expected a date string like 2026-03-14, got {type(value).__name__}.")
-    text = value.strip()
-    if len(text) > 32:
-        raise ValidationError(f"{control}: date text is too long.")
-    iso, us = _ISO_DATE.fullmatch(text), _US_DATE.fullmatch(text)
-    try:
-        if iso is not None:
-            return date(*map(int, iso.groups())).isoformat()
-        if us is not None:
-            month, day, year = map(int, us.groups())
-            return date(year, month, day).isoformat()
-    except ValueError:  # a day or month out of range
-        pass
-    raise ValidationError(f"{control}: {value!r} is not a valid date; use YYYY-MM-DD or M/D/YYYY.")
-
-
-def parse_text(value: object, control: str, *, limit: int = MAX_TEXT) -> str:
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        raise ValidationError(f"{control}: expected text, got {type(value).__name__}.")
-    text = str(value)
-    if len(text) > limit:
-        raise ValidationError(f"{control}: text is {len(text)} characters; the field holds at most {limit}.")
-    return text
-
-
+# --- value parsing of the expense fields (dates, text, money: erp_sim.values, erp_sim.money) -------------
 def parse_subcategory(value: object, category_id: str, control: str) -> str:
     """Case-insensitive match against the category's subcategories; the canonical name is stored."""
     text = parse_text(value, control).strip()
@@ -289,7 +251,7 @@ def report_problems(db: sqlite3.Connection, report_id: int) -> list[str]:
         if not CATEGORIES[line["category_id"]].itemize:
             continue
         summary = itemization_summary(db, line["id"])
-        if summary.remaining != ZERO:
+        if not summary.complete:
             problems.append(
                 f"Line {line['line_number']} ({line['category_id']}, {line['merchant']}): "
                 f"{money_text(summary.remaining)} of {money_text(summary.total)} is not itemized."

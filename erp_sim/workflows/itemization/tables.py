@@ -1,11 +1,11 @@
-"""The ERP's tables, modelled on D365's expense tables, as SQLModel classes.
+"""Itemization's tables, modelled on D365's expense tables, as SQLModel classes.
 
 D365 names in brackets: ExpenseReport [TrvExpTable], ExpenseLine [TrvExpTrans], ExpenseCategory
 [TrvCostType], ExpenseSubcategory [TrvExpSubCategory]. The classes are the schema: DDL, the
 entity metadata the data tools show and the column lists all come from them, compiled once into
-``data/schema.json`` (``schema_text``; after changing a class run
-``python -m erp_sim.models > erp_sim/data/schema.json``), which
-is what the simulator reads (``erp_sim.schema``), so a run never imports SQLAlchemy. At run time
+``schema.json`` beside this file (``erp_sim.database.compile_schema``; after changing a class run
+``python -m erp_sim.workflows.itemization.tables > erp_sim/workflows/itemization/schema.json``), which
+is what the simulator reads (``erp_sim.database.schema``), so a run never imports SQLAlchemy. At run time
 sessions read and write through plain ``sqlite3`` on a per-session copy of a template
 database (an ORM round trip per call would cost more than the whole call budget).
 Amounts are stored as TEXT ("1234.50") so SQLite never turns them into binary floats.
@@ -13,13 +13,12 @@ Amounts are stored as TEXT ("1234.50") so SQLite never turns them into binary fl
 
 from __future__ import annotations
 
-import json
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import String, Table
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy import String
 from sqlmodel import Field, SQLModel
+
+from erp_sim.database.compile_schema import schema_text
 
 
 def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
@@ -123,44 +122,5 @@ TABLES: list[type[SQLModel]] = [
 ]
 
 
-def table_name(model: type[SQLModel]) -> str:
-    """The model's table name (sqlmodel types ``__tablename__`` as a name or a function; ours are names)."""
-    return cast(str, model.__tablename__)
-
-
-def sql_table(model: type[SQLModel]) -> Table:
-    """The model's SQLAlchemy table, from the metadata it registered in (sqlmodel's types have no ``__table__``)."""
-    return SQLModel.metadata.tables[table_name(model)]
-
-
-def schema_text() -> str:
-    """``data/schema.json``: every table's columns (name, annotation, description) in table order, and the
-    DDL SQLAlchemy compiles for SQLite (tables in ``TABLES`` order, then the indexes sorted)."""
-    dialect = sqlite_dialect.dialect()
-    tables = [
-        {
-            "name": table_name(model),
-            "columns": [
-                {
-                    "name": c.name,
-                    "type": _annotation(model.model_fields[c.name].annotation),
-                    "description": model.model_fields[c.name].description or "",
-                }
-                for c in sql_table(model).columns
-            ],
-        }
-        for model in TABLES
-    ]
-    creates = [str(CreateTable(sql_table(model)).compile(dialect=dialect)) for model in TABLES]
-    indexes = [
-        str(CreateIndex(index).compile(dialect=dialect)) for model in TABLES for index in sql_table(model).indexes
-    ]
-    return json.dumps({"tables": tables, "ddl": creates + sorted(indexes)}, indent=1) + "\n"
-
-
-def _annotation(annotation: Any) -> str:
-    return getattr(annotation, "__name__", str(annotation))  # int, str, bool; int | None prints as itself
-
-
-if __name__ == "__main__":  # after changing a class: python -m erp_sim.models > erp_sim/data/schema.json
-    print(schema_text(), end="")
+if __name__ == "__main__":  # after changing a class: python -m erp_sim.workflows.itemization.tables > .../schema.json
+    print(schema_text(TABLES), end="")

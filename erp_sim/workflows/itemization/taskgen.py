@@ -15,9 +15,9 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES, RECEIPT_WORDING
 from erp_sim.money import CENT
-from erp_sim.tasks import ReceiptLine, Task, TaskLine
+from erp_sim.workflows.itemization.catalog import CATEGORIES, EXPENSE_TYPES, RECEIPT_WORDING
+from erp_sim.workflows.itemization.task import ReceiptLine, Task, TaskLine
 
 if TYPE_CHECKING:
     from faker import Faker

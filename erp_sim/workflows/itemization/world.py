@@ -13,16 +13,17 @@ from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from erp_sim.catalog import CATEGORIES, RECEIPT_WORDING
 from erp_sim.money import CENT
-from erp_sim.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
-from erp_sim.tasks import Task, TaskLine
+from erp_sim.workflows import Cell, Rows
+from erp_sim.workflows.itemization.catalog import CATEGORIES, RECEIPT_WORDING
+from erp_sim.workflows.itemization.task import Task, TaskLine
+from erp_sim.workflows.itemization.taskgen import DOCUMENT_PREFIX, LAYOUTS, MERCHANT_KINDS
 
 # Faker's word lists (a copy in data/world_names.json, checked against the pinned Faker by
 # tests/simulator/test_fixtures.py), drawn with our own seeded rng: Faker's weighted sampling costs ~50 us
 # a name, which made a world take ~25 ms to build, and importing Faker costs ~0.1 s at the first
 # reset, where only fixture generation needs it.
-WORLD_NAMES_FILE = Path(__file__).with_name("data") / "world_names.json"
+WORLD_NAMES_FILE = Path(__file__).parents[2] / "data" / "world_names.json"
 _NAMES = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
 LAST_NAMES: list[str] = _NAMES["last_names"]
 COMPANY_SUFFIXES: list[str] = _NAMES["company_suffixes"]
@@ -46,9 +47,6 @@ CITIES = [
     "New York",
     "Orlando",
 ]
-
-Cell = int | str | None  # a column value as the builder writes it (bool is an int: SQLite stores 0/1)
-Rows = dict[str, list[dict[str, Cell]]]
 
 PURPOSES = [
     "Customer visit",

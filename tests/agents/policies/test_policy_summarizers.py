@@ -141,7 +141,7 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     try:
         from erp_sim.erp_session import ErpSession
         from erp_sim.oracle import oracle_calls
-        from erp_sim.tasks import get_task
+        from erp_sim.task_sets import get_task
     except Exception as exc:  # the simulator is developed in parallel; this test follows it
         pytest.skip(f"erp_sim not importable: {exc}")
     task = get_task("hotel_50", 0)

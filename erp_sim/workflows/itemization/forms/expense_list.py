@@ -9,6 +9,7 @@ from erp_sim import response_keys as K
 from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import ZERO, display_money
+from erp_sim.workflows.itemization.task import task_of
 
 GRID = "ExpenseReportsGrid"
 
@@ -29,7 +30,7 @@ class ExpenseReportList(FormDefinition):
 
     def summary(self, session: FormHost, form: OpenForm) -> str:
         total = session.db.execute("SELECT COUNT(*) FROM expense_report").fetchone()[0]
-        return f"{total} expense report(s) for {session.task.worker_name}."
+        return f"{total} expense report(s) for {task_of(session).worker_name}."
 
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rows = session.cached_read("report-list-rows", lambda: self._rows(session))

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from erp_sim import ledger
 from erp_sim import response_keys as K
-from erp_sim.catalog import CATEGORIES
+from erp_sim.database import transaction
 from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
-from erp_sim.forms.pending import ReportEdits
 from erp_sim.money import ZERO, display_money, parse_money
+from erp_sim.values import parse_text
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.catalog import CATEGORIES
+from erp_sim.workflows.itemization.task import task_of
 
 GRID = "ExpenseLinesGrid"  # header lines only (ledger.header_lines): a selected line is never an itemized one
 # Editable line controls -> ledger field names.
@@ -29,9 +32,26 @@ def itemization_status(session: FormHost, line: sqlite3.Row) -> str:
     summary = ledger.itemization_summary(session.db, line["id"])
     if summary.line_count == 0:
         return "Not itemized"
-    if summary.remaining == ZERO:
+    if summary.complete:
         return "Fully itemized"
     return f"Remaining {display_money(summary.remaining)}"
+
+
+@dataclass
+class ReportEdits:
+    """The form's unsaved changes (``OpenForm.pending``): per header line the changed fields, and the purpose."""
+
+    lines: dict[int, dict[str, str]] = field(default_factory=dict)
+    purpose: str | None = None
+
+    def unsaved_count(self) -> int:
+        return len(self.lines) + (self.purpose is not None)
+
+    def line_value(self, line_id: int, name: str, saved: object) -> object:
+        return self.lines.get(line_id, {}).get(name, saved)
+
+    def copy(self) -> ReportEdits:
+        return ReportEdits(dict(self.lines), self.purpose)
 
 
 def _edits(form: OpenForm) -> ReportEdits:
@@ -105,7 +125,7 @@ class ExpenseReportForm(FormDefinition):
                 "TrvExpTable_CreatingWorker",
                 "Created by",
                 K.INPUT,
-                session.task.worker_name,
+                task_of(session).worker_name,
                 data_field="CreatingWorker",
             ),
             Control("TrvExpTable_Destination", "Destination", K.INPUT, report["destination"], data_field="Destination"),
@@ -255,7 +275,7 @@ class ExpenseReportForm(FormDefinition):
         if key == "submitreport":
             if self.has_unsaved_changes(form):
                 raise FormStateError("Save or discard the changes on this form before submitting.")
-            with ledger.transaction(session.db):
+            with transaction(session.db):
                 ledger.submit_report(session.db, form.context["report_id"])
             return "The expense report was submitted for approval."
         if key not in ("itemize", "viewreceipt"):
@@ -278,15 +298,13 @@ class ExpenseReportForm(FormDefinition):
         if not control.editable:
             return super().set_value(session, form, control, value)
         if control.name == "TrvExpTable_Txt":
-            _edits(form).purpose = ledger.parse_text(value, control.name)
+            _edits(form).purpose = parse_text(value, control.name)
             return None
         line = self.selected_line(session, form)
         assert line is not None  # the line controls are on the form only while a line is selected
         field = LINE_FIELDS[control.name]
         parsed = (
-            display_money(parse_money(value, control.name))
-            if field == "amount"
-            else ledger.parse_text(value, control.name)
+            display_money(parse_money(value, control.name)) if field == "amount" else parse_text(value, control.name)
         )
         lines = _edits(form).lines
         lines[line["id"]] = {**lines.get(line["id"], {}), field: parsed}
@@ -296,7 +314,7 @@ class ExpenseReportForm(FormDefinition):
         if not self.has_unsaved_changes(form):
             return "There were no changes to save."
         controls = {field: name for name, field in LINE_FIELDS.items()}
-        with ledger.transaction(session.db):
+        with transaction(session.db):
             edits = _edits(form)
             if edits.purpose is not None:
                 ledger.update_report_purpose(session.db, form.context["report_id"], edits.purpose, "TrvExpTable_Txt")

@@ -1,6 +1,6 @@
 """TrvItemization: split one expense line into itemized lines until the remaining amount is 0.00.
 
-Unsaved rows live in the form (``ItemizationEdits.rows``) until ``form_save_form``: new rows,
+Unsaved rows live in the form (``RowEdits.rows``) until ``form_save_form``: new rows,
 edits of saved lines, and deletions of saved lines (``DeleteLine`` hides the row and marks it;
 the line is deleted at save, and a double close discards the deletion like any other edit).
 The Itemized and Remaining figures count saved lines only, as D365 does. Saving is all or
@@ -19,13 +19,15 @@ import sqlite3
 from decimal import Decimal
 from typing import Any
 
-from erp_sim import ledger
 from erp_sim import response_keys as K
-from erp_sim.catalog import CATEGORIES
+from erp_sim.database import transaction
 from erp_sim.errors import FormStateError, ValidationError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
-from erp_sim.forms.pending import ItemizationEdits, PendingRow
-from erp_sim.money import ZERO, display_money, money_text, parse_money
+from erp_sim.forms.pending import PendingRow, RowEdits
+from erp_sim.money import display_money, money_text, parse_money
+from erp_sim.values import parse_date, parse_text
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.catalog import CATEGORIES
 
 GRID = "ItemizationGrid"
 # Row controls -> ledger value keys.
@@ -41,10 +43,10 @@ RowKey = int | str  # a saved line's RecId, or a new row's ``new-N``
 ItemRow = tuple[RowKey, RowValues, str]  # (key, values, status: Saved, Modified or New)
 
 
-def _edits(form: OpenForm) -> ItemizationEdits:
+def _edits(form: OpenForm) -> RowEdits:
     if form.pending is None:
-        form.pending = ItemizationEdits()
-    assert isinstance(form.pending, ItemizationEdits)
+        form.pending = RowEdits()
+    assert isinstance(form.pending, RowEdits)
     return form.pending
 
 
@@ -333,11 +335,11 @@ class ItemizationForm(FormDefinition):
         if field == "subcategory":
             parsed = ledger.parse_subcategory(value, header["category_id"], control.name)
         elif field == "transaction_date":
-            parsed = ledger.parse_date(value, control.name)
+            parsed = parse_date(value, control.name)
         elif field == "amount":
             parsed = money_text(parse_money(value, control.name))
         else:
-            parsed = ledger.parse_text(value, control.name)
+            parsed = parse_text(value, control.name)
         # Replaced, never mutated (see erp_sim.forms.pending). A saved line's edit keeps only the changed
         # fields, laid over its current values at every render and at save.
         edit = _rows(form).get(row_key)
@@ -352,7 +354,7 @@ class ItemizationForm(FormDefinition):
             return "There were no changes to save."
         header = self.header(session, form)
         numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
-        with ledger.transaction(session.db):
+        with transaction(session.db):
             for line_id in _edits(form).edited_line_ids():
                 if pending[line_id].deleted:
                     ledger.delete_itemized_line(session.db, line_id, header["id"])
@@ -380,13 +382,13 @@ class ItemizationForm(FormDefinition):
         count = len(pending)
         _edits(form).rows = {}
         summary = ledger.itemization_summary(session.db, header["id"])
-        if summary.remaining < ZERO:
+        if summary.over_itemized:
             session.add_message(
                 K.LEVEL_WARNING,
                 f"The itemized amount exceeds the expense amount by {display_money(-summary.remaining)}. "
                 f"Select the wrong line in {GRID}, correct its amount or delete it (DeleteLine), and save.",
             )
-        elif summary.remaining == ZERO:
+        elif summary.complete:
             session.add_message(K.LEVEL_INFO, "The expense is fully itemized: remaining 0.00.")
         return (
             f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "

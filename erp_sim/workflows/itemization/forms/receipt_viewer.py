@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from decimal import Decimal
 
-from erp_sim import ledger
 from erp_sim import response_keys as K
 from erp_sim.forms.base import Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import display_money
+from erp_sim.workflows.itemization import ledger
 
 GRID = "ReceiptItemsGrid"
 
