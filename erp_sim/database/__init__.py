@@ -1,10 +1,11 @@
-"""SQLite plumbing: a template database per task, copied per session; the change log; dumps and state hash.
+"""SQLite plumbing: a template database per task, copied per session; the change log; state hash.
 
+Building a task's database (DDL + a few hundred rows) costs ~15 ms, so it is done once per
+task and cached; each session gets its own in-memory copy through SQLite's backup API
+(tens of microseconds), which keeps ``open_session`` far under its 5 ms budget.
 A task's database holds its workflow's tables (``erp_sim.workflows.Workflow.schema_file``), the rows
-every task of the workflow shares, the task's own rows and the change log (``schema.CHANGE_LOG``).
-Building one (DDL + a few hundred rows) costs ~15 ms, so it is done once per task and cached; each
-session gets its own in-memory copy through SQLite's backup API (tens of microseconds), which keeps
-``open_session`` far under its 5 ms budget. The agent's SQL runs in ``sql_sandbox``.
+every task of the workflow shares, the task's own rows and the change log. The agent's SQL runs in
+``sql_sandbox``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import hashlib
 import random
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from erp_sim import workflows
-from erp_sim.database.schema import change_log_ddl, load_schema, task_tables
+from erp_sim.database.schema import CHANGE_LOG, load_schema, task_tables
 from erp_sim.database.sql_sandbox import SqlValue, install_functions
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ def _insert(conn: sqlite3.Connection, rows: Rows) -> None:
 
 
 @cache
-def _shared_database(name: str) -> sqlite3.Connection:
-    """A workflow's schema and the rows every task of it shares (e.g. company, categories, subcategories)."""
+def _catalog_database(name: str) -> sqlite3.Connection:
+    """Workflow ``name``'s schema and the rows every task shares (e.g. company, categories, subcategories)."""
     workflow = workflows.load(name)
     conn = _new_connection()
     for ddl in load_schema(workflow.schema_file).ddl:
@@ -65,11 +66,24 @@ def _shared_database(name: str) -> sqlite3.Connection:
     return conn
 
 
+# Triggers log every row a write touches, whatever the path (forms, data tools, actions), so grading
+# diffs only those rows (CHANGE_LOG: not one of the schema's tables, so no dump, hash or entity set includes it).
+def _change_log_ddl(tables: Sequence[str]) -> str:
+    triggers = "".join(
+        f"CREATE TRIGGER erp_log_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
+        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs)
+        + "END;"
+        for table in tables
+        for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"]))
+    )
+    return f"CREATE TABLE {CHANGE_LOG} (tbl TEXT NOT NULL, rec_id INTEGER NOT NULL);{triggers}"
+
+
 def _build_template(workflow: Workflow[Any], task: WorkflowTask) -> sqlite3.Connection:
     conn = _new_connection()
-    _shared_database(workflow.name).backup(conn)  # copied: cheaper than running the DDL and shared inserts again
+    _catalog_database(workflow.name).backup(conn)  # copied: cheaper than running the DDL and catalog inserts again
     _insert(conn, workflow.task_rows(task))
-    conn.executescript(change_log_ddl(load_schema(workflow.schema_file).tables))  # after the task's rows: empty
+    conn.executescript(_change_log_ddl(load_schema(workflow.schema_file).tables))  # after the task's rows: empty
     return conn
 
 

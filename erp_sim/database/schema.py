@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,8 +45,8 @@ def load_schema(path: Path) -> Schema:
     return Schema(columns, tuple(schema["ddl"]))
 
 
-# Triggers log every row a write touches, whatever the path (forms, data tools, actions), so grading
-# diffs only those rows. Not one of a schema's tables: no dump, hash, entity set or agent's SQL reads it.
+# The change log (``erp_sim.database``'s triggers fill it): not one of a schema's tables, so no dump, hash,
+# entity set or agent's SQL reads it.
 CHANGE_LOG = "erp_changed_rows"
 
 
@@ -56,15 +55,3 @@ def task_tables(conn: sqlite3.Connection) -> list[str]:
     SQLite's internal ones and the change log."""
     rows = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY rowid")
     return [name for (name,) in rows if not name.lower().startswith("sqlite_") and name != CHANGE_LOG]
-
-
-def change_log_ddl(tables: Sequence[str]) -> str:
-    """The change log and its triggers on ``tables``."""
-    triggers = "".join(
-        f"CREATE TRIGGER erp_log_{table}_{op.lower()} AFTER {op} ON {table} BEGIN "
-        + "".join(f"INSERT INTO {CHANGE_LOG} VALUES ('{table}', {ref}.id); " for ref in refs)
-        + "END;"
-        for table in tables
-        for op, refs in (("INSERT", ["NEW"]), ("UPDATE", ["OLD", "NEW"]), ("DELETE", ["OLD"]))
-    )
-    return f"CREATE TABLE {CHANGE_LOG} (tbl TEXT NOT NULL, rec_id INTEGER NOT NULL);{triggers}"
