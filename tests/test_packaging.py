@@ -76,9 +76,13 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
         "erp_sim/mcp/server.py",
         "erp_sim/agents/acon/optimize.py",
         "erp_sim/agents/acon/prompts/update.md",
+        "erp_sim/odata/writes.py",
+        "erp_sim/database/sql_sandbox.py",
+        "erp_sim/workflows/itemization/forms/itemization.py",
         "erp_sim/data/world_names.json",
-        "erp_sim/data/schema.json",
-    ):  # the world's name lists and the compiled schema: every reset reads them
+        "erp_sim/workflows/itemization/schema.json",
+        "erp_sim/workflows/itemization/rules.md",
+    ):  # the world's name lists and the compiled schema (every reset reads them), and the workflow's rules
         assert module in names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)  # pyproject's license = "MIT"
 
