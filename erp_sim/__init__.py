@@ -12,8 +12,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Unpack
 
-from erp_sim.verbosity import VERBOSITIES
-
 # Public names and the module that holds each. They load on first use, so `import erp_sim` (and
 # every `erp-sim` command, Gymnasium's registration) does not pay for pydantic and SQLite up front.
 # ``Task`` and ``Grade`` are the itemization workflow's models (erp_sim.workflows.itemization).
@@ -33,6 +31,7 @@ _LAZY = {
     "TOOLS": "erp_sim.tool_registry",
     "Tool": "erp_sim.tool_registry",
     "openai_tool_schemas": "erp_sim.tool_registry",
+    "VERBOSITIES": "erp_sim.verbosity",  # the response shapes a session can render
 }
 
 if TYPE_CHECKING:
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from erp_sim.oracle import oracle_calls, run_oracle
     from erp_sim.task_sets import get_task, load_task_set
     from erp_sim.tool_registry import TOOLS, Tool, openai_tool_schemas
+    from erp_sim.verbosity import VERBOSITIES
     from erp_sim.workflow_task import WorkflowTask
     from erp_sim.workflows import OracleError
     from erp_sim.workflows.itemization.grading import Grade

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from erp_sim.actions import Action
     from erp_sim.forms.base import FormDefinition, FormHost, MenuItem
     from erp_sim.json_values import JsonObject
@@ -104,7 +106,7 @@ class Grader(Generic[TargetT, ProgressT]):
     to itemize); ``progress`` is cheap and cached until the next write; ``grade`` is the full grade as
     ``model``'s JSON (strict success, the collateral diff), built only when asked."""
 
-    model: type[Any]  # the full grade's pydantic model (erp_sim.Grade for itemization)
+    model: type[BaseModel]  # the full grade's model (erp_sim.Grade for itemization)
     target: Callable[[FormHost], TargetT]
     progress: Callable[[FormHost, TargetT], ProgressT]
     grade: Callable[[FormHost, TargetT, ProgressT | None], JsonObject]
