@@ -22,9 +22,12 @@ COMMANDS = {
         "erp_sim.agents.evaluation.scale",
         "Cost of each context policy against the horizon (long_horizon ladder).",
     ),
-    "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
+    "report": ("erp_sim.agents.evaluation.report.cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
-    "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),
+    "view": (
+        "erp_sim.agents.evaluation.report.view",
+        "Write one self-contained HTML page to browse a results directory.",
+    ),
     "acon": ("erp_sim.agents.acon.cli", "ACON: optimise the compression guideline (UT, CO); export distillation data."),
 }
 

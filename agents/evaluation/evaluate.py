@@ -464,7 +464,7 @@ TABLE_COLUMNS = (
 
 
 def print_table(rows: list[EpisodeRow]) -> None:
-    from erp_sim.agents.evaluation.report_format import DASH, md_table
+    from erp_sim.agents.evaluation.report.formats import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
     lines = []
@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
     add_common_arguments(parser)
-    # -- long-term memory across episodes (erp_sim.agents.memory.sequential) --
+    # -- long-term memory across episodes (erp_sim.agents.evaluation.sequential) --
     parser.add_argument("--memory", metavar="DIR", help="memory store (directory or *.sqlite) for ga_memory policies")
     parser.add_argument(
         "--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve"
@@ -508,14 +508,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.sequential:
         if len(args.policy) != 1 or args.configs:
             parser.error("--sequential takes exactly one --policy (with a ga_memory layer) and no --configs")
-        from erp_sim.agents.memory.sequential import run_sequential
+        from erp_sim.agents.evaluation.sequential import run_sequential
 
         try:
             return run_sequential(args, args.policy[0])
         except ValueError as exc:
             refuse(parser, exc)
     if args.memory:
-        from erp_sim.agents.memory.sequential import with_memory_dir
+        from erp_sim.agents.evaluation.sequential import with_memory_dir
 
         try:
             args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]

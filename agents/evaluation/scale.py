@@ -29,7 +29,7 @@ from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, succeeded
 from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
 from erp_sim.agents.evaluation.report import load_results
-from erp_sim.agents.evaluation.report_plots import _RC, _save, config_color
+from erp_sim.agents.evaluation.report.plots import _RC, _save, config_color
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
 DEFAULT_WINDOW = 128_000

@@ -26,7 +26,7 @@ from erp_sim.agents.memory.store import MemoryStore
 from erp_sim.agents.models.roles import failures_named, sampling
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
-from erp_sim.agents.prompt_cache import EpisodeMeter, call_sums
+from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, call_sums
 from erp_sim.agents.types import InfrastructureError, ModelRequestError
 
 WITH, WITHOUT = "with_memory", "without_memory"

@@ -72,7 +72,7 @@ from erp_sim.agents.evaluation.intervals import (  # noqa: F401 (statistics' cal
 from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
 from erp_sim.outcomes import FAILURE_REPORT_ORDER, TERMINATIONS, UNCLASSIFIED  # noqa: F401 (the report reads TERMINATIONS here)
 
-#: The failure taxonomy (``erp_sim.agents.evaluation.failures``) in report order; the terminations'
+#: The failure taxonomy (``erp_sim.agents.failures``) in report order; the terminations'
 #: order (TERMINATIONS) and UNCLASSIFIED live with them in ``erp_sim.outcomes``.
 FAILURE_CATEGORIES = FAILURE_REPORT_ORDER
 

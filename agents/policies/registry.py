@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from erp_sim.agents.memory.policy import GaMemory
 from erp_sim.agents.policies.acon import AconHistory, AconObservation
 from erp_sim.agents.policies.base import ContextPolicy
+from erp_sim.agents.policies.ga_memory import GaMemory
 from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
 from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
 from erp_sim.agents.policies.retrieval import Retrieval

@@ -52,7 +52,7 @@ from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
+from erp_sim.agents.scripted.reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 from erp_sim.catalog import CATEGORIES

@@ -499,7 +499,7 @@ def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) ->
 
     Text is the encoding's ids; the framing the formula above counts (3 per message, 1 per
     name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
-    as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
+    as their rendered role, name, content and calls agree (``erp_sim.agents.tokens.prompt_cache``).
     """
     return encode_token_key(message_token_key(message), get_encoder(encoding))
 

@@ -19,10 +19,9 @@ from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, parse_row
-from erp_sim.agents.evaluation.report_format import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
-from erp_sim.agents.evaluation.report_methods import METHODS
-from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
-from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-exported: the tests use them)
+from erp_sim.agents.evaluation.report.formats import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
+from erp_sim.agents.evaluation.report.methods import METHODS
+from erp_sim.agents.evaluation.report.plots import (  # noqa: F401 (also re-exported: the tests use them)
     _RC,
     PEAK_TOKENS_PNG,
     SUCCESS_VS_COST_PNG,
@@ -40,8 +39,8 @@ from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-expo
     plot_sweep,
     short_labels,
 )
-from erp_sim.agents.evaluation.report_reference import _reference, changes_vs_c2, task_sets_note
-from erp_sim.agents.evaluation.report_sections import (
+from erp_sim.agents.evaluation.report.reference import _reference, changes_vs_c2, task_sets_note
+from erp_sim.agents.evaluation.report.sections import (
     _caveats,
     _comparisons,
     _configurations,
@@ -57,7 +56,8 @@ from erp_sim.agents.evaluation.report_sections import (
     _terminations,
     _token_units,
 )
-from erp_sim.agents.memory.sequential import WITHOUT, learning_curve_section
+from erp_sim.agents.evaluation.report.served_models import length_stops_note, served_models_note
+from erp_sim.agents.evaluation.sequential import WITHOUT, learning_curve_section
 
 RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
@@ -265,7 +265,7 @@ def write_report(
     report_json = {"cost": cost.costs_json(inputs.costs, inputs.prices)}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_plots(inputs, results_dir)
-    from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
+    from erp_sim.agents.evaluation.report.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=inputs.rows)
     return path

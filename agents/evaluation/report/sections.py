@@ -12,8 +12,7 @@ from typing import Any
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.failures import error_text
-from erp_sim.agents.evaluation.report_format import (
+from erp_sim.agents.evaluation.report.formats import (
     DASH,
     _plural,
     _share,
@@ -29,8 +28,9 @@ from erp_sim.agents.evaluation.report_format import (
     fmt_usd,
     md_table,
 )
-from erp_sim.agents.evaluation.report_plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
+from erp_sim.agents.evaluation.report.plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
 from erp_sim.agents.evaluation.runs import runs_text
+from erp_sim.agents.failures import error_text
 
 
 def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:

@@ -9,7 +9,7 @@ from test_report import write_results
 from test_statistics import episode
 
 from erp_sim.agents.evaluation import costs, report
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 
 
 def test_prices_parse_by_role():

@@ -20,7 +20,7 @@ from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import parse_row
 from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 
 ONE_TASK = ["--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--concurrency", "1"]
 

@@ -119,7 +119,7 @@ def test_bad_arguments_are_one_line_errors_before_any_file_is_written(tmp_path, 
 
 
 def test_report_of_a_missing_directory_is_a_one_line_error(tmp_path, capsys):
-    from erp_sim.agents.evaluation.report_cli import main as report_main
+    from erp_sim.agents.evaluation.report.cli import main as report_main
 
     assert report_main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.evaluation import evaluate, view
+from erp_sim.agents.evaluation import evaluate
+from erp_sim.agents.evaluation.report import view
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
