@@ -61,11 +61,13 @@ class Tool:
     @property
     def input_schema(self) -> dict[str, Any]:
         """A fresh copy: callers (fastmcp, env infos) may edit what they get."""
-        return copy.deepcopy(_schema(self.args_model))
+        return copy.deepcopy(args_schema(self.args_model))
 
 
 @cache
-def _schema(model: type[Args]) -> dict[str, Any]:
+def args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's argument model without pydantic's titles, as tool lists show it (cached:
+    callers that may edit it take a copy; the harness's own tools use it too)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():

@@ -10,7 +10,7 @@ import pytest
 
 import erp_sim.envs  # noqa: F401
 from erp_sim.agents.memory.consolidate import LLMConsolidator, consolidate_episode, deterministic_consolidator
-from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools, harness_tools
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools
 from erp_sim.agents.memory.store import (
     MAX_INDEX_LINES,
     MEMORY_TAG,
@@ -24,7 +24,7 @@ from erp_sim.agents.memory.store import (
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from erp_sim.agents.types import ChatResponse
+from erp_sim.agents.types import ChatResponse, HarnessTools, harness_tools
 
 TASKS = ["hotel-000", "hotel-001", "hotel-002"]
 
@@ -268,7 +268,8 @@ def test_policy_shows_index_and_checkpoint_and_offers_tools(tmp_path, success):
     assert "- sop/itemize_hotel_expense:" in shown[1]["content"] and shown[2] == instruction
     assert shown[3]["content"] == "<WORKING_CHECKPOINT>\n3 of 5 done\n</WORKING_CHECKPOINT>"
     assert [t["function"]["name"] for t in tools] == ["form_save_form", *MEMORY_TOOLS]
-    assert harness_tools(policy) is policy.memory_tools
+    assert harness_tools(policy) is policy.memory_tools and isinstance(policy.memory_tools, HarnessTools)
+    assert harness_tools(inner) is None  # an agent without such a layer offers none
 
 
 def test_memory_calls_are_answered_by_the_harness_not_the_erp(tmp_path, success):
