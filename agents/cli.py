@@ -16,7 +16,7 @@ COMMANDS = {
     "demo": ("erp_sim.agents.demo", "Solve one task with the scripted oracle and print the graded result."),
     "serve": ("erp_sim.mcp.server", "Serve the fake ERP over MCP (stdio, or --http)."),
     "play": ("erp_sim.envs.play", "Play an episode in the terminal."),
-    "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
+    "eval": ("erp_sim.agents.evaluation.eval_cli", "Run the offline evaluation (presets C1-C4 by default)."),
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
     "scale": (
         "erp_sim.agents.evaluation.scale",

@@ -38,6 +38,8 @@ of context lie after the message it is read from, and ``u`` is a uniform draw fi
 fresh re-read (or a summary near the end) reads them right. The draw is fixed per charge, so
 an agent that keeps reading from far back keeps the same misreading, as LLMs do. This is a
 documented toy model of "context rot", not a calibrated model of any LLM.
+
+What it reads from the messages (receipts, tool results, the user, refined form text) is ``reading``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ Counting a growing transcript is incremental: each message's count is cached und
 canonical content (a bounded LRU) and, for the message objects counted last, under the object
 itself, so re-counting a transcript costs one dictionary lookup per message already seen and
 a real tokenization only for new ones.
+
+Beside the counts, in this package: ``prompt_cache`` (how much of each model request a provider could serve
+from its cache) and ``shared_prefix`` (how many leading tokens two messages share, which it needs).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.report.cli import main as report_main
 
 PRICE = "agent=2.5,1.25,10"

@@ -285,7 +285,7 @@ def test_memory_calls_are_answered_by_the_harness_not_the_erp(tmp_path, success)
 
 # -- sequential evaluation ------------------------------------------------------------------------
 def test_sequential_eval_learning_curve(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     out, memory = tmp_path / "out", tmp_path / "memory.sqlite"
     assert (
@@ -316,7 +316,7 @@ def test_sequential_eval_learning_curve(tmp_path):
 
 
 def test_sequential_needs_a_memory_layer(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     with pytest.raises(SystemExit):
         main(["--policy", "full", "--memory", str(tmp_path / "m"), "--sequential", "--out", str(tmp_path / "o")])
@@ -343,7 +343,7 @@ def test_memory_composes_with_budget_eviction(tmp_path, success):
 
 
 def test_memory_flag_without_a_memory_layer_is_a_usage_error(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     with pytest.raises(SystemExit):
         main(["--policy", "last_n:n=5", "--memory", str(tmp_path / "m"), "--out", str(tmp_path / "o")])

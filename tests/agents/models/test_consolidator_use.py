@@ -11,7 +11,7 @@ import shutil
 
 from test_model_roles import SOP_ANSWER, roles_server, without_timing
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.tokens import get_counter
 
 SEQUENTIAL = [*"--policy ga_memory --sequential --quiet --concurrency 1 --tasks hotel_50:hotel-000,hotel-001".split()]
