@@ -60,8 +60,24 @@ def _run(argv: list[str]) -> int:
             parser.error(f"unknown command {argv[0]!r}")
         parser.print_help()
         return 0 if argv else 2
+    if argv[0] == "serve" and "--openenv" in argv[1:]:
+        return _serve_openenv([arg for arg in argv[1:] if arg != "--openenv"])
     module = importlib.import_module(available[argv[0]][0])
     return int(module.main(argv[1:]) or 0)
+
+
+def _serve_openenv(argv: list[str]) -> int:
+    """``erp-sim serve --openenv``: the env over OpenEnv, with options of its own (``erp-sim serve --openenv --help``).
+    Chosen here, not by the MCP server's ``serve``: the env is a layer above the simulator, which imports nothing
+    from it."""
+    try:
+        from erp_sim.envs.openenv import main as serve_openenv
+    except ImportError as exc:
+        print(
+            f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}", file=sys.stderr
+        )
+        return 2
+    return serve_openenv(argv)
 
 
 if __name__ == "__main__":
