@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
-from erp_sim.envs.env_kwargs import receipt_flag, user_turn_limit
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
@@ -58,6 +58,28 @@ def _progress_info(state: Progress) -> dict:
 def progress_info(state: Progress) -> dict:
     """The live grade in ``info``: the cheap part of ``erp_sim.Grade`` (a fresh dict each time)."""
     return dict(_progress_info(state))
+
+
+# Checks of keyword arguments that need more than a membership test: each fails at ``gym.make`` with a
+# ValueError naming the value, and takes numpy's scalars as Python's.
+
+
+def user_turn_limit(value: object) -> int:
+    """``max_user_turns``: a whole number of at least 1 (not True, 2.5 or "3")."""
+    try:
+        turns = operator.index(value)  # type: ignore[arg-type]  # anything else raises TypeError
+    except TypeError:
+        turns = 0
+    if isinstance(value, bool) or turns < 1:
+        raise ValueError(f"max_user_turns must be a whole number of at least 1, got {value!r}")
+    return turns
+
+
+def receipt_flag(value: object) -> bool:
+    """``receipt_in_instruction``: True or False ("no" would be truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"receipt_in_instruction must be True or False, got {value!r}")
+    return bool(value)
 
 
 def rewarded(state: Progress, reward: str) -> bool:

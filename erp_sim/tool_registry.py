@@ -78,7 +78,8 @@ class Tool:
 
 @cache
 def args_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """An argument model's JSON schema as the tools show it (no titles); cached, so callers must not edit it."""
+    """The JSON schema of a tool's argument model without pydantic's titles, as tool lists show it (cached:
+    callers that may edit it take a copy; the harness's own tools use it too)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():

@@ -84,6 +84,14 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
         "erp_sim/workflows/itemization/rules.md",
     ):  # the world's name lists and the compiled schema (every reset reads them), and the workflow's rules
         assert module in names
+    # every module and data file of the three folders, under its installed name (a package or a folder of
+    # prompts or viewer files left out of pyproject's lists would be missing here, and only here)
+    tracked = subprocess.run(
+        ["git", "ls-files", "erp_sim", "envs", "agents"], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.split()
+    installed = {"envs": "erp_sim/envs", "agents": "erp_sim/agents"}
+    expected = {installed.get(path.split("/")[0], "erp_sim") + "/" + path.split("/", 1)[1] for path in tracked}
+    assert expected - set(names) == set()
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)  # pyproject's license = "MIT"
 
 

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from erp_sim.agents.evaluation.evaluate import task_ids
+from erp_sim.agents.evaluation.eval_options import task_ids
 from erp_sim.task_sets import load_task_set, resolve_tasks
 
 

@@ -16,9 +16,9 @@ import pytest
 from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_results, read_rows
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.episode_row import read_results, read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 from erp_sim.agents.evaluation.sweep import grid_specs
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.policies import PolicySpecError

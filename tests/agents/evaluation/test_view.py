@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.evaluation import evaluate, view
+from erp_sim.agents.evaluation import eval_cli
+from erp_sim.agents.evaluation.report import view
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -30,7 +31,7 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    code = evaluate.main(
+    code = eval_cli.main(
         [
             *"--configs C2,C3,C4 --tasks hotel_50:hotel-000,hotel-001 --runs 1 --concurrency 1 --out".split(),
             str(out),
@@ -224,7 +225,7 @@ def test_compare_view_aligns_two_configurations(page, page_file):
 def two_runs_page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two-runs")
     assert (
-        evaluate.main(
+        eval_cli.main(
             [*"--configs C2 --tasks hotel_50:hotel-000 --runs 2 --concurrency 1 --out".split(), str(out), "--quiet"]
         )
         == 0

@@ -248,7 +248,7 @@ def test_llm_summarizer_sends_prompt_task_previous_and_steps():
 
 
 def test_llm_summarizer_usage_is_the_services_and_its_o200k_counts_go_to_the_episode_meter():
-    from erp_sim.agents.prompt_cache import EpisodeMeter
+    from erp_sim.agents.tokens.prompt_cache import EpisodeMeter
 
     model = FakeChatModel(answer="refined text")
     meter = EpisodeMeter().start()

@@ -269,6 +269,18 @@ def test_binding_beyond_loopback_needs_a_flag_and_warns(tmp_path, capsys):
     assert "WARNING" in log.read_text() and "reachable from other machines" in log.read_text()
 
 
+def test_the_mcp_server_leaves_openenv_to_the_erp_sim_command(capsys):
+    # erp_sim imports nothing from envs: `erp-sim serve --openenv` is dispatched by the command (agents/cli.py);
+    # the MCP server's own entry point keeps the flag in its help and points there
+    assert main(["--openenv"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "erp-sim serve: --openenv is served by the erp-sim command (erp-sim serve --openenv)"
+    )
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--openenv" in capsys.readouterr().out
+
+
 def test_bad_options_exit_cleanly(capsys):
     assert main(["--task", "hotel-999"]) == 2
     assert main(["--auth-token", "same", "--admin-token", "same"]) == 2

@@ -5,7 +5,7 @@ system prompt (which stays verbatim) with the meta rules and the L1 index of the
 once per episode; and, when the agent has called ``update_working_checkpoint``, its latest
 checkpoint as a block pinned after the instruction (later policies keep it like the
 instruction). The three memory tools are added to the tool list the model gets; the runner
-answers their calls through ``memory_tools`` (``erp_sim.agents.memory.memory_tools``). Facts and SOPs
+answers their calls through its ``harness_tools`` (``erp_sim.agents.memory.memory_tools``). Facts and SOPs
 reach the context only as results of ``memory_read`` calls; the L4 archive never does.
 """
 
@@ -65,6 +65,11 @@ class GaMemory(ContextPolicy):
             self.memory_tools.store = store
             self.memory_tools.reset()
         self._block: Message = {"role": "system", "content": render_memory_block(store.index_lines())}
+
+    @property
+    def harness_tools(self) -> MemoryTools:
+        """The memory tools, which the runner answers (``erp_sim.agents.types.harness_tools``)."""
+        return self.memory_tools
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 
 PRICE = "agent=2.5,1.25,10"
 SEQUENTIAL = [*"--policy ga_memory --sequential --quiet --tasks hotel_50:hotel-000,hotel-001".split()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.prompt_cache import ROLES  # the roles a row's sampling names
+from erp_sim.agents.tokens.prompt_cache import ROLES  # the roles a row's sampling names
 
 NAMES_SHOWN = 5  # per configuration and role: a server that names itself anew at every answer lists them all
 

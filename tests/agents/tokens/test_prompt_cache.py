@@ -1,4 +1,4 @@
-"""Cacheable prefix figures on hand-built request sequences (erp_sim.agents.prompt_cache)."""
+"""Cacheable prefix figures on hand-built request sequences (erp_sim.agents.tokens.prompt_cache)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.prompt_cache import EpisodeMeter, PrefixTracker, record_call
-from erp_sim.agents.shared_tokens import shared_message_tokens, shared_text_tokens
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
     TEXT_CACHE_MIN_CHARS,
@@ -20,6 +18,8 @@ from erp_sim.agents.tokens import (
     get_counter,
     message_token_key,
 )
+from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, PrefixTracker, record_call
+from erp_sim.agents.tokens.shared_prefix import shared_message_tokens, shared_text_tokens
 from erp_sim.agents.types import ChatResponse, Usage
 from erp_sim.envs.episode import tool_schemas
 
@@ -498,7 +498,7 @@ def test_the_most_tokens_shared_with_many_continuations_equal_the_whole_encoding
 
 def test_a_tracker_keeps_a_bounded_number_of_long_prefixes():
     """Requests that part at ever new places in long texts: the prefix counts kept stay bounded."""
-    from erp_sim.agents.shared_tokens import PREFIXES_KEPT
+    from erp_sim.agents.tokens.shared_prefix import PREFIXES_KEPT
 
     tracker, earlier = PrefixTracker(), []
     for n in range(3 * PREFIXES_KEPT):

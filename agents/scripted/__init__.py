@@ -38,6 +38,8 @@ of context lie after the message it is read from, and ``u`` is a uniform draw fi
 fresh re-read (or a summary near the end) reads them right. The draw is fixed per charge, so
 an agent that keeps reading from far back keeps the same misreading, as LLMs do. This is a
 documented toy model of "context rot", not a calibrated model of any LLM.
+
+What it reads from the messages (receipts, tool results, the user, refined form text) is ``reading``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from functools import lru_cache
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.agents.scripted_reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
+from erp_sim.agents.scripted.reading import CONFIRMED, PAGE_ROWS, Charge, FormIndex, Reading, read_money, row_index
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 from erp_sim.workflows.itemization.catalog import CATEGORIES

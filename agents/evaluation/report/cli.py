@@ -8,7 +8,8 @@ from pathlib import Path
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results, write_report
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, load_results
+from erp_sim.agents.evaluation.report import write_report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,8 @@ PEAK_TOKENS_PNG = "peak_tokens.png"
 SUCCESS_VS_COST_PNG = "success_vs_cost.png"
 SWEEP_PNG_STEM = "sweep_heatmap"
 
-_RC: dict[RcKeyType, Any] = {
+#: The matplotlib settings of every plot of a run (the report's and scale's).
+PLOT_STYLE: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
     "font.size": 9,
@@ -39,8 +40,9 @@ def _errors(est: st.Estimate, scale: float = 1.0) -> tuple[float, float]:
     return max(0.0, (est.mean - est.low) * scale), max(0.0, (est.high - est.mean) * scale)
 
 
-def _save(fig, path: Path) -> None:
-    # No "Software" stamp (the matplotlib version) and PNG carries no date: reproducible bytes.
+def save_png(fig, path: Path) -> None:
+    """Save ``fig`` as a PNG without the "Software" stamp (the matplotlib version); PNG carries no date, so the
+    same figure gives the same bytes."""
     fig.savefig(path, format="png", metadata={"Software": None})
 
 
@@ -140,7 +142,7 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     named = [name for name in points if name not in in_sweep]
     n_colors = {n: colormaps["viridis"](0.05 + 0.8 * i / max(1, len(sweep_n) - 1)) for i, n in enumerate(sweep_n)}
 
-    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
         handles = []
@@ -217,7 +219,7 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
         ax.margins(x=0.1)
         if handles:
             ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7, frameon=False)
-        _save(fig, path)
+        save_png(fig, path)
     return path
 
 
@@ -229,7 +231,7 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
 
     points = {n: c for n, c in costs.items() if c.cost_cached is not None and math.isfinite(c.success.mean)}
     labels = short_labels(list(points))
-    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
         for name, c in points.items():
@@ -258,7 +260,7 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
         ax.set_ylim(-3, 103)
         ax.set_xlim(left=0)
         ax.margins(x=0.1)
-        _save(fig, path)
+        save_png(fig, path)
     return path
 
 
@@ -269,7 +271,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
     from matplotlib.ticker import EngFormatter
 
     configs = list(summaries.values())
-    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
         fig = Figure(figsize=(7, max(2.4, 0.8 + 0.38 * len(configs))), layout="constrained")
         ax = fig.add_subplot()
         ys = list(range(len(configs)))[::-1]  # first configuration on top
@@ -300,7 +302,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.15)
         ax.set_ylim(-0.6, len(configs) - 0.4)
-        _save(fig, path)
+        save_png(fig, path)
     return path
 
 
@@ -324,7 +326,7 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
         ),
     )
     width = 1.3 + 1.1 * len(grid.w_values)
-    with matplotlib.style.context("default"), matplotlib.rc_context({**_RC, "axes.grid": False}):
+    with matplotlib.style.context("default"), matplotlib.rc_context({**PLOT_STYLE, "axes.grid": False}):
         fig = Figure(figsize=(2 * width + 1.2, 1.6 + 0.55 * len(grid.n_values)), layout="constrained")
         axes = fig.subplots(1, 2)
         for ax, (metric, label, cmap, scale, limits, text) in zip(axes, panels):
@@ -363,5 +365,5 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
             fontsize=10,
         )
-        _save(fig, path)
+        save_png(fig, path)
     return path

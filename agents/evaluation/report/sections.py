@@ -11,9 +11,8 @@ from typing import Any
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.failures import error_text
-from erp_sim.agents.evaluation.report_format import (
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, infra_error_rows
+from erp_sim.agents.evaluation.report.formats import (
     DASH,
     _plural,
     _share,
@@ -29,8 +28,10 @@ from erp_sim.agents.evaluation.report_format import (
     fmt_usd,
     md_table,
 )
-from erp_sim.agents.evaluation.report_plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
+from erp_sim.agents.evaluation.report.plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
 from erp_sim.agents.evaluation.runs import runs_text
+from erp_sim.agents.failures import error_text
+from erp_sim.outcomes import TERMINATIONS
 
 
 def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -336,7 +337,7 @@ def _failures(rows: Sequence[EpisodeRow], summaries: Mapping[str, st.ConfigSumma
 def _terminations(rows: Sequence[EpisodeRow], summaries: Mapping[str, st.ConfigSummary]) -> str:
     counts = st.termination_counts(rows)
     seen = {reason for per_config in counts.values() for reason in per_config}
-    reasons = [r for r in st.TERMINATIONS if r in seen] + sorted(seen - set(st.TERMINATIONS))
+    reasons = [r for r in TERMINATIONS if r in seen] + sorted(seen - set(TERMINATIONS))
     scored = {name: summaries[name].n_episodes for name in counts}
     return _count_table(counts, reasons, "termination", [("scored episodes", scored)])
 
@@ -373,7 +374,7 @@ def _sweeps(grids: Sequence[st.SweepGrid], summaries: Mapping[str, st.ConfigSumm
 
 def _infra(rows: Sequence[EpisodeRow]) -> str:
     """Episodes whose last attempt is an infrastructure error, then the attempt history of retried ones."""
-    errors = st.infra_error_rows(rows)
+    errors = infra_error_rows(rows)
     retried = [r for r in st.canonical_order(rows) if r.attempts]
     parts = []
     if errors:

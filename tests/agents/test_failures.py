@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from erp_sim.agents.evaluation.failures import classify_failure
+from erp_sim.agents.failures import classify_failure
 from erp_sim.agents.trajectory import EpisodeMetrics, Trajectory
 from erp_sim.outcomes import FAILURE_CATEGORIES
 

@@ -59,7 +59,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.shared_tokens import best_shared_message_tokens, message_fields
 from erp_sim.agents.tokens import (
     REPLY_PRIMING_TOKENS,
     TokenCounter,
@@ -69,6 +68,7 @@ from erp_sim.agents.tokens import (
     same_prefix,
     tools_text,
 )
+from erp_sim.agents.tokens.shared_prefix import best_shared_message_tokens, message_fields
 from erp_sim.agents.types import sum_reported, unset
 
 ROLES = ("agent", "summarizer", "user")

@@ -13,35 +13,28 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.episode_row import EpisodeRow, parse_row
-from erp_sim.agents.evaluation.report_format import DASH, _plural, fmt_number, fmt_p, md_table  # noqa: F401 (also re-exported)
-from erp_sim.agents.evaluation.report_methods import METHODS
-from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
-from erp_sim.agents.evaluation.report_plots import (  # noqa: F401 (also re-exported: the tests use them)
-    _RC,
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, RefusedLine, infra_error_rows, load_results
+from erp_sim.agents.evaluation.report.formats import _plural
+from erp_sim.agents.evaluation.report.learning_curve import WITHOUT, learning_curve_section
+from erp_sim.agents.evaluation.report.methods import METHODS
+from erp_sim.agents.evaluation.report.plots import (
     PEAK_TOKENS_PNG,
     SUCCESS_VS_COST_PNG,
     SUCCESS_VS_TOKENS_PNG,
     SWEEP_PNG_STEM,
     _agent_note,
-    _bar,
     _plotted,
-    _save,
-    config_color,
-    is_scripted,
     plot_peak_tokens,
     plot_success_vs_cost,
     plot_success_vs_tokens,
     plot_sweep,
-    short_labels,
 )
-from erp_sim.agents.evaluation.report_reference import _reference, changes_vs_c2, task_sets_note
-from erp_sim.agents.evaluation.report_sections import (
+from erp_sim.agents.evaluation.report.reference import _reference, changes_vs_c2, task_sets_note
+from erp_sim.agents.evaluation.report.sections import (
     _caveats,
     _comparisons,
     _configurations,
@@ -57,55 +50,11 @@ from erp_sim.agents.evaluation.report_sections import (
     _terminations,
     _token_units,
 )
-from erp_sim.agents.memory.sequential import WITHOUT, learning_curve_section
+from erp_sim.agents.evaluation.report.served_models import length_stops_note, served_models_note
 
-RESULTS_FILE = "results.jsonl"
 REPORT_FILE = "report.md"
 REPORT_JSON = "report.json"
 REFUSED_SHOWN = 5  # refused lines quoted in the report; the rest are counted
-
-
-# ---------------------------------------------------------------------------------------
-# Reading
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RefusedLine:
-    """A line of a results file that is not a row: kept whole so that nothing is lost (``canonicalize``)."""
-
-    name: str
-    number: int
-    text: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.name} line {self.number}: {self.reason}"
-
-
-class ResultsRead(NamedTuple):
-    """The rows of a results file and the lines refused."""
-
-    rows: list[EpisodeRow]
-    refused: list[RefusedLine]
-
-
-def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> ResultsRead:
-    """Rows of ``results.jsonl``, each parsed as an :class:`EpisodeRow` (the one parse point), and
-    the lines refused: a truncated last line (a run killed while writing), or a line that is not a
-    row of this version (an unknown or renamed field, a wrong type). The report lists refused
-    lines instead of failing, and ``--resume`` re-runs their episodes.
-    """
-    rows, refused = [], []
-    with open(Path(results_dir) / name, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(parse_row(line))
-            except ValueError as error:
-                refused.append(RefusedLine(name, number, line, str(error)))
-    return ResultsRead(rows, refused)
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,7 +100,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
     rows, folded, summaries = inputs.rows, inputs.folded, inputs.summaries
     scored = st.scored_rows(rows)
     configs = list(summaries)
-    infra = st.infra_error_rows(rows)
+    infra = infra_error_rows(rows)
     scored_configs = [c for c in configs if summaries[c].n_episodes]
     curve = learning_curve_section(rows)  # a --sequential run: compared with its memoryless arm, curve last
     if curve is not None and WITHOUT in scored_configs:
@@ -265,7 +214,7 @@ def write_report(
     report_json = {"cost": cost.costs_json(inputs.costs, inputs.prices)}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_plots(inputs, results_dir)
-    from erp_sim.agents.evaluation.view import write_view  # the browsable page beside report.md
+    from erp_sim.agents.evaluation.report.view import write_view  # the browsable page beside report.md
 
     write_view(results_dir, rows=inputs.rows)
     return path

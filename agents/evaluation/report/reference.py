@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.report_format import DASH, fmt_count, fmt_number, fmt_percent, fmt_relative, md_table
+from erp_sim.agents.evaluation.report.formats import DASH, fmt_count, fmt_number, fmt_percent, fmt_relative, md_table
 
 #: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
 #: expenses in Dynamics 365 (GPT-5 agent, GPT-4.1 user model, 50 hotel tasks x 5 runs):

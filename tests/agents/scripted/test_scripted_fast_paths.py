@@ -12,7 +12,7 @@ from decimal import Decimal
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.scripted import PAGE_ROWS, _consume, _row_charge, call_id, compare_rows
-from erp_sim.agents.scripted_reading import index_form, row_index
+from erp_sim.agents.scripted.reading import index_form, row_index
 
 
 def test_call_id_is_the_sha1_of_the_sorted_json_it_always_was():

@@ -43,7 +43,7 @@ METHODS = """\
   the tasks' success rates, the success rate when every task has as many scored runs; the fall from
   pass^1 to pass^k shows how unreliable a configuration is from run to run.
 - **Failure taxonomy**: `failure_category` of each scored episode, classified from the
-  trajectory and final ERP state by the runner (`erp_sim.agents.evaluation.failures`, which
+  trajectory and final ERP state by the runner (`erp_sim.agents.failures`, which
   lists the categories and the order they are checked in; `context_overflow` is an episode
   whose request exceeded the model's context window); failed episodes without a category
   are counted as `unclassified`.
@@ -51,7 +51,7 @@ METHODS = """\
   `cacheable_prefix_tokens` = the o200k tokens of the longest prefix of its request identical to
   an earlier request of the same role in the same episode, the request being its tool schemas
   (one unit, first: changed tools make nothing cacheable) then its messages in the order sent;
-  the first differing message is compared token by token (`erp_sim.agents.prompt_cache`).
+  the first differing message is compared token by token (`erp_sim.agents.tokens.prompt_cache`).
   Cacheable share = Σ cacheable prefix / Σ input tokens over a configuration's scored episodes.
   It is an upper bound: o200k counts stand in for the provider's own tokenizer, and a provider
   may cache less (a minimum prefix length such as 1024 tokens, block granularity, eviction after

@@ -24,6 +24,9 @@ Counting a growing transcript is incremental: each message's count is cached und
 canonical content (a bounded LRU) and, for the message objects counted last, under the object
 itself, so re-counting a transcript costs one dictionary lookup per message already seen and
 a real tokenization only for new ones.
+
+Beside the counts, in this package: ``prompt_cache`` (how much of each model request a provider could serve
+from its cache) and ``shared_prefix`` (how many leading tokens two messages share, which it needs).
 """
 
 from __future__ import annotations
@@ -499,7 +502,7 @@ def encode_message(message: dict[str, Any], encoding: str = DEFAULT_ENCODING) ->
 
     Text is the encoding's ids; the framing the formula above counts (3 per message, 1 per
     name, 3 per tool call) is stand-in ids, so two messages share a token prefix exactly as far
-    as their rendered role, name, content and calls agree (``erp_sim.agents.prompt_cache``).
+    as their rendered role, name, content and calls agree (``erp_sim.agents.tokens.prompt_cache``).
     """
     return encode_token_key(message_token_key(message), get_encoder(encoding))
 

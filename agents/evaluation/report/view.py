@@ -37,8 +37,7 @@ from typing import Any
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results
 from erp_sim.response import read_json
 
 VIEW_FILE = "view.html"
