@@ -43,7 +43,18 @@ def test_every_json_block_is_one_valid_file():
         assert isinstance(json.loads(code), dict), code  # json.loads refuses two objects in one block
 
 
-@pytest.mark.parametrize("code", [code for _, code in PYTHON], ids=[block_id for block_id, _ in PYTHON])
+# A block that imports a training integration (erp_sim.envs.trl_adapter, openenv, verifiers_env) is one of
+# the extras' tests: CI runs it after installing them.
+EXTRA_IMPORT = re.compile(r"^\s*(?:from|import) [\w.]*\b(?:trl|openenv|verifiers)", flags=re.M)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(code, id=block_id, marks=[pytest.mark.extras] * bool(EXTRA_IMPORT.search(code)))
+        for block_id, code in PYTHON
+    ],
+)
 def test_every_python_block_runs_as_a_script(code, tmp_path):
     script = tmp_path / "snippet.py"
     script.write_text(code)
@@ -56,11 +67,14 @@ def test_every_python_block_runs_as_a_script(code, tmp_path):
 
 
 def test_the_readme_test_command_is_what_ci_runs():
+    """The README's test command is CI's core stage: the same install into .venv, the same pytest line."""
     ci = (ROOT / ".ci" / "run").read_text()
     (command,) = [code for kind, code in BLOCKS if kind == "bash" and "pytest" in code]
     install = re.search(r'pip install (-e "\.\[[\w,]+\]")', command).group(1)
-    assert f"pip install --quiet {install}" in ci
-    assert ".venv/bin/python -m pytest -q" in command and ".venv/bin/python -m pytest -q\n" in ci
+    assert f".venv/bin/python -m pip install --quiet {install}\n" in ci
+    pytest_line = command[command.index(".venv/bin/python -m pytest") :].strip()
+    assert pytest_line.startswith(".venv/bin/python -m pytest -q") and f"\n{pytest_line}\n" in ci
+    assert '-m "not extras"' in pytest_line and "-m extras\n" in ci  # the core stage, then the extras'
     everything = "".join(TEXT.values())
     assert (
         "npx -y @modelcontextprotocol/inspector --cli" in everything and "npx @modelcontextprotocol" not in everything
