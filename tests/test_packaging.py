@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -55,6 +57,7 @@ def test_from_the_repository_root_agents_is_another_package(tmp_path):
     assert done.stdout.strip() == "the SDK / stdio client"
 
 
+@pytest.mark.xdist_group("wheel")  # pip wheel builds in the source tree (build/, *.egg-info)
 def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), str(ROOT)],

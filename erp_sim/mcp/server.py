@@ -112,6 +112,7 @@ class ErpMcpServer(FastMCP):
         """
         return create_http_app(
             self,
+            self.episodes,
             max_request_bytes=self.max_request_bytes,
             idle_timeout_s=self.episodes.idle_timeout_s,
             json_response=json_response,

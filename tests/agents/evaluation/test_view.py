@@ -147,7 +147,7 @@ def test_view_command_errors_and_writes(run_dir, tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
-# --- in a real browser -----------------------------------------------------------------------------
+# --- in a real browser (extras: CI installs Debian's Chromium for them) ------------------------------
 @pytest.fixture(scope="module")
 def browser():
     if CHROMIUM is None:
@@ -174,6 +174,7 @@ def page(browser, page_file):
     tab.close()
 
 
+@pytest.mark.extras
 def test_overview_renders_results_taxonomy_and_filters(page, page_file):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")
@@ -190,6 +191,7 @@ def test_overview_renders_results_taxonomy_and_filters(page, page_file):
     page.wait_for_function("document.getElementById('episode-count').textContent.startsWith('1 of')")
 
 
+@pytest.mark.extras
 def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     page.goto(page_file.as_uri() + "#overview/config=C3")
     page.locator("#episode-list a", has_text="open").first.click()
@@ -207,6 +209,7 @@ def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     assert "tokens" in page.locator("#context .msg .tokens").first.inner_text()
 
 
+@pytest.mark.extras
 def test_compare_view_aligns_two_configurations(page, page_file):
     page.goto(page_file.as_uri() + "#overview/config=C2&task=hotel-000")
     page.locator("#episode-list a", has_text="open").first.click()
@@ -233,6 +236,7 @@ def two_runs_page(tmp_path_factory) -> Path:
     return view.write_view(out)
 
 
+@pytest.mark.extras
 def test_compare_view_names_two_runs_of_one_task_apart(page, two_runs_page):
     page.goto(two_runs_page.as_uri() + "#episode/0")
     page.wait_for_selector("#context .msg")
@@ -244,6 +248,7 @@ def test_compare_view_names_two_runs_of_one_task_apart(page, two_runs_page):
     assert page.inner_text("#context-a h3 a") == "C2 run 0" and page.inner_text("#context-b h3 a") == "C2 run 1"
 
 
+@pytest.mark.extras
 def test_intervals_are_shown_only_where_they_have_width(page, page_file, two_runs_page):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")
@@ -257,6 +262,7 @@ def test_intervals_are_shown_only_where_they_have_width(page, page_file, two_run
     assert [text for text in page.locator("#results .ci, #more-results .ci").all_inner_texts() if text] == []
 
 
+@pytest.mark.extras
 def test_a_chart_of_one_point_marks_the_point(page, page_file):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")

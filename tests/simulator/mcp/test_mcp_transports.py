@@ -152,6 +152,7 @@ def test_stdio_piped_requests_are_all_answered_before_it_exits(tmp_path):
     assert json.loads(grades.read_text().splitlines()[-1])["calls"] in (20, 21)
 
 
+@pytest.mark.extras  # a download from the npm registry
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_mcp_inspector_cli_lists_the_tools():
     command = ["npx", "-y", INSPECTOR, "--cli", *SERVE, "--method", "tools/list"]
