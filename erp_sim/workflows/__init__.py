@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from erp_sim.workflow_task import WorkflowTask
 
 #: Every workflow by name: the package of its folder.
-PACKAGES: dict[str, str] = {"itemization": "erp_sim.workflows.itemization"}
+PACKAGES: dict[str, str] = {
+    "itemization": "erp_sim.workflows.itemization",
+    "bank_reconciliation": "erp_sim.workflows.bank_reconciliation",
+}
 
 TaskT = TypeVar("TaskT")
 TargetT = TypeVar("TargetT")

@@ -105,7 +105,10 @@ def test_task_sets_span_every_workflow(toy):
     assert [row.workflow for row in task_sets.task_rows("toy_notes")] == ["toy"] * 3
     assert [row.size for row in task_sets.task_rows("toy_notes")] == [3, 4, 5]
     assert len(task_sets.split_rows("toy_notes", "train")) + len(task_sets.split_rows("toy_notes", "test")) == 3
-    with pytest.raises(KeyError, match=r"Known: expense_types, hotel_50, long_horizon, toy_notes, Airfare"):
+    with pytest.raises(
+        KeyError,
+        match=r"Known: bank_recon_50, bank_recon_long, expense_types, hotel_50, long_horizon, toy_notes, Airfare",
+    ):
         task_sets.task_rows("nope")
     assert {row.workflow for row in task_sets.task_rows("hotel_50")} == {"itemization"}
 

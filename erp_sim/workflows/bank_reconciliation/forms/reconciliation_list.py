@@ -1,0 +1,113 @@
+"""BankReconciliation: every bank reconciliation, reconciled or open (Cash and bank management > Bank
+statement reconciliation > Bank reconciliation)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from erp_sim import response_keys as K
+from erp_sim.errors import FormStateError
+from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.money import display_money
+from erp_sim.workflows.bank_reconciliation import reading as R
+from erp_sim.workflows.bank_reconciliation.forms.figures import yes_no
+
+
+class ReconciliationList(FormDefinition):
+    name = R.LIST_FORM
+    menu_item = R.LIST_FORM
+    primary_grid = R.LIST_GRID
+    guidance = [
+        f"Select a reconciliation in {R.LIST_GRID} with form_select_grid_row, then click {R.OPEN_BUTTON}.",
+        f"Filter with form_filter_grid (gridColumnName {R.LIST_STATEMENT} or {R.LIST_ACCOUNT}) or form_filter_form.",
+        "A bank account has one open reconciliation at a time; earlier ones are reconciled.",
+    ]
+
+    def caption(self, session: FormHost, form: OpenForm) -> str:
+        return "Bank reconciliation"
+
+    def summary(self, session: FormHost, form: OpenForm) -> str:
+        total, open_count, accounts = session.db.execute(
+            "SELECT COUNT(*), SUM(reconciled = 0), COUNT(DISTINCT account_id) FROM bank_reconciliation"
+        ).fetchone()
+        return f"{total} bank reconciliation(s) of {accounts} bank account(s); {open_count} not reconciled yet."
+
+    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
+        rows = session.cached_read("bank/list-rows", lambda: self._rows(session))
+        columns = [
+            Column(R.LIST_ACCOUNT, "Bank account"),
+            Column(R.LIST_STATEMENT, "Statement"),
+            Column(R.LIST_CUT_OFF, "Cut-off date", "Date"),
+            Column(R.LIST_TOTAL, "Statement amount", "Real"),
+            Column(R.LIST_RECONCILED, "Reconciled"),
+        ]
+        quick = Control(
+            "QuickFilter",
+            "Filter",
+            K.INPUT,
+            form.quick_filter,
+            editable=True,
+            help="Type to filter all columns of the grid (form_filter_form).",
+        )
+        return [
+            Section("FilterGroup", "Filter", controls=[quick]),
+            Section(
+                "ReconciliationsGroup",
+                "Bank reconciliations",
+                grids=[Grid(R.LIST_GRID, "Bank reconciliations", columns, rows)],
+            ),
+        ]
+
+    @staticmethod
+    def _rows(session: FormHost) -> list[GridRow]:
+        totals = {
+            statement_id: Decimal(cents) / 100
+            for statement_id, cents in session.db.execute(
+                "SELECT statement_id, SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)) FROM bank_statement_line "
+                "GROUP BY statement_id"
+            )
+        }
+        return [
+            GridRow(
+                r["id"],
+                {
+                    R.LIST_ACCOUNT: r["account_id"],
+                    R.LIST_STATEMENT: r["statement"],
+                    R.LIST_CUT_OFF: r["cut_off_date"],
+                    R.LIST_TOTAL: display_money(totals.get(r["statement_id"], Decimal(0))),
+                    R.LIST_RECONCILED: yes_no(r["reconciled"]),
+                },
+            )
+            for r in session.db.execute(
+                "SELECT r.*, s.statement_id AS statement FROM bank_reconciliation r "
+                "JOIN bank_statement s ON s.id = r.statement_id ORDER BY r.cut_off_date DESC, r.account_id, r.id"
+            )
+        ]
+
+    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
+        selected = form.grid_state(R.LIST_GRID).selected_key is not None
+        return [
+            Button(
+                R.OPEN_BUTTON,
+                "Open",
+                selected,
+                "Open the selected bank reconciliation.",
+                f"select a reconciliation in {R.LIST_GRID} first (form_select_grid_row).",
+            )
+        ]
+
+    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
+        if button.lower() != R.OPEN_BUTTON.lower():
+            return super().click(session, form, button)
+        rec_id = form.grid_state(R.LIST_GRID).selected_key
+        if rec_id is None:
+            raise FormStateError(f"Select a bank reconciliation in {R.LIST_GRID} first (form_select_grid_row).")
+        return session.open_form(R.HEADER_FORM, {"rec_id": rec_id})
+
+    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
+        if control.name != "QuickFilter":
+            return super().set_value(session, form, control, value)
+        form.quick_filter = str(value)
+        form.grid_state(R.LIST_GRID).page = 0
+        return None
