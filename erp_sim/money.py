@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 from decimal import Decimal
 
@@ -79,3 +80,8 @@ def money_text(amount: Decimal) -> str:
 def display_money(amount: Decimal) -> str:
     """An amount as D365 shows it in a form: grouped, two places ("1,234.50")."""
     return f"{amount.quantize(CENT):,}"
+
+
+def random_amount(rng: random.Random, low: float, high: float) -> Decimal:
+    """A whole number of cents from ``low`` to ``high`` dollars, drawn from ``rng`` (task generation's amounts)."""
+    return (Decimal(rng.randint(int(low * 100), int(high * 100))) / 100).quantize(CENT)

@@ -10,10 +10,16 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table
+from sqlalchemy import String, Table
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateIndex, CreateTable
-from sqlmodel import SQLModel
+from sqlmodel import Field, SQLModel
+
+
+def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
+    """An amount column: TEXT ("1234.50", never a binary float), described as Decimal text (which is how the
+    data tools' metadata types it, ``erp_sim.odata.entities.property_type``)."""
+    return Field(sa_type=String(16), description=description + " Decimal text with two places.")
 
 
 def table_name(model: type[SQLModel]) -> str:

@@ -40,6 +40,7 @@ from erp_sim.response_keys import (
     HAS_NEXT_PAGE,
     HAS_UNSAVED_CHANGES,
     HELP_TEXT,
+    INPUT,
     IS_EDITABLE,
     IS_ENABLED,
     IS_EXPANDED,
@@ -73,6 +74,7 @@ from erp_sim.response_keys import PAGE_SIZE as PAGE_SIZE_KEY
 from erp_sim.workflow_task import WorkflowTask
 
 T = TypeVar("T")
+E = TypeVar("E", bound=FormEdits)
 
 
 class FormHost(Protocol):
@@ -103,6 +105,7 @@ class MenuItem(NamedTuple):
 
 
 PAGE_SIZE = 25
+QUICK_FILTER = "QuickFilter"  # a list form's filter box: the control form_filter_form sets too
 _NEXT_PAGE, _PREVIOUS_PAGE = LOAD_NEXT_PAGE.lower(), LOAD_PREVIOUS_PAGE.lower()  # actionIds match in any case
 
 
@@ -184,6 +187,13 @@ class OpenForm:
     def grid_state(self, grid: str) -> GridState:
         return self.grids.setdefault(grid, GridState())
 
+    def edits(self, kind: type[E]) -> E:
+        """The form's unsaved edits, of the one kind its definition keeps (created empty at first use)."""
+        if self.pending is None:
+            self.pending = kind()
+        assert isinstance(self.pending, kind)
+        return self.pending
+
     def snapshot(self) -> tuple[FormEdits | None, str]:
         return (self.pending.copy() if self.pending is not None else None), self.quick_filter
 
@@ -217,6 +227,10 @@ class FormDefinition:
         raise NotFoundError(f"Button {button!r} does not exist on form {self.name}.")
 
     def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
+        if control.name == QUICK_FILTER and self.primary_grid is not None:  # a list form's filter box
+            form.quick_filter = str(value)
+            form.grid_state(self.primary_grid).page = 0
+            return
         raise FormStateError(f"Control {control.name} is read-only.")
 
     def has_unsaved_changes(self, form: OpenForm) -> bool:
@@ -391,6 +405,18 @@ class FormDefinition:
             form.collapsed.add(section.name)
             return f"Tab {section.name} was closed."
         raise ValidationError(f"tabAction: expected Open or Close, got {action!r}.")
+
+
+def quick_filter_control(form: OpenForm) -> Control:
+    """A list form's filter box (``QuickFilter``): typing in it filters the primary grid, as form_filter_form does."""
+    return Control(
+        QUICK_FILTER,
+        "Filter",
+        INPUT,
+        form.quick_filter,
+        editable=True,
+        help="Type to filter all columns of the grid (form_filter_form).",
+    )
 
 
 def _column_name(grid: Grid, column: str) -> str:

@@ -7,9 +7,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from erp_sim.errors import NotFoundError, ValidationError
 from erp_sim.json_values import JsonObject
+
+if TYPE_CHECKING:
+    from erp_sim.database.schema import Column
 
 INT, STRING, DECIMAL, DATE, BOOLEAN = "Edm.Int64", "Edm.String", "Edm.Decimal", "Edm.Date", "Edm.Boolean"
 
@@ -92,6 +96,23 @@ def property_type(annotation: str, description: str, column: str) -> str:
     if column.endswith("_date"):
         return DATE
     return STRING
+
+
+def schema_property(
+    columns: Mapping[str, Mapping[str, Column]],
+    name: str,
+    table: str,
+    field: str,
+    sql: str,
+    *,
+    writable: bool = False,
+    note: str = "",
+) -> Property:
+    """A property over the column ``table.field`` of a workflow's compiled schema (``columns``): its OData type
+    and description come from the table class's field, ``note`` is added to the description."""
+    column = columns[table][field]
+    kind = property_type(column.type, column.description, field)
+    return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
 
 
 def entity_set(catalog: DataCatalog, name: object) -> EntitySet:

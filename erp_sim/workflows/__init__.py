@@ -16,13 +16,14 @@ Adding a workflow is its folder and one line in ``PACKAGES``. The folder's packa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -130,6 +131,30 @@ class Workflow(Generic[TaskT]):
     actions: Mapping[str, Action]  # api_find_actions / api_invoke_action
     grader: Grader[Any, Any]
     oracle: Callable[[TaskT], Generator[Call, str, None]]  # solves a task through the tools, from responses only
+
+
+class FixtureCodec(TypedDict):
+    """``TaskSets.parse`` and ``TaskSets.generate``, as keyword arguments."""
+
+    parse: Callable[[str], WorkflowTask]
+    generate: Callable[[str], list[str]]
+
+
+def pydantic_task_sets(package: str) -> FixtureCodec:
+    """A workflow's ``TaskSets.parse`` and ``TaskSets.generate`` (``TaskSets(..., **pydantic_task_sets(__name__))``) when its task model is the pydantic model ``Task``
+    of ``<package>.task`` and its sets' generators are ``<package>.taskgen.TASK_SETS`` (name -> tasks): both
+    import those modules at their first call, so reading a set's rows (``gym.make``) never loads pydantic. A
+    fixture line is the task's JSON, compact, in field order."""
+
+    def parse(line: str) -> WorkflowTask:
+        task: WorkflowTask = import_module(f"{package}.task").Task.model_validate_json(line)
+        return task
+
+    def generate(name: str) -> list[str]:
+        tasks = import_module(f"{package}.taskgen").TASK_SETS[name]()
+        return [json.dumps(t.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) for t in tasks]
+
+    return {"parse": parse, "generate": generate}
 
 
 def _package(name: str) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from erp_sim.workflows import TaskSets
+from erp_sim.workflows import TaskSets, pydantic_task_sets
 
 if TYPE_CHECKING:
     from erp_sim.json_values import JsonObject
-    from erp_sim.workflow_task import WorkflowTask
 
 SCHEMA_FILE = Path(__file__).with_name("schema.json")  # compiled from ``tables`` (see there)
 FILES = {"bank_recon_50": "bank_recon_50.jsonl", "bank_recon_long": "bank_recon_long.jsonl"}
@@ -31,25 +30,11 @@ def _lines(fields: JsonObject) -> int:
     return len(fields["statement_lines"])
 
 
-def _parse(line: str) -> WorkflowTask:
-    from erp_sim.workflows.bank_reconciliation.task import Task  # pydantic loads with the first task, not at gym.make
-
-    return Task.model_validate_json(line)
-
-
-def _generate(name: str) -> list[str]:
-    from erp_sim.workflows.bank_reconciliation.task import task_to_json  # as in _parse: not at gym.make
-    from erp_sim.workflows.bank_reconciliation.taskgen import TASK_SETS
-
-    return [task_to_json(task) for task in TASK_SETS[name]()]
-
-
 # bank_recon_long's split stratifies by size too: each rung of the ladder is split alike.
 TASK_SETS = TaskSets(
     files=FILES,
     stratum=_stratum,
     size=_lines,
-    parse=_parse,
-    generate=_generate,
+    **pydantic_task_sets(__name__),  # the task model and the generators: imported at first use, not at gym.make
     size_stratified=frozenset({"bank_recon_long"}),
 )

@@ -9,18 +9,24 @@ import sqlite3
 
 from erp_sim.database.schema import load_schema
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
-from erp_sim.odata.entities import STRING, DataCatalog, EntitySet, Property, property_type
+from erp_sim.odata.entities import BOOLEAN, STRING, DataCatalog, EntitySet, Property, schema_property
 from erp_sim.odata.writes import record_id, record_properties
 from erp_sim.workflows.bank_reconciliation import SCHEMA_FILE, rules
 
 COLUMNS = load_schema(SCHEMA_FILE).columns
 
 
-def _prop(name: str, table: str, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
-    """A property whose type and description come from the model's field: the column ``table.field``."""
-    column = COLUMNS[table][field]
-    kind = property_type(column.type, column.description, field)
-    return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
+Field = tuple[str, str] | tuple[str, str, str]  # (property, column) or (property, column, note)
+
+
+def _columns(table: str, alias: str, *fields: Field, writable: tuple[str, ...] = ()) -> tuple[Property, ...]:
+    """Properties over the columns ``alias.<column>`` of ``table``, typed and described by its table class."""
+    return tuple(
+        schema_property(
+            COLUMNS, name, table, column, f"{alias}.{column}", writable=name in writable, note=rest[0] if rest else ""
+        )
+        for name, column, *rest in fields
+    )
 
 
 def _items_of(column: str, alias: str = "m") -> str:
@@ -102,6 +108,7 @@ def _update_reconciliation(db: sqlite3.Connection, entity: EntitySet, raw: objec
     return int(rec["id"])
 
 
+_STATEMENT_ID = ("StatementId", "statement_id")  # of bank_statement s, joined in
 _ENTITY_SETS: dict[str, EntitySet] = {
     s.name: s
     for s in [
@@ -110,14 +117,16 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank accounts",
             "bank_account",
             "bank_account a",
-            (
-                _prop("RecId", "bank_account", "id", "a.id"),
-                _prop("AccountId", "bank_account", "account_id", "a.account_id"),
-                _prop("Name", "bank_account", "name", "a.name"),
-                _prop("BankName", "bank_account", "bank_name", "a.bank_name"),
-                _prop("AccountNumber", "bank_account", "account_number", "a.account_number"),
-                _prop("Currency", "bank_account", "currency", "a.currency"),
-                _prop("MainAccountId", "bank_account", "main_account_id", "a.main_account_id"),
+            _columns(
+                "bank_account",
+                "a",
+                ("RecId", "id"),
+                ("AccountId", "account_id"),
+                ("Name", "name"),
+                ("BankName", "bank_name"),
+                ("AccountNumber", "account_number"),
+                ("Currency", "currency"),
+                ("MainAccountId", "main_account_id"),
             ),
             ("Read-only.",),
         ),
@@ -126,11 +135,13 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Main accounts (the ledger accounts)",
             "main_account",
             "main_account g",
-            (
-                _prop("RecId", "main_account", "id", "g.id"),
-                _prop("MainAccountId", "main_account", "main_account_id", "g.main_account_id"),
-                _prop("Name", "main_account", "name", "g.name"),
-                _prop("AccountType", "main_account", "account_type", "g.account_type"),
+            _columns(
+                "main_account",
+                "g",
+                ("RecId", "id"),
+                ("MainAccountId", "main_account_id"),
+                ("Name", "name"),
+                ("AccountType", "account_type"),
             ),
             ("Read-only. Statement lines can be posted (as new) to Expense and Revenue accounts.",),
         ),
@@ -139,15 +150,17 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank statements (imported)",
             "bank_statement",
             "bank_statement s",
-            (
-                _prop("RecId", "bank_statement", "id", "s.id"),
-                _prop("StatementId", "bank_statement", "statement_id", "s.statement_id"),
-                _prop("AccountId", "bank_statement", "account_id", "s.account_id"),
-                _prop("FromDate", "bank_statement", "from_date", "s.from_date"),
-                _prop("ToDate", "bank_statement", "to_date", "s.to_date"),
-                _prop("OpeningBalance", "bank_statement", "opening_balance", "s.opening_balance"),
-                _prop("ClosingBalance", "bank_statement", "closing_balance", "s.closing_balance"),
-                _prop("Status", "bank_statement", "status", "s.status"),
+            _columns(
+                "bank_statement",
+                "s",
+                ("RecId", "id"),
+                _STATEMENT_ID,
+                ("AccountId", "account_id"),
+                ("FromDate", "from_date"),
+                ("ToDate", "to_date"),
+                ("OpeningBalance", "opening_balance"),
+                ("ClosingBalance", "closing_balance"),
+                ("Status", "status"),
             ),
             ("Read-only. The lines are in BankStatementLines (filter on StatementRecId).",),
         ),
@@ -156,17 +169,18 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank statement lines",
             "bank_statement_line",
             "bank_statement_line l JOIN bank_statement s ON s.id = l.statement_id",
-            (
-                _prop("RecId", "bank_statement_line", "id", "l.id"),
-                _prop("StatementRecId", "bank_statement_line", "statement_id", "l.statement_id"),
-                _prop(
-                    "StatementId", "bank_statement", "statement_id", "s.statement_id", note="(The line's statement.)"
-                ),
-                _prop("LineNumber", "bank_statement_line", "line_number", "l.line_number"),
-                _prop("BookingDate", "bank_statement_line", "booking_date", "l.booking_date"),
-                _prop("Description", "bank_statement_line", "description", "l.description"),
-                _prop("Reference", "bank_statement_line", "bank_reference", "l.bank_reference"),
-                _prop("Amount", "bank_statement_line", "amount", "l.amount"),
+            _columns("bank_statement_line", "l", ("RecId", "id"), ("StatementRecId", "statement_id"))
+            + _columns("bank_statement", "s", (*_STATEMENT_ID, "(The line's statement.)"))
+            + _columns(
+                "bank_statement_line",
+                "l",
+                ("LineNumber", "line_number"),
+                ("BookingDate", "booking_date"),
+                ("Description", "description"),
+                ("Reference", "bank_reference"),
+                ("Amount", "amount"),
+            )
+            + (
                 Property(
                     "MatchStatus",
                     _LINE_STATUS,
@@ -181,24 +195,28 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank transactions (bank account transactions)",
             "bank_transaction",
             "bank_transaction t",
-            (
-                _prop("RecId", "bank_transaction", "id", "t.id"),
-                _prop("AccountId", "bank_transaction", "account_id", "t.account_id"),
-                _prop("TransDate", "bank_transaction", "trans_date", "t.trans_date"),
-                _prop("Voucher", "bank_transaction", "voucher", "t.voucher"),
-                _prop("PaymentReference", "bank_transaction", "payment_reference", "t.payment_reference"),
-                _prop("Description", "bank_transaction", "description", "t.description"),
-                _prop("Amount", "bank_transaction", "amount", "t.amount"),
-                _prop("TransType", "bank_transaction", "trans_type", "t.trans_type"),
-                _prop("Reconciled", "bank_transaction", "reconciled", "t.reconciled"),
+            _columns(
+                "bank_transaction",
+                "t",
+                ("RecId", "id"),
+                ("AccountId", "account_id"),
+                ("TransDate", "trans_date"),
+                ("Voucher", "voucher"),
+                ("PaymentReference", "payment_reference"),
+                ("Description", "description"),
+                ("Amount", "amount"),
+                ("TransType", "trans_type"),
+                ("Reconciled", "reconciled"),
+                ("OffsetAccount", "offset_account"),
+                ("StatementLineRecId", "statement_line_id"),
+            )
+            + (
                 Property(
                     "IsMatched",
                     _TRANS_MATCHED,
-                    "Edm.Boolean",
+                    BOOLEAN,
                     "In a match group (of its open reconciliation, or of an earlier, reconciled one).",
                 ),
-                _prop("OffsetAccount", "bank_transaction", "offset_account", "t.offset_account"),
-                _prop("StatementLineRecId", "bank_transaction", "statement_line_id", "t.statement_line_id"),
             ),
             (
                 "Read-only: bank transactions are posted, not edited. A statement line with no bank transaction is "
@@ -210,21 +228,21 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank reconciliations (worksheet headers)",
             "bank_reconciliation",
             "bank_reconciliation r JOIN bank_statement s ON s.id = r.statement_id",
-            (
-                _prop("RecId", "bank_reconciliation", "id", "r.id"),
-                _prop("AccountId", "bank_reconciliation", "account_id", "r.account_id"),
-                _prop("StatementRecId", "bank_reconciliation", "statement_id", "r.statement_id"),
-                _prop("StatementId", "bank_statement", "statement_id", "s.statement_id", note="(Its statement.)"),
-                _prop("CutOffDate", "bank_reconciliation", "cut_off_date", "r.cut_off_date"),
-                _prop(
-                    "Reconciled",
-                    "bank_reconciliation",
-                    "reconciled",
-                    "r.reconciled",
-                    writable=True,
-                    note="Set to true to mark as reconciled.",
-                ),
-                _prop("ReconciledDate", "bank_reconciliation", "reconciled_date", "r.reconciled_date"),
+            _columns(
+                "bank_reconciliation",
+                "r",
+                ("RecId", "id"),
+                ("AccountId", "account_id"),
+                ("StatementRecId", "statement_id"),
+            )
+            + _columns("bank_statement", "s", (*_STATEMENT_ID, "(Its statement.)"))
+            + _columns(
+                "bank_reconciliation",
+                "r",
+                ("CutOffDate", "cut_off_date"),
+                ("Reconciled", "reconciled", "Set to true to mark as reconciled."),
+                ("ReconciledDate", "reconciled_date"),
+                writable=("Reconciled",),
             ),
             (
                 "Update by RecId with Reconciled true to mark a reconciliation as reconciled: refused while a "
@@ -240,39 +258,35 @@ _ENTITY_SETS: dict[str, EntitySet] = {
             "Bank reconciliation matches (match groups of statement lines and bank transactions)",
             "bank_reconciliation_match",
             "bank_reconciliation_match m",
-            (
-                _prop("RecId", "bank_reconciliation_match", "id", "m.id"),
-                _prop(
-                    "ReconciliationRecId",
-                    "bank_reconciliation_match",
-                    "reconciliation_id",
-                    "m.reconciliation_id",
-                    writable=True,
-                ),
-                _prop("MatchId", "bank_reconciliation_match", "match_id", "m.match_id"),
-                _prop("MatchType", "bank_reconciliation_match", "match_type", "m.match_type"),
-                Property(
-                    "StatementLineRecIds",
-                    _items_of("statement_line_id"),
-                    STRING,
-                    "The RecIds of the match's statement lines, comma-separated.",
-                    writable=True,
-                ),
-                Property(
-                    "BankTransactionRecIds",
-                    _items_of("bank_transaction_id"),
-                    STRING,
-                    "The RecIds of the match's bank transactions, comma-separated.",
-                    writable=True,
-                ),
-                Property(
-                    "OffsetAccount",
-                    "(SELECT t.offset_account FROM bank_reconciliation_match_item i JOIN bank_transaction t ON "
-                    "t.id = i.bank_transaction_id WHERE i.match_id = m.id AND m.match_type = 'New')",
-                    STRING,
-                    "For a New match: the ledger account its line was posted to. On create: post the line as new to it.",
-                    writable=True,
-                ),
+            _columns(
+                "bank_reconciliation_match",
+                "m",
+                ("RecId", "id"),
+                ("ReconciliationRecId", "reconciliation_id"),
+                ("MatchId", "match_id"),
+                ("MatchType", "match_type"),
+                writable=("ReconciliationRecId",),
+            )
+            + tuple(
+                Property(name, sql, STRING, description, writable=True)
+                for name, sql, description in (
+                    (
+                        "StatementLineRecIds",
+                        _items_of("statement_line_id"),
+                        "The match's statement lines' RecIds, comma-separated.",
+                    ),
+                    (
+                        "BankTransactionRecIds",
+                        _items_of("bank_transaction_id"),
+                        "The match's bank transactions' RecIds, comma-separated.",
+                    ),
+                    (
+                        "OffsetAccount",
+                        "(SELECT t.offset_account FROM bank_reconciliation_match_item i JOIN bank_transaction t ON "
+                        "t.id = i.bank_transaction_id WHERE i.match_id = m.id AND m.match_type = 'New')",
+                        "For a New match: the ledger account its line was posted to. On create: post the line as new to it.",
+                    ),
+                )
             ),
             (
                 "Create a match with ReconciliationRecId, StatementLineRecIds (e.g. 12 or 12,13) and either "

@@ -8,8 +8,9 @@ a missing grid reads as no rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
@@ -54,6 +55,9 @@ MARKED_LINES_AMOUNT, MARKED_TRANSACTIONS_AMOUNT = "Worksheet_MarkedStatementAmou
 HEADER_DIFFERENCE, HEADER_RECONCILED = "BankRecon_UnreconciledDifference", "BankRecon_Reconciled"
 
 
+T = TypeVar("T")
+
+
 # --- readers ------------------------------------------------------------------------------------
 def amount(text: object) -> Decimal | None:
     """An amount as a form shows it ("-1,234.56"), or None when it is not one."""
@@ -91,58 +95,63 @@ class MatchedRow(NamedTuple):
     offset_account: str
 
 
-def _rows(state: JsonObject | None, grid: str) -> list[JsonObject]:
-    return [row for row in formstate.grid_rows(state, grid) if amount(row.get(_AMOUNT_OF[grid])) is not None]
+def _money(text: object) -> Decimal:
+    value = amount(text)
+    if value is None:
+        raise ValueError(f"not an amount: {text!r}")
+    return value
 
 
-_AMOUNT_OF = {STATEMENT_GRID: LINE_AMOUNT, TRANSACTION_GRID: TRANS_AMOUNT, MATCHED_GRID: MATCH_AMOUNT}
+def _read(state: JsonObject | None, grid: str, make: Callable[..., T], spec: tuple[Column, ...]) -> list[T]:
+    """The grid's rows on its current page as ``make(row number, *converted columns)``; rows that do not read
+    (a missing or malformed value) are left out."""
+    rows = []
+    for row in formstate.grid_rows(state, grid):
+        try:
+            rows.append(make(str(row[K.ROW_NUMBER]), *(convert(row.get(name, "")) for name, convert in spec)))
+        except (KeyError, ValueError):
+            continue
+    return rows
+
+
+Column = tuple[str, Callable[[object], object]]  # (column name, how its text reads)
+_STATEMENT: tuple[Column, ...] = (
+    (LINE_NUMBER, lambda text: int(str(text))),
+    (LINE_DATE, str),
+    (LINE_TEXT, str),
+    (LINE_REFERENCE, str),
+    (LINE_AMOUNT, _money),
+)
+_TRANSACTION: tuple[Column, ...] = (
+    (TRANS_DATE, str),
+    (TRANS_VOUCHER, str),
+    (TRANS_REFERENCE, str),
+    (TRANS_TEXT, str),
+    (TRANS_AMOUNT, _money),
+)
+_MATCHED: tuple[Column, ...] = (
+    (MATCH_ID, str),
+    (MATCH_TYPE, str),
+    (MATCH_DOCUMENT, str),
+    (MATCH_REFERENCE, str),
+    (MATCH_AMOUNT, _money),
+    (MATCH_ACCOUNT, str),
+)
 
 
 def statement_rows(state: JsonObject | None) -> list[StatementRow]:
     """The open statement lines on the grid's current page (none when its tab page is closed)."""
-    return [
-        StatementRow(
-            str(r[K.ROW_NUMBER]),
-            int(r.get(LINE_NUMBER) or 0),
-            str(r.get(LINE_DATE, "")),
-            str(r.get(LINE_TEXT, "")),
-            str(r.get(LINE_REFERENCE, "")),
-            amount(r[LINE_AMOUNT]) or Decimal(0),
-        )
-        for r in _rows(state, STATEMENT_GRID)
-        if str(r.get(LINE_NUMBER, "")).isdigit()
-    ]
+    return _read(state, STATEMENT_GRID, StatementRow, _STATEMENT)
 
 
 def transaction_rows(state: JsonObject | None) -> list[TransactionRow]:
     """The open bank transactions on the grid's current page (none when its tab page is closed)."""
-    return [
-        TransactionRow(
-            str(r[K.ROW_NUMBER]),
-            str(r.get(TRANS_DATE, "")),
-            str(r.get(TRANS_VOUCHER, "")),
-            str(r.get(TRANS_REFERENCE, "")),
-            str(r.get(TRANS_TEXT, "")),
-            amount(r[TRANS_AMOUNT]) or Decimal(0),
-        )
-        for r in _rows(state, TRANSACTION_GRID)
-    ]
+    return _read(state, TRANSACTION_GRID, TransactionRow, _TRANSACTION)
 
 
 def matched_rows(state: JsonObject | None) -> list[MatchedRow]:
     """The matched items on the grid's current page (none when its tab page is closed)."""
-    return [
-        MatchedRow(
-            str(r[K.ROW_NUMBER]),
-            str(r.get(MATCH_ID, "")),
-            str(r.get(MATCH_TYPE, "")),
-            str(r.get(MATCH_DOCUMENT, "")),
-            str(r.get(MATCH_REFERENCE, "")),
-            amount(r[MATCH_AMOUNT]) or Decimal(0),
-            str(r.get(MATCH_ACCOUNT, "")),
-        )
-        for r in _rows(state, MATCHED_GRID)
-    ]
+    return _read(state, MATCHED_GRID, MatchedRow, _MATCHED)
 
 
 def figure(state: JsonObject | None, control: str) -> Decimal | None:

@@ -119,19 +119,25 @@ def match_items(db: sqlite3.Connection, rec_id: int) -> list[MatchItem]:
     ):
         for row in db.execute(sql, (rec_id,)):
             order = (row["line_number"],) if side == 0 else (row["trans_date"], row["voucher"])
-            item = MatchItem(
-                row["match_rec_id"], row["match_id"], row["match_type"], *((row, None) if side == 0 else (None, row))
-            )
+            line, transaction = (row, None) if side == 0 else (None, row)
+            item = MatchItem(row["match_rec_id"], row["match_id"], row["match_type"], row["item_id"], line, transaction)
             items.append(((row["match_rec_id"], side, *order), item))
     return [item for _, item in sorted(items, key=lambda pair: pair[0])]
 
 
+# Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
+_CENTS = "COALESCE(SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)), 0)"
+
+
 def _cents(db: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> Decimal:
-    # Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
-    (cents,) = db.execute(
-        f"SELECT COALESCE(SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)), 0) {sql}", params
-    ).fetchone()
+    (cents,) = db.execute(f"SELECT {_CENTS} {sql}", params).fetchone()
     return Decimal(cents) / 100
+
+
+def statement_totals(db: sqlite3.Connection) -> dict[int, Decimal]:
+    """Every statement's total, by the statement's RecId."""
+    rows = db.execute(f"SELECT statement_id, {_CENTS} FROM bank_statement_line GROUP BY statement_id")
+    return {statement_id: Decimal(cents) / 100 for statement_id, cents in rows}
 
 
 @dataclass(frozen=True)

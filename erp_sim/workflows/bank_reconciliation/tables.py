@@ -14,17 +14,9 @@ workflow's in SQLModel's one metadata.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import String
 from sqlmodel import Field, SQLModel
 
-from erp_sim.database.compile_schema import schema_text
-
-
-def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
-    return Field(sa_type=String(16), description=description + " Decimal text with two places.")
-
+from erp_sim.database.compile_schema import money_field, schema_text
 
 # Rows that a match, an unmatch or a posting creates or deletes keep their RecIds for good (AUTOINCREMENT):
 # a form's mark of a deleted row can never land on a new row that took its RecId, as D365 never reuses one.

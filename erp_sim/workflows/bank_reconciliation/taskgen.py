@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 
-from erp_sim.money import CENT
+from erp_sim.money import random_amount
 from erp_sim.workflows.bank_reconciliation.catalog import (
     BANK_ACCOUNTS,
     COMPANY_SUFFIXES,
@@ -60,10 +60,6 @@ LAGS = {
 
 def difficulty_of(line_count: int) -> str:
     return "easy" if line_count <= 15 else "medium" if line_count <= 25 else "hard" if line_count <= 40 else "long"
-
-
-def _money(rng: random.Random, low: float, high: float) -> Decimal:
-    return (Decimal(rng.randint(int(low * 100), int(high * 100))) / 100).quantize(CENT)
 
 
 @dataclass
@@ -150,7 +146,7 @@ def generate_task(
         party = gen.party()
         wording = rng.choice(spec.wording)
         if kind == "deposit":
-            checks = [_money(rng, *AMOUNTS["deposit_check"]) for _ in range(rng.choice((2, 2, 3)))]
+            checks = [random_amount(rng, *AMOUNTS["deposit_check"]) for _ in range(rng.choice((2, 2, 3)))]
             amount = sum(checks, Decimal(0))
             for check in checks:
                 drafts.append(
@@ -165,7 +161,7 @@ def generate_task(
                     )
                 )
         else:
-            amount = spec.sign * _money(rng, *AMOUNTS[kind])
+            amount = spec.sign * random_amount(rng, *AMOUNTS[kind])
             if kind in FEE_KINDS:
                 fees.append(FeePosting(line_number=number, main_account_id=rng.choice(FEE_ACCOUNTS[wording])))
             else:
@@ -224,7 +220,7 @@ def generate_task(
         from_date=first.isoformat(),
         to_date=last.isoformat(),
         cut_off_date=last.isoformat(),
-        opening_balance=str(_money(rng, 50000, 900000)),
+        opening_balance=str(random_amount(rng, 50000, 900000)),
         voucher_base=voucher_base,
         statement_lines=lines,
         transactions=transactions,
@@ -256,7 +252,7 @@ def _distractors(
         )
     for _ in range(1 if n < 30 else 2 + n // 150):
         spec = LINE_KINDS["vendor_payment"]
-        reference, amount = gen.reference("vendor_payment"), _money(rng, *AMOUNTS["vendor_payment"])
+        reference, amount = gen.reference("vendor_payment"), random_amount(rng, *AMOUNTS["vendor_payment"])
         day = rng.choice(business_days[:-3])
         payment = _Draft(day, reference, spec.ledger_wording.format(party=gen.party()), -amount, "Payment", "reversal")
         out += [
@@ -266,7 +262,7 @@ def _distractors(
     for _ in range(2 + n // 10):
         kind = rng.choice(("check", "check", "customer_receipt", "deposit"))
         spec = LINE_KINDS[kind]
-        amount = spec.sign * _money(rng, *AMOUNTS["deposit_check" if kind == "deposit" else kind])
+        amount = spec.sign * random_amount(rng, *AMOUNTS["deposit_check" if kind == "deposit" else kind])
         out.append(
             _Draft(
                 rng.choice(business_days[-5:]),
@@ -285,7 +281,7 @@ def _distractors(
                 last + timedelta(rng.randint(1, 6)),
                 gen.reference(kind),
                 spec.ledger_wording.format(party=gen.party()),
-                spec.sign * _money(rng, *AMOUNTS[kind]),
+                spec.sign * random_amount(rng, *AMOUNTS[kind]),
                 spec.trans_type,
                 "after_cut_off",
             )

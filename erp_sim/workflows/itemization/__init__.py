@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from erp_sim.workflows import RowSource, TaskRow, TaskSets
+from erp_sim.workflows import RowSource, TaskRow, TaskSets, pydantic_task_sets
 
 if TYPE_CHECKING:
     from erp_sim.json_values import JsonObject
-    from erp_sim.workflow_task import WorkflowTask
 
 SCHEMA_FILE = Path(__file__).with_name("schema.json")  # compiled from ``tables`` (see there)
 
@@ -39,26 +38,12 @@ def _expense_type_names(rows: RowSource) -> list[str]:
     return sorted({row.stratum[0] for row in rows("expense_types")})
 
 
-def _parse(line: str) -> WorkflowTask:
-    from erp_sim.workflows.itemization.task import Task  # pydantic loads with the first task, not at gym.make
-
-    return Task.model_validate_json(line)
-
-
-def _generate(name: str) -> list[str]:
-    from erp_sim.workflows.itemization.task import task_to_json  # as in _parse: not at gym.make
-    from erp_sim.workflows.itemization.taskgen import TASK_SETS
-
-    return [task_to_json(task) for task in TASK_SETS[name]()]
-
-
 # long_horizon's split stratifies by size too: each rung of the ladder is split alike.
 TASK_SETS = TaskSets(
     files=FILES,
     stratum=_stratum,
     size=_charges,
-    parse=_parse,
-    generate=_generate,
+    **pydantic_task_sets(__name__),  # the task model and the generators: imported at first use, not at gym.make
     size_stratified=frozenset({"long_horizon"}),
     view=_expense_type_view,
     view_names=_expense_type_names,

@@ -10,7 +10,7 @@ from typing import cast
 
 from erp_sim.database.schema import load_schema
 from erp_sim.errors import ValidationError
-from erp_sim.odata.entities import DataCatalog, EntitySet, Property, property_type
+from erp_sim.odata.entities import DataCatalog, EntitySet, Property, schema_property
 from erp_sim.odata.writes import record_id, record_properties
 from erp_sim.values import parse_text
 from erp_sim.workflows.itemization import SCHEMA_FILE, ledger
@@ -20,9 +20,7 @@ COLUMNS = load_schema(SCHEMA_FILE).columns
 
 def _prop(name: str, table: str, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
     """A property whose type and description come from the model's field: the column ``table.field``."""
-    column = COLUMNS[table][field]
-    kind = property_type(column.type, column.description, field)
-    return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
+    return schema_property(COLUMNS, name, table, field, sql, writable=writable, note=note)
 
 
 # --- writes: one record each, inside the data tool's transaction ----------------------------------------

@@ -13,16 +13,9 @@ Amounts are stored as TEXT ("1234.50") so SQLite never turns them into binary fl
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import String
 from sqlmodel import Field, SQLModel
 
-from erp_sim.database.compile_schema import schema_text
-
-
-def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
-    return Field(sa_type=String(16), description=description + " Decimal text with two places.")
+from erp_sim.database.compile_schema import money_field, schema_text
 
 
 class Company(SQLModel, table=True):

@@ -15,7 +15,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from erp_sim.money import CENT
+from erp_sim.money import CENT, random_amount
 from erp_sim.workflows.itemization.catalog import CATEGORIES, EXPENSE_TYPES, RECEIPT_WORDING
 from erp_sim.workflows.itemization.task import ReceiptLine, Task, TaskLine
 
@@ -33,10 +33,6 @@ def _faker() -> Faker:
     return Faker("en_US")  # built once (slow); re-seeded per task
 
 
-def _money(rng: random.Random, low: float, high: float) -> Decimal:
-    return (Decimal(rng.randint(int(low * 100), int(high * 100))) / 100).quantize(CENT)
-
-
 def _pct(amount: Decimal, percent: Decimal) -> Decimal:
     return (amount * percent / 100).quantize(CENT)
 
@@ -44,7 +40,11 @@ def _pct(amount: Decimal, percent: Decimal) -> Decimal:
 def _hotel(rng: random.Random, start: date, count: int, max_nights: int = 7) -> list[Charge]:
     per_night = ["Daily room rate", "Room tax"] + (["City tax"] if count >= 6 and rng.random() < 0.6 else [])
     nights = max(1, min(max_nights, count // len(per_night)))
-    rate, tax_pct, city_tax = _money(rng, 119, 389), Decimal(rng.choice(["12", "14.5", "15.75"])), _money(rng, 2.5, 7)
+    rate, tax_pct, city_tax = (
+        random_amount(rng, 119, 389),
+        Decimal(rng.choice(["12", "14.5", "15.75"])),
+        random_amount(rng, 2.5, 7),
+    )
     charges: list[Charge] = []
     for night in range(nights):
         day = start + timedelta(days=night)
@@ -62,7 +62,7 @@ def _hotel(rng: random.Random, start: date, count: int, max_nights: int = 7) -> 
     }
     for _ in range(count - len(charges)):
         sub = rng.choice(sorted(extras))
-        charges.append((start + timedelta(days=rng.randrange(nights)), sub, _money(rng, *extras[sub])))
+        charges.append((start + timedelta(days=rng.randrange(nights)), sub, random_amount(rng, *extras[sub])))
     return charges
 
 
@@ -81,7 +81,7 @@ def _car_rental(rng: random.Random, start: date, count: int) -> list[Charge]:
     if n_fees is None:
         per_day, n_fees = per_day[:1], 5
     days = (count - n_fees) // len(per_day)
-    rate, cdw, gps = _money(rng, 39, 129), _money(rng, 14, 32), _money(rng, 9, 16)
+    rate, cdw, gps = random_amount(rng, 39, 129), random_amount(rng, 14, 32), random_amount(rng, 9, 16)
     charges: list[Charge] = []
     for d in range(days):
         amounts = {"Base rate": rate, "Collision damage waiver": cdw, "GPS rental": gps}
@@ -91,9 +91,9 @@ def _car_rental(rng: random.Random, start: date, count: int) -> list[Charge]:
     fee_amounts = {
         "Rental tax": _pct(base_total, Decimal("8.25")),
         "Airport concession fee": _pct(base_total, Decimal("11.11")),
-        "Vehicle license fee": _money(rng, 1.5, 9),
-        "Fuel": _money(rng, 35, 80),
-        "Additional driver": _money(rng, 12, 15) * days,
+        "Vehicle license fee": random_amount(rng, 1.5, 9),
+        "Fuel": random_amount(rng, 35, 80),
+        "Additional driver": random_amount(rng, 12, 15) * days,
     }
     charges += [(end, sub, fee_amounts[sub]) for sub in fees[:n_fees]]
     return charges
@@ -106,10 +106,10 @@ def _airfare(rng: random.Random, start: date, count: int) -> list[Charge]:
     charges: list[Charge] = []
     for s in range(segments):
         day = start + timedelta(days=s * rng.randint(1, 3))
-        fare = _money(rng, 89, 640)
+        fare = random_amount(rng, 89, 640)
         amounts = {
             "Base fare": fare,
-            "Fuel surcharge": _money(rng, 20, 180),
+            "Fuel surcharge": random_amount(rng, 20, 180),
             "Passenger facility charge": Decimal("4.50"),
             "Security fee": Decimal("5.60"),
             "Government tax": _pct(fare, Decimal("7.5")),
@@ -118,7 +118,7 @@ def _airfare(rng: random.Random, start: date, count: int) -> list[Charge]:
     extras = {"Seat selection": (15, 89), "Checked baggage": (35, 75), "Change fee": (50, 200)}
     for _ in range(count - len(charges)):
         sub = rng.choice(sorted(extras))
-        charges.append((start + timedelta(days=rng.randrange(max(1, segments))), sub, _money(rng, *extras[sub])))
+        charges.append((start + timedelta(days=rng.randrange(max(1, segments))), sub, random_amount(rng, *extras[sub])))
     return charges
 
 
@@ -126,7 +126,7 @@ def _meals(rng: random.Random, start: date, count: int) -> list[Charge]:
     n_on_top = 3 if count >= 6 else 2  # tax + tip (+ service charge)
     ranges = {"Food": (9, 48), "Beverages": (3, 9), "Alcohol": (8, 22)}
     dishes = [
-        (start, sub, _money(rng, *ranges[sub]))
+        (start, sub, random_amount(rng, *ranges[sub]))
         for sub in (rng.choice(["Food", "Food", "Beverages", "Alcohol"]) for _ in range(count - n_on_top))
     ]
     subtotal = sum((c[2] for c in dishes), Decimal("0"))
@@ -140,11 +140,11 @@ def _meals(rng: random.Random, start: date, count: int) -> list[Charge]:
 
 
 def _conference(rng: random.Random, start: date, count: int) -> list[Charge]:
-    charges: list[Charge] = [(start, "Registration fee", _money(rng, 395, 1495))]
+    charges: list[Charge] = [(start, "Registration fee", random_amount(rng, 395, 1495))]
     optional = {"Workshop fee": (95, 450), "Course materials": (25, 120), "Networking event": (45, 180)}
     for _ in range(count - 3):
         sub = rng.choice(sorted(optional))
-        charges.append((start + timedelta(days=rng.randrange(3)), sub, _money(rng, *optional[sub])))
+        charges.append((start + timedelta(days=rng.randrange(3)), sub, random_amount(rng, *optional[sub])))
     subtotal = sum((c[2] for c in charges), Decimal("0"))
     charges += [
         (start, "Sales tax", _pct(subtotal, Decimal("6"))),

@@ -4,13 +4,22 @@ statement reconciliation > Bank reconciliation)."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
-from erp_sim import response_keys as K
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Button,
+    Column,
+    FormDefinition,
+    FormHost,
+    Grid,
+    GridRow,
+    OpenForm,
+    Section,
+    quick_filter_control,
+)
 from erp_sim.money import display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
+from erp_sim.workflows.bank_reconciliation import rules
 from erp_sim.workflows.bank_reconciliation.forms.figures import yes_no
 
 
@@ -42,14 +51,7 @@ class ReconciliationList(FormDefinition):
             Column(R.LIST_TOTAL, "Statement amount", "Real"),
             Column(R.LIST_RECONCILED, "Reconciled"),
         ]
-        quick = Control(
-            "QuickFilter",
-            "Filter",
-            K.INPUT,
-            form.quick_filter,
-            editable=True,
-            help="Type to filter all columns of the grid (form_filter_form).",
-        )
+        quick = quick_filter_control(form)
         return [
             Section("FilterGroup", "Filter", controls=[quick]),
             Section(
@@ -61,13 +63,7 @@ class ReconciliationList(FormDefinition):
 
     @staticmethod
     def _rows(session: FormHost) -> list[GridRow]:
-        totals = {
-            statement_id: Decimal(cents) / 100
-            for statement_id, cents in session.db.execute(
-                "SELECT statement_id, SUM(CAST(ROUND(CAST(amount AS REAL) * 100) AS INTEGER)) FROM bank_statement_line "
-                "GROUP BY statement_id"
-            )
-        }
+        totals = rules.statement_totals(session.db)
         return [
             GridRow(
                 r["id"],
@@ -104,10 +100,3 @@ class ReconciliationList(FormDefinition):
         if rec_id is None:
             raise FormStateError(f"Select a bank reconciliation in {R.LIST_GRID} first (form_select_grid_row).")
         return session.open_form(R.HEADER_FORM, {"rec_id": rec_id})
-
-    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
-        if control.name != "QuickFilter":
-            return super().set_value(session, form, control, value)
-        form.quick_filter = str(value)
-        form.grid_state(R.LIST_GRID).page = 0
-        return None

@@ -19,6 +19,7 @@ unmatched meanwhile are dropped, with a warning, the next time the form is shown
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -48,10 +49,7 @@ class WorksheetInput:
 
 
 def _input(form: OpenForm) -> WorksheetInput:
-    if form.pending is None:
-        form.pending = WorksheetInput()
-    assert isinstance(form.pending, WorksheetInput)
-    return form.pending
+    return form.edits(WorksheetInput)
 
 
 def _open_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
@@ -77,6 +75,89 @@ def _marked(form: OpenForm, grid: str, rows: list[sqlite3.Row]) -> list[sqlite3.
 
 def _total(rows: list[sqlite3.Row]) -> Decimal:
     return sum((Decimal(row["amount"]) for row in rows), ZERO)
+
+
+def _money_of(record: Any) -> str:
+    return display_money(Decimal(record["amount"]))
+
+
+def _item_record(item: rules.MatchItem) -> sqlite3.Row:
+    record = item.line if item.line is not None else item.transaction
+    assert record is not None  # an item is a statement line or a bank transaction
+    return record
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """A worksheet grid: its name and label, and per column (name, label, data type, the record's value)."""
+
+    name: str
+    label: str
+    columns: tuple[tuple[str, str, str, Callable[[Any], str]], ...]
+    key: Callable[[Any], int] = lambda record: int(record["id"])
+
+    def grid(self, session: FormHost, rec_id: int, records: list[Any]) -> Grid:
+        # rows are built once per database version (a 400-line statement's grids hold some 1,700), the grid at
+        # every render
+        rows = session.cached_read(
+            f"bank/{rec_id}/rows/{self.name}",
+            lambda: [GridRow(self.key(r), {name: value(r) for name, _, _, value in self.columns}) for r in records],
+        )
+        return Grid(self.name, self.label, [Column(name, label, kind) for name, label, kind, _ in self.columns], rows)
+
+
+_STATEMENT_GRID = GridSpec(
+    R.STATEMENT_GRID,
+    "Open bank statement lines",
+    (
+        (R.LINE_NUMBER, "Line", "Integer", lambda line: str(line["line_number"])),
+        (R.LINE_DATE, "Booking date", "Date", lambda line: line["booking_date"]),
+        (R.LINE_TEXT, "Description", "String", lambda line: line["description"]),
+        (R.LINE_REFERENCE, "Reference", "String", lambda line: line["bank_reference"]),
+        (R.LINE_AMOUNT, "Amount", "Real", _money_of),
+    ),
+)
+_TRANSACTION_GRID = GridSpec(
+    R.TRANSACTION_GRID,
+    "Open bank transactions",
+    (
+        (R.TRANS_DATE, "Date", "Date", lambda t: t["trans_date"]),
+        (R.TRANS_VOUCHER, "Voucher", "String", lambda t: t["voucher"]),
+        (R.TRANS_REFERENCE, "Payment reference", "String", lambda t: t["payment_reference"]),
+        (R.TRANS_TEXT, "Description", "String", lambda t: t["description"]),
+        (R.TRANS_AMOUNT, "Amount", "Real", _money_of),
+    ),
+)
+_MATCHED_GRID = GridSpec(
+    R.MATCHED_GRID,
+    "Matched bank statement lines and transactions",
+    (
+        (R.MATCH_ID, "Match", "String", lambda item: item.match_id),
+        (R.MATCH_TYPE, "Type", "String", lambda item: item.match_type),
+        (
+            R.MATCH_DOCUMENT,
+            "Line or voucher",
+            "String",
+            lambda item: f"Line {item.line['line_number']}" if item.line is not None else _item_record(item)["voucher"],
+        ),
+        (
+            R.MATCH_REFERENCE,
+            "Reference",
+            "String",
+            lambda item: (
+                item.line["bank_reference"] if item.line is not None else _item_record(item)["payment_reference"]
+            ),
+        ),
+        (R.MATCH_AMOUNT, "Amount", "Real", lambda item: _money_of(_item_record(item))),
+        (
+            R.MATCH_ACCOUNT,
+            "Offset account",
+            "String",
+            lambda item: "" if item.line is not None else _item_record(item)["offset_account"] or "",
+        ),
+    ),
+    key=lambda item: int(item.item_id),
+)
 
 
 class Worksheet(FormDefinition):
@@ -146,115 +227,15 @@ class Worksheet(FormDefinition):
             Section("WorksheetTotalsGroup", "Totals", controls=figure_controls(session, form, "Worksheet", brief=True)),
             Section("MarkedGroup", "Marked rows", controls=marked),
         ]
-        rec_id = rec["id"]
-        # the rows of each grid are built once per database version (a 400-line statement's three grids hold
-        # some 1,700 rows), the grids around them at every render
-        statement_rows = session.cached_read(f"bank/{rec_id}/statement-rows", lambda: self._statement_rows(lines))
-        transaction_rows = session.cached_read(
-            f"bank/{rec_id}/transaction-rows", lambda: self._transaction_rows(transactions)
-        )
-        matched_rows = session.cached_read(
-            f"bank/{rec_id}/matched-rows", lambda: self._matched_rows(_items(session, form))
-        )
+        grids: list[tuple[str, str, list[Any], GridSpec]] = [
+            (R.STATEMENT_TAB, "Bank statement lines", lines, _STATEMENT_GRID),
+            (R.TRANSACTION_TAB, "Bank transactions", transactions, _TRANSACTION_GRID),
+            (R.MATCHED_TAB, "Matched", _items(session, form), _MATCHED_GRID),
+        ]
         return sections + [
-            Section(R.STATEMENT_TAB, "Bank statement lines", K.TAB_PAGE, grids=[self._statement_grid(statement_rows)]),
-            Section(
-                R.TRANSACTION_TAB, "Bank transactions", K.TAB_PAGE, grids=[self._transaction_grid(transaction_rows)]
-            ),
-            Section(R.MATCHED_TAB, "Matched", K.TAB_PAGE, grids=[self._matched_grid(matched_rows)]),
+            Section(tab, label, K.TAB_PAGE, grids=[spec.grid(session, rec["id"], records)])
+            for tab, label, records, spec in grids
         ]
-
-    @staticmethod
-    def _statement_rows(lines: list[sqlite3.Row]) -> list[GridRow]:
-        return [
-            GridRow(
-                line["id"],
-                {
-                    R.LINE_NUMBER: str(line["line_number"]),
-                    R.LINE_DATE: line["booking_date"],
-                    R.LINE_TEXT: line["description"],
-                    R.LINE_REFERENCE: line["bank_reference"],
-                    R.LINE_AMOUNT: display_money(Decimal(line["amount"])),
-                },
-            )
-            for line in lines
-        ]
-
-    @staticmethod
-    def _statement_grid(rows: list[GridRow]) -> Grid:
-        columns = [
-            Column(R.LINE_NUMBER, "Line", "Integer"),
-            Column(R.LINE_DATE, "Booking date", "Date"),
-            Column(R.LINE_TEXT, "Description"),
-            Column(R.LINE_REFERENCE, "Reference"),
-            Column(R.LINE_AMOUNT, "Amount", "Real"),
-        ]
-        return Grid(R.STATEMENT_GRID, "Open bank statement lines", columns, rows)
-
-    @staticmethod
-    def _transaction_rows(transactions: list[sqlite3.Row]) -> list[GridRow]:
-        return [
-            GridRow(
-                t["id"],
-                {
-                    R.TRANS_DATE: t["trans_date"],
-                    R.TRANS_VOUCHER: t["voucher"],
-                    R.TRANS_REFERENCE: t["payment_reference"],
-                    R.TRANS_TEXT: t["description"],
-                    R.TRANS_AMOUNT: display_money(Decimal(t["amount"])),
-                },
-            )
-            for t in transactions
-        ]
-
-    @staticmethod
-    def _transaction_grid(rows: list[GridRow]) -> Grid:
-        columns = [
-            Column(R.TRANS_DATE, "Date", "Date"),
-            Column(R.TRANS_VOUCHER, "Voucher"),
-            Column(R.TRANS_REFERENCE, "Payment reference"),
-            Column(R.TRANS_TEXT, "Description"),
-            Column(R.TRANS_AMOUNT, "Amount", "Real"),
-        ]
-        return Grid(R.TRANSACTION_GRID, "Open bank transactions", columns, rows)
-
-    @staticmethod
-    def _matched_rows(items: list[rules.MatchItem]) -> list[GridRow]:
-        rows = []
-        for item in items:
-            if item.line is not None:
-                document, reference = f"Line {item.line['line_number']}", item.line["bank_reference"]
-                amount, account = item.line["amount"], ""
-            else:
-                assert item.transaction is not None  # an item is a line or a transaction
-                document, reference = item.transaction["voucher"], item.transaction["payment_reference"]
-                amount, account = item.transaction["amount"], item.transaction["offset_account"] or ""
-            rows.append(
-                GridRow(
-                    item.item_id,
-                    {
-                        R.MATCH_ID: item.match_id,
-                        R.MATCH_TYPE: item.match_type,
-                        R.MATCH_DOCUMENT: document,
-                        R.MATCH_REFERENCE: reference,
-                        R.MATCH_AMOUNT: display_money(Decimal(amount)),
-                        R.MATCH_ACCOUNT: account,
-                    },
-                )
-            )
-        return rows
-
-    @staticmethod
-    def _matched_grid(rows: list[GridRow]) -> Grid:
-        columns = [
-            Column(R.MATCH_ID, "Match"),
-            Column(R.MATCH_TYPE, "Type"),
-            Column(R.MATCH_DOCUMENT, "Line or voucher"),
-            Column(R.MATCH_REFERENCE, "Reference"),
-            Column(R.MATCH_AMOUNT, "Amount", "Real"),
-            Column(R.MATCH_ACCOUNT, "Offset account"),
-        ]
-        return Grid(R.MATCHED_GRID, "Matched bank statement lines and transactions", columns, rows)
 
     def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         reconciled = bool(reconciliation(session, form)["reconciled"])

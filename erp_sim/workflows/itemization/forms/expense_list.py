@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
-from erp_sim import response_keys as K
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Button,
+    Column,
+    FormDefinition,
+    FormHost,
+    Grid,
+    GridRow,
+    OpenForm,
+    Section,
+    quick_filter_control,
+)
 from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.itemization.task import task_of
 
@@ -41,14 +49,7 @@ class ExpenseReportList(FormDefinition):
             Column("TrvExpTable_CreatedDate", "Created date", "Date"),
             Column("TrvExpTable_TotalAmount", "Total amount", "Real"),
         ]
-        quick = Control(
-            "QuickFilter",
-            "Filter",
-            K.INPUT,
-            form.quick_filter,
-            editable=True,
-            help="Type to filter all columns of the grid (form_filter_form).",
-        )
+        quick = quick_filter_control(form)
         return [
             Section("FilterGroup", "Filter", controls=[quick]),
             Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)]),
@@ -97,10 +98,3 @@ class ExpenseReportList(FormDefinition):
         if report_id is None:
             raise FormStateError("Select an expense report in ExpenseReportsGrid first (form_select_grid_row).")
         return session.open_form("TrvExpenseReport", {"report_id": report_id})
-
-    def set_value(self, session: FormHost, form: OpenForm, control: Control, value: Any) -> None:
-        if control.name != "QuickFilter":
-            return super().set_value(session, form, control, value)
-        form.quick_filter = str(value)
-        form.grid_state(GRID).page = 0
-        return None

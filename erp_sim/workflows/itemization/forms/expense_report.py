@@ -55,10 +55,7 @@ class ReportEdits:
 
 
 def _edits(form: OpenForm) -> ReportEdits:
-    if form.pending is None:
-        form.pending = ReportEdits()
-    assert isinstance(form.pending, ReportEdits)
-    return form.pending
+    return form.edits(ReportEdits)
 
 
 class ExpenseReportForm(FormDefinition):

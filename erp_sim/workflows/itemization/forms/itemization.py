@@ -44,10 +44,7 @@ ItemRow = tuple[RowKey, RowValues, str]  # (key, values, status: Saved, Modified
 
 
 def _edits(form: OpenForm) -> RowEdits:
-    if form.pending is None:
-        form.pending = RowEdits()
-    assert isinstance(form.pending, RowEdits)
-    return form.pending
+    return form.edits(RowEdits)
 
 
 def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
