@@ -1,7 +1,7 @@
 """Refactors must change no response: a digest of every response text of fixed call sequences.
 
-For every task of hotel_50 and expense_types and the first tasks of long_horizon, at both
-verbosities, the oracle's solution is played on an ``ErpSession``, followed by a fixed list of
+For every task of hotel_50, expense_types and bank_recon_50 and the first tasks of long_horizon and
+bank_recon_long, at both verbosities, the oracle's solution is played on an ``ErpSession``, followed by a fixed list of
 probes that reach the data tools, the SQL tool, the actions and the error paths (unknown tool,
 bad arguments, a business-rule refusal). Every response text and the final grade are hashed into
 one digest per task set and verbosity, stored in ``response_digests.json`` before a refactor.
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 DIGESTS = Path(__file__).with_name("response_digests.json")
-SELECTIONS = {"hotel_50": None, "expense_types": None, "long_horizon": 3}  # task set -> how many tasks (None: all)
+# task set -> how many tasks (None: all)
+SELECTIONS = {"hotel_50": None, "expense_types": None, "long_horizon": 3, "bank_recon_50": None, "bank_recon_long": 2}
 VERBOSITIES = ("default", "compact")
 
 # After the oracle's solution: reads, data tools, SQL, actions, and calls that must fail without writing.
@@ -48,6 +49,36 @@ PROBES: list[tuple[str, Any]] = [
 ]
 
 
+# The same for bank reconciliation: its worksheet's tab pages and grids, its entity sets and actions, and refusals
+# (an unequal match, marking reconciled twice, a write to a reconciled reconciliation, an unknown tool).
+BANK_PROBES: list[tuple[str, Any]] = [
+    ("form_find_menu_item", {"menuItemFilter": "bank"}),
+    ("form_open_menu_item", {"name": "BankReconciliation", "type": "Display"}),
+    ("form_sort_grid_column", {"gridName": "BankReconciliationGrid", "gridColumnName": "BankRecon_StatementTotal"}),
+    ("form_select_grid_row", {"gridName": "BankReconciliationGrid", "rowNumber": "2"}),
+    ("form_click_control", {"controlName": "OpenReconciliation"}),
+    ("form_click_control", {"controlName": "Worksheet"}),
+    ("form_open_or_close_tab", {"tabName": "MatchedTabPage", "tabAction": "Open"}),
+    ("form_click_control", {"controlName": "MatchedGrid", "actionId": "LoadNextPage"}),
+    ("form_select_grid_row", {"gridName": "MatchedGrid", "rowNumber": "1", "marking": "Marked"}),
+    ("form_click_control", {"controlName": "Unmatch"}),
+    ("form_open_lookup", {"controlName": "Worksheet_OffsetAccount"}),
+    ("form_close_form", {}),
+    ("form_click_control", {"controlName": "MarkAsReconciled"}),
+    ("data_find_entity_type", {"tableSearchFilter": "bank"}),
+    ("data_get_entity_metadata", {"entitySetName": "BankReconciliationMatches"}),
+    ("data_find_entities", {"odataPath": "BankTransactions", "odataQueryOptions": "$top=5&$orderby=Amount desc"}),
+    ("data_find_entities_sql", {"sqlQuery": "SELECT match_type, COUNT(*) FROM bank_reconciliation_match GROUP BY 1"}),
+    ("api_find_actions", {"actionSearchFilter": ""}),
+    ("data_delete_entities", {"entitySetName": "BankReconciliationMatches", "keys": [1]}),
+    ("data_update_entities", {"entitySetName": "BankReconciliations", "entities": [{"RecId": 1, "Reconciled": False}]}),
+    ("form_set_control_values", {"controlValues": [{"controlName": "Nope", "value": "x"}]}),
+    ("no_such_tool", {}),
+    ("data_find_entities_sql", {"sqlQuery": "DELETE FROM bank_transaction"}),
+]
+PROBES_OF = {"itemization": PROBES, "bank_reconciliation": BANK_PROBES}
+
+
 def selection_digest(task_set: str, count: int | None, verbosity: str) -> str:
     from erp_sim import load_task_set
     from erp_sim.erp_session import ErpSession
@@ -65,7 +96,7 @@ def selection_digest(task_set: str, count: int | None, verbosity: str) -> str:
                 name, arguments = calls.send(response.text)
         except StopIteration:
             pass
-        for name, arguments in PROBES:
+        for name, arguments in PROBES_OF[type(task).workflow]:
             digest.update(session.call(name, arguments).text.encode())
         digest.update(session.grade().model_dump_json().encode())
         digest.update(session.state_hash().encode())

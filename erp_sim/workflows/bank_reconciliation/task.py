@@ -84,7 +84,7 @@ class Task(BaseModel):
     task_id: str = Field(description="Unique id, e.g. bank-007.")
     task_set: str = Field(description="The fixture set the task belongs to.")
     seed: int = Field(description="Seed of everything random in the task's world.")
-    difficulty: str = Field(description="easy (8-15 lines), medium (16-25), hard (26-40) or long (the long set).")
+    difficulty: str = Field(description="easy (8-15 lines), medium (16-25), hard (26-40) or long (over 40).")
     user_name: str = Field(description="The accountant who asks (the simulated user).")
     user_title: str = Field(description="The user's role.")
     account_id: str = Field(description="The bank account to reconcile, e.g. USMF OPER.")

@@ -102,7 +102,8 @@ class _Generator:
         rest = n - fees - booked - deposits
         kinds = [rng.choices(ONE_TO_ONE, ONE_TO_ONE_WEIGHTS)[0] for _ in range(rest)]
         kinds += ["deposit"] * deposits + ["booked_fee"] * booked
-        kinds += ["bank_fee" if i == 0 or rng.random() < 0.5 else "interest" for i in range(fees)]
+        # the first is mostly a bank charge, the others mostly interest
+        kinds += ["bank_fee" if rng.random() < (0.75 if i == 0 else 0.4) else "interest" for i in range(fees)]
         rng.shuffle(kinds)
         return kinds
 
@@ -289,10 +290,11 @@ def _distractors(
     return out
 
 
-# bank_recon_50's sizes: 17 easy (8-15 lines), 17 medium (16-25), 16 hard (26-40), each range spread evenly.
+# bank_recon_50's sizes: 18 easy (8-15 lines), 16 medium (16-25), 16 hard (26-40), each range spread evenly (even
+# strata, so the stratified split is 25/25 as hotel_50's).
 SIZES = (
-    [8 + (i * 8) // 17 for i in range(17)]
-    + [16 + (i * 10) // 17 for i in range(17)]
+    [8 + (i * 8) // 18 for i in range(18)]
+    + [16 + (i * 10) // 16 for i in range(16)]
     + [26 + (i * 15) // 16 for i in range(16)]
 )
 
