@@ -1,12 +1,14 @@
-"""Benchmark the simulator: one tool call, opening a session, the oracle solving hotel_50, and the
-cost of a call against the horizon (long_horizon: 10-200 receipt charges over 1-5 lines).
+"""Benchmark the simulator: one tool call, opening a session and the oracle solving a task set, for one or more
+task sets in the same run (ratios against the first), and the cost of a call against the horizon.
 
-    python scripts/bench_erp.py [--repeats 7] [--horizon-only]
+    python scripts/bench_erp.py [--repeats 7] [--task-sets hotel_50,bank_recon_50] [--horizon long_horizon]
+    python scripts/bench_erp.py --horizon-only [--horizon bank_recon_long] [--verbosity compact]
 
 Prints medians (this machine is shared and noisy: read medians and ratios, not single runs).
 Targets (issue 2): tool call < 0.5 ms, session open < 5 ms, hotel_50 solved < 2 s.
 Horizon (issue 22): per-call CPU and response size stay flat as the task grows, since grids show
-one page (25 rows) whatever the receipt's length.
+one page (25 rows) whatever the receipt's (or the statement's) length. The horizon sets are long_horizon
+(10-200 receipt charges over 1-5 lines) and bank_recon_long (20-400 statement lines).
 """
 
 from __future__ import annotations
@@ -16,57 +18,94 @@ import os
 import platform
 import statistics
 import time
+from dataclasses import dataclass
+
+from bpe_openai import get_encoding
 
 from erp_sim import ErpSession, load_task_set, run_oracle
 from erp_sim.database import clear_templates
 from erp_sim.oracle import oracle_trace
-from erp_sim.workflows.itemization.task import as_task
+from erp_sim.task_sets import task_rows
+from erp_sim.verbosity import VERBOSITIES
+
+WINDOW = 128_000  # the context window of the overflow point, o200k tokens
 
 
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def horizon(repeats: int) -> None:
-    """Per-call CPU time and response size of the oracle's calls, by rung (charges) and by number of lines."""
+def horizon(task_set: str, repeats: int, verbosity: str = "default") -> None:
+    """Per-call CPU time and response size of the oracle's calls, by the task's size (receipt charges or
+    statement lines) and, for itemization, by its number of lines; and the o200k tokens of a whole episode's
+    responses, the least a full-history transcript holds, with the size at which it passes a 128k window."""
+    encoding = get_encoding("o200k_base")
     groups: dict[tuple[int, str], dict[str, list]] = {}
-    for task in map(as_task, load_task_set("long_horizon")):
+    sizes = {row.task_id: row.size for row in task_rows(task_set)}
+    for task in load_task_set(task_set):
         trace = oracle_trace(task)
-        group = groups.setdefault(
-            (task.item_count, "1 line" if not task.extra_lines else "2-5 lines"), {"cpu": [], "chars": [], "calls": []}
-        )
+        lines = getattr(task, "extra_lines", None)
+        kind = ("2-5 lines" if lines else "1 line") if lines is not None else "statement lines"
+        group = groups.setdefault((sizes[task.task_id], kind), {"cpu": [], "chars": [], "calls": [], "tokens": []})
         group["calls"].append(len(trace))
         for repeat in range(repeats):
-            session = ErpSession(task)
+            session, tokens = ErpSession(task, verbosity=verbosity), 0
             for name, arguments in trace:
                 start = time.process_time()
                 response = session.call(name, arguments)
                 group["cpu"].append(time.process_time() - start)
                 if repeat == 0:
                     group["chars"].append(len(response.text))
+                    tokens += len(encoding.encode(response.text))
+            if repeat == 0:
+                group["tokens"].append(tokens)
     print(
-        f"\n{'long_horizon (oracle calls)':<28}{'calls/task':>11}{'CPU/call median':>17}{'p90':>9}"
-        f"{'response chars median':>23}{'max':>8}"
+        f"\n{task_set + ', ' + verbosity + ' (oracle calls)':<36}{'calls/task':>11}{'CPU/call median':>17}{'p90':>9}"
+        f"{'response chars median':>23}{'max':>8}{'episode tokens':>16}"
     )
-    for (charges, lines), group in sorted(groups.items()):
+    for (size, kind), group in sorted(groups.items()):
         cpu = sorted(group["cpu"])
+        label = f"{size} charges, {kind}" if kind != "statement lines" else f"{size} {kind}"
         print(
-            f"{f'{charges} charges, {lines}':<28}{statistics.median(group['calls']):>11.0f}{median_ms(cpu):>15.3f}ms"
+            f"{label:<36}{statistics.median(group['calls']):>11.0f}{median_ms(cpu):>15.3f}ms"
             f"{cpu[int(0.9 * (len(cpu) - 1))] * 1000:>7.3f}ms{statistics.median(group['chars']):>23,.0f}{max(group['chars']):>8,}"
+            f"{statistics.median(group['tokens']):>16,.0f}"
         )
+    print(f"full history passes {WINDOW:,} tokens of responses alone: {overflow_point(groups)}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--horizon-only", action="store_true", help="only the long_horizon table")
-    args = parser.parse_args()
-    tasks = load_task_set("hotel_50")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    if args.horizon_only:
-        return horizon(args.repeats)
+def overflow_point(groups: dict[tuple[int, str], dict[str, list]]) -> str:
+    """The task size at which the oracle's episode tokens (median by size) pass the window, interpolated
+    linearly between the two sizes either side of it."""
+    by_size: dict[int, list[int]] = {}
+    for (size, _), group in groups.items():
+        by_size.setdefault(size, []).extend(group["tokens"])
+    rungs = sorted((size, statistics.median(tokens)) for size, tokens in by_size.items())
+    previous = None
+    for size, tokens in rungs:
+        if tokens > WINDOW:
+            if previous is None:
+                return f"already at the smallest size, {size} ({tokens:,.0f} tokens)"
+            (low, low_tokens), slope = previous, (tokens - previous[1]) / (size - previous[0])
+            return f"at about {low + (WINDOW - low_tokens) / slope:.0f} (between sizes {low} and {size})"
+        previous = (size, tokens)
+    return f"never, up to size {rungs[-1][0]} ({rungs[-1][1]:,.0f} tokens)"
 
-    # Session open: first open of a task builds its template (cold); later opens copy it (warm).
+
+@dataclass
+class Figures:
+    call: float  # ms, median over every oracle call
+    warm: float  # ms
+    cold: float  # ms
+    solve: float  # s, the whole set
+    calls: int
+    per_tool: dict[str, list[float]]
+
+
+def measure(task_set: str, repeats: int) -> Figures:
+    """Session opens (cold: the first of a task builds its template; warm: later ones copy it), every oracle call
+    replayed at default verbosity, and the oracle solving the whole set."""
+    tasks = load_task_set(task_set)
     clear_templates()
     cold = []
     for task in tasks:
@@ -74,17 +113,15 @@ def main() -> None:
         ErpSession(task)
         cold.append(time.perf_counter() - start)
     warm = []
-    for _ in range(args.repeats):
+    for _ in range(repeats):
         for task in tasks:
             start = time.perf_counter()
             ErpSession(task)
             warm.append(time.perf_counter() - start)
-
-    # One tool call at default verbosity: every call of the oracle's trajectories, replayed.
     per_call: list[float] = []
     per_tool: dict[str, list[float]] = {}
     traces = [(task, oracle_trace(task)) for task in tasks]
-    for _ in range(args.repeats):
+    for _ in range(repeats):
         for task, trace in traces:
             session = ErpSession(task)
             for name, arguments in trace:
@@ -93,25 +130,55 @@ def main() -> None:
                 elapsed = time.perf_counter() - start
                 per_call.append(elapsed)
                 per_tool.setdefault(name, []).append(elapsed)
-
     solve = []
-    for _ in range(args.repeats):
+    for _ in range(repeats):
         start = time.perf_counter()
         for task in tasks:
             run_oracle(ErpSession(task))
         solve.append(time.perf_counter() - start)
-
-    print(f"{'measure':<44}{'median':>12}{'target':>10}")
-    print(f"{'tool call (all oracle calls, default)':<44}{median_ms(per_call):>10.3f}ms{'< 0.5ms':>10}")
-    print(f"{'session open (warm: template cached)':<44}{median_ms(warm):>10.3f}ms{'< 5ms':>10}")
-    print(f"{'session open (cold: first open of a task)':<44}{median_ms(cold):>10.3f}ms")
-    print(
-        f"{'oracle solves hotel_50 (' + str(sum(len(t) for _, t in traces)) + ' calls)':<44}{statistics.median(solve):>11.3f}s{'< 2s':>10}"
+    return Figures(
+        median_ms(per_call),
+        median_ms(warm),
+        median_ms(cold),
+        statistics.median(solve),
+        sum(len(t) for _, t in traces),
+        per_tool,
     )
-    print("\nper tool (median ms):")
-    for name, samples in sorted(per_tool.items()):
-        print(f"  {name:<28}{median_ms(samples):>8.3f}  (n={len(samples)})")
-    horizon(args.repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--task-sets", default="hotel_50", help="comma-separated; ratios are against the first")
+    parser.add_argument("--horizon", default="long_horizon", help="the horizon table's task set")
+    parser.add_argument("--horizon-only", action="store_true", help="only the horizon table")
+    parser.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="the horizon table's verbosity")
+    args = parser.parse_args()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.horizon_only:
+        return horizon(args.horizon, args.repeats, args.verbosity)
+    names = [name.strip() for name in args.task_sets.split(",") if name.strip()]
+    results = {name: measure(name, args.repeats) for name in names}
+    base = results[names[0]]
+    print(f"\n{'measure':<44}" + "".join(f"{name:>16}" for name in names) + f"{'target':>10}")
+    rows = [
+        ("tool call (all oracle calls, default)", "call", "ms", "< 0.5ms"),
+        ("session open (warm: template cached)", "warm", "ms", "< 5ms"),
+        ("session open (cold: first open of a task)", "cold", "ms", ""),
+        ("oracle solves the set", "solve", "s", "< 2s"),
+    ]
+    for label, key, unit, target in rows:
+        cells = "".join(f"{getattr(results[name], key):>14.3f}{unit:<2}" for name in names)
+        print(f"{label:<44}{cells}{target:>10}")
+    print(f"{'oracle calls in the set':<44}" + "".join(f"{results[name].calls:>16,}" for name in names))
+    for name in names[1:]:
+        ratios = ", ".join(f"{key} {getattr(results[name], key) / getattr(base, key):.2f}x" for _, key, _, _ in rows)
+        print(f"{name} against {names[0]}: {ratios}")
+    for name in names:
+        print(f"\n{name}, per tool (median ms):")
+        for tool, samples in sorted(results[name].per_tool.items()):
+            print(f"  {tool:<36}{median_ms(samples):>8.3f}  (n={len(samples)})")
+    horizon(args.horizon, args.repeats, args.verbosity)
     return None
 
 

@@ -14,9 +14,15 @@ surrogates, integers of 5,000 digits, deep nesting, wrong types). After every ca
   and only on success;
 - every 25th episode: the logged collateral diff equals the full diff of every table.
 
+``--task-set`` picks the tasks (default hotel_50). On a bank reconciliation set (bank_recon_50, bank_recon_long)
+the names and values come from its forms, the faces are ``ErpSession.call`` and MCP (its env ids come with the
+workflow's env face), and after every session call the books are audited from the raw tables
+(``erp_sim.workflows.bank_reconciliation.audit``: every match group balances; difference = statement total -
+matched - posted amounts).
+
 MCP uses fastmcp's in-memory ``Client`` against ``erp_sim.mcp.server.build_server()``.
 
-    .venv/bin/python scripts/fuzz_erp.py [--calls 100000] [--seed 0]
+    .venv/bin/python scripts/fuzz_erp.py [--calls 100000] [--seed 0] [--task-set bank_recon_50]
 """
 
 from __future__ import annotations
@@ -36,8 +42,11 @@ import erp_sim
 import erp_sim.envs
 from erp_sim.database.schema import CHANGE_LOG
 from erp_sim.oracle import oracle_trace
+from erp_sim.workflow_task import WorkflowTask
+from erp_sim.workflows.bank_reconciliation import grading as bank_grading
+from erp_sim.workflows.bank_reconciliation import reading as bank_forms
+from erp_sim.workflows.bank_reconciliation.audit import books_problems
 from erp_sim.workflows.itemization.grading import collateral_changes, full_collateral_changes, target_line_id
-from erp_sim.workflows.itemization.task import as_task
 
 NAMES = [
     "TrvExpenses",
@@ -126,7 +135,92 @@ HOSTILE = [
     {"a": None},
     ["\x00"],
 ]
+# Bank reconciliation's names and values: its forms' (reading), entity sets, actions and ledger accounts.
+BANK_NAMES = [
+    bank_forms.LIST_FORM,
+    bank_forms.WORKSHEET_FORM,
+    bank_forms.OPEN_BUTTON,
+    bank_forms.WORKSHEET_BUTTON,
+    bank_forms.RECONCILE_BUTTON,
+    bank_forms.MATCH_BUTTON,
+    bank_forms.NEW_BUTTON,
+    bank_forms.UNMATCH_BUTTON,
+    bank_forms.LIST_GRID,
+    bank_forms.STATEMENT_GRID,
+    bank_forms.TRANSACTION_GRID,
+    bank_forms.MATCHED_GRID,
+    *bank_forms.TAB_PAGES,
+    bank_forms.OFFSET_ACCOUNT,
+    bank_forms.LINE_REFERENCE,
+    bank_forms.TRANS_REFERENCE,
+    bank_forms.LIST_STATEMENT,
+    "BankReconciliationMatches",
+    "BankReconciliations",
+    "BankStatementLines",
+    "BankTransactions",
+    "GetBankReconciliationStatus",
+    "MatchBankStatementLines",
+    "MarkBankStatementLineAsNew",
+    "UnmatchBankStatementLines",
+    "MarkBankReconciliationAsReconciled",
+    "LoadNextPage",
+    "Open",
+    "Display",
+    "x",
+]
+BANK_VALUES = [
+    "618160",
+    "618160 Bank charges",
+    "801100",
+    "110110",
+    "1",
+    "2",
+    "25",
+    "1,2",
+    "12,13",
+    "BNK-",
+    "MATCH-00001",
+    "CPY-",
+    "Marked",
+    "Unmarked",
+    "Open",
+    "Close",
+    "SELECT * FROM bank_transaction LIMIT 3",
+    "$filter=MatchStatus eq 'Open'",
+    "BankStatementLines(1)",
+    "-35.00",
+    "",
+    True,
+    False,
+    None,
+    0,
+    1,
+    7,
+    -1,
+    2.5,
+]
+BANK_PROPERTIES = [
+    "ReconciliationRecId",
+    "StatementLineRecIds",
+    "BankTransactionRecIds",
+    "OffsetAccount",
+    "RecId",
+    "Reconciled",
+]
+BANK_PARAMETERS = ["StatementId", "LineNumbers", "Vouchers", "LineNumber", "OffsetAccount", "MatchId"]
 ARGUMENTS = {name: list(tool.input_schema.get("properties", {})) for name, tool in erp_sim.TOOLS.items()}
+VOCABULARY = {
+    "names": NAMES,
+    "values": VALUES,
+    "properties": None,
+    "parameters": ["RecId", "ReportNumber", "LineNumber"],
+}
+
+
+def use_vocabulary(workflow: str) -> None:
+    """The names and values random calls draw from: the workflow's forms, entity sets and actions."""
+    if workflow == "bank_reconciliation":
+        VOCABULARY.update(names=BANK_NAMES, values=BANK_VALUES, properties=BANK_PROPERTIES, parameters=BANK_PARAMETERS)
 
 
 def json_value(rng: random.Random, depth: int = 0) -> Any:
@@ -155,35 +249,30 @@ def argument_value(rng: random.Random, name: str) -> Any:
         return rng.choice(HOSTILE)
     if draw < 0.25:
         return json_value(rng)
+    names, values = VOCABULARY["names"], VOCABULARY["values"]
     if name == "controlValues":
         return [
-            {"controlName": rng.choice(NAMES), "value": argument_value(rng, "value")} for _ in range(rng.randint(1, 3))
+            {"controlName": rng.choice(names), "value": argument_value(rng, "value")} for _ in range(rng.randint(1, 3))
         ]
     if name == "entities":
-        return [
-            {
-                rng.choice(
-                    [
-                        "RecId",
-                        "ParentRecId",
-                        "Amount",
-                        "Subcategory",
-                        "TransactionDate",
-                        "Purpose",
-                        "ReportNumber",
-                        "Merchant",
-                    ]
-                ): argument_value(rng, "value")
-                for _ in range(rng.randint(1, 4))
-            }
+        properties = VOCABULARY["properties"] or [
+            "RecId",
+            "ParentRecId",
+            "Amount",
+            "Subcategory",
+            "TransactionDate",
+            "Purpose",
+            "ReportNumber",
+            "Merchant",
         ]
+        return [{rng.choice(properties): argument_value(rng, "value") for _ in range(rng.randint(1, 4))}]
     if name == "keys":
         return [rng.randint(-2, 300) for _ in range(rng.randint(1, 3))]
     if name == "parameters":
-        return {rng.choice(["RecId", "ReportNumber", "LineNumber"]): argument_value(rng, "value")}
+        return {rng.choice(VOCABULARY["parameters"]): argument_value(rng, "value")}
     if name in ("rowNumber", "filterValue", "value", "sqlQuery", "odataPath", "odataQueryOptions", "menuItemFilter"):
-        return rng.choice(VALUES)
-    return rng.choice(NAMES + VALUES[:3])
+        return rng.choice(values)
+    return rng.choice(names + values[:3])
 
 
 def random_call(rng: random.Random) -> tuple[Any, Any]:
@@ -233,14 +322,23 @@ def log_size(session: erp_sim.ErpSession) -> int:
     return session.db.execute(f"SELECT count(*) FROM {CHANGE_LOG}").fetchone()[0]
 
 
-def oracle_prefix(task: erp_sim.Task, rng: random.Random) -> list[tuple[str, dict]]:
+def oracle_prefix(task: WorkflowTask, rng: random.Random) -> list[tuple[str, dict]]:
     trace = oracle_trace(task)
     return trace[: rng.randint(0, len(trace))]
 
 
-def fuzz_session(tally: Tally, rng: random.Random, task: erp_sim.Task, calls: int, full_diff: bool) -> None:
-    session = erp_sim.ErpSession(task)
+def diffs(session: erp_sim.ErpSession) -> tuple[list[str], list[str]]:
+    """The logged collateral diff of the session's task and the full one."""
+    if session.workflow.name == "bank_reconciliation":
+        rec_id = bank_grading.target_reconciliation(session)
+        return bank_grading.collateral_changes(session, rec_id), bank_grading.full_collateral_changes(session, rec_id)
     line_id = target_line_id(session)
+    return collateral_changes(session, line_id), full_collateral_changes(session, line_id)
+
+
+def fuzz_session(tally: Tally, rng: random.Random, task: WorkflowTask, calls: int, full_diff: bool) -> None:
+    session = erp_sim.ErpSession(task)
+    audited = session.workflow.name == "bank_reconciliation"
     plan = oracle_prefix(task, rng) + [random_call(rng) for _ in range(calls)]
     for name, arguments in plan:
         before = log_size(session)
@@ -254,9 +352,17 @@ def fuzz_session(tally: Tally, rng: random.Random, task: erp_sim.Task, calls: in
         check_response_text(tally, "session", response.text, response.is_error)
         if response.is_error and log_size(session) != before:
             tally.violation("session", f"failed {name} wrote to the database: {response.result[:120]}")
-    if full_diff and collateral_changes(session, line_id) != full_collateral_changes(session, line_id):
+        for problem in books_problems(session.db) if audited else []:
+            tally.violation("session", f"after {name}: {problem}")
+    if full_diff and diffs(session)[0] != diffs(session)[1]:
         tally.violation("session", "logged collateral differs from the full diff")
     session.close()
+
+
+def as_itemization(task: WorkflowTask) -> erp_sim.Task:
+    from erp_sim.workflows.itemization.task import as_task
+
+    return as_task(task)
 
 
 def fuzz_env(tally: Tally, rng: random.Random, env, task: erp_sim.Task, calls: int) -> None:
@@ -322,15 +428,13 @@ def _unsendable(exc: Exception) -> bool:
     return isinstance(exc, UnicodeEncodeError) and not any("/erp_sim/" in f.filename for f in frames)
 
 
-async def fuzz_mcp(tally: Tally, rng: random.Random, task_index: int, calls: int) -> None:
+async def fuzz_mcp(tally: Tally, rng: random.Random, task_set: str, task_index: int, calls: int) -> None:
     from fastmcp import Client
 
     from erp_sim.mcp.server import build_server
 
-    async with Client(build_server(task_id=task_index)) as client:
-        plan = oracle_prefix(as_task(erp_sim.get_task("hotel_50", task_index)), rng) + [
-            random_call(rng) for _ in range(calls)
-        ]
+    async with Client(build_server(task_set=task_set, task_id=task_index)) as client:
+        plan = oracle_prefix(erp_sim.get_task(task_set, task_index), rng) + [random_call(rng) for _ in range(calls)]
         for name, arguments in plan:
             if not isinstance(name, str) or not isinstance(arguments, dict):
                 name, arguments = "form_find_controls", {"controlSearchTerm": str(name)[:20]}
@@ -364,26 +468,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--episode", type=int, default=60, help="random calls per episode after the oracle prefix")
+    parser.add_argument("--task-set", default="hotel_50", help="the tasks fuzzed (default hotel_50)")
     args = parser.parse_args(argv)
     rng, tally = random.Random(args.seed), Tally()
-    tasks = [as_task(task) for task in erp_sim.load_task_set("hotel_50")]
-    env = gym.make("erp_sim/ExpenseItemization-v0")
+    tasks = erp_sim.load_task_set(args.task_set)
+    workflow = type(tasks[0]).workflow
+    use_vocabulary(workflow)
+    itemization = workflow == "itemization"  # the env face is itemization's Gymnasium env
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=args.task_set) if itemization else None
+    faces = ("session", "env", "session", "env", "mcp") if itemization else ("session", "session", "mcp")
     start = time.perf_counter()
     episode = 0
     while sum(tally.calls.values()) < args.calls:
         task_index = rng.randrange(len(tasks))
-        face = ("session", "env", "session", "env", "mcp")[episode % 5]
+        face = faces[episode % len(faces)]
         if face == "session":
             fuzz_session(tally, rng, tasks[task_index], args.episode, full_diff=episode % 25 == 0)
         elif face == "env":
-            fuzz_env(tally, rng, env, tasks[task_index], args.episode)
+            fuzz_env(tally, rng, env, as_itemization(tasks[task_index]), args.episode)
         else:
-            asyncio.run(fuzz_mcp(tally, rng, task_index, args.episode))
+            asyncio.run(fuzz_mcp(tally, rng, args.task_set, task_index, args.episode))
         episode += 1
     elapsed = time.perf_counter() - start
     total = sum(tally.calls.values())
     print(
-        f"fuzzed {total:,} calls in {elapsed:.0f} s over {episode} episodes (seed {args.seed}): "
+        f"fuzzed {total:,} calls on {args.task_set} in {elapsed:.0f} s over {episode} episodes (seed {args.seed}): "
         + ", ".join(f"{face} {n:,}" for face, n in tally.calls.items())
     )
     print(f"MCP requests the client library could not encode (lone surrogates in a name or key): {tally.unsendable}")

@@ -211,3 +211,22 @@ def test_a_booked_fee_has_its_transaction_and_matches_like_a_payment():
         and counterpart.reference == line.reference
         and line.line_number not in task.fee_accounts
     )
+
+
+def test_the_audit_finds_books_written_around_the_rules(session):
+    from erp_sim.workflows.bank_reconciliation.audit import books_problems
+
+    assert books_problems(session.db) == []
+    task = session.task
+    line, voucher = _first_single(task)
+    other = min(next(vouchers for _, vouchers in task.groups if voucher not in vouchers))
+    session.db.execute(
+        "INSERT INTO bank_reconciliation_match (reconciliation_id, match_id, match_type) VALUES (?, 'X', 'Match')",
+        (target_reconciliation(session),),
+    )
+    (match,) = session.db.execute("SELECT MAX(id) FROM bank_reconciliation_match").fetchone()
+    session.db.execute(
+        "INSERT INTO bank_reconciliation_match_item (match_id, statement_line_id, bank_transaction_id) VALUES (?, ?, NULL), (?, NULL, ?)",
+        (match, line_id(session, line), match, trans_id(session, other)),
+    )
+    assert any("against transactions" in problem for problem in books_problems(session.db))
