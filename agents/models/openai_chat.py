@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 import openai
 
 from erp_sim.agents.models.roles import public_url
+from erp_sim.agents.models.turns import chat_messages
 from erp_sim.agents.types import (
     ChatResponse,
     ContextOverflowError,
@@ -308,12 +309,14 @@ def _gave_up(what: str, status: int | None, failures: list[str], request: dict[s
 def wire_messages(
     messages: list[Message], tool_call_content: str | None = None, *, object_arguments: bool = False
 ) -> list[Message]:
-    """The messages as the API takes them: our tool results carry the tool's ``name`` (for
-    summaries, views and the scripted agent), which a tool message may not have on the wire.
-    An assistant message that only calls tools (no content, or null) gets ``tool_call_content``
-    when it is a string (``""`` for local servers), else goes as it is. ``object_arguments``: a call
-    whose arguments text is not a JSON object goes with ``"{}"`` (its tool result says what was wrong)."""
-    return [_wire_message(message, tool_call_content, object_arguments) for message in messages]
+    """The messages as the API takes them: one system message first, then alternating turns
+    (``turns.chat_messages``: the merge rule every backend applies); our tool results carry the tool's
+    ``name`` (for summaries, views and the scripted agent), which a tool message may not have on the wire,
+    and another backend's ``provider_items`` stay behind. An assistant message that only calls tools (no
+    content, or null) gets ``tool_call_content`` when it is a string (``""`` for local servers), else goes
+    as it is. ``object_arguments``: a call whose arguments text is not a JSON object goes with ``"{}"`` (its
+    tool result says what was wrong)."""
+    return [_wire_message(message, tool_call_content, object_arguments) for message in chat_messages(messages)]
 
 
 def _wire_message(message: Message, tool_call_content: str | None, object_arguments: bool) -> Message:
@@ -322,6 +325,8 @@ def _wire_message(message: Message, tool_call_content: str | None, object_argume
         return {key: value for key, value in message.items() if key != "name"}
     if role != "assistant":
         return message
+    if "provider_items" in message:  # reasoning another API returned: not a Chat Completions field
+        message = {key: value for key, value in message.items() if key != "provider_items"}
     if tool_call_content is not None and message.get("content") is None:
         message = {**message, "content": tool_call_content}
     calls = message.get("tool_calls")
