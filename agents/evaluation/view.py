@@ -340,7 +340,13 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
     return record
 
 
-COST_FIELDS = ("cacheable_prefix_tokens", "reported_input_tokens", "provider_cached_tokens")
+COST_FIELDS = (
+    "cacheable_prefix_tokens",
+    "reported_input_tokens",
+    "provider_cached_tokens",
+    "provider_cache_write_tokens",  # the Messages API's cache writes (absent elsewhere)
+    "reasoning_tokens",
+)
 
 
 def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
