@@ -436,6 +436,24 @@ def _error_body(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
 
 
+def send_json(handler: BaseHTTPRequestHandler, reply: Any) -> None:
+    """Send ``reply`` (status, JSON body, headers; after its delay, cut in half if ``truncate``)."""
+    time.sleep(reply.delay)
+    payload = json.dumps(reply.body).encode()
+    if reply.truncate:
+        payload = payload[: len(payload) // 2]
+    try:
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client gave up waiting (a timeout test): nothing to answer
+
+
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -449,20 +467,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if reply.status == 200:
                 with server._lock:
                     server.answered.append(reply.body)
-            time.sleep(reply.delay)
-            payload = json.dumps(reply.body).encode()
-            if reply.truncate:
-                payload = payload[: len(payload) // 2]
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting (a timeout test): nothing to answer
+            send_json(self, reply)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean

@@ -78,6 +78,23 @@ class Retries:
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
 
+    @classmethod
+    def of(
+        cls,
+        max_retries: int,
+        backoff_base: float,
+        backoff_max: float,
+        sleep: Callable[[float], None] | None = None,
+        async_sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> Retries:
+        """A backend's retries, with its injected waits where given (tests pass their own)."""
+        retries = cls(max_retries, backoff_base, backoff_max)
+        if sleep is not None:
+            retries.sleep = sleep
+        if async_sleep is not None:
+            retries.async_sleep = async_sleep
+        return retries
+
 
 def retried(
     call: Callable[[], T],

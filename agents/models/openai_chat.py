@@ -106,11 +106,7 @@ class OpenAIChatModel:
     ):
         self.model = model
         self.azure = azure
-        self.retries = Retries(max_retries, backoff_base, backoff_max)
-        if sleep is not None:
-            self.retries.sleep = sleep
-        if async_sleep is not None:
-            self.retries.async_sleep = async_sleep
+        self.retries = Retries.of(max_retries, backoff_base, backoff_max, sleep, async_sleep)
         # the server the client will use: OPENAI_BASE_URL is the client's own default, named here so that rows,
         # recordings and the resume check know the server (None: OpenAI's API)
         self.base_url = openai_base_url(base_url, azure)
@@ -250,7 +246,7 @@ def openai_clients(api_key_env: str, base_url: str | None, timeout: float, azure
     """The openai package's clients (Azure's with ``azure``), their own retries off: ours are counted."""
     if azure is not None:
         return azure.clients(timeout)
-    options = {
+    options: dict[str, Any] = {
         "api_key": resolve_api_key([api_key_env], base_url),
         "base_url": base_url,
         "timeout": timeout,

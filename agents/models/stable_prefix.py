@@ -19,20 +19,41 @@ from erp_sim.agents.types import Message
 
 class PolicyContext(list):
     """Messages (a list, so every reader sees a list), with the prefixes the sender expects to send again
-    unchanged: message counts, ascending, computed once and only when asked for."""
+    unchanged: message counts, ascending, computed once and only when asked for. ``previous`` (the sender's
+    last request) gives ``reused_prefixes``: what that request claimed and this one does start with, where a
+    cache written for it can be read (a breakpoint there reads without writing)."""
 
-    __slots__ = ("_claims", "_computed")
+    __slots__ = ("_claims", "_computed", "_previous")
 
-    def __init__(self, messages: Iterable[Message], claims: Callable[[], Iterable[int]]):
+    def __init__(
+        self, messages: Iterable[Message], claims: Callable[[], Iterable[int]], previous: PolicyContext | None = None
+    ):
         super().__init__(messages)
         self._claims = claims
         self._computed: tuple[int, ...] | None = None
+        self._previous = previous
+        if previous is not None:
+            previous._previous = None  # a chain of one: the request before the last is never needed
 
     @property
     def stable_prefixes(self) -> tuple[int, ...]:
         if self._computed is None:
             self._computed = tuple(sorted({p for p in self._claims() if 0 < p <= len(self)}))
         return self._computed
+
+    @property
+    def reused_prefixes(self) -> tuple[int, ...]:
+        """The last request's claims (if a backend asked for them) that this request starts with."""
+        previous = self._previous
+        if previous is None or previous._computed is None:
+            return ()
+        return tuple(length for length in previous._computed if _starts_with(self, previous, length))
+
+
+def _starts_with(messages: Sequence[Message], earlier: Sequence[Message], length: int) -> bool:
+    if len(messages) < length:
+        return False
+    return all(a is b or a == b for a, b in zip(messages[:length], earlier[:length]))
 
 
 def with_stable_prefixes(messages: Sequence[Message], lengths: Iterable[int]) -> PolicyContext:
@@ -43,6 +64,11 @@ def with_stable_prefixes(messages: Sequence[Message], lengths: Iterable[int]) ->
 def stable_prefixes(messages: Sequence[Message]) -> tuple[int, ...] | None:
     """The sender's claim (None: a plain list, which claims nothing)."""
     return messages.stable_prefixes if isinstance(messages, PolicyContext) else None
+
+
+def reused_prefixes(messages: Sequence[Message]) -> tuple[int, ...]:
+    """The prefixes the sender's last request claimed and this one starts with (none for a plain list)."""
+    return messages.reused_prefixes if isinstance(messages, PolicyContext) else ()
 
 
 def within(claims: Iterable[int], context: Sequence[Message], received: Sequence[Message]) -> list[int]:

@@ -72,6 +72,7 @@ class ContextPolicy:
         self._summary_usage = Usage()
         self._summary_calls = 0
         self._splitter = IncrementalSplit()
+        self._offered: PolicyContext | None = None  # the last context handed on, for the cache it may have written
         self.reset_state()
 
     # -- the one method a policy overrides -------------------------------------------------
@@ -89,12 +90,16 @@ class ContextPolicy:
     # -- Agent protocol ---------------------------------------------------------------------
     def reset(self) -> None:
         self.reset_state()
+        self._offered = None
         self.agent.reset()
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
         self._summary_usage, self._summary_calls = _NO_USAGE, 0
         context = self.build_context(transcript)
-        claims = PolicyContext(context, lambda: within(self.stable_prefixes(context), context, transcript))
+        claims = PolicyContext(
+            context, lambda: within(self.stable_prefixes(context), context, transcript), self._offered
+        )
+        self._offered = claims
         step = self.agent.act(claims, tools)
         if self._summary_usage is _NO_USAGE and not self._summary_calls:  # no summary made: nothing to add
             return step
