@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.evaluation.costs import add_price_argument
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
+from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
@@ -20,21 +20,25 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         default="scripted",
-        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-        "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
-        "in DIR, offline, and refuses a --user/--summarizer that contradicts it)",
+        help="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR, API one of openai (Chat Completions, "
+        "any OpenAI-compatible server), openai-responses, anthropic (the Messages API), azure, azure-responses "
+        "(MODEL: the deployment); the scripted agent is a rule-based stand-in, not an LLM; replay:DIR answers "
+        "every model role from the recording in DIR, offline, and refuses a --user/--summarizer that "
+        "contradicts it",
     )
     parser.add_argument(
         "--base-url",
-        help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, key from OPENAI_API_KEY)",
+        help="the server of the model roles (None: the API's own: api.openai.com with OPENAI_API_KEY, "
+        "api.anthropic.com with ANTHROPIC_API_KEY; no key needed on localhost or a private address)",
     )
     parser.add_argument(
         "--summarizer",
         default="structured",
-        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
+        help="structured | API:MODEL (as --agent): who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
+    parser.add_argument("--summarizer-base-url", help="the summarizer's server (None: --base-url)")
+    add_backend_arguments(parser)
     parser.add_argument(
         "--summarizer-temperature",
         type=positive(float, zero=True),
@@ -52,7 +56,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument(
-        "--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)"
+        "--user", default="rule", help="rule | none | API:MODEL as --agent (preset C1 always runs without a user)"
     )
     parser.add_argument(
         "--tasks",
@@ -137,6 +141,10 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
         "model_params": params_by_role(items, EVAL_ROLES),
         "timeout": args.timeout,
         "max_retries": args.max_retries,
+        "azure_endpoint": args.azure_endpoint,
+        "api_version": args.api_version,
+        "cache_breakpoints": args.cache_breakpoints,
+        "reasoning_items": args.reasoning_items,
     }
 
 

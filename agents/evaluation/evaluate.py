@@ -74,8 +74,8 @@ class EpisodeSpec(BaseModel):
 
     config: str
     policy: str
-    user: str = Field(description="rule | none | openai:MODEL")
-    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
+    user: str = Field(description="rule | none | API:MODEL (roles.MODEL_APIS)")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR")
     task_set: str
     task_id: str
     run: int
@@ -86,13 +86,22 @@ class EpisodeSpec(BaseModel):
     base_url: str | None = None
     record_dir: str | None = None
     context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
-    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
+    summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
     summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
     model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
     timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
     max_retries: int | None = Field(
         None, description="retries of a transient model failure (None: the client's default)"
     )
+    azure_endpoint: str | None = Field(None, description="Azure roles' endpoint (None: AZURE_OPENAI_ENDPOINT)")
+    api_version: str | None = Field(None, description="Azure roles' API version (None: OPENAI_API_VERSION)")
+    cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
+    reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
+
+    @property
+    def switches(self) -> dict[str, str | None]:
+        """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
+        return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
 
     @property
     def key(self) -> tuple:
@@ -175,8 +184,10 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    from erp_sim.agents.models.roles import label
+
     recorded = getattr(model, "settings", None)
-    return f"openai:{recorded.model}" if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+    return label(recorded) if spec.agent.startswith("replay:") and recorded is not None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:
@@ -502,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         "--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve"
     )
     parser.add_argument(
-        "--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)"
+        "--consolidator", default="deterministic", help="deterministic | API:MODEL (with --sequential; API as --agent)"
     )
     args = parser.parse_args(argv)
     if args.sequential:

@@ -13,6 +13,7 @@ endpoint (``base_url``, without credentials) and the API version.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import openai
 from pydantic import BaseModel, Field
@@ -50,7 +51,7 @@ class AzureTarget(BaseModel):
 
     def clients(self, timeout: float) -> LoopClients:
         """The openai package's Azure clients, their own retries off (ours are counted)."""
-        options = {
+        options: dict[str, Any] = {
             "azure_endpoint": self.endpoint,
             "api_version": self.api_version,
             "api_key": resolve_api_key([API_KEY_ENV], self.endpoint),
