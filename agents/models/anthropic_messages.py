@@ -10,8 +10,8 @@ belong to, as the API requires while thinking is on; ``reasoning_items=drop`` le
 
 Prompt caching: the API caches a request only up to its ``cache_control`` breakpoints (at most 4). With
 ``cache_breakpoints="auto"`` (the default) they go where the sender said its next request will start the
-same (``stable_prefix``: the context policy's claim; a request without one: its system prompt and all of
-it): the longest claimed prefix first (what the next request reads), then the longest prefix the last
+same (``stable_prefix``: the context policy's claim, or the LLM user's, all of its conversation; a request
+without one, a summarizer's or an optimizer's: its system prompt): the longest claimed prefix first (what the next request reads), then the longest prefix the last
 request claimed that this one starts with (where this request reads what that one wrote, at no write), the
 shortest claimed (the most durable), then the other claims, longest first. ``"none"`` sends no breakpoint. The usage's ``cache_read_input_tokens`` is the call's cached input
 and ``cache_creation_input_tokens`` its cache write; the input the row counts is all three parts.
@@ -232,9 +232,8 @@ def render_request(
         body["tools"] = [_tool(schema) for schema in tools]
     if breakpoints:
         claim = stable_prefixes(messages)
-        if claim is None:  # no claim: a conversation that grows by appending
-            system = sum(m.get("role") in ("system", "developer") for m in messages)
-            claim = (system, len(messages))
+        if claim is None:  # no claim (a summarizer's, an optimizer's one-off request): its system prompt
+            claim = (sum(m.get("role") in ("system", "developer") for m in messages),)
         for marked in chosen_breakpoints(claim, reused_prefixes(messages), ends):
             marked["cache_control"] = dict(CACHE_CONTROL)
     return body

@@ -189,3 +189,31 @@ def test_automatic_prefix_caching_counts_whole_128_token_steps():
     cached = cache.cached_tokens([*long, {"role": "user", "content": "new"}])
     assert cached >= 1024 and (cached - 1024) % 128 == 0
     assert cache.cached_tokens([{"role": "user", "content": "other"}, *long]) == 0
+
+
+def test_an_azure_responses_deployment_takes_the_same_requests(monkeypatch):
+    from fake_azure_server import API_VERSION, FakeAzureServer
+
+    from erp_sim.agents.models.roles import chat_model, settings_of
+
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)  # a local endpoint needs none
+    with FakeAzureServer(("gpt-5-prod",)) as azure:
+        azure.responses.reply_text("ok")
+        deployment = chat_model(
+            "gpt-5-prod", None, api="azure-responses", azure_endpoint=azure.endpoint, api_version=API_VERSION
+        )
+        assert deployment.complete([USER]).message["content"] == "ok"
+        assert azure.paths == ["/openai/responses"] and azure.responses.requests[0]["store"] is False
+        settings = settings_of(deployment)
+        assert settings is not None
+        assert (settings.api, settings.model, settings.base_url, settings.api_version) == (
+            "azure-responses",
+            "gpt-5-prod",
+            azure.endpoint,
+            API_VERSION,
+        )
+        missing = chat_model(
+            "gpt-4", None, api="azure-responses", azure_endpoint=azure.endpoint, api_version=API_VERSION
+        )
+        with pytest.raises(InfrastructureError, match="DeploymentNotFound|deployment for this resource"):
+            missing.complete([USER])
