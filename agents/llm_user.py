@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from erp_sim.agents.models.roles import failures_named, no_text
 from erp_sim.agents.models.stable_prefix import with_stable_prefixes
-from erp_sim.agents.prompt_cache import record_call
+from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, ModelRequestError, Usage
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 

@@ -146,3 +146,29 @@ class Agent(Protocol):
     def reset(self) -> None: ...
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep: ...
+
+
+@runtime_checkable
+class HarnessTools(Protocol):
+    """Tools a layer of an agent's policy stack offers and the harness answers itself, never the ERP (ga_memory's
+    memory tools). A layer offers them as its ``harness_tools``; the runner adds their schemas to the model's tool
+    list and sends their calls here, so it needs to know no tool of its own."""
+
+    @property
+    def schemas(self) -> list[ToolSchema]: ...
+
+    def handles(self, name: str) -> bool: ...
+
+    def call(self, name: str, arguments: str | dict) -> str:
+        """The tool result's text; bad input comes back as an ``Error: ...`` text that changes nothing."""
+        ...
+
+
+def harness_tools(agent: object) -> HarnessTools | None:
+    """The harness tools of the first layer of ``agent``'s policy stack (outermost first) that offers them, or None."""
+    while agent is not None:
+        tools = getattr(agent, "harness_tools", None)
+        if isinstance(tools, HarnessTools):
+            return tools
+        agent = getattr(agent, "agent", None)
+    return None

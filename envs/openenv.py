@@ -30,6 +30,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError
+from erp_sim.net import is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 from erp_sim.response import error_envelope, render
 
 DEFAULT_MAX_SESSIONS = 64
@@ -273,7 +274,6 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from erp_sim.envs import ENV_IDS
-    from erp_sim.mcp.server import _is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument(
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
 
-    if not _is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         print(
             f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "
             "machines (OpenEnv has no authentication: put it behind a proxy that has).",

@@ -44,8 +44,8 @@ def run(agent: str, config: str, tasks: str, out: Path) -> list:
 
     from fake_acon_roles import acon_role_reply
 
-    from erp_sim.agents.evaluation.evaluate import main as eval_main
-    from erp_sim.agents.evaluation.evaluate import read_results
+    from erp_sim.agents.evaluation.episode_row import read_results
+    from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
     server: Any
     if agent.startswith("anthropic:"):

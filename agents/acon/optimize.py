@@ -40,7 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
-from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, build_report, report_markdown
+from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, report_markdown
 from erp_sim.agents.acon.optimizer_requests import (
     extract_guideline,
     feedback_request,
@@ -49,7 +49,7 @@ from erp_sim.agents.acon.optimizer_requests import (
     update_request,
 )
 from erp_sim.agents.acon.role_models import ROLES, role_models, role_switches
-from erp_sim.agents.acon.scoring import score
+from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role
@@ -372,6 +372,38 @@ class Run:
         result = work()
         self.timing[phase] = round(time.perf_counter() - started, 3)
         return result
+
+
+def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> dict[str, Any]:
+    """rounds: (round name, label, optimizer-usage prefix)."""
+    rows = []
+    for name, label, prefix in [("no compression", NO_COMPRESSION, ""), *rounds]:
+        row = {
+            "round": name,
+            "label": label,
+            "policy": run.policy_spec(label, relative=True),
+            "train": run.score(label, "train"),
+            "test": run.score(label, "test") if run.test else None,
+            "optimizer": run.optimizer_usage(prefix) if prefix else None,
+            "guideline_tokens": {k: get_counter().count_text(t) for k, t in run.guideline(label).items()}
+            if label != NO_COMPRESSION
+            else None,
+        }
+        rows.append(row)
+    optimizer = run.optimizer_usage("")
+    return {
+        "settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
+        # each role's sampling params as sent ({}: the server's defaults); a replay reads them from its cassette
+        "sampling": {
+            role: dict(getattr(log.inner, "sampling_params", {}) or {}) for role, log in sorted(run.roles.items())
+        },
+        "train_tasks": run.train,
+        "test_tasks": run.test,
+        "rounds": rows,
+        "chosen": chosen,
+        "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
+        "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))},
+    }
 
 
 def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str, Any]:

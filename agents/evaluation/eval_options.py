@@ -8,11 +8,56 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
+
+
+class EpisodeSpec(BaseModel):
+    """Everything needed to run one episode anywhere (a worker process, a Ray node)."""
+
+    config: str
+    policy: str
+    user: str = Field(description="rule | none | API:MODEL (roles.MODEL_APIS)")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR")
+    task_set: str
+    task_id: str
+    run: int
+    seed: int
+    max_steps: int = 200
+    verbosity: str = "default"
+    out_dir: str
+    base_url: str | None = None
+    record_dir: str | None = None
+    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
+    summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
+    summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
+    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
+    timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
+    max_retries: int | None = Field(
+        None, description="retries of a transient model failure (None: the client's default)"
+    )
+    azure_endpoint: str | None = Field(None, description="Azure roles' endpoint (None: AZURE_OPENAI_ENDPOINT)")
+    api_version: str | None = Field(None, description="Azure roles' API version (None: OPENAI_API_VERSION)")
+    cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
+    reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
+
+    @property
+    def switches(self) -> dict[str, str | None]:
+        """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
+        return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
+
+    @property
+    def key(self) -> tuple:
+        return (self.config, self.task_set, self.task_id, self.run)
+
+    @property
+    def episode_name(self) -> str:
+        return f"{self.task_id}-run{self.run}"
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,8 @@ import httpx
 import erp_sim
 from erp_sim.envs.openenv import ErpAction, ErpEnvClient
 
+pytestmark = pytest.mark.extras  # CI runs it after installing the extra
+
 
 def free_port() -> int:
     with socket.socket() as sock:

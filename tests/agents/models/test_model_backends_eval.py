@@ -23,7 +23,7 @@ from fake_responses_server import FakeResponsesServer
 from test_model_roles import role_reply, without_timing
 
 from erp_sim.agents.acon.optimize import main as optimize_main
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
 TASK = "hotel_50:hotel-006"  # the scripted agent asks the user, and C4 folds six times
 COMMON = ["--configs", "C2,C4", "--tasks", TASK, "--runs", "1", "--quiet", "--concurrency", "1"]
