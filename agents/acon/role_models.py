@@ -16,9 +16,9 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
     answered from the recording with --replay, which refuses role names and settings that contradict it."""
     from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+    from erp_sim.agents.models.factory import chat_model
     from erp_sim.agents.models.roles import (
         MODEL_CHOICES,
-        chat_model,
         model_spec,
         named_servers,
         read_manifest,

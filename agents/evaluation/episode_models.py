@@ -10,7 +10,7 @@ from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 # --- building the pieces of one episode -------------------------------------------------------
 def _chat_model(name: str, base_url: str | None, **options: Any):
-    from erp_sim.agents.models.roles import chat_model
+    from erp_sim.agents.models.factory import chat_model
 
     return chat_model(name, base_url, **options)
 

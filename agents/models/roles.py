@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
@@ -249,51 +249,6 @@ def with_switches(params: Mapping[str, Any], api: str, switches: Mapping[str, st
         if value is not None and api in SWITCHES[key]:
             result.setdefault(key, value)
     return result
-
-
-def chat_model(
-    name: str,
-    base_url: str | None,
-    *,
-    api: str = "openai",
-    role: str | None = None,
-    temperature: float | Literal["default"] | None = "default",
-    params: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-    max_retries: int | None = None,
-    azure_endpoint: str | None = None,
-    api_version: str | None = None,
-):
-    """The model of ``api`` (``MODEL_APIS``): ``params`` go in every request body (over ``temperature``; a None
-    value: not sent), but for the switches each API reads itself. ``temperature="default"``:
-    ``default_temperature(name)``. A Messages API role gets its ``DEFAULT_MAX_TOKENS`` unless a param sets it;
-    an Azure one its endpoint and API version from the arguments or the standard variables."""
-    if isinstance(temperature, str):  # "default", the one text it takes
-        temperature = default_temperature(name)
-    options: dict[str, Any] = {  # timeout and max_retries, where the caller set them
-        key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
-    }
-    params = dict(params or {})
-    if api in ("azure", "azure-responses"):
-        from erp_sim.agents.models.azure import AzureTarget
-
-        options["azure"] = AzureTarget.resolve(azure_endpoint, api_version)
-    if api in ("openai", "azure"):
-        from erp_sim.agents.models.openai_chat import OpenAIChatModel
-
-        return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=params, **options)
-    if api in ("openai-responses", "azure-responses"):
-        from erp_sim.agents.models.openai_responses import OpenAIResponsesModel
-
-        return OpenAIResponsesModel(name, base_url=base_url, temperature=temperature, extra_params=params, **options)
-    if api == "anthropic":
-        from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel
-
-        max_tokens = DEFAULT_MAX_TOKENS.get(role or "", DEFAULT_MAX_TOKENS_OTHER)
-        return AnthropicMessagesModel(
-            name, base_url=base_url, temperature=temperature, max_tokens=max_tokens, extra_params=params, **options
-        )
-    raise ValueError(f"{api}:{name}: unknown model API; use {MODEL_CHOICES}")
 
 
 def settings_of(model: Any) -> ModelSettings | None:

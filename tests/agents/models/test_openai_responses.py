@@ -194,7 +194,8 @@ def test_automatic_prefix_caching_counts_whole_128_token_steps():
 def test_an_azure_responses_deployment_takes_the_same_requests(monkeypatch):
     from fake_azure_server import API_VERSION, FakeAzureServer
 
-    from erp_sim.agents.models.roles import chat_model, settings_of
+    from erp_sim.agents.models.factory import chat_model
+    from erp_sim.agents.models.roles import settings_of
 
     monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)  # a local endpoint needs none
     with FakeAzureServer(("gpt-5-prod",)) as azure:
