@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_api_server import JsonApiServer, Reply, RoleHandler, Scripted, chat_tools
+from fake_api_server import JsonApiServer, Reply, RoleHandler, Scripted, ServedFake, chat_tools
 from prompt_cache_rules import AnthropicCache
 from strict_messages_request import rejection
 
@@ -33,7 +33,7 @@ MESSAGES_PATH = "/v1/messages"
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(ServedFake):
     """A threaded fake Messages API server; a context manager. ``base_url`` is what the SDK takes."""
 
     def __init__(self, model: str = "claude-sonnet-4-5", *, strict: bool = True):
@@ -47,32 +47,13 @@ class FakeAnthropicServer:
     def base_url(self) -> str:
         return self._server.root
 
-    requests = property(lambda self: self._server.requests)
-    rejections = property(lambda self: self._server.rejections)
-    answered = property(lambda self: self._server.answered)
-
-    def __enter__(self) -> FakeAnthropicServer:
-        self._server.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.stop()
-
     # --- scripting -------------------------------------------------------------------------------
     def reply_text(self, text: str, *, stop_reason: str = "end_turn", delay: float = 0.0) -> None:
         finish = {value: key for key, value in STOP_REASONS.items()}.get(stop_reason, stop_reason)
         self._server.queue.append(Scripted({"role": "assistant", "content": text}, finish, delay=delay))
 
     def reply_tool_use(self, calls: list[tuple[str, dict[str, Any]]], *, text: str = "") -> None:
-        tool_calls = [
-            {
-                "id": f"toolu_{self._server.next_number():06d}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-            for name, arguments in calls
-        ]
-        self._server.queue.append(Scripted({"role": "assistant", "content": text, "tool_calls": tool_calls}))
+        self.queue_tool_calls("toolu_", calls, text)
 
     def fail(
         self,

@@ -16,25 +16,14 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
-from fake_openai_server import send_json
+from fake_openai_server import RoleHandler, ScriptedReply, read_json_body, send_json
 
-RoleHandler = Callable[[dict[str, Any]], tuple[dict[str, Any], int, int]]
-
-
-@dataclass
-class Reply:
-    """One HTTP answer: a status, a JSON body, extra headers, how long to wait, and whether to cut it."""
-
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    truncate: bool = False
+Reply = ScriptedReply  # one HTTP answer: a status, a JSON body, extra headers, a wait, whether to cut it
 
 
 @dataclass
@@ -93,6 +82,36 @@ class JsonApiServer:
             return self.queue.popleft() if self.queue else None
 
 
+class ServedFake:
+    """A fake served by its ``JsonApiServer`` (``_server``): what it received (refused ones too), refused and
+    answered, and ``with fake:`` to serve it while the block runs."""
+
+    _server: JsonApiServer
+
+    requests = property(lambda self: self._server.requests)
+    rejections = property(lambda self: self._server.rejections)
+    answered = property(lambda self: self._server.answered)
+
+    def __enter__(self) -> Self:
+        self._server.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.stop()
+
+    def queue_tool_calls(self, id_prefix: str, calls: list[tuple[str, dict[str, Any]]], text: str) -> None:
+        """Queue an answer calling ``calls`` ((name, arguments) each), with ids the API's way (``toolu_``...)."""
+        tool_calls = [
+            {
+                "id": f"{id_prefix}{self._server.next_number():06d}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for name, arguments in calls
+        ]
+        self._server.queue.append(Scripted({"role": "assistant", "content": text, "tool_calls": tool_calls}))
+
+
 def chat_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
     """Tools in Chat Completions form, from either API's form (for the role handlers)."""
     if not tools:
@@ -116,11 +135,7 @@ def chat_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | Non
 def _handler(server: JsonApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                body = None
+            body = read_json_body(self)
             parts = urlsplit(self.path)
             headers = {key.lower(): value for key, value in self.headers.items()}
             reply = server._answer(parts.path, parse_qs(parts.query), headers, body)

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 import pytest
-from fake_api_server import JsonApiServer, Reply
+from fake_api_server import JsonApiServer, Reply, ServedFake
 from fake_openai_server import CHAT_COMPLETIONS_PATH, FakeOpenAIServer
 from fake_responses_server import RESPONSES_PATH, FakeResponsesServer
 
@@ -27,7 +27,7 @@ DEPLOYMENT_NOT_FOUND = (
 )
 
 
-class FakeAzureServer:
+class FakeAzureServer(ServedFake):
     """An Azure OpenAI resource with the given deployments; a context manager."""
 
     def __init__(self, deployments: tuple[str, ...] = ("gpt-5-deployment",), *, reasoning: bool = True):
@@ -41,12 +41,8 @@ class FakeAzureServer:
     def endpoint(self) -> str:
         return self._server.root
 
-    def __enter__(self) -> FakeAzureServer:
-        self._server.start()
-        return self
-
     def __exit__(self, *exc_info: object) -> None:
-        self._server.stop()
+        super().__exit__(*exc_info)
         self.chat._http.server_close()  # never started, so never shut down: only the sockets to close
         self.responses._server._http.server_close()
 
@@ -60,8 +56,7 @@ class FakeAzureServer:
         if chat:
             if chat.group(1) not in self.deployments:
                 return _azure_error(404, "DeploymentNotFound", DEPLOYMENT_NOT_FOUND)
-            answer = self.chat._answer(CHAT_COMPLETIONS_PATH, body)
-            return Reply(answer.status, answer.body, answer.headers, answer.delay, answer.truncate)
+            return self.chat._answer(CHAT_COMPLETIONS_PATH, body)
         if path == "/openai/responses":
             if not isinstance(body, dict) or body.get("model") not in self.deployments:
                 return _azure_error(404, "DeploymentNotFound", DEPLOYMENT_NOT_FOUND)

@@ -454,15 +454,20 @@ def send_json(handler: BaseHTTPRequestHandler, reply: Any) -> None:
         pass  # the client gave up waiting (a timeout test): nothing to answer
 
 
+def read_json_body(handler: BaseHTTPRequestHandler) -> Any:
+    """A POST's body as JSON (an empty one as {}; None: not JSON)."""
+    length = int(handler.headers.get("Content-Length", 0))
+    try:
+        return json.loads(handler.rfile.read(length) or b"{}")
+    except ValueError:
+        return None
+
+
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                body = None  # strict mode refuses it as the API does; a lenient server sees no body
-            body = body if body is not None or server.strict else {}
+            body = read_json_body(self)  # None: not JSON, which strict mode refuses as the API does
+            body = body if body is not None or server.strict else {}  # a lenient server sees no body
             reply = server._answer(self.path, body)
             if reply.status == 200:
                 with server._lock:

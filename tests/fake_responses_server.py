@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 import pytest
-from fake_api_server import JsonApiServer, Reply, RoleHandler, Scripted, chat_tools
+from fake_api_server import JsonApiServer, Reply, RoleHandler, Scripted, ServedFake, chat_tools
 from prompt_cache_rules import AutomaticPrefixCache, block_tokens
 from strict_responses_request import Issued, rejection
 
@@ -30,7 +30,7 @@ REASONING_TOKENS = 64
 FIXED_CREATED = 1_700_000_000
 
 
-class FakeResponsesServer:
+class FakeResponsesServer(ServedFake):
     """A threaded fake Responses API server; a context manager. ``base_url`` is what the openai client takes."""
 
     def __init__(self, model: str = "gpt-5", *, strict: bool = True, reasoning: bool = True):
@@ -45,31 +45,12 @@ class FakeResponsesServer:
     def base_url(self) -> str:
         return self._server.root + "/v1"
 
-    requests = property(lambda self: self._server.requests)
-    rejections = property(lambda self: self._server.rejections)
-    answered = property(lambda self: self._server.answered)
-
-    def __enter__(self) -> FakeResponsesServer:
-        self._server.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.stop()
-
     # --- scripting -------------------------------------------------------------------------------
     def reply_text(self, text: str, *, finish: str | None = None) -> None:
         self._server.queue.append(Scripted({"role": "assistant", "content": text}, finish))
 
     def reply_tool_calls(self, calls: list[tuple[str, dict[str, Any]]], *, text: str = "") -> None:
-        tool_calls = [
-            {
-                "id": f"call_{self._server.next_number():06d}",
-                "type": "function",
-                "function": {"name": n, "arguments": json.dumps(a)},
-            }
-            for n, a in calls
-        ]
-        self._server.queue.append(Scripted({"role": "assistant", "content": text, "tool_calls": tool_calls}))
+        self.queue_tool_calls("call_", calls, text)
 
     def fail(self, status: int, times: int = 1, *, message: str | None = None, code: str | None = None) -> None:
         for _ in range(times):

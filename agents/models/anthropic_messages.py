@@ -25,21 +25,23 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 from erp_sim.agents.models.backend import (
+    ApiModel,
     CallFailure,
+    CallOptions,
     LoopClients,
-    Retries,
     UnusableResponse,
-    aretried,
-    error_message,
+    assistant_message,
+    http_failure,
+    no_answer,
     reported,
     resolve_api_key,
-    retried,
-    retry_after_seconds,
     said,
+    switch_value,
+    tool_call,
 )
 from erp_sim.agents.models.roles import public_url
 from erp_sim.agents.models.stable_prefix import reused_prefixes, stable_prefixes
@@ -76,7 +78,7 @@ def _sdk():
     return anthropic
 
 
-class AnthropicMessagesModel:
+class AnthropicMessagesModel(ApiModel):
     """``ChatModel`` over the Messages API. ``extra_params`` go in every request body (``max_tokens``,
     ``temperature``, ``top_p``, ``stop_sequences``, ``tool_choice``, ``thinking`` ...), and
     ``cache_breakpoints`` and ``reasoning_items`` are switches of ours (module docstring), never sent."""
@@ -90,24 +92,21 @@ class AnthropicMessagesModel:
         base_url: str | None = None,
         max_tokens: int = 4096,
         temperature: float | None = None,
-        max_retries: int = 5,
-        timeout: float = 300.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
         extra_params: Mapping[str, Any] | None = None,
         cache_breakpoints: str = "auto",
         reasoning_items: str = "keep",
-        sleep: Callable[[float], None] | None = None,
-        async_sleep: Callable[[float], Awaitable[None]] | None = None,
+        **options: Unpack[CallOptions],
     ):
         anthropic = _sdk()
-        self.model = model
+        super().__init__(model, **options)
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None  # the SDK's own default
-        self.timeout = timeout
-        self.retries = Retries.of(max_retries, backoff_base, backoff_max, sleep, async_sleep)
         params = dict(extra_params or {})
-        self.cache_breakpoints = _switch(params.pop("cache_breakpoints", cache_breakpoints), CACHE_BREAKPOINTS)
-        self.reasoning_items = _switch(params.pop("reasoning_items", reasoning_items), REASONING_ITEMS)
+        self.cache_breakpoints = switch_value(
+            "cache_breakpoints", params.pop("cache_breakpoints", cache_breakpoints), CACHE_BREAKPOINTS
+        )
+        self.reasoning_items = switch_value(
+            "reasoning_items", params.pop("reasoning_items", reasoning_items), REASONING_ITEMS
+        )
         for refused, instead in (("max_completion_tokens", "max_tokens"), ("seed", None)):
             if params.get(refused) is not None:
                 raise ValueError(
@@ -121,24 +120,16 @@ class AnthropicMessagesModel:
         }
         if "max_tokens" not in self.sampling_params:  # a `null` from --model-param cannot remove it
             raise ValueError(f"anthropic:{model}: the Messages API needs max_tokens in every request")
-        options = {
+        client_options = {
             "api_key": resolve_api_key(["ANTHROPIC_API_KEY"], self.base_url),
             "base_url": self.base_url,
-            "timeout": timeout,
+            "timeout": self.timeout,
             "max_retries": 0,
         }
-        self._clients = LoopClients(
-            lambda asynchronous: (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**options)
+        self.clients = LoopClients(
+            lambda asynchronous: (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(**client_options)
         )
         self._errors = (anthropic.APIError, json.JSONDecodeError, UnusableResponse)
-
-    @property
-    def max_retries(self) -> int:
-        return self.retries.max_retries
-
-    def __repr__(self) -> str:
-        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
-        return f"AnthropicMessagesModel({self.model!r}{where}, {self.sampling_params})"
 
     @property
     def recorded_params(self) -> dict[str, Any]:
@@ -154,24 +145,14 @@ class AnthropicMessagesModel:
         return {**self.sampling_params, **switches}
 
     @property
-    def _what(self) -> str:
+    def what(self) -> str:
         return f"{self.model} at {public_url(self.base_url) if self.base_url else 'api.anthropic.com'}"
 
-    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self.request(messages, tools)
-        client = self._clients.sync
-        return retried(
-            lambda: to_chat_response(client.messages.create(**request)), self._failure, self.retries, self._what
-        )
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        return client.messages.create(**request)
 
-    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self.request(messages, tools)
-        client = self._clients.for_running_loop()
-
-        async def attempt() -> ChatResponse:
-            return to_chat_response(await client.messages.create(**request))
-
-        return await aretried(attempt, self._failure, self.retries, self._what)
+    def answer(self, raw: Any) -> ChatResponse:
+        return to_chat_response(raw)
 
     def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         """The SDK call's arguments: the Messages API body (``extra_body`` holds the keys the SDK does not
@@ -190,22 +171,15 @@ class AnthropicMessagesModel:
         json.dumps(request, allow_nan=False)
         return request
 
-    def _failure(self, error: Exception) -> CallFailure | None:
+    def failure(self, error: Exception) -> CallFailure | None:
         if not isinstance(error, self._errors):
             return None
         status = getattr(error, "status_code", None)
         if isinstance(status, int):
-            response = getattr(error, "response", None)
-            described = error_message(getattr(error, "body", None), status, str(getattr(error, "message", error)))
-            return CallFailure(status, described, retry_after_seconds(getattr(response, "headers", None)), str(error))
-        return CallFailure(None, f"{type(error).__name__}: {error}", None, str(error))
-
-
-def _switch(value: Any, allowed: tuple[str, ...]) -> str:
-    text = allowed[0] if value is None else str(value)
-    if text not in allowed:
-        raise ValueError(f"{text!r}: use {' or '.join(allowed)}")
-    return text
+            headers = getattr(getattr(error, "response", None), "headers", None)
+            message = str(getattr(error, "message", error))
+            return http_failure(error, status, getattr(error, "body", None), message, headers)
+        return no_answer(error)
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -334,13 +308,7 @@ def to_chat_response(answer: Any) -> ChatResponse:
             if kind == "text":
                 texts.append(block.text)
             elif kind == "tool_use":
-                calls.append(
-                    {
-                        "id": block.id,
-                        "type": "function",
-                        "function": {"name": block.name, "arguments": json.dumps(block.input, ensure_ascii=False)},
-                    }
-                )
+                calls.append(tool_call(block.id, block.name, json.dumps(block.input, ensure_ascii=False)))
             elif kind in THINKING_BLOCKS:
                 thinking.append(block.model_dump(mode="json", exclude_none=True))
         uncached = reported(getattr(usage, "input_tokens", None)) or 0
@@ -349,13 +317,8 @@ def to_chat_response(answer: Any) -> ChatResponse:
         stop = said(getattr(answer, "stop_reason", None))
     except (AttributeError, TypeError) as error:
         raise UnusableResponse(f"not a Messages API answer: {error}") from error
-    message: Message = {"role": "assistant", "content": "".join(texts)}
-    if calls:
-        message["tool_calls"] = calls
-    if thinking:
-        message["provider_items"] = {"api": API, "items": thinking}
     return ChatResponse(
-        message=message,
+        message=assistant_message(texts, calls, API, thinking),
         usage=Usage(
             input_tokens=uncached + (written or 0) + (read or 0),
             output_tokens=reported(getattr(usage, "output_tokens", None)) or 0,

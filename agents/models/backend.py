@@ -1,8 +1,9 @@
-"""What every model backend shares: the failure table, the retry loop and the client settings.
+"""What every model backend shares: the failure table, the retry loop, the client settings, and the model
+interface itself (``ApiModel``: ``complete``/``acomplete`` through the retry loop, the ``CallOptions``).
 
 Each backend (``openai_chat``, ``openai_responses``, ``anthropic_messages``, and Azure's through the first
-two) turns its SDK's errors into a ``CallFailure`` and leaves the rest here, so a refusal means the same on
-every API. Retries are ours alone (the SDKs' own are disabled), so the number of attempts and the waits
+two) renders its API's request, reads its answer (``assistant_message``), turns its SDK's errors into a
+``CallFailure`` and leaves the rest here, so a refusal means the same on every API. Retries are ours alone (the SDKs' own are disabled), so the number of attempts and the waits
 between them are known and testable:
 
 | what the service answered | what the call raises |
@@ -27,10 +28,14 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
+from erp_sim.agents.models.roles import public_url
 from erp_sim.agents.types import ContextOverflowError, InfrastructureError, ModelRequestError
+
+if TYPE_CHECKING:
+    from erp_sim.agents.types import ChatResponse, Message, ToolSchema
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +192,45 @@ def gave_up(what: str, status: int | None, failures: list[str], refused_hint: Ca
     )
 
 
+def tool_call(call_id: Any, name: Any, arguments: str) -> dict[str, Any]:
+    """An answer's tool call in the harness's (OpenAI's) form."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def assistant_message(
+    texts: list[str], calls: list[dict[str, Any]], api: str, items: list[dict[str, Any]] | None, refusal: str = ""
+) -> Message:
+    """An answer as the harness's assistant message: its text, and only where the answer has them its tool
+    calls, a refusal, and the API's own items to send back with the step (``provider_items``)."""
+    message: Message = {"role": "assistant", "content": "".join(texts)}
+    if calls:
+        message["tool_calls"] = calls
+    if refusal:
+        message["refusal"] = refusal
+    if items:
+        message["provider_items"] = {"api": api, "items": items}
+    return message
+
+
+def switch_value(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """A switch of ours from the params or a flag: one of ``allowed`` (None: the first, the default)."""
+    text = allowed[0] if value is None else str(value)
+    if text not in allowed:
+        raise ValueError(f"{name}={text!r}: use {' or '.join(allowed)}")
+    return text
+
+
+def http_failure(error: Exception, status: int, body: Any, fallback: str, headers: Any) -> CallFailure:
+    """A call answered with an error status: the server's own message (``error_message``; ``fallback`` where
+    the body has none) and its Retry-After."""
+    return CallFailure(status, error_message(body, status, fallback), retry_after_seconds(headers), str(error))
+
+
+def no_answer(error: Exception) -> CallFailure:
+    """A call without a usable answer: a lost connection, a timeout, a body of another shape."""
+    return CallFailure(None, f"{type(error).__name__}: {error}", None, str(error))
+
+
 def retry_after_seconds(headers: Any) -> float | None:
     """A Retry-After header in seconds, if the server sent a number."""
     try:
@@ -274,3 +318,100 @@ class LoopClients:
             self._async = self._make(True)
             self._loop = loop
         return self._async
+
+
+class CallOptions(TypedDict, total=False):
+    """How every backend calls its API, beside the model, the server and the params (``ApiModel``'s
+    defaults); ``sleep``/``async_sleep`` are injectable so tests do not wait out the backoff."""
+
+    max_retries: int
+    timeout: float
+    backoff_base: float
+    backoff_max: float
+    sleep: Callable[[float], None] | None
+    async_sleep: Callable[[float], Awaitable[None]] | None
+
+
+class ApiModel:
+    """What every backend's ``ChatModel`` shares, so each API differs only where the API does: ``complete``
+    and ``acomplete`` build the body (``request``), send it on the sync client or the running loop's async one
+    (``send``: the SDK's create call, which the async client makes awaitable), read the answer (``answer``)
+    and leave every failure to the table (``failure``, through ``retried``). A backend sets ``base_url``,
+    ``sampling_params`` and ``clients``; the ``CallOptions`` are taken here."""
+
+    base_url: str | None
+    sampling_params: dict[str, Any]
+    clients: LoopClients
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_retries: int = 5,
+        timeout: float = 300.0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        sleep: Callable[[float], None] | None = None,
+        async_sleep: Callable[[float], Awaitable[None]] | None = None,
+    ):
+        self.model = model
+        self.timeout = timeout
+        self.retries = Retries.of(max_retries, backoff_base, backoff_max, sleep, async_sleep)
+
+    @property
+    def max_retries(self) -> int:
+        return self.retries.max_retries
+
+    def __repr__(self) -> str:
+        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
+        return f"{type(self).__name__}({self.model!r}{where}, {self.sampling_params}{self.shown_switches()})"
+
+    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        request = self.request(messages, tools)
+        client = self.clients.sync
+        return retried(
+            lambda: self.answer(self.send(client, request)),
+            self.failure,
+            self.retries,
+            self.what,
+            lambda: self.refused_hint(request),
+        )
+
+    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
+        request = self.request(messages, tools)
+        client = self.clients.for_running_loop()
+
+        async def attempt() -> ChatResponse:
+            return self.answer(await self.send(client, request))
+
+        return await aretried(attempt, self.failure, self.retries, self.what, lambda: self.refused_hint(request))
+
+    # --- each backend's own -----------------------------------------------------------------------------
+    @property
+    def what(self) -> str:
+        """The model and server, as failures name them (never the URL's password)."""
+        raise NotImplementedError
+
+    def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
+        """The SDK call's arguments; a TypeError or ValueError when the body cannot be JSON (a harness bug,
+        raised here: inside the retry loop the client's own serialising would pass for an unusable answer)."""
+        raise NotImplementedError
+
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def answer(self, raw: Any) -> ChatResponse:
+        """The SDK's answer as the harness's (``UnusableResponse`` when it is none)."""
+        raise NotImplementedError
+
+    def failure(self, error: Exception) -> CallFailure | None:
+        """The SDK's error as the failure table takes it (None: not a failed call, raised as it is)."""
+        raise NotImplementedError
+
+    def refused_hint(self, request: dict[str, Any]) -> str:
+        """Words added to a 500 that comes back on every attempt, where this request may be why."""
+        return ""
+
+    def shown_switches(self) -> str:
+        """The switches of ours that ``repr`` shows after the params (none unless a backend says)."""
+        return ""

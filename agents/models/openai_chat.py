@@ -22,24 +22,23 @@ With ``azure`` (``erp_sim.agents.models.azure``) the same requests go to an Azur
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from operator import is_not
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import openai
 
 from erp_sim.agents.models.backend import (
     LOCAL_SERVER_API_KEY,
+    ApiModel,
     CallFailure,
+    CallOptions,
     LoopClients,
-    Retries,
     UnusableResponse,
-    aretried,
-    error_message,
+    http_failure,
+    no_answer,
     reported,
     resolve_api_key,
-    retried,
-    retry_after_seconds,
     said,
 )
 from erp_sim.agents.models.roles import public_url
@@ -74,7 +73,7 @@ __all__ = [
 ]
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(ApiModel):
     """``ChatModel`` over the ``openai`` package's chat-completions API.
 
     ``sampling_params`` (temperature, seed and ``extra_params``) are sent with every
@@ -95,22 +94,15 @@ class OpenAIChatModel:
         api_key_env: str = "OPENAI_API_KEY",
         temperature: float | None = None,
         seed: int | None = None,
-        max_retries: int = 5,
-        timeout: float = 300.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
         extra_params: Mapping[str, Any] | None = None,
         azure: AzureTarget | None = None,
-        sleep: Callable[[float], None] | None = None,
-        async_sleep: Callable[[float], Awaitable[None]] | None = None,
+        **options: Unpack[CallOptions],
     ):
-        self.model = model
+        super().__init__(model, **options)
         self.azure = azure
-        self.retries = Retries.of(max_retries, backoff_base, backoff_max, sleep, async_sleep)
         # the server the client will use: OPENAI_BASE_URL is the client's own default, named here so that rows,
         # recordings and the resume check know the server (None: OpenAI's API)
         self.base_url = openai_base_url(base_url, azure)
-        self.timeout = timeout
         extra_params = dict(extra_params or {})
         switch = extra_params.pop("assistant_content", "null")
         self.assistant_content = "null" if switch is None else str(switch)  # a parsed `null` is the JSON null
@@ -131,21 +123,15 @@ class OpenAIChatModel:
             for key, value in {"temperature": temperature, "seed": seed, **extra_params}.items()
             if value is not None
         }
-        self._clients = openai_clients(api_key_env, self.base_url, timeout, azure)
+        self.clients = openai_clients(api_key_env, self.base_url, self.timeout, azure)
 
     @property
     def api(self) -> str:
         """The API this model speaks, as its role names it: ``openai`` or ``azure``."""
         return "azure" if self.azure is not None else "openai"
 
-    @property
-    def max_retries(self) -> int:
-        return self.retries.max_retries
-
-    def __repr__(self) -> str:
-        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
-        compat = f", assistant_content={self.assistant_content!r}" if self.assistant_content != "null" else ""
-        return f"OpenAIChatModel({self.model!r}{where}, {self.sampling_params}{compat})"
+    def shown_switches(self) -> str:
+        return f", assistant_content={self.assistant_content!r}" if self.assistant_content != "null" else ""
 
     @property
     def recorded_params(self) -> dict[str, Any]:
@@ -157,33 +143,19 @@ class OpenAIChatModel:
         return {**self.sampling_params, **switch}
 
     @property
-    def _what(self) -> str:
-        """The model and server, as failures name them (never the URL's password)."""
+    def what(self) -> str:
         return described_target(self.model, self.base_url, self.azure)
 
-    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self._request(messages, tools)
-        client = self._clients.sync
-        return retried(
-            lambda: self._to_chat_response(client.chat.completions.create(**request)),
-            openai_failure,
-            self.retries,
-            self._what,
-            lambda: _null_content_hint(request),
-        )
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        return client.chat.completions.create(**request)
 
-    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self._request(messages, tools)
-        client = self._clients.for_running_loop()
+    def failure(self, error: Exception) -> CallFailure | None:
+        return openai_failure(error)
 
-        async def attempt() -> ChatResponse:
-            return self._to_chat_response(await client.chat.completions.create(**request))
+    def refused_hint(self, request: dict[str, Any]) -> str:
+        return _null_content_hint(request)
 
-        return await aretried(attempt, openai_failure, self.retries, self._what, lambda: _null_content_hint(request))
-
-    def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        """The request's arguments; a TypeError or ValueError when its body cannot be JSON (a harness bug, raised
-        here: inside the retry loop the client's own serialising would pass for an unusable answer)."""
+    def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         request = self._request_arguments(messages, tools)
         json.dumps([request["messages"], tools, request.get("extra_body")], allow_nan=False)
         return request
@@ -205,7 +177,7 @@ class OpenAIChatModel:
             request["extra_body"] = params
         return request
 
-    def _to_chat_response(self, completion: Any) -> ChatResponse:
+    def answer(self, completion: Any) -> ChatResponse:
         if not getattr(completion, "choices", None):
             raise UnusableResponse("the server answered with no choices")
         usage = completion.usage
@@ -286,9 +258,8 @@ def openai_failure(error: Exception) -> CallFailure | None:
         import re
 
         fallback = re.sub(rf"^Error code: {error.status_code}(?: - )?", "", error.message)
-        described = error_message(error.body, error.status_code, fallback)
-        return CallFailure(error.status_code, described, retry_after_seconds(error.response.headers), str(error))
-    return CallFailure(None, f"{type(error).__name__}: {error}", None, str(error))
+        return http_failure(error, error.status_code, error.body, fallback, error.response.headers)
+    return no_answer(error)
 
 
 def wire_messages(

@@ -19,10 +19,20 @@ are renamed to it); the API takes no ``seed``. Failures follow the shared table 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Unpack
 
-from erp_sim.agents.models.backend import Retries, UnusableResponse, aretried, reported, retried, said
+from erp_sim.agents.models.backend import (
+    ApiModel,
+    CallFailure,
+    CallOptions,
+    UnusableResponse,
+    assistant_message,
+    reported,
+    said,
+    switch_value,
+    tool_call,
+)
 from erp_sim.agents.models.openai_chat import (
     described_target,
     openai_base_url,
@@ -30,7 +40,6 @@ from erp_sim.agents.models.openai_chat import (
     openai_failure,
     without_tool_options,
 )
-from erp_sim.agents.models.roles import public_url
 from erp_sim.agents.models.turns import joined_content, turns
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -44,7 +53,7 @@ TOKEN_LIMITS = ("max_tokens", "max_completion_tokens")
 INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(ApiModel):
     """``ChatModel`` over the Responses API. ``extra_params`` go in every request body (``max_output_tokens``,
     ``reasoning``, ``temperature``, ``tool_choice`` ...); ``reasoning_items`` is a switch of ours, never sent."""
 
@@ -55,26 +64,18 @@ class OpenAIResponsesModel:
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         temperature: float | None = None,
-        max_retries: int = 5,
-        timeout: float = 300.0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
         extra_params: Mapping[str, Any] | None = None,
         reasoning_items: str = "keep",
         azure: AzureTarget | None = None,
-        sleep: Callable[[float], None] | None = None,
-        async_sleep: Callable[[float], Awaitable[None]] | None = None,
+        **options: Unpack[CallOptions],
     ):
-        self.model = model
+        super().__init__(model, **options)
         self.azure = azure
         self.base_url = openai_base_url(base_url, azure)
-        self.timeout = timeout
-        self.retries = Retries.of(max_retries, backoff_base, backoff_max, sleep, async_sleep)
         params = dict(extra_params or {})
-        switch = params.pop("reasoning_items", reasoning_items)
-        self.reasoning_items = "keep" if switch is None else str(switch)
-        if self.reasoning_items not in REASONING_ITEMS:
-            raise ValueError(f"reasoning_items={self.reasoning_items!r}: use keep or drop")
+        self.reasoning_items = switch_value(
+            "reasoning_items", params.pop("reasoning_items", reasoning_items), REASONING_ITEMS
+        )
         if params.get("seed") is not None:
             raise ValueError(f"{API}:{model}: the Responses API takes no seed (leave it out)")
         limits = [key for key in TOKEN_LIMITS if params.get(key) is not None]
@@ -87,45 +88,29 @@ class OpenAIResponsesModel:
         self.sampling_params: dict[str, Any] = {
             key: value for key, value in {"temperature": temperature, **params}.items() if value is not None
         }
-        self._clients = openai_clients(api_key_env, self.base_url, timeout, azure)
+        self.clients = openai_clients(api_key_env, self.base_url, self.timeout, azure)
 
     @property
     def api(self) -> str:
         return "azure-responses" if self.azure is not None else API
 
     @property
-    def max_retries(self) -> int:
-        return self.retries.max_retries
-
-    def __repr__(self) -> str:
-        where = f", base_url={public_url(self.base_url)!r}" if self.base_url else ""
-        return f"OpenAIResponsesModel({self.model!r}{where}, {self.sampling_params})"
-
-    @property
     def recorded_params(self) -> dict[str, Any]:
         switch = {"reasoning_items": self.reasoning_items} if self.reasoning_items != "keep" else {}
         return {**self.sampling_params, **switch}
 
-    def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self.request(messages, tools)
-        client = self._clients.sync
-        return retried(
-            lambda: to_chat_response(client.responses.create(**request)),
-            openai_failure,
-            self.retries,
-            described_target(self.model, self.base_url, self.azure),
-        )
+    @property
+    def what(self) -> str:
+        return described_target(self.model, self.base_url, self.azure)
 
-    async def acomplete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> ChatResponse:
-        request = self.request(messages, tools)
-        client = self._clients.for_running_loop()
+    def send(self, client: Any, request: dict[str, Any]) -> Any:
+        return client.responses.create(**request)
 
-        async def attempt() -> ChatResponse:
-            return to_chat_response(await client.responses.create(**request))
+    def answer(self, raw: Any) -> ChatResponse:
+        return to_chat_response(raw)
 
-        return await aretried(
-            attempt, openai_failure, self.retries, described_target(self.model, self.base_url, self.azure)
-        )
+    def failure(self, error: Exception) -> CallFailure | None:
+        return openai_failure(error)
 
     def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         """The SDK call's arguments (``extra_body``: the params, sent as they are). A TypeError or ValueError
@@ -249,26 +234,14 @@ def to_chat_response(response: Any) -> ChatResponse:
                         refusals.append(part.refusal)
             elif kind == "function_call":
                 recorded.append({"type": "function_call", "id": getattr(item, "id", None), "call_id": item.call_id})
-                calls.append(
-                    {
-                        "id": item.call_id,
-                        "type": "function",
-                        "function": {"name": item.name, "arguments": item.arguments},
-                    }
-                )
+                calls.append(tool_call(item.call_id, item.name, item.arguments))
         usage = response.usage
         details = getattr(usage, "input_tokens_details", None)
         output_details = getattr(usage, "output_tokens_details", None)
         incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
     except (AttributeError, TypeError) as error:
         raise UnusableResponse(f"not a Responses API answer: {error}") from error
-    message: Message = {"role": "assistant", "content": "".join(texts)}
-    if calls:
-        message["tool_calls"] = calls
-    if refusals:
-        message["refusal"] = " ".join(refusals)
-    if reasoning:
-        message["provider_items"] = {"api": API, "items": recorded}
+    message = assistant_message(texts, calls, API, recorded if reasoning else None, " ".join(refusals))
     finish = INCOMPLETE.get(incomplete or "", incomplete) if status == "incomplete" else None
     return ChatResponse(
         message=message,

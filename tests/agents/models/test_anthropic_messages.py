@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fake_anthropic_server import FakeAnthropicServer
 from prompt_cache_rules import AnthropicCache
+from request_messages import ANCHOR, CALL, MEMORY, RESULT, SUMMARY, SYSTEM, TASK
 from strict_messages_request import rejection
 
 from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel, render_request
@@ -121,17 +122,6 @@ def test_the_fake_accepts_the_apis_own_forms():
 
 
 # --- the backend ---------------------------------------------------------------------------------------
-SYSTEM = {"role": "system", "content": "You are an expense assistant."}
-MEMORY = {"role": "system", "content": "<LONG_TERM_MEMORY>none</LONG_TERM_MEMORY>"}
-TASK = {"role": "user", "content": "Itemize EXP-1."}
-SUMMARY = {"role": "user", "content": "<EARLIER_STEPS_SUMMARY>\nopened\n</EARLIER_STEPS_SUMMARY>"}
-CALL = {
-    "role": "assistant",
-    "content": "",
-    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}],
-}
-RESULT = {"role": "tool", "tool_call_id": "call_1", "name": "lookup", "content": "found"}
-ANCHOR = {"role": "user", "content": "<WORKING_MEMORY>progress</WORKING_MEMORY>"}
 
 
 def test_requests_are_the_apis_form():

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from erp_sim.agents.models.turns import chat_messages, turns
+from request_messages import CALL, MEMORY, QUESTION, REPLY, RESULT, SUMMARY, SYSTEM, TASK
 
-SYSTEM = {"role": "system", "content": "Be an expense assistant."}
-MEMORY = {"role": "system", "content": "<LONG_TERM_MEMORY>index</LONG_TERM_MEMORY>"}
-TASK = {"role": "user", "content": "Itemize EXP-1."}
-SUMMARY = {"role": "user", "content": "<EARLIER_STEPS_SUMMARY>\ndone\n</EARLIER_STEPS_SUMMARY>"}
-CALL = {
-    "role": "assistant",
-    "content": "",
-    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
-}
-RESULT = {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "ok"}
-QUESTION = {"role": "assistant", "content": "Shall I?"}
-REPLY = {"role": "user", "content": "Yes."}
+from erp_sim.agents.models.turns import chat_messages, turns
 
 
 def test_systems_fold_into_the_first_and_users_merge():
