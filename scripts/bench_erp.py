@@ -26,7 +26,7 @@ from erp_sim import ErpSession, load_task_set, run_oracle
 from erp_sim.database import clear_templates
 from erp_sim.oracle import oracle_trace
 from erp_sim.task_sets import task_rows
-from erp_sim.verbosity import VERBOSITIES
+from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 WINDOW = 128_000  # the context window of the overflow point, o200k tokens
 
@@ -35,7 +35,7 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def horizon(task_set: str, repeats: int, verbosity: str = "default") -> None:
+def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default") -> None:
     """Per-call CPU time and response size of the oracle's calls, by the task's size (receipt charges or
     statement lines) and, for itemization, by its number of lines; and the o200k tokens of a whole episode's
     responses, the least a full-history transcript holds, with the size at which it passes a 128k window."""

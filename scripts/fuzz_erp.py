@@ -209,10 +209,20 @@ BANK_PROPERTIES = [
 ]
 BANK_PARAMETERS = ["StatementId", "LineNumbers", "Vouchers", "LineNumber", "OffsetAccount", "MatchId"]
 ARGUMENTS = {name: list(tool.input_schema.get("properties", {})) for name, tool in erp_sim.TOOLS.items()}
-VOCABULARY = {
+ITEMIZATION_PROPERTIES = [
+    "RecId",
+    "ParentRecId",
+    "Amount",
+    "Subcategory",
+    "TransactionDate",
+    "Purpose",
+    "ReportNumber",
+    "Merchant",
+]
+VOCABULARY: dict[str, list[Any]] = {
     "names": NAMES,
     "values": VALUES,
-    "properties": None,
+    "properties": ITEMIZATION_PROPERTIES,
     "parameters": ["RecId", "ReportNumber", "LineNumber"],
 }
 
@@ -255,16 +265,7 @@ def argument_value(rng: random.Random, name: str) -> Any:
             {"controlName": rng.choice(names), "value": argument_value(rng, "value")} for _ in range(rng.randint(1, 3))
         ]
     if name == "entities":
-        properties = VOCABULARY["properties"] or [
-            "RecId",
-            "ParentRecId",
-            "Amount",
-            "Subcategory",
-            "TransactionDate",
-            "Purpose",
-            "ReportNumber",
-            "Merchant",
-        ]
+        properties = VOCABULARY["properties"]
         return [{rng.choice(properties): argument_value(rng, "value") for _ in range(rng.randint(1, 4))}]
     if name == "keys":
         return [rng.randint(-2, 300) for _ in range(rng.randint(1, 3))]

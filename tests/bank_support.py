@@ -41,7 +41,9 @@ def trans_id(session: ErpSession, voucher: str) -> int:
     return int(session.db.execute("SELECT id FROM bank_transaction WHERE voucher = ?", (voucher,)).fetchone()[0])
 
 
-def solve_by_rules(session: ErpSession, *, skip: set[int] = frozenset(), reconcile: bool = True) -> None:
+def solve_by_rules(
+    session: ErpSession, *, skip: frozenset[int] | set[int] = frozenset(), reconcile: bool = True
+) -> None:
     """The task's true matches and postings written through ``rules`` (lines in ``skip`` left open)."""
     task = as_task(session.task)
     rec_id = target_reconciliation(session)

@@ -11,12 +11,13 @@ from bank_support import bank_task, open_worksheet
 from bpe_openai import get_encoding
 
 from erp_sim import ErpSession, load_task_set, run_oracle
+from erp_sim.verbosity import VERBOSITIES, Verbosity
 from erp_sim.workflows.bank_reconciliation import reading as R
 
 ENCODING = get_encoding("o200k_base")
 
 
-def form_tokens(verbosity: str) -> dict[str, list[int]]:
+def form_tokens(verbosity: Verbosity) -> dict[str, list[int]]:
     """Tokens per response, by form: the oracle on every bank_recon_50 task, then full pages of the worksheet's
     grids (the transactions and the matched items unfiltered) on the largest task."""
     counts: dict[str, list[int]] = defaultdict(list)
@@ -44,7 +45,7 @@ def form_tokens(verbosity: str) -> dict[str, list[int]]:
 
 @pytest.fixture(scope="module")
 def tokens():
-    return {verbosity: form_tokens(verbosity) for verbosity in ("default", "compact")}
+    return {verbosity: form_tokens(verbosity) for verbosity in VERBOSITIES}
 
 
 def test_default_responses_weigh_500_to_3000_tokens_on_every_form(tokens):
