@@ -47,7 +47,10 @@ def test_demo_runs_on_any_task_set_from_its_first_task(capsys):
     "args, message",
     [
         (["--task", "nosuch"], "No task 'nosuch' in task set 'hotel_50'."),
-        (["--task-set", "nosuch"], "Unknown task set 'nosuch'. Known: expense_types, hotel_50,"),
+        (
+            ["--task-set", "nosuch"],
+            "Unknown task set 'nosuch'. Known: bank_recon_50, bank_recon_long, expense_types, hotel_50,",
+        ),
         (["--task-set", "Meals", "--task", "99"], "Task index 99 out of range: Meals has 20 tasks."),
     ],
 )
