@@ -207,7 +207,7 @@ EPISODE_STATE = (
 )
 
 
-class ExpenseItemizationEnv(gym.Env[str, str]):
+class ErpEnv(gym.Env[str, str]):
     """
     ## Description
     An agent itemizes one expense line in a simulated Dynamics 365 Finance and Operations
@@ -604,6 +604,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return info
 
 
-def expense_env_of(env: gym.Env) -> ExpenseItemizationEnv:
+#: The env's name before a workflow was a folder (itemization's ids made it): the same class.
+ExpenseItemizationEnv = ErpEnv
+
+
+def expense_env_of(env: gym.Env) -> ErpEnv:
     """``env.unwrapped`` typed as what every erp_sim env id makes, for its evaluator methods (grade, tasks)."""
-    return cast("ExpenseItemizationEnv", env.unwrapped)
+    return cast("ErpEnv", env.unwrapped)

@@ -9,15 +9,16 @@ sets and actions only, and adding a workflow changes no response of another.
 
 Adding a workflow is its folder and one line in ``PACKAGES``. The folder's package gives:
 
-- in its ``__init__``, ``TASK_SETS`` (a ``TaskSets``): which fixture files it owns and how their
-  rows read. Cheap (no pydantic, no SQLite): ``gym.make`` and every ``--tasks`` check read it;
+- in its ``__init__``, ``TASK_SETS`` (a ``TaskSets``): which fixture files it owns, how their
+  rows read, and its Gymnasium ids. Cheap (no pydantic, no SQLite): ``import erp_sim.envs`` (which
+  registers the ids), ``gym.make`` and every ``--tasks`` check read it;
 - in its ``workflow`` module, ``WORKFLOW`` (a ``Workflow``): the rest, loaded by the first session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
 from importlib import import_module
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 #: Every workflow by name: the package of its folder.
 PACKAGES: dict[str, str] = {"itemization": "erp_sim.workflows.itemization"}
+#: The task set a command, env or session uses when none is named.
+DEFAULT_TASK_SET = "hotel_50"
 
 TaskT = TypeVar("TaskT")
 TargetT = TypeVar("TargetT")
@@ -82,6 +85,9 @@ class TaskSets:
     size_stratified: frozenset[str] = frozenset()  # sets whose split stratifies by size too
     view: Callable[[str, RowSource], tuple[TaskRow, ...]] = _no_view  # more set names (a filter of a set), or ()
     view_names: Callable[[RowSource], list[str]] = _no_view_names  # those names, for the unknown-set error
+    env_ids: Mapping[str, str] = field(default_factory=dict)  # Gymnasium id -> its task set (erp_sim.envs registers)
+    step_limits: Mapping[str, int] = field(default_factory=dict)  # Gymnasium id -> max_episode_steps, if not 200
+    demo_tasks: Mapping[str, str] = field(default_factory=dict)  # task set -> the task ``erp-sim demo`` shows first
 
 
 # --- the rest: loaded with the first session ---------------------------------------------------------
