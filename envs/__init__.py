@@ -51,13 +51,11 @@ def register_envs() -> tuple[str, ...]:
 
 
 ENV_IDS = register_envs()
-# Each id's task set and its step limit where it is not MAX_EPISODE_STEPS (as the workflows declare them).
-ENV_TASK_SETS = {env_id: registry[env_id].kwargs["task_set"] for env_id in ENV_IDS}
-STEP_LIMITS = {
-    env_id: registry[env_id].max_episode_steps
-    for env_id in ENV_IDS
-    if registry[env_id].max_episode_steps != MAX_EPISODE_STEPS
+# Each id's task set, and its step limit where it is not MAX_EPISODE_STEPS, as the workflows declare them.
+ENV_TASK_SETS = {
+    env_id: task_set for sets in workflows.task_sets().values() for env_id, task_set in sets.env_ids.items()
 }
+STEP_LIMITS = {env_id: limit for sets in workflows.task_sets().values() for env_id, limit in sets.step_limits.items()}
 
 _LAZY = {
     "ErpEnv": "erp_sim.envs.expense_env",

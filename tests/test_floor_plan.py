@@ -43,7 +43,7 @@ AGENTS_LAYERS: Layers = [
     ("types", ("types", "command_line")),
     ("tokens", ("tokens",)),  # o200k counts, the shared prefix, the prompt cache
     ("models", ("models",)),
-    ("facts and summarizers", ("expense_facts", "summarizers")),  # what the structured summaries read
+    ("facts and summarizers", ("facts", "summarizers")),  # what the structured summaries read
     ("memory", ("memory",)),  # the store, its tools and consolidation; the ga_memory policy sits in policies
     ("policies", ("policies",)),
     ("agents", ("scripted", "model_agent", "llm_user")),

@@ -30,9 +30,9 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from erp_sim.agents.memory.consolidate import Consolidation
-from erp_sim.agents.trajectory import EpisodeMetrics
+from erp_sim.agents.trajectory import EpisodeMetrics, KnownFailure
 from erp_sim.agents.types import unset
-from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.outcomes import Termination
 
 TaskKey = tuple[str, str]  # (task_set, task_id)
 EpisodeKey = tuple[str, str, str, int]  # (config, task_set, task_id, run)
@@ -118,7 +118,7 @@ class EpisodeRow(BaseModel):
     grade: RowGrade | None = Field(None, description="None (stored as {}): no grade, e.g. an unscored episode.")
     metrics: RowMetrics = Field(default_factory=RowMetrics)
     termination: RowTermination = Field("", description="How the episode ended; empty only in rows of unfinished runs.")
-    failure_category: FailureCategory | None = None
+    failure_category: KnownFailure | None = None
     infra_error: str | None = Field(None, description="Set: the episode is not scored; --resume runs it again.")
     model_error: str | None = None
     trajectory: str = Field("", description="The gzipped trajectory, relative to the run directory.")

@@ -73,7 +73,13 @@ def test_import_envs_reads_only_the_registry_s_cheap_part():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     loaded, gymnasium, pydantic = json.loads(result.stdout)
-    assert set(loaded) == {"erp_sim", "erp_sim.envs", "erp_sim.workflows", "erp_sim.workflows.itemization"}
+    assert set(loaded) == {
+        "erp_sim",
+        "erp_sim.envs",
+        "erp_sim.outcomes",
+        "erp_sim.workflows",
+        "erp_sim.workflows.itemization",
+    }
     assert gymnasium and not pydantic
 
 

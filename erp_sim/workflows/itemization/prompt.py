@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from erp_sim.workflows.itemization.catalog import CATEGORIES
+
 if TYPE_CHECKING:
-    from erp_sim import Task
+    from erp_sim.workflows.itemization.task import Task
 
 _TEMPLATE = """\
 You are an expense assistant working in Microsoft Dynamics 365 Finance and Operations through its ERP tools.
@@ -65,8 +67,6 @@ is complete only when every line the user names is."""
 def system_prompt(task: Task) -> str:
     """The system prompt for an agent working on ``task`` (depends only on its expense category and how many
     lines it itemizes)."""
-    from erp_sim.workflows.itemization.catalog import CATEGORIES
-
     category = CATEGORIES[task.expense_type]
     lines = 1 + len(task.extra_lines)
     return _TEMPLATE.format(
