@@ -40,7 +40,23 @@ class ModelRequestError(RuntimeError):
 
 class ContextOverflowError(ModelRequestError):
     """The request would not fit the model's context window (our ``--context-window`` check, or
-    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure."""
+    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure.
+
+    ``tokens``: the refused request's size (o200k, messages + tool schemas), where it was counted."""
+
+    def __init__(self, message: str, status_code: int | None = None, *, tokens: int | None = None):
+        super().__init__(message, status_code)
+        self.tokens = tokens
+
+
+def refuse_over_window(tokens: int, window: int | None, request: str, after: str = "") -> None:
+    """The one ``--context-window`` check: ``ContextOverflowError`` when a request of ``tokens`` (counted as
+    ``TokenCounter.count_request`` counts it) exceeds ``window``. ``ModelAgent`` checks before it sends; the
+    runner checks what every agent was shown (a scripted agent sends nothing), with the same count."""
+    if window is not None and tokens > window:
+        raise ContextOverflowError(
+            f"{request} {tokens:,} tokens, over the context window of {window:,}{after}", tokens=tokens
+        )
 
 
 class Usage(BaseModel):

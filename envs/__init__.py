@@ -43,7 +43,7 @@ def register_envs() -> tuple[str, ...]:
                     id=env_id,
                     entry_point=ENTRY_POINT,
                     kwargs={"task_set": task_set},
-                    max_episode_steps=sets.step_limits.get(env_id, MAX_EPISODE_STEPS),
+                    max_episode_steps=sets.step_limits.get(env_id, MAX_EPISODE_STEPS),  # registered_step_limit's
                     disable_env_checker=True,
                 )
             ids.append(env_id)
@@ -56,6 +56,19 @@ ENV_TASK_SETS = {
     env_id: task_set for sets in workflows.task_sets().values() for env_id, task_set in sets.env_ids.items()
 }
 STEP_LIMITS = {env_id: limit for sets in workflows.task_sets().values() for env_id, limit in sets.step_limits.items()}
+
+
+def registered_step_limit(env_id: str) -> int:
+    """The step limit ``env_id`` is registered with (``TimeLimit``'s ``max_episode_steps``)."""
+    return STEP_LIMITS.get(env_id, MAX_EPISODE_STEPS)
+
+
+def task_set_step_limit(task_set: str) -> int:
+    """A task set's own step limit: that of the env id registered for it (long_horizon: 1,500), else the
+    default; every command that runs episodes of a task set reads its limit here."""
+    env_id = next((env_id for env_id, tasks in ENV_TASK_SETS.items() if tasks == task_set), None)
+    return MAX_EPISODE_STEPS if env_id is None else registered_step_limit(env_id)
+
 
 _LAZY = {
     "ErpEnv": "erp_sim.envs.expense_env",
@@ -79,4 +92,13 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'erp_sim.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "ENV_TASK_SETS", "MAX_EPISODE_STEPS", "STEP_LIMITS", "register_envs", *_LAZY]
+__all__ = [
+    "ENV_IDS",
+    "ENV_TASK_SETS",
+    "MAX_EPISODE_STEPS",
+    "STEP_LIMITS",
+    "register_envs",
+    "registered_step_limit",
+    "task_set_step_limit",
+    *_LAZY,
+]

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PositiveInt
 
 from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
 from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, report_markdown
@@ -51,7 +51,8 @@ from erp_sim.agents.acon.optimizer_requests import (
 from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
-from erp_sim.agents.models.roles import add_model_arguments, params_by_role
+from erp_sim.agents.evaluation.settings import EpisodeSettings
+from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -77,7 +78,7 @@ class Settings(BaseModel):
     candidates: int = 5
     steps: list[Literal["ut", "co"]] = ["ut", "co"]
     seed: int = 0
-    max_steps: int = 200
+    max_steps: PositiveInt = Field(default_factory=lambda: EpisodeSettings().step_limit())
     initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
     prices: dict[str, list[float]] = Field(
         default_factory=dict, description="role -> [USD per 1M input, per 1M output]"
@@ -222,11 +223,9 @@ class Run:
         agent_log.reset()
         compressor_log.reset()
         agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
+        episode_settings = EpisodeSettings(max_steps=self.settings.max_steps)
         env = gym.make(
-            "erp_sim/ExpenseItemization-v0",
-            task_set=task_set,
-            user_model="rule",
-            max_episode_steps=self.settings.max_steps,
+            "erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule", **episode_settings.env_kwargs()
         )
         record: dict[str, Any] = {
             "task_set": task_set,
@@ -237,7 +236,13 @@ class Run:
         }
         try:
             trajectory = run_episode(
-                env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True, policy=record["policy"]
+                env,
+                agent,
+                task_id=task_id,
+                seed=self.settings.seed,
+                keep_shown=True,
+                policy=record["policy"],
+                **episode_settings.run_kwargs(),
             )
         except SummarizerError as exc:  # the compressor gave nothing usable: the episode fails, the run goes on
             trajectory = None
@@ -557,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--initial-guideline", action="append", default=[], metavar="[KIND=]FILE")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument(
+        "--max-steps", type=positive(int), metavar="N", help=EpisodeSettings.model_fields["max_steps"].description
+    )
     parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
     parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
     parser.add_argument(
@@ -600,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates=args.candidates,
         steps=steps,
         seed=args.seed,
-        max_steps=args.max_steps,
+        max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
         model_params=params_by_role(args.model_param, ROLES),

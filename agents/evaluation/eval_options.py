@@ -8,17 +8,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from erp_sim.agents.evaluation.costs import add_price_argument
+from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
 from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
 
 
-class EpisodeSpec(BaseModel):
-    """Everything needed to run one episode anywhere (a worker process, a Ray node)."""
+class EpisodeSpec(EpisodeSettings):
+    """Everything needed to run one episode anywhere (a worker process, a Ray node): its settings (verbosity, step
+    limit, context window) and what it runs."""
 
     config: str
     policy: str
@@ -28,12 +30,9 @@ class EpisodeSpec(BaseModel):
     task_id: str
     run: int
     seed: int
-    max_steps: int = 200
-    verbosity: str = "default"
     out_dir: str
     base_url: str | None = None
     record_dir: str | None = None
-    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
     summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
     summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
     model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
@@ -117,15 +116,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue an existing --out: run only episodes without a scored row (infrastructure errors are retried)",
     )
-    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        metavar="TOKENS",
-        help="the model's context window: a longer request ends its episode, scored as context_overflow "
-        "(None: no limit of ours; a server's own context-length 400 does the same)",
-    )
+    add_settings_arguments(parser)
     parser.add_argument(
         "--record",
         metavar="DIR",
@@ -162,12 +153,10 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
             items.append(("summarizer", key, value))
     return {
         "agent": args.agent,
-        "max_steps": args.max_steps,
-        "verbosity": args.verbosity,
+        **settings_options(args),
         "out_dir": str(Path(args.out)),
         "base_url": args.base_url,
         "record_dir": args.record,
-        "context_window": args.context_window,
         "summarizer": args.summarizer,
         "summarizer_base_url": args.summarizer_base_url,
         "model_params": params_by_role(items, EVAL_ROLES),

@@ -94,7 +94,7 @@ def _difference(row: EpisodeRow, spec: EpisodeSpec, planned: Planned) -> tuple[s
         ("agent", row.agent, label),
         ("user", row.user, spec.user),
         (f"seed (run {row.run})", row.seed, spec.seed - spec.run + row.run),
-        ("max steps", row.sampling.max_steps, spec.max_steps),
+        ("max steps", row.sampling.max_steps, spec.step_limit()),
         ("verbosity", row.sampling.verbosity, spec.verbosity),
     ):
         if old not in (None, "") and old != new:  # (older rows may not name it)

@@ -35,7 +35,7 @@ from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
-from erp_sim import VERBOSITIES, workflows
+from erp_sim import workflows
 from erp_sim.database.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
@@ -52,7 +52,7 @@ from erp_sim.mcp.routing import register
 from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
 from erp_sim.net import is_loopback, port_number
 from erp_sim.task_sets import workflow_of
-from erp_sim.verbosity import Verbosity
+from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20

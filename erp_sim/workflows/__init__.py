@@ -187,13 +187,9 @@ class Workflow(Generic[TaskT]):
     system_prompt: Callable[[TaskT], str]  # the agent's system prompt for a task (what the study gave GPT-5)
     user_reply: Callable[[str, UserSees], tuple[str, bool]]  # the rule-based user: (its reply, ends the conversation)
     task_prompt: TaskPrompt  # the MCP server's prompt of the task
-    task_info: Callable[[TaskT], JsonObject] = default_task_info  # ``info["task"]``: the task's facts an evaluator logs
-    progress_info: Callable[[Any], JsonObject] = (
-        default_progress_info  # ``info["grade"]``: the grader's Progress as JSON
-    )
-    progress_line: Callable[[JsonObject], str] = (
-        default_progress_line  # ``render()``'s status line from ``info["grade"]``
-    )
+    task_info: Callable[[TaskT], JsonObject] = default_task_info  # info["task"]: the facts an evaluator logs
+    progress_info: Callable[[Any], JsonObject] = default_progress_info  # info["grade"]: the grader's Progress
+    progress_line: Callable[[JsonObject], str] = default_progress_line  # render()'s line from info["grade"]
 
 
 def _package(name: str) -> str:
