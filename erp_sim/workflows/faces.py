@@ -123,6 +123,21 @@ class SummaryFacts:
 
 
 @dataclass(frozen=True)
+class SopRules:
+    """How GenericAgent's consolidator writes an SOP (layered memory's L3) of a successful episode of the
+    workflow: the task's own values become {parameters}, a step done once per item of the task is folded."""
+
+    parameters: Callable[[str], dict[str, str]]  # the instruction -> the task's values by parameter name
+    step: Callable[[str, dict[str, Any], dict[str, str]], tuple[dict[str, Any], str]]  # (tool, arguments, values)
+    # -> (the arguments with per-item placeholders, "" or what the step repeats for, e.g. "for each receipt charge")
+    expect: Callable[[str, dict[str, str]], str]  # a step's Result text -> with the workflow's own values named
+    say: Callable[[str], str]  # a message to the user -> with its counts named
+    sop: Callable[[dict[str, str], int], dict[str, Any]]  # (values, folded steps) -> the Sop's key, summary, goal,
+    # parameters, preconditions and failure_handling
+    prompt: Path  # the LLM consolidator's prompt ({instruction}, {parameters}, {calls}, {schema})
+
+
+@dataclass(frozen=True)
 class FailureRules:
     """Why a graded episode of the workflow failed, beside the generic causes (``erp_sim.outcomes``): the
     classifier asks ``classify`` once the generic ones ahead of it (a stall, the step limit, invalid calls)
@@ -143,4 +158,5 @@ class HarnessFace:
     user_context_fields: Callable[[Any, Any], Mapping[str, str]]  # (task, grade) -> the template's other fields
     facts: SummaryFacts
     failures: FailureRules
+    sop: SopRules
     labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields (success, ...)

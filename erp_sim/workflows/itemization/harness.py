@@ -9,6 +9,7 @@ from erp_sim.workflows.itemization import user
 from erp_sim.workflows.itemization.facts import SUMMARY_FACTS
 from erp_sim.workflows.itemization.failures import FAILURES
 from erp_sim.workflows.itemization.scripted import PROCEDURE
+from erp_sim.workflows.itemization.sop import SOP_RULES
 
 _REPORT = re.compile(r"\bEXP-\d{6}\b")
 
@@ -26,4 +27,5 @@ HARNESS = HarnessFace(
     user_context_fields=user.user_context,
     facts=SUMMARY_FACTS,
     failures=FAILURES,
+    sop=SOP_RULES,
 )
