@@ -56,6 +56,9 @@ ENV_TASK_SETS = {
     env_id: task_set for sets in workflows.task_sets().values() for env_id, task_set in sets.env_ids.items()
 }
 STEP_LIMITS = {env_id: limit for sets in workflows.task_sets().values() for env_id, limit in sets.step_limits.items()}
+#: The id of the default task set (``erp_sim.workflows.DEFAULT_TASK_SET``): what commands and adapters make
+#: when no id is named (the env class is one: an id with another ``task_set`` kwarg serves any workflow's set).
+DEFAULT_ENV_ID = next(env_id for env_id, task_set in ENV_TASK_SETS.items() if task_set == workflows.DEFAULT_TASK_SET)
 
 
 def registered_step_limit(env_id: str) -> int:
@@ -93,6 +96,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "DEFAULT_ENV_ID",
     "ENV_IDS",
     "ENV_TASK_SETS",
     "MAX_EPISODE_STEPS",

@@ -124,6 +124,8 @@ class Grader(Generic[TargetT, ProgressT]):
     target: Callable[[FormHost], TargetT]
     progress: Callable[[FormHost, TargetT], ProgressT]
     grade: Callable[[FormHost, TargetT, ProgressT | None], JsonObject]
+    fraction: str | None = None  # the grade's field measuring how much is done (itemized_fraction), which the
+    # training adapters log beside strict success
 
 
 class UserSees(Protocol):
@@ -152,6 +154,11 @@ class TaskPrompt:
 def default_task_info(task: Any) -> JsonObject:
     """``info["task"]`` of a workflow that names nothing more: the task's id and set."""
     return {"task_id": task.task_id, "task_set": task.task_set}
+
+
+def default_describe_task(fields: JsonObject) -> str:
+    """A task in a few words for a person (``erp-sim play``), from ``info["task"]``: its set."""
+    return str(fields["task_set"])
 
 
 def default_progress_info(state: Progress) -> JsonObject:
@@ -188,6 +195,7 @@ class Workflow(Generic[TaskT]):
     user_reply: Callable[[str, UserSees], tuple[str, bool]]  # the rule-based user: (its reply, ends the conversation)
     task_prompt: TaskPrompt  # the MCP server's prompt of the task
     task_info: Callable[[TaskT], JsonObject] = default_task_info  # info["task"]: the facts an evaluator logs
+    describe_task: Callable[[JsonObject], str] = default_describe_task  # info["task"] in a few words, for a person
     progress_info: Callable[[Any], JsonObject] = default_progress_info  # info["grade"]: the grader's Progress
     progress_line: Callable[[JsonObject], str] = default_progress_line  # render()'s line from info["grade"]
 

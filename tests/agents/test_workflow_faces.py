@@ -137,3 +137,55 @@ async def test_the_mcp_server_offers_the_toy_s_task_prompt(toy):
         prompt = await client.get_prompt("notes_task")
         assert prompt.messages[0].content.text == "Open the notes and count them: there should be 3."
     assert "one note-counting task: read the 'notes_task' prompt" in server.instructions
+
+
+def test_the_training_episode_logs_the_toy_s_grade(toy):
+    from erp_sim.envs.episode import Episode, logged_metrics
+
+    episode = Episode(toy.ENV_ID)
+    assert logged_metrics(toy.ENV_ID) == ("strict_success", "invalid_actions", "tool_errors")  # no fraction named
+    episode.start(task_index=0)
+    episode.call_tool("form_open_menu_item", {"name": "ToyNotes"})
+    assert episode.done and episode.reward == 1.0
+    assert episode.metrics() == {
+        "strict_success": 1.0,
+        "success": 1.0,
+        "invalid_actions": 0.0,
+        "tool_errors": 0.0,
+        "tool_calls": 1.0,
+        "user_turns": 0.0,
+        "steps": 1.0,
+    }
+    episode.close()
+
+
+def test_erp_sim_play_plays_the_toy_workflow(toy, monkeypatch, capsys):
+    import io
+
+    from erp_sim.envs import play
+
+    lines = ["grade", 'form_open_menu_item {"name": "ToyNotes"}']
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
+    assert play.main(["--env", toy.ENV_ID, "--task", "notes-1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Task notes-1 (toy_notes). Type 'help' for commands.")
+    assert "Grade: success=False strict_success=False; success False, done fraction 0.0" in out
+    assert "[reward 1, success True, done fraction 1.0, step 1]" in out
+    assert out.endswith(
+        "Episode ended: success.\nGrade: success=True strict_success=True; success True, done fraction 1.0\n"
+    )
+
+
+def test_layered_memory_writes_the_toy_s_sop(toy, tmp_path):
+    from erp_sim.agents.memory.consolidate import consolidate_episode
+    from erp_sim.agents.memory.store import MemoryStore
+
+    env = gym.make(toy.ENV_ID)
+    trajectory = run_episode(env, ScriptedAgent(), task_id="notes-2")
+    env.close()
+    store = MemoryStore.open(tmp_path / "memory")
+    consolidation = consolidate_episode(store, trajectory)
+    assert consolidation.success and "sop/count_notes" in consolidation.promoted
+    sop = store.sop("sop/count_notes")
+    assert sop.goal == "Open ToyNotes and tell the user that there are {notes} notes." and sop.parameters == ["notes"]
+    assert [step.tool for step in sop.steps] == ["form_find_menu_item", "form_open_menu_item"]

@@ -19,6 +19,7 @@ from erp_sim.workflows.faces import (
     MessageReading,
     ScriptedProcedure,
     Seen,
+    SopRules,
     SummaryFacts,
 )
 
@@ -94,6 +95,24 @@ def _classify(grade: Any, said: Sequence[str]) -> str | None:
     return "notes_unopened" if grade is not None and not grade.success else None
 
 
+def _sop(values: dict[str, str], steps: int) -> dict[str, Any]:
+    return {
+        "key": "sop/count_notes",
+        "summary": f"count the notes ({steps} steps)",
+        "goal": "Open ToyNotes and tell the user that there are {notes} notes.",
+        "parameters": sorted(values),
+    }
+
+
+SOP = SopRules(
+    parameters=lambda instruction: {"notes": str(_brief(instruction))} if _brief(instruction) is not None else {},
+    step=lambda tool, arguments, values: (arguments, ""),
+    expect=lambda text, values: text,
+    say=lambda text: text,
+    sop=_sop,
+    prompt=Path(__file__).with_name("consolidate.md"),
+)
+
 HARNESS = HarnessFace(
     name="toy",
     recognizes=lambda instruction: "count them" in instruction,
@@ -102,4 +121,5 @@ HARNESS = HarnessFace(
     user_context_fields=lambda task, grade: {"instruction": task.instruction(), "done": str(grade.success)},
     facts=FACTS,
     failures=FailureRules(categories=("notes_unopened",), classify=_classify),
+    sop=SOP,
 )

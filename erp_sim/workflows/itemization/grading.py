@@ -307,5 +307,5 @@ def episode_target(session: FormHost) -> int | tuple[int, ...]:
 
 
 GRADER: Grader[int | tuple[int, ...], Progress] = Grader(
-    model=Grade, target=episode_target, progress=progress, grade=grade_dict
+    model=Grade, target=episode_target, progress=progress, grade=grade_dict, fraction="itemized_fraction"
 )

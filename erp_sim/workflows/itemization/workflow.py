@@ -50,6 +50,10 @@ def task_info(task: Task) -> JsonObject:
     }
 
 
+def describe_task(fields: JsonObject) -> str:
+    return f"{fields['expense_type']}, {fields['difficulty']}, {fields['item_count']} receipt charges"
+
+
 @lru_cache(maxsize=64)  # Progress is frozen and, while nothing changes, the same object step after step
 def progress_info(state: Progress) -> JsonObject:
     """``info["grade"]``: the cheap part of ``Grade`` (the env hands out a copy)."""
@@ -99,6 +103,7 @@ WORKFLOW: Workflow[Task] = Workflow(
     user_reply=user.reply,
     task_prompt=TASK_PROMPT,
     task_info=task_info,
+    describe_task=describe_task,
     progress_info=progress_info,
     progress_line=progress_line,
 )
