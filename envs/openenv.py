@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from typing import Any
 
@@ -247,8 +248,6 @@ class OpenEnvGuard:
 
 def _frame_problem(message: dict) -> str | None:
     """OpenEnv's error frame for a text frame that is JSON but not an object (None: pass the frame on)."""
-    import json
-
     from openenv.core.env_server.types import WSErrorCode
 
     if message.get("type") != "websocket.receive":

@@ -45,14 +45,17 @@ RowTermination = Literal[Termination, ""]
 
 
 class RowGrade(BaseModel):
-    """The part of the ERP's grade (``erp_sim.Grade``) a results row keeps."""
+    """The part of the ERP's grade (the workflow's grade model, ``erp_sim.Grade`` for itemization) a results row
+    keeps: every workflow's verdicts and collateral changes, and itemization's figures where the grade has them."""
 
     model_config = _FORBID
     success: bool
     strict_success: bool
-    itemized_fraction: float
-    remaining_amount: str
-    collateral: list[str]
+    itemized_fraction: float | None = Field(
+        None, exclude_if=unset, description="Itemization's (None: not in the grade)."
+    )
+    remaining_amount: str | None = Field(None, exclude_if=unset, description="Itemization's (None: not in the grade).")
+    collateral: list[str] = Field(default_factory=list, description="Collateral changes ([]: none, or not checked).")
 
 
 #: Grade fields a row keeps, in the grade's order (the writer's ``include``).

@@ -73,9 +73,15 @@ from erp_sim.outcomes import UNCLASSIFIED, failure_report_order
 # ---------------------------------------------------------------------------------------
 
 
-def _grade(read: Callable[[RowGrade], float]) -> Callable[[EpisodeRow], float]:
-    """A grade figure; NaN for a row without a grade (an unscored episode), so means skip it."""
-    return lambda row: math.nan if row.grade is None else float(read(row.grade))
+def _grade(read: Callable[[RowGrade], float | None]) -> Callable[[EpisodeRow], float]:
+    """A grade figure; NaN for a row without a grade (an unscored episode) or without the figure (another
+    workflow's grade), so means skip it."""
+
+    def get(row: EpisodeRow) -> float:
+        value = None if row.grade is None else read(row.grade)
+        return math.nan if value is None else float(value)
+
+    return get
 
 
 def _count(read: Callable[[RowMetrics], float | None]) -> Callable[[EpisodeRow], float]:

@@ -219,8 +219,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     p.add_argument(
         "--task-set",
-        default="hotel_50",
-        help="hotel_50, expense_types, long_horizon, or one expense type (default hotel_50).",
+        default=workflows.DEFAULT_TASK_SET,
+        help=f"{', '.join(workflows.fixture_set_names())}, or a workflow's view of one such as an expense type"
+        f" (default {workflows.DEFAULT_TASK_SET}).",
     )
     p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
     p.add_argument("--seed", type=int, default=None, help="Shuffle the order in which new sessions get tasks.")

@@ -216,6 +216,12 @@ def task_sets() -> dict[str, TaskSets]:
     return owned
 
 
+def fixture_set_names() -> list[str]:
+    """Every workflow's fixture task sets by name, in registry order (cheap: what a command's help lists; a
+    workflow's views of a set, such as itemization's expense types, read the fixtures and are left out)."""
+    return [name for sets in task_sets().values() for name in sets.files]
+
+
 @cache
 def load(name: str) -> Workflow[Any]:
     """A workflow by name, loaded once (its forms, entity sets, actions, grader and oracle)."""

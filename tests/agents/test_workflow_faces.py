@@ -189,3 +189,27 @@ def test_layered_memory_writes_the_toy_s_sop(toy, tmp_path):
     sop = store.sop("sop/count_notes")
     assert sop.goal == "Open ToyNotes and tell the user that there are {notes} notes." and sop.parameters == ["notes"]
     assert [step.tool for step in sop.steps] == ["form_find_menu_item", "form_open_menu_item"]
+
+
+def test_an_offline_eval_row_of_the_toy_workflow(toy, tmp_path):
+    from erp_sim.agents.evaluation.episode_row import EpisodeRow
+    from erp_sim.agents.evaluation.eval_options import EpisodeSpec
+    from erp_sim.agents.evaluation.evaluate import run_spec
+    from erp_sim.agents.evaluation.statistics import summarize_config
+
+    spec = EpisodeSpec(
+        config="C1",
+        policy="full",
+        user="rule",
+        agent="scripted",
+        task_set="toy_notes",
+        task_id="notes-2",
+        run=0,
+        seed=0,
+        out_dir=str(tmp_path),
+    )
+    row = EpisodeRow.model_validate(run_spec(spec))
+    assert row.termination == "success" and row.failure_category is None
+    assert row.dump()["grade"] == {"success": True, "strict_success": True, "collateral": []}  # no itemized_fraction
+    estimates = summarize_config([row]).estimates
+    assert estimates["success"].mean == 1.0 and estimates["itemized_amount"].n == 0
