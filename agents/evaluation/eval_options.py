@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from erp_sim import workflows
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
 from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
@@ -104,8 +105,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tasks",
-        default="hotel_50",
-        help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)",
+        default=workflows.DEFAULT_TASK_SET,
+        help="SET, SET:train, SET:test or SET:id1,id2 (sets: "
+        + ", ".join(workflows.fixture_set_names())
+        + ", or a workflow's view of one such as Hotel or Meals)",
     )
     parser.add_argument(
         "--runs",
