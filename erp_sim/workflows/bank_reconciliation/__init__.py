@@ -30,6 +30,11 @@ def _lines(fields: JsonObject) -> int:
     return len(fields["statement_lines"])
 
 
+# Hard bank_recon_50 tasks take the oracle about 180 calls, bank_recon_long's 400 lines up to 1,686: room
+# for an agent that reads pages again (the oracle's calls scale with the lines, about 4.2 a line).
+ENV_IDS = {"erp_sim/BankReconciliation-v0": "bank_recon_50", "erp_sim/BankReconciliationLong-v0": "bank_recon_long"}
+STEP_LIMITS = {"erp_sim/BankReconciliation-v0": 300, "erp_sim/BankReconciliationLong-v0": 2500}
+
 # bank_recon_long's split stratifies by size too: each rung of the ladder is split alike.
 TASK_SETS = TaskSets(
     files=FILES,
@@ -37,4 +42,7 @@ TASK_SETS = TaskSets(
     size=_lines,
     **pydantic_task_sets(__name__),  # the task model and the generators: imported at first use, not at gym.make
     size_stratified=frozenset({"bank_recon_long"}),
+    env_ids=ENV_IDS,
+    step_limits=STEP_LIMITS,
+    demo_tasks={"bank_recon_50": "bank-003"},  # a short one with a fee line, walked through in docs
 )

@@ -17,8 +17,10 @@ One category per failed episode, the first that applies (the most specific, stat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
+
+from erp_sim.workflows.faces import FailureRules
 
 FailureCategory = Literal[
     "over_posted_fee", "wrong_match", "unmatched_line", "not_marked_reconciled", "collateral_change"
@@ -39,3 +41,15 @@ def classify(grade: Mapping[str, Any]) -> FailureCategory | None:
     if not grade["reconciled"]:
         return "not_marked_reconciled"
     return "collateral_change"
+
+
+def classify_episode(grade: Any, said: Sequence[str]) -> str | None:
+    """``FailureRules.classify``: the category from the grade (a ``Grade``, its JSON, or None: no grade source,
+    the transcript alone cannot tell a wrong match)."""
+    if grade is None:
+        return None
+    fields = grade if isinstance(grade, Mapping) else grade.model_dump() if hasattr(grade, "model_dump") else vars(grade)
+    return classify(fields)
+
+
+FAILURES = FailureRules(categories=FAILURE_CATEGORIES, classify=classify_episode)
