@@ -64,7 +64,9 @@ def observe(facts: ReconciliationFacts, name: str, caption: str, state: dict[str
         grid = formstate.find_grid(state.get("Form"), R.STATEMENT_GRID)
         if grid is not None:
             page = grid.get("Pagination") or {}
-            facts.statement_page = f"{page.get('FirstRow', '?')}-{page.get('LastRow', '?')} of {page.get('TotalRows', '?')}"
+            facts.statement_page = (
+                f"{page.get('FirstRow', '?')}-{page.get('LastRow', '?')} of {page.get('TotalRows', '?')}"
+            )
         for row in R.matched_rows(state):
             documents = facts.matched.setdefault(row.match_id, [])
             if row.document not in documents:

@@ -48,7 +48,9 @@ def classify_episode(grade: Any, said: Sequence[str]) -> str | None:
     the transcript alone cannot tell a wrong match)."""
     if grade is None:
         return None
-    fields = grade if isinstance(grade, Mapping) else grade.model_dump() if hasattr(grade, "model_dump") else vars(grade)
+    fields = (
+        grade if isinstance(grade, Mapping) else grade.model_dump() if hasattr(grade, "model_dump") else vars(grade)
+    )
     return classify(fields)
 
 

@@ -38,9 +38,7 @@ _NO_POST = re.compile(r"\bdon't post line (\d+)\b", re.IGNORECASE)
 # a structured summary's open statement lines (``facts``' format): "  12. CHK-781762 | -695.26 | CHECK PAID"
 _SUMMARY_LINE = re.compile(r"^\s+(\d+)\. (\S+) \| (-?[\d,]+\.\d{2}) \| (.*)$", re.MULTILINE)
 SOP_KEY = "sop/reconcile_bank_statement"
-UNREADABLE = (
-    "I could not find the bank account and statement in your message. Which statement should I reconcile?"
-)
+UNREADABLE = "I could not find the bank account and statement in your message. Which statement should I reconcile?"
 ASK = (
     "Statement line {number} ({description}, reference {reference}, {amount}) has no bank transaction in the "
     "ledger. Should I post it as new, and to which ledger account?"
@@ -87,9 +85,7 @@ def read_form(state: dict[str, Any], form: FormIndex, brief: Brief) -> Statement
     rows = R.statement_rows(state)
     if not rows:
         return None
-    return StatementPage(
-        tuple((r.line_number, (r.reference, display_money(r.amount), r.description)) for r in rows)
-    )
+    return StatementPage(tuple((r.line_number, (r.reference, display_money(r.amount), r.description)) for r in rows))
 
 
 UserSaid = tuple[tuple[tuple[int, str], ...], tuple[int, ...], tuple[tuple[int, Line], ...]]
@@ -219,9 +215,9 @@ def _worksheet(view: ReconciliationView) -> Decision:
         )
     tab = R.open_tab(view.state)
     number = view.brief.line_count - int(open_lines) + 1
-    if tab == R.STATEMENT_TAB and view.form_index.has_next_page(R.STATEMENT_GRID):
-        if any(n not in view.lines for n in range(number, view.brief.line_count + 1)):
-            return "form_click_control", {"controlName": R.STATEMENT_GRID, "actionId": K.LOAD_NEXT_PAGE}
+    unread = any(n not in view.lines for n in range(number, view.brief.line_count + 1))
+    if tab == R.STATEMENT_TAB and view.form_index.has_next_page(R.STATEMENT_GRID) and unread:
+        return "form_click_control", {"controlName": R.STATEMENT_GRID, "actionId": K.LOAD_NEXT_PAGE}
     line = view.lines.get(number)
     if line is None:  # not in view (evicted, or never read): the first open line of the statement grid is it
         if tab != R.STATEMENT_TAB:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-from typing import TYPE_CHECKING
-
 from collections.abc import Mapping
+from datetime import date, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from erp_sim.workflows import TaskPrompt, Workflow
 from erp_sim.workflows.bank_reconciliation import SCHEMA_FILE, user

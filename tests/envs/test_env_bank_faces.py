@@ -1,0 +1,105 @@
+"""Bank reconciliation on every face an outsider reaches: its Gymnasium ids, garbage steps, an outside solver
+through env.step, the MCP server, the scripted agent under C1 and C2, and the eval command."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import gymnasium as gym
+import pytest
+from fastmcp import Client
+from gymnasium.utils.env_checker import check_env
+from mcp.types import TextContent
+
+import erp_sim
+import erp_sim.envs
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.mcp.server import build_server
+
+IDS = ("erp_sim/BankReconciliation-v0", "erp_sim/BankReconciliationLong-v0")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_both_ids_make_and_pass_check_env(env_id):
+    env = gym.make(env_id)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.unwrapped.tasks[0].task_set == ("bank_recon_50" if env_id == IDS[0] else "bank_recon_long")
+    env.close()
+
+
+def test_random_garbage_steps_never_raise_and_keep_the_books():
+    env = gym.make(IDS[0])
+    rng = random.Random(0)
+    env.reset(seed=0)
+    garbage = ["", "{", "null", "[]", '{"name": "form_click_control"}', "\x00" * 50, "nan", '{"name": 5}']
+    tools = list(erp_sim.TOOLS)
+    for _ in range(200):
+        if rng.random() < 0.5:
+            action = rng.choice(garbage)
+        else:
+            action = json.dumps({"name": rng.choice(tools), "arguments": {"rowNumber": rng.choice(["1", "-1", 2])}})
+        _, reward, terminated, truncated, _info = env.step(action)
+        assert reward == 0.0 and not terminated
+        if truncated:
+            env.reset()
+    env.close()
+
+
+@pytest.mark.parametrize("reward", ["success", "strict"])
+def test_an_outside_solver_through_env_step_gets_reward_one_on_every_task(reward):
+    env = gym.make(IDS[0], reward=reward, user_model=None)
+    for task in env.unwrapped.tasks:
+        env.reset(options={"task_id": task.task_id})
+        calls = erp_sim.oracle_calls(env.unwrapped.task)
+        name, arguments = next(calls)
+        total, steps = 0.0, 0
+        while True:
+            observation, step_reward, terminated, truncated, info = env.step(
+                json.dumps({"name": name, "arguments": arguments})
+            )
+            total, steps = total + step_reward, steps + 1
+            if terminated or truncated:
+                break
+            try:
+                name, arguments = calls.send(observation)
+            except StopIteration:
+                break
+        assert total == 1.0 and info["final_grade"]["strict_success"], task.task_id
+        assert steps < env.spec.max_episode_steps
+    env.close()
+
+
+async def test_the_mcp_server_serves_bank_recon_50_and_the_oracle_solves_through_it():
+    server = build_server(task_set="bank_recon_50")
+    async with Client(server) as client:
+        prompt = await client.get_prompt("bank_reconciliation_task")
+        task = erp_sim.get_task("bank_recon_50", "bank-000")
+        calls, meta = erp_sim.oracle_calls(task), {"erp-sim/session": "s1", "erp-sim/task": "bank-000"}
+        name, arguments = next(calls)
+        try:
+            while True:
+                result = await client.call_tool_mcp(name, arguments, meta=meta)
+                block = result.content[0]
+                assert isinstance(block, TextContent) and not result.is_error, block
+                name, arguments = calls.send(block.text)
+        except StopIteration:
+            pass
+    assert "Matching rules" in prompt.messages[0].content.text
+    episode = next(e for e in server.episodes.summaries() if e["key"] == "client:process:s1")
+    grade = server.episodes.grade(episode["session_id"])
+    assert grade["grade"]["strict_success"]
+
+
+@pytest.mark.parametrize("task_id", ["bank-003", "bank-049"])
+def test_the_scripted_agent_reconciles_under_c2_and_stalls_under_c1(task_id):
+    env = gym.make(IDS[0])
+    trajectory = run_episode(env, wrap(ScriptedAgent(), "full"), task_id=task_id)
+    assert trajectory.grade.strict_success, trajectory.grade
+    env.close()
+    silent = gym.make(IDS[0], user_model=None)
+    stalled = run_episode(silent, wrap(ScriptedAgent(), "full"), task_id=task_id)
+    assert not stalled.grade.success and not stalled.grade.over_posted_fees
+    silent.close()
