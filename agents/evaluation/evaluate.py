@@ -404,6 +404,17 @@ TABLE_COLUMNS = (
 )
 
 
+def table_columns(rows: list[EpisodeRow]) -> tuple[str, ...]:
+    """``TABLE_COLUMNS`` with the success column named as the rows' workflow names it (``HarnessFace.labels``:
+    "full itemization", "reconciled"); rows of several workflows: "success"."""
+    from erp_sim import workflows
+    from erp_sim.task_sets import workflow_of
+
+    names = {workflow_of(row.task_set, fallback=True) for row in rows}
+    label = workflows.harness(names.pop()).labels.get("success", "success") if len(names) == 1 else "success"
+    return (*TABLE_COLUMNS[:3], label, *TABLE_COLUMNS[4:])
+
+
 def print_table(rows: list[EpisodeRow]) -> None:
     from erp_sim.agents.evaluation.report.formats import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
@@ -423,4 +434,4 @@ def print_table(rows: list[EpisodeRow]) -> None:
             else ["no scored episode", *[DASH] * 4]
         )
         lines.append((name, summary.policy, summary.user, *numbers, runs_text(summary.n_runs, summary.agent)))
-    print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 6))
+    print("\n" + md_table(table_columns(rows), lines, "lll" + "r" * 6))

@@ -159,4 +159,4 @@ class HarnessFace:
     facts: SummaryFacts
     failures: FailureRules
     sop: SopRules
-    labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields (success, ...)
+    labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields: success (the eval table)

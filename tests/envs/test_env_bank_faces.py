@@ -103,3 +103,35 @@ def test_the_scripted_agent_reconciles_under_c2_and_stalls_under_c1(task_id):
     stalled = run_episode(silent, wrap(ScriptedAgent(), "full"), task_id=task_id)
     assert not stalled.grade.success and not stalled.grade.over_posted_fees
     silent.close()
+
+
+def test_demo_shows_the_oracle_on_bank_recon_50(capsys):
+    from erp_sim.agents import demo
+
+    assert demo.main(["--task-set", "bank_recon_50"]) == 0
+    out = capsys.readouterr().out
+    assert "Drew Edwards" in out and '"strict_success": true' in out and '"reconciled": true' in out
+
+
+def test_play_on_the_bank_id_answers_a_fee_question_and_solves_the_task(monkeypatch, capsys):
+    import io
+
+    from erp_sim.envs import play
+
+    task = erp_sim.get_task("bank_recon_50", "bank-003")
+    session, calls, lines = erp_sim.ErpSession(task), erp_sim.oracle_calls(task), []
+    name, arguments = next(calls)
+    while True:
+        lines.append(f"{name} {json.dumps(arguments)}")
+        try:
+            name, arguments = calls.send(session.call(name, arguments).text)
+        except StopIteration:
+            session.close()
+            break
+    fee = task.fees[0].line_number
+    typed = [f"say Should I post line {fee} as new, and to which account?", *lines, "quit"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in typed)))
+    code = play.main(["--env", IDS[0], "--task", "bank-003", "--raw"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"Yes, please post line {fee}" in out
+    assert "Episode ended: success." in out and "Grade: success=True strict_success=True" in out

@@ -28,4 +28,5 @@ HARNESS = HarnessFace(
     facts=SUMMARY_FACTS,
     failures=FAILURES,
     sop=SOP_RULES,
+    labels={"success": "full itemization"},  # the eval table's success column
 )
