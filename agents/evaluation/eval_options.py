@@ -46,6 +46,15 @@ class EpisodeSpec(EpisodeSettings):
     cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
     reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
 
+    def step_limit(self) -> int:
+        """``max_steps``, or the step limit the task set's env id is registered with (bank_recon_50: 300,
+        hotel_50: the default 200), as ``gym.make`` of that id would give."""
+        if self.max_steps is not None:
+            return self.max_steps
+        from erp_sim.envs import task_set_step_limit
+
+        return task_set_step_limit(self.task_set)
+
     @property
     def switches(self) -> dict[str, str | None]:
         """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""

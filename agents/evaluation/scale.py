@@ -64,6 +64,8 @@ class PolicyScale(BaseModel):
     )
     fitted_rungs: list[int] = Field(description="The rungs the slopes were fitted over.")
     overflow_rung: int | None = Field(description="First rung (charges) with an overflowing episode; None: none.")
+    size_name: str = Field("items", description="What a rung counts, in prose (TaskSets.size_name).")
+    size_unit: str = Field("items", description="Its short unit, for the tables (TaskSets.size_unit).")
 
 
 def _cacheable(row: EpisodeRow) -> int | None:
@@ -98,7 +100,23 @@ def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
             sizes.update({(row.task_set, r.task_id): r.size for r in task_rows(row.task_set)})
         groups[row.config][sizes[key]].append(row)
         policies.setdefault(row.config, row.policy)
-    return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]
+    names = _size_names({task_set for task_set, _ in sizes})
+    return [
+        _policy_scale(config, policies[config], groups[config], window).model_copy(update=names)
+        for config in sorted(groups)
+    ]
+
+
+def _size_names(task_sets: set[str]) -> dict[str, str]:
+    """What the rungs count, as the task sets' workflow names it (several workflows: "items")."""
+    from erp_sim import workflows
+    from erp_sim.task_sets import workflow_of
+
+    owners = {workflow_of(name, fallback=True) for name in task_sets}
+    if len(owners) != 1:
+        return {}
+    sets = workflows.task_sets()[owners.pop()]
+    return {"size_name": sets.size_name, "size_unit": sets.size_unit}
 
 
 def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]], window: int) -> PolicyScale:
@@ -145,14 +163,15 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]]
 def render_scale(study: list[PolicyScale], window: int) -> str:
     """scale.md: the per-rung table of every policy, then slopes and overflow rungs."""
     cacheable = any(r.cacheable_share is not None for p in study for r in p.rungs)
+    name, unit = (study[0].size_name, study[0].size_unit) if study else ("items", "items")
     lines = [
         "# Scaling with the horizon",
         "",
-        f"Costs per episode against the number of receipt charges (rung). Window: {window:,} tokens; an episode "
+        f"Costs per episode against the number of {name} (rung). Window: {window:,} tokens; an episode "
         "overflows when its largest request (peak tokens) exceeds it. Slopes: least-squares fit of log(cost) on "
-        "log(charges) over the rung means (1.0: linear growth, 2.0: quadratic).",
+        f"log({unit}) over the rung means (1.0: linear growth, 2.0: quadratic).",
         "",
-        "| config | policy | charges | episodes | success | success within window | input tokens / episode | "
+        f"| config | policy | {unit} | episodes | success | success within window | input tokens / episode | "
         "peak tokens | steps |" + (" cacheable share |" if cacheable else "") + " overflowed |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if cacheable else "") + "---:|",
     ]
@@ -174,7 +193,7 @@ def render_scale(study: list[PolicyScale], window: int) -> str:
     for policy in study:
         cells = [f"{policy.slopes[field]:.2f}" if policy.slopes[field] is not None else "-" for field, _ in COSTS]
         fitted = ", ".join(map(str, policy.fitted_rungs)) or "-"
-        overflow = f"{policy.overflow_rung} charges" if policy.overflow_rung is not None else "never"
+        overflow = f"{policy.overflow_rung} {unit}" if policy.overflow_rung is not None else "never"
         lines.append(f"| {policy.config} | {policy.policy} | {' | '.join(cells)} | {fitted} | {overflow} |")
     return "\n".join(lines) + "\n"
 
@@ -212,7 +231,7 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
                 ax.set_ylim(-0.05, 1.05)
             if field == "peak_tokens":
                 ax.axhline(window, color="black", linestyle=":", linewidth=0.8, label=f"window {window:,}")
-            ax.set_xlabel("receipt charges")
+            ax.set_xlabel(study[0].size_name)
             ax.set_title(label)
             ax.legend(fontsize=7)
         save_png(fig, path)
@@ -247,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR"
     )
     add_common_arguments(parser)
-    parser.set_defaults(tasks="long_horizon", runs=1, max_steps=1500, out="runs/scale", context_window=DEFAULT_WINDOW)
+    parser.set_defaults(tasks="long_horizon", runs=1, out="runs/scale", context_window=DEFAULT_WINDOW)
     args = parser.parse_args(argv)
     window = args.context_window
     if window is None:  # the option's type refuses anything but a positive number

@@ -100,6 +100,8 @@ class TaskSets:
     env_ids: Mapping[str, str] = field(default_factory=dict)  # Gymnasium id -> its task set (erp_sim.envs registers)
     step_limits: Mapping[str, int] = field(default_factory=dict)  # Gymnasium id -> max_episode_steps, if not 200
     demo_tasks: Mapping[str, str] = field(default_factory=dict)  # task set -> the task ``erp-sim demo`` shows first
+    size_name: str = "items"  # what ``size`` counts, in prose (``erp-sim scale``'s rungs): "receipt charges"
+    size_unit: str = "items"  # the same, short, for tables: "charges"
 
 
 # --- the rest: loaded with the first session ---------------------------------------------------------

@@ -44,5 +44,7 @@ TASK_SETS = TaskSets(
     size_stratified=frozenset({"bank_recon_long"}),
     env_ids=ENV_IDS,
     step_limits=STEP_LIMITS,
+    size_name="statement lines",
+    size_unit="lines",
     demo_tasks={"bank_recon_50": "bank-003"},  # a short one with a fee line, walked through in docs
 )

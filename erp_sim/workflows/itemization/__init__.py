@@ -63,5 +63,7 @@ TASK_SETS = TaskSets(
     view_names=_expense_type_names,
     env_ids=ENV_IDS,
     step_limits=STEP_LIMITS,
+    size_name="receipt charges",
+    size_unit="charges",
     demo_tasks={"hotel_50": "hotel-007"},  # the task the README walks through
 )
