@@ -135,3 +135,24 @@ def test_play_on_the_bank_id_answers_a_fee_question_and_solves_the_task(monkeypa
     out = capsys.readouterr().out
     assert code == 0 and f"Yes, please post line {fee}" in out
     assert "Episode ended: success." in out and "Grade: success=True strict_success=True" in out
+
+
+def test_the_trl_adapter_on_the_bank_id_solves_a_task_and_logs_reconciled_fraction():
+    from erp_sim.envs.trl_adapter import metric_funcs, reward_func, tool_env_factory, training_rows
+
+    env = tool_env_factory(IDS[0], user_model="rule")()
+    env.reset(task_id="bank-003")
+    calls = erp_sim.oracle_calls(erp_sim.get_task("bank_recon_50", "bank-003"))
+    name, arguments = next(calls)
+    while not env.done:
+        observation = getattr(env, name)(**arguments)
+        try:
+            name, arguments = calls.send(observation)
+        except StopIteration:
+            break
+    funcs = metric_funcs(IDS[0])
+    assert env.done and reward_func([env]) == [1.0]
+    assert [f.__name__ for f in funcs] == ["strict_success", "reconciled_fraction", "invalid_actions", "tool_errors"]
+    assert [f([env]) for f in funcs] == [[1.0], [1.0], [0.0], [0.0]]
+    rows = training_rows(IDS[0])
+    assert len(rows) == 50 and "Matching rules" in rows[0]["prompt"][0]["content"]

@@ -294,4 +294,6 @@ def grade_session(session: FormHost, rec_id: int | None = None, state: Progress 
     return Grade.model_validate(grade_dict(session, rec_id, state))
 
 
-GRADER: Grader[int, Progress] = Grader(model=Grade, target=target_reconciliation, progress=progress, grade=grade_dict)
+GRADER: Grader[int, Progress] = Grader(
+    model=Grade, target=target_reconciliation, progress=progress, grade=grade_dict, fraction="reconciled_fraction"
+)
