@@ -8,6 +8,7 @@ import random
 
 import gymnasium as gym
 import pytest
+from erp_support import oracle_lines
 from fastmcp import Client
 from gymnasium.utils.env_checker import check_env
 from mcp.types import TextContent
@@ -119,15 +120,7 @@ def test_play_on_the_bank_id_answers_a_fee_question_and_solves_the_task(monkeypa
     from erp_sim.envs import play
 
     task = erp_sim.get_task("bank_recon_50", "bank-003")
-    session, calls, lines = erp_sim.ErpSession(task), erp_sim.oracle_calls(task), []
-    name, arguments = next(calls)
-    while True:
-        lines.append(f"{name} {json.dumps(arguments)}")
-        try:
-            name, arguments = calls.send(session.call(name, arguments).text)
-        except StopIteration:
-            session.close()
-            break
+    lines = oracle_lines(task)
     fee = task.fees[0].line_number
     typed = [f"say Should I post line {fee} as new, and to which account?", *lines, "quit"]
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in typed)))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
+from erp_support import oracle_lines
 
 import erp_sim
 from erp_sim.envs import play
@@ -15,19 +15,6 @@ def run(monkeypatch, capsys, lines: list[str], *argv: str) -> tuple[int, str]:
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
     code = play.main(list(argv))
     return code, capsys.readouterr().out
-
-
-def oracle_lines(task: erp_sim.Task) -> list[str]:
-    """The oracle's calls as typed commands (it reads responses, so it runs on a session of its own)."""
-    session, calls, lines = erp_sim.ErpSession(task), erp_sim.oracle_calls(task), []
-    name, arguments = next(calls)
-    while True:
-        lines.append(f"{name} {json.dumps(arguments)}")
-        try:
-            name, arguments = calls.send(session.call(name, arguments).text)
-        except StopIteration:
-            session.close()
-            return lines
 
 
 def test_scripted_session_solves_a_task(monkeypatch, capsys):
