@@ -233,12 +233,16 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     Everything is judged against the task's original facts (its header amount and currency),
     never against amounts the agent rewrote in the ERP; any change outside the target line's
     itemization (``collateral``) fails both rewards.
-    ``reward="success"`` (default, what the study measured): 1.0 on the step that completes the
-    itemization (saved lines add up to the task's amount, remaining exactly 0.00, no unsaved
-    rows, the itemization form closed, no collateral change), else 0.0.
-    ``reward="strict"``: as ``"success"``, and the saved lines must equal the receipt's charges as
-    a multiset of (subcategory, date, amount); one line with the whole amount earns nothing.
-    Train on ``"strict"``: ``"success"`` can be earned by a wrong itemization that adds up.
+    ``reward="strict"`` (default): 1.0 on the step that completes the itemization the receipt
+    asks for (saved lines add up to the task's amount, remaining exactly 0.00, no unsaved rows,
+    the itemization form closed, no collateral change, and the saved lines equal the receipt's
+    charges as a multiset of (subcategory, date, amount)), else 0.0; one line holding the whole
+    amount earns nothing.
+    ``reward="success"``: the study's rule, what "Less Context, Smarter Agents" measured: as
+    ``"strict"`` without the multiset, so a wrong itemization that adds up (one line with the
+    whole amount, any subcategory and date) earns 1.0. Use it to compare with the study, never to
+    train. Under either reward ``info["grade"]["success"]`` is the study's success, live, and the
+    terminating step's ``info["final_grade"]`` has ``success`` and ``strict_success``.
     The episode ends at the study's success under either reward; ``info["reward"]`` names the
     reward in force.
     ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
@@ -283,7 +287,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default. A faulted
       call fails before it runs (nothing changes) with ``info["action"]["error_code"]`` ``FormBusy``,
       ``SessionLost`` or ``RequestTimeout``; sending the same call again is the recovery.
-    - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
+    - ``reward``: ``"strict"`` (default) or ``"success"``, the study's rule (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
     - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
@@ -301,7 +305,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     (``vector_kwargs={"context": "spawn", "shared_memory": False}``).
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version. ``reward`` defaults to ``"strict"``; earlier development builds of
+      0.1.0 defaulted to ``"success"`` (``reward="success"`` gives their returns, step for step).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -314,7 +319,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         user_model: Any = "rule",
         receipt_in_instruction: bool = False,
         faults: Any = None,
-        reward: Literal["success", "strict"] = "success",
+        reward: Literal["success", "strict"] = "strict",
         reward_shaping: Literal["none", "potential"] = "none",
         max_user_turns: int = 10,
         render_mode: str | None = None,
