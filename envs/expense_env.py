@@ -94,14 +94,27 @@ _ACTION_SHAPES = (
 )
 
 
+@dataclass(frozen=True)
+class InvalidAction:
+    """An action an adapter refused before the env read it (OpenEnv's wrongly typed fields, say): the env counts it
+    as an invalid action with this reason, as it counts the ones it refuses itself."""
+
+    reason: str
+
+
 def parse_action(action: Any) -> tuple[str, Any]:
     """Classify an action: ("tool", (name, arguments dict)), ("message", text) or ("invalid", reason). Never raises.
 
     A dict action goes through its JSON text, so dicts and strings behave the same (and values
-    JSON cannot carry are invalid actions, not errors deep in the simulator).
+    JSON cannot carry are invalid actions, not errors deep in the simulator); one whose text would
+    be over the limit is refused before that text is written.
     """
     problem: str | None
+    if isinstance(action, InvalidAction):
+        return "invalid", action.reason
     if isinstance(action, Mapping):
+        if _json_text_over(action, MAX_ACTION_CHARS):
+            return "invalid", f"The action is over {MAX_ACTION_CHARS:,} characters long as JSON, the limit."
         try:
             action = json.dumps(action)
         except (TypeError, ValueError, RecursionError):
@@ -131,6 +144,35 @@ def parse_action(action: Any) -> tuple[str, Any]:
         return "invalid", f"The arguments must be a JSON object, got {type(arguments).__name__}."
     shown = ", ".join(sorted(repr(k)[:40] for k in keys)[:10]) or "none"
     return "invalid", f"The action has the wrong shape (keys: {shown}). {_ACTION_SHAPES}"
+
+
+def _json_text_over(value: Any, limit: int) -> bool:
+    """Whether ``json.dumps(value)`` would be longer than ``limit``, told without writing it: a lower bound of its
+    length (a string's characters and quotes, a container's brackets and separators, a character for anything
+    else), summed until it passes ``limit``. Costs a few microseconds for an ordinary action; a cycle passes too."""
+    total, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, Mapping):  # braces, and ": " per entry; counted before the entries are queued
+            total += 2 + 2 * len(item)
+            if total > limit:
+                return True
+            pending.extend(item.keys())
+            pending.extend(item.values())
+            continue
+        elif isinstance(item, (list, tuple)):  # brackets and ", " between items
+            total += max(2, 2 * len(item))
+            if total > limit:
+                return True
+            pending.extend(item)
+            continue
+        else:
+            total += 1
+        if total > limit:
+            return True
+    return False
 
 
 def _loads(text: str, what: str) -> tuple[Any, str | None]:
@@ -197,7 +239,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ## Action Space
     ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
     tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
-    ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
+    ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too, and
+    so is ``InvalidAction(reason)``, an action an adapter refused itself (counted as invalid).
 
     Every action is one of three kinds, the same in the observation, ``info["action"]`` and
     ``info["counts"]``:
@@ -359,6 +402,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
+        if isinstance(seed, bool):  # an int to Python and to Gymnasium's check, yet no seed anyone meant
+            raise ValueError(f"seed: {seed} is a bool, not a seed; give a non-negative integer or None.")
         try:
             super().reset(seed=seed)  # a bad seed raises before the generator is replaced
         except gym.error.Error as exc:  # refused like bad options: a ValueError (adapters answer ResetRefused)
