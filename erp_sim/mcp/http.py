@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
@@ -292,11 +292,12 @@ def guarded_h11(
         _opened: float  # loop time the connection opened
         _guard: asyncio.TimerHandle | None  # the running read deadline
         _seen_cycle: RequestResponseCycle | None  # the request whose headers armed the body deadline
+        _upgraded: bool  # handed to a WebSocket protocol: these deadlines were for its HTTP request only
 
         # uvicorn narrows asyncio's BaseTransport to Transport here, and ignores the same error itself
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._opened, self._guard, self._seen_cycle = self.loop.time(), None, None
+            self._opened, self._guard, self._seen_cycle, self._upgraded = self.loop.time(), None, None, False
             self._arm(header_timeout_s, "request headers")
             if len(self.connections) > max_connections:
                 # (only this server's HTTP connections are shed: uvicorn's set also types WebSocket ones)
@@ -313,6 +314,8 @@ def guarded_h11(
         def data_received(self, data: bytes) -> None:
             between_requests = not self._busy()
             super().data_received(data)
+            if self._upgraded:
+                return
             if self.cycle is not None and self.cycle is not self._seen_cycle:  # headers complete: now the body
                 self._seen_cycle = self.cycle
                 self._arm(body_timeout_s, "request body")
@@ -322,6 +325,12 @@ def guarded_h11(
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            # the transport is the WebSocket's from now on: a deadline left armed here closed it 10 s later
+            self._upgraded = True
+            self._disarm()
+            super().handle_websocket_upgrade(event)
 
         def _busy(self) -> bool:
             """A request is in progress: headers in, and its body still arriving or its response not sent."""
