@@ -124,17 +124,23 @@ class MalformedMessagesAnswered:
             status = 200 if problem[0] == -32602 else 400
             answer = Response(error_reply(*problem), status_code=status, media_type="application/json")
             return await answer(scope, receive, send)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()  # the SDK listens for the client hanging up
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(bytes(body), receive), send)
         return None
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """The ``receive`` of an app whose request body was read before it: that body, then the client's own
+    messages (an app listens for the client hanging up)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 def _version_problem(scope: Scope, data: object) -> tuple[int, str, object] | None:
