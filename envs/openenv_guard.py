@@ -46,9 +46,6 @@ IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
 # 2.5 ms: some 40 a second get through) has at most a tenth of the server's time, and the WebSocket sessions,
 # the training path, the rest
 HTTP_SHARE = 0.1
-# Options openenv-core hands on as keywords to its own helpers, whose parameters bear these names: a TypeError
-# there (a 500 over HTTP), so they are refused here
-TAKEN_NAMES = frozenset({"self", "func", "session_id"})
 
 
 class OpenEnvGuard:
@@ -93,7 +90,7 @@ class OpenEnvGuard:
             if len(body) > self.max_message_bytes:
                 return await _too_large(scope, receive, send, self.max_message_bytes)
             more = message.get("more_body", False)
-        problem = _body_problem(bytes(body), scope.get("path", "")) if body else None
+        problem = _number_problem(bytes(body)) if body else None
         if problem is not None:
             return await _json_reply(scope, receive, send, 422, f"{problem}; nothing was done.")
         replay = replaying(bytes(body), receive)
@@ -197,10 +194,6 @@ def _frame_problem(message: dict) -> str | None:
             f"Invalid message: a JSON object with a 'type' is expected, got a JSON {type(value).__name__}",
             "INVALID_JSON",
         )
-    data = value.get("data")
-    taken = sorted(data.keys() & TAKEN_NAMES) if value.get("type") == "reset" and isinstance(data, dict) else []
-    if taken:  # openenv-core passed them to its own helper: a TypeError, answered as EXECUTION_ERROR
-        return _error_frame(f"Invalid message: {taken[0]!r} is not a reset option", "VALIDATION_ERROR")
     return None
 
 
@@ -225,18 +218,15 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _body_problem(body: bytes, path: str) -> str | None:
-    """Why openenv-core would answer the body with a server error (None: it would not; a body that is not JSON
-    at all, FastAPI answers itself with a 422 or 400)."""
+def _number_problem(body: bytes) -> str | None:
+    """Why the body is JSON only to Python (None: it is JSON, or not JSON at all, which FastAPI answers itself
+    with a 422 or 400)."""
     try:
-        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+        json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except _NotJsonNumber as exc:
         return f"The request body holds what JSON has no numbers for: {exc}"
     except (ValueError, RecursionError):
         return None
-    taken = sorted(value.keys() & TAKEN_NAMES) if isinstance(value, dict) and path in ("/reset", "/step") else []
-    if taken:
-        return f"{taken[0]!r} is not an option of {path}"
     return None
 
 

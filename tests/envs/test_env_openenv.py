@@ -167,7 +167,18 @@ def test_what_openenv_core_leaves_open_is_guarded(tmp_path):
         with connect(served.ws) as ws:
             ws.send(frame("reset", {"task_id": "hotel-003"}))
             assert json.loads(ws.recv())["type"] == "observation"
-            for bad in ("[1, 2]", "7", '"step"', "[" * 100_000 + "]" * 100_000, "1" * 5000, b'{"type": "state"}'):
+            deep_in_an_object = '{"type": "step", "data": {"tool": "x", "arguments": {"a": ' + "[" * 100_000
+            long_in_an_object = '{"type": "step", "data": {"tool": "x", "arguments": {"n": ' + "9" * 5000 + "}}}"
+            for bad in (
+                "[1, 2]",
+                "7",
+                '"step"',
+                "[" * 100_000 + "]" * 100_000,
+                "1" * 5000,
+                b'{"type": "state"}',
+                deep_in_an_object,
+                long_in_an_object,
+            ):
                 ws.send(bad)
                 error = json.loads(ws.recv())
                 assert error["type"] == "error" and error["data"]["code"] == "INVALID_JSON", bad[:20]
@@ -250,11 +261,13 @@ def test_raw_step_frames_of_any_action_are_steps_and_frames_that_are_no_action_a
             (json.dumps({"type": "step"}), "VALIDATION_ERROR"),
             (json.dumps({"type": "step", "data": {}, "id": 1}), "VALIDATION_ERROR"),
             (frame("dance", {}), "UNKNOWN_TYPE"),
-            (frame("reset", {"func": 1}), "VALIDATION_ERROR"),
         ):
             ws.send(message)
             reply = json.loads(ws.recv())
             assert reply["type"] == "error" and reply["data"]["code"] == code, message
+        for name in ("func", "session_id", "self"):  # keywords of openenv-core's own helpers once: EXECUTION_ERROR
+            ws.send(frame("reset", {name: 1}))
+            assert json.loads(ws.recv())["data"]["observation"]["error_code"] == "ResetRefused"
         ws.send(frame("state"))
         assert json.loads(ws.recv())["data"]["counts"]["invalid_actions"] == 4
 
