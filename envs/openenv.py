@@ -39,7 +39,7 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_server import Action, Environment, Observation, State, create_app
 from pydantic import ConfigDict, Field, WithJsonSchema
 
-from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError
+from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
 from erp_sim.envs.expense_env import InvalidAction
 from erp_sim.envs.openenv_guard import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, OpenEnvGuard
 from erp_sim.json_values import json_value_problem
@@ -141,7 +141,13 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
         return await self._on_own_thread(self.reset, **options)
 
     async def step_async(self, action: ErpAction, /, **options: Any) -> ErpObservation:
+        if not self._started:  # ResetNeeded, at once (every stateless HTTP /step)
+            return self.step(action, **options)
         return await self._on_own_thread(self.step, action, **options)
+
+    @property
+    def _started(self) -> bool:
+        return "_episode" in self.__dict__ and self._episode.started
 
     async def _on_own_thread(self, work: Callable[..., ErpObservation], /, *args: Any, **kwargs: Any) -> ErpObservation:
         """``work`` on this environment's own thread, as openenv-core runs a session's (a slow call delays only
@@ -181,6 +187,8 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
         return self._observation(messages[-1]["content"], 0.0, messages=messages, tools=self._episode.tools)
 
     def step(self, action: ErpAction, /, timeout_s: float | None = None, **kwargs: Any) -> ErpObservation:
+        if not self._started:
+            return self._refusal("ResetNeeded", NO_EPISODE)
         problem = action_problem(action)
         if problem is not None:
             return self._play(lambda: self._episode.act(InvalidAction(problem)))
@@ -192,14 +200,14 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
         try:
             turn = act()
         except EpisodeError as exc:  # nothing was done, nothing counted
-            return self._refusal("ResetNeeded" if not self._episode.started else "EpisodeOver", str(exc))
+            return self._refusal("EpisodeOver" if self._started else "ResetNeeded", str(exc))
         return self._observation(turn.observation, turn.reward)
 
     def _refusal(self, code: str, message: str) -> ErpObservation:
         """An error observation for what was not done: the episode's figures as they stand (done if it ended),
         or, before any episode, none (done: nothing runs)."""
         text = render(error_envelope(None, code, message))
-        if not self._episode.started:
+        if not self._started:
             return ErpObservation(text=text, is_error=True, error_code=code, done=True, reward=0.0)
         return self._observation(text, 0.0, action={"kind": None, "is_error": True, "error_code": code})
 
