@@ -112,7 +112,8 @@ class OpenEnvGuard:
         self.sessions += 1
         socket = _Socket(receive, send, self.idle_timeout_s, client)
         try:
-            await self.app(scope, socket.receive, socket.send)
+            if await socket.open():  # the app (and its session) only once a first frame came
+                await self.app(scope, socket.receive, socket.send)
         except Exception as exc:
             if not socket.closed:
                 raise
@@ -131,17 +132,29 @@ class OpenEnvGuard:
 
 
 class _Socket:
-    """One /ws connection as the app sees it: frames checked, idleness timed, sends to a closed socket dropped."""
+    """One /ws connection as the app sees it: accepted here, handed to the app with its first frame (so a
+    connection that sends nothing usable never costs openenv-core a session), frames checked, idleness timed,
+    sends to a closed socket dropped."""
 
     def __init__(self, receive: Any, send: Any, idle_timeout_s: float | None, client: str):
         self._receive, self._send, self.idle_timeout_s, self.client = receive, send, idle_timeout_s, client
-        self.connected = False
+        self.pending: list[dict] = []  # what the app reads first: the handshake, then the first frame
         self.closed = False  # the client left, or a close was sent: whatever the app sends now is dropped
 
+    async def open(self) -> bool:
+        """Accept the connection and wait for its first frame (False: none came, the connection is over)."""
+        if (await self._receive())["type"] != "websocket.connect":
+            return False
+        await self._send({"type": "websocket.accept"})
+        first = await self.receive()
+        if first["type"] == "websocket.disconnect":
+            return False
+        self.pending = [{"type": "websocket.connect"}, first]
+        return True
+
     async def receive(self) -> dict:
-        if not self.connected:  # websocket.connect: the handshake, not the client's silence
-            self.connected = True
-            return await self._receive()
+        if self.pending:
+            return self.pending.pop(0)
         while True:
             try:
                 async with asyncio.timeout(self.idle_timeout_s):
@@ -163,7 +176,7 @@ class _Socket:
             await self.send({"type": "websocket.send", "text": problem})
 
     async def send(self, message: dict) -> None:
-        if self.closed:
+        if self.closed or message["type"] == "websocket.accept":  # (accepted in open)
             return
         try:
             await self._send(message)
