@@ -17,8 +17,9 @@ layer in front of it (``erp_sim.envs.openenv.build_app`` puts it there).
 - Quiet logs. A client that leaves, even mid-step, is an INFO line: what the app still sends it is dropped
   (each such client logged an 85-line traceback at ERROR).
 - HTTP floods. openenv-core's HTTP routes but ``/health`` build a fresh environment per request (a ``/reset``
-  costs about 2.5 ms): they take turns, each followed by a pause of nine times its duration, so a flood of
-  them gets at most a tenth of the server's time; ``/health`` always answers at once.
+  costs about 2.5 ms): while a WebSocket session is open they take turns, each followed by a pause of nine
+  times its duration, so a flood of them gets at most a tenth of the server's time; ``/health`` always
+  answers at once.
 - openenv-core's ``/mcp`` routes (POST and WebSocket) opened sessions of an environment that has no MCP
   tools, each taking a slot for good without auth: here they answer 404.
 """
@@ -41,10 +42,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
 # A rollout's turn waits for the model: ten minutes covers a long generation on a busy inference server.
 DEFAULT_IDLE_TIMEOUT_S = 600.0
 IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
-# openenv-core builds a fresh environment for every HTTP request but /health (its stateless routes): those
-# take turns, and after each the next waits 9x as long as it took, so a flood of them (a /reset costs about
-# 2.5 ms: some 40 a second get through) has at most a tenth of the server's time, and the WebSocket sessions,
-# the training path, the rest
+# openenv-core builds a fresh environment for every HTTP request but /health (its stateless routes): while a
+# WebSocket session is open, those take turns, and after each the next waits 9x as long as it took, so a flood
+# of them (a /reset costs about 2.5 ms: some 40 a second get through) has at most a tenth of the server's
+# time, and the sessions, the training path, the rest
 HTTP_SHARE = 0.1
 
 
@@ -94,7 +95,7 @@ class OpenEnvGuard:
         if problem is not None:
             return await _json_reply(scope, receive, send, 422, f"{problem}; nothing was done.")
         replay = replaying(bytes(body), receive)
-        if scope.get("path", "").rstrip("/") == "/health":
+        if scope.get("path", "").rstrip("/") == "/health" or not self.sessions:  # nobody to yield to
             return await self.app(scope, replay, send)
         async with self._http_turn:  # one at a time, then a pause: at most HTTP_SHARE of the server's time
             loop = asyncio.get_running_loop()

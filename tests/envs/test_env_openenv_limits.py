@@ -214,3 +214,19 @@ def test_one_session_plays_through_openenvs_client_beside_the_limits(tmp_path):
                 return await client.step(ErpAction(**FIND))
 
         assert asyncio.run(run()).observation.counts["tool_calls"] == 1
+
+
+def test_the_load_bench_runs_and_prints_every_phase():
+    """scripts/bench_openenv_load.py, shortened: every abuser's row and both throughputs (figures unchecked)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_openenv_load.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--steps", "20", "--seconds", "1"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+    assert {"big_frames", "frames_at_cap", "big_bodies", "reset_flood", "sessions_63"} <= rows
+    assert "throughput, 64 sessions flat out:" in done.stdout and "throughput, 256 sessions" in done.stdout
