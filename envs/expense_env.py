@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
+from erp_sim.envs.action_checks import InvalidAction, json_text_over
 from erp_sim.envs.env_kwargs import receipt_flag, user_turn_limit
 from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import AnyText
@@ -94,26 +95,17 @@ _ACTION_SHAPES = (
 )
 
 
-@dataclass(frozen=True)
-class InvalidAction:
-    """An action an adapter refused before the env read it (OpenEnv's wrongly typed fields, say): the env counts it
-    as an invalid action with this reason, as it counts the ones it refuses itself."""
-
-    reason: str
-
-
 def parse_action(action: Any) -> tuple[str, Any]:
     """Classify an action: ("tool", (name, arguments dict)), ("message", text) or ("invalid", reason). Never raises.
 
     A dict action goes through its JSON text, so dicts and strings behave the same (and values
-    JSON cannot carry are invalid actions, not errors deep in the simulator); one whose text would
-    be over the limit is refused before that text is written.
+    JSON cannot carry are invalid actions, not errors deep in the simulator; too long, refused unwritten).
     """
     problem: str | None
     if isinstance(action, InvalidAction):
         return "invalid", action.reason
     if isinstance(action, Mapping):
-        if _json_text_over(action, MAX_ACTION_CHARS):
+        if json_text_over(action, MAX_ACTION_CHARS):
             return "invalid", f"The action is over {MAX_ACTION_CHARS:,} characters long as JSON, the limit."
         try:
             action = json.dumps(action)
@@ -144,35 +136,6 @@ def parse_action(action: Any) -> tuple[str, Any]:
         return "invalid", f"The arguments must be a JSON object, got {type(arguments).__name__}."
     shown = ", ".join(sorted(repr(k)[:40] for k in keys)[:10]) or "none"
     return "invalid", f"The action has the wrong shape (keys: {shown}). {_ACTION_SHAPES}"
-
-
-def _json_text_over(value: Any, limit: int) -> bool:
-    """Whether ``json.dumps(value)`` would be longer than ``limit``, told without writing it: a lower bound of its
-    length (a string's characters and quotes, a container's brackets and separators, a character for anything
-    else), summed until it passes ``limit``. Costs a few microseconds for an ordinary action; a cycle passes too."""
-    total, pending = 0, [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            total += len(item) + 2
-        elif isinstance(item, Mapping):  # braces, and ": " per entry; counted before the entries are queued
-            total += 2 + 2 * len(item)
-            if total > limit:
-                return True
-            pending.extend(item.keys())
-            pending.extend(item.values())
-            continue
-        elif isinstance(item, (list, tuple)):  # brackets and ", " between items
-            total += max(2, 2 * len(item))
-            if total > limit:
-                return True
-            pending.extend(item)
-            continue
-        else:
-            total += 1
-        if total > limit:
-            return True
-    return False
 
 
 def _loads(text: str, what: str) -> tuple[Any, str | None]:
@@ -348,8 +311,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     (``vector_kwargs={"context": "spawn", "shared_memory": False}``).
 
     ## Version History
-    - v0: initial version. ``reward`` defaults to ``"strict"``; earlier development builds of
-      0.1.0 defaulted to ``"success"`` (``reward="success"`` gives their returns, step for step).
+    - v0: initial version; ``reward`` defaults to ``"strict"`` (earlier 0.1.0 builds: ``"success"``).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}

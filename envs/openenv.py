@@ -39,8 +39,8 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_server import Action, Environment, Observation, State, create_app
 from pydantic import ConfigDict, Field, WithJsonSchema
 
+from erp_sim.envs.action_checks import InvalidAction
 from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
-from erp_sim.envs.expense_env import InvalidAction
 from erp_sim.envs.openenv_guard import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, OpenEnvGuard
 from erp_sim.json_values import json_value_problem
 from erp_sim.response import error_envelope, render

@@ -308,7 +308,7 @@ def test_an_oversized_dict_action_is_refused_before_its_json_is_written(monkeypa
 
 
 def test_an_adapters_invalid_action_is_counted_with_its_reason():
-    from erp_sim.envs.expense_env import InvalidAction
+    from erp_sim.envs.action_checks import InvalidAction
 
     env = gym.make("erp_sim/ExpenseItemization-v0")
     env.reset(seed=0)
