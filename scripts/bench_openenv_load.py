@@ -311,6 +311,10 @@ def main() -> None:
         )
     alone_p95 = statistics.median(alone["p95_ms"] for _, alone, *_ in rows)
     print(f"alone, median over the phases: p95 {alone_p95:.2f} ms")
+    if args.rounds > 1:
+        for kind in ABUSERS:
+            ratios = [beside["p95_ms"] / alone["p95_ms"] for name, alone, beside, *_ in rows if name == kind]
+            print(f"{kind}: p95 x{statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     for sessions_count, rate in rates.items():
         print(f"throughput, {sessions_count} sessions flat out: {rate:,.0f} steps/s")
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
