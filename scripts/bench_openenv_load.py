@@ -289,9 +289,12 @@ def main() -> None:
             for kind in ABUSERS:  # each abuser against an alone run just before it: the machine's load drifts
                 alone = good_client(url, args.steps, think_s, server.pid)
                 abuser, started = start_abuser(kind, url), time.perf_counter()
-                time.sleep(1.5)  # let it get going
-                beside = good_client(url, args.steps, think_s, server.pid)
-                rows.append((kind, alone, beside, *stop_abuser(abuser, started)))
+                try:
+                    time.sleep(1.5)  # let it get going
+                    beside = good_client(url, args.steps, think_s, server.pid)
+                finally:
+                    stopped = stop_abuser(abuser, started)
+                rows.append((kind, alone, beside, *stopped))
                 time.sleep(0.5)
         rates = {count: throughput(url, count, args.seconds) for count in (64, 256)}
     finally:
