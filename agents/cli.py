@@ -16,15 +16,18 @@ COMMANDS = {
     "demo": ("erp_sim.agents.demo", "Solve one task with the scripted oracle and print the graded result."),
     "serve": ("erp_sim.mcp.server", "Serve the fake ERP over MCP (stdio, or --http)."),
     "play": ("erp_sim.envs.play", "Play an episode in the terminal."),
-    "eval": ("erp_sim.agents.evaluation.evaluate", "Run the offline evaluation (presets C1-C4 by default)."),
+    "eval": ("erp_sim.agents.evaluation.eval_cli", "Run the offline evaluation (presets C1-C4 by default)."),
     "sweep": ("erp_sim.agents.evaluation.sweep", "Run a grid over context-policy parameters."),
     "scale": (
         "erp_sim.agents.evaluation.scale",
         "Cost of each context policy against the horizon (long_horizon ladder).",
     ),
-    "report": ("erp_sim.agents.evaluation.report_cli", "Write report.md and plots for a results directory."),
+    "report": ("erp_sim.agents.evaluation.report.cli", "Write report.md and plots for a results directory."),
     "show": ("erp_sim.agents.evaluation.show", "Print what the model was shown at each step of one evaluated episode."),
-    "view": ("erp_sim.agents.evaluation.view", "Write one self-contained HTML page to browse a results directory."),
+    "view": (
+        "erp_sim.agents.evaluation.report.view",
+        "Write one self-contained HTML page to browse a results directory.",
+    ),
     "acon": ("erp_sim.agents.acon.cli", "ACON: optimise the compression guideline (UT, CO); export distillation data."),
 }
 
@@ -57,8 +60,24 @@ def _run(argv: list[str]) -> int:
             parser.error(f"unknown command {argv[0]!r}")
         parser.print_help()
         return 0 if argv else 2
+    if argv[0] == "serve" and "--openenv" in argv[1:]:
+        return _serve_openenv([arg for arg in argv[1:] if arg != "--openenv"])
     module = importlib.import_module(available[argv[0]][0])
     return int(module.main(argv[1:]) or 0)
+
+
+def _serve_openenv(argv: list[str]) -> int:
+    """``erp-sim serve --openenv``: the env over OpenEnv, with options of its own (``erp-sim serve --openenv --help``).
+    Chosen here, not by the MCP server's ``serve``: the env is a layer above the simulator, which imports nothing
+    from it."""
+    try:
+        from erp_sim.envs.openenv import main as serve_openenv
+    except ImportError as exc:
+        print(
+            f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}", file=sys.stderr
+        )
+        return 2
+    return serve_openenv(argv)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from erp_sim.agents.models.roles import failures_named, no_text
-from erp_sim.agents.prompt_cache import record_call
+from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, ModelRequestError, Usage
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
 

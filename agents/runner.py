@@ -5,7 +5,7 @@ The runner owns the full transcript. Each step it hands the whole transcript to 
 ``env.step`` per tool call; a text-only message goes to the simulated user), and appends
 the observations as tool results or user messages. Token counts are exact o200k_base counts
 of what the model was shown plus the tool schemas, so offline and LLM runs are comparable.
-Every model call also gets its cacheable prefix (``erp_sim.agents.prompt_cache``): the agent's
+Every model call also gets its cacheable prefix (``erp_sim.agents.tokens.prompt_cache``): the agent's
 from what it was shown, the summarizer's and an LLM user's from the calls they report to the
 episode's meter (``StepRecord.role_calls``); the service's own counts stay in fields of their own.
 
@@ -27,27 +27,36 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from erp_sim.agents.evaluation.failures import classify_failure
-from erp_sim.agents.memory.memory_tools import harness_tools
-from erp_sim.agents.prompt_cache import EpisodeMeter, ModelCall, PrefixTracker, call_sums
+from erp_sim.agents.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, ModelCall, PrefixTracker, call_sums
 from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
 from erp_sim.agents.types import (
     Agent,
     AgentStep,
     ContextOverflowError,
+    HarnessTools,
     InfrastructureError,
     Message,
     ModelRequestError,
+    harness_tools,
+    refuse_over_window,
     sum_reported,
 )
-from erp_sim.grading import Grade
 from erp_sim.outcomes import HarnessTermination, Termination
+from erp_sim.workflows.itemization.grading import Grade
 
 DEFAULT_MAX_MODEL_CALLS = 400
 HARNESS_TRACEBACK_FRAMES = 6
 MAX_HARNESS_ERROR_CHARS = 4_000
 EPISODE_ENDED = "The episode has ended; this call was not executed."
+
+
+def model_call_limit(step_limit: int) -> int:
+    """The cap on an episode's model calls for an env of ``step_limit`` steps: never below the env's limit (long
+    horizons take a model call per step), and at least ``DEFAULT_MAX_MODEL_CALLS``, since answering a harness
+    tool (ga_memory's) takes a model call and no env step."""
+    return max(DEFAULT_MAX_MODEL_CALLS, step_limit)
 
 
 def run_episode(
@@ -72,7 +81,7 @@ def run_episode(
     started = time.perf_counter()
     options = {"task_id": task_id} if task_id else None
     observation, info = env.reset(seed=seed, options=options)
-    # tools the agent harness answers itself (ga_memory's memory tools), never sent to the ERP
+    # tools a layer of the agent's policy stack offers and the harness answers (ga_memory's), never sent to the ERP
     harness = harness_tools(agent)
     tools = [*info["tools"], *harness.schemas] if harness is not None else info["tools"]
     transcript: list[Message] = [
@@ -150,11 +159,7 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
     message = step.message
     cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # it counts the shown messages on the way
     input_tokens = acting.agent_requests.message_tokens + acting.tool_tokens
-    if acting.context_window is not None and input_tokens > acting.context_window:
-        raise ContextOverflowError(
-            f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
-            f"over the context window of {acting.context_window:,}"
-        )
+    refuse_over_window(input_tokens, acting.context_window, f"step {len(trajectory.steps)}: the model was shown")
     if acting.recorder is not None:
         acting.recorder.record(step.shown, transcript)
     transcript.append(message)
@@ -191,7 +196,7 @@ class _EnvState:
     truncated: bool = False
 
 
-def _dispatch(env, harness: Any, message: Message, transcript: list[Message], state: _EnvState) -> None:
+def _dispatch(env, harness: HarnessTools | None, message: Message, transcript: list[Message], state: _EnvState) -> None:
     calls = message.get("tool_calls") or []
     if not calls:  # a text message goes to the user (whose model may fail too)
         _send_message(env, message, transcript, state)

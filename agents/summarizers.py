@@ -39,8 +39,8 @@ from erp_sim.agents.expense_facts import (
     render_summary,
 )
 from erp_sim.agents.models.roles import failures_named, no_text
-from erp_sim.agents.prompt_cache import record_call
 from erp_sim.agents.tokens import message_text
+from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, InfrastructureError, Message, ModelRequestError, Usage
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"

@@ -14,7 +14,7 @@ after every context policy, stored compactly::
       "origins":  ["transcript", ...],  # one per message, see below
       "steps":    [[0, 1], [0, 1, 2, 3], ...],  # per model call k: indices into messages, in the
                                                 # order shown (step k's input = messages[i] for i in steps[k])
-      "tokens":   [812, 95, ...]    # one per message: its o200k_base count (agents/tokens.py formula)
+      "tokens":   [812, 95, ...]    # one per message: its o200k_base count (the formula of erp_sim.agents.tokens)
     }
 
 Origins say where a shown message came from:
@@ -41,11 +41,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.prompt_cache import ModelCall
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
+from erp_sim.agents.tokens.prompt_cache import ModelCall
 from erp_sim.agents.types import Message, ToolSchema, unset
-from erp_sim.grading import Grade
 from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.workflows.itemization.grading import Grade
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
 SUMMARY_MARKERS = ("<EARLIER_STEPS_SUMMARY>", "<HISTORY_SUMMARY>")  # the tags summarizing policies write
@@ -230,7 +230,7 @@ class StepRecord(BaseModel):
     cacheable_prefix_tokens: int = Field(
         0,
         description="o200k tokens of this request's longest prefix identical to an "
-        "earlier request of the agent (erp_sim.agents.prompt_cache).",
+        "earlier request of the agent (erp_sim.agents.tokens.prompt_cache).",
     )
     provider_cached_tokens: int | None = Field(
         None, description="Cached prompt tokens the model service reported (None: not reported, e.g. offline)."
@@ -284,7 +284,7 @@ class EpisodeMetrics(BaseModel):
     cacheable_prefix_tokens: int = Field(
         0,
         description="o200k input tokens a provider could serve from its prompt "
-        "cache (erp_sim.agents.prompt_cache); share = this / input_tokens.",
+        "cache (erp_sim.agents.tokens.prompt_cache); share = this / input_tokens.",
     )
     provider_cached_tokens: int | None = Field(
         None, description="Cached agent input tokens as the service reported them (None: never reported)."

@@ -40,7 +40,23 @@ class ModelRequestError(RuntimeError):
 
 class ContextOverflowError(ModelRequestError):
     """The request would not fit the model's context window (our ``--context-window`` check, or
-    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure."""
+    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure.
+
+    ``tokens``: the refused request's size (o200k, messages + tool schemas), where it was counted."""
+
+    def __init__(self, message: str, status_code: int | None = None, *, tokens: int | None = None):
+        super().__init__(message, status_code)
+        self.tokens = tokens
+
+
+def refuse_over_window(tokens: int, window: int | None, request: str, after: str = "") -> None:
+    """The one ``--context-window`` check: ``ContextOverflowError`` when a request of ``tokens`` (counted as
+    ``TokenCounter.count_request`` counts it) exceeds ``window``. ``ModelAgent`` checks before it sends; the
+    runner checks what every agent was shown (a scripted agent sends nothing), with the same count."""
+    if window is not None and tokens > window:
+        raise ContextOverflowError(
+            f"{request} {tokens:,} tokens, over the context window of {window:,}{after}", tokens=tokens
+        )
 
 
 class Usage(BaseModel):
@@ -129,3 +145,29 @@ class Agent(Protocol):
     def reset(self) -> None: ...
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep: ...
+
+
+@runtime_checkable
+class HarnessTools(Protocol):
+    """Tools a layer of an agent's policy stack offers and the harness answers itself, never the ERP (ga_memory's
+    memory tools). A layer offers them as its ``harness_tools``; the runner adds their schemas to the model's tool
+    list and sends their calls here, so it needs to know no tool of its own."""
+
+    @property
+    def schemas(self) -> list[ToolSchema]: ...
+
+    def handles(self, name: str) -> bool: ...
+
+    def call(self, name: str, arguments: str | dict) -> str:
+        """The tool result's text; bad input comes back as an ``Error: ...`` text that changes nothing."""
+        ...
+
+
+def harness_tools(agent: object) -> HarnessTools | None:
+    """The harness tools of the first layer of ``agent``'s policy stack (outermost first) that offers them, or None."""
+    while agent is not None:
+        tools = getattr(agent, "harness_tools", None)
+        if isinstance(tools, HarnessTools):
+            return tools
+        agent = getattr(agent, "agent", None)
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,24 +17,22 @@ from gymnasium.error import ResetNeeded
 
 import erp_sim
 from erp_sim.envs.action_checks import InvalidAction, json_text_over
-from erp_sim.envs.env_kwargs import receipt_flag, user_turn_limit
 from erp_sim.envs.prompts import system_prompt
-from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
 from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
 from erp_sim.response import error_envelope, render
 from erp_sim.task_sets import task_rows
+from erp_sim.verbosity import checked_verbosity
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from erp_sim.erp_session import Verbosity
-    from erp_sim.grading import Progress
+    from erp_sim.verbosity import Verbosity
+    from erp_sim.workflows.itemization.grading import Progress
 
-MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
-MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ENV_TERMINATIONS
 REWARDS = ("success", "strict")
@@ -59,6 +58,28 @@ def _progress_info(state: Progress) -> dict:
 def progress_info(state: Progress) -> dict:
     """The live grade in ``info``: the cheap part of ``erp_sim.Grade`` (a fresh dict each time)."""
     return dict(_progress_info(state))
+
+
+# Checks of keyword arguments that need more than a membership test: each fails at ``gym.make`` with a
+# ValueError naming the value, and takes numpy's scalars as Python's.
+
+
+def user_turn_limit(value: object) -> int:
+    """``max_user_turns``: a whole number of at least 1 (not True, 2.5 or "3")."""
+    try:
+        turns = operator.index(value)  # type: ignore[arg-type]  # anything else raises TypeError
+    except TypeError:
+        turns = 0
+    if isinstance(value, bool) or turns < 1:
+        raise ValueError(f"max_user_turns must be a whole number of at least 1, got {value!r}")
+    return turns
+
+
+def receipt_flag(value: object) -> bool:
+    """``receipt_in_instruction``: True or False ("no" would be truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"receipt_in_instruction must be True or False, got {value!r}")
+    return bool(value)
 
 
 def rewarded(state: Progress, reward: str) -> bool:
@@ -200,8 +221,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     byte-identical observations, rewards and infos.
 
     ## Action Space
-    ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
-    tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
+    ``AnyText(0, MAX_ACTION_CHARS)`` (200,000, the session's limit on argument text): a JSON string,
+    either ``{"name": <tool>, "arguments": {...}}`` (a tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
     ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too, and
     so is ``InvalidAction(reason)``, an action an adapter refused itself (counted as invalid).
 
@@ -220,8 +241,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``message``: a message to the user; it counts in ``user_turns``.
 
     ## Observation Space
-    ``AnyText(0, 400000)``: the tool's response exactly as the MCP server sends it (JSON with
-    ``SessionId``, ``Result``, ``Messages``, ``FormState``, ...), the user's reply (plain text),
+    ``AnyText(0, MAX_OBSERVATION_CHARS)`` (400,000): the tool's response exactly as the MCP server sends it
+    (JSON with ``SessionId``, ``Result``, ``Messages``, ``FormState``, ...), the user's reply (plain text),
     or for an action the env could not parse, a JSON error of the same shape without
     ``FormState`` (``Error.Code`` is ``InvalidAction``). The first observation is the user's
     instruction. ``""`` is the observation of a message nobody answers (``user_model=None``).
@@ -329,8 +350,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         max_user_turns: int = 10,
         render_mode: str | None = None,
     ):
-        if verbosity not in erp_sim.VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
+        verbosity = checked_verbosity(verbosity)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward_shaping not in ("none", "potential"):
@@ -359,7 +379,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     @property
     def tasks(self) -> list[erp_sim.Task]:
         """The task set's tasks, in set order (``reset(options={"task_index": i})`` picks ``tasks[i]``)."""
-        return erp_sim.load_task_set(self.task_set)
+        return cast("list[erp_sim.Task]", erp_sim.load_task_set(self.task_set))
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
@@ -375,11 +395,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading import (  # at the first reset, not at gym.make
-            expected_charges,
-            initial_rows,
-            target_line_ids,
-        )
+        from erp_sim.grading.collateral import initial_rows  # at the first reset, not at gym.make
+        from erp_sim.workflows.itemization.grading import expected_charges, target_line_ids
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
@@ -547,7 +564,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _refresh_progress(self) -> None:
         """Cheap: grading caches its database reads until the next write."""
-        from erp_sim.grading import progress  # with the database layer: at the first reset, not at gym.make
+        from erp_sim.workflows.itemization.grading import (
+            progress,
+        )  # with the database layer: at the first reset, not at gym.make
 
         self._progress = progress(self._episode()[0], self._line_id)
 

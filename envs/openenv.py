@@ -43,7 +43,9 @@ from erp_sim.envs.action_checks import InvalidAction
 from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
 from erp_sim.envs.openenv_guard import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, OpenEnvGuard
 from erp_sim.json_values import json_value_problem
+from erp_sim.net import is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 from erp_sim.response import error_envelope, render
+from erp_sim.verbosity import VERBOSITIES
 
 DEFAULT_MAX_SESSIONS = 64
 MIN_MESSAGE_BYTES = 4096  # a reset and an ordinary tool call fit
@@ -296,9 +298,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from erp_sim.envs import ENV_IDS
 
-    # the MCP server's HTTP deadlines and connection cap
+    # the MCP server's HTTP deadlines
     from erp_sim.mcp.http import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, guarded_h11
-    from erp_sim.mcp.server import _is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument(
@@ -307,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     parser.add_argument("--port", type=port_number, default=8000, help="Port (default 8000; 0: any free port).")
     parser.add_argument("--env", default=DEFAULT_ENV_ID, choices=ENV_IDS, help="Env id (default %(default)s).")
-    parser.add_argument("--verbosity", choices=("default", "compact"), default="default", help="Response verbosity.")
+    parser.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="Response verbosity.")
     parser.add_argument("--reward", choices=("strict", "success"), default="strict", help="Reward (default strict).")
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="Concurrent WebSocket sessions.")
     for flag, kind, default, explained in (
@@ -320,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
 
-    if not _is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         print(
             f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "
             "machines (OpenEnv has no authentication: put it behind a proxy that has).",

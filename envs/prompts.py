@@ -65,7 +65,7 @@ is complete only when every line the user names is."""
 def system_prompt(task: Task) -> str:
     """The system prompt for an agent working on ``task`` (depends only on its expense category and how many
     lines it itemizes)."""
-    from erp_sim.catalog import CATEGORIES
+    from erp_sim.workflows.itemization.catalog import CATEGORIES
 
     category = CATEGORIES[task.expense_type]
     lines = 1 + len(task.extra_lines)

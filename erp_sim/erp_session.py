@@ -3,7 +3,7 @@
 ``ErpSession.call(name, arguments)`` validates the arguments against the tool's pydantic
 model, runs the tool, and renders the response in the real server's JSON shape. Every
 ``ErpError`` and every argument error becomes an error response in that same shape;
-nothing raises out of ``call``. Writes are transactional (``ledger.transaction``) and form
+nothing raises out of ``call``. Writes are transactional (``database.transaction``) and form
 edits are only copied into the database at save, so a failed call changes nothing.
 """
 
@@ -14,12 +14,12 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import pydantic
 from pydantic import BaseModel, Field
 
-from erp_sim import VERBOSITIES, response
+from erp_sim import response, workflows
 from erp_sim import response_keys as K
 from erp_sim.errors import (
     ErpError,
@@ -30,16 +30,14 @@ from erp_sim.errors import (
     ValidationError,
 )
 from erp_sim.faults import FaultInjector, FaultProfile
-from erp_sim.forms import FORMS, OpenForm
-from erp_sim.forms.base import render_form_state
-from erp_sim.json_values import MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
-from erp_sim.tasks import Task
+from erp_sim.forms.base import OpenForm, render_form_state
+from erp_sim.json_values import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
 from erp_sim.tool_registry import TOOLS, Outcome, Tool
+from erp_sim.verbosity import Verbosity, checked_verbosity
 
 if TYPE_CHECKING:
-    from erp_sim.grading import Grade
+    from erp_sim.workflow_task import WorkflowTask
 
-Verbosity = Literal["default", "compact"]
 MAX_RESPONSE_CHARS = 160_000  # the real server's limit
 MAX_ERROR_CHARS = 2_000  # an error message's text (it appears twice in the response)
 MAX_FORM_DEPTH = 8
@@ -79,22 +77,22 @@ class ToolResponse(BaseModel):
 
 
 class ErpSession:
-    """One episode's ERP. Deterministic: same task, options and calls give byte-identical responses."""
+    """One episode's ERP: its task's workflow (tables, forms, menu items, entity sets, actions) and nothing
+    else. Deterministic: same task, options and calls give byte-identical responses."""
 
     def __init__(
         self,
-        task: Task,
+        task: WorkflowTask,
         *,
         verbosity: Verbosity = "default",
         faults: FaultProfile | str | float | None = None,
         instance: int = 0,
     ) -> None:
-        if verbosity not in VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
+        self.verbosity = checked_verbosity(verbosity)
         self.task = task
-        self.verbosity = verbosity
+        self.workflow = workflows.of_task(task)
         self.company = "USMF"
-        from erp_sim.database import open_database  # SQLAlchemy and Faker load with the first session
+        from erp_sim.database import open_database  # with the first session, not at `import erp_sim.erp_session`
 
         self.sql_random = random.Random(task.seed)  # the SQL tool's random(): episode state, pickled with it
         self.db = open_database(task, self.sql_random)
@@ -135,7 +133,7 @@ class ErpSession:
     def open_form(self, name: str, context: dict[str, Any]) -> str:
         if len(self.forms) >= MAX_FORM_DEPTH:
             raise FormStateError(f"At most {MAX_FORM_DEPTH} forms can be open; close some with form_close_form.")
-        definition = FORMS[name]
+        definition = self.workflow.forms[name]
         self.forms.append(OpenForm(name=name, context=dict(context)))
         return f"Form {definition.caption(self, self.forms[-1])} ({name}) was opened."
 
@@ -143,7 +141,7 @@ class ErpSession:
         if not self.forms:
             raise FormStateError("No form is open.")
         form = self.forms[-1]
-        definition = FORMS[form.name]
+        definition = self.workflow.forms[form.name]
         if definition.has_unsaved_changes(form) and not form.close_warned:
             form.close_warned = True
             self.add_message(
@@ -200,7 +198,7 @@ class ErpSession:
     # --- responses ---
     def _envelope(self, result: str, payload: JsonObject | None) -> JsonObject:
         if self.forms:  # before the messages are taken: reconciling may add a warning
-            FORMS[self.forms[-1].name].reconcile(self, self.forms[-1])
+            self.workflow.forms[self.forms[-1].name].reconcile(self, self.forms[-1])
         envelope = response.envelope(self.session_id, result, self._messages, payload)
         envelope[K.FORM_STATE] = self._form_state()
         envelope[K.ACTIVITY_ID] = str(uuid.uuid5(_NAMESPACE, f"{self.session_id}/{self.call_count}"))
@@ -213,7 +211,7 @@ class ErpSession:
         form = self.forms[-1]
         self._memo = {}
         try:
-            return render_form_state(self, form, FORMS[form.name], self.verbosity == "default")
+            return render_form_state(self, form, self.workflow.forms[form.name], self.verbosity == "default")
         finally:
             self._memo = None
 
@@ -222,7 +220,10 @@ class ErpSession:
             return []
         form = self.forms[-1]
         return [
-            {K.LABEL: FORMS[form.name].caption(self, form), K.URL: f"{BASE_URL}/?cmp={self.company}&mi={form.name}"}
+            {
+                K.LABEL: self.workflow.forms[form.name].caption(self, form),
+                K.URL: f"{BASE_URL}/?cmp={self.company}&mi={form.name}",
+            }
         ]
 
     def _respond(self, name: str, tool: Tool, outcome: Outcome) -> ToolResponse:
@@ -255,13 +256,14 @@ class ErpSession:
         )
 
     # --- for graders, tests and evaluators (never shown to the agent) ---
-    def grade(self) -> Grade:
-        from erp_sim.grading import grade_session
+    def grade(self) -> Any:
+        """The full grade of the ERP's state now: the workflow's grade model (``erp_sim.Grade`` for itemization)."""
+        from erp_sim.grading import grade_session  # with the first grade, not at `import erp_sim.erp_session`
 
         return grade_session(self)
 
     def state_hash(self) -> str:
-        from erp_sim.database import state_hash
+        from erp_sim.database import state_hash  # these lazy imports: as open_database's in __init__
 
         return state_hash(self.db)
 
@@ -275,12 +277,14 @@ class ErpSession:
         state = self.__dict__.copy()
         state["db"] = database_bytes(self.db)
         state["_memo"], state["_read_cache"] = None, {}  # caches are keyed by the connection's change counter
+        del state["workflow"]  # found again from the task: its forms and functions are the code's, not state
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         from erp_sim.database import database_from_bytes
 
         self.__dict__.update(state)
+        self.workflow = workflows.of_task(self.task)
         self.db = database_from_bytes(state["db"], self.task, self.sql_random)
 
 
@@ -313,8 +317,10 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, str):
-        if len(arguments) > 200_000:
-            raise ValidationError(f"The arguments are {len(arguments):,} characters long; the limit is 200,000.")
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            raise ValidationError(
+                f"The arguments are {len(arguments):,} characters long; the limit is {MAX_ARGUMENT_CHARS:,}."
+            )
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:

@@ -1,107 +1,28 @@
-"""A scripted oracle that solves any task through the tools only, reading only responses.
+"""The oracles: a scripted solver per workflow, through the tools only, reading only responses.
 
-It knows what the instruction says (report number, line number, expense type) and the
-mapping from receipt wording to subcategory (what the study's system prompt taught GPT-5),
-and nothing else: the receipt charges come from the receipt viewer's grid. Written as a
-generator: it yields ``(tool, arguments)`` and is sent each response text back, so the same
-oracle drives an ``ErpSession`` directly, a Gymnasium env, or an MCP client.
+A workflow's oracle (``erp_sim.workflows.Workflow.oracle``) is a generator: it yields
+``(tool, arguments)`` and is sent each response text back, so the same oracle drives an
+``ErpSession`` directly, a Gymnasium env, or an MCP client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
-from erp_sim import formstate
-from erp_sim import response_keys as K
-from erp_sim.catalog import wording_to_subcategory
-from erp_sim.json_values import JsonObject
-from erp_sim.tasks import Task
+from erp_sim import workflows
+from erp_sim.erp_session import ErpSession
+from erp_sim.workflows import Call, OracleError
 
 if TYPE_CHECKING:
-    from erp_sim.erp_session import ErpSession, ToolResponse, Verbosity
-
-Call = tuple[str, dict[str, Any]]
-
-
-class OracleError(RuntimeError):
-    """The oracle met a response it did not expect (a simulator bug, or injected faults)."""
+    from erp_sim.erp_session import ToolResponse
+    from erp_sim.verbosity import Verbosity
+    from erp_sim.workflow_task import WorkflowTask
 
 
-def _rows_until(
-    response_text: str, grid: str, match: Callable[[JsonObject], bool]
-) -> tuple[JsonObject | None, JsonObject | None]:
-    state = formstate.form_state(response_text)
-    return next((r for r in formstate.grid_rows(state, grid) if match(r)), None), state
-
-
-def oracle_calls(task: Task) -> Generator[Call, str, None]:
-    """Yield the calls that solve ``task``; receive each response text via ``send``. A task with several
-    lines is itemized line by line, in the instruction's order, from the same report form."""
-    yield "form_find_menu_item", {"menuItemFilter": "expense reports"}
-    yield "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
-    response = yield (
-        "form_filter_grid",
-        {
-            "gridName": "ExpenseReportsGrid",
-            "gridColumnName": "TrvExpTable_ExpNumber",
-            "filterValue": task.report_number,
-        },
-    )
-    row, _ = _rows_until(response, "ExpenseReportsGrid", lambda r: r["TrvExpTable_ExpNumber"] == task.report_number)
-    if row is None:
-        raise OracleError(f"report {task.report_number} not in the filtered list")
-    yield "form_select_grid_row", {"gridName": "ExpenseReportsGrid", "rowNumber": row[K.ROW_NUMBER]}
-    response = yield "form_click_control", {"controlName": "EditReport"}
-    for line in task.lines:
-        response = yield from _itemize_line(task, line.line_number, response)
-
-
-def _itemize_line(task: Task, line_number: int, response: str) -> Generator[Call, str, str]:
-    """From the report form (``response``): itemize one line and close its form; returns the last response."""
-
-    def is_target(r: JsonObject) -> bool:
-        return bool(r["TrvExpTrans_LineNum"] == str(line_number) and r["TrvExpTrans_LineType"] != "ItemizedLine")
-
-    row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
-    while row is None:
-        if not formstate.has_next_page(state, "ExpenseLinesGrid"):
-            raise OracleError(f"line {line_number} not found on report {task.report_number}")
-        response = yield "form_click_control", {"controlName": "ExpenseLinesGrid", "actionId": "LoadNextPage"}
-        row, state = _rows_until(response, "ExpenseLinesGrid", is_target)
-    yield "form_select_grid_row", {"gridName": "ExpenseLinesGrid", "rowNumber": row[K.ROW_NUMBER]}
-
-    response = yield "form_click_control", {"controlName": "ViewReceipt"}
-    state = formstate.form_state(response)
-    charges = formstate.grid_rows(state, "ReceiptItemsGrid")
-    while formstate.has_next_page(state, "ReceiptItemsGrid"):
-        response = yield "form_click_control", {"controlName": "ReceiptItemsGrid", "actionId": "LoadNextPage"}
-        state = formstate.form_state(response)
-        charges += formstate.grid_rows(state, "ReceiptItemsGrid")
-    if not charges:
-        raise OracleError("the receipt shows no charges")
-    yield "form_close_form", {}
-
-    yield "form_click_control", {"controlName": "Itemize"}
-    mapping = wording_to_subcategory(task.expense_type)
-    for charge in charges:
-        yield "form_click_control", {"controlName": "NewLine"}
-        yield (
-            "form_set_control_values",
-            {
-                "controlValues": [
-                    {"controlName": "TrvExpTrans_ExpSubCategory", "value": mapping[charge["ReceiptItem_Description"]]},
-                    {"controlName": "TrvExpTrans_TransDate", "value": charge["ReceiptItem_Date"]},
-                    {"controlName": "TrvExpTrans_AmountCurr", "value": charge["ReceiptItem_Amount"].replace(",", "")},
-                ]
-            },
-        )
-    response = yield "form_save_form", {}
-    remaining = formstate.control_value(formstate.form_state(response), "ItemizationRemaining")
-    if remaining is None or Decimal(str(remaining).replace(",", "")) != 0:
-        raise OracleError(f"remaining after save is {remaining!r}, not 0.00")
-    return (yield "form_close_form", {})
+def oracle_calls(task: WorkflowTask) -> Generator[Call, str, None]:
+    """Yield the calls that solve ``task`` (its workflow's oracle); receive each response text via ``send``."""
+    return workflows.of_task(task).oracle(task)
 
 
 def run_oracle(session: ErpSession) -> list[ToolResponse]:
@@ -120,10 +41,8 @@ def run_oracle(session: ErpSession) -> list[ToolResponse]:
         return responses
 
 
-def oracle_trace(task: Task, verbosity: Verbosity = "default") -> list[Call]:
+def oracle_trace(task: WorkflowTask, verbosity: Verbosity = "default") -> list[Call]:
     """The oracle's whole call sequence for ``task``, played on a side session (for replays and benchmarks)."""
-    from erp_sim.erp_session import ErpSession  # the oracle itself only reads responses; this helper needs a session
-
     session = ErpSession(task, verbosity=verbosity)
     calls, trace = oracle_calls(task), []
     name, arguments = next(calls)

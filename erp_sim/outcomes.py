@@ -32,7 +32,7 @@ TERMINATIONS: tuple[Termination, ...] = (
     "harness_error",
 )
 
-#: Why a failed episode failed, in the classifier's order (``erp_sim.agents.evaluation.failures``:
+#: Why a failed episode failed, in the classifier's order (``erp_sim.agents.failures``:
 #: the first that applies wins).
 FailureCategory = Literal[
     "context_overflow",

@@ -72,7 +72,7 @@ CONTAINER_TYPES = (GROUP, TAB, TAB_PAGE, FAST_TAB)
 COLLAPSIBLE_TYPES = (TAB_PAGE, FAST_TAB)  # the containers form_open_or_close_tab opens and closes
 
 # -- a grid ----------------------------------------------------------------------------------
-COLUMNS = "Columns"  # also an SQL result's (erp_sim.sql_sandbox), with ``Rows`` as lists of values
+COLUMNS = "Columns"  # also an SQL result's (erp_sim.database.sql_sandbox), with ``Rows`` as lists of values
 ROWS = "Rows"
 DATA_TYPE = "DataType"  # a column's (verbose), beside Name and Label
 IS_SORTABLE = "IsSortable"

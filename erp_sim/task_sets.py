@@ -1,8 +1,9 @@
-"""Which tasks a task set holds: names, fixture files, expense-type views and the train/test split.
+"""Task sets: which tasks a set holds (names, fixture files, views, the train/test split), and loading them.
 
-Kept apart from ``erp_sim.tasks`` (the pydantic ``Task`` model) and free of pydantic, so that
-checking a set's name and size (``gym.make``, ``--tasks`` parsing) costs a JSON read, not the
-model layer. Each row keeps the task's JSON line; ``erp_sim.tasks.load_task_set`` validates it.
+Every workflow owns some sets (``erp_sim.workflows.TaskSets``: its fixture files and how their lines
+read); this module knows them all, by name. Reading a set's rows is free of pydantic, so checking a
+set's name and size (``gym.make``, ``--tasks`` parsing) costs a JSON read; ``load_task_set`` and
+``get_task`` then validate the rows with the owning workflow's task model.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import random
 import sys
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING
+
+from erp_sim import workflows
+from erp_sim.workflows import TaskRow, TaskSets
+
+if TYPE_CHECKING:
+    from erp_sim.workflow_task import WorkflowTask
 
 
 def _fixtures_dir() -> Path:
@@ -26,53 +33,39 @@ def _fixtures_dir() -> Path:
 
 FIXTURES_DIR = _fixtures_dir()
 
-# Task sets shipped in fixtures/. Each expense-type set is a filtered view of expense_types.
-TASK_SET_FILES = {
-    "hotel_50": "hotel_50.jsonl",
-    "expense_types": "expense_types.jsonl",
-    "long_horizon": "long_horizon.jsonl",
-}
-# Sets whose split is stratified by size too (number of receipt charges): each rung of a ladder is split alike.
-SIZE_STRATIFIED = {"long_horizon"}
-
-
-class TaskRow(NamedTuple):
-    """A task as its fixture line, with the fields that set membership depends on."""
-
-    task_id: str
-    expense_type: str
-    difficulty: str
-    line: str
-    charges: int  # receipt charges over every line of the task
-
 
 @cache
 def task_rows(name: str) -> tuple[TaskRow, ...]:
-    """The rows of a task set by name: ``hotel_50``, ``expense_types``, one expense type (``Meals``),
-    or one half of a set's fixed split (``hotel_50:train``). Raises ``KeyError`` naming the known sets."""
+    """The rows of a task set by name: a fixture set (``hotel_50``), a workflow's view of one (``Meals``: the
+    Meals tasks of expense_types), or one half of a set's fixed split (``hotel_50:train``). Raises ``KeyError``
+    naming the known sets."""
     base, sep, split = name.partition(":")
     if sep:
         return split_rows(base, split)
-    if name in TASK_SET_FILES:
-        with (FIXTURES_DIR / TASK_SET_FILES[name]).open(encoding="utf-8") as lines:
-            return tuple(_row(line) for line in lines if line.strip())
-    by_type = tuple(row for row in task_rows("expense_types") if row.expense_type.lower() == name.lower())
-    if by_type:
-        return by_type
-    known = sorted(TASK_SET_FILES) + sorted({row.expense_type for row in task_rows("expense_types")})
-    raise KeyError(f"Unknown task set {name[:80]!r}. Known: {', '.join(known)}.")
+    owners = workflows.task_sets()
+    for workflow, sets in owners.items():
+        if name in sets.files:
+            with (FIXTURES_DIR / sets.files[name]).open(encoding="utf-8") as lines:
+                return tuple(_row(workflow, sets, line) for line in lines if line.strip())
+    for sets in owners.values():
+        view = sets.view(name, task_rows)
+        if view:
+            return view
+    files = sorted(set_name for sets in owners.values() for set_name in sets.files)
+    views = sorted(view_name for sets in owners.values() for view_name in sets.view_names(task_rows))
+    raise KeyError(f"Unknown task set {name[:80]!r}. Known: {', '.join(files + views)}.")
 
 
-def _row(line: str) -> TaskRow:
+def _row(workflow: str, sets: TaskSets, line: str) -> TaskRow:
     fields = json.loads(line)
-    charges = sum(len(part["receipt_items"]) for part in [fields, *fields.get("extra_lines", ())])
-    return TaskRow(fields["task_id"], fields["expense_type"], fields["difficulty"], line.strip(), charges)
+    return TaskRow(fields["task_id"], workflow, sets.stratum(fields), sets.size(fields), line.strip())
 
 
 # --- train/test splits --------------------------------------------------------------------
 # ACON (Kang et al., 2025, arXiv 2510.00615) optimises its compression guideline on training
 # tasks and reports on held-out ones. Our split is fixed by SPLIT_SEED and stratified: within
-# every (expense type, difficulty) stratum, the tasks in id order are shuffled by a Random
+# every stratum (the workflow's TaskRow.stratum, e.g. expense type and difficulty, and the size in the sets
+# its TaskSets.size_stratified names), the tasks in id order are shuffled by a Random
 # seeded with the set, the stratum and SPLIT_SEED, and the first round(n * TRAIN_FRACTION)
 # go to train. So every stratum is split in the same proportion, and a split never changes
 # unless the fixtures or these two constants do (tests pin the sizes).
@@ -86,10 +79,10 @@ def split_rows(task_set: str, split: str) -> tuple[TaskRow, ...]:
     if split not in SPLITS:
         raise KeyError(f"Unknown split {split[:80]!r}: use {' or '.join(SPLITS)}.")
     rows = task_rows(task_set)
+    by_size = any(task_set in sets.size_stratified for sets in workflows.task_sets().values())
     strata: dict[str, list[TaskRow]] = {}
     for row in sorted(rows, key=lambda r: r.task_id):
-        size = f"/{row.charges}" if task_set in SIZE_STRATIFIED else ""
-        strata.setdefault(f"{row.expense_type}/{row.difficulty}{size}", []).append(row)
+        strata.setdefault("/".join(row.stratum) + (f"/{row.size}" if by_size else ""), []).append(row)
     train: set[str] = set()
     for stratum, members in sorted(strata.items()):
         rng = random.Random(f"{SPLIT_SEED}/{task_set}/{stratum}")
@@ -118,3 +111,42 @@ def resolve_tasks(selection: str) -> tuple[str, list[str]]:
             f"Unknown task id(s) in {task_set}: {', '.join(unknown)} (or use {task_set}:train / {task_set}:test)."
         )
     return task_set, chosen
+
+
+# --- tasks ------------------------------------------------------------------------------------
+def load_task_set(name: str) -> list[WorkflowTask]:
+    """Load a task set by name (``hotel_50``, ``Meals``, ``hotel_50:train``: see ``task_rows``)."""
+    return list(_load_task_set(name))
+
+
+@cache
+def _load_task_set(name: str) -> tuple[WorkflowTask, ...]:
+    owners = workflows.task_sets()
+    return tuple(owners[row.workflow].parse(row.line) for row in task_rows(name))
+
+
+INDEX_DIGITS = 9  # a longer index is out of range of any task set
+MAX_TASK_ID_SHOWN = 80  # an unknown task id is quoted this far in the error
+
+
+def is_task_reference(value: object) -> bool:
+    """A task id or a 0-based index; ``True`` is an int to Python, not task 1."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def get_task(task_set: str, task: str | int) -> WorkflowTask:
+    """A task by id (``hotel-007``) or by 0-based index within its set."""
+    if not is_task_reference(task):
+        raise KeyError(f"A task is a task id (e.g. hotel-007) or a 0-based index, got {type(task).__name__}.")
+    tasks = _load_task_set(task_set)
+    # an index's digits are ASCII ("²" is a digit to str.isdigit, not to int) and few (int refuses 4,300)
+    if isinstance(task, int) or (isinstance(task, str) and task.isascii() and task.isdigit()):
+        index = int(task) if isinstance(task, int) or len(task) <= INDEX_DIGITS else -1
+        if not 0 <= index < len(tasks):
+            shown = str(task) if len(str(task)) <= MAX_TASK_ID_SHOWN else f"{str(task)[:MAX_TASK_ID_SHOWN]}..."
+            raise KeyError(f"Task index {shown} out of range: {task_set} has {len(tasks)} tasks.")
+        return tasks[index]
+    for candidate in tasks:
+        if candidate.task_id == task:
+            return candidate
+    raise KeyError(f"No task {task[:MAX_TASK_ID_SHOWN]!r} in task set {task_set!r}.")

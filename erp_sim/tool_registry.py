@@ -15,24 +15,36 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
 from erp_sim import actions
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
-from erp_sim.forms import FORMS, MENU_ITEMS
+from erp_sim.forms.base import FormHost
 
-# The data tools import erp_sim.odata in their bodies, at their first call: it builds its entity sets and their
-# SQL at import (about 25 ms), which gym.make, --help and an episode of form tools need not pay.
+# The data tools import erp_sim.odata (and the SQL tool its sandbox) in their bodies, at their first call, with
+# the workflow's entity sets (``Workflow.data``): about 10 ms that gym.make, --help and an episode of form tools
+# need not pay (scripts/bench_startup.py).
 
 if TYPE_CHECKING:
-    from erp_sim.erp_session import ErpSession
     from erp_sim.forms.base import FormDefinition, OpenForm
+    from erp_sim.workflows import Workflow
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Text = Annotated[str, StringConstraints(max_length=2000)]
 Scalar = str | int | float | bool | None
+
+
+class ToolHost(FormHost, Protocol):
+    """What the tools need of the session that runs them (``erp_sim.erp_session.ErpSession``): the forms'
+    host, the workflow whose forms, menu items, entity sets and actions it holds, and closing a form.
+
+    Tools depend on this protocol, not on the session module, so the session can import the tools."""
+
+    workflow: Workflow[Any]
+
+    def close_form(self) -> str: ...
 
 
 class Args(BaseModel):
@@ -55,17 +67,19 @@ class Tool:
     name: str
     description: str
     args_model: type[Args]
-    fn: Callable[[ErpSession, Any], Outcome]
+    fn: Callable[[ToolHost, Any], Outcome]
     read_only: bool
 
     @property
     def input_schema(self) -> dict[str, Any]:
         """A fresh copy: callers (fastmcp, env infos) may edit what they get."""
-        return copy.deepcopy(_schema(self.args_model))
+        return copy.deepcopy(args_schema(self.args_model))
 
 
 @cache
-def _schema(model: type[Args]) -> dict[str, Any]:
+def args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's argument model without pydantic's titles, as tool lists show it (cached:
+    callers that may edit it take a copy; the harness's own tools use it too)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
@@ -78,24 +92,24 @@ TOOLS: dict[str, Tool] = {}
 
 def tool(
     name: str, args_model: type[A], *, read_only: bool
-) -> Callable[[Callable[[ErpSession, A], Outcome]], Callable[[ErpSession, A], Outcome]]:
+) -> Callable[[Callable[[ToolHost, A], Outcome]], Callable[[ToolHost, A], Outcome]]:
     """Register ``fn`` under ``name``; its docstring is the tool description. Returns fn unchanged."""
 
-    def register(fn: Callable[[ErpSession, A], Outcome]) -> Callable[[ErpSession, A], Outcome]:
+    def register(fn: Callable[[ToolHost, A], Outcome]) -> Callable[[ToolHost, A], Outcome]:
         TOOLS[name] = Tool(name, " ".join((fn.__doc__ or "").split()), args_model, fn, read_only)
         return fn
 
     return register
 
 
-def _top(session: ErpSession) -> tuple[OpenForm, FormDefinition]:
+def _top(session: ToolHost) -> tuple[OpenForm, FormDefinition]:
     if not session.forms:
         raise FormStateError("No form is open. Open one with form_open_menu_item (find it with form_find_menu_item).")
     form = session.forms[-1]
-    return form, FORMS[form.name]
+    return form, session.workflow.forms[form.name]
 
 
-def _check_company(session: ErpSession, company_id: str | None) -> None:
+def _check_company(session: ToolHost, company_id: str | None) -> None:
     if company_id and company_id.strip().upper() != session.company:
         raise NotFoundError(
             f"Company {company_id!r} does not exist or you have no access; available: {session.company}."
@@ -110,13 +124,13 @@ class FindMenuItemArgs(Args):
 
 
 @tool("form_find_menu_item", FindMenuItemArgs, read_only=True)
-def form_find_menu_item(session: ErpSession, args: FindMenuItemArgs) -> Outcome:
+def form_find_menu_item(session: ToolHost, args: FindMenuItemArgs) -> Outcome:
     """Find menu items (forms) by name, label or navigation path. Returns their names, labels and types."""
     _check_company(session, args.companyId)
     words = args.menuItemFilter.lower().split()
     hits = [
         {"Name": name, "Label": label, "Type": kind, "NavigationPath": path}
-        for name, (label, kind, path, _) in MENU_ITEMS.items()
+        for name, (label, kind, path, _) in session.workflow.menu_items.items()
         if all(w in f"{name} {label} {path}".lower() for w in words)
     ]
     return Outcome(
@@ -132,13 +146,14 @@ class OpenMenuItemArgs(Args):
 
 
 @tool("form_open_menu_item", OpenMenuItemArgs, read_only=True)
-def form_open_menu_item(session: ErpSession, args: OpenMenuItemArgs) -> Outcome:
+def form_open_menu_item(session: ToolHost, args: OpenMenuItemArgs) -> Outcome:
     """Open a menu item: the form it points to is opened on top of the navigation stack and its state returned."""
     _check_company(session, args.companyId)
-    match = next((n for n in MENU_ITEMS if n.lower() == args.name.lower()), None)
+    menu_items = session.workflow.menu_items
+    match = next((n for n in menu_items if n.lower() == args.name.lower()), None)
     if match is None:
         raise NotFoundError(f"Menu item {args.name!r} does not exist. Use form_find_menu_item to search.")
-    _label, kind, _, form_name = MENU_ITEMS[match]
+    _label, kind, _, form_name = menu_items[match]
     if args.type.lower() != kind.lower():
         raise ValidationError(f"type: menu item {match} is of type {kind}, not {args.type}.")
     return Outcome(session.open_form(form_name, {}))
@@ -149,7 +164,7 @@ class FindControlsArgs(Args):
 
 
 @tool("form_find_controls", FindControlsArgs, read_only=True)
-def form_find_controls(session: ErpSession, args: FindControlsArgs) -> Outcome:
+def form_find_controls(session: ToolHost, args: FindControlsArgs) -> Outcome:
     """Find controls on the open form whose name or label contains the search term, with their values."""
     form, definition = _top(session)
     term = args.controlSearchTerm.lower()
@@ -175,7 +190,7 @@ class SetControlValuesArgs(Args):
 
 
 @tool("form_set_control_values", SetControlValuesArgs, read_only=False)
-def form_set_control_values(session: ErpSession, args: SetControlValuesArgs) -> Outcome:
+def form_set_control_values(session: ToolHost, args: SetControlValuesArgs) -> Outcome:
     """Set values of controls on the open form. Values stay unsaved until form_save_form. All or nothing: if one value is invalid, none is set."""
     form, definition = _top(session)
     snapshot = form.snapshot()
@@ -199,7 +214,7 @@ class ClickControlArgs(Args):
 
 
 @tool("form_click_control", ClickControlArgs, read_only=False)
-def form_click_control(session: ErpSession, args: ClickControlArgs) -> Outcome:
+def form_click_control(session: ToolHost, args: ClickControlArgs) -> Outcome:
     """Click a button on the open form, or run a grid action (actionId LoadNextPage / LoadPreviousPage) on a grid."""
     form, definition = _top(session)
     if args.actionId:
@@ -223,7 +238,7 @@ class SelectGridRowArgs(Args):
 
 
 @tool("form_select_grid_row", SelectGridRowArgs, read_only=True)
-def form_select_grid_row(session: ErpSession, args: SelectGridRowArgs) -> Outcome:
+def form_select_grid_row(session: ToolHost, args: SelectGridRowArgs) -> Outcome:
     """Select a row of a grid on the open form; detail controls then show the selected record."""
     form, definition = _top(session)
     return Outcome(definition.select_row(session, form, args.gridName, args.rowNumber, args.marking))
@@ -238,7 +253,7 @@ class FilterGridArgs(Args):
 
 
 @tool("form_filter_grid", FilterGridArgs, read_only=True)
-def form_filter_grid(session: ErpSession, args: FilterGridArgs) -> Outcome:
+def form_filter_grid(session: ToolHost, args: FilterGridArgs) -> Outcome:
     """Filter a grid on one column (contains, case-insensitive). An empty filterValue removes the column's filter."""
     form, definition = _top(session)
     return Outcome(definition.filter_grid(session, form, args.gridName, args.gridColumnName, args.filterValue))
@@ -251,7 +266,7 @@ class FilterFormArgs(Args):
 
 
 @tool("form_filter_form", FilterFormArgs, read_only=True)
-def form_filter_form(session: ErpSession, args: FilterFormArgs) -> Outcome:
+def form_filter_form(session: ToolHost, args: FilterFormArgs) -> Outcome:
     """Apply the form's quick filter: keep rows of the main grid with the text in any column."""
     form, definition = _top(session)
     if definition.primary_grid is None:
@@ -271,7 +286,7 @@ class SortGridArgs(Args):
 
 
 @tool("form_sort_grid_column", SortGridArgs, read_only=True)
-def form_sort_grid_column(session: ErpSession, args: SortGridArgs) -> Outcome:
+def form_sort_grid_column(session: ToolHost, args: SortGridArgs) -> Outcome:
     """Sort a grid by one column."""
     form, definition = _top(session)
     return Outcome(definition.sort_grid(session, form, args.gridName, args.gridColumnName, args.isDescending))
@@ -283,7 +298,7 @@ class TabArgs(Args):
 
 
 @tool("form_open_or_close_tab", TabArgs, read_only=True)
-def form_open_or_close_tab(session: ErpSession, args: TabArgs) -> Outcome:
+def form_open_or_close_tab(session: ToolHost, args: TabArgs) -> Outcome:
     """Expand or collapse a tab page or fast tab; collapsed tabs hide their controls from the form state."""
     form, definition = _top(session)
     return Outcome(definition.toggle_section(session, form, args.tabName, args.tabAction))
@@ -294,7 +309,7 @@ class LookupArgs(Args):
 
 
 @tool("form_open_lookup", LookupArgs, read_only=True)
-def form_open_lookup(session: ErpSession, args: LookupArgs) -> Outcome:
+def form_open_lookup(session: ToolHost, args: LookupArgs) -> Outcome:
     """Show the values a lookup control accepts."""
     form, definition = _top(session)
     control = definition.control(session, form, args.controlName)
@@ -311,14 +326,14 @@ class NoArgs(Args):
 
 
 @tool("form_save_form", NoArgs, read_only=False)
-def form_save_form(session: ErpSession, args: NoArgs) -> Outcome:
+def form_save_form(session: ToolHost, args: NoArgs) -> Outcome:
     """Save the unsaved changes of the open form (all or nothing)."""
     form, definition = _top(session)
     return Outcome(definition.save(session, form))
 
 
 @tool("form_close_form", NoArgs, read_only=False)
-def form_close_form(session: ErpSession, args: NoArgs) -> Outcome:
+def form_close_form(session: ToolHost, args: NoArgs) -> Outcome:
     """Close the open form and return to the previous one. With unsaved changes the first close is refused with a warning; closing again discards them."""
     return Outcome(session.close_form())
 
@@ -330,11 +345,11 @@ class FindEntityTypeArgs(Args):
 
 
 @tool("data_find_entity_type", FindEntityTypeArgs, read_only=True)
-def data_find_entity_type(session: ErpSession, args: FindEntityTypeArgs) -> Outcome:
+def data_find_entity_type(session: ToolHost, args: FindEntityTypeArgs) -> Outcome:
     """Find OData entity sets by name or label."""
     from erp_sim import odata
 
-    hits = odata.find_entity_sets(args.tableSearchFilter)[: args.topHitCount]
+    hits = odata.find_entity_sets(session.workflow.data(), args.tableSearchFilter)[: args.topHitCount]
     return Outcome(f"Found {len(hits)} entity set(s) matching {args.tableSearchFilter!r}.", {"EntitySets": hits})
 
 
@@ -343,11 +358,11 @@ class EntityMetadataArgs(Args):
 
 
 @tool("data_get_entity_metadata", EntityMetadataArgs, read_only=True)
-def data_get_entity_metadata(session: ErpSession, args: EntityMetadataArgs) -> Outcome:
+def data_get_entity_metadata(session: ToolHost, args: EntityMetadataArgs) -> Outcome:
     """Describe an entity set: key, properties with types and descriptions, and the rules for writes."""
     from erp_sim import odata
 
-    metadata = odata.entity_metadata(args.entitySetName)
+    metadata = odata.entity_metadata(session.workflow.data(), args.entitySetName)
     return Outcome(f"Metadata of {metadata['Name']}.", {"Metadata": metadata})
 
 
@@ -361,11 +376,11 @@ class FindEntitiesArgs(Args):
 
 
 @tool("data_find_entities", FindEntitiesArgs, read_only=True)
-def data_find_entities(session: ErpSession, args: FindEntitiesArgs) -> Outcome:
+def data_find_entities(session: ToolHost, args: FindEntitiesArgs) -> Outcome:
     """Query an entity set with OData options ($filter with eq/ne/gt/ge/lt/le, and/or/not, contains/startswith; $select; $orderby; $top; $skip; $count)."""
     from erp_sim import odata
 
-    payload = odata.find_entities(session.db, args.odataPath, args.odataQueryOptions)
+    payload = odata.find_entities(session.workflow.data(), session.db, args.odataPath, args.odataQueryOptions)
     return Outcome(f"Found {len(payload['value'])} record(s) in {payload['EntitySet']}.", {"Data": payload})
 
 
@@ -376,11 +391,11 @@ class FindEntitiesSqlArgs(Args):
 
 
 @tool("data_find_entities_sql", FindEntitiesSqlArgs, read_only=True)
-def data_find_entities_sql(session: ErpSession, args: FindEntitiesSqlArgs) -> Outcome:
+def data_find_entities_sql(session: ToolHost, args: FindEntitiesSqlArgs) -> Outcome:
     """Run one read-only SQL SELECT on the expense tables (at most 200 rows)."""
-    from erp_sim import odata
+    from erp_sim.database import sql_sandbox
 
-    payload = odata.run_sql(session.db, args.sqlQuery)
+    payload = sql_sandbox.run_sql(session.db, args.sqlQuery)
     return Outcome(f"The query returned {len(payload['Rows'])} row(s).", {"Data": payload})
 
 
@@ -393,11 +408,11 @@ class CreateEntitiesArgs(Args):
 
 
 @tool("data_create_entities", CreateEntitiesArgs, read_only=False)
-def data_create_entities(session: ErpSession, args: CreateEntitiesArgs) -> Outcome:
+def data_create_entities(session: ToolHost, args: CreateEntitiesArgs) -> Outcome:
     """Create records under the same business rules as the forms (all or nothing)."""
     from erp_sim import odata
 
-    created = odata.create_entities(session.db, args.entitySetName, args.entities)
+    created = odata.create_entities(session.workflow.data(), session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(created)} record(s) created in {args.entitySetName}.", {"Data": {"value": created}})
 
 
@@ -411,11 +426,11 @@ class UpdateEntitiesArgs(Args):
 
 
 @tool("data_update_entities", UpdateEntitiesArgs, read_only=False)
-def data_update_entities(session: ErpSession, args: UpdateEntitiesArgs) -> Outcome:
+def data_update_entities(session: ToolHost, args: UpdateEntitiesArgs) -> Outcome:
     """Update records under the same business rules as the forms (all or nothing)."""
     from erp_sim import odata
 
-    updated = odata.update_entities(session.db, args.entitySetName, args.entities)
+    updated = odata.update_entities(session.workflow.data(), session.db, args.entitySetName, args.entities)
     return Outcome(f"{len(updated)} record(s) updated in {args.entitySetName}.", {"Data": {"value": updated}})
 
 
@@ -425,11 +440,11 @@ class DeleteEntitiesArgs(Args):
 
 
 @tool("data_delete_entities", DeleteEntitiesArgs, read_only=False)
-def data_delete_entities(session: ErpSession, args: DeleteEntitiesArgs) -> Outcome:
+def data_delete_entities(session: ToolHost, args: DeleteEntitiesArgs) -> Outcome:
     """Delete records under the same business rules as the forms (all or nothing)."""
     from erp_sim import odata
 
-    odata.delete_entities(session.db, args.entitySetName, args.keys)
+    odata.delete_entities(session.workflow.data(), session.db, args.entitySetName, args.keys)
     return Outcome(f"{len(args.keys)} record(s) deleted from {args.entitySetName}.")
 
 
@@ -441,9 +456,9 @@ class FindActionsArgs(Args):
 
 
 @tool("api_find_actions", FindActionsArgs, read_only=True)
-def api_find_actions(session: ErpSession, args: FindActionsArgs) -> Outcome:
+def api_find_actions(session: ToolHost, args: FindActionsArgs) -> Outcome:
     """Find callable business actions and their parameters."""
-    hits = actions.find_actions(args.actionSearchFilter)
+    hits = actions.find_actions(session.workflow.actions, args.actionSearchFilter)
     return Outcome(f"Found {len(hits)} action(s).", {"Actions": hits})
 
 
@@ -453,9 +468,9 @@ class InvokeActionArgs(Args):
 
 
 @tool("api_invoke_action", InvokeActionArgs, read_only=False)
-def api_invoke_action(session: ErpSession, args: InvokeActionArgs) -> Outcome:
+def api_invoke_action(session: ToolHost, args: InvokeActionArgs) -> Outcome:
     """Invoke a business action with parameters."""
-    result, payload = actions.invoke_action(session.db, args.actionName, args.parameters)
+    result, payload = actions.invoke_action(session.workflow.actions, session.db, args.actionName, args.parameters)
     return Outcome(result, {"ActionResult": payload})
 
 

@@ -26,8 +26,8 @@ import gymnasium as gym
 import erp_sim
 import erp_sim.envs
 from erp_sim.envs.expense_env import expense_env_of
-from erp_sim.erp_session import Verbosity
 from erp_sim.oracle import oracle_trace
+from erp_sim.verbosity import Verbosity
 
 PATHS = ("ErpSession.call (direct)", "env.step (unwrapped)", "env.step (gym.make)")
 

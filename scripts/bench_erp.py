@@ -18,8 +18,9 @@ import statistics
 import time
 
 from erp_sim import ErpSession, load_task_set, run_oracle
-from erp_sim.database import _templates
+from erp_sim.database import clear_templates
 from erp_sim.oracle import oracle_trace
+from erp_sim.workflows.itemization.task import as_task
 
 
 def median_ms(samples: list[float]) -> float:
@@ -29,7 +30,7 @@ def median_ms(samples: list[float]) -> float:
 def horizon(repeats: int) -> None:
     """Per-call CPU time and response size of the oracle's calls, by rung (charges) and by number of lines."""
     groups: dict[tuple[int, str], dict[str, list]] = {}
-    for task in load_task_set("long_horizon"):
+    for task in map(as_task, load_task_set("long_horizon")):
         trace = oracle_trace(task)
         group = groups.setdefault(
             (task.item_count, "1 line" if not task.extra_lines else "2-5 lines"), {"cpu": [], "chars": [], "calls": []}
@@ -66,7 +67,7 @@ def main() -> None:
         return horizon(args.repeats)
 
     # Session open: first open of a task builds its template (cold); later opens copy it (warm).
-    _templates.clear()
+    clear_templates()
     cold = []
     for task in tasks:
         start = time.perf_counter()

@@ -63,10 +63,10 @@ from bench_policies import POLICIES as OTHER_POLICIES
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
-from erp_sim.agents.prompt_cache import PrefixTracker, _Node
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.tokens import TEXT_CACHE_MIN_CHARS, TokenCounter, _message_key, get_counter, message_text
+from erp_sim.agents.tokens.prompt_cache import PrefixTracker, _Node
 from erp_sim.agents.types import AgentStep
 
 POLICIES = ["full", *(p for p in OTHER_POLICIES if p != "full"), "retrieval:backend=bm25"]

@@ -39,10 +39,10 @@ from bench_eval import TASKS, PagingAgent, episode_settings
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
-from erp_sim.agents.prompt_cache import EpisodeMeter
 from erp_sim.agents.runner import _tool_result, run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.tokens import TokenCounter, get_counter
+from erp_sim.agents.tokens.prompt_cache import EpisodeMeter
 from erp_sim.agents.trajectory import ContextRecorder, StepRecord, Trajectory
 from erp_sim.agents.types import AgentStep
 

@@ -34,9 +34,10 @@ import gymnasium as gym
 
 import erp_sim
 import erp_sim.envs
-from erp_sim.database import CHANGE_LOG
-from erp_sim.grading import collateral_changes, full_collateral_changes, target_line_id
+from erp_sim.database.schema import CHANGE_LOG
 from erp_sim.oracle import oracle_trace
+from erp_sim.workflows.itemization.grading import collateral_changes, full_collateral_changes, target_line_id
+from erp_sim.workflows.itemization.task import as_task
 
 NAMES = [
     "TrvExpenses",
@@ -327,7 +328,9 @@ async def fuzz_mcp(tally: Tally, rng: random.Random, task_index: int, calls: int
     from erp_sim.mcp.server import build_server
 
     async with Client(build_server(task_id=task_index)) as client:
-        plan = oracle_prefix(erp_sim.get_task("hotel_50", task_index), rng) + [random_call(rng) for _ in range(calls)]
+        plan = oracle_prefix(as_task(erp_sim.get_task("hotel_50", task_index)), rng) + [
+            random_call(rng) for _ in range(calls)
+        ]
         for name, arguments in plan:
             if not isinstance(name, str) or not isinstance(arguments, dict):
                 name, arguments = "form_find_controls", {"controlSearchTerm": str(name)[:20]}
@@ -363,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episode", type=int, default=60, help="random calls per episode after the oracle prefix")
     args = parser.parse_args(argv)
     rng, tally = random.Random(args.seed), Tally()
-    tasks = erp_sim.load_task_set("hotel_50")
+    tasks = [as_task(task) for task in erp_sim.load_task_set("hotel_50")]
     env = gym.make("erp_sim/ExpenseItemization-v0")
     start = time.perf_counter()
     episode = 0

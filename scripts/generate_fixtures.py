@@ -10,13 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from erp_sim.task_sets import FIXTURES_DIR, TASK_SET_FILES
-from erp_sim.taskgen import TASK_SETS
-from erp_sim.tasks import task_to_json
-
-
-def render(name: str) -> str:
-    return "".join(task_to_json(task) + "\n" for task in TASK_SETS[name]())
+from erp_sim.task_sets import FIXTURES_DIR
+from erp_sim.workflows import task_sets
 
 
 def sample_responses() -> dict[str, str]:
@@ -32,7 +27,12 @@ def sample_responses() -> dict[str, str]:
 
 
 def outputs() -> dict[str, str]:
-    files = {filename: render(name) for name, filename in TASK_SET_FILES.items()}
+    """Every workflow's fixture files, then the sample responses."""
+    files = {
+        filename: "".join(line + "\n" for line in sets.generate(name))
+        for sets in task_sets().values()
+        for name, filename in sets.files.items()
+    }
     return {**files, **sample_responses()}
 
 

@@ -8,11 +8,17 @@ the harness. Then tests/ and scripts/ (their unannotated test functions are not 
 the modules they import are not repeated). An error in .typecheck/erp_sim/agents/x.py is one in
 agents/x.py. Exit status: 0 when both runs are clean.
 
-    .venv/bin/python scripts/typecheck.py
+A clean run leaves a stamp, .typecheck/clean: a digest of what mypy read (the Python files of the tree,
+pyproject.toml, the installed distributions and Python's version). ``--stamp-matches`` exits 0 when the
+stamp holds for the tree as it is now, so tests/test_typecheck.py skips a second run of the same check
+(CI's lint stage runs this script before the README's test command).
+
+    .venv/bin/python scripts/typecheck.py [--stamp-matches]
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -22,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / ".typecheck" / "erp_sim"
+STAMP = ROOT / ".typecheck" / "clean"
+CHECKED = ("erp_sim", "envs", "agents", "tests", "scripts")
 
 
 def build_tree() -> None:
@@ -70,13 +78,34 @@ def check_tests_and_scripts(mypy: list[str]) -> int:
     return run.returncode
 
 
-def main() -> int:
+def inputs_digest() -> str:
+    """What a run's result depends on: the tree's Python files (path and bytes), pyproject.toml, the
+    installed distributions (name and version: stubs, plugins, mypy itself) and Python's version."""
+    from importlib.metadata import distributions
+
+    digest = hashlib.sha256(sys.version.encode())
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions())
+    digest.update("\n".join(installed).encode())
+    for path in [ROOT / "pyproject.toml", *sorted(p for folder in CHECKED for p in (ROOT / folder).rglob("*.py"))]:
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def main(arguments: list[str]) -> int:
+    if arguments == ["--stamp-matches"]:
+        return 0 if STAMP.is_file() and STAMP.read_text() == inputs_digest() else 1
+    if arguments:
+        print("usage: typecheck.py [--stamp-matches]", file=sys.stderr)
+        return 2
+    before = inputs_digest()
     build_tree()
     mypy = [sys.executable, "-m", "mypy"]
     package = subprocess.run(mypy, cwd=ROOT).returncode
     rest = check_tests_and_scripts(mypy)
+    if not (package or rest) and inputs_digest() == before:  # nothing changed while mypy read the tree
+        STAMP.write_text(before)
     return package or rest
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

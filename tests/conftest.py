@@ -26,7 +26,7 @@ def session(hotel_task):
 @pytest.fixture(scope="module")
 def task():
     """A small generated hotel task (independent of the checked-in fixtures)."""
-    from erp_sim.taskgen import generate_task
+    from erp_sim.workflows.itemization.taskgen import generate_task
 
     return generate_task("t", 0, "Hotel", seed=1000, item_count=6)
 

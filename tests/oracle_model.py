@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 import erp_sim
+from erp_sim.workflows.itemization.task import as_task
 
 
 def oracle_reply(body: dict):
     """The oracle's next call, replayed over the tool results the request holds; (message, prompt, completion tokens)."""
     messages = body["messages"]
-    task = next(t for t in erp_sim.load_task_set("hotel_50") if t.report_number in messages[1]["content"])
+    task = next(t for t in map(as_task, erp_sim.load_task_set("hotel_50")) if t.report_number in messages[1]["content"])
     calls = erp_sim.oracle_calls(task)
     name, arguments = next(calls)
     for message in messages[2:]:

@@ -37,10 +37,10 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PositiveInt
 
 from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
-from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, build_report, report_markdown
+from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, report_markdown
 from erp_sim.agents.acon.optimizer_requests import (
     extract_guideline,
     feedback_request,
@@ -48,10 +48,11 @@ from erp_sim.agents.acon.optimizer_requests import (
     shorten_request,
     update_request,
 )
-from erp_sim.agents.acon.scoring import score
+from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
-from erp_sim.agents.models.roles import add_model_arguments, params_by_role
+from erp_sim.agents.evaluation.settings import EpisodeSettings
+from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -77,7 +78,7 @@ class Settings(BaseModel):
     candidates: int = 5
     steps: list[Literal["ut", "co"]] = ["ut", "co"]
     seed: int = 0
-    max_steps: int = 200
+    max_steps: PositiveInt = Field(default_factory=lambda: EpisodeSettings().step_limit())
     initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
     prices: dict[str, list[float]] = Field(
         default_factory=dict, description="role -> [USD per 1M input, per 1M output]"
@@ -222,11 +223,9 @@ class Run:
         agent_log.reset()
         compressor_log.reset()
         agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
+        episode_settings = EpisodeSettings(max_steps=self.settings.max_steps)
         env = gym.make(
-            "erp_sim/ExpenseItemization-v0",
-            task_set=task_set,
-            user_model="rule",
-            max_episode_steps=self.settings.max_steps,
+            "erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule", **episode_settings.env_kwargs()
         )
         record: dict[str, Any] = {
             "task_set": task_set,
@@ -237,7 +236,13 @@ class Run:
         }
         try:
             trajectory = run_episode(
-                env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True, policy=record["policy"]
+                env,
+                agent,
+                task_id=task_id,
+                seed=self.settings.seed,
+                keep_shown=True,
+                policy=record["policy"],
+                **episode_settings.run_kwargs(),
             )
         except SummarizerError as exc:  # the compressor gave nothing usable: the episode fails, the run goes on
             trajectory = None
@@ -372,6 +377,38 @@ class Run:
         result = work()
         self.timing[phase] = round(time.perf_counter() - started, 3)
         return result
+
+
+def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> dict[str, Any]:
+    """rounds: (round name, label, optimizer-usage prefix)."""
+    rows = []
+    for name, label, prefix in [("no compression", NO_COMPRESSION, ""), *rounds]:
+        row = {
+            "round": name,
+            "label": label,
+            "policy": run.policy_spec(label, relative=True),
+            "train": run.score(label, "train"),
+            "test": run.score(label, "test") if run.test else None,
+            "optimizer": run.optimizer_usage(prefix) if prefix else None,
+            "guideline_tokens": {k: get_counter().count_text(t) for k, t in run.guideline(label).items()}
+            if label != NO_COMPRESSION
+            else None,
+        }
+        rows.append(row)
+    optimizer = run.optimizer_usage("")
+    return {
+        "settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
+        # each role's sampling params as sent ({}: the server's defaults); a replay reads them from its cassette
+        "sampling": {
+            role: dict(getattr(log.inner, "sampling_params", {}) or {}) for role, log in sorted(run.roles.items())
+        },
+        "train_tasks": run.train,
+        "test_tasks": run.test,
+        "rounds": rows,
+        "chosen": chosen,
+        "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
+        "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))},
+    }
 
 
 def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str, Any]:
@@ -525,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--initial-guideline", action="append", default=[], metavar="[KIND=]FILE")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument(
+        "--max-steps", type=positive(int), metavar="N", help=EpisodeSettings.model_fields["max_steps"].description
+    )
     parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
     parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
     parser.add_argument(
@@ -568,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates=args.candidates,
         steps=steps,
         seed=args.seed,
-        max_steps=args.max_steps,
+        max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
         model_params=params_by_role(args.model_param, ROLES),

@@ -1,50 +1,12 @@
-"""What acon optimize reports: each round's guideline and scores, the chosen one, as JSON and Markdown."""
+"""What acon optimize reports, in Markdown, from the report's JSON (``optimize.build_report``): each round's
+guideline and scores, and the chosen one."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-
-from erp_sim.agents.acon.scoring import cost_usd
-from erp_sim.agents.tokens import get_counter
-
-if TYPE_CHECKING:  # optimize imports this module
-    from erp_sim.agents.acon.optimize import Run
-
+from typing import Any
 
 NO_COMPRESSION = "none"  # the label of the round without compression
-
-
-def build_report(run: Run, rounds: list[tuple[str, str, str]], chosen: str) -> dict[str, Any]:
-    """rounds: (round name, label, optimizer-usage prefix)."""
-    rows = []
-    for name, label, prefix in [("no compression", NO_COMPRESSION, ""), *rounds]:
-        row = {
-            "round": name,
-            "label": label,
-            "policy": run.policy_spec(label, relative=True),
-            "train": run.score(label, "train"),
-            "test": run.score(label, "test") if run.test else None,
-            "optimizer": run.optimizer_usage(prefix) if prefix else None,
-            "guideline_tokens": {k: get_counter().count_text(t) for k, t in run.guideline(label).items()}
-            if label != NO_COMPRESSION
-            else None,
-        }
-        rows.append(row)
-    optimizer = run.optimizer_usage("")
-    return {
-        "settings": run.settings.model_dump(mode="json", exclude={"initial_guideline"}),
-        # each role's sampling params as sent ({}: the server's defaults); a replay reads them from its cassette
-        "sampling": {
-            role: dict(getattr(log.inner, "sampling_params", {}) or {}) for role, log in sorted(run.roles.items())
-        },
-        "train_tasks": run.train,
-        "test_tasks": run.test,
-        "rounds": rows,
-        "chosen": chosen,
-        "chosen_guidelines": {kind: f"guidelines/chosen-{kind}.md" for kind in run.kinds},
-        "optimizer_total": {**optimizer, "cost_usd": cost_usd(optimizer, run.settings.prices.get("optimizer"))},
-    }
 
 
 def report_markdown(report: dict[str, Any]) -> str:

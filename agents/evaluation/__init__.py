@@ -1,6 +1,8 @@
 """Offline evaluation: run configurations x tasks x runs, then report with statistics and plots.
 
-``evaluate`` runs and resumes (``erp-sim eval``), ``failures`` classifies failed episodes,
-``statistics`` computes intervals and tests, ``report`` writes report.md and the plots,
-``sweep`` runs the N x W grid.
+From the bottom up: ``episode_row`` is the typed row and the results file, ``statistics`` (with
+``intervals``, ``runs``, ``attempts``) and ``costs`` compute over rows; ``eval_options``, ``episode_models``,
+``output_lock``, ``recording_run`` and ``resume_check`` set up a run, ``evaluate`` runs and resumes it;
+``report/`` writes report.md, the plots and the run page; ``sweep``, ``scale``, ``show`` and ``sequential`` are
+commands over these, and ``eval_cli`` is ``erp-sim eval``'s command line.
 """

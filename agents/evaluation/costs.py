@@ -8,7 +8,7 @@ since they change by model and by month. Per episode and role, with the o200k co
     without caching = input · p_input + output · p_output
     with caching    = cacheable · p_cached + (input − cacheable) · p_uncached + output · p_output
 
-where ``cacheable`` is ``cacheable_prefix_tokens`` (``erp_sim.agents.prompt_cache``: an upper
+where ``cacheable`` is ``cacheable_prefix_tokens`` (``erp_sim.agents.tokens.prompt_cache``: an upper
 bound of what a provider caches) and ``p_uncached`` is ``cache_write`` when given (providers
 that bill writing the new suffix to the cache) and ``p_input`` otherwise. Roles without a price
 are left out of the cost and named in the report. When a model service reported its counts, the
@@ -26,7 +26,7 @@ from typing import Any
 
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.prompt_cache import ROLES
+from erp_sim.agents.tokens.prompt_cache import ROLES
 
 COST_ROLES = (*ROLES, "consolidator")  # the consolidator's calls are a sequential run's, between its episodes
 PRICE_FORMAT = (

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
-
-if TYPE_CHECKING:  # evaluate imports this module
-    from erp_sim.agents.evaluation.evaluate import EpisodeSpec
+from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 
 # --- building the pieces of one episode -------------------------------------------------------
@@ -76,7 +73,7 @@ def build_agent(spec: EpisodeSpec, summarizer: Any = None):
 
 def build_summarizer(spec: EpisodeSpec):
     """An ``LLMSummarizer`` when ``--summarizer openai:MODEL`` and the policy summarizes, else None."""
-    from erp_sim.agents.models.roles import summarizes
+    from erp_sim.agents.policies import summarizes
     from erp_sim.agents.summarizers import LLMSummarizer
 
     name = _openai_name("summarizer", spec.summarizer, "structured")
@@ -170,7 +167,8 @@ def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = 
 
 def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
     """The recording must be there, and what the command names must not contradict it (ValueError)."""
-    from erp_sim.agents.models.roles import read_manifest, replay_contradiction, summarizes
+    from erp_sim.agents.models.roles import read_manifest, replay_contradiction
+    from erp_sim.agents.policies import summarizes
 
     if not (directory / "cassettes").is_dir():  # episodes may lack a cassette of their own; the directory must be there
         raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {str(directory)!r}")
@@ -205,7 +203,8 @@ def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
 def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
     """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
     from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
-    from erp_sim.agents.models.roles import merged_manifest, save_manifest, summarizes
+    from erp_sim.agents.models.roles import merged_manifest, save_manifest
+    from erp_sim.agents.policies import summarizes
 
     if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
         raise SystemExit("erp-sim: --record needs an openai:MODEL agent")

@@ -1,7 +1,7 @@
 """One evaluation row per episode (configuration x task x run): the typed contract of ``results.jsonl``.
 
 ``EpisodeRow`` is written by the evaluator (``evaluate.run_spec``) and read, through the one parse
-point :func:`parse_row` (``report.load_results``), by statistics, the report, costs, the run page,
+point :func:`parse_row` (:func:`load_results`), by statistics, the report, costs, the run page,
 ``show``, ``scale``, ACON and the memory runs: readers use attributes, so renaming a field is an
 AttributeError (and a mypy error) where it is read, never a metric that silently turns into NaN.
 
@@ -23,7 +23,9 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any, Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
@@ -31,17 +33,19 @@ from erp_sim.agents.memory.consolidate import Consolidation
 from erp_sim.agents.trajectory import EpisodeMetrics
 from erp_sim.agents.types import unset
 from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.verbosity import Verbosity
 
 TaskKey = tuple[str, str]  # (task_set, task_id)
 EpisodeKey = tuple[str, str, str, int]  # (config, task_set, task_id, run)
 _FORBID = ConfigDict(extra="forbid")
+RESULTS_FILE = "results.jsonl"
 UNKNOWN = "unknown field (renamed, misspelt, or from another version)"
 #: One literal (not a union), so that a wrong value is one error naming the field.
 RowTermination = Literal[Termination, ""]
 
 
 class RowGrade(BaseModel):
-    """The part of the ERP's grade (``erp_sim.grading.Grade``) a results row keeps."""
+    """The part of the ERP's grade (``erp_sim.Grade``) a results row keeps."""
 
     model_config = _FORBID
     success: bool
@@ -63,8 +67,8 @@ class RowMetrics(EpisodeMetrics):
 
 class RowSampling(BaseModel):
     """Each model role's settings (``roles.ModelSettings`` as dumped, None where no model plays it),
-    the context window, the env's step limit and verbosity (None in rows written before they were
-    stored) and the cassette directory. A role's entry stays a mapping: its request
+    the episode's settings (``settings.EpisodeSettings.sampling``: the context window, the env's step limit
+    and verbosity; None in rows written before they were stored) and the cassette directory. A role's entry stays a mapping: its request
     params are any ``--model-param`` keys, and rows before the model manifest stored them flat."""
 
     model_config = _FORBID
@@ -73,7 +77,7 @@ class RowSampling(BaseModel):
     summarizer: dict[str, Any] | None = None
     context_window: int | None = None
     max_steps: int | None = None
-    verbosity: str | None = None
+    verbosity: Verbosity | None = None
     cassettes: str | None = None
     served_models: dict[str, list[str]] | None = Field(
         None,
@@ -190,7 +194,61 @@ def _printable(key: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# --- the results file: rows, and the lines that are not rows ---------------------------------------
+
+
+@dataclass(frozen=True)
+class RefusedLine:
+    """A line of a results file that is not a row: kept whole so that nothing is lost (``canonicalize``)."""
+
+    name: str
+    number: int
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name} line {self.number}: {self.reason}"
+
+
+class ResultsRead(NamedTuple):
+    """The rows of a results file and the lines refused."""
+
+    rows: list[EpisodeRow]
+    refused: list[RefusedLine]
+
+
+def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> ResultsRead:
+    """Rows of ``results.jsonl``, each parsed as an :class:`EpisodeRow` (the one parse point), and
+    the lines refused: a truncated last line (a run killed while writing), or a line that is not a
+    row of this version (an unknown or renamed field, a wrong type). The report lists refused
+    lines instead of failing, and ``--resume`` re-runs their episodes.
+    """
+    rows, refused = [], []
+    with open(Path(results_dir) / name, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(parse_row(line))
+            except ValueError as error:
+                refused.append(RefusedLine(name, number, line, str(error)))
+    return ResultsRead(rows, refused)
+
+
+def read_results(path: Path) -> ResultsRead:
+    """Rows of a results file (none if it does not exist yet) and its refused lines (a torn last line...)."""
+    return load_results(path.parent, path.name) if path.exists() else ResultsRead([], [])
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a results file as their JSON objects, each checked as an ``EpisodeRow`` (for tests and tools
+    that look at the file's content)."""
+    return [row.dump() for row in read_results(path).rows]
+
+
 # --- keys, order and groups -----------------------------------------------------------------------
+
+
 def natural_key(text: str) -> tuple[int | str, ...]:
     """Sort key that puts C2 before C10 and n=3 before n=11."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))

@@ -8,11 +8,46 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from erp_sim.agents.evaluation.costs import add_price_argument
+from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
 from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
+
+
+class EpisodeSpec(EpisodeSettings):
+    """Everything needed to run one episode anywhere (a worker process, a Ray node): its settings (verbosity, step
+    limit, context window) and what it runs."""
+
+    config: str
+    policy: str
+    user: str = Field(description="rule | none | openai:MODEL")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
+    task_set: str
+    task_id: str
+    run: int
+    seed: int
+    out_dir: str
+    base_url: str | None = None
+    record_dir: str | None = None
+    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
+    summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
+    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
+    timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
+    max_retries: int | None = Field(
+        None, description="retries of a transient model failure (None: the client's default)"
+    )
+
+    @property
+    def key(self) -> tuple:
+        return (self.config, self.task_set, self.task_id, self.run)
+
+    @property
+    def episode_name(self) -> str:
+        return f"{self.task_id}-run{self.run}"
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,15 +116,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue an existing --out: run only episodes without a scored row (infrastructure errors are retried)",
     )
-    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        metavar="TOKENS",
-        help="the model's context window: a longer request ends its episode, scored as context_overflow "
-        "(None: no limit of ours; a server's own context-length 400 does the same)",
-    )
+    add_settings_arguments(parser)
     parser.add_argument(
         "--record",
         metavar="DIR",
@@ -126,12 +153,10 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
             items.append(("summarizer", key, value))
     return {
         "agent": args.agent,
-        "max_steps": args.max_steps,
-        "verbosity": args.verbosity,
+        **settings_options(args),
         "out_dir": str(Path(args.out)),
         "base_url": args.base_url,
         "record_dir": args.record,
-        "context_window": args.context_window,
         "summarizer": args.summarizer,
         "summarizer_base_url": args.summarizer_base_url,
         "model_params": params_by_role(items, EVAL_ROLES),

@@ -35,9 +35,6 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.episode_models import (
@@ -49,58 +46,25 @@ from erp_sim.agents.evaluation.episode_models import (
 )
 from erp_sim.agents.evaluation.episode_row import (
     GRADE_FIELDS,
+    RESULTS_FILE,
     EpisodeKey,
     EpisodeRow,
+    RefusedLine,
     RowGrade,
     RowMetrics,
     RowSampling,
     RowTiming,
+    read_results,
     succeeded,
 )
-from erp_sim.agents.evaluation.eval_options import add_common_arguments, episode_options, parse_configs, task_ids
-from erp_sim.agents.evaluation.output_lock import LOCK_FILE, _same_file, eval_lock  # noqa: F401 (tests use them)
-from erp_sim.agents.evaluation.report import RESULTS_FILE, RefusedLine, ResultsRead, load_results, write_report
+from erp_sim.agents.evaluation.eval_options import EpisodeSpec, episode_options, task_ids
+from erp_sim.agents.evaluation.output_lock import eval_lock
+from erp_sim.agents.evaluation.report import write_report
 from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
-from erp_sim.agents.policies import PRESETS
 
-DEFAULT_CONFIGS = ["C1", "C2", "C3", "C4"]
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
-
-
-class EpisodeSpec(BaseModel):
-    """Everything needed to run one episode anywhere (a worker process, a Ray node)."""
-
-    config: str
-    policy: str
-    user: str = Field(description="rule | none | openai:MODEL")
-    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
-    task_set: str
-    task_id: str
-    run: int
-    seed: int
-    max_steps: int = 200
-    verbosity: str = "default"
-    out_dir: str
-    base_url: str | None = None
-    record_dir: str | None = None
-    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
-    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
-    summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
-    model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
-    timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
-    max_retries: int | None = Field(
-        None, description="retries of a transient model failure (None: the client's default)"
-    )
-
-    @property
-    def key(self) -> tuple:
-        return (self.config, self.task_set, self.task_id, self.run)
-
-    @property
-    def episode_name(self) -> str:
-        return f"{self.task_id}-run{self.run}"
 
 
 def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
@@ -109,26 +73,14 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
-    from erp_sim.agents.runner import DEFAULT_MAX_MODEL_CALLS, run_episode
+    from erp_sim.agents.runner import run_episode
 
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
-    env = gym.make(
-        "erp_sim/ExpenseItemization-v0",
-        task_set=spec.task_set,
-        user_model=user,
-        verbosity=spec.verbosity,
-        max_episode_steps=spec.max_steps,
-    )
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user, **spec.env_kwargs())
     try:
         trajectory = run_episode(
-            env,
-            agent,
-            task_id=spec.task_id,
-            seed=spec.seed,
-            policy=spec.policy,
-            context_window=spec.context_window,  # long horizons: as many model calls as env steps
-            max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps),
+            env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy, **spec.run_kwargs()
         )
     finally:
         env.close()
@@ -162,9 +114,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
             agent=sampling_settings(agent_model),
             user=sampling_settings(getattr(user, "model", None)),
             summarizer=sampling_settings(getattr(summarizer, "model", None)),
-            context_window=spec.context_window,
-            max_steps=spec.max_steps,
-            verbosity=spec.verbosity,
+            **spec.sampling(),
             cassettes=_cassette_dir(spec),
             served_models=trajectory.served_models(),
         ),
@@ -206,17 +156,6 @@ def plan(
         for run in range(runs)
         for task_id in task_ids
     ]
-
-
-def read_results(path: Path) -> ResultsRead:
-    """Rows of a results file (none if it does not exist yet) and its refused lines (a torn last line...)."""
-    return load_results(path.parent, path.name) if path.exists() else ResultsRead([], [])
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a results file as their JSON objects, each checked as an ``EpisodeRow`` (for tests and tools
-    that look at the file's content)."""
-    return [row.dump() for row in read_results(path).rows]
 
 
 def finished_keys(rows: Iterable[EpisodeRow]) -> set[EpisodeKey]:
@@ -464,7 +403,7 @@ TABLE_COLUMNS = (
 
 
 def print_table(rows: list[EpisodeRow]) -> None:
-    from erp_sim.agents.evaluation.report_format import DASH, md_table
+    from erp_sim.agents.evaluation.report.formats import DASH, md_table
     from erp_sim.agents.evaluation.statistics import summarize
 
     lines = []
@@ -483,51 +422,3 @@ def print_table(rows: list[EpisodeRow]) -> None:
         )
         lines.append((name, summary.policy, summary.user, *numbers, runs_text(summary.n_runs, summary.agent)))
     print("\n" + md_table(TABLE_COLUMNS, lines, "lll" + "r" * 6))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="erp-sim eval", description=__doc__.splitlines()[0], formatter_class=PlainDefaultsHelpFormatter
-    )
-    parser.add_argument(
-        "--configs",
-        default=None,
-        help=f"comma-separated presets ({', '.join(PRESETS)}); None: C1-C4 unless --policy is given",
-    )
-    parser.add_argument("--policy", action="append", default=[], help="a policy spec, e.g. last_n:n=5 (repeatable)")
-    add_common_arguments(parser)
-    # -- long-term memory across episodes (erp_sim.agents.memory.sequential) --
-    parser.add_argument("--memory", metavar="DIR", help="memory store (directory or *.sqlite) for ga_memory policies")
-    parser.add_argument(
-        "--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve"
-    )
-    parser.add_argument(
-        "--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)"
-    )
-    args = parser.parse_args(argv)
-    if args.sequential:
-        if len(args.policy) != 1 or args.configs:
-            parser.error("--sequential takes exactly one --policy (with a ga_memory layer) and no --configs")
-        from erp_sim.agents.memory.sequential import run_sequential
-
-        try:
-            return run_sequential(args, args.policy[0])
-        except ValueError as exc:
-            refuse(parser, exc)
-    if args.memory:
-        from erp_sim.agents.memory.sequential import with_memory_dir
-
-        try:
-            args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
-        except ValueError as exc:
-            refuse(parser, exc)
-    names = args.configs.split(",") if args.configs else ([] if args.policy else DEFAULT_CONFIGS)
-    try:
-        configs = parse_configs([n for n in names if n], args.policy, args.user)
-    except ValueError as exc:  # a bad preset name or policy spec: the message lists what exists
-        refuse(parser, exc)
-    return run_from_args(args, configs)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -63,7 +63,7 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estim
     return Estimate(mean, float(low), float(high), n, "t")
 
 
-def _bootstrap(
+def bootstrap_interval(
     samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool
 ) -> tuple[float, float, str]:
     """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
@@ -98,5 +98,5 @@ def bootstrap_mean(values: Iterable[float], scale: float = 1.0) -> Estimate:
     mean = float(array.mean())
     if np.all(array == array[0]):
         return Estimate(mean, mean, mean, n, "bootstrap")
-    low, high, method = _bootstrap((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
+    low, high, method = bootstrap_interval((array,), lambda x, axis: np.mean(x, axis=axis), paired=False)
     return Estimate(mean, low, high, n, method)

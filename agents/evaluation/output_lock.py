@@ -54,7 +54,7 @@ def hold_lock(path: Path) -> TextIO:
             holder = handle.read().strip() or "another process"
             handle.close()
             raise LockHeld(holder) from None
-        if _same_file(handle, path):
+        if same_file(handle, path):
             break
         handle.close()  # locked the file of a holder that has just ended and removed it: lock the one now there
     handle.seek(0)
@@ -64,7 +64,8 @@ def hold_lock(path: Path) -> TextIO:
     return handle
 
 
-def _same_file(handle: Any, path: Path) -> bool:
+def same_file(handle: Any, path: Path) -> bool:
+    """Whether the open ``handle`` is the file at ``path`` still (not one a stale lock's remover replaced)."""
     try:
         return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
     except FileNotFoundError:

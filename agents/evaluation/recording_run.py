@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, read_results
 from erp_sim.agents.evaluation.output_lock import LockHeld, hold_lock
 
 RUN_NOTE = "run.json"
@@ -84,9 +85,6 @@ def note_recording_run(cassettes: Path, out_dir: str | Path) -> None:
 
 def _rows_recorded_into(out: Path, directory: Path) -> bool:
     """Whether a row in ``out`` says its model calls went to ``directory`` (relative names: from here)."""
-    from erp_sim.agents.evaluation.evaluate import read_results
-    from erp_sim.agents.evaluation.report import RESULTS_FILE
-
     target = directory.resolve()
     rows = read_results(out / RESULTS_FILE).rows
     # a relative name was relative to where that run started: here, or (resumed from elsewhere) most likely

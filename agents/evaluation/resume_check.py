@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.models.roles import ModelSettings, public_url
 
-if TYPE_CHECKING:  # evaluate imports this module
-    from erp_sim.agents.evaluation.evaluate import EpisodeSpec
+if TYPE_CHECKING:
+    from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 ROW_ROLES = ("agent", "user", "summarizer")  # the roles a row's sampling names
 _FIELDS = tuple(ModelSettings.model_fields)  # model, params, timeout, max_retries, base_url
@@ -58,7 +58,8 @@ def resume_contradiction(specs: list[EpisodeSpec], rows: Iterable[EpisodeRow], r
 def planned_settings(spec: EpisodeSpec) -> Planned:
     """The agent label and each role's ``sampling`` entry that ``run_spec`` would write for ``spec``."""
     from erp_sim.agents.evaluation.episode_models import check_models
-    from erp_sim.agents.models.roles import read_manifest, summarizes
+    from erp_sim.agents.models.roles import read_manifest
+    from erp_sim.agents.policies import summarizes
 
     kind, _, argument = spec.agent.partition(":")
     settings: dict[str, ModelSettings | None]
@@ -93,7 +94,7 @@ def _difference(row: EpisodeRow, spec: EpisodeSpec, planned: Planned) -> tuple[s
         ("agent", row.agent, label),
         ("user", row.user, spec.user),
         (f"seed (run {row.run})", row.seed, spec.seed - spec.run + row.run),
-        ("max steps", row.sampling.max_steps, spec.max_steps),
+        ("max steps", row.sampling.max_steps, spec.step_limit()),
         ("verbosity", row.sampling.verbosity, spec.verbosity),
     ):
         if old not in (None, "") and old != new:  # (older rows may not name it)

@@ -26,10 +26,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
-from erp_sim.agents.evaluation.episode_row import EpisodeRow, succeeded
-from erp_sim.agents.evaluation.evaluate import add_common_arguments, parse_configs, run_from_args
-from erp_sim.agents.evaluation.report import load_results
-from erp_sim.agents.evaluation.report_plots import _RC, _save, config_color
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, load_results, succeeded
+from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
+from erp_sim.agents.evaluation.evaluate import run_from_args
+from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, save_png
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
 DEFAULT_WINDOW = 128_000
@@ -95,7 +95,7 @@ def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
             continue
         key = (row.task_set, row.task_id)
         if key not in sizes:
-            sizes.update({(row.task_set, r.task_id): r.charges for r in task_rows(row.task_set)})
+            sizes.update({(row.task_set, r.task_id): r.size for r in task_rows(row.task_set)})
         groups[row.config][sizes[key]].append(row)
         policies.setdefault(row.config, row.policy)
     return [_policy_scale(config, policies[config], groups[config], window) for config in sorted(groups)]
@@ -188,7 +188,7 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
     panels = [*COSTS, ("success_within_window", "success within the window")]
     if any(r.cacheable_share is not None for p in study for r in p.rungs):
         panels.append(("cacheable_share", "cacheable share of input"))
-    with matplotlib.style.context("default"), matplotlib.rc_context(_RC):
+    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
         fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
         axes = fig.subplots(1, len(panels))
         for ax, (field, label) in zip(axes, panels):
@@ -215,7 +215,7 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
             ax.set_xlabel("receipt charges")
             ax.set_title(label)
             ax.legend(fontsize=7)
-        _save(fig, path)
+        save_png(fig, path)
     return path
 
 
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.set_defaults(tasks="long_horizon", runs=1, max_steps=1500, out="runs/scale", context_window=DEFAULT_WINDOW)
     args = parser.parse_args(argv)
     window = args.context_window
-    if window is None or window < 1:
+    if window is None:  # the option's type refuses anything but a positive number
         parser.error("--context-window must be a positive number of tokens")
     if args.report_only:
         print(f"scale study: {write_scale(args.report_only, window)}")

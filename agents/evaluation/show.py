@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.command_line import PlainHelpFormatter
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.report import RESULTS_FILE, load_results
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results
 from erp_sim.agents.trajectory import Trajectory
 
 MARKS = {

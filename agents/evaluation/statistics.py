@@ -42,37 +42,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from erp_sim.agents.evaluation.episode_row import (  # noqa: F401 (statistics' callers use these names)
+from erp_sim.agents.evaluation.episode_row import (
     EpisodeRow,
     RowGrade,
     RowMetrics,
     TaskKey,
-    _episode_key,
     by_config,
     canonical_order,
-    duplicate_count,
-    infra_error_rows,
     is_infra_error,
     natural_key,
     scored_rows,
     succeeded,
     task_key,
 )
-from erp_sim.agents.evaluation.intervals import (  # noqa: F401 (statistics' callers use these names)
+from erp_sim.agents.evaluation.intervals import (
     CONFIDENCE,
     N_RESAMPLES,
     SEED,
     Estimate,
-    _bootstrap,
-    _finite,
-    _without_interval,
+    bootstrap_interval,
     bootstrap_mean,
     t_interval,
 )
 from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
-from erp_sim.outcomes import FAILURE_REPORT_ORDER, TERMINATIONS, UNCLASSIFIED  # noqa: F401 (the report reads TERMINATIONS here)
+from erp_sim.outcomes import FAILURE_REPORT_ORDER, UNCLASSIFIED
 
-#: The failure taxonomy (``erp_sim.agents.evaluation.failures``) in report order; the terminations'
+#: The failure taxonomy (``erp_sim.agents.failures``) in report order; the terminations'
 #: order (TERMINATIONS) and UNCLASSIFIED live with them in ``erp_sim.outcomes``.
 FAILURE_CATEGORIES = FAILURE_REPORT_ORDER
 
@@ -355,7 +350,7 @@ def _relative_change(baseline: np.ndarray, other: np.ndarray) -> Estimate:
     point = float(ratio(baseline, other))
     if n < 2:
         return Estimate(point, math.nan, math.nan, n, "bootstrap")
-    low, high, method = _bootstrap((baseline, other), ratio, paired=True)
+    low, high, method = bootstrap_interval((baseline, other), ratio, paired=True)
     return Estimate(point, low, high, n, method)
 
 
@@ -377,7 +372,7 @@ def compare(rows: Sequence[EpisodeRow], baseline_rows: Sequence[EpisodeRow]) -> 
         if np.all(d == d[0]):
             diff = Estimate(float(d.mean()), float(d[0]), float(d[0]), len(d), "bootstrap")
         else:
-            low, high, method = _bootstrap((d,), lambda x, axis: np.mean(x, axis=axis), paired=False)
+            low, high, method = bootstrap_interval((d,), lambda x, axis: np.mean(x, axis=axis), paired=False)
             diff = Estimate(float(d.mean()), low, high, len(d), method)
         tok_b, tok_c = task_values(baseline_rows, tokens), task_values(rows, tokens)
         peak_b, peak_c = task_values(baseline_rows, peak), task_values(rows, peak)

@@ -12,7 +12,8 @@ import argparse
 import itertools
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
-from erp_sim.agents.evaluation.evaluate import add_common_arguments, run_from_args
+from erp_sim.agents.evaluation.eval_options import add_common_arguments
+from erp_sim.agents.evaluation.evaluate import run_from_args
 from erp_sim.agents.policies import parse_policy
 
 

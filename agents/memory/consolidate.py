@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from erp_sim import formstate
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import Fact, MemoryStore, MemoryStoreError, Sop, SopStep
-from erp_sim.agents.prompt_cache import record_call
+from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, unset
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")

@@ -2,8 +2,8 @@
 
 Each tool is a pydantic argument model (one JSON schema, the same shape ``erp_sim.tool_registry`` gives
 the ERP tools) plus a handler over the episode's ``MemoryTools``. The ERP never sees these
-calls: the runner asks ``harness_tools(agent)`` for the tools of the agent's policy stack,
-adds their schemas to the model's tool list and answers their calls itself.
+calls: ``MemoryTools`` is a ``HarnessTools`` (``erp_sim.agents.types``), which the ``ga_memory``
+policy offers; the runner adds their schemas to the model's tool list and answers their calls itself.
 
 Bad input (unknown tool, bad JSON, a missing or unknown key) comes back as an ``Error: ...``
 text and changes nothing, as the ERP's errors do.
@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
-from erp_sim.tool_registry import _schema
+from erp_sim.tool_registry import args_schema
 
 MAX_CHECKPOINT_CHARS = 4000
 
@@ -59,7 +59,7 @@ class HarnessTool:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": dict(_schema(self.args_model)),
+                "parameters": dict(args_schema(self.args_model)),
             },
         }
 
@@ -139,13 +139,3 @@ def start_long_term_update(tools: MemoryTools, args: NoMemoryArgs) -> str:
         "Long-term update scheduled: when the episode ends it is graded; a successful run becomes or confirms an "
         "SOP, a failed one is only archived."
     )
-
-
-def harness_tools(agent: object) -> MemoryTools | None:
-    """The memory tools of the first layer of ``agent``'s policy stack that has them, or None."""
-    while agent is not None:
-        tools = getattr(agent, "memory_tools", None)
-        if isinstance(tools, MemoryTools):
-            return tools
-        agent = getattr(agent, "agent", None)
-    return None

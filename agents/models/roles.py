@@ -31,8 +31,6 @@ from erp_sim.agents.types import InfrastructureError, ModelRequestError
 EVAL_ROLES = ("agent", "user", "summarizer", "consolidator")
 ACON_ROLES = ("agent", "compressor", "optimizer")
 HARNESS_KEYS = frozenset({"model", "messages", "tools", "stream"})  # the harness sets these itself
-# the policies that call their summarizer (a test checks this against every registered policy)
-SUMMARIZING_POLICIES = frozenset({"last_n_summary", "acon_history", "acon_observation"})
 MANIFEST = "models.json"
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _UNSET = object()
@@ -57,13 +55,6 @@ class ModelSettings(BaseModel):
         description="The server the requests went to, without credentials or query (None: OpenAI's API); "
         "a local server serving a model under an OpenAI name is told apart by it.",
     )
-
-
-def summarizes(policy: str) -> bool:
-    """Whether a policy stack has a layer that calls the summarizer."""
-    from erp_sim.agents.policies import parse_policy
-
-    return any(layer.name in SUMMARIZING_POLICIES for layer in parse_policy(policy).layers)
 
 
 ModelParam = tuple[str | None, str, Any]  # (role or None for every role, key, value)

@@ -28,7 +28,15 @@ from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
 from erp_sim.agents.policies.presets import PRESETS, Preset, preset
 from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
-from erp_sim.agents.policies.registry import POLICIES, LayerSpec, PolicySpec, parse_policy, wrap
+from erp_sim.agents.policies.registry import (
+    POLICIES,
+    SUMMARIZING_POLICIES,
+    LayerSpec,
+    PolicySpec,
+    parse_policy,
+    summarizes,
+    wrap,
+)
 from erp_sim.agents.policies.spec import PolicySpecError
 from erp_sim.agents.policies.tool_clearing import ClearToolUses
 from erp_sim.agents.policies.units import Split, TranscriptError, Unit, split_transcript, validate_messages
@@ -36,6 +44,7 @@ from erp_sim.agents.policies.units import Split, TranscriptError, Unit, split_tr
 __all__ = [
     "POLICIES",
     "PRESETS",
+    "SUMMARIZING_POLICIES",
     "AconHistory",
     "AconObservation",
     "BudgetEviction",
@@ -58,6 +67,7 @@ __all__ = [
     "parse_policy",
     "preset",
     "split_transcript",
+    "summarizes",
     "validate_messages",
     "wrap",
 ]

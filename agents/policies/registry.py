@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from erp_sim.agents.memory.policy import GaMemory
 from erp_sim.agents.policies.acon import AconHistory, AconObservation
 from erp_sim.agents.policies.base import ContextPolicy
+from erp_sim.agents.policies.ga_memory import GaMemory
 from erp_sim.agents.policies.generic_agent import BudgetEviction, HeadTail, WorkingMemoryAnchor
 from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
 from erp_sim.agents.policies.retrieval import Retrieval
@@ -36,6 +36,9 @@ POLICIES: dict[str, type[ContextPolicy]] = {
         Retrieval,
     )
 }
+#: The policies that call their summarizer, which eval gives an LLM summarizer when asked for one (a test checks
+#: this against every registered policy).
+SUMMARIZING_POLICIES = frozenset({"last_n_summary", "acon_history", "acon_observation"})
 
 
 class LayerSpec(BaseModel):
@@ -102,6 +105,11 @@ def parse_policy(spec: str | PolicySpec) -> PolicySpec:
     if isinstance(spec, PolicySpec):
         return spec
     return PolicySpec(layers=[parse_layer(name, raw) for name, raw in parse_layers(spec)])
+
+
+def summarizes(policy: str) -> bool:
+    """Whether a policy stack has a layer that calls the summarizer."""
+    return any(layer.name in SUMMARIZING_POLICIES for layer in parse_policy(policy).layers)
 
 
 def wrap(

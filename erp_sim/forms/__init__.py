@@ -1,36 +1,3 @@
-"""The simulated D365 forms and the menu items that open them."""
-
-from __future__ import annotations
-
-from erp_sim.forms.base import FormDefinition, OpenForm
-from erp_sim.forms.category_lists import CategoryList, SubcategoryList
-from erp_sim.forms.expense_list import ExpenseReportList
-from erp_sim.forms.expense_report import ExpenseReportForm
-from erp_sim.forms.itemization import ItemizationForm
-from erp_sim.forms.receipt_viewer import ReceiptViewer
-
-FORMS: dict[str, FormDefinition] = {
-    form.name: form
-    for form in [
-        ExpenseReportList(),
-        ExpenseReportForm(),
-        ReceiptViewer(),
-        ItemizationForm(),
-        CategoryList(),
-        SubcategoryList(),
-    ]
-}
-
-# Menu items: name -> (label, type, navigation path, form). Only items that really open a form.
-MENU_ITEMS: dict[str, tuple[str, str, str, str]] = {
-    "TrvExpenses": ("Expense reports", "Display", "Expense management > My expenses > Expense reports", "TrvExpenses"),
-    "TrvCostType": ("Expense categories", "Display", "Expense management > Setup > Expense categories", "TrvCostType"),
-    "TrvExpSubCategory": (
-        "Expense subcategories",
-        "Display",
-        "Expense management > Setup > Expense subcategories",
-        "TrvExpSubCategory",
-    ),
-}
-
-__all__ = ["FORMS", "MENU_ITEMS", "FormDefinition", "OpenForm"]
+"""The forms framework: what every simulated D365 form shares (``base``: sections, grids, paging, filters,
+rendering the form state; ``pending``: a form's unsaved edits). A workflow's forms and the menu items that
+open them are in its folder (``erp_sim.workflows.itemization.forms``)."""

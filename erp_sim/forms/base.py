@@ -1,6 +1,6 @@
 """The form runtime: what every simulated D365 form shares.
 
-A form definition (one module per form) says what differs: its sections (groups, tab
+A form definition (one module per form, in its workflow's folder) says what differs: its sections (groups, tab
 pages, fast tabs) of controls, its grids and where their rows come from, its buttons and
 what clicking them does, and how it saves. This module owns the rest: grid filtering,
 sorting, paging (25 rows, ``LoadNextPage``), row selection, tabs, and rendering the form
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.pending import FormEdits
@@ -70,7 +70,7 @@ from erp_sim.response_keys import (
     VALUES,
 )
 from erp_sim.response_keys import PAGE_SIZE as PAGE_SIZE_KEY
-from erp_sim.tasks import Task
+from erp_sim.workflow_task import WorkflowTask
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ class FormHost(Protocol):
     forms without a cycle.
     """
 
-    task: Task
+    task: WorkflowTask
     company: str
     db: sqlite3.Connection
     forms: list[OpenForm]
@@ -91,6 +91,15 @@ class FormHost(Protocol):
     def cached_read(self, key: str, compute: Callable[[], T]) -> T: ...
     def add_message(self, level: str, text: str) -> None: ...
     def open_form(self, name: str, context: dict[str, Any]) -> str: ...
+
+
+class MenuItem(NamedTuple):
+    """A menu item that opens a form: what form_find_menu_item shows, and the form it opens."""
+
+    label: str
+    type: str  # Display (the only kind that opens a form)
+    navigation_path: str
+    form: str
 
 
 PAGE_SIZE = 25

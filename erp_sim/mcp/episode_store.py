@@ -30,10 +30,11 @@ from typing import Any, TypedDict
 import anyio
 import anyio.to_thread
 
-from erp_sim import VERBOSITIES
-from erp_sim.erp_session import ErpSession, ToolResponse, Verbosity
+from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.faults import FaultProfile
-from erp_sim.tasks import Task, get_task, load_task_set
+from erp_sim.task_sets import get_task, load_task_set
+from erp_sim.verbosity import Verbosity, checked_verbosity
+from erp_sim.workflow_task import WorkflowTask
 
 logger = logging.getLogger("erp_sim.mcp")
 
@@ -143,11 +144,10 @@ class EpisodeStore:
         max_per_owner: int = DEFAULT_MAX_PER_OWNER,
         shared_keys: bool = False,
     ):
-        if verbosity not in VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
+        verbosity = checked_verbosity(verbosity)
         self.task_set = task_set
         self.tasks = load_task_set(task_set)
-        self.pinned: Task | None = get_task(task_set, task_id) if task_id is not None else None
+        self.pinned: WorkflowTask | None = get_task(task_set, task_id) if task_id is not None else None
         self.order = list(range(len(self.tasks)))
         if seed is not None:
             random.Random(seed).shuffle(self.order)
@@ -254,7 +254,7 @@ class EpisodeStore:
             episode.last_used = time.monotonic()
         return response
 
-    def _choose_task(self, requested: str | int | None) -> Task:
+    def _choose_task(self, requested: str | int | None) -> WorkflowTask:
         if requested is not None:
             task = self._find_task(requested)
             if self.pinned is not None and task != self.pinned:
@@ -265,7 +265,7 @@ class EpisodeStore:
         self._cycled += 1
         return self.tasks[self.order[(self._cycled - 1) % len(self.order)]]
 
-    def _find_task(self, requested: str | int) -> Task:
+    def _find_task(self, requested: str | int) -> WorkflowTask:
         try:
             return get_task(self.task_set, requested)
         except KeyError as exc:

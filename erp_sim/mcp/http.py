@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # annotations only: the server module imports this one, uvico
     from fastmcp.server.http import StarletteWithLifespan
     from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
-    from erp_sim.mcp.server import ErpMcpServer
 
 logger = logging.getLogger("erp_sim.mcp")
 NEVER_S = 365 * 86400.0  # the SDK's "no idle timeout" is spelled as a very long one
@@ -251,7 +250,8 @@ def add_admin_routes(server: FastMCP, episodes: EpisodeStore, admin_token: str) 
 
 
 def create_http_app(
-    server: ErpMcpServer,
+    server: FastMCP,
+    episodes: EpisodeStore,
     *,
     path: str = "/mcp",
     max_request_bytes: int,
@@ -263,7 +263,7 @@ def create_http_app(
         Middleware(BodySizeLimit, max_bytes=max_request_bytes),
         Middleware(MalformedMessagesAnswered, path=path, auth_required=server.auth is not None),
         Middleware(NoServerStream, path=path),
-        Middleware(EndedSessionsAreGraded, episodes=server.episodes, path=path),
+        Middleware(EndedSessionsAreGraded, episodes=episodes, path=path),
     ]
     return server.http_app(
         path=path,

@@ -32,7 +32,7 @@ from pydantic import PrivateAttr
 
 from erp_sim import tool_registry as registry
 from erp_sim.mcp.episode_store import Episode, EpisodeError, EpisodeStore
-from erp_sim.tasks import is_task_reference
+from erp_sim.task_sets import is_task_reference
 
 SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
 TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import os
 import signal
@@ -36,8 +35,8 @@ from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
-from erp_sim import VERBOSITIES
-from erp_sim.erp_session import Verbosity
+from erp_sim.database.sql_sandbox import LIMITS as SQL_LIMITS
+from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.http import (
@@ -50,8 +49,8 @@ from erp_sim.mcp.http import (
 )
 from erp_sim.mcp.routing import register
 from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
-from erp_sim.sql_sandbox import LIMITS as SQL_LIMITS
-from erp_sim.sql_sandbox import set_limits as set_sql_limits
+from erp_sim.net import is_loopback, port_number
+from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
@@ -112,6 +111,7 @@ class ErpMcpServer(FastMCP):
         """
         return create_http_app(
             self,
+            self.episodes,
             max_request_bytes=self.max_request_bytes,
             idle_timeout_s=self.episodes.idle_timeout_s,
             json_response=json_response,
@@ -292,46 +292,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def port_number(text: str) -> int:
-    """argparse type of a TCP port: 0-65535 (a larger number was bound modulo 65536, on another port)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
-    return port
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     """``erp-sim serve [options]``; returns the exit code. Logs go to stderr (stdout is the stdio protocol)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if "--openenv" in argv:  # the OpenEnv server has its own options (erp-sim serve --openenv --help)
-        try:
-            from erp_sim.envs.openenv import main as serve_openenv
-        except ImportError as exc:
-            print(
-                f"erp-sim serve --openenv needs the openenv extra (pip install 'erp-sim[openenv]'): {exc}",
-                file=sys.stderr,
-            )
-            return 2
-        return serve_openenv([arg for arg in argv if arg != "--openenv"])
     args = _parser().parse_args(argv)
+    if args.openenv:  # the env's server lives above the simulator: the erp-sim command starts it
+        print("erp-sim serve: --openenv is served by the erp-sim command (erp-sim serve --openenv)", file=sys.stderr)
+        return 2
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV) or None
     admin_token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV) or None
-    if args.http and not _is_loopback(args.host):
+    if args.http and not is_loopback(args.host):
         if not args.allow_remote:
             print(
                 f"erp-sim serve: {args.host} is not a loopback address; pass --allow-remote to serve other machines.",

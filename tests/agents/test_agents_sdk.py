@@ -55,6 +55,8 @@ def pip(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.extras  # a download, and a second venv
+@pytest.mark.xdist_group("wheel")  # pip wheel builds in the source tree (build/, *.egg-info)
 def test_non_editable_wheels_side_by_side(tmp_path):
     from importlib.metadata import version
 

@@ -170,7 +170,7 @@ def test_serve_refuses_a_fifo_as_grade_file_instead_of_waiting_for_a_reader(tmp_
     assert done.returncode == 2 and "not a regular file" in done.stderr
 
 
-@pytest.mark.parametrize("serve", [["serve", "--http"], ["serve", "--openenv"]])
+@pytest.mark.parametrize("serve", [["serve", "--http"], pytest.param(["serve", "--openenv"], marks=pytest.mark.extras)])
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_serve_refuses_a_port_out_of_range_in_one_line(serve, port):
     """99999 used to be bound as 34463 (modulo 65536): a server on a port nobody asked for."""

@@ -125,9 +125,10 @@ def test_a_model_agents_provider_cached_tokens_are_kept_beside_our_bound(fake_op
 
 
 def test_show_and_the_run_page_give_each_calls_cacheable_prefix_and_both_units():
-    from erp_sim.agents.evaluation import show, view
+    from erp_sim.agents.evaluation import show
     from erp_sim.agents.evaluation.episode_row import EpisodeRow
-    from erp_sim.agents.prompt_cache import ModelCall
+    from erp_sim.agents.evaluation.report import view
+    from erp_sim.agents.tokens.prompt_cache import ModelCall
 
     trajectory = episode("full")
     step = trajectory.steps[1]

@@ -10,8 +10,8 @@ import pytest
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.cli import main as cli_main
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent

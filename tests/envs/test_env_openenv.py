@@ -18,6 +18,8 @@ from openenv_support import frame, serve_openenv
 import erp_sim
 from erp_sim.envs.openenv import ErpAction, ErpEnvClient
 
+pytestmark = pytest.mark.extras  # CI runs it after installing the extra
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

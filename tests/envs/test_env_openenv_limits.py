@@ -20,6 +20,8 @@ from websockets.sync.client import connect
 
 from erp_sim.envs.openenv import ErpAction, ErpEnvClient
 
+pytestmark = pytest.mark.extras  # CI runs it after installing the extra
+
 FIND = {"tool": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}}
 
 

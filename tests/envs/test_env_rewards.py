@@ -11,7 +11,7 @@ import pytest
 
 import erp_sim
 import erp_sim.envs
-from erp_sim.grading import target_line_id
+from erp_sim.workflows.itemization.grading import target_line_id
 
 
 def _step(env, name, arguments):
@@ -176,7 +176,7 @@ def test_unknown_reward_is_refused():
 
 
 def test_the_logged_collateral_diff_equals_the_full_table_diff():
-    from erp_sim.grading import collateral_changes, full_collateral_changes
+    from erp_sim.workflows.itemization.grading import collateral_changes, full_collateral_changes
 
     session = erp_sim.ErpSession(erp_sim.get_task("hotel_50", 8))
     line_id = target_line_id(session)

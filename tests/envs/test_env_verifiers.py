@@ -18,6 +18,8 @@ from oracle_model import oracle_reply  # noqa: E402
 
 from erp_sim.envs.verifiers_env import ErpMultiTurnEnv, dataset_rows, load_environment  # noqa: E402
 
+pytestmark = pytest.mark.extras  # CI runs it after installing the extra
+
 
 def bad_reply(body: dict):
     """A bad agent: a call to no tool and a malformed call, then messages to the user, as the message tool

@@ -23,7 +23,7 @@ OPEN_REPORTS = {"name": "form_open_menu_item", "arguments": {"name": "TrvExpense
 
 
 def test_registry_has_one_id_per_fixture_set_and_expense_type():
-    from erp_sim.catalog import EXPENSE_TYPES
+    from erp_sim.workflows.itemization.catalog import EXPENSE_TYPES
 
     assert sorted(erp_sim.envs.ENV_IDS) == ENV_IDS
     task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}

@@ -15,6 +15,8 @@ from tiny_model import tiny_model, tiny_tokenizer
 from erp_sim.envs.episode import tool_schemas
 from erp_sim.envs.trl_adapter import METRIC_FUNCS, tool_env_factory, training_rows
 
+pytestmark = pytest.mark.extras  # CI runs it after installing the extra
+
 
 @pytest.fixture(scope="module")
 def tokenizer():

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from erp_sim import actions, database, ledger, odata
-from erp_sim.catalog import CATEGORIES
+from erp_sim import actions, database, odata
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 from erp_sim.money import money_text
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.actions import ACTIONS
+from erp_sim.workflows.itemization.catalog import CATEGORIES
+from erp_sim.workflows.itemization.entity_sets import CATALOG
 
 
 @pytest.fixture
@@ -21,6 +24,7 @@ def target(db, task) -> int:
 
 def itemize_fully(db, task, target):
     odata.create_entities(
+        CATALOG,
         db,
         "ExpenseLines",
         [
@@ -42,24 +46,24 @@ def other_draft_itemizable_lines(db, task, target) -> list[int]:
 
 
 def test_find_actions():
-    assert [a["Name"] for a in actions.find_actions("")] == [
+    assert [a["Name"] for a in actions.find_actions(ACTIONS, "")] == [
         "GetItemizationStatus",
         "ValidateExpenseReport",
         "SubmitExpenseReport",
     ]
-    [status] = actions.find_actions("itemization remaining")
+    [status] = actions.find_actions(ACTIONS, "itemization remaining")
     assert status["Name"] == "GetItemizationStatus"
     assert {p["Name"]: p["Required"] for p in status["Parameters"]} == {
         "RecId": False,
         "ReportNumber": False,
         "LineNumber": False,
     }
-    assert [a["Name"] for a in actions.find_actions("SUBMIT report")] == ["SubmitExpenseReport"]
-    assert actions.find_actions("refund") == []
+    assert [a["Name"] for a in actions.find_actions(ACTIONS, "SUBMIT report")] == ["SubmitExpenseReport"]
+    assert actions.find_actions(ACTIONS, "refund") == []
 
 
 def test_itemization_status_by_rec_id_and_by_report_line(db, task, target):
-    result, status = actions.invoke_action(db, "GetItemizationStatus", {"RecId": target})
+    result, status = actions.invoke_action(ACTIONS, db, "GetItemizationStatus", {"RecId": target})
     assert status == {
         "RecId": target,
         "ReportNumber": task.report_number,
@@ -74,12 +78,16 @@ def test_itemization_status_by_rec_id_and_by_report_line(db, task, target):
     }
     assert result.endswith(f"remaining {task.header_amount} (0 itemized line(s)).")
     odata.create_entities(
+        CATALOG,
         db,
         "ExpenseLines",
         [{"ParentRecId": target, "Subcategory": "Room tax", "TransactionDate": "2026-08-12", "Amount": "20.32"}],
     )
     _, by_number = actions.invoke_action(
-        db, "getitemizationstatus", {"reportnumber": task.report_number.lower(), "LineNumber": str(task.line_number)}
+        ACTIONS,
+        db,
+        "getitemizationstatus",
+        {"reportnumber": task.report_number.lower(), "LineNumber": str(task.line_number)},
     )
     assert by_number["RecId"] == target and by_number["Itemized"] == "20.32" and by_number["ItemizedLineCount"] == 1
     assert by_number["Remaining"] == money_text(ledger.itemization_summary(db, target).remaining)
@@ -87,18 +95,19 @@ def test_itemization_status_by_rec_id_and_by_report_line(db, task, target):
 
 def test_itemization_status_complete_and_over_itemized(db, task, target):
     itemize_fully(db, task, target)
-    _, status = actions.invoke_action(db, "GetItemizationStatus", {"RecId": target})
+    _, status = actions.invoke_action(ACTIONS, db, "GetItemizationStatus", {"RecId": target})
     assert (
         status["Remaining"] == "0.00"
         and status["IsComplete"]
         and status["ItemizedLineCount"] == len(task.receipt_items)
     )
     odata.create_entities(
+        CATALOG,
         db,
         "ExpenseLines",
         [{"ParentRecId": target, "Subcategory": "Minibar", "TransactionDate": "2026-08-12", "Amount": 5}],
     )
-    result, status = actions.invoke_action(db, "GetItemizationStatus", {"RecId": target})
+    result, status = actions.invoke_action(ACTIONS, db, "GetItemizationStatus", {"RecId": target})
     assert status["Remaining"] == "-5.00" and not status["IsComplete"] and "over-itemized" in result
 
 
@@ -122,7 +131,7 @@ def test_itemization_status_complete_and_over_itemized(db, task, target):
 )
 def test_itemization_status_parameter_errors(db, parameters, error, message):
     with pytest.raises(error, match=message):
-        actions.invoke_action(db, "GetItemizationStatus", parameters)
+        actions.invoke_action(ACTIONS, db, "GetItemizationStatus", parameters)
 
 
 def test_itemization_status_of_an_itemized_line_points_to_its_header(db):
@@ -130,25 +139,25 @@ def test_itemization_status_of_an_itemized_line_points_to_its_header(db):
         "SELECT id, parent_line_id FROM expense_line WHERE line_type = 'ItemizedLine' LIMIT 1"
     ).fetchone()
     with pytest.raises(BusinessRuleError, match=f"header line, RecId {parent}"):
-        actions.invoke_action(db, "GetItemizationStatus", {"RecId": line_id})
+        actions.invoke_action(ACTIONS, db, "GetItemizationStatus", {"RecId": line_id})
 
 
 def test_unknown_action_and_bad_parameters_object(db):
     with pytest.raises(NotFoundError, match="Action 'ApproveReport' does not exist. Actions: GetItemizationStatus"):
-        actions.invoke_action(db, "ApproveReport", {})
+        actions.invoke_action(ACTIONS, db, "ApproveReport", {})
     with pytest.raises(ValidationError, match="expected an object"):
-        actions.invoke_action(db, "ValidateExpenseReport", ["EXP-1"])
+        actions.invoke_action(ACTIONS, db, "ValidateExpenseReport", ["EXP-1"])
     with pytest.raises(ValidationError, match="ReportNumber must be given"):
-        actions.invoke_action(db, "ValidateExpenseReport", {"ReportNumber": None})
+        actions.invoke_action(ACTIONS, db, "ValidateExpenseReport", {"ReportNumber": None})
 
 
 def test_validate_then_submit(db, task, target):
     before = database.state_hash(db)
-    result, report = actions.invoke_action(db, "ValidateExpenseReport", {"ReportNumber": task.report_number})
+    result, report = actions.invoke_action(ACTIONS, db, "ValidateExpenseReport", {"ReportNumber": task.report_number})
     assert not report["IsValid"] and report["Status"] == "Draft" and "problem(s)" in result
     assert any(problem.startswith(f"Line {task.line_number} (Hotel") for problem in report["Problems"])
     with pytest.raises(BusinessRuleError, match="cannot be submitted"):
-        actions.invoke_action(db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
+        actions.invoke_action(ACTIONS, db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
     assert database.state_hash(db) == before
 
     itemize_fully(db, task, target)
@@ -157,6 +166,7 @@ def test_validate_then_submit(db, task, target):
         if remaining:
             category = ledger.line_by_id(db, line_id)["category_id"]
             odata.create_entities(
+                CATALOG,
                 db,
                 "ExpenseLines",
                 [
@@ -168,16 +178,17 @@ def test_validate_then_submit(db, task, target):
                     }
                 ],
             )
-    result, report = actions.invoke_action(db, "validateexpensereport", {"ReportNumber": task.report_number})
+    result, report = actions.invoke_action(ACTIONS, db, "validateexpensereport", {"ReportNumber": task.report_number})
     assert report == {"ReportNumber": task.report_number, "Status": "Draft", "IsValid": True, "Problems": []}
     assert result == f"Expense report {task.report_number} has no problems."
 
-    result, submitted = actions.invoke_action(db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
+    result, submitted = actions.invoke_action(ACTIONS, db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
     assert submitted == {"ReportNumber": task.report_number, "Status": "Submitted"} and "was submitted" in result
     with pytest.raises(BusinessRuleError, match="already Submitted"):
-        actions.invoke_action(db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
+        actions.invoke_action(ACTIONS, db, "SubmitExpenseReport", {"ReportNumber": task.report_number})
     with pytest.raises(BusinessRuleError, match="only Draft reports"):
         odata.create_entities(
+            CATALOG,
             db,
             "ExpenseLines",
             [{"ParentRecId": target, "Subcategory": "Minibar", "TransactionDate": "2026-08-12", "Amount": 1}],
@@ -186,4 +197,4 @@ def test_validate_then_submit(db, task, target):
 
 def test_submit_unknown_report(db):
     with pytest.raises(NotFoundError, match="does not exist"):
-        actions.invoke_action(db, "SubmitExpenseReport", {"ReportNumber": "EXP-000000"})
+        actions.invoke_action(ACTIONS, db, "SubmitExpenseReport", {"ReportNumber": "EXP-000000"})

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from erp_sim.errors import ValidationError
-from erp_sim.ledger import parse_date
+from erp_sim.values import parse_date
 
 
 @pytest.mark.parametrize(

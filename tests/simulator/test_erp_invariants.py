@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from erp_sim import ErpSession, get_task, oracle_calls
+from erp_sim.workflows.itemization.task import as_task
 
-TASK = get_task("hotel_50", "hotel-003")
+TASK = as_task(get_task("hotel_50", "hotel-003"))
 CONTROLS = [
     "TrvExpTrans_ExpSubCategory",
     "TrvExpTrans_TransDate",

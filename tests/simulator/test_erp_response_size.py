@@ -7,7 +7,7 @@ import statistics
 from bpe_openai import get_encoding
 
 from erp_sim import ErpSession, load_task_set, run_oracle
-from erp_sim.erp_session import Verbosity
+from erp_sim.verbosity import Verbosity
 
 
 def form_response_tokens(verbosity: Verbosity) -> list[int]:

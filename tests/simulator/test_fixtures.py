@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from erp_sim import load_task_set
-from erp_sim.catalog import CATEGORIES, EXPENSE_TYPES
+from erp_sim.workflows.itemization.catalog import CATEGORIES, EXPENSE_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +50,7 @@ def test_world_names_are_the_pinned_fakers_word_lists():
     from faker.providers.company.en_US import Provider as CompanyNames
     from faker.providers.person.en_US import Provider as PersonNames
 
-    from erp_sim.world import WORLD_NAMES_FILE
+    from erp_sim.workflows.itemization.world import WORLD_NAMES_FILE
 
     names = json.loads(WORLD_NAMES_FILE.read_text(encoding="utf-8"))
     assert names["last_names"] == sorted(PersonNames.last_names)
@@ -58,12 +58,15 @@ def test_world_names_are_the_pinned_fakers_word_lists():
 
 
 def test_the_compiled_schema_is_the_models():
-    """The simulator reads DDL, columns and descriptions from data/schema.json; the SQLModel classes are its source."""
-    from erp_sim.models import TABLES, schema_text, sql_table, table_name
-    from erp_sim.schema import SCHEMA_FILE, TABLE_COLUMNS
+    """The simulator reads DDL, columns and descriptions from schema.json; the SQLModel classes are its source."""
+    from erp_sim.database.compile_schema import schema_text, sql_table, table_name
+    from erp_sim.database.schema import load_schema
+    from erp_sim.workflows.itemization import SCHEMA_FILE
+    from erp_sim.workflows.itemization.tables import TABLES
 
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
-        "stale: python -m erp_sim.models > erp_sim/data/schema.json"
+    TABLE_COLUMNS = load_schema(SCHEMA_FILE).columns
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(TABLES), (
+        "stale: python -m erp_sim.workflows.itemization.tables > erp_sim/workflows/itemization/schema.json"
     )
     assert list(TABLE_COLUMNS) == [table_name(model) for model in TABLES]
     for model in TABLES:

@@ -16,9 +16,10 @@ import erp_sim.envs
 from erp_sim import ErpSession, get_task, load_task_set, run_oracle
 from erp_sim.envs.expense_env import potential
 from erp_sim.forms.base import PAGE_SIZE
-from erp_sim.grading import Grade, grade_dict, progress, target_line_ids
 from erp_sim.task_sets import split_rows
-from erp_sim.taskgen import LADDER, LADDER_TASKS, MAX_CHARGES, MAX_LINES, generate_task
+from erp_sim.workflows.itemization.grading import Grade, grade_dict, progress, target_line_ids
+from erp_sim.workflows.itemization.task import as_task
+from erp_sim.workflows.itemization.taskgen import LADDER, LADDER_TASKS, MAX_CHARGES, MAX_LINES, generate_task
 
 TASKS = load_task_set("long_horizon")
 
@@ -57,7 +58,7 @@ def test_the_knob_refuses_what_it_cannot_build():
 def test_the_split_halves_every_rung():
     train, test = split_rows("long_horizon", "train"), split_rows("long_horizon", "test")
     assert len(train) == len(test) == 25
-    assert Counter(row.charges for row in train) == dict.fromkeys(LADDER, 5)
+    assert Counter(row.size for row in train) == dict.fromkeys(LADDER, 5)
 
 
 def test_the_env_id_gives_long_episodes_room():
@@ -142,7 +143,7 @@ def test_grade_dict_is_the_grade_models_json_dump_for_single_and_multi_line_task
         assert grade == Grade.model_validate(grade).model_dump(mode="json")
 
 
-MULTI = get_task("long_horizon", "long-010-09")
+MULTI = as_task(get_task("long_horizon", "long-010-09"))
 
 
 PREFIXES = [prefix_calls(n, MULTI) for n in (0, 14, 30, 45)]

@@ -100,7 +100,7 @@ def test_the_same_message_from_form_data_tool_and_action(value):
     from erp_support import open_itemization
 
     from erp_sim import ErpSession, get_task
-    from erp_sim.grading import target_line_id
+    from erp_sim.workflows.itemization.grading import target_line_id
 
     session = ErpSession(get_task("hotel_50", 0))
     open_itemization(session)

@@ -8,8 +8,12 @@ from urllib.parse import quote
 
 import pytest
 
-from erp_sim import database, ledger, odata
+from erp_sim import database, odata
+from erp_sim.database.sql_sandbox import LIMITS, SQL_CELL_CHARS, SQL_OUTPUT_CHARS, run_sql
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
+from erp_sim.odata.query import DEFAULT_TOP
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.entity_sets import CATALOG
 
 
 def scalar(db, sql, *params):
@@ -41,7 +45,7 @@ def line_of(db, status: str, line_type: str, itemize: bool = True) -> int:
 
 
 def find(db, path, options=None):
-    return odata.find_entities(db, path, options)
+    return odata.find_entities(CATALOG, db, path, options)
 
 
 def item(parent: int, amount="100.00", subcategory="Daily room rate", **extra):
@@ -56,17 +60,17 @@ def item(parent: int, amount="100.00", subcategory="Daily room rate", **extra):
 
 # --- entity sets and metadata ------------------------------------------------------------------
 def test_find_entity_sets_matches_all_words():
-    names = [e["Name"] for e in odata.find_entity_sets("expense line")]
+    names = [e["Name"] for e in odata.find_entity_sets(CATALOG, "expense line")]
     assert names == ["ExpenseLines"]
-    assert {e["Name"] for e in odata.find_entity_sets("receipt")} == {"ExpenseReceipts", "ExpenseReceiptItems"}
-    assert len(odata.find_entity_sets("")) == 7
-    assert odata.find_entity_sets("nothing-like-this") == []
-    writable = {e["Name"] for e in odata.find_entity_sets("") if not e["IsReadOnly"]}
+    assert {e["Name"] for e in odata.find_entity_sets(CATALOG, "receipt")} == {"ExpenseReceipts", "ExpenseReceiptItems"}
+    assert len(odata.find_entity_sets(CATALOG, "")) == 7
+    assert odata.find_entity_sets(CATALOG, "nothing-like-this") == []
+    writable = {e["Name"] for e in odata.find_entity_sets(CATALOG, "") if not e["IsReadOnly"]}
     assert writable == {"ExpenseLines", "ExpenseReports"}
 
 
 def test_metadata_is_case_insensitive_and_describes_every_property():
-    meta = odata.entity_metadata("expenselines")
+    meta = odata.entity_metadata(CATALOG, "expenselines")
     assert meta["Name"] == "ExpenseLines" and meta["Key"] == "RecId"
     props = {p["Name"]: p for p in meta["Properties"]}
     assert list(props) == [
@@ -88,21 +92,21 @@ def test_metadata_is_case_insensitive_and_describes_every_property():
     assert props["RecId"]["IsReadOnly"] and props["Category"]["IsReadOnly"]
     assert all(p["Description"] for p in meta["Properties"])
     assert any("ParentRecId" in rule for rule in meta["Rules"])
-    assert odata.entity_metadata("ExpenseCategories")["Properties"][-1]["Type"] == "Edm.Boolean"
+    assert odata.entity_metadata(CATALOG, "ExpenseCategories")["Properties"][-1]["Type"] == "Edm.Boolean"
 
 
 def test_metadata_of_unknown_set_lists_known_sets():
     with pytest.raises(NotFoundError, match="ExpenseLines, ExpenseCategories"):
-        odata.entity_metadata("Invoices")
+        odata.entity_metadata(CATALOG, "Invoices")
 
 
-@pytest.mark.parametrize("name", list(odata.ENTITY_SETS))
+@pytest.mark.parametrize("name", list(CATALOG.entity_sets))
 def test_every_entity_set_can_be_queried(db, name):
     result = find(db, name, "$top=2&$count=true")
     assert (
         result["EntitySet"] == name and 0 < len(result["value"]) <= 2 and result["@odata.count"] >= len(result["value"])
     )
-    assert list(result["value"][0]) == [p["Name"] for p in odata.entity_metadata(name)["Properties"]]
+    assert list(result["value"][0]) == [p["Name"] for p in odata.entity_metadata(CATALOG, name)["Properties"]]
 
 
 # --- querying ------------------------------------------------------------------------------------
@@ -198,7 +202,7 @@ def test_filter_dates_booleans_and_flipped_operands(db):
 
 def test_filter_string_literal_quote_escaping(db):
     ledger_id = line_of(db, "Draft", "Default", itemize=False)
-    odata.update_entities(db, "ExpenseLines", [{"RecId": ledger_id, "Merchant": "O'Brien's Cabs"}])
+    odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": ledger_id, "Merchant": "O'Brien's Cabs"}])
     [row] = find(db, "ExpenseLines", "$filter=Merchant eq 'O''Brien''s Cabs'")["value"]
     assert row["RecId"] == ledger_id
 
@@ -246,7 +250,7 @@ def test_select_orderby_top_skip_count(db):
     page2 = find(db, "ExpenseLines", "$select=RecId&$orderby=Amount desc&$top=5&$skip=5")["value"]
     assert not {r["RecId"] for r in page2} & {r["RecId"] for r in result["value"]}
     default = find(db, "ExpenseLines", None)
-    assert len(default["value"]) == odata.DEFAULT_TOP and [r["RecId"] for r in default["value"]] == list(range(1, 51))
+    assert len(default["value"]) == DEFAULT_TOP and [r["RecId"] for r in default["value"]] == list(range(1, 51))
     last = find(db, "ExpenseLines", f"$skip={result['@odata.count'] - 2}")
     assert len(last["value"]) == 2 and "NextSkip" not in last
     ascending = find(db, "ExpenseReports", "$orderby=ReportNumber asc&$select=ReportNumber&$top=200")["value"]
@@ -289,6 +293,7 @@ def test_options_without_dollar_and_url_encoded(db, task):
 # --- create -----------------------------------------------------------------------------------------
 def test_create_itemized_lines(db, target, task):
     created = odata.create_entities(
+        CATALOG,
         db,
         "ExpenseLines",
         [
@@ -312,7 +317,7 @@ def test_create_itemized_lines(db, target, task):
 
 
 def test_create_allows_over_itemization(db, target, task):
-    odata.create_entities(db, "ExpenseLines", [item(target, task.header_amount), item(target, "10.00")])
+    odata.create_entities(CATALOG, db, "ExpenseLines", [item(target, task.header_amount), item(target, "10.00")])
     assert ledger.itemization_summary(db, target).remaining == Decimal("-10.00")
 
 
@@ -321,7 +326,9 @@ def test_invalid_row_in_a_batch_writes_nothing(db, target):
     with pytest.raises(
         ValidationError, match=r"entities\[2\].*Subcategory.*Valid values: Daily room rate.*Nothing was written"
     ):
-        odata.create_entities(db, "ExpenseLines", [item(target), item(target), item(target, subcategory="Spa")])
+        odata.create_entities(
+            CATALOG, db, "ExpenseLines", [item(target), item(target), item(target, subcategory="Spa")]
+        )
     assert database.state_hash(db) == before
 
 
@@ -354,43 +361,46 @@ def test_invalid_row_in_a_batch_writes_nothing(db, target):
 def test_create_errors(db, target, entity, error, message):
     before = database.state_hash(db)
     with pytest.raises(error, match=message):
-        odata.create_entities(db, "ExpenseLines", [{**item(target), **entity}])
+        odata.create_entities(CATALOG, db, "ExpenseLines", [{**item(target), **entity}])
     assert database.state_hash(db) == before
 
 
 def test_create_refuses_submitted_reports_non_itemizable_categories_and_itemized_parents(db):
     before = database.state_hash(db)
     with pytest.raises(BusinessRuleError, match="only Draft reports can be changed"):
-        odata.create_entities(db, "ExpenseLines", [item(line_of(db, "Submitted", "ItemizedHeader"))])
+        odata.create_entities(CATALOG, db, "ExpenseLines", [item(line_of(db, "Submitted", "ItemizedHeader"))])
     taxi = line_of(db, "Draft", "Default", itemize=False)
     with pytest.raises(BusinessRuleError, match="does not support itemization"):
-        odata.create_entities(db, "ExpenseLines", [item(taxi)])
+        odata.create_entities(CATALOG, db, "ExpenseLines", [item(taxi)])
     with pytest.raises(BusinessRuleError, match="itself an itemized line"):
-        odata.create_entities(db, "ExpenseLines", [item(line_of(db, "Draft", "ItemizedLine"))])
+        odata.create_entities(CATALOG, db, "ExpenseLines", [item(line_of(db, "Draft", "ItemizedLine"))])
     assert database.state_hash(db) == before
 
 
 @pytest.mark.parametrize("name", ["ExpenseReports", "ExpenseCategories", "Workers"])
 def test_create_in_other_sets_is_refused(db, name):
     with pytest.raises(BusinessRuleError, match="Only itemized lines can be created"):
-        odata.create_entities(db, name, [{"Purpose": "x"}])
+        odata.create_entities(CATALOG, db, name, [{"Purpose": "x"}])
 
 
 def test_create_batch_shape_errors(db, target):
     with pytest.raises(ValidationError, match="non-empty list"):
-        odata.create_entities(db, "ExpenseLines", [])
+        odata.create_entities(CATALOG, db, "ExpenseLines", [])
     with pytest.raises(ValidationError, match="Expected an object"):
-        odata.create_entities(db, "ExpenseLines", ["RecId=1"])
+        odata.create_entities(CATALOG, db, "ExpenseLines", ["RecId=1"])
     with pytest.raises(NotFoundError):
-        odata.create_entities(db, "Nope", [item(target)])
+        odata.create_entities(CATALOG, db, "Nope", [item(target)])
 
 
 # --- update -----------------------------------------------------------------------------------------
 def test_update_itemized_line_fills_missing_fields_from_the_stored_row(db, target):
-    [created] = odata.create_entities(db, "ExpenseLines", [item(target, "50.00", "Parking", Description="garage")])
-    [updated] = odata.update_entities(db, "ExpenseLines", [{"RecId": created["RecId"], "Amount": "45.5"}])
+    [created] = odata.create_entities(
+        CATALOG, db, "ExpenseLines", [item(target, "50.00", "Parking", Description="garage")]
+    )
+    [updated] = odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": created["RecId"], "Amount": "45.5"}])
     assert updated == {**created, "Amount": "45.50"}
     [updated] = odata.update_entities(
+        CATALOG,
         db,
         "ExpenseLines",
         [{"recid": str(created["RecId"]), "subcategory": "internet", "TransactionDate": "8/13/2026"}],
@@ -401,20 +411,20 @@ def test_update_itemized_line_fills_missing_fields_from_the_stored_row(db, targe
         "garage",
     )
     with pytest.raises(ValidationError, match="Merchant: line RecId .* is an itemized line"):
-        odata.update_entities(db, "ExpenseLines", [{"RecId": created["RecId"], "Merchant": "x"}])
+        odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": created["RecId"], "Merchant": "x"}])
 
 
 def test_update_header_and_default_lines(db, target):
     taxi = line_of(db, "Draft", "Default", itemize=False)
     changes = {"RecId": taxi, "Merchant": "Yellow Cab", "Amount": 12, "Description": "airport"}
-    [updated] = odata.update_entities(db, "ExpenseLines", [changes])
+    [updated] = odata.update_entities(CATALOG, db, "ExpenseLines", [changes])
     assert (updated["Merchant"], updated["Amount"], updated["Description"]) == ("Yellow Cab", "12.00", "airport")
     with pytest.raises(ValidationError, match="Subcategory: line RecId .* is a Default line"):
-        odata.update_entities(db, "ExpenseLines", [{"RecId": taxi, "Subcategory": "Room tax"}])
-    odata.create_entities(db, "ExpenseLines", [item(target)])
+        odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": taxi, "Subcategory": "Room tax"}])
+    odata.create_entities(CATALOG, db, "ExpenseLines", [item(target)])
     with pytest.raises(BusinessRuleError, match="amount of an itemized expense cannot be changed"):
-        odata.update_entities(db, "ExpenseLines", [{"RecId": target, "Amount": 1}])
-    [header] = odata.update_entities(db, "ExpenseLines", [{"RecId": target, "Description": "Trip"}])
+        odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": target, "Amount": 1}])
+    [header] = odata.update_entities(CATALOG, db, "ExpenseLines", [{"RecId": target, "Description": "Trip"}])
     assert header["Description"] == "Trip" and header["LineType"] == "ItemizedHeader"
 
 
@@ -423,6 +433,7 @@ def test_update_batch_is_all_or_nothing(db, target):
     before = database.state_hash(db)
     with pytest.raises(BusinessRuleError, match=r"entities\[1\].*only Draft reports"):
         odata.update_entities(
+            CATALOG,
             db,
             "ExpenseLines",
             [{"RecId": taxi, "Merchant": "Changed"}, {"RecId": line_of(db, "Submitted", "ItemizedLine"), "Amount": 1}],
@@ -450,47 +461,47 @@ def test_update_errors(db, target, entity, error, message):
     entity = {k: (target if v == "TARGET" else v) for k, v in entity.items()}
     before = database.state_hash(db)
     with pytest.raises(error, match=message):
-        odata.update_entities(db, "ExpenseLines", [entity])
+        odata.update_entities(CATALOG, db, "ExpenseLines", [entity])
     assert database.state_hash(db) == before
 
 
 def test_update_report_purpose(db, task):
     [report] = odata.update_entities(
-        db, "ExpenseReports", [{"ReportNumber": task.report_number, "Purpose": "Customer visit Q3"}]
+        CATALOG, db, "ExpenseReports", [{"ReportNumber": task.report_number, "Purpose": "Customer visit Q3"}]
     )
     assert report["Purpose"] == "Customer visit Q3" and report["Status"] == "Draft"
-    [again] = odata.update_entities(db, "ExpenseReports", [{"RecId": report["RecId"], "Purpose": "Audit"}])
+    [again] = odata.update_entities(CATALOG, db, "ExpenseReports", [{"RecId": report["RecId"], "Purpose": "Audit"}])
     assert again["Purpose"] == "Audit"
     approved = scalar(db, "SELECT id FROM expense_report WHERE status = 'Approved' ORDER BY id LIMIT 1")
     with pytest.raises(BusinessRuleError, match="only Draft reports"):
-        odata.update_entities(db, "ExpenseReports", [{"RecId": approved, "Purpose": "x"}])
+        odata.update_entities(CATALOG, db, "ExpenseReports", [{"RecId": approved, "Purpose": "x"}])
     with pytest.raises(ValidationError, match="Status cannot be set here"):
-        odata.update_entities(db, "ExpenseReports", [{"RecId": report["RecId"], "Status": "Approved"}])
+        odata.update_entities(CATALOG, db, "ExpenseReports", [{"RecId": report["RecId"], "Status": "Approved"}])
     with pytest.raises(ValidationError, match="only Purpose can be changed"):
-        odata.update_entities(db, "ExpenseReports", [{"RecId": report["RecId"]}])
+        odata.update_entities(CATALOG, db, "ExpenseReports", [{"RecId": report["RecId"]}])
     with pytest.raises(ValidationError, match="not the ReportNumber given"):
         odata.update_entities(
-            db, "ExpenseReports", [{"RecId": approved, "ReportNumber": task.report_number, "Purpose": "x"}]
+            CATALOG, db, "ExpenseReports", [{"RecId": approved, "ReportNumber": task.report_number, "Purpose": "x"}]
         )
 
 
 def test_update_of_read_only_set_is_refused(db):
     with pytest.raises(BusinessRuleError, match="ExpenseCategories is read-only"):
-        odata.update_entities(db, "ExpenseCategories", [{"RecId": 1, "Itemize": False}])
+        odata.update_entities(CATALOG, db, "ExpenseCategories", [{"RecId": 1, "Itemize": False}])
 
 
 # --- delete -----------------------------------------------------------------------------------------
 def test_delete_itemized_lines(db, target):
-    created = odata.create_entities(db, "ExpenseLines", [item(target), item(target, "20.00")])
-    odata.delete_entities(db, "ExpenseLines", [created[0]["RecId"]])
+    created = odata.create_entities(CATALOG, db, "ExpenseLines", [item(target), item(target, "20.00")])
+    odata.delete_entities(CATALOG, db, "ExpenseLines", [created[0]["RecId"]])
     assert find(db, f"ExpenseLines({target})")["value"][0]["LineType"] == "ItemizedHeader"
-    odata.delete_entities(db, "ExpenseLines", [created[1]["RecId"]])
+    odata.delete_entities(CATALOG, db, "ExpenseLines", [created[1]["RecId"]])
     assert find(db, f"ExpenseLines({target})")["value"][0]["LineType"] == "Default"
     assert ledger.itemized_lines(db, target) == []
 
 
 def test_delete_errors_leave_nothing_changed(db, target):
-    [created] = odata.create_entities(db, "ExpenseLines", [item(target)])
+    [created] = odata.create_entities(CATALOG, db, "ExpenseLines", [item(target)])
     before = database.state_hash(db)
     cases = [
         ([created["RecId"], target], BusinessRuleError, r"keys\[1\]: Line RecId .* is not an itemized line"),
@@ -502,15 +513,15 @@ def test_delete_errors_leave_nothing_changed(db, target):
     ]
     for keys, error, message in cases:
         with pytest.raises(error, match=message):
-            odata.delete_entities(db, "ExpenseLines", keys)
+            odata.delete_entities(CATALOG, db, "ExpenseLines", keys)
         assert database.state_hash(db) == before
     with pytest.raises(BusinessRuleError, match="cannot be deleted"):
-        odata.delete_entities(db, "ExpenseReports", [1])
+        odata.delete_entities(CATALOG, db, "ExpenseReports", [1])
 
 
 # --- read-only SQL ----------------------------------------------------------------------------------
 def test_sql_select(db, task):
-    result = odata.run_sql(
+    result = run_sql(
         db, f"SELECT report_number, status FROM expense_report WHERE report_number = '{task.report_number}';"
     )
     assert result == {
@@ -518,8 +529,8 @@ def test_sql_select(db, task):
         "Rows": [[task.report_number, "Draft"]],
         "Truncated": False,
     }
-    many = odata.run_sql(db, "SELECT id FROM expense_line")
-    assert len(many["Rows"]) == database.SQL_MAX_ROWS and many["Truncated"] and "Note" in many
+    many = run_sql(db, "SELECT id FROM expense_line")
+    assert len(many["Rows"]) == LIMITS.max_rows and many["Truncated"] and "Note" in many
 
 
 @pytest.mark.parametrize(
@@ -543,20 +554,20 @@ def test_sql_select(db, task):
 def test_sql_guard(db, sql, message):
     before = database.state_hash(db)
     with pytest.raises(ValidationError, match=message):
-        odata.run_sql(db, sql)
+        run_sql(db, sql)
     assert database.state_hash(db) == before
-    assert odata.run_sql(db, "SELECT COUNT(*) FROM worker")["Rows"] == [[1]]  # the connection still works
+    assert run_sql(db, "SELECT COUNT(*) FROM worker")["Rows"] == [[1]]  # the connection still works
 
 
 def test_sql_huge_output_is_capped(db):
-    wide = odata.run_sql(db, "SELECT printf('%.*c', 5000, 'x') AS big, id FROM expense_line")
-    assert all(len(row[0]) <= odata.SQL_CELL_CHARS + 10 for row in wide["Rows"])
-    assert sum(len(str(c)) for row in wide["Rows"] for c in row) <= odata.SQL_OUTPUT_CHARS + 5000
+    wide = run_sql(db, "SELECT printf('%.*c', 5000, 'x') AS big, id FROM expense_line")
+    assert all(len(row[0]) <= SQL_CELL_CHARS + 10 for row in wide["Rows"])
+    assert sum(len(str(c)) for row in wide["Rows"] for c in row) <= SQL_OUTPUT_CHARS + 5000
     assert wide["Truncated"] and "cut" in wide["Note"]
     # a value over SQLite's length limit is an error, never a memory bomb
     with pytest.raises(ValidationError, match="too big"):
-        odata.run_sql(db, "SELECT printf('%.*c', 50000, 'x')")
-    blob = odata.run_sql(db, "SELECT x'00ff' AS b")
+        run_sql(db, "SELECT printf('%.*c', 50000, 'x')")
+    blob = run_sql(db, "SELECT x'00ff' AS b")
     assert blob["Rows"] == [["x'00ff'"]]
     # the length limit is restored for the ERP's own statements
     assert db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) > 10_000_000

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from erp_sim import database, odata
+from erp_sim import database
+from erp_sim.database.sql_sandbox import LIMITS, SqlLimits, run_select, run_sql
 from erp_sim.errors import ValidationError
-from erp_sim.sql_sandbox import LIMITS, SqlLimits, run_select
 
 TEMP_BOMB = (
     "SELECT count(*) FROM (SELECT printf('%.*c', 19000, 'x') || a.id || b.id AS big "
@@ -20,20 +20,20 @@ TEMP_BOMB = (
 def test_printf_width_that_loops_inside_one_function_is_refused_at_once(db):
     started = time.perf_counter()
     with pytest.raises(ValidationError, match="width or precision over"):
-        odata.run_sql(db, "SELECT printf('%.*c', 2147483647, 'x')")
+        run_sql(db, "SELECT printf('%.*c', 2147483647, 'x')")
     with pytest.raises(ValidationError, match="width or precision over"):
-        odata.run_sql(db, "SELECT format('%5d %.*c', 1, 300000, 'x') FROM expense_line")
+        run_sql(db, "SELECT format('%5d %.*c', 1, 300000, 'x') FROM expense_line")
     assert time.perf_counter() - started < 5  # was 17-23 s inside one call; loose on a loaded machine
-    assert odata.run_sql(db, "SELECT printf('%05d|%.3s|%.*c', 7, 'abcdef', 3, 'z')")["Rows"] == [["00007|abc|zzz"]]
+    assert run_sql(db, "SELECT printf('%05d|%.3s|%.*c', 7, 'abcdef', 3, 'z')")["Rows"] == [["00007|abc|zzz"]]
 
 
 def test_temp_storage_stays_in_memory_and_under_its_byte_cap(db):
     assert db.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY: no temp files on disk
     before = database.state_hash(db)
     with pytest.raises(ValidationError, match="MiB of memory"):
-        odata.run_sql(db, TEMP_BOMB)
+        run_sql(db, TEMP_BOMB)
     assert database.state_hash(db) == before
-    assert odata.run_sql(db, "SELECT count(*) FROM expense_line")["Rows"][0][0] > 0
+    assert run_sql(db, "SELECT count(*) FROM expense_line")["Rows"][0][0] > 0
 
 
 def test_cpu_time_deadline_stops_a_statement(db):
@@ -76,23 +76,23 @@ def test_the_work_budget_charges_functions_evaluated_in_python(db):
 )
 def test_pointer_and_host_revealing_functions_are_refused(db, sql):
     with pytest.raises(ValidationError, match="not authorized|no such|constructor failed"):
-        odata.run_sql(db, sql)
+        run_sql(db, sql)
 
 
 def test_random_and_now_are_deterministic_per_episode(task):
     sql = "SELECT random(), random(), datetime('now'), date('NOW', '+1 day'), CURRENT_TIMESTAMP, strftime('%Y', 'now')"
     first, second = database.open_database(task), database.open_database(task)
     try:
-        a, b = odata.run_sql(first, sql)["Rows"], odata.run_sql(second, sql)["Rows"]
+        a, b = run_sql(first, sql)["Rows"], run_sql(second, sql)["Rows"]
         assert a == b and a[0][0] != a[0][1]
         assert a[0][2] == f"{task.transaction_date} 12:00:00" == a[0][4]
-        assert odata.run_sql(first, "SELECT datetime('2026-01-02', '+1 day')")["Rows"] == [["2026-01-03 00:00:00"]]
+        assert run_sql(first, "SELECT datetime('2026-01-02', '+1 day')")["Rows"] == [["2026-01-03 00:00:00"]]
         now = f"{task.transaction_date} 12:00:00"  # a left-out time value is 'now'; the host's zone is never read
         implicit = "SELECT datetime(), date(), time(), unixepoch() = unixepoch('now'), julianday() = julianday('now')"
-        assert odata.run_sql(first, implicit)["Rows"] == [[now, task.transaction_date, "12:00:00", 1, 1]]
+        assert run_sql(first, implicit)["Rows"] == [[now, task.transaction_date, "12:00:00", 1, 1]]
         zones = "SELECT datetime('now', 'localtime'), datetime('now', ' UTC '), strftime('%H:%M', 'now', 'localtime')"
-        assert odata.run_sql(first, zones)["Rows"] == [[now, now, "12:00"]]
-        assert odata.run_sql(first, "SELECT strftime('%Y-%m-%d %H:%M:%S'), strftime('now'), strftime()")["Rows"] == [
+        assert run_sql(first, zones)["Rows"] == [[now, now, "12:00"]]
+        assert run_sql(first, "SELECT strftime('%Y-%m-%d %H:%M:%S'), strftime('now'), strftime()")["Rows"] == [
             [now, "now", None]
         ]
     finally:
@@ -101,12 +101,12 @@ def test_random_and_now_are_deterministic_per_episode(task):
 
 
 def test_the_schema_stays_readable(db):
-    rows = odata.run_sql(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")["Rows"]
+    rows = run_sql(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")["Rows"]
     assert ["expense_line"] in rows
 
 
 def test_limits_are_configurable_and_checked():
-    from erp_sim.sql_sandbox import set_limits
+    from erp_sim.database.sql_sandbox import set_limits
 
     saved = (LIMITS.cpu_seconds, LIMITS.memory_bytes)
     try:
@@ -121,7 +121,7 @@ def test_limits_are_configurable_and_checked():
 
 def test_sqlite_error_does_not_leak_between_statements(db):
     with pytest.raises(ValidationError):
-        odata.run_sql(db, "SELECT printf('%.*c', 2147483647, 'x')")
+        run_sql(db, "SELECT printf('%.*c', 2147483647, 'x')")
     with pytest.raises(ValidationError, match="no such column"):
-        odata.run_sql(db, "SELECT nope FROM worker")
+        run_sql(db, "SELECT nope FROM worker")
     assert isinstance(db, sqlite3.Connection)

@@ -4,9 +4,8 @@ from collections import Counter
 
 import pytest
 
-from erp_sim.agents.evaluation.evaluate import task_ids
-from erp_sim.task_sets import resolve_tasks
-from erp_sim.tasks import load_task_set
+from erp_sim.agents.evaluation.eval_options import task_ids
+from erp_sim.task_sets import load_task_set, resolve_tasks
 
 
 @pytest.mark.parametrize("task_set, train_size", [("hotel_50", 25), ("expense_types", 55)])

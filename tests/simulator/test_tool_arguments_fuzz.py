@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import erp_sim
 import erp_sim.envs
-from erp_sim.database import CHANGE_LOG
+from erp_sim.database.schema import CHANGE_LOG
 
 HUGE = st.sampled_from([5000, -4400]).map(
     lambda digits: (10 ** abs(digits)) * (1 if digits > 0 else -1)

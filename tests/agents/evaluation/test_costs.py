@@ -9,7 +9,7 @@ from test_report import write_results
 from test_statistics import episode
 
 from erp_sim.agents.evaluation import costs, report
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 
 
 def test_prices_parse_by_role():
@@ -116,7 +116,7 @@ def test_service_counts_give_their_own_cost_column_and_token_units_row(tmp_path)
 
 
 def test_eval_refuses_a_bad_price_before_running_anything(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main as eval_main
+    from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
     with pytest.raises(SystemExit) as stop:
         eval_main(["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"])

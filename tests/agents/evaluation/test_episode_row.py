@@ -18,9 +18,9 @@ from test_statistics import episode
 from erp_sim.agents.evaluation import costs, report
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.episode_row import parse_row
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, load_results, parse_row
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 
 ONE_TASK = ["--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--concurrency", "1"]
 
@@ -30,7 +30,7 @@ def written(tmp_path_factory) -> Path:
     """A results file as ``erp-sim eval`` writes it (C2 and a summarizing C4: every field set)."""
     out = tmp_path_factory.mktemp("eval")
     assert eval_main(["--configs", "C2,C4", *ONE_TASK, "--out", str(out)]) == 0
-    return out / report.RESULTS_FILE
+    return out / RESULTS_FILE
 
 
 def test_a_row_written_by_eval_round_trips_byte_for_byte(written):
@@ -60,7 +60,7 @@ def test_a_renamed_grade_field_is_refused_by_line_not_read_as_nan(tmp_path, caps
     renamed["grade"]["succes"] = renamed["grade"].pop("success")  # a writer that renamed the field
     lines = [good[0].dump(), renamed, good[2].dump()]
     directory = write_results(tmp_path / "run", lines)
-    rows, refused = report.load_results(directory)
+    rows, refused = load_results(directory)
     assert [row.task_id for row in rows] == ["hotel-000", "hotel-002"]
     assert [str(line) for line in refused] == [
         "results.jsonl line 2: grade.success: Field required; "
@@ -108,7 +108,7 @@ def test_a_line_that_is_no_json_object_is_refused_in_one_line(line, reason):
 def test_lines_that_are_not_rows_are_set_aside_by_canonicalize_not_lost(tmp_path, capsys):
     out = tmp_path / "run"
     assert eval_main(["--configs", "C3", *ONE_TASK, "--out", str(out)]) == 0
-    results = out / report.RESULTS_FILE
+    results = out / RESULTS_FILE
     stranger = json.dumps({**json.loads(results.read_text()), "renamed_field": 1}) + "\n"
     results.write_text(results.read_text() + stranger + '{"config": "C3", "ta', encoding="utf-8")
     assert eval_main(["--configs", "C3", *ONE_TASK, "--out", str(out), "--resume"]) == 0
@@ -152,7 +152,7 @@ def test_a_row_of_the_first_results_files_loads_with_defaults():
 
 def test_every_metric_and_cost_getter_resolves_on_a_row_written_by_eval(written):
     """A field renamed in the model but not in a getter fails here (AttributeError), not as NaN in a report."""
-    rows = report.load_results(written.parent).rows
+    rows = load_results(written.parent).rows
     for row in rows:
         for metric in st.METRICS:
             assert math.isfinite(metric.value(row)), metric.key

@@ -16,8 +16,9 @@ from fake_openai_server import FakeOpenAIServer
 from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.evaluation.evaluate import LOCK_FILE, _same_file, eval_lock, read_rows
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.output_lock import LOCK_FILE, eval_lock, same_file
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
 
@@ -257,9 +258,9 @@ def test_a_finished_eval_removes_its_lock_and_a_later_one_takes_it_again(tmp_pat
     with path.open("a+") as stale:
         path.unlink()
         path.touch()
-        assert not _same_file(stale, path)
+        assert not same_file(stale, path)
     with eval_lock(tmp_path), path.open() as current:
-        assert _same_file(current, path) and current.read() == str(os.getpid())
+        assert same_file(current, path) and current.read() == str(os.getpid())
     assert not path.exists()
 
 

@@ -16,9 +16,9 @@ import pytest
 from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_results, read_rows
-from erp_sim.agents.evaluation.report_cli import main as report_main
+from erp_sim.agents.evaluation.episode_row import read_results, read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
 from erp_sim.agents.evaluation.sweep import grid_specs
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.policies import PolicySpecError
@@ -160,6 +160,7 @@ def _fast_retry_model(name, base_url, **_):
     return OpenAIChatModel(name, base_url=base_url, temperature=0.0, max_retries=1, backoff_base=0.0)
 
 
+@pytest.mark.xdist_group("ray")  # one local Ray instance at a time
 def test_ray_backend_runs_episodes_on_a_local_ray_instance(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
@@ -224,6 +225,7 @@ def test_a_deterministic_agent_runs_once_by_default_and_runs_n_still_runs_n(tmp_
     assert "| 2 (deterministic agent) |" in capsys.readouterr().out
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_backend_does_not_retry_a_killed_worker_and_shuts_ray_down(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
@@ -265,6 +267,7 @@ def test_resume_with_nothing_left_starts_no_backend(tmp_path, monkeypatch, capsy
     assert "\n0 episodes in " in out and "(1 in the results)" in out
 
 
+@pytest.mark.xdist_group("ray")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_no_ray_process_outlives_a_killed_eval(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra (pip install 'erp-sim[ray]')")

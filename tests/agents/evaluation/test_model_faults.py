@@ -8,8 +8,8 @@ from fake_openai_server import CONTEXT_LENGTH_MESSAGE
 from harness_support import script_server_with_scripted_agent
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.runner import run_episode
@@ -119,7 +119,7 @@ def test_bad_arguments_are_one_line_errors_before_any_file_is_written(tmp_path, 
 
 
 def test_report_of_a_missing_directory_is_a_one_line_error(tmp_path, capsys):
-    from erp_sim.agents.evaluation.report_cli import main as report_main
+    from erp_sim.agents.evaluation.report.cli import main as report_main
 
     assert report_main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err

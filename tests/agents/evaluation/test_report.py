@@ -10,14 +10,15 @@ import pytest
 from test_statistics import TASKS, episode, synthetic_rows
 
 from erp_sim.agents.evaluation import report
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow
+from erp_sim.agents.evaluation.report import formats, plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def write_results(directory: Path, rows, tail: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / report.RESULTS_FILE).write_text(
+    (directory / RESULTS_FILE).write_text(
         "".join(row.json_line() if isinstance(row, EpisodeRow) else json.dumps(row) + "\n" for row in rows) + tail,
         encoding="utf-8",
     )
@@ -136,10 +137,10 @@ def test_explicit_baseline_and_stale_heatmaps(tmp_path):
 
 
 def test_number_formats():
-    assert report.fmt_number(-0.04, 1) == "0.0"
-    assert report.fmt_number(1_480_996, 0, grouped=True) == "1,480,996"
-    assert report.fmt_p(0.00001) == "< 0.0001"
-    assert report.md_table(("a", "b"), [("x|y", 1)]) == "| a | b |\n|---|---:|\n| x\\|y | 1 |"
+    assert formats.fmt_number(-0.04, 1) == "0.0"
+    assert formats.fmt_number(1_480_996, 0, grouped=True) == "1,480,996"
+    assert formats.fmt_p(0.00001) == "< 0.0001"
+    assert formats.md_table(("a", "b"), [("x|y", 1)]) == "| a | b |\n|---|---:|\n| x\\|y | 1 |"
 
 
 def _with(rows, config, **grade):
@@ -195,15 +196,15 @@ def test_p_at_the_resampling_floor_is_a_bound_and_small_n_and_scripted_agents_ar
 
 def test_plots_use_short_labels_and_one_fixed_colour_per_configuration(tmp_path):
     long_name = "head_tail:chars=800,tokens=0,keep_recent=1,tool_chars=,tool_tokens=+last_n:n=5"
-    assert report.short_labels(["C2", long_name, "C4", "acon_observation:t=1024,recent=3"]) == {
+    assert plots.short_labels(["C2", long_name, "C4", "acon_observation:t=1024,recent=3"]) == {
         "C2": "C2",
         long_name: "P1",
         "C4": "C4",
         "acon_observation:t=1024,recent=3": "P2",
     }
-    assert report.config_color("C2") == report.config_color("c2") == "#1f77b4"
-    assert report.config_color(long_name) == report.config_color(long_name)  # from the name, not the position
-    assert report._bar((0.0, 0.0)) is None and report._bar((1.0, 2.0)) == [[1.0], [2.0]]
+    assert plots.config_color("C2") == plots.config_color("c2") == "#1f77b4"
+    assert plots.config_color(long_name) == plots.config_color(long_name)  # from the name, not the position
+    assert plots._bar((0.0, 0.0)) is None and plots._bar((1.0, 2.0)) == [[1.0], [2.0]]
     rows = [episode(name, t, 0, True, policy=name) for name in ("C2", long_name) for t in range(3)]
     md = report.render_report(rows)
     assert f"| P1 | {long_name} | `{long_name}` | scripted:recall=2e6 |" in md

@@ -11,9 +11,9 @@ from test_statistics import episode
 from erp_sim.agents.evaluation import report
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.failures import error_text
-from erp_sim.agents.evaluation.report_cli import main as report_main
-from erp_sim.agents.evaluation.view import main as view_main
+from erp_sim.agents.evaluation.report.cli import main as report_main
+from erp_sim.agents.evaluation.report.view import main as view_main
+from erp_sim.agents.failures import error_text
 
 OLD_ERROR = (
     "fake-model at http://127.0.0.1:1/v1: request refused with HTTP 400: HTTP 400: Error code: 400 - "

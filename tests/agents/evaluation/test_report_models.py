@@ -6,7 +6,7 @@ from test_statistics import episode
 
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowSampling
 from erp_sim.agents.evaluation.report import render_report
-from erp_sim.agents.evaluation.report_models import length_stops_note, served_models_note
+from erp_sim.agents.evaluation.report.served_models import length_stops_note, served_models_note
 
 
 def row(config: str, task: int, *, asked: str | None, served: list[str] | None, cut: int | None) -> EpisodeRow:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.evaluation.report import load_results
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, load_results
 from erp_sim.agents.evaluation.scale import main, render_scale, scale_study, slope, write_scale
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from erp_sim.agents.evaluation import statistics as st
-from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, duplicate_count, infra_error_rows
 
 T_975_DF4 = 2.7764451051977987  # Student t quantile 0.975 with 4 degrees of freedom (tables)
 TASKS, RUNS = 10, 5
@@ -175,7 +175,7 @@ def test_infra_error_rows_are_excluded_counted_and_listed():
     with_error = st.summarize([*rows, failed_call])
     assert with_error["C3"].estimates == clean["C3"].estimates
     assert with_error["C3"].n_infra_errors == 1 and with_error["C3"].n_episodes == TASKS * RUNS
-    assert st.infra_error_rows([*rows, failed_call]) == [failed_call]
+    assert infra_error_rows([*rows, failed_call]) == [failed_call]
     assert st.pass_hat_k_curve([*rows, failed_call]) == st.pass_hat_k_curve(rows)
 
 
@@ -190,7 +190,7 @@ def test_a_run_missing_an_episode_scales_its_total_to_the_task_set():
 def test_repeated_episode_keeps_the_last_row():
     rows = synthetic_rows()
     again = episode("C2", 9, 4, True, tokens=1)
-    assert st.duplicate_count([*rows, again]) == 1
+    assert duplicate_count([*rows, again]) == 1
     scored = st.scored_rows([*rows, again])
     assert len(scored) == len(rows)
     assert next(r for r in scored if r.config == "C2" and r.task_id == "hotel-009" and r.run == 4) is again

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from erp_sim.agents.evaluation import evaluate, view
+from erp_sim.agents.evaluation import eval_cli
+from erp_sim.agents.evaluation.report import view
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -30,7 +31,7 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    code = evaluate.main(
+    code = eval_cli.main(
         [
             *"--configs C2,C3,C4 --tasks hotel_50:hotel-000,hotel-001 --runs 1 --concurrency 1 --out".split(),
             str(out),
@@ -146,7 +147,7 @@ def test_view_command_errors_and_writes(run_dir, tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
-# --- in a real browser -----------------------------------------------------------------------------
+# --- in a real browser (extras: CI installs Debian's Chromium for them) ------------------------------
 @pytest.fixture(scope="module")
 def browser():
     if CHROMIUM is None:
@@ -173,6 +174,7 @@ def page(browser, page_file):
     tab.close()
 
 
+@pytest.mark.extras
 def test_overview_renders_results_taxonomy_and_filters(page, page_file):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")
@@ -189,6 +191,7 @@ def test_overview_renders_results_taxonomy_and_filters(page, page_file):
     page.wait_for_function("document.getElementById('episode-count').textContent.startsWith('1 of')")
 
 
+@pytest.mark.extras
 def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     page.goto(page_file.as_uri() + "#overview/config=C3")
     page.locator("#episode-list a", has_text="open").first.click()
@@ -206,6 +209,7 @@ def test_episode_view_shows_timeline_context_and_grade(page, page_file):
     assert "tokens" in page.locator("#context .msg .tokens").first.inner_text()
 
 
+@pytest.mark.extras
 def test_compare_view_aligns_two_configurations(page, page_file):
     page.goto(page_file.as_uri() + "#overview/config=C2&task=hotel-000")
     page.locator("#episode-list a", has_text="open").first.click()
@@ -224,7 +228,7 @@ def test_compare_view_aligns_two_configurations(page, page_file):
 def two_runs_page(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two-runs")
     assert (
-        evaluate.main(
+        eval_cli.main(
             [*"--configs C2 --tasks hotel_50:hotel-000 --runs 2 --concurrency 1 --out".split(), str(out), "--quiet"]
         )
         == 0
@@ -232,6 +236,7 @@ def two_runs_page(tmp_path_factory) -> Path:
     return view.write_view(out)
 
 
+@pytest.mark.extras
 def test_compare_view_names_two_runs_of_one_task_apart(page, two_runs_page):
     page.goto(two_runs_page.as_uri() + "#episode/0")
     page.wait_for_selector("#context .msg")
@@ -243,6 +248,7 @@ def test_compare_view_names_two_runs_of_one_task_apart(page, two_runs_page):
     assert page.inner_text("#context-a h3 a") == "C2 run 0" and page.inner_text("#context-b h3 a") == "C2 run 1"
 
 
+@pytest.mark.extras
 def test_intervals_are_shown_only_where_they_have_width(page, page_file, two_runs_page):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")
@@ -256,6 +262,7 @@ def test_intervals_are_shown_only_where_they_have_width(page, page_file, two_run
     assert [text for text in page.locator("#results .ci, #more-results .ci").all_inner_texts() if text] == []
 
 
+@pytest.mark.extras
 def test_a_chart_of_one_point_marks_the_point(page, page_file):
     page.goto(page_file.as_uri())
     page.wait_for_selector("#results tbody tr")

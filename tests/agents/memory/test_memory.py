@@ -10,7 +10,7 @@ import pytest
 
 import erp_sim.envs  # noqa: F401
 from erp_sim.agents.memory.consolidate import LLMConsolidator, consolidate_episode, deterministic_consolidator
-from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools, harness_tools
+from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS, MemoryTools
 from erp_sim.agents.memory.store import (
     MAX_INDEX_LINES,
     MEMORY_TAG,
@@ -24,7 +24,7 @@ from erp_sim.agents.memory.store import (
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from erp_sim.agents.types import ChatResponse
+from erp_sim.agents.types import ChatResponse, HarnessTools, harness_tools
 
 TASKS = ["hotel-000", "hotel-001", "hotel-002"]
 
@@ -268,7 +268,8 @@ def test_policy_shows_index_and_checkpoint_and_offers_tools(tmp_path, success):
     assert "- sop/itemize_hotel_expense:" in shown[1]["content"] and shown[2] == instruction
     assert shown[3]["content"] == "<WORKING_CHECKPOINT>\n3 of 5 done\n</WORKING_CHECKPOINT>"
     assert [t["function"]["name"] for t in tools] == ["form_save_form", *MEMORY_TOOLS]
-    assert harness_tools(policy) is policy.memory_tools
+    assert harness_tools(policy) is policy.memory_tools and isinstance(policy.memory_tools, HarnessTools)
+    assert harness_tools(inner) is None  # an agent without such a layer offers none
 
 
 def test_memory_calls_are_answered_by_the_harness_not_the_erp(tmp_path, success):
@@ -284,7 +285,7 @@ def test_memory_calls_are_answered_by_the_harness_not_the_erp(tmp_path, success)
 
 # -- sequential evaluation ------------------------------------------------------------------------
 def test_sequential_eval_learning_curve(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     out, memory = tmp_path / "out", tmp_path / "memory.sqlite"
     assert (
@@ -315,7 +316,7 @@ def test_sequential_eval_learning_curve(tmp_path):
 
 
 def test_sequential_needs_a_memory_layer(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     with pytest.raises(SystemExit):
         main(["--policy", "full", "--memory", str(tmp_path / "m"), "--sequential", "--out", str(tmp_path / "o")])
@@ -342,7 +343,7 @@ def test_memory_composes_with_budget_eviction(tmp_path, success):
 
 
 def test_memory_flag_without_a_memory_layer_is_a_usage_error(tmp_path):
-    from erp_sim.agents.evaluation.evaluate import main
+    from erp_sim.agents.evaluation.eval_cli import main
 
     with pytest.raises(SystemExit):
         main(["--policy", "last_n:n=5", "--memory", str(tmp_path / "m"), "--out", str(tmp_path / "o")])

@@ -11,7 +11,7 @@ import shutil
 
 from test_model_roles import SOP_ANSWER, roles_server, without_timing
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.tokens import get_counter
 
 SEQUENTIAL = [*"--policy ga_memory --sequential --quiet --concurrency 1 --tasks hotel_50:hotel-000,hotel-001".split()]
@@ -54,7 +54,7 @@ def test_the_llm_consolidators_model_and_tokens_are_in_the_rows_it_consolidates_
         "service reported 60 and 80)"
     ) in (tmp_path / "run" / "report.md").read_text()
     # priced like the other roles: its tokens per benchmark in report.json, its cost in the configuration's
-    from erp_sim.agents.evaluation.report_cli import main as report_main
+    from erp_sim.agents.evaluation.report.cli import main as report_main
 
     agent_only, with_it = ("agent=1,0.5,2",), ("agent=1,0.5,2", "consolidator=3,3,5")
     costs = {}

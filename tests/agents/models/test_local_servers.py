@@ -322,8 +322,8 @@ def _cached(server: FakeOpenAIServer, number: int) -> int:
 
 
 def test_the_row_of_an_eval_against_a_template_server_says_the_500_looked_like_a_refused_request(tmp_path, monkeypatch):
-    from erp_sim.agents.evaluation.evaluate import main as eval_main
-    from erp_sim.agents.evaluation.evaluate import read_rows
+    from erp_sim.agents.evaluation.episode_row import read_rows
+    from erp_sim.agents.evaluation.eval_cli import main as eval_main
     from erp_sim.agents.evaluation.report import REPORT_FILE
 
     monkeypatch.setattr(
@@ -359,8 +359,8 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
     the server stopped gives the same rows."""
     from test_model_roles import role_reply, without_timing
 
-    from erp_sim.agents.evaluation.evaluate import main as eval_main
-    from erp_sim.agents.evaluation.evaluate import read_rows
+    from erp_sim.agents.evaluation.episode_row import read_rows
+    from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
     flags = [
         *"--model-param tool_choice=auto --model-param assistant_content=empty --model-param max_tokens=512 --timeout 20 --max-retries 0".split()

@@ -17,19 +17,12 @@ import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
-from erp_sim.agents.models.roles import (
-    EVAL_ROLES,
-    SUMMARIZING_POLICIES,
-    chat_model,
-    default_temperature,
-    params_by_role,
-    parse_model_param,
-)
-from erp_sim.agents.policies import parse_policy
+from erp_sim.agents.models.roles import EVAL_ROLES, chat_model, default_temperature, params_by_role, parse_model_param
+from erp_sim.agents.policies import SUMMARIZING_POLICIES, parse_policy
 from erp_sim.agents.policies.registry import POLICIES
 
 TASK = "hotel_50:hotel-006"  # the scripted agent asks the user here, so the LLM user is called

@@ -9,7 +9,7 @@ from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
 from test_model_roles import COMMON, roles_server, without_timing
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
 # --- acon optimize: compressor and optimizer roles ---------------------------------------------------
 ACON = [

@@ -251,7 +251,7 @@ def test_random_tool_call_ids_differ_between_identical_answers():
 def test_why_the_model_stopped_is_kept_and_a_role_call_records_it(fake_openai_server):
     """A summary cut at its token limit (finish_reason "length") is used as it is, but the episode's record of the
     summarizer's call says so; an answer that says nothing of it keeps None."""
-    from erp_sim.agents.prompt_cache import EpisodeMeter
+    from erp_sim.agents.tokens.prompt_cache import EpisodeMeter
 
     fake_openai_server.reply_text("## Task\nreport R-1, li", finish_reason="length")
     fake_openai_server.reply_text("fine")

@@ -15,8 +15,8 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 from test_model_roles import role_reply, roles_server
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
 FIRST, BOTH = "hotel_50:hotel-006", "hotel_50:hotel-006,hotel-007"
 NOWHERE = "http://127.0.0.1:9/v1"  # no server: a refused resume sends nothing

@@ -21,8 +21,8 @@ from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
 from strict_chat_request import rejection
 
-from erp_sim.agents.evaluation.evaluate import main as eval_main
-from erp_sim.agents.evaluation.evaluate import read_rows
+from erp_sim.agents.evaluation.episode_row import read_rows
+from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.openai_chat import OpenAIChatModel
 from erp_sim.agents.policies import POLICIES, wrap

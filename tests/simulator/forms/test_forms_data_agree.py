@@ -12,9 +12,11 @@ from decimal import Decimal
 
 import pytest
 
-from erp_sim import ErpSession, formstate, get_task, ledger, oracle_calls
-from erp_sim.catalog import CATEGORIES
+from erp_sim import ErpSession, formstate, get_task, oracle_calls
 from erp_sim.money import ZERO, display_money
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.catalog import CATEGORIES
+from erp_sim.workflows.itemization.task import task_of
 
 TASK = ("hotel_50", "hotel-007")
 # The oracle call after which each form is on top of the stack.
@@ -40,11 +42,11 @@ def open_form(session: ErpSession, form: str):
 
 
 def target_line(session: ErpSession):
-    report = ledger.report_by_number(session.db, session.task.report_number)
+    report = ledger.report_by_number(session.db, task_of(session).report_number)
     return next(
         line
         for line in ledger.header_lines(session.db, report["id"])
-        if line["line_number"] == session.task.line_number
+        if line["line_number"] == task_of(session).line_number
     )
 
 

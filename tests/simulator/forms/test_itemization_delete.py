@@ -7,11 +7,12 @@ from erp_support import open_itemization
 
 from erp_sim import ErpSession, get_task
 from erp_sim.formstate import grid_rows
+from erp_sim.workflows.itemization.task import task_of
 
 
 def _two_saved_lines(session: ErpSession) -> None:
     open_itemization(session)
-    for item in session.task.receipt_items[:2]:
+    for item in task_of(session).receipt_items[:2]:
         session.call("form_click_control", {"controlName": "NewLine"})
         response = session.call(
             "form_set_control_values",

@@ -1,4 +1,4 @@
-"""The forms' unsaved edits are typed objects (erp_sim.forms.pending): what grading counts, and copies that share nothing."""
+"""The forms' unsaved edits are typed objects (erp_sim.forms.pending, and the report form's own): what grading counts, and copies that share nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from erp_support import open_itemization
 
 from erp_sim import ErpSession, get_task
-from erp_sim.forms.pending import ItemizationEdits, PendingRow, ReportEdits
+from erp_sim.forms.pending import PendingRow, RowEdits
+from erp_sim.workflows.itemization.forms.expense_report import ReportEdits
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def session():
 
 
 def test_itemization_edits_number_new_rows_and_count_them():
-    edits = ItemizationEdits()
+    edits = RowEdits()
     first, second = edits.new_key(), edits.new_key()
     edits.rows.update({first: PendingRow({"amount": "1.00"}), 7: PendingRow({}, deleted=True), second: PendingRow({})})
     assert (first, second) == ("new-1", "new-2") and edits.unsaved_count() == 3
@@ -46,7 +47,7 @@ def test_unsaved_rows_are_typed_counted_by_grading_and_survive_pickle(session):
         "form_set_control_values", {"controlValues": [{"controlName": "TrvExpTrans_AmountCurr", "value": "10"}]}
     )
     form = session.forms[-1]
-    assert isinstance(form.pending, ItemizationEdits) and form.pending.unsaved_count() == 1
+    assert isinstance(form.pending, RowEdits) and form.pending.unsaved_count() == 1
     assert session.grade().unsaved_rows == 1
     for clone in (copy.deepcopy(form), pickle.loads(pickle.dumps(form))):
         assert clone.pending == form.pending and clone.pending is not form.pending

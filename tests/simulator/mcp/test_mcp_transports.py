@@ -152,6 +152,7 @@ def test_stdio_piped_requests_are_all_answered_before_it_exits(tmp_path):
     assert json.loads(grades.read_text().splitlines()[-1])["calls"] in (20, 21)
 
 
+@pytest.mark.extras  # a download from the npm registry
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
 def test_mcp_inspector_cli_lists_the_tools():
     command = ["npx", "-y", INSPECTOR, "--cli", *SERVE, "--method", "tools/list"]
@@ -298,6 +299,18 @@ def test_binding_beyond_loopback_needs_a_flag_and_warns(tmp_path, capsys):
         proc.terminate()
         proc.wait(10)
     assert "WARNING" in log.read_text() and "reachable from other machines" in log.read_text()
+
+
+def test_the_mcp_server_leaves_openenv_to_the_erp_sim_command(capsys):
+    # erp_sim imports nothing from envs: `erp-sim serve --openenv` is dispatched by the command (agents/cli.py);
+    # the MCP server's own entry point keeps the flag in its help and points there
+    assert main(["--openenv"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "erp-sim serve: --openenv is served by the erp-sim command (erp-sim serve --openenv)"
+    )
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--openenv" in capsys.readouterr().out
 
 
 def test_bad_options_exit_cleanly(capsys):

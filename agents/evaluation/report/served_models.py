@@ -1,0 +1,58 @@
+"""What served a run, for the report's opening notes: the models the services named in their answers
+(beside the model each role asked for) and the agent answers cut at their token limit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from erp_sim.agents.evaluation.episode_row import EpisodeRow
+from erp_sim.agents.tokens.prompt_cache import ROLES  # the roles a row's sampling names
+
+NAMES_SHOWN = 5  # per configuration and role: a server that names itself anew at every answer lists them all
+
+
+def _names(names: list[str]) -> str:
+    """Names as one-line Markdown code, backticks out (a name comes from a server), the first few of many."""
+    shown = ", ".join("`" + " ".join(name.split()).replace("`", "'") + "`" for name in names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def served_models_note(rows: Sequence[EpisodeRow]) -> str | None:
+    """Per configuration and role, the models that answered where one differs from the model asked for
+    (a dated snapshot behind an alias, or a local server's own model); None when every answer named the
+    model asked for, or none named one (offline)."""
+    served: dict[tuple[str, str], dict[str, None]] = {}
+    asked: dict[tuple[str, str], dict[str, None]] = {}
+    for row in rows:
+        for role, names in (row.sampling.served_models or {}).items():
+            served.setdefault((row.config, role), {}).update(dict.fromkeys(names))
+            settings = getattr(row.sampling, role, None) if role in ROLES else None
+            model = settings.get("model") if isinstance(settings, dict) else None
+            if isinstance(model, str):
+                asked.setdefault((row.config, role), {})[model] = None
+    parts = [
+        f"{config} {role}: {_names(list(names))}"
+        + (f" (asked for {_names(list(asked[config, role]))})" if asked.get((config, role)) else "")
+        for (config, role), names in sorted(served.items())
+        if list(names) != list(asked.get((config, role), {}))
+    ]
+    if not parts:
+        return None
+    return "**Models that answered** (as the services named them): " + "; ".join(parts) + "."
+
+
+def length_stops_note(rows: Sequence[EpisodeRow]) -> str | None:
+    """Configurations whose agent had answers cut at the token limit (finish_reason 'length'): such an
+    answer's tool call is often cut mid-arguments and counts as an invalid action, not a choice."""
+    cut: dict[str, int] = {}
+    for row in rows:
+        if row.metrics.length_stops:
+            cut[row.config] = cut.get(row.config, 0) + row.metrics.length_stops
+    if not cut:
+        return None
+    listed = ", ".join(f"{config} {count}" for config, count in sorted(cut.items()))
+    return (
+        f"**Agent answers cut at the token limit** (finish_reason `length`): {listed}. A cut answer's tool call "
+        "usually ends mid-arguments and counts as an invalid action; raise the agent's `max_tokens` "
+        "(`--model-param`) before reading these as the policy's failures."
+    )

@@ -1,0 +1,157 @@
+"""The workflows: what each one brings to the ERP, and the one registry the generic layers read.
+
+A workflow is a folder beside ``itemization/``: its tables, forms and menu items, entity sets and
+actions, business rules (and a ``rules.md`` stating them), task model, task generation and task
+sets, grader and oracle. The generic layers (the session, the forms framework, the tools, OData,
+the database, grading, the MCP server) name no workflow: a session takes everything workflow-specific
+from its task's ``Workflow``, so its ERP holds that workflow's tables, forms, menu items, entity
+sets and actions only, and adding a workflow changes no response of another.
+
+Adding a workflow is its folder and one line in ``PACKAGES``. The folder's package gives:
+
+- in its ``__init__``, ``TASK_SETS`` (a ``TaskSets``): which fixture files it owns and how their
+  rows read. Cheap (no pydantic, no SQLite): ``gym.make`` and every ``--tasks`` check read it;
+- in its ``workflow`` module, ``WORKFLOW`` (a ``Workflow``): the rest, loaded by the first session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from erp_sim.actions import Action
+    from erp_sim.forms.base import FormDefinition, FormHost, MenuItem
+    from erp_sim.json_values import JsonObject
+    from erp_sim.odata.entities import DataCatalog
+    from erp_sim.workflow_task import WorkflowTask
+
+#: Every workflow by name: the package of its folder.
+PACKAGES: dict[str, str] = {"itemization": "erp_sim.workflows.itemization"}
+
+TaskT = TypeVar("TaskT")
+TargetT = TypeVar("TargetT")
+ProgressT = TypeVar("ProgressT", bound="Progress")
+Cell = int | str | None  # a column value as a world builder writes it (bool is an int: SQLite stores 0/1)
+Rows = dict[str, list[dict[str, Cell]]]  # table -> rows, each a column -> value dict
+Call = tuple[str, dict[str, Any]]  # (tool name, arguments): what an oracle yields
+
+
+class OracleError(RuntimeError):
+    """An oracle met a response it did not expect (a simulator bug, or injected faults)."""
+
+
+# --- task sets: the cheap part, read before any workflow loads ---------------------------------------
+class TaskRow(NamedTuple):
+    """A task as its fixture line, with what set membership and the train/test split read."""
+
+    task_id: str
+    workflow: str  # the workflow that owns the task (its model reads ``line``)
+    stratum: tuple[str, ...]  # what the split stratifies on, outermost first (itemization: expense type, difficulty)
+    size: int  # the task's size, e.g. receipt charges over every line: long sets stratify by it too
+    line: str  # the fixture line, JSON
+
+
+RowSource = Callable[[str], tuple[TaskRow, ...]]  # a task set's rows by name (``erp_sim.task_sets.task_rows``)
+
+
+def _no_view(name: str, rows: RowSource) -> tuple[TaskRow, ...]:
+    return ()
+
+
+def _no_view_names(rows: RowSource) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class TaskSets:
+    """A workflow's task sets: the fixture files it owns, and how a fixture line reads."""
+
+    files: Mapping[str, str]  # set name -> file under fixtures/
+    stratum: Callable[[JsonObject], tuple[str, ...]]  # a task's fixture fields -> TaskRow.stratum
+    size: Callable[[JsonObject], int]  # a task's fixture fields -> TaskRow.size
+    parse: Callable[[str], WorkflowTask]  # a fixture line -> the workflow's task model
+    generate: Callable[[str], list[str]]  # a set's fixture lines, regenerated from their seeds
+    size_stratified: frozenset[str] = frozenset()  # sets whose split stratifies by size too
+    view: Callable[[str, RowSource], tuple[TaskRow, ...]] = _no_view  # more set names (a filter of a set), or ()
+    view_names: Callable[[RowSource], list[str]] = _no_view_names  # those names, for the unknown-set error
+
+
+# --- the rest: loaded with the first session ---------------------------------------------------------
+class Progress(Protocol):
+    """The cheap part of a grade, computed after every step: what success needs, and how far the task is."""
+
+    @property
+    def success(self) -> bool: ...
+
+    @property
+    def strict_success(self) -> bool: ...
+
+    @property
+    def done_fraction(self) -> Decimal:
+        """How much of the task is done, 0 to 1 (1 at success): a workflow's own measure, for shaping."""
+        ...
+
+
+@dataclass(frozen=True)
+class Grader(Generic[TargetT, ProgressT]):
+    """How a workflow grades a session. ``target`` is found once per episode (e.g. the RecIds of the lines
+    to itemize); ``progress`` is cheap and cached until the next write; ``grade`` is the full grade as
+    ``model``'s JSON (strict success, the collateral diff), built only when asked."""
+
+    model: type[BaseModel]  # the full grade's model (erp_sim.Grade for itemization)
+    target: Callable[[FormHost], TargetT]
+    progress: Callable[[FormHost, TargetT], ProgressT]
+    grade: Callable[[FormHost, TargetT, ProgressT | None], JsonObject]
+
+
+@dataclass(frozen=True)
+class Workflow(Generic[TaskT]):
+    """Everything of one workflow that the generic layers read. ``TaskT``: its task model."""
+
+    name: str
+    schema_file: Path  # the compiled schema of its tables (``python -m <package>.tables > <package>/schema.json``)
+    shared_rows: Callable[[], Rows]  # rows every task's database starts with (company, setup tables)
+    task_rows: Callable[[TaskT], Rows]  # a task's own rows, ids sequential from 1
+    clock: Callable[[TaskT], str]  # the task's simulated clock, YYYY-MM-DD HH:MM:SS (the SQL tool's 'now')
+    forms: Mapping[str, FormDefinition]  # form name -> definition
+    menu_items: Mapping[str, MenuItem]  # what form_find_menu_item finds and form_open_menu_item opens
+    data: Callable[[], DataCatalog]  # entity sets of the data tools, built at their first call
+    actions: Mapping[str, Action]  # api_find_actions / api_invoke_action
+    grader: Grader[Any, Any]
+    oracle: Callable[[TaskT], Generator[Call, str, None]]  # solves a task through the tools, from responses only
+
+
+def _package(name: str) -> str:
+    if name not in PACKAGES:
+        raise KeyError(f"Unknown workflow {name!r}. Workflows: {', '.join(PACKAGES)}.")
+    return PACKAGES[name]
+
+
+@cache
+def task_sets() -> dict[str, TaskSets]:
+    """Every workflow's task sets, by workflow name (cheap: no workflow loads)."""
+    owned = {name: import_module(_package(name)).TASK_SETS for name in PACKAGES}
+    names = [name for sets in owned.values() for name in sets.files]
+    if len(names) != len(set(names)):
+        raise RuntimeError(f"Two workflows claim the same task set name: {sorted(names)}.")
+    return owned
+
+
+@cache
+def load(name: str) -> Workflow[Any]:
+    """A workflow by name, loaded once (its forms, entity sets, actions, grader and oracle)."""
+    workflow: Workflow[Any] = import_module(_package(name) + ".workflow").WORKFLOW
+    return workflow
+
+
+def of_task(task: WorkflowTask) -> Workflow[Any]:
+    """The workflow a task belongs to (its model's ``workflow`` name)."""
+    return load(type(task).workflow)

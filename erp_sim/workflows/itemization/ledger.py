@@ -1,0 +1,269 @@
+"""Itemization's business rules: reads and rule-checked writes on the expense tables, shared by forms,
+data tools and actions, and the zero-remainder rule itself (``ItemizationSummary``; in prose: rules.md).
+
+Every write goes through a function here, inside ``erp_sim.database.transaction``, so a form save, an
+OData create and an action obey the same rules and either apply whole or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import cast
+
+from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
+from erp_sim.money import ZERO, money_text, parse_money
+from erp_sim.values import parse_date, parse_text
+from erp_sim.workflows.itemization.catalog import CATEGORIES
+
+
+# --- reads -----------------------------------------------------------------------------------
+def report_by_id(db: sqlite3.Connection, report_id: int) -> sqlite3.Row:
+    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_report WHERE id = ?", (report_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense report with RecId {report_id} does not exist.")
+    return row
+
+
+def report_by_number(db: sqlite3.Connection, number: str) -> sqlite3.Row:
+    row: sqlite3.Row | None = db.execute(
+        "SELECT * FROM expense_report WHERE report_number = ?", (str(number).strip().upper(),)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense report {number!r} does not exist.")
+    return row
+
+
+def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
+    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_line WHERE id = ?", (line_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"Expense line with RecId {line_id} does not exist.")
+    return row
+
+
+def header_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:
+    """A report's expense lines in line order, without itemized lines (those belong to their header)."""
+    return db.execute(
+        "SELECT * FROM expense_line WHERE report_id = ? AND line_type != 'ItemizedLine' ORDER BY line_number, id",
+        (report_id,),
+    ).fetchall()
+
+
+def itemized_lines(db: sqlite3.Connection, header_id: int) -> list[sqlite3.Row]:
+    return db.execute("SELECT * FROM expense_line WHERE parent_line_id = ? ORDER BY id", (header_id,)).fetchall()
+
+
+def receipt_of_line(db: sqlite3.Connection, line_id: int) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = db.execute("SELECT * FROM receipt WHERE expense_line_id = ?", (line_id,)).fetchone()
+    return row
+
+
+def receipt_items(db: sqlite3.Connection, receipt_id: int) -> list[sqlite3.Row]:
+    return db.execute("SELECT * FROM receipt_item WHERE receipt_id = ? ORDER BY item_number", (receipt_id,)).fetchall()
+
+
+@dataclass(frozen=True)
+class ItemizationSummary:
+    """An expense line's itemization, as saved: the one statement of the zero-remainder rule (rules.md)."""
+
+    total: Decimal
+    itemized: Decimal
+    line_count: int
+
+    @property
+    def remaining(self) -> Decimal:
+        """The header amount minus the sum of saved itemized lines."""
+        return self.total - self.itemized
+
+    @property
+    def complete(self) -> bool:
+        """The rule: fully itemized when the remaining amount is exactly 0.00 with at least one saved line."""
+        return self.line_count > 0 and self.remaining == ZERO
+
+    @property
+    def over_itemized(self) -> bool:
+        """The saved lines add up to more than the header amount (accepted while editing, never complete)."""
+        return self.remaining < ZERO
+
+
+def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSummary:
+    header = line_by_id(db, header_id)
+    amounts = [Decimal(r["amount"]) for r in itemized_lines(db, header_id)]
+    return ItemizationSummary(Decimal(header["amount"]), sum(amounts, ZERO), len(amounts))
+
+
+# --- value parsing of the expense fields (dates, text, money: erp_sim.values, erp_sim.money) -------------
+def parse_subcategory(value: object, category_id: str, control: str) -> str:
+    """Case-insensitive match against the category's subcategories; the canonical name is stored."""
+    text = parse_text(value, control).strip()
+    names = CATEGORIES[category_id].subcategories
+    for name in names:
+        if name.lower() == text.lower():
+            return name
+    raise ValidationError(
+        f"{control}: the value {text!r} is not found in the related table of {category_id} subcategories. "
+        f"Valid values: {', '.join(names)}."
+    )
+
+
+# --- writes -----------------------------------------------------------------------------------
+def _draft_report_of(db: sqlite3.Connection, line: sqlite3.Row) -> sqlite3.Row:
+    report = report_by_id(db, line["report_id"])
+    if report["status"] != "Draft":
+        raise BusinessRuleError(
+            f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed."
+        )
+    return report
+
+
+def itemizable_header(db: sqlite3.Connection, header_id: int) -> sqlite3.Row:
+    header = line_by_id(db, header_id)
+    if header["line_type"] == "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {header_id} is itself an itemized line; itemize its header line instead.")
+    if not CATEGORIES[header["category_id"]].itemize:
+        raise BusinessRuleError(f"Expense category {header['category_id']} does not support itemization.")
+    _draft_report_of(db, header)
+    return header
+
+
+@dataclass(frozen=True)
+class ItemizedValues:
+    subcategory: str
+    transaction_date: str
+    amount: Decimal
+    description: str = ""
+
+
+def validate_itemized_values(
+    header: sqlite3.Row, raw: Mapping[str, object], controls: dict[str, str]
+) -> ItemizedValues:
+    """Check a full set of itemized-line values. ``controls`` names each field as the caller shows it."""
+    missing = [controls[k] for k in ("subcategory", "transaction_date", "amount") if raw.get(k) in (None, "")]
+    if missing:
+        raise ValidationError(f"Field(s) {', '.join(missing)} must be filled in.")
+    amount = parse_money(raw["amount"], controls["amount"])
+    return ItemizedValues(
+        subcategory=parse_subcategory(raw["subcategory"], header["category_id"], controls["subcategory"]),
+        transaction_date=parse_date(raw["transaction_date"], controls["transaction_date"]),
+        amount=amount,
+        description=parse_text(raw.get("description") or "", controls.get("description", "Description")),
+    )
+
+
+def create_itemized_line(db: sqlite3.Connection, header_id: int, values: ItemizedValues) -> int:
+    header = itemizable_header(db, header_id)
+    cursor = db.execute(
+        "INSERT INTO expense_line (report_id, line_number, category_id, merchant, transaction_date, amount, currency,"
+        " line_type, parent_line_id, subcategory, description) VALUES (?, ?, ?, ?, ?, ?, ?, 'ItemizedLine', ?, ?, ?)",
+        (
+            header["report_id"],
+            header["line_number"],
+            header["category_id"],
+            header["merchant"],
+            values.transaction_date,
+            money_text(values.amount),
+            header["currency"],
+            header_id,
+            values.subcategory,
+            values.description,
+        ),
+    )
+    db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
+    return cast(int, cursor.lastrowid)  # set by the INSERT just run
+
+
+def _itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None) -> sqlite3.Row:
+    line = line_by_id(db, line_id)
+    if line["line_type"] != "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {line_id} is not an itemized line.")
+    # A form's unsaved row names a RecId; if that line was deleted meanwhile, SQLite may have given
+    # the RecId to another header's new line, which the form must not write.
+    if header_id is not None and line["parent_line_id"] != header_id:
+        raise NotFoundError(
+            f"Itemized line RecId {line_id} no longer belongs to this expense line; it was deleted "
+            "elsewhere. Close the form without saving and open it again."
+        )
+    _draft_report_of(db, line)
+    return line
+
+
+def update_itemized_line(
+    db: sqlite3.Connection, line_id: int, values: ItemizedValues, header_id: int | None = None
+) -> None:
+    """Write an itemized line's values; ``header_id``, when given, is the header it must still belong to."""
+    _itemized_line(db, line_id, header_id)
+    db.execute(
+        "UPDATE expense_line SET subcategory = ?, transaction_date = ?, amount = ?, description = ? WHERE id = ?",
+        (values.subcategory, values.transaction_date, money_text(values.amount), values.description, line_id),
+    )
+
+
+def delete_itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None = None) -> None:
+    line = _itemized_line(db, line_id, header_id)
+    db.execute("DELETE FROM expense_line WHERE id = ?", (line_id,))
+    if not itemized_lines(db, line["parent_line_id"]):
+        db.execute("UPDATE expense_line SET line_type = 'Default' WHERE id = ?", (line["parent_line_id"],))
+
+
+# Fields of a header (non-itemized) line that a user may edit, and their parsers.
+EDITABLE_LINE_FIELDS: dict[str, Callable[[object, str], object]] = {
+    "merchant": parse_text,
+    "description": parse_text,
+    "amount": parse_money,
+}
+
+
+def update_line_fields(
+    db: sqlite3.Connection, line_id: int, changes: Mapping[str, object], controls: dict[str, str]
+) -> None:
+    line = line_by_id(db, line_id)
+    if line["line_type"] == "ItemizedLine":
+        raise BusinessRuleError(f"Line RecId {line_id} is an itemized line; edit it in the itemization form.")
+    _draft_report_of(db, line)
+    for field, value in changes.items():
+        if field not in EDITABLE_LINE_FIELDS:
+            raise ValidationError(f"{controls.get(field, field)}: the field cannot be edited.")
+        parsed = EDITABLE_LINE_FIELDS[field](value, controls.get(field, field))
+        if field == "amount":
+            if line["line_type"] == "ItemizedHeader":
+                raise BusinessRuleError(
+                    "The amount of an itemized expense cannot be changed; delete its itemized lines first."
+                )
+            parsed = money_text(cast(Decimal, parsed))  # parse_money's
+        db.execute(f"UPDATE expense_line SET {field} = ? WHERE id = ?", (parsed, line_id))
+
+
+def update_report_purpose(db: sqlite3.Connection, report_id: int, purpose: object, control: str) -> None:
+    report = report_by_id(db, report_id)
+    if report["status"] != "Draft":
+        raise BusinessRuleError(
+            f"Expense report {report['report_number']} is {report['status']}; only Draft reports can be changed."
+        )
+    db.execute("UPDATE expense_report SET purpose = ? WHERE id = ?", (parse_text(purpose, control), report_id))
+
+
+def report_problems(db: sqlite3.Connection, report_id: int) -> list[str]:
+    """What blocks submission: itemizable lines whose itemization does not add up to zero."""
+    problems = []
+    for line in header_lines(db, report_id):
+        if not CATEGORIES[line["category_id"]].itemize:
+            continue
+        summary = itemization_summary(db, line["id"])
+        if not summary.complete:
+            problems.append(
+                f"Line {line['line_number']} ({line['category_id']}, {line['merchant']}): "
+                f"{money_text(summary.remaining)} of {money_text(summary.total)} is not itemized."
+            )
+    return problems
+
+
+def submit_report(db: sqlite3.Connection, report_id: int) -> None:
+    report = report_by_id(db, report_id)
+    if report["status"] != "Draft":
+        raise BusinessRuleError(f"Expense report {report['report_number']} is already {report['status']}.")
+    problems = report_problems(db, report_id)
+    if problems:
+        raise BusinessRuleError("The expense report cannot be submitted: " + " ".join(problems))
+    db.execute("UPDATE expense_report SET status = 'Submitted' WHERE id = ?", (report_id,))

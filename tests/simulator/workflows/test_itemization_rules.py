@@ -1,0 +1,88 @@
+"""The zero-remainder rule is stated once: in prose (rules.md) and in code (ledger.ItemizationSummary),
+and every place that decides "complete" or "over-itemized" asks it."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from erp_support import open_itemization
+
+import erp_sim
+from erp_sim.envs.expense_env import PARTIAL_CREDIT, potential
+from erp_sim.workflows.itemization import ledger
+from erp_sim.workflows.itemization.grading import progress, target_line_ids
+from erp_sim.workflows.itemization.task import task_of
+
+PACKAGE = Path(erp_sim.__file__).parent
+ITEMIZATION = PACKAGE / "workflows" / "itemization"
+# A remaining amount compared with zero, or a count of saved lines tested for "any": the rule's two halves.
+RESTATED = re.compile(r"remaining\b[^\n]*(==|!=|<=?|>=?)\s*(ZERO|0\b|Decimal\(\s*[\"']?0)|line_count\s*>\s*0")
+# Where it may stand: the rule module, and the oracle, which reads the Remaining control of a response (as an
+# agent does) to check its own work.
+ALLOWED = {ITEMIZATION / "ledger.py", ITEMIZATION / "oracle.py"}
+
+
+def test_only_the_rule_module_states_the_zero_remainder_rule():
+    offenders = [
+        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+        for path in PACKAGE.rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if RESTATED.search(line) and path not in ALLOWED
+    ]
+    assert offenders == []
+    assert RESTATED.search((ITEMIZATION / "ledger.py").read_text(encoding="utf-8"))  # the pattern finds the rule
+
+
+@pytest.mark.parametrize(
+    ("total", "itemized", "lines", "complete", "over"),
+    [
+        ("100.00", "100.00", 3, True, False),
+        ("100.00", "99.99", 3, False, False),
+        ("100.00", "100.01", 3, False, True),
+        ("0.00", "0.00", 0, False, False),  # nothing saved is never complete, even at no amount
+    ],
+)
+def test_complete_means_exactly_zero_remaining_with_a_saved_line(total, itemized, lines, complete, over):
+    summary = ledger.ItemizationSummary(Decimal(total), Decimal(itemized), lines)
+    assert (summary.complete, summary.over_itemized) == (complete, over)
+    assert summary.remaining == Decimal(total) - Decimal(itemized)
+
+
+def test_rules_md_names_the_rule_where_the_code_states_it():
+    text = (ITEMIZATION / "rules.md").read_text(encoding="utf-8")
+    assert "`ItemizationSummary` in `ledger.py`" in text and "exactly 0.00" in text
+    assert {"remaining", "complete", "over_itemized"} <= set(vars(ledger.ItemizationSummary))
+
+
+def test_the_done_fraction_is_the_envs_shaping_progress(session):
+    """``Progress.done_fraction`` (the registry's "fraction done") is what the env's shaping potential weighs:
+    from nothing itemized, over partial saves, to an over-itemized line (over by 10.00)."""
+    line_id = target_line_ids(session)
+    task = task_of(session)
+    first, second = task.receipt_items[:2]
+    over = task.header_decimal - Decimal(first.amount) - Decimal(second.amount) + 10
+    seen = [progress(session, line_id)]
+    open_itemization(session)
+    for subcategory, day, amount in [
+        (first.subcategory, first.date, first.amount),
+        (second.subcategory, second.date, second.amount),
+        (first.subcategory, first.date, f"{over:.2f}"),
+    ]:
+        session.call("form_click_control", {"controlName": "NewLine"})
+        values = {
+            "TrvExpTrans_ExpSubCategory": subcategory,
+            "TrvExpTrans_TransDate": day,
+            "TrvExpTrans_AmountCurr": amount,
+        }
+        session.call(
+            "form_set_control_values", {"controlValues": [{"controlName": k, "value": v} for k, v in values.items()]}
+        )
+        assert not session.call("form_save_form", {}).is_error
+        seen.append(progress(session, line_id))
+    assert seen[0].done_fraction == 0 and 0 < seen[1].done_fraction < seen[2].done_fraction < 1
+    assert seen[3].summary.over_itemized and seen[3].done_fraction == 1 - Decimal(10) / task.header_decimal
+    for state in seen:
+        assert not state.success and potential(state) == PARTIAL_CREDIT * state.done_fraction
