@@ -43,7 +43,7 @@ from erp_sim.envs.action_checks import InvalidAction
 from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
 from erp_sim.envs.openenv_guard import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, OpenEnvGuard
 from erp_sim.json_values import json_value_problem
-from erp_sim.net import is_loopback, port_number  # the MCP server's rules: no LAN server by accident
+from erp_sim.net import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, guarded_h11, is_loopback, port_number
 from erp_sim.response import error_envelope, render
 from erp_sim.verbosity import VERBOSITIES
 
@@ -298,9 +298,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from erp_sim.envs import ENV_IDS
 
-    # the MCP server's HTTP deadlines
-    from erp_sim.mcp.http import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, guarded_h11
-
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument(
         "--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote)."
@@ -321,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
 
-    if not is_loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:  # the MCP server's rule: no LAN server by accident
         print(
             f"erp-sim serve --openenv: {args.host} is not a loopback address; pass --allow-remote to serve other "
             "machines (OpenEnv has no authentication: put it behind a proxy that has).",
@@ -349,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         reward=args.reward,
     )
     logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("erp_sim.openenv").setLevel(args.log_level.upper())
+    for name in ("erp_sim.openenv", "erp_sim.net"):  # the guard's and the HTTP deadlines' lines
+        logging.getLogger(name).setLevel(args.log_level.upper())
     uvicorn.run(
         app,
         host=args.host,

@@ -32,7 +32,7 @@ import logging
 import math
 from typing import Any
 
-from erp_sim.mcp.http import replaying
+from erp_sim.net import replaying
 
 logger = logging.getLogger("erp_sim.openenv")
 
