@@ -125,8 +125,10 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    from erp_sim.agents.models.roles import label
+
     recorded = getattr(model, "settings", None)
-    return f"openai:{recorded.model}" if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+    return label(recorded) if spec.agent.startswith("replay:") and recorded is not None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:
