@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
@@ -40,6 +40,13 @@ class EpisodeSpec(EpisodeSettings):
     max_retries: int | None = Field(
         None, description="retries of a transient model failure (None: the client's default)"
     )
+
+    @model_validator(mode="after")
+    def _own_step_limit(self) -> EpisodeSpec:
+        """No --max-steps: the task set's own step limit (long_horizon's 1,500), stored as the row's."""
+        if self.max_steps is None:
+            self.max_steps = self.step_limit(self.task_set)
+        return self
 
     @property
     def key(self) -> tuple:

@@ -62,6 +62,7 @@ from erp_sim.agents.evaluation.output_lock import eval_lock
 from erp_sim.agents.evaluation.report import write_report
 from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
+from erp_sim.agents.evaluation.settings import step_limit_warning
 
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
@@ -351,6 +352,9 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     specs = plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
     if not specs:
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
+    warning = step_limit_warning(task_set, ids, specs[0].step_limit())
+    if warning:
+        print(f"erp-sim: {warning}", file=sys.stderr)
     prepare_models(specs)
     started = time.perf_counter()
     done_before = finished_keys(read_results(Path(args.out) / RESULTS_FILE).rows) if args.resume else set()
