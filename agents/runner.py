@@ -302,7 +302,10 @@ def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
     """Per-episode sums of the summarizer's and the LLM user's model calls, both units apart."""
     sums: dict[str, Any] = {}
     for role in ("summarizer", "user"):
-        role_sums = call_sums([call for s in steps for call in s.role_calls if call.role == role])
-        sums.update({f"{role}_{name}": value for name, value in role_sums.items()})
+        calls = [call for s in steps for call in s.role_calls if call.role == role]
+        sums.update({f"{role}_{name}": value for name, value in call_sums(calls).items()})
+        stops = _length_stops([call.finish_reason for call in calls])
+        if stops is not None:  # said by the service: absent offline
+            sums[f"{role}_length_stops"] = stops
     sums["summarizer_tokens"] = sums["summarizer_input_tokens"] + sums["summarizer_output_tokens"]
     return sums

@@ -312,6 +312,12 @@ class EpisodeMetrics(BaseModel):
         description="Agent answers the service cut at their token limit (finish_reason 'length'). Absent: no "
         "answer said why it stopped (offline).",
     )
+    summarizer_length_stops: int | None = Field(
+        None, exclude_if=unset, description="The summarizer's answers cut at their token limit (absent: none said)."
+    )
+    user_length_stops: int | None = Field(
+        None, exclude_if=unset, description="The LLM user's answers cut at their token limit (absent: none said)."
+    )
     refused_request_tokens: int | None = Field(
         None,
         exclude_if=unset,

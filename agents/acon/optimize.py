@@ -52,7 +52,7 @@ from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.settings import EpisodeSettings
-from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive
+from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive, server_url
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -545,11 +545,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     for role in ROLES:
         parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for every role (default: OpenAI)")
     parser.add_argument(
-        "--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)"
+        "--base-url", type=server_url, help="OpenAI-compatible endpoint for every role (default: OpenAI)"
     )
-    parser.add_argument("--optimizer-base-url", help="endpoint of the optimizer alone")
+    parser.add_argument(
+        "--compressor-base-url",
+        type=server_url,
+        help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)",
+    )
+    parser.add_argument("--optimizer-base-url", type=server_url, help="endpoint of the optimizer alone")
     parser.add_argument("--tasks", required=True, help="train tasks: SET:train, SET or SET:id1,id2")
     parser.add_argument("--test-tasks", help="test tasks (default SET:test when --tasks is SET:train, else none)")
     parser.add_argument("--out", required=True)

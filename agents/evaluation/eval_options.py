@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from pydantic import Field, model_validator
 
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
+from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive, server_url
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
@@ -56,6 +57,21 @@ class EpisodeSpec(EpisodeSettings):
     def episode_name(self) -> str:
         return f"{self.task_id}-run{self.run}"
 
+    @property
+    def folder(self) -> str:
+        """The configuration's folder for trajectories and cassettes (``folder_name``)."""
+        return folder_name(self.config)
+
+
+_NOT_IN_FILE_NAMES = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def folder_name(config: str) -> str:
+    """A configuration's name as a folder name: a configuration run with --policy is named by its spec
+    (``last_n:n=5``, ``ga_memory:dir=/tmp/m``), whose ``:`` no Windows file name may hold (nor ``<>"/\\|?*``, and a
+    ``/`` would nest folders): each such character becomes ``_``."""
+    return _NOT_IN_FILE_NAMES.sub("_", config)
+
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of eval and sweep; every help text ends with its default (ArgumentDefaultsHelpFormatter)."""
@@ -68,6 +84,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--base-url",
+        type=server_url,
         help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, key from OPENAI_API_KEY)",
     )
     parser.add_argument(
@@ -76,7 +93,15 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
+    parser.add_argument(
+        "--summarizer-base-url", type=server_url, help="the summarizer's OpenAI-compatible endpoint (None: --base-url)"
+    )
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the one cheap request (a model lookup, else a one-token completion) sent to each model role's "
+        "server before the first episode, which makes a wrong URL, key or model name an error in seconds",
+    )
     parser.add_argument(
         "--summarizer-temperature",
         type=positive(float, zero=True),

@@ -87,7 +87,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         env.close()
     if _parent_pid is not None and os.getppid() != _parent_pid:
         os._exit(1)  # the eval is gone: an orphan must not write anything
-    relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
+    relative = Path("trajectories") / spec.folder / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     # level 6: within 4% of level 9's size on these JSON files, in about 60% of its CPU time
@@ -126,8 +126,10 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    if not spec.agent.startswith("replay:"):
+        return spec.agent
     recorded = getattr(model, "settings", None)
-    return f"openai:{recorded.model}" if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+    return f"openai:{recorded.model}" if recorded is not None else "scripted" if model is None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:
@@ -355,7 +357,14 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     warning = step_limit_warning(task_set, ids, specs[0].step_limit())
     if warning:
         print(f"erp-sim: {warning}", file=sys.stderr)
-    prepare_models(specs)
+    results = Path(args.out) / RESULTS_FILE
+
+    def contradiction() -> None:  # checked again under the lock; here, so that no probe or manifest comes first
+        problem = resume_contradiction(specs, read_results(results).rows, results) if args.resume else None
+        if problem:
+            raise SystemExit(problem)
+
+    prepare_models(specs, probe=not args.no_probe, preflight=contradiction)
     started = time.perf_counter()
     done_before = finished_keys(read_results(Path(args.out) / RESULTS_FILE).rows) if args.resume else set()
     rows = evaluate(

@@ -75,7 +75,7 @@ def planned_settings(spec: EpisodeSpec) -> Planned:
             else None,
         }
         agent = settings["agent"]
-        label = f"openai:{agent.model}" if agent is not None else spec.agent
+        label = f"openai:{agent.model}" if agent is not None else "scripted" if "agent" not in manifest else spec.agent
     else:
         live = check_models(spec)
         settings = {role: live.get(role) for role in ROW_ROLES}

@@ -110,7 +110,7 @@ def run_sequential(args, policy: str) -> int:
         for config, spec in arms
         for task_id in ids
     }
-    prepare_models(list(specs.values()), {"consolidator": consolidator})
+    prepare_models(list(specs.values()), {"consolidator": consolidator}, probe=not args.no_probe)
     out.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.open(args.memory)
     rows: list[EpisodeRow] = []

@@ -68,9 +68,18 @@ _CONTEXT_OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 
+# How servers word a model name they do not serve under a status other than 404: transformers serve's 400 "Server is
+# pinned to X", and the 400s of proxies and other servers that name the model as unknown or not found.
+_WRONG_MODEL = re.compile(
+    r"pinned to|unknown model|no such model|model_not_found|model\b[^.]{0,200}?\b(?:not found|does not exist|not served)",
+    re.IGNORECASE,
+)
+
 __all__ = ["ContextOverflowError", "InfrastructureError", "ModelRequestError", "OpenAIChatModel"]
 
 
+PROBE_TIMEOUT_S = 30.0  # a server that takes longer to answer one token is down, or the URL is not its API's
+PROBE_TOKENS = 16  # reasoning models spend some before any answer; 16 is still cheap
 MAX_NAME_CHARS = 256  # a served model's name or a finish reason; a longer one is cut (it is stored per call)
 MAX_ERROR_CHARS = 500  # of a server's error message kept in the row
 
@@ -180,6 +189,36 @@ class OpenAIChatModel:
                 await self._async_sleep(self._delay_before_retry(error, attempt, failures, request))
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
+    def probe(self) -> str | None:
+        """One cheap request before a long run (``erp-sim eval`` sends it per role unless ``--no-probe``): a lookup
+        of the model (``GET /models/NAME``), else, where the server has no such route or does not know the name,
+        a one-token completion. None when the server answers for the model; else why not, in one line, so that a
+        wrong URL, key or model name costs seconds instead of every episode's retries. Never retried."""
+        client = self._client.with_options(max_retries=0, timeout=min(self.timeout, PROBE_TIMEOUT_S))
+        what = f"{self.model} at {public_url(self.base_url) if self.base_url else 'api.openai.com'}"
+        try:
+            client.models.retrieve(self.model)
+            return None
+        except openai.APIStatusError as error:
+            if error.status_code in (401, 403):
+                return f"{what}: {_describe(error)} (check the API key)"
+        except openai.APIConnectionError as error:  # timeouts too
+            return f"{what}: no answer ({_describe(error)}; is the server up, and is the URL its API's?)"
+        except (ValueError, AttributeError, TypeError):  # an answer that is not a model object: ask for a token
+            pass
+        request = self._request_arguments([{"role": "user", "content": "Say OK."}], None)
+        limit = "max_completion_tokens" if "max_completion_tokens" in self.sampling_params else "max_tokens"
+        request["extra_body"] = {**request.get("extra_body", {}), limit: PROBE_TOKENS}
+        try:
+            client.chat.completions.create(**request)
+        except openai.APIStatusError as error:
+            return f"{what}: a {PROBE_TOKENS}-token request was refused: {_describe(error)}{_setup_hint(error)}"
+        except openai.APIConnectionError as error:
+            return f"{what}: no answer ({_describe(error)}; is the server up, and is the URL its API's?)"
+        except (ValueError, AttributeError, TypeError) as error:  # it answered, with something unusable
+            return f"{what}: the answer is not a chat completion ({type(error).__name__}: {error})"[:MAX_ERROR_CHARS]
+        return None
+
     def _client_options(self) -> dict[str, Any]:
         return {"api_key": self._api_key, "base_url": self.base_url, "timeout": self.timeout, "max_retries": 0}
 
@@ -230,10 +269,8 @@ class OpenAIChatModel:
         what = f"{self.model} at {public_url(self.base_url) if self.base_url else 'api.openai.com'}"  # no password
         described = _describe(error)
         failures.append(described)
-        if status in SETUP_STATUS_CODES:  # unscored and run again on --resume, once the setup is fixed
-            raise InfrastructureError(
-                f"{what}: {described} (check the API key, the model name and the base URL)"
-            ) from error
+        if _is_setup_error(error):  # unscored and run again on --resume, once the setup is fixed
+            raise InfrastructureError(f"{what}: {described}{_setup_hint(error)}") from error
         if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
             text = f"{what}: request refused: {described}"
             if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(f"{error} {described}"):  # TGI: 422
@@ -267,6 +304,20 @@ class OpenAIChatModel:
         )
 
 
+def _is_setup_error(error: Exception) -> bool:
+    """A failure of the run's setup, not of the model's answer: a key, a URL path, or a model name the server does
+    not serve, whatever status it says it with (transformers serve answers a wrong name with a 400)."""
+    if not isinstance(error, openai.APIStatusError):
+        return False
+    if error.status_code in SETUP_STATUS_CODES:
+        return True
+    return error.status_code in (400, 422) and bool(_WRONG_MODEL.search(_describe(error)))
+
+
+def _setup_hint(error: Exception) -> str:
+    return " (check the API key, the model name and the base URL)" if _is_setup_error(error) else ""
+
+
 def _said(value: Any) -> str | None:
     """A name the service gave (served model, finish reason), kept only as the short one-line text it should
     be: a server that sends another type there still answered, so the answer is not lost for it."""
@@ -292,13 +343,25 @@ def _gave_up(what: str, status: int | None, failures: list[str], request: dict[s
     # 502/503/504 are a gateway or an overloaded service answering the same words each time: an outage
     if status != 500 or len(failures) < 2 or len(set(failures)) > 1:
         return f"{what}: gave up after {len(failures)} attempts; last error: {failures[-1]}"
-    no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
-    hint = (
-        " (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
-        "content: try the model param assistant_content=empty)"
-        if no_content
-        else ""
-    )
+    messages = request["messages"]
+    if any(
+        not _object_arguments(call)
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    ):
+        hint = (
+            " (the request holds an earlier tool call whose arguments are not a JSON object, which the model wrote "
+            "malformed or was cut short by max_tokens; servers that parse them, such as transformers serve, answer "
+            "500: try the model param tool_arguments=object, which sends such a call's arguments as {})"
+        )
+    elif any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
+        hint = (
+            " (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
+            "content: try the model param assistant_content=empty)"
+        )
+    else:
+        hint = ""
     return (
         f"{what}: gave up after {len(failures)} attempts, the same answer every time, so a refused request "
         f"rather than an outage: {failures[-1]}{hint}"

@@ -150,6 +150,21 @@ def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -
     )
 
 
+def server_url(text: str) -> str:
+    """An argparse type for a model server's URL: http:// or https:// and a host (``localhost:9999`` would read as
+    scheme ``localhost``, ``htp://...`` would spend every episode's retries), so a typo is a usage error naming it."""
+    parts = urlsplit(text.strip())
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected an http:// or https:// URL with a host, e.g. http://localhost:8000/v1"
+        )
+    return text.strip()
+
+
 def positive(kind, zero: bool = False):
     """An argparse type: a positive (or, with ``zero``, non-negative) finite int or float."""
 

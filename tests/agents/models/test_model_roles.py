@@ -19,6 +19,7 @@ from fake_openai_server import FakeOpenAIServer
 
 from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.eval_options import folder_name
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
 from erp_sim.agents.models.roles import EVAL_ROLES, chat_model, default_temperature, params_by_role, parse_model_param
@@ -226,7 +227,7 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
     assert "**Models that answered**" in report and "agent: `fake-model` (asked for `fake-agent`)" in report
     manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
     assert manifest == {role: row["sampling"][role] for role in ("agent", "summarizer", "user")}
-    episode = tmp_path / "rec" / "cassettes" / row["config"]
+    episode = tmp_path / "rec" / "cassettes" / folder_name(row["config"])  # the spec's ':' is '_' in a folder
     for role, suffix in (("agent", ""), ("user", ".user"), ("summarizer", ".summarizer")):
         lines = [json.loads(line) for line in (episode / f"hotel-006-run0{suffix}.jsonl").read_text().splitlines()]
         assert len(lines) == kinds(server).count(role)
@@ -447,7 +448,7 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
         assert row["infra_error"] is None and row["attempt"] == 2 and row["metrics"]["summarizer_calls"] > 0
         assert row["metrics"]["summarizer_calls"] == sum(b["model"] == "fake-sum" for b in summarizer.requests) - 1
         assert not server.rejections and not summarizer.rejections
-    names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / parse_policy(policy).spec).iterdir())
+    names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / folder_name(parse_policy(policy).spec)).iterdir())
     assert names == ["hotel-006-run0.attempt1.jsonl", "hotel-006-run0.jsonl", "hotel-006-run0.summarizer.jsonl"]
     assert (
         eval_main(
