@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)"
     )
     args = parser.parse_args(argv)
+    args.command = evaluate.command_text(parser.prog, argv)
     if args.sequential:
         if len(args.policy) != 1 or args.configs:
             parser.error("--sequential takes exactly one --policy (with a ga_memory layer) and no --configs")
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_sequential(args, args.policy[0])
         except ValueError as exc:
             refuse(parser, exc)
+        except KeyboardInterrupt:  # a sequential run carries memory from episode to episode: it is not resumed
+            print(f"\ninterrupted: the sequential run in {args.out} is not resumable; run it again with another --out",
+                  file=sys.stderr)  # fmt: skip
+            return 130
     if args.memory:
         try:
             args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]

@@ -190,28 +190,39 @@ def _execute(
             initializer=_die_with_parent,
             initargs=(os.getpid(),),
         ) as pool:
-            pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
-            queue = iter(specs[concurrency * 2 :])
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    try:
-                        row = future.result()
-                    except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
-                        raise SystemExit(
-                            "erp-sim: a worker process died (killed, or out of memory) while running "
-                            "episodes; every finished episode is saved: run again with --resume"
-                        ) from None
-                    yield row
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        pending.add(pool.submit(run_spec, nxt))
+            try:
+                yield from _pool_rows(pool, specs, concurrency)
+            except KeyboardInterrupt:  # Ctrl-C: the workers (which ignore it) stop at once, their episodes unsaved
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
+                raise
+
+
+def _pool_rows(pool: ProcessPoolExecutor, specs: list[EpisodeSpec], concurrency: int) -> Iterator[dict[str, Any]]:
+    pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
+    queue = iter(specs[concurrency * 2 :])
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            try:
+                row = future.result()
+            except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
+                raise SystemExit(
+                    "erp-sim: a worker process died (killed, or out of memory) while running "
+                    "episodes; every finished episode is saved: run again with --resume"
+                ) from None
+            yield row
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.add(pool.submit(run_spec, nxt))
 
 
 def _die_with_parent(parent_pid: int) -> None:
     """Worker initializer: end this worker as soon as the eval that started it ends, even by SIGKILL."""
     global _parent_pid
     _parent_pid = parent_pid
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the eval stops its workers
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -348,10 +359,40 @@ def set_aside(refused: list[RefusedLine], path: Path) -> None:
 
 # --- command line --------------------------------------------------------------------------------
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
+    """Plan, check and run the episodes, then report; Ctrl-C says what was saved and how to go on (exit 130)."""
+    specs: list[EpisodeSpec] = []
+    try:
+        return _run_from_args(args, configs, specs)
+    except KeyboardInterrupt:
+        return interrupted(args, specs)
+
+
+def interrupted(args: argparse.Namespace, specs: list[EpisodeSpec]) -> int:
+    """One line instead of a traceback: the episodes saved so far and the command that continues the run."""
+    results = Path(args.out) / RESULTS_FILE
+    saved = len(finished_keys(read_results(results).rows) & {spec.key for spec in specs}) if specs else 0
+    command = getattr(args, "command", None) or "erp-sim eval ..."
+    if "--resume" not in command.split():
+        command += " --resume"
+    print(
+        f"\ninterrupted: {saved} of {len(specs)} episodes saved in {args.out}; continue with `{command}`",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def command_text(prog: str, argv: list[str] | None) -> str:
+    """The command as typed (``prog`` and its arguments, shell-quoted), for the line that says how to go on."""
+    import shlex
+
+    return f"{prog} {shlex.join(sys.argv[1:] if argv is None else argv)}".strip()
+
+
+def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]], specs: list[EpisodeSpec]) -> int:
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
     runs = args.runs if args.runs is not None else default_runs(args.agent)
-    specs = plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
+    specs += plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
     if not specs:
         raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
     warning = step_limit_warning(task_set, ids, specs[0].step_limit())

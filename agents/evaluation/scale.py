@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, load_results, succeeded
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
-from erp_sim.agents.evaluation.evaluate import run_from_args
+from erp_sim.agents.evaluation.evaluate import command_text, run_from_args
 from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, save_png
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
@@ -304,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     add_common_arguments(parser)
     parser.set_defaults(tasks="long_horizon", runs=1, out="runs/scale", context_window=DEFAULT_WINDOW)
     args = parser.parse_args(argv)
+    args.command = command_text(parser.prog, argv)
     window = args.context_window
     if window is None:  # the option's type refuses anything but a positive number
         parser.error("--context-window must be a positive number of tokens")

@@ -349,3 +349,42 @@ def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_
     [row] = read_rows(tmp_path / "replay" / "results.jsonl")
     [original] = read_rows(first / "results.jsonl")
     assert row["grade"]["success"] and row["metrics"] == original["metrics"]
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_ctrl_c_says_in_one_line_what_was_saved_and_how_to_go_on(tmp_path, concurrency):
+    """Issue 39, point 3: Ctrl-C printed a 20-line KeyboardInterrupt traceback; now one line and exit 130, and the
+    command it names finishes the run, byte-identical to an uninterrupted one but for timing."""
+    out = tmp_path / "run"
+    argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--quiet",
+            "--concurrency", concurrency, "--out", str(out)]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's: Ctrl-C signals every process in it
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not results.exists() or not results.read_text().strip()):
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    saved = len(read_rows(results))
+    command = f"erp-sim eval {' '.join(argv)} --resume"
+    assert stderr.strip().splitlines() == [
+        f"interrupted: {saved} of 5 episodes saved in {out}; continue with `{command}`"
+    ]
+    resume = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv, "--resume"], capture_output=True
+    )
+    assert resume.returncode == 0, resume.stderr
+    whole = tmp_path / "whole"
+    argv[-1] = str(whole)
+    assert (
+        subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv], capture_output=True).returncode == 0
+    )
+    untimed = [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(results)]
+    assert untimed == [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(whole / "results.jsonl")]
