@@ -236,13 +236,20 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
     a dashed vertical line marks each policy's first overflowing rung, the window a dotted line on peak tokens."""
     import matplotlib.style
     from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
     panels = [*COSTS, ("success_within_window", "success within the window")]
     if any(r.cacheable_share is not None for p in study for r in p.rungs):
         panels.append(("cacheable_share", "cacheable share of input"))
+    rungs = sorted({r.charges for p in study for r in p.rungs})
+    columns = min(3, len(panels))  # a grid of up to three panels a row: five in one row were 3,150 px wide
+    rows = -(-len(panels) // columns)
     with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
-        axes = fig.subplots(1, len(panels))
+        fig = Figure(figsize=(4.6 * columns, 3.7 * rows), layout="constrained")
+        grid = fig.subplots(rows, columns, squeeze=False)
+        axes = [ax for row in grid for ax in row]
+        for ax in axes[len(panels) :]:  # the grid's spare cells
+            ax.set_visible(False)
         for ax, (field, label) in zip(axes, panels):
             for policy in study:
                 points = [(r.charges, getattr(r, field)) for r in policy.rungs if getattr(r, field) is not None]
@@ -258,8 +265,14 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
                 if policy.overflow_rung is not None:
                     ax.axvline(policy.overflow_rung, color=config_color(policy.config), linestyle="--", linewidth=0.8)
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(FixedLocator(rungs))  # the rungs, in plain numbers (not 2 x 10^1)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
             if field in dict(COSTS):
                 ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 in each decade, labelled
+                ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, not 2 x 10^5
+                ax.yaxis.set_minor_formatter(NullFormatter())
             else:  # shares
                 ax.set_ylim(-0.05, 1.05)
             if field == "peak_tokens":

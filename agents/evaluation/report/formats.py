@@ -40,8 +40,8 @@ def _with_interval(est: st.Estimate, fmt, scale: float = 1.0) -> str:
     return f"{point} [{low}, {high}]"
 
 
-def fmt_percent(est: st.Estimate) -> str:
-    return _with_interval(est, lambda v: fmt_number(v, 1), 100)
+def fmt_percent(est: st.Estimate, digits: int = 1) -> str:
+    return _with_interval(est, lambda v: fmt_number(v, digits), 100)
 
 
 def fmt_count(est: st.Estimate) -> str:

@@ -134,3 +134,17 @@ def test_an_overflow_is_shown_with_the_size_of_the_refused_request():
     assert "refused request |" not in render_scale(
         scale_study([row("C2", "long-050-00", peak=130_000, tokens=1)], 128_000), 128_000
     )
+
+
+def test_the_plot_is_laid_out_in_a_grid_to_be_read(tmp_path):
+    """Issue 39, point 4: five panels in one 3,150 px row; now at most three a row."""
+    import struct
+
+    rows = [
+        row("C2", "long-010-00", peak=5, tokens=1_000, cacheable_prefix_tokens=900),
+        row("C2", "long-020-00", peak=9, tokens=2_000, cacheable_prefix_tokens=1_000),
+    ]
+    (tmp_path / "results.jsonl").write_text("".join(r.json_line() for r in rows))
+    write_scale(tmp_path, 100)
+    width, height = struct.unpack(">II", (tmp_path / "scale.png").read_bytes()[16:24])  # the PNG's IHDR
+    assert width / height < 2.5 and width < 2500  # five panels: two rows of three
