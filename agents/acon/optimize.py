@@ -50,7 +50,7 @@ from erp_sim.agents.acon.optimizer_requests import (
 )
 from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
-from erp_sim.agents.command_line import PlainHelpFormatter
+from erp_sim.agents.command_line import PlainHelpFormatter, UsageError, refuse, usage_errors
 from erp_sim.agents.evaluation.settings import EpisodeSettings
 from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive, server_url
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
@@ -458,7 +458,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     for role in ROLES:
         kind, _, names[role] = getattr(args, role).partition(":")
         if kind != "openai" or not names[role]:
-            raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
+            raise UsageError(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
     own = {role: (f"--{role}-base-url", getattr(args, f"{role}_base_url", None)) for role in ROLES}
     servers = named_servers(args.base_url, ROLES, own)  # as live: its own, else --base-url
     if args.replay:
@@ -466,7 +466,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
         try:
             recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
         except ValueError as error:
-            raise SystemExit(f"--replay: {error}") from None
+            raise UsageError(f"--replay: {error}") from None
         problem = recorded and replay_contradiction(
             recorded,
             names,
@@ -477,7 +477,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
             base_urls=servers,
         )
         if problem:
-            raise SystemExit(f"erp-sim acon optimize: {problem}")
+            raise UsageError(problem)
         return {
             role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
         }
@@ -501,7 +501,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
                 {role: settings for role, model in models.items() if (settings := settings_of(model)) is not None},
             )
         except ValueError as error:
-            raise SystemExit(f"erp-sim acon optimize: --record {error}") from None
+            raise UsageError(f"--record {error}") from None
         models = {
             role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
             for role, model in models.items()
@@ -517,7 +517,7 @@ def initial_guidelines(values: list[str], kinds: tuple[str, ...]) -> dict[str, s
         targets = [kind] if sep and kind in KINDS else list(kinds)
         path = Path(file if sep and kind in KINDS else value)
         if not path.is_file() or not path.read_text(encoding="utf-8").strip():
-            raise SystemExit(f"--initial-guideline {value}: not a file with text")
+            raise UsageError(f"--initial-guideline {value}: not a file with text")
         for target in targets:
             texts[target] = path.read_text(encoding="utf-8")
     return {kind: texts[kind] for kind in kinds}
@@ -532,7 +532,7 @@ def parse_prices(values: list[str]) -> dict[str, list[float]]:
         except ValueError:
             price = []
         if role not in ROLES or len(price) != 2 or min(price) < 0:
-            raise SystemExit(
+            raise UsageError(
                 f"--price {value!r}: use ROLE=IN,OUT with ROLE one of {', '.join(ROLES)} (USD per 1M tokens)"
             )
         prices[role] = price
@@ -598,7 +598,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(exc.args[0])
     shared = overlapping_tasks(args.tasks, test_tasks)
     if shared:
-        raise SystemExit(f"erp-sim acon optimize: {overlap_message(args.tasks, test_tasks, shared)}")
+        refuse(parser, overlap_message(args.tasks, test_tasks, shared))
+    with usage_errors(parser):
+        return _optimize_from_args(args, test_tasks, steps)
+
+
+def _optimize_from_args(args: argparse.Namespace, test_tasks: str, steps: list[str]) -> int:
+    model_params = params_by_role(args.model_param, ROLES)
     settings = Settings(
         agent=args.agent,
         compressor=args.compressor,
@@ -614,15 +620,15 @@ def main(argv: list[str] | None = None) -> int:
         max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
-        model_params=params_by_role(args.model_param, ROLES),
+        model_params=model_params,
     )
     out = Path(args.out)
     config = out / "config.json"
     if config.exists():
         if not args.resume:
-            raise SystemExit(f"{config} exists: pass --resume to continue that run, or choose another --out")
+            raise UsageError(f"{config} exists: pass --resume to continue that run, or choose another --out")
         if Settings.model_validate_json(config.read_text(encoding="utf-8")) != settings:
-            raise SystemExit(f"{config} records other settings than these; --resume needs the same ones")
+            raise UsageError(f"{config} records other settings than these; --resume needs the same ones")
     models = role_models(args, settings.model_params)  # a refused replay or recording leaves no file behind
     write_text(config, settings.model_dump_json(indent=1) + "\n")
     started = time.perf_counter()

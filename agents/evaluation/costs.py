@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.tokens.prompt_cache import ROLES
@@ -311,4 +312,4 @@ def checked_prices(values: list[str] | None) -> dict[str, Price]:
     try:
         return parse_prices(values)
     except ValueError as error:
-        raise SystemExit(f"erp-sim: {error}") from None
+        raise UsageError(str(error)) from None

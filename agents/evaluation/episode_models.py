@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 
@@ -179,7 +180,7 @@ def check_models(
             },
         }
     except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: {error}") from None
+        raise UsageError(str(error)) from None
     if built is not None:
         built += [(role, model) for role, model in models.items() if model is not None]
     return {role: settings_of(model) for role, model in models.items() if model is not None}
@@ -253,8 +254,8 @@ def prepare_models(
     from erp_sim.agents.policies import summarizes
 
     if specs[0].record_dir and specs[0].agent not in ("scripted",) and not specs[0].agent.startswith("openai:"):
-        raise SystemExit(
-            "erp-sim: --record records the model calls of a live run: an openai:MODEL agent, or the scripted agent "
+        raise UsageError(
+            "--record records the model calls of a live run: an openai:MODEL agent, or the scripted agent "
             "beside an openai: user, summarizer or consolidator (the scripted agent's recall= is not recorded)"
         )
     settings: dict[str, Any] = {}
@@ -268,7 +269,7 @@ def prepare_models(
         settings.update(check_models(spec, other_roles, live))
     record_dir = specs[0].record_dir
     if record_dir and not settings:
-        raise SystemExit("erp-sim: --record: no role of this run calls a model (scripted agent, rule user, structured "
+        raise UsageError("--record: no role of this run calls a model (scripted agent, rule user, structured "
                          "summarizer): there is nothing to record")  # fmt: skip
     if record_dir:
         cassettes = Path(record_dir) / "cassettes"
@@ -277,9 +278,9 @@ def prepare_models(
             manifest = merged_manifest(cassettes, settings)
             problem = recording_run_refusal(cassettes, specs[0].out_dir)
         except ValueError as error:
-            raise SystemExit(f"erp-sim: --record {error}") from None
+            raise UsageError(f"--record {error}") from None
         if problem:
-            raise SystemExit(f"erp-sim: --record {problem}")
+            raise UsageError(f"--record {problem}")
     if preflight is not None:
         preflight()
     if probe:  # after every offline check, before any file of the recording is written

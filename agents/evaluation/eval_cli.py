@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse, usage_errors
 from erp_sim.agents.evaluation import evaluate
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
 from erp_sim.agents.evaluation.sequential import run_sequential, with_memory_dir
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         configs = parse_configs([n for n in names if n], args.policy, args.user)
     except ValueError as exc:  # a bad preset name or policy spec: the message lists what exists
         refuse(parser, exc)
-    return evaluate.run_from_args(args, configs)
+    with usage_errors(parser):
+        return evaluate.run_from_args(args, configs)
 
 
 if __name__ == "__main__":

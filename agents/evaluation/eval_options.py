@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
 from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive, server_url
@@ -168,7 +169,7 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     try:
         return resolve_tasks(tasks)
     except (KeyError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
+        raise UsageError(f"--tasks {tasks}: {error.args[0] if error.args else error}") from None
 
 
 def episode_options(args: argparse.Namespace) -> dict[str, Any]:

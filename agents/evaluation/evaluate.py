@@ -35,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.episode_models import (
@@ -60,6 +61,7 @@ from erp_sim.agents.evaluation.episode_row import (
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec, episode_options, task_ids
 from erp_sim.agents.evaluation.output_lock import eval_lock
 from erp_sim.agents.evaluation.report import write_report
+from erp_sim.agents.evaluation.report.formats import plural
 from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
 from erp_sim.agents.evaluation.settings import step_limit_warning
@@ -297,12 +299,12 @@ def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
-        raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
+        raise UsageError(f"{results} exists: pass --resume to continue it, or choose another --out.")
     with eval_lock(out_dir):
         rows = read_results(results).rows
         problem = resume_contradiction(specs, rows, results)  # another model pooled into a configuration
         if problem:
-            raise SystemExit(problem)
+            raise UsageError(problem)
         done = finished_keys(rows)
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
@@ -394,7 +396,7 @@ def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]
     runs = args.runs if args.runs is not None else default_runs(args.agent)
     specs += plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
     if not specs:
-        raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
+        raise UsageError("nothing to run (no configuration, task or run)")
     warning = step_limit_warning(task_set, ids, specs[0].step_limit())
     if warning:
         print(f"erp-sim: {warning}", file=sys.stderr)
@@ -403,7 +405,7 @@ def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]
     def contradiction() -> None:  # checked again under the lock; here, so that no probe or manifest comes first
         problem = resume_contradiction(specs, read_results(results).rows, results) if args.resume else None
         if problem:
-            raise SystemExit(problem)
+            raise UsageError(problem)
 
     prepare_models(specs, probe=not args.no_probe, preflight=contradiction)
     started = time.perf_counter()
@@ -421,7 +423,7 @@ def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]
     print_table(rows)
     run_now = sum(spec.key not in done_before for spec in specs)  # what this invocation ran, not the file's rows
     print(
-        f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
+        f"\n{plural(run_now, 'episode')} in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
         f"report: {report}"
     )
     scored = [row for row in rows if not row.infra_error]

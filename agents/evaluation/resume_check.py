@@ -49,7 +49,7 @@ def resume_contradiction(specs: list[EpisodeSpec], rows: Iterable[EpisodeRow], r
         if problem:
             what, old, new = problem
             return (
-                f"erp-sim: --resume: the rows of {row.config} in {results} have {what} {_shown(old)}, "
+                f"--resume: the rows of {row.config} in {results} have {what} {_shown(old)}, "
                 f"this command {_shown(new)}; resume with the same settings, or choose another --out"
             )
     return None

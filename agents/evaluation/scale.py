@@ -29,8 +29,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
-from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, load_results, succeeded
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, usage_errors
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, load_results, results_dir, succeeded
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
 from erp_sim.agents.evaluation.evaluate import command_text, run_from_args
 from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, save_png
@@ -312,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         "episodes run on and the window only marks where a policy overflows",
     )
     parser.add_argument(
-        "--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR"
+        "--report-only",
+        metavar="DIR",
+        type=results_dir,
+        help="only write scale.md and scale.png for results already in DIR (or its results.jsonl)",
     )
     add_common_arguments(parser)
     parser.set_defaults(tasks="long_horizon", runs=1, out="runs/scale", context_window=DEFAULT_WINDOW)
@@ -330,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if not args.enforce_window:
         args.context_window = None
-    status = run_from_args(args, configs)
+    with usage_errors(parser):
+        status = run_from_args(args, configs)
     print(f"scale study: {write_scale(args.out, window)}")
     return status

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.types import InfrastructureError, ModelRequestError
 
 EVAL_ROLES = ("agent", "user", "summarizer", "consolidator")
@@ -106,8 +107,8 @@ def params_by_role(items: Iterable[ModelParam], roles: Iterable[str]) -> dict[st
             params = {key: value for key, value in params.items() if key not in TOKEN_LIMITS}
         params.update(own)
         if all(params.get(key) is not None for key in TOKEN_LIMITS):
-            raise SystemExit(
-                f"erp-sim: --model-param: the {role}'s requests would carry both max_tokens and "
+            raise UsageError(
+                f"--model-param: the {role}'s requests would carry both max_tokens and "
                 "max_completion_tokens, which the OpenAI API refuses; set one (reasoning models take "
                 "max_completion_tokens)"
             )

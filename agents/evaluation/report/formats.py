@@ -91,7 +91,7 @@ def fmt_p(value: float, floor: float | None = None) -> str:
     return "< 0.0001" if value < 0.0001 else fmt_number(value, 4)
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 

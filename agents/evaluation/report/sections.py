@@ -14,7 +14,6 @@ from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, infra_error_rows
 from erp_sim.agents.evaluation.report.formats import (
     DASH,
-    _plural,
     _share,
     fmt_count,
     fmt_decimal,
@@ -27,6 +26,7 @@ from erp_sim.agents.evaluation.report.formats import (
     fmt_relative,
     fmt_usd,
     md_table,
+    plural,
 )
 from erp_sim.agents.evaluation.report.plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
 from erp_sim.agents.evaluation.runs import runs_text
@@ -400,7 +400,7 @@ def _infra(rows: Sequence[EpisodeRow]) -> str:
     else:
         parts.append("No episode is left with an infrastructure error.")
     if retried:
-        parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
+        parts.append(f"{plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
         parts.append(
             md_table(
                 ("config", "task", "run", "attempt", "outcome", "error"),

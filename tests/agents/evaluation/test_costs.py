@@ -7,6 +7,7 @@ import json
 import pytest
 from test_report import write_results
 from test_statistics import episode
+from usage_support import usage_error
 
 from erp_sim.agents.evaluation import costs, report
 from erp_sim.agents.evaluation.report.cli import main as report_main
@@ -45,9 +46,8 @@ def test_a_role_priced_twice_is_refused():
 
 def test_the_cli_refuses_a_bad_price_in_one_line_and_writes_nothing(tmp_path, capsys):
     directory = write_results(tmp_path / "run", [episode("C2", 0, 0, True)])
-    with pytest.raises(SystemExit) as stop:
-        report_main([str(directory), "--price", "agent=1,2"])
-    assert str(stop.value).startswith("erp-sim: --price 'agent=1,2': 2 numbers given") and "\n" not in str(stop.value)
+    message = usage_error(capsys, report_main, [str(directory), "--price", "agent=1,2"])
+    assert message.startswith("--price 'agent=1,2': 2 numbers given")
     assert not (directory / report.REPORT_FILE).exists()
 
 
@@ -135,9 +135,8 @@ def test_a_role_whose_service_reported_nothing_counts_in_o200k_and_the_cell_says
     assert data["cost_per_benchmark_service_counts_and_cached"]["mean"] == pytest.approx(4.028)
 
 
-def test_eval_refuses_a_bad_price_before_running_anything(tmp_path):
+def test_eval_refuses_a_bad_price_before_running_anything(tmp_path, capsys):
     from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
-    with pytest.raises(SystemExit) as stop:
-        eval_main(["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"])
-    assert "prices must be numbers" in str(stop.value) and not (tmp_path / "out").exists()
+    argv = ["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"]
+    assert "prices must be numbers" in usage_error(capsys, eval_main, argv) and not (tmp_path / "out").exists()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
+from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.episode_row import load_results
@@ -98,7 +99,7 @@ def test_a_wrong_model_name_on_a_pinned_server_leaves_resumable_rows(tmp_path, c
     assert right.termination == "success" and right.agent == "openai:tiny"
 
 
-def test_record_takes_the_scripted_agent_beside_an_llm_summarizer_and_replays_it(tmp_path):
+def test_record_takes_the_scripted_agent_beside_an_llm_summarizer_and_replays_it(tmp_path, capsys):
     """'--record needs an openai:MODEL agent' refused what the docs promise: one cassette per role."""
     run = [*COMMON[:1], "C4", *COMMON[2:], "--summarizer", "openai:fake-sum"]
     with FakeOpenAIServer() as server:
@@ -111,8 +112,8 @@ def test_record_takes_the_scripted_agent_beside_an_llm_summarizer_and_replays_it
     live, replay = load_results(tmp_path / "live").rows[0], load_results(tmp_path / "replay").rows[0]
     assert live.agent == replay.agent == "scripted"
     assert live.model_dump(exclude={"timing"}) == replay.model_dump(exclude={"timing"})
-    with pytest.raises(SystemExit, match="no role of this run calls a model"):
-        eval_main([*COMMON, "--record", str(tmp_path / "rec2"), "--out", str(tmp_path / "none")])
+    argv = [*COMMON, "--record", str(tmp_path / "rec2"), "--out", str(tmp_path / "none")]
+    assert "no role of this run calls a model" in usage_error(capsys, eval_main, argv)
 
 
 def test_folders_of_a_policy_spec_are_valid_file_names_everywhere(tmp_path):

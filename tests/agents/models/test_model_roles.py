@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
+from usage_support import usage_error
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.eval_options import folder_name
@@ -116,7 +118,7 @@ def test_one_token_limit_per_request():
         [(None, "max_tokens", 5), (None, "max_completion_tokens", 9)],
         [*items, ("summarizer", "max_completion_tokens", 9)],
     ):
-        with pytest.raises(SystemExit, match="both max_tokens and max_completion_tokens"):
+        with pytest.raises(UsageError, match="both max_tokens and max_completion_tokens"):
             params_by_role(both, EVAL_ROLES)
 
 
@@ -361,9 +363,7 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         f"(summarizer's server: {server.base_url})",
     }
     for named, message in refusals.items():
-        with pytest.raises(SystemExit) as stop:
-            eval_main([*replay, *named])
-        assert str(stop.value) == f"erp-sim: {message}"
+        assert usage_error(capsys, eval_main, [*replay, *named]) == message
     assert not (tmp_path / "replay").exists()
     # what is named as recorded, or not named at all, replays
     assert (
@@ -383,18 +383,20 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         ("other-sum", recorded_url, "summarizer is openai:fake-sum"),
         ("fake-sum", "http://127.0.0.1:9/v1", f'agent is openai:fake-agent {{"base_url": "{recorded_url}"'),
     ):
-        with pytest.raises(SystemExit, match=rf"--record .* whose {re.escape(refused)}.* record into another"):
-            eval_main(
-                [
-                    *COMMON,
-                    *f"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:{summarizer} --out".split(),
-                    str(tmp_path / "run2"),
-                    "--base-url",
-                    url,
-                    "--record",
-                    str(rec),
-                ]
-            )
+        message = usage_error(
+            capsys,
+            eval_main,
+            [
+                *COMMON,
+                *f"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:{summarizer} --out".split(),
+                str(tmp_path / "run2"),
+                "--base-url",
+                url,
+                "--record",
+                str(rec),
+            ],
+        )
+        assert re.search(rf"--record .* whose {re.escape(refused)}.* record into another", message)
 
 
 def test_sweep_takes_the_summarizer_and_model_params(tmp_path):
