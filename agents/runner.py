@@ -179,6 +179,8 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
             reported_output_tokens=step.usage.output_tokens,
             cacheable_prefix_tokens=cacheable,
             provider_cached_tokens=step.usage.cached_input_tokens,
+            provider_cache_write_tokens=step.usage.cache_write_input_tokens,
+            reasoning_tokens=step.usage.reasoning_tokens,
             summarizer_calls=step.summarizer_calls,
             role_calls=role_calls,
             tool_calls=len(calls),
@@ -282,6 +284,8 @@ def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> 
         reported_output_tokens=sum(s.reported_output_tokens for s in steps),
         cacheable_prefix_tokens=sum(s.cacheable_prefix_tokens for s in steps),
         provider_cached_tokens=sum_reported([s.provider_cached_tokens for s in steps]),
+        provider_cache_write_tokens=sum_reported([s.provider_cache_write_tokens for s in steps]),
+        reasoning_tokens=sum_reported([s.reasoning_tokens for s in steps]),
         summarizer_calls=sum(s.summarizer_calls for s in steps),
         length_stops=_length_stops([s.finish_reason for s in steps]),
     )

@@ -59,26 +59,6 @@ def refuse_over_window(tokens: int, window: int | None, request: str, after: str
         )
 
 
-class Usage(BaseModel):
-    """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
-
-    input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
-    output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
-    cached_input_tokens: int | None = Field(
-        None,
-        ge=0,
-        description="Prompt tokens the service says it served from its "
-        "cache (prompt_tokens_details.cached_tokens); None: not reported.",
-    )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=sum_reported([self.cached_input_tokens, other.cached_input_tokens]),
-        )
-
-
 def unset(value: object) -> bool:
     """``exclude_if`` of an optional field stored only when set (files written before it stay byte-identical)."""
     return value is None
@@ -88,6 +68,43 @@ def sum_reported(values: list[int | None]) -> int | None:
     """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
     reported = [value for value in values if value is not None]
     return sum(reported) if reported else None
+
+
+class Usage(BaseModel):
+    """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
+
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
+    output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
+    cached_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="Prompt tokens the service says it served from its cache (Chat Completions' "
+        "prompt_tokens_details.cached_tokens, Responses' input_tokens_details.cached_tokens, the Messages "
+        "API's cache_read_input_tokens); None: not reported.",
+    )
+    cache_write_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        exclude_if=unset,
+        description="Prompt tokens the service says it wrote to its cache, billed at the cache-write price "
+        "(the Messages API's cache_creation_input_tokens); None: not reported (OpenAI caches without a charge).",
+    )
+    reasoning_tokens: int | None = Field(
+        None,
+        ge=0,
+        exclude_if=unset,
+        description="Output tokens the service says went to hidden reasoning (output_tokens_details."
+        "reasoning_tokens), part of output_tokens; None: not reported.",
+    )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=sum_reported([self.cached_input_tokens, other.cached_input_tokens]),
+            cache_write_input_tokens=sum_reported([self.cache_write_input_tokens, other.cache_write_input_tokens]),
+            reasoning_tokens=sum_reported([self.reasoning_tokens, other.reasoning_tokens]),
+        )
 
 
 class ChatResponse(BaseModel):

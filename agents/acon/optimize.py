@@ -48,16 +48,16 @@ from erp_sim.agents.acon.optimizer_requests import (
     shorten_request,
     update_request,
 )
+from erp_sim.agents.acon.role_models import ROLES, role_models, role_switches
 from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter, UsageError, refuse, usage_errors
 from erp_sim.agents.evaluation.settings import EpisodeSettings
-from erp_sim.agents.models.roles import add_model_arguments, params_by_role, positive, server_url
+from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role, positive, server_url
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
 
-ROLES = ("agent", "compressor", "optimizer")
 # compressed kind -> (built-in prompt file, policy)
 KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
 COMPRESSION = {"history": ("history",), "observation": ("observation",), "both": ("observation", "history")}
@@ -441,74 +441,6 @@ def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str,
 
 
 # --- command line ----------------------------------------------------------------------------------
-def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
-    answered from the recording with --replay, which refuses role names and settings that contradict it."""
-    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.roles import (
-        chat_model,
-        named_servers,
-        read_manifest,
-        replay_contradiction,
-        settings_of,
-        write_manifest,
-    )
-
-    names = {}
-    for role in ROLES:
-        kind, _, names[role] = getattr(args, role).partition(":")
-        if kind != "openai" or not names[role]:
-            raise UsageError(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
-    own = {role: (f"--{role}-base-url", getattr(args, f"{role}_base_url", None)) for role in ROLES}
-    servers = named_servers(args.base_url, ROLES, own)  # as live: its own, else --base-url
-    if args.replay:
-        cassettes = Path(args.replay) / "cassettes"
-        try:
-            recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
-        except ValueError as error:
-            raise UsageError(f"--replay: {error}") from None
-        problem = recorded and replay_contradiction(
-            recorded,
-            names,
-            Path(args.replay),
-            params=model_params,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            base_urls=servers,
-        )
-        if problem:
-            raise UsageError(problem)
-        return {
-            role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
-        }
-    endpoints = {role: servers[role][1] if role in servers else None for role in ROLES}
-    # the optimizer samples at the server's default temperature, so the k candidates can differ
-    models = {
-        role: chat_model(
-            names[role],
-            endpoints[role],
-            temperature=None if role == "optimizer" else "default",
-            params=model_params.get(role),
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-        )
-        for role in ROLES
-    }
-    if args.record:
-        try:
-            write_manifest(
-                Path(args.record) / "cassettes",
-                {role: settings for role, model in models.items() if (settings := settings_of(model)) is not None},
-            )
-        except ValueError as error:
-            raise UsageError(f"--record {error}") from None
-        models = {
-            role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
-            for role, model in models.items()
-        }
-    return models
-
-
 def initial_guidelines(values: list[str], kinds: tuple[str, ...]) -> dict[str, str]:
     """``--initial-guideline [KIND=]FILE`` (repeatable); unnamed applies to every kind; default: the prompt files."""
     texts = {kind: load_prompt(KINDS[kind][0]) for kind in kinds}
@@ -544,10 +476,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="erp-sim acon optimize", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
     )
     for role in ROLES:
-        parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
-    parser.add_argument(
-        "--base-url", type=server_url, help="OpenAI-compatible endpoint for every role (default: OpenAI)"
-    )
+        parser.add_argument(
+            f"--{role}", required=True, help="API:MODEL as erp-sim eval's --agent (with --replay: the names recorded)"
+        )
+    parser.add_argument("--base-url", type=server_url, help="the server of every role (default: the API's own)")
     parser.add_argument(
         "--compressor-base-url",
         type=server_url,
@@ -578,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         "names and any model setting given must be the recorded ones)",
     )
     add_model_arguments(parser, ROLES)
+    add_backend_arguments(parser)
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     args = parser.parse_args(argv)
     if args.record and args.replay:
@@ -620,7 +553,7 @@ def _optimize_from_args(args: argparse.Namespace, test_tasks: str, steps: list[s
         max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
-        model_params=model_params,
+        model_params=role_switches(model_params, args),
     )
     out = Path(args.out)
     config = out / "config.json"

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive, server_url
+from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive, server_url
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
@@ -26,8 +26,8 @@ class EpisodeSpec(EpisodeSettings):
 
     config: str
     policy: str
-    user: str = Field(description="rule | none | openai:MODEL")
-    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
+    user: str = Field(description="rule | none | API:MODEL (roles.MODEL_APIS)")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR")
     task_set: str
     task_id: str
     run: int
@@ -35,13 +35,22 @@ class EpisodeSpec(EpisodeSettings):
     out_dir: str
     base_url: str | None = None
     record_dir: str | None = None
-    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
+    summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
     summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
     model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
     timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
     max_retries: int | None = Field(
         None, description="retries of a transient model failure (None: the client's default)"
     )
+    azure_endpoint: str | None = Field(None, description="Azure roles' endpoint (None: AZURE_OPENAI_ENDPOINT)")
+    api_version: str | None = Field(None, description="Azure roles' API version (None: OPENAI_API_VERSION)")
+    cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
+    reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
+
+    @property
+    def switches(self) -> dict[str, str | None]:
+        """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
+        return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
 
     @model_validator(mode="after")
     def _own_step_limit(self) -> EpisodeSpec:
@@ -79,30 +88,32 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         default="scripted",
-        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-        "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
-        "in DIR, offline, and refuses a --user/--summarizer that contradicts it)",
+        help="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR, API one of openai (Chat Completions, "
+        "any OpenAI-compatible server), openai-responses, anthropic (the Messages API), azure, azure-responses "
+        "(MODEL: the deployment); the scripted agent is a rule-based stand-in, not an LLM; replay:DIR answers "
+        "every model role from the recording in DIR, offline, and refuses a --user/--summarizer that "
+        "contradicts it",
     )
     parser.add_argument(
         "--base-url",
         type=server_url,
-        help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, key from OPENAI_API_KEY)",
+        help="the server of the model roles (None: the API's own: api.openai.com with OPENAI_API_KEY, "
+        "api.anthropic.com with ANTHROPIC_API_KEY; no key needed on localhost or a private address)",
     )
     parser.add_argument(
         "--summarizer",
         default="structured",
-        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
+        help="structured | API:MODEL (as --agent): who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument(
-        "--summarizer-base-url", type=server_url, help="the summarizer's OpenAI-compatible endpoint (None: --base-url)"
-    )
+    parser.add_argument("--summarizer-base-url", type=server_url, help="the summarizer's server (None: --base-url)")
     parser.add_argument(
         "--no-probe",
         action="store_true",
         help="skip the one cheap request (a model lookup, else a one-token completion) sent to each model role's "
         "server before the first episode, which makes a wrong URL, key or model name an error in seconds",
     )
+    add_backend_arguments(parser)
     parser.add_argument(
         "--summarizer-temperature",
         type=positive(float, zero=True),
@@ -120,7 +131,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument(
-        "--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)"
+        "--user", default="rule", help="rule | none | API:MODEL as --agent (preset C1 always runs without a user)"
     )
     parser.add_argument(
         "--tasks",
@@ -195,6 +206,10 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
         "model_params": params_by_role(items, EVAL_ROLES),
         "timeout": args.timeout,
         "max_retries": args.max_retries,
+        "azure_endpoint": args.azure_endpoint,
+        "api_version": args.api_version,
+        "cache_breakpoints": args.cache_breakpoints,
+        "reasoning_items": args.reasoning_items,
     }
 
 

@@ -128,10 +128,12 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    from erp_sim.agents.models.roles import label
+
     if not spec.agent.startswith("replay:"):
         return spec.agent
-    recorded = getattr(model, "settings", None)
-    return f"openai:{recorded.model}" if recorded is not None else "scripted" if model is None else spec.agent
+    recorded = getattr(model, "settings", None)  # a replay of the scripted agent beside recorded roles: no model
+    return label(recorded) if recorded is not None else "scripted" if model is None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:

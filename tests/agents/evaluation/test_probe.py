@@ -19,7 +19,8 @@ from usage_support import usage_error
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.episode_row import load_results
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
-from erp_sim.agents.models.openai_chat import PROBE_TOKENS, OpenAIChatModel
+from erp_sim.agents.models.backend import PROBE_TOKENS
+from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
 COMMON = ["--configs", "C2", "--tasks", "hotel_50:hotel-003", "--runs", "1", "--quiet", "--concurrency", "1"]
 
@@ -127,3 +128,32 @@ def test_folders_of_a_policy_spec_are_valid_file_names_everywhere(tmp_path):
     (row,) = load_results(tmp_path / "out").rows
     assert row.config == "last_n:n=5" and row.trajectory == "trajectories/last_n_n=5/hotel-003-run0.json.gz"
     assert (tmp_path / "out" / row.trajectory).exists()
+
+
+@pytest.mark.parametrize("api", ["openai", "openai-responses", "anthropic", "azure"])
+def test_every_api_gets_its_cheap_probe(api, monkeypatch):
+    """Issue 39, point 2, on every backend of issue 37: the probe is the backend layer's (``ApiModel.probe``), so
+    each API answers it where it puts its token limit, and a server that is not there is named in one line."""
+    from fake_anthropic_server import FakeAnthropicServer
+    from fake_azure_server import API_VERSION, FakeAzureServer
+    from fake_responses_server import FakeResponsesServer
+
+    from erp_sim.agents.models.factory import chat_model
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
+    fakes = {"openai": FakeOpenAIServer, "openai-responses": FakeResponsesServer, "anthropic": FakeAnthropicServer}
+    server = FakeAzureServer(("d",)) if api == "azure" else fakes[api]()
+    (server.chat if api == "azure" else server).answer_with(acon_role_reply)
+    with server:
+        options = {"azure_endpoint": server.endpoint, "api_version": API_VERSION} if api == "azure" else {}
+        url = None if api == "azure" else server.base_url
+        assert chat_model("d" if api == "azure" else "m", url, api=api, max_retries=0, **options).probe() is None
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    options = {"azure_endpoint": dead, "api_version": API_VERSION} if api == "azure" else {}
+    model = chat_model(
+        "d" if api == "azure" else "m", None if api == "azure" else dead, api=api, max_retries=0, **options
+    )
+    assert "no answer (" in model.probe()
