@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
-from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
+from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive, server_url
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
@@ -50,6 +52,13 @@ class EpisodeSpec(EpisodeSettings):
         """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
         return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
 
+    @model_validator(mode="after")
+    def _own_step_limit(self) -> EpisodeSpec:
+        """No --max-steps: the task set's own step limit (long_horizon's 1,500), stored as the row's."""
+        if self.max_steps is None:
+            self.max_steps = self.step_limit(self.task_set)
+        return self
+
     @property
     def key(self) -> tuple:
         return (self.config, self.task_set, self.task_id, self.run)
@@ -57,6 +66,21 @@ class EpisodeSpec(EpisodeSettings):
     @property
     def episode_name(self) -> str:
         return f"{self.task_id}-run{self.run}"
+
+    @property
+    def folder(self) -> str:
+        """The configuration's folder for trajectories and cassettes (``folder_name``)."""
+        return folder_name(self.config)
+
+
+_NOT_IN_FILE_NAMES = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def folder_name(config: str) -> str:
+    """A configuration's name as a folder name: a configuration run with --policy is named by its spec
+    (``last_n:n=5``, ``ga_memory:dir=/tmp/m``), whose ``:`` no Windows file name may hold (nor ``<>"/\\|?*``, and a
+    ``/`` would nest folders): each such character becomes ``_``."""
+    return _NOT_IN_FILE_NAMES.sub("_", config)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +96,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--base-url",
+        type=server_url,
         help="the server of the model roles (None: the API's own: api.openai.com with OPENAI_API_KEY, "
         "api.anthropic.com with ANTHROPIC_API_KEY; no key needed on localhost or a private address)",
     )
@@ -81,7 +106,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="structured | API:MODEL (as --agent): who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument("--summarizer-base-url", help="the summarizer's server (None: --base-url)")
+    parser.add_argument("--summarizer-base-url", type=server_url, help="the summarizer's server (None: --base-url)")
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the one cheap request (a model lookup, else a one-token completion) sent to each model role's "
+        "server before the first episode, which makes a wrong URL, key or model name an error in seconds",
+    )
     add_backend_arguments(parser)
     parser.add_argument(
         "--summarizer-temperature",
@@ -149,7 +180,7 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     try:
         return resolve_tasks(tasks)
     except (KeyError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
+        raise UsageError(f"--tasks {tasks}: {error.args[0] if error.args else error}") from None
 
 
 def episode_options(args: argparse.Namespace) -> dict[str, Any]:
