@@ -1,39 +1,51 @@
 """An LLM user: the study's user model (GPT-4.1 guided by a ``user_context``) through any ChatModel.
 
 Implements the env's user-model protocol (``reset(task)``, ``reply(message, view)``), so it
-replaces the rule-based user with ``gym.make(..., user_model=LLMUser(model))``. The prompt is
-``agents/prompts/user_context.md``; the real ERP state is given to the user (it can look at
-the ERP), the conversation so far is replayed as chat turns, roles swapped.
+replaces the rule-based user with ``gym.make(..., user_model=LLMUser(model))``. The prompt is the
+task's workflow's (``HarnessFace.user_context``: for itemization
+``erp_sim/workflows/itemization/user_context.md``), or ``prompt_path``; the real ERP state is given
+to the user (it can look at the ERP), the conversation so far is replayed as chat turns, roles swapped.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from erp_sim import workflows
 from erp_sim.agents.models.roles import failures_named, no_text
 from erp_sim.agents.models.stable_prefix import with_stable_prefixes
 from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, ModelRequestError, Usage
-from erp_sim.envs.user_models import UserReply, UserView, what_is_left
+from erp_sim.envs.user_models import UserReply, UserView
 
 if TYPE_CHECKING:
-    from erp_sim import Task
+    from erp_sim.workflow_task import WorkflowTask
 
-PROMPT = Path(__file__).with_name("prompts") / "user_context.md"
 END_TOKEN = "###END###"
 
 
+@cache
+def _template(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 class LLMUser:
-    def __init__(self, model: ChatModel, prompt_path: Path = PROMPT):
+    """``prompt_path``: the prompt template ({end_token} and the fields of the workflow's
+    ``user_context_fields``); None: the task's workflow's."""
+
+    def __init__(self, model: ChatModel, prompt_path: Path | None = None):
         self.model = model
-        self.template = prompt_path.read_text(encoding="utf-8")
+        self.prompt_path = prompt_path
+        if prompt_path is not None:
+            _template(prompt_path)  # a missing file fails here, not at the first reply
         self.history: list[Message] = []
         self.usage = Usage()  # this episode's user-model tokens, reported apart from the agent's
         self.calls = 0
-        self.task: Task | None = None
+        self.task: WorkflowTask | None = None
 
-    def reset(self, task: Task) -> None:
+    def reset(self, task: WorkflowTask) -> None:
         self.task, self.history, self.usage, self.calls = task, [], Usage(), 0
 
     def reply(self, message: str, view: UserView) -> UserReply:
@@ -41,14 +53,9 @@ class LLMUser:
         if task is None:
             raise RuntimeError("LLMUser.reply before reset(task): the env resets its user model with the task.")
         grade = view.grade
-        state = (
-            "complete: all three conditions hold"
-            if grade.success
-            else "not complete: " + "; ".join(what_is_left(grade))
-        )
-        system = self.template.format(
-            worker_name=task.worker_name, instruction=task.instruction(), end_token=END_TOKEN, state=state
-        )
+        face = workflows.harness(type(task).workflow)
+        template = _template(self.prompt_path or face.user_context)
+        system = template.format(**face.user_context_fields(task, grade), end_token=END_TOKEN)
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
         # a conversation that grows by appending: all of it is sent again (where a backend caches by breakpoints)
         request = with_stable_prefixes([{"role": "system", "content": system}, *self.history], [len(self.history) + 1])

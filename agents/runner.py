@@ -30,7 +30,7 @@ from typing import Any
 from erp_sim.agents.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, ModelCall, PrefixTracker, call_sums
-from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory
+from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory, grade_model
 from erp_sim.agents.types import (
     Agent,
     AgentStep,
@@ -44,7 +44,6 @@ from erp_sim.agents.types import (
     sum_reported,
 )
 from erp_sim.outcomes import HarnessTermination, Termination
-from erp_sim.workflows.itemization.grading import Grade
 
 DEFAULT_MAX_MODEL_CALLS = 400
 HARNESS_TRACEBACK_FRAMES = 6
@@ -247,9 +246,8 @@ def _failure(exc: Exception, trajectory: Trajectory) -> HarnessTermination:
 # --- metrics: the grade and what the episode cost -------------------------------------------------
 def _grade_and_measure(env, trajectory: Trajectory, last_info: dict[str, Any]) -> None:
     grade = env.unwrapped.grade()  # None for a remote ERP without a grade source
-    trajectory.grade = (
-        Grade.model_validate(grade) if grade is not None else None
-    )  # a remote grade arrives as its JSON dict
+    # a remote grade arrives as its JSON dict
+    trajectory.grade = grade_model(trajectory.task_set).model_validate(grade) if grade is not None else None
     trajectory.metrics = _metrics(trajectory, last_info, getattr(env.unwrapped, "user", None))
     trajectory.failure_category = None if trajectory.infra_error else classify_failure(trajectory)
 

@@ -30,8 +30,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.expense_facts import (
-    ExpenseFacts,
+from erp_sim.agents.facts import (
+    Facts,
     copy_facts,
     facts_from_messages,
     observe_messages,
@@ -156,7 +156,7 @@ class StructuredSummarizer:
 
     def __init__(self, memo_size: int = 256):
         self.memo_size = memo_size
-        self._facts_by_summary: OrderedDict[str, ExpenseFacts] = OrderedDict()
+        self._facts_by_summary: OrderedDict[str, Facts] = OrderedDict()
 
     def summarize_history(
         self, task: str, messages: list[Message], previous: str | None = None, *, guideline: str | None = None
@@ -180,7 +180,7 @@ class StructuredSummarizer:
         text = render_observation(message_text(observation.get("content")))
         return checked(SummaryResult(text=text, calls=1), "refined observation")
 
-    def _remember(self, text: str, facts: ExpenseFacts) -> None:
+    def _remember(self, text: str, facts: Facts) -> None:
         self._facts_by_summary[text] = facts
         self._facts_by_summary.move_to_end(text)
         while len(self._facts_by_summary) > self.memo_size:

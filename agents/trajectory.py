@@ -37,17 +37,28 @@ import json
 from collections.abc import Hashable
 from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator
 
+from erp_sim import task_sets, workflows
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.tokens.prompt_cache import ModelCall
 from erp_sim.agents.types import Message, ToolSchema, unset
 from erp_sim.outcomes import FailureCategory, Termination
-from erp_sim.workflows.itemization.grading import Grade
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
+
+
+def _known_failure(category: str) -> str:
+    known = workflows.failure_categories()
+    if category not in known:
+        raise ValueError(f"unknown failure category {category[:80]!r}; known: {', '.join(known)}")
+    return category
+
+
+#: A failure category a trajectory or a results row may hold: a generic one or a registered workflow's.
+KnownFailure = Annotated[FailureCategory, AfterValidator(_known_failure)]
 SUMMARY_MARKERS = ("<EARLIER_STEPS_SUMMARY>", "<HISTORY_SUMMARY>")  # the tags summarizing policies write
 
 
@@ -362,13 +373,15 @@ class Trajectory(BaseModel):
     )
     steps: list[StepRecord] = Field(default_factory=list)
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
-    grade: Grade | None = Field(
-        None, description="The ERP's grade at the end (stored as its JSON dump); None without a grade source."
+    grade: Any = Field(
+        None,
+        description="The ERP's grade at the end, the task set's workflow's grade model (erp_sim.Grade for "
+        "itemization; stored as its JSON dump); None without a grade source.",
     )
     termination: Termination | Literal[""] = Field(
         "", description="How the episode ended (erp_sim.outcomes); empty until the runner sets it."
     )
-    failure_category: FailureCategory | None = None
+    failure_category: KnownFailure | None = None
     infra_error: str | None = Field(
         None, description="Why the episode is not scored (infra_error, harness_error); resume runs it again."
     )
@@ -376,6 +389,14 @@ class Trajectory(BaseModel):
         None, description="The refusal that ended the episode (model_error, context_overflow)."
     )
     timing: dict[str, float] = Field(default_factory=dict, description="Wall-clock figures; not deterministic.")
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _workflow_grade(cls, value: Any, info: ValidationInfo) -> Any:
+        """A grade's JSON (a remote grade, a trajectory file) as its workflow's grade model."""
+        if value is None or isinstance(value, BaseModel):
+            return value
+        return grade_model(info.data.get("task_set", "")).model_validate(value)
 
     def deterministic_dump(self) -> dict:
         return self.model_dump(mode="json", exclude={"timing"})
@@ -395,6 +416,11 @@ class Trajectory(BaseModel):
     def finetuning_record(self) -> dict:
         """The ``{"messages", "tools"}`` shape used by chat fine-tuning APIs."""
         return {"messages": self.messages, "tools": self.tools}
+
+
+def grade_model(task_set: str) -> type[BaseModel]:
+    """The grade model of a task set's workflow (``erp_sim.Grade`` for itemization)."""
+    return workflows.load(task_sets.workflow_of(task_set, fallback=True)).grader.model
 
 
 def write_finetuning_jsonl(trajectories: list[Trajectory], path: str | Path) -> None:

@@ -1,4 +1,4 @@
-"""Gymnasium environments over erp_sim: expense itemization with a simulated user.
+"""Gymnasium environments over erp_sim: each workflow's tasks (expense itemization, ...) with a simulated user.
 
     import gymnasium as gym, erp_sim.envs
     env = gym.make("erp_sim/ExpenseItemization-v0")            # or "erp_sim.envs:erp_sim/..." without the import
@@ -7,34 +7,58 @@
         '{"name": "form_find_menu_item", "arguments": {"menuItemFilter": "expense"}}')
 
 Vector envs: ``erp_sim.envs.make_vec(env_id, n)`` (async, with the ``shared_memory=False`` that text
-observations need). One id per fixture set and per expense type; variants are kwargs of one class
-(``erp_sim.envs.expense_env.ExpenseItemizationEnv``), overridable in ``gym.make``. Importing this
-package only registers ids: ``gym.make`` checks its arguments without the simulator, which
-loads (pydantic models, SQLite, Faker) at the first ``reset``.
+observations need). Each workflow names its ids and their task sets (``erp_sim.workflows.TaskSets.env_ids``:
+itemization has one per fixture set and per expense type); variants are kwargs of one class
+(``erp_sim.envs.expense_env.ErpEnv``), overridable in ``gym.make``. Importing this package only
+registers ids: ``gym.make`` checks its arguments without the simulator, which loads (pydantic
+models, SQLite) at the first ``reset``.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 
+from gymnasium import registry
 from gymnasium.envs.registration import register
 
-ENTRY_POINT = "erp_sim.envs.expense_env:ExpenseItemizationEnv"
+from erp_sim import workflows
+
+ENTRY_POINT = "erp_sim.envs.expense_env:ErpEnv"
 MAX_EPISODE_STEPS = 200
 
-# One id per fixture set and per expense type; each is the same class with its task set.
+
+def register_envs() -> tuple[str, ...]:
+    """Register every workflow's env ids (``erp_sim.workflows.TaskSets.env_ids``) not registered yet, and
+    return them all: importing this package calls it; call it again after adding a workflow to the registry.
+
+    Each id is the one env class with its task set. disable_env_checker: gymnasium 1.4's PassiveEnvChecker
+    marks its first reset as checked before the reset runs, so after a refused first reset (bad options)
+    every later step fails inside the checker. The envs pass gymnasium's full ``check_env`` in the tests instead.
+    """
+    ids = []
+    for sets in workflows.task_sets().values():
+        for env_id, task_set in sets.env_ids.items():
+            if env_id not in registry:
+                register(
+                    id=env_id,
+                    entry_point=ENTRY_POINT,
+                    kwargs={"task_set": task_set},
+                    max_episode_steps=sets.step_limits.get(env_id, MAX_EPISODE_STEPS),  # registered_step_limit's
+                    disable_env_checker=True,
+                )
+            ids.append(env_id)
+    return tuple(ids)
+
+
+ENV_IDS = register_envs()
+# Each id's task set, and its step limit where it is not MAX_EPISODE_STEPS, as the workflows declare them.
 ENV_TASK_SETS = {
-    "erp_sim/ExpenseItemization-v0": "hotel_50",
-    "erp_sim/AllExpenseTypes-v0": "expense_types",
-    "erp_sim/HotelItemization-v0": "Hotel",
-    "erp_sim/CarRentalItemization-v0": "CarRental",
-    "erp_sim/AirfareItemization-v0": "Airfare",
-    "erp_sim/MealsItemization-v0": "Meals",
-    "erp_sim/ConferenceItemization-v0": "Conference",
-    "erp_sim/LongHorizon-v0": "long_horizon",
+    env_id: task_set for sets in workflows.task_sets().values() for env_id, task_set in sets.env_ids.items()
 }
-# Up to 200 receipt charges over 1-5 lines take two calls a charge and more: room for them.
-STEP_LIMITS = {"erp_sim/LongHorizon-v0": 1500}
+STEP_LIMITS = {env_id: limit for sets in workflows.task_sets().values() for env_id, limit in sets.step_limits.items()}
+#: The id of the default task set (``erp_sim.workflows.DEFAULT_TASK_SET``): what commands and adapters make
+#: when no id is named (the env class is one: an id with another ``task_set`` kwarg serves any workflow's set).
+DEFAULT_ENV_ID = next(env_id for env_id, task_set in ENV_TASK_SETS.items() if task_set == workflows.DEFAULT_TASK_SET)
 
 
 def registered_step_limit(env_id: str) -> int:
@@ -49,20 +73,8 @@ def task_set_step_limit(task_set: str) -> int:
     return MAX_EPISODE_STEPS if env_id is None else registered_step_limit(env_id)
 
 
-# disable_env_checker: gymnasium 1.4's PassiveEnvChecker marks its first reset as checked before the
-# reset runs, so after a refused first reset (bad options) every later step fails inside the
-# checker. The envs pass gymnasium's full ``check_env`` in the tests instead.
-for _env_id, _task_set in ENV_TASK_SETS.items():
-    register(
-        id=_env_id,
-        entry_point=ENTRY_POINT,
-        kwargs={"task_set": _task_set},
-        max_episode_steps=registered_step_limit(_env_id),
-        disable_env_checker=True,
-    )
-ENV_IDS = tuple(ENV_TASK_SETS)
-
 _LAZY = {
+    "ErpEnv": "erp_sim.envs.expense_env",
     "ExpenseItemizationEnv": "erp_sim.envs.expense_env",
     "system_prompt": "erp_sim.envs.prompts",
     "UserModel": "erp_sim.envs.user_models",
@@ -83,4 +95,14 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'erp_sim.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", "STEP_LIMITS", "registered_step_limit", "task_set_step_limit", *_LAZY]
+__all__ = [
+    "DEFAULT_ENV_ID",
+    "ENV_IDS",
+    "ENV_TASK_SETS",
+    "MAX_EPISODE_STEPS",
+    "STEP_LIMITS",
+    "register_envs",
+    "registered_step_limit",
+    "task_set_step_limit",
+    *_LAZY,
+]

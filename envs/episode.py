@@ -22,10 +22,10 @@ from typing import Any
 import gymnasium as gym
 
 import erp_sim
-import erp_sim.envs
+from erp_sim import task_sets, workflows
+from erp_sim.envs import DEFAULT_ENV_ID
 from erp_sim.envs.expense_env import expense_env_of
 
-DEFAULT_ENV_ID = "erp_sim/ExpenseItemization-v0"
 TRAINING_DEFAULTS = {"reward": "strict"}
 MESSAGE_TOOL = "send_message_to_user"
 MESSAGE_TOOL_SCHEMA = {
@@ -46,16 +46,29 @@ MESSAGE_TOOL_SCHEMA = {
         },
     },
 }
-METRICS = (
-    "strict_success",
-    "success",
-    "itemized_fraction",
-    "invalid_actions",
-    "tool_errors",
-    "tool_calls",
-    "user_turns",
-    "steps",
-)
+COUNTS = ("invalid_actions", "tool_errors", "tool_calls", "user_turns", "steps")
+
+
+def graded_metrics(task_set: str) -> tuple[str, ...]:
+    """The grade's figures ``Episode.metrics`` logs for a task set: strict success, success, and its workflow's
+    fraction of the task done (the grader's ``fraction``: itemized_fraction for itemization)."""
+    fraction = workflows.load(task_sets.workflow_of(task_set)).grader.fraction
+    return ("strict_success", "success", *([fraction] if fraction else []))
+
+
+def metric_names(env_id: str = DEFAULT_ENV_ID) -> tuple[str, ...]:
+    """What ``Episode.metrics`` logs for an env id: its grade's figures, then the action counts."""
+    return (*graded_metrics(gym.spec(env_id).kwargs["task_set"]), *COUNTS)
+
+
+def logged_metrics(env_id: str = DEFAULT_ENV_ID) -> tuple[str, ...]:
+    """What the training adapters log beside the reward (at weight 0): strict success, the workflow's fraction
+    of the task done (itemized_fraction for itemization), invalid actions and tool errors."""
+    graded = [name for name in metric_names(env_id) if name not in ("success", *COUNTS)]
+    return (*graded, "invalid_actions", "tool_errors")
+
+
+METRICS = metric_names()  # the default env id's
 
 
 NO_EPISODE = "No episode is running: start one (reset) first."
@@ -88,6 +101,8 @@ class Episode:
     def __init__(self, env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any):
         self.env_id, self.env_kwargs = env_id, {**TRAINING_DEFAULTS, **env_kwargs}
         self.env = gym.make(env_id, **self.env_kwargs)
+        self._graded = graded_metrics(expense_env_of(self.env).task_set)
+        self.metric_names = (*self._graded, *COUNTS)  # what metrics() logs
         self.started = self.done = self.truncated = False
         self.reward = 0.0  # the episode's return so far
         self.info: dict = {}
@@ -147,16 +162,11 @@ class Episode:
         return expense_env_of(self.env).grade().model_dump(mode="json")
 
     def metrics(self) -> dict[str, float]:
-        """The episode's figures for logging (``METRICS``): grade now and action counts; zeros before ``start``."""
+        """The episode's figures for logging (``metric_names``): grade now and action counts; zeros before ``start``."""
         if not self.started:
-            return dict.fromkeys(METRICS, 0.0)
+            return dict.fromkeys(self.metric_names, 0.0)
         grade, counts = self.grade(), self.info["counts"]
-        return {
-            "strict_success": float(grade["strict_success"]),
-            "success": float(grade["success"]),
-            "itemized_fraction": float(grade["itemized_fraction"]),
-            **{name: float(counts[name]) for name in METRICS[3:]},
-        }
+        return {**{name: float(grade[name]) for name in self._graded}, **{name: float(counts[name]) for name in COUNTS}}
 
     def close(self) -> None:
         self.env.close()

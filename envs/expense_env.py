@@ -1,4 +1,8 @@
-"""The expense itemization env: one ERP session per episode, tool calls and user messages as text actions."""
+"""The env of every workflow: one ERP session per episode, tool calls and user messages as text actions.
+
+What is a workflow's (the system prompt, what its user says, the task and progress in ``info``, its grade
+and the ``done_fraction`` the shaping potential weighs) comes from the task's ``erp_sim.workflows.Workflow``.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 import erp_sim
+from erp_sim import workflows
 from erp_sim.envs.action_checks import parse_action
-from erp_sim.envs.prompts import system_prompt
 from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
@@ -29,10 +33,12 @@ from erp_sim.verbosity import checked_verbosity
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from erp_sim.json_values import JsonObject
     from erp_sim.verbosity import Verbosity
-    from erp_sim.workflows.itemization.grading import Progress
+    from erp_sim.workflow_task import WorkflowTask
+    from erp_sim.workflows import Progress
 
-PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
+PARTIAL_CREDIT = Decimal("0.5")  # weight of the task's progress (its done_fraction) in the shaping potential
 TERMINATION_REASONS = ENV_TERMINATIONS
 REWARDS = ("success", "strict")
 RESET_OPTIONS = (
@@ -41,22 +47,9 @@ RESET_OPTIONS = (
 )
 
 
-@lru_cache(maxsize=64)  # Progress is frozen and, while nothing changes, the same object step after step
-def _progress_info(state: Progress) -> dict:
-    summary = state.summary
-    return {
-        "success": state.success,
-        "remaining_amount": f"{summary.remaining:.2f}",
-        "itemized_fraction": float(summary.itemized / summary.total) if summary.total else 0.0,
-        "saved_lines": summary.line_count,
-        "unsaved_rows": state.unsaved_rows,
-        "itemization_form_open": state.itemization_form_open,
-    }
-
-
-def progress_info(state: Progress) -> dict:
-    """The live grade in ``info``: the cheap part of ``erp_sim.Grade`` (a fresh dict each time)."""
-    return dict(_progress_info(state))
+def progress_info(state: Progress, workflow: workflows.Workflow[Any]) -> JsonObject:
+    """The live grade in ``info``: the workflow's fields of its grader's Progress (a fresh dict each time)."""
+    return dict(workflow.progress_info(state))
 
 
 # Checks of keyword arguments that need more than a membership test: each fails at ``gym.make`` with a
@@ -87,13 +80,11 @@ def rewarded(state: Progress, reward: str) -> bool:
 
 
 def potential(state: Progress, reward: str = "success") -> Decimal:
-    """1 when the reward in force is earned, else PARTIAL_CREDIT x (1 - |remaining| / header), floored at 0."""
-    summary = state.summary
+    """1 when the reward in force is earned, else PARTIAL_CREDIT x the task's ``done_fraction`` (for itemization,
+    1 - |remaining| / header, floored at 0)."""
     if rewarded(state, reward):
         return Decimal(1)
-    if not summary.total:
-        return Decimal(0)
-    return PARTIAL_CREDIT * max(Decimal(0), 1 - state.distance / summary.total)
+    return PARTIAL_CREDIT * state.done_fraction
 
 
 @lru_cache(maxsize=1)
@@ -150,14 +141,16 @@ EPISODE_STATE = (
 )
 
 
-class ExpenseItemizationEnv(gym.Env[str, str]):
+class ErpEnv(gym.Env[str, str]):
     """
     ## Description
-    An agent itemizes one expense line in a simulated Dynamics 365 Finance and Operations
-    (``erp_sim``), through the 22 tools of the D365 ERP MCP server, while a simulated user
-    (the employee who owns the report) answers its messages. Replays the hotel-expense
-    itemization study offline and deterministically: the same seed and actions give
-    byte-identical observations, rewards and infos.
+    An agent works one task of a workflow (for itemization: it itemizes one expense line) in a
+    simulated Dynamics 365 Finance and Operations (``erp_sim``), through the 22 tools of the D365 ERP
+    MCP server, while a simulated user (for itemization, the employee who owns the report) answers
+    its messages. Replays the hotel-expense itemization study offline and deterministically: the
+    same seed and actions give byte-identical observations, rewards and infos. What is the
+    workflow's (its system prompt, user, grade and ``info`` fields) comes from the task's
+    ``erp_sim.workflows.Workflow``; the env itself names no workflow.
 
     ## Action Space
     ``AnyText(0, MAX_ACTION_CHARS)`` (200,000, the session's limit on argument text): a JSON string,
@@ -196,16 +189,16 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ``{"task_index": i}`` for ``i in range(len(env.unwrapped.tasks))``.
 
     ## Rewards
-    Everything is judged against the task's original facts (its header amount and currency),
-    never against amounts the agent rewrote in the ERP; any change outside the target line's
-    itemization (``collateral``) fails both rewards.
-    ``reward="strict"`` (default): 1.0 on the step that completes the itemization the receipt
-    asks for (saved lines add up to the task's amount, remaining exactly 0.00, no unsaved rows,
-    the itemization form closed, no collateral change, and the saved lines equal the receipt's
-    charges as a multiset of (subcategory, date, amount)), else 0.0; one line holding the whole
-    amount earns nothing.
+    The workflow's grader judges the ERP's state against the task's original facts, never against
+    what the agent rewrote in the ERP; any change the task did not ask for (``collateral``) fails
+    both rewards.
+    ``reward="strict"`` (default): 1.0 on the step that completes the task by the workflow's rule
+    and the work equals the task's ground truth, else 0.0 (itemization: saved lines add up to the
+    task's amount, remaining exactly 0.00, no unsaved rows, the itemization form closed, no
+    collateral change, and the saved lines equal the receipt's charges as a multiset of
+    (subcategory, date, amount); one line holding the whole amount earns nothing).
     ``reward="success"``: the study's rule, what "Less Context, Smarter Agents" measured: as
-    ``"strict"`` without the multiset, so a wrong itemization that adds up (one line with the
+    ``"strict"`` without the ground truth, so a wrong itemization that adds up (one line with the
     whole amount, any subcategory and date) earns 1.0. Use it to compare with the study, never to
     train. Under either reward ``info["grade"]["success"]`` is the study's success, live, and the
     terminating step's ``info["final_grade"]`` has ``success`` and ``strict_success``.
@@ -213,43 +206,47 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     reward in force.
     ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
     step earns ``phi(s') - phi(s)`` with ``phi = 1`` when the reward in force is earned, else
-    ``0.5 * max(0, 1 - |remaining| / header amount)`` (a multi-line task adds its lines' amounts and
-    their ``|remaining|``, so over-itemizing one line does not make up for another). The return then equals ``phi`` of the
-    last state whatever ends the episode (success, the user, or ``TimeLimit``): partial credit
-    for the itemized share, none for over-itemization beyond the amount.
+    ``0.5 * done_fraction``, the workflow's measure of how much is done (itemization:
+    ``max(0, 1 - |remaining| / header amount)``; a multi-line task adds its lines' amounts and
+    their ``|remaining|``, so over-itemizing one line does not make up for another). The return then
+    equals ``phi`` of the last state whatever ends the episode (success, the user, or ``TimeLimit``):
+    partial credit for the share done, none for over-itemization beyond the amount.
 
     ## Episode End
     Terminated on the study's success (under either reward); when the user ends the conversation (``user_ended``); when the
     agent has sent ``max_user_turns`` messages (``user_turn_limit``); or, with
     ``user_model=None``, at the first message to the user (``stalled``, the study's C1).
-    Truncated by ``TimeLimit`` (``max_episode_steps`` at registration, 200 by default; 1,500 for long_horizon).
+    Truncated by ``TimeLimit`` (``max_episode_steps`` at registration: 200 unless the workflow names its
+    id's limit, ``TaskSets.step_limits``; 1,500 for long_horizon).
     ``close()`` ends the ERP session and may be called any number of times; ``step``, ``grade`` and
     ``snapshot`` before the first ``reset`` or after ``close()`` raise ``gymnasium.error.ResetNeeded``,
     and a ``reset`` starts a new episode.
 
     ## Information
     ``reset`` and ``step`` return fresh dicts with:
-    - ``task``: task_id, task_set, expense_type, family, difficulty, report_number,
-      line_number, header_amount, currency, item_count (of a multi-line task: its first line, and the
-      charges of all lines);
-    - ``grade``: success, remaining_amount, itemized_fraction, saved_lines, unsaved_rows,
-      itemization_form_open (the live state, not the transcript);
+    - ``task``: the workflow's facts of the task (``Workflow.task_info``): task_id and task_set, and for
+      itemization expense_type, family, difficulty, report_number, line_number, header_amount, currency,
+      item_count (of a multi-line task: its first line, and the charges of all lines);
+    - ``grade``: the live state, not the transcript (``Workflow.progress_info``): success, and for
+      itemization remaining_amount, itemized_fraction, saved_lines, unsaved_rows, itemization_form_open;
     - ``counts``: steps, tool_calls, invalid_actions, tool_errors, user_turns;
     - ``termination_reason``: None while running, else one of ``TERMINATION_REASONS``;
     - ``reward``: the reward in force, ``"success"`` or ``"strict"``.
     ``reset`` adds ``tools`` (the 22 tools in OpenAI function form) and ``system_prompt``.
     ``step`` adds ``action`` (kind: tool / message / invalid, tool, is_error, error_code; see
     Action Space) and,
-    on the terminating step, ``final_grade`` (``erp_sim.Grade`` as a dict, with strict success
-    and collateral changes). After truncation use ``env.unwrapped.grade()``.
+    on the terminating step, ``final_grade`` (the workflow's grade as a dict, ``erp_sim.Grade`` for
+    itemization, with strict success and collateral changes). After truncation use ``env.unwrapped.grade()``.
 
     ## Arguments
-    - ``task_set``: ``"hotel_50"``, ``"expense_types"`` or one expense type (``"Meals"``).
+    - ``task_set``: any workflow's task set (itemization: ``"hotel_50"``, ``"expense_types"`` or one expense
+      type, ``"Meals"``); default ``erp_sim.workflows.DEFAULT_TASK_SET``.
     - ``verbosity``: ``"default"`` (the faithful, verbose form state) or ``"compact"``.
     - ``user_model``: ``"rule"`` (``RuleBasedUser``), ``None`` / ``"none"``, or an object with
       ``reset(task)`` and ``reply(message, view)`` (see ``erp_sim.envs.user_models``); it is reset with
       the env, so give each env of a vector env its own.
-    - ``receipt_in_instruction``: list the receipt's charges in the first message.
+    - ``receipt_in_instruction``: list the task's source documents in the first message (itemization: the
+      receipt's charges).
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default. A faulted
       call fails before it runs (nothing changes) with ``info["action"]["error_code"]`` ``FormBusy``,
       ``SessionLost`` or ``RequestTimeout``; sending the same call again is the recovery.
@@ -278,7 +275,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def __init__(
         self,
-        task_set: str = "hotel_50",
+        task_set: str = workflows.DEFAULT_TASK_SET,
         *,
         verbosity: Verbosity = "default",
         user_model: Any = "rule",
@@ -313,12 +310,12 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.action_space = AnyText(MAX_ACTION_CHARS)
         self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
         self.session: erp_sim.ErpSession | None = None
-        self.task: erp_sim.Task | None = None
+        self.task: Any = None  # the episode's task (its workflow's model, erp_sim.Task for itemization)
 
     @property
-    def tasks(self) -> list[erp_sim.Task]:
+    def tasks(self) -> list[Any]:
         """The task set's tasks, in set order (``reset(options={"task_index": i})`` picks ``tasks[i]``)."""
-        return cast("list[erp_sim.Task]", erp_sim.load_task_set(self.task_set))
+        return erp_sim.load_task_set(self.task_set)
 
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
@@ -335,11 +332,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         self.task = chosen
         self.close()
         from erp_sim.grading.collateral import initial_rows  # at the first reset, not at gym.make
-        from erp_sim.workflows.itemization.grading import expected_charges, target_line_ids
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
-        self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
-        initial_rows(self.task), expected_charges(self.task)  # built once per task, here rather than in a step
+        self._line_id = self.session.workflow.grader.target(self.session)  # what the grade is about (RecIds)
+        initial_rows(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
@@ -347,21 +343,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         if self.user is not None:
             self.user.reset(self.task)
         self._last_observation = self.task.instruction(include_receipt=self.receipt_in_instruction)
-        task = self.task
-        self._task_info = {
-            "task_id": task.task_id,
-            "task_set": task.task_set,
-            "expense_type": task.expense_type,
-            "family": task.family,
-            "difficulty": task.difficulty,
-            "report_number": task.report_number,
-            "line_number": task.line_number,
-            "header_amount": task.header_amount,
-            "currency": task.currency,
-            "item_count": task.item_count,
-        }
+        workflow = self.session.workflow
+        self._task_info = workflow.task_info(self.task)
         info = self._info()
-        info.update(tools=json.loads(_tools_json()), system_prompt=system_prompt(self.task))
+        info.update(tools=json.loads(_tools_json()), system_prompt=workflow.system_prompt(self.task))
         return self._last_observation, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -400,11 +385,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.session is None:
             return None
-        grade = progress_info(self._progress)
-        return (
-            f"{self._last_observation}\n--- remaining {grade['remaining_amount']}, saved lines {grade['saved_lines']}, "
-            f"unsaved rows {grade['unsaved_rows']}, itemization form open: {grade['itemization_form_open']}\n"
-        )
+        workflow = self.session.workflow
+        return f"{self._last_observation}\n--- {workflow.progress_line(progress_info(self._progress, workflow))}\n"
 
     def close(self) -> None:
         if self.session is not None:
@@ -412,8 +394,9 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             self.session = None
 
     # --- for evaluators (never shown to the agent) ---
-    def grade(self) -> erp_sim.Grade:
-        """The full grade of the current ERP state (strict success, collateral changes, ...)."""
+    def grade(self) -> Any:
+        """The full grade of the current ERP state (strict success, collateral changes, ...): the workflow's grade
+        model (``erp_sim.Grade`` for itemization)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before grade().")
         from erp_sim.grading import grade_session
@@ -453,7 +436,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         values["faults"] = FaultProfile.parse(self.faults)  # 0.1, "0.1" and "rate=0.1" are one profile
         return tuple(values.items())
 
-    def _task_from_options(self, options: Any) -> erp_sim.Task | None:
+    def _task_from_options(self, options: Any) -> WorkflowTask | None:
         """The task ``options`` names, None to draw one, or ValueError naming the valid options."""
         if options is None:
             return None
@@ -485,7 +468,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             return tasks[int(index)]
         return None
 
-    def _episode(self) -> tuple[erp_sim.ErpSession, erp_sim.Task]:
+    def _episode(self) -> tuple[erp_sim.ErpSession, Any]:
         """The episode's session and task: the step helpers run inside an episode (step() checked it)."""
         if self.session is None or self.task is None:
             raise ResetNeeded("Call reset() before step().")
@@ -503,11 +486,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
 
     def _refresh_progress(self) -> None:
         """Cheap: grading caches its database reads until the next write."""
-        from erp_sim.workflows.itemization.grading import (
-            progress,
-        )  # with the database layer: at the first reset, not at gym.make
-
-        self._progress = progress(self._episode()[0], self._line_id)
+        session = self._episode()[0]
+        self._progress = session.workflow.grader.progress(session, self._line_id)
 
     def _message_user(self, message: str) -> str:
         self._counts["user_turns"] += 1
@@ -541,7 +521,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     ) -> dict:
         info = {
             "task": dict(self._task_info),
-            "grade": progress_info(self._progress),
+            "grade": progress_info(self._progress, self._episode()[0].workflow),
             "counts": dict(self._counts),
             "termination_reason": self._termination,
             "reward": self.reward,
@@ -553,6 +533,10 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         return info
 
 
-def expense_env_of(env: gym.Env) -> ExpenseItemizationEnv:
+#: The env's name before a workflow was a folder (itemization's ids made it): the same class.
+ExpenseItemizationEnv = ErpEnv
+
+
+def expense_env_of(env: gym.Env) -> ErpEnv:
     """``env.unwrapped`` typed as what every erp_sim env id makes, for its evaluator methods (grade, tasks)."""
-    return cast("ExpenseItemizationEnv", env.unwrapped)
+    return cast("ErpEnv", env.unwrapped)

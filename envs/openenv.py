@@ -99,16 +99,21 @@ class ErpObservation(Observation):
     action_kind: str | None = Field(default=None, description="tool, message or invalid (None on reset).")
     is_error: bool = Field(default=False, description="The action failed: refused, or the ERP answered with an error.")
     error_code: str | None = Field(default=None, description="InvalidAction, ResetNeeded, the ERP's code, ...")
-    success: bool = Field(default=False, description="The live grade: the itemization is complete.")
-    itemized_fraction: float = Field(default=0.0, description="Saved itemized amount / the task's amount.")
-    remaining_amount: str = Field(default="", description="The task's amount minus saved itemized lines.")
+    success: bool = Field(default=False, description="The live grade: the task is done by its workflow's rule.")
+    progress: dict[str, Any] = Field(
+        default_factory=dict, description="The live grade as info['grade'] holds it: the workflow's progress fields."
+    )
+    itemized_fraction: float = Field(default=0.0, description="Itemization: saved itemized amount / the task's amount.")
+    remaining_amount: str = Field(default="", description="Itemization: the task's amount minus saved itemized lines.")
     counts: dict[str, int] = Field(
         default_factory=dict, description="steps, tool_calls, invalid_actions, tool_errors, user_turns."
     )
     episode_return: float = Field(default=0.0, description="The sum of the episode's rewards so far.")
     termination_reason: str | None = Field(default=None, description="Set when the episode ended.")
     truncated: bool = Field(default=False, description="Ended by the step limit.")
-    final_grade: dict[str, Any] | None = Field(default=None, description="erp_sim.Grade when the episode ended.")
+    final_grade: dict[str, Any] | None = Field(
+        default=None, description="The full grade (the workflow's model) when the episode ended."
+    )
 
 
 class ErpState(State):
@@ -246,8 +251,10 @@ class ErpEnvironment(Environment[ErpAction, ErpObservation, ErpState]):
             is_error=bool(action.get("is_error")),
             error_code=action.get("error_code"),
             success=grade["success"],
-            itemized_fraction=grade["itemized_fraction"],
-            remaining_amount=grade["remaining_amount"],
+            progress=dict(grade),
+            # itemization's figures by their names since before a workflow was a folder (defaults elsewhere)
+            itemized_fraction=grade.get("itemized_fraction", 0.0),
+            remaining_amount=grade.get("remaining_amount", ""),
             counts=info["counts"],
             episode_return=episode.reward,
             termination_reason=info["termination_reason"],

@@ -31,7 +31,7 @@ Commands (only tool calls and 'say' take a step):
   {"name": ..., ...}        a raw action: {"name": tool, "arguments": {...}} or {"message": text}
   say <text>                send a message to the user
   tools [name]              list the tools with their arguments, or one tool in full
-  prompt                    show the agent's system prompt (procedure, subcategories, wording table)
+  prompt                    show the agent's system prompt (its procedure and the task's rules)
   task                      show the task (the user's first message) again
   raw                       show the last response as the agent sees it (JSON)
   grade                     show the grade of the current state
@@ -45,13 +45,17 @@ CELL_WIDTH = 28  # longer cells are cut with "~" in tables; `raw` shows them who
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="erp-sim play", description="Play one itemization episode in the terminal.")
-    parser.add_argument("--env", default="erp_sim/ExpenseItemization-v0", help="registered env id")
+    from erp_sim.envs import DEFAULT_ENV_ID, ENV_IDS
+
+    parser = argparse.ArgumentParser(prog="erp-sim play", description="Play one episode in the terminal.")
+    parser.add_argument("--env", default=DEFAULT_ENV_ID, help=f"registered env id ({', '.join(ENV_IDS)})")
     parser.add_argument("--task", help="task id (hotel-007) or index within the task set; default: drawn from --seed")
     parser.add_argument("--seed", type=int, default=0, help="reset seed (default 0)")
     parser.add_argument("--verbosity", choices=VERBOSITIES, default="default")
     parser.add_argument("--user", choices=("rule", "none"), default="rule", help="simulated user, or none (C1)")
-    parser.add_argument("--receipt", action="store_true", help="list the receipt's charges in the instruction")
+    parser.add_argument(
+        "--receipt", action="store_true", help="list the task's documents in the instruction (a receipt's charges)"
+    )
     parser.add_argument("--faults", help='fault profile, e.g. 0.1 or "rate=0.1,seed=3"')
     parser.add_argument("--max-steps", type=int, help="override max_episode_steps")
     parser.add_argument("--raw", action="store_true", help="print responses exactly as sent (default: a readable view)")
@@ -316,11 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     task, tools, system_prompt, instruction = info["task"], info["tools"], info["system_prompt"], observation
     tool_names = [tool["function"]["name"] for tool in tools]
-    print(
-        f"Task {task['task_id']} ({task['expense_type']}, {task['difficulty']}, {task['item_count']} receipt charges). "
-        "Type 'help' for commands.\n",
-        file=out,
-    )
+    workflow = expense_env_of(env).session.workflow
+    print(f"Task {task['task_id']} ({workflow.describe_task(task)}). Type 'help' for commands.\n", file=out)
     print(f"USER: {observation}\n", file=out)
     read = line_reader([*LOCAL_COMMANDS, "say", *tool_names])
     last_response, steps, reason = None, 0, None
@@ -341,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             elif kind == "raw":
                 print(last_response if last_response is not None else "No tool call yet.", file=out)
             elif kind == "grade":
-                print(format_grade(expense_env_of(env).grade()), file=out)
+                print(format_grade(expense_env_of(env).grade(), workflow.progress_line(info["grade"])), file=out)
             elif kind == "error":
                 print(payload, file=out)
             elif kind == "action":
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     last_response = observation
                     print(f"ERP: {observation}" if args.raw else readable(observation), file=out)
-                print(f"[reward {reward:g}, remaining {info['grade']['remaining_amount']}, step {steps}]\n", file=out)
+                print(f"[reward {reward:g}, {workflow.progress_line(info['grade'])}, step {steps}]\n", file=out)
                 if terminated or truncated:
                     reason = info["termination_reason"] or "step limit"
                     break
@@ -360,20 +361,17 @@ def main(argv: list[str] | None = None) -> int:
         reason = "interrupted"
         print(file=out)
     print(f"Episode ended: {reason or 'end of input'}.", file=out)
-    print(format_grade(expense_env_of(env).grade()), file=out)
+    print(format_grade(expense_env_of(env).grade(), workflow.progress_line(info["grade"])), file=out)
     env.close()
     return 0
 
 
-def format_grade(grade) -> str:
-    lines = [
-        f"Grade: success={grade.success} strict_success={grade.strict_success} "
-        f"itemized={grade.itemized_fraction:.2%} remaining={grade.remaining_amount} "
-        f"saved_lines={grade.saved_lines}/{grade.expected_lines} unsaved_rows={grade.unsaved_rows} "
-        f"itemization_form_open={grade.itemization_form_open}"
-    ]
-    if grade.collateral:
-        lines.append("Collateral changes: " + "; ".join(grade.collateral))
+def format_grade(grade, progress: str) -> str:
+    """The grade's verdicts, the live progress (its workflow's ``progress_line``) and any collateral change."""
+    lines = [f"Grade: success={grade.success} strict_success={grade.strict_success}; {progress}"]
+    collateral = getattr(grade, "collateral", None)  # a workflow's grade may name no collateral check
+    if collateral:
+        lines.append("Collateral changes: " + "; ".join(collateral))
     return "\n".join(lines)
 
 

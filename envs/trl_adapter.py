@@ -16,8 +16,8 @@ they always match the registry the MCP server and the env use; the episode is ``
   nothing, and chat templates that need a user query (Qwen3, Llama 3.1) render.
 - ``tool_env_factory(env_id, **env_kwargs)`` is a ``functools.partial`` of the module-level class:
   it pickles, as TRL's async trainer needs. ``reward="strict"`` unless the kwargs say otherwise.
-- ``METRIC_FUNCS`` log strict success, the itemized fraction, invalid actions and tool errors;
-  give them weight 0 so only ``get_reward`` trains.
+- ``METRIC_FUNCS`` log strict success, the itemized fraction, invalid actions and tool errors
+  (``metric_funcs(env_id)``: another workflow's fraction); give them weight 0 so only ``get_reward`` trains.
 - ``raise_on_invalid=True`` raises on an action the env refused (after the env counted it), so TRL's
   failure metric sees it; the model reads the same reason either way.
 - Budget: an oracle episode's observations are long: 35.6k o200k tokens at the median of hotel_50 at
@@ -38,7 +38,7 @@ from types import GenericAlias
 from typing import Any, Optional, Union
 
 import erp_sim
-from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode
+from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, logged_metrics
 
 RETURNS = "The ERP's JSON response: SessionId, Result, Messages, FormState (the open form's state), ..."
 _SCALARS = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None), "object": dict}
@@ -49,7 +49,8 @@ COMPACT_COMPLETION_TOKENS = 65_536
 
 
 class ErpToolEnv:
-    """Expense itemization in the simulated D365 ERP; ``get_reward()`` is the episode's return so far."""
+    """An episode of an env id (expense itemization by default) in the simulated D365 ERP; ``get_reward()`` is
+    the episode's return so far."""
 
     def __init__(self, env_id: str = DEFAULT_ENV_ID, raise_on_invalid: bool = False, **env_kwargs: Any):
         self._episode = Episode(env_id, **env_kwargs)
@@ -108,10 +109,13 @@ def _metric_func(name: str):
     return metric
 
 
-strict_success, itemized_fraction, invalid_actions, tool_errors = (
-    _metric_func(name) for name in ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors")
-)
-METRIC_FUNCS = [strict_success, itemized_fraction, invalid_actions, tool_errors]
+def metric_funcs(env_id: str = DEFAULT_ENV_ID) -> list:
+    """TRL metric functions for an env id's episodes: strict success, its workflow's fraction of the task done
+    (itemized_fraction for itemization), invalid actions and tool errors; give them reward weight 0."""
+    return [_metric_func(name) for name in logged_metrics(env_id)]
+
+
+METRIC_FUNCS = metric_funcs()  # the default env id's
 
 
 def training_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:

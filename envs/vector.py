@@ -13,11 +13,11 @@ from typing import Literal
 
 import gymnasium as gym
 
-import erp_sim.envs  # noqa: F401  (registers the ids)
+from erp_sim.envs import DEFAULT_ENV_ID  # (importing erp_sim.envs registers the ids)
 
 
 def make_vec(
-    env_id: str = "erp_sim/ExpenseItemization-v0",
+    env_id: str = DEFAULT_ENV_ID,
     num_envs: int = 2,
     *,
     vectorization_mode: Literal["sync", "async"] = "async",

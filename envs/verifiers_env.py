@@ -26,10 +26,10 @@ import verifiers as vf
 from datasets import Dataset
 
 from erp_sim.envs import registered_step_limit
-from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError, tool_schemas
+from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError, logged_metrics, tool_schemas
 from erp_sim.response import error_payload
 
-LOGGED_METRICS = ("strict_success", "itemized_fraction", "invalid_actions", "tool_errors")
+LOGGED_METRICS = logged_metrics()  # the default env id's (erp_sim.envs.episode.logged_metrics)
 
 
 def dataset_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
@@ -44,7 +44,8 @@ def dataset_rows(env_id: str = DEFAULT_ENV_ID, **env_kwargs: Any) -> list[dict]:
 
 
 class ErpMultiTurnEnv(vf.MultiTurnEnv):
-    """Expense itemization in the simulated D365 ERP, one ``Episode`` per rollout."""
+    """An episode of an env id (expense itemization by default) in the simulated D365 ERP, one ``Episode`` per
+    rollout."""
 
     def __init__(
         self,
@@ -60,7 +61,7 @@ class ErpMultiTurnEnv(vf.MultiTurnEnv):
             dataset=rows,
             eval_dataset=rows,
             tool_defs=tools,
-            rubric=episode_rubric(),
+            rubric=episode_rubric(erp_env_id),
             max_turns=max_turns or step_limit(erp_env_id, self.erp_env_kwargs),
             **kwargs,
         )
@@ -135,10 +136,10 @@ def _logged(name: str):
     return metric
 
 
-def episode_rubric() -> vf.Rubric:
-    """The episode's return with weight 1; strict success, itemized fraction, invalid actions, tool errors at 0."""
+def episode_rubric(env_id: str = DEFAULT_ENV_ID) -> vf.Rubric:
+    """The episode's return with weight 1; strict success, the fraction done, invalid actions, tool errors at 0."""
     rubric = vf.Rubric(funcs=[episode_return], weights=[1.0])
-    for name in LOGGED_METRICS:
+    for name in logged_metrics(env_id):
         rubric.add_metric(_logged(name))
     return rubric
 

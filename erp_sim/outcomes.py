@@ -32,41 +32,41 @@ TERMINATIONS: tuple[Termination, ...] = (
     "harness_error",
 )
 
-#: Why a failed episode failed, in the classifier's order (``erp_sim.agents.failures``:
-#: the first that applies wins).
-FailureCategory = Literal[
+#: Why a failed episode failed, the generic causes in the classifier's order (``erp_sim.agents.failures``:
+#: the first that applies wins). Between ``invalid_tool_calls`` and ``premature_termination`` come the
+#: categories of the task's workflow (``erp_sim.workflows.faces.FailureRules``: for itemization
+#: over_itemization, duplicate_line, wrong_subcategory, wrong_amount, stale_state), which may also name
+#: ``unsaved_or_unclosed_form`` (the work is right but not saved, or its form not closed).
+GenericFailure = Literal[
     "context_overflow",
     "model_request_refused",
     "stalled_unanswered_question",
     "step_limit",
     "invalid_tool_calls",
-    "over_itemization",
-    "duplicate_line",
-    "wrong_subcategory",
-    "wrong_amount",
     "unsaved_or_unclosed_form",
-    "stale_state",
     "premature_termination",
 ]
+#: A generic category or one of a workflow's (``FailureRules.categories``).
+FailureCategory = str
 
-#: Report order of the failure table.
-FAILURE_REPORT_ORDER: tuple[FailureCategory, ...] = (
+#: Report order of the failure table: these generic ones, each workflow's own categories, then these.
+FAILURE_REPORT_HEAD: tuple[GenericFailure, ...] = (
     "context_overflow",
     "model_request_refused",
     "stalled_unanswered_question",
     "premature_termination",
-    "stale_state",
-    "wrong_subcategory",
-    "wrong_amount",
-    "duplicate_line",
-    "over_itemization",
-    "unsaved_or_unclosed_form",
-    "invalid_tool_calls",
-    "step_limit",
 )
+FAILURE_REPORT_TAIL: tuple[GenericFailure, ...] = ("unsaved_or_unclosed_form", "invalid_tool_calls", "step_limit")
 #: A failed episode the classifier left without a category (a report row, not a category).
 UNCLASSIFIED = "unclassified"
 
+
+def failure_report_order(*workflow_categories: tuple[str, ...]) -> tuple[str, ...]:
+    """The failure table's rows: the generic head, each workflow's categories (in the order given), the tail."""
+    own = [category for categories in workflow_categories for category in categories]
+    return (*FAILURE_REPORT_HEAD, *dict.fromkeys(own), *FAILURE_REPORT_TAIL)
+
+
 ENV_TERMINATIONS: tuple[EnvTermination, ...] = get_args(EnvTermination)
 HARNESS_TERMINATIONS: tuple[HarnessTermination, ...] = get_args(HarnessTermination)
-FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+GENERIC_FAILURES: tuple[GenericFailure, ...] = get_args(GenericFailure)

@@ -58,6 +58,22 @@ def task_rows(name: str) -> tuple[TaskRow, ...]:
     raise KeyError(f"Unknown task set {name[:80]!r}. Known: {', '.join(files + views)}.")
 
 
+def workflow_of(name: str, *, fallback: bool = False) -> str:
+    """The workflow that owns a task set (a fixture set, a view of one, or a split): ``KeyError`` naming the
+    known sets when it is none of them, or with ``fallback`` the first registered workflow (for records of
+    a set no workflow owns, such as a hand-made trajectory)."""
+    try:
+        rows = task_rows(name)
+    except KeyError:
+        if fallback:
+            return next(iter(workflows.PACKAGES))
+        raise
+    if rows:
+        return rows[0].workflow
+    base = name.partition(":")[0]
+    return next(workflow for workflow, sets in workflows.task_sets().items() if base in sets.files)
+
+
 def _row(workflow: str, sets: TaskSets, line: str) -> TaskRow:
     fields = json.loads(line)
     return TaskRow(fields["task_id"], workflow, sets.stratum(fields), sets.size(fields), line.strip())

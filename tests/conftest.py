@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["fake_openai_server"]
+pytest_plugins = ["fake_openai_server", "toy_support"]
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@
 - **agent** (requests with tools): the scripted agent's decision on the messages shown
   (``erp_sim.agents.scripted``), so compression changes what it can do, as for an LLM;
 - **compressor** (the summarizer's requests; the system prompt is the guideline): the
-  structured summary / refined observation of the steps shown (``erp_sim.agents.expense_facts``);
+  structured summary / refined observation of the steps shown (``erp_sim.agents.facts``);
   a new history summary merges the previous one by carrying over its receipt items and what
   the user said when the new steps do not show them (an LLM merges; nesting whole summaries
   would make them grow with every compression).
@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))  # fake_openai_server, when run as a script
 
-from erp_sim.agents.expense_facts import render_observation
+from erp_sim.agents.facts import render_observation
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.summarizers import StructuredSummarizer
 from erp_sim.agents.tokens import get_counter

@@ -49,7 +49,7 @@ AGENTS_LAYERS: Layers = [
     # one backend per model API, over the shared failure table and retries (models.backend)
     ("model backends", tuple(f"models.{name}" for name in MODEL_BACKENDS)),
     ("model factory", ("models.factory",)),  # a role's API:MODEL to its backend's model
-    ("facts and summarizers", ("expense_facts", "summarizers")),  # what the structured summaries read
+    ("facts and summarizers", ("facts", "summarizers")),  # what the structured summaries read
     ("memory", ("memory",)),  # the store, its tools and consolidation; the ga_memory policy sits in policies
     ("policies", ("policies",)),
     ("agents", ("scripted", "model_agent", "llm_user")),

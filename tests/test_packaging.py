@@ -75,7 +75,7 @@ def test_the_wheel_holds_only_the_erp_sim_package(tmp_path):
         "erp_sim/agents/__init__.py",
         "erp_sim/agents/evaluation/evaluate.py",
         "erp_sim/agents/models/openai_chat.py",
-        "erp_sim/agents/prompts/user_context.md",
+        "erp_sim/workflows/itemization/user_context.md",
         "erp_sim/mcp/server.py",
         "erp_sim/agents/acon/optimize.py",
         "erp_sim/agents/acon/prompts/update.md",

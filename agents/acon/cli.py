@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 SUBCOMMANDS = {
@@ -11,8 +12,6 @@ SUBCOMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    import importlib
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SUBCOMMANDS:
         print("usage: erp-sim acon {optimize,export-sft} ...\n")

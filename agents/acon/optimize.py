@@ -213,7 +213,7 @@ class Run:
     def _run_episode(self, label: str, task_set: str, task_id: str, split: str) -> dict[str, Any]:
         import gymnasium as gym
 
-        import erp_sim.envs  # noqa: F401  (registers the ids)
+        import erp_sim.envs  # registers the ids
         from erp_sim.agents.model_agent import ModelAgent
         from erp_sim.agents.policies import wrap
         from erp_sim.agents.runner import run_episode
@@ -225,7 +225,7 @@ class Run:
         agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
         episode_settings = EpisodeSettings(max_steps=self.settings.max_steps)
         env = gym.make(
-            "erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule", **episode_settings.env_kwargs()
+            erp_sim.envs.DEFAULT_ENV_ID, task_set=task_set, user_model="rule", **episode_settings.env_kwargs()
         )
         record: dict[str, Any] = {
             "task_set": task_set,

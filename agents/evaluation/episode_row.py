@@ -30,9 +30,9 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from erp_sim.agents.memory.consolidate import Consolidation
-from erp_sim.agents.trajectory import EpisodeMetrics
+from erp_sim.agents.trajectory import EpisodeMetrics, KnownFailure
 from erp_sim.agents.types import unset
-from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.outcomes import Termination
 from erp_sim.verbosity import Verbosity
 
 TaskKey = tuple[str, str]  # (task_set, task_id)
@@ -45,14 +45,17 @@ RowTermination = Literal[Termination, ""]
 
 
 class RowGrade(BaseModel):
-    """The part of the ERP's grade (``erp_sim.Grade``) a results row keeps."""
+    """The part of the ERP's grade (the workflow's grade model, ``erp_sim.Grade`` for itemization) a results row
+    keeps: every workflow's verdicts and collateral changes, and itemization's figures where the grade has them."""
 
     model_config = _FORBID
     success: bool
     strict_success: bool
-    itemized_fraction: float
-    remaining_amount: str
-    collateral: list[str]
+    itemized_fraction: float | None = Field(
+        None, exclude_if=unset, description="Itemization's (None: not in the grade)."
+    )
+    remaining_amount: str | None = Field(None, exclude_if=unset, description="Itemization's (None: not in the grade).")
+    collateral: list[str] = Field(default_factory=list, description="Collateral changes ([]: none, or not checked).")
 
 
 #: Grade fields a row keeps, in the grade's order (the writer's ``include``).
@@ -119,7 +122,7 @@ class EpisodeRow(BaseModel):
     grade: RowGrade | None = Field(None, description="None (stored as {}): no grade, e.g. an unscored episode.")
     metrics: RowMetrics = Field(default_factory=RowMetrics)
     termination: RowTermination = Field("", description="How the episode ended; empty only in rows of unfinished runs.")
-    failure_category: FailureCategory | None = None
+    failure_category: KnownFailure | None = None
     infra_error: str | None = Field(None, description="Set: the episode is not scored; --resume runs it again.")
     model_error: str | None = None
     trajectory: str = Field("", description="The gzipped trajectory, relative to the run directory.")

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from erp_sim import workflows
 from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
@@ -135,8 +136,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tasks",
-        default="hotel_50",
-        help="SET, SET:train, SET:test or SET:id1,id2 (sets: hotel_50, expense_types, long_horizon, Hotel, Meals ...)",
+        default=workflows.DEFAULT_TASK_SET,
+        help="SET, SET:train, SET:test or SET:id1,id2 (sets: "
+        + ", ".join(workflows.fixture_set_names())
+        + ", or a workflow's view of one such as Hotel or Meals)",
     )
     parser.add_argument(
         "--runs",

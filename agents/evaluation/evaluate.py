@@ -75,12 +75,12 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     plain data, what a worker process or a Ray task sends back)."""
     import gymnasium as gym
 
-    import erp_sim.envs  # noqa: F401  (registers the ids)
+    import erp_sim.envs  # registers the ids
     from erp_sim.agents.runner import run_episode
 
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
-    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user, **spec.env_kwargs())
+    env = gym.make(erp_sim.envs.DEFAULT_ENV_ID, task_set=spec.task_set, user_model=user, **spec.env_kwargs())
     try:
         trajectory = run_episode(
             env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy, **spec.run_kwargs()

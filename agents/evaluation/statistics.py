@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from erp_sim import task_sets, workflows
 from erp_sim.agents.evaluation.episode_row import (
     EpisodeRow,
     RowGrade,
@@ -65,21 +66,22 @@ from erp_sim.agents.evaluation.intervals import (
     t_interval,
 )
 from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
-from erp_sim.outcomes import FAILURE_REPORT_ORDER, UNCLASSIFIED
-
-#: The failure taxonomy (``erp_sim.agents.failures``) in report order; the terminations'
-#: order (TERMINATIONS) and UNCLASSIFIED live with them in ``erp_sim.outcomes``.
-FAILURE_CATEGORIES = FAILURE_REPORT_ORDER
-
+from erp_sim.outcomes import UNCLASSIFIED, failure_report_order
 
 # ---------------------------------------------------------------------------------------
 # Metrics
 # ---------------------------------------------------------------------------------------
 
 
-def _grade(read: Callable[[RowGrade], float]) -> Callable[[EpisodeRow], float]:
-    """A grade figure; NaN for a row without a grade (an unscored episode), so means skip it."""
-    return lambda row: math.nan if row.grade is None else float(read(row.grade))
+def _grade(read: Callable[[RowGrade], float | None]) -> Callable[[EpisodeRow], float]:
+    """A grade figure; NaN for a row without a grade (an unscored episode) or without the figure (another
+    workflow's grade), so means skip it."""
+
+    def get(row: EpisodeRow) -> float:
+        value = None if row.grade is None else read(row.grade)
+        return math.nan if value is None else float(value)
+
+    return get
 
 
 def _count(read: Callable[[RowMetrics], float | None]) -> Callable[[EpisodeRow], float]:
@@ -499,11 +501,25 @@ def failure_counts(rows: Iterable[EpisodeRow]) -> dict[str, dict[str, int]]:
     return result
 
 
-def category_order(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
-    """Taxonomy order for a failure table: known categories, unknown ones, unclassified."""
+def row_workflows(rows: Iterable[EpisodeRow]) -> list[str]:
+    """The workflows of the rows' task sets, in registry order (none: the first registered)."""
+    seen = {task_sets.workflow_of(task_set, fallback=True) for task_set in {row.task_set for row in rows}}
+    return [name for name in workflows.PACKAGES if name in seen] or [next(iter(workflows.PACKAGES))]
+
+
+def failure_categories(workflow_names: Sequence[str]) -> tuple[str, ...]:
+    """The failure taxonomy (``erp_sim.agents.failures``) in report order, for rows of these workflows: the
+    generic categories around each workflow's own (``erp_sim.outcomes.failure_report_order``)."""
+    return failure_report_order(*(workflows.harness(name).failures.categories for name in workflow_names))
+
+
+def category_order(counts: Mapping[str, Mapping[str, int]], workflow_names: Sequence[str] = ()) -> list[str]:
+    """Taxonomy order for a failure table of these workflows' rows (default: the first registered's): known
+    categories, unknown ones, unclassified."""
+    known = failure_categories(workflow_names or [next(iter(workflows.PACKAGES))])
     seen = {category for per_config in counts.values() for category in per_config}
-    extra = sorted(seen - set(FAILURE_CATEGORIES) - {UNCLASSIFIED})
-    return [*FAILURE_CATEGORIES, *extra, *([UNCLASSIFIED] if UNCLASSIFIED in seen else [])]
+    extra = sorted(seen - set(known) - {UNCLASSIFIED})
+    return [*known, *extra, *([UNCLASSIFIED] if UNCLASSIFIED in seen else [])]
 
 
 def termination_counts(rows: Iterable[EpisodeRow]) -> dict[str, dict[str, int]]:

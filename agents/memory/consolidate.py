@@ -8,8 +8,13 @@ ungraded episode never creates or changes a fact or an SOP, whichever consolidat
 Two consolidators share that gate:
 - ``deterministic_consolidator`` (offline, the default): parameterizes and folds the tool calls
   by rule; the same episode always gives the same SOP;
-- ``LLMConsolidator(model)``: asks a chat model (prompt ``prompts/consolidate.md``) to write the
-  SOP as JSON; its answer is validated, and an invalid answer promotes nothing.
+- ``LLMConsolidator(model)``: asks a chat model (the workflow's prompt: for itemization
+  ``erp_sim/workflows/itemization/consolidate.md``) to write the SOP as JSON; its answer is validated,
+  and an invalid answer promotes nothing.
+
+What is the task's workflow's (which values are parameters, which steps repeat per item, the SOP's key,
+goal and failure handling, the LLM's prompt) is its ``SopRules`` (``erp_sim.workflows.faces``), found by
+the episode's task set.
 """
 
 from __future__ import annotations
@@ -17,32 +22,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from erp_sim import formstate
+from erp_sim import formstate, task_sets, workflows
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import Fact, MemoryStore, MemoryStoreError, Sop, SopStep
 from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, unset
+from erp_sim.workflows.faces import SopRules
 
-_REPORT = re.compile(r"\b(EXP-\d{6})\b")
-_LINE = re.compile(r"\bline (\d+)\b")
-_TYPE = re.compile(r"the (\w+) expense")
-_TOTAL = re.compile(r"\bfor ([\d,]+\.\d{2}) [A-Z]{3}\b")
-_RECEIPT = re.compile(r"The receipt \(([^)]+)\)")
-_MERCHANT = re.compile(r"\bline \d+, (.+?), dated\b")
-_DATED = re.compile(r"\bdated (\d{4}-\d{2}-\d{2})\b")
 _ROW = re.compile(r"\bRow \d+ of grid\b")
-_TITLE = re.compile(r" - [^()]+ \((Trv\w+)\)")  # a form title's task-specific part (report purpose, merchant)
-CHARGE_FIELDS = {
-    "TrvExpTrans_ExpSubCategory": "{subcategory}",
-    "TrvExpTrans_TransDate": "{date}",
-    "TrvExpTrans_AmountCurr": "{amount}",
-}
-EACH_CHARGE = "for each receipt charge"
 NEXT_PAGE = "while the grid has a next page and the target row is not shown"
 
 Consolidator = Callable[[dict[str, Any], str], list[Fact | Sop]]
@@ -117,22 +108,9 @@ def merge_entry(store: MemoryStore, entry: Fact | Sop, archive_key: str) -> str:
 
 
 # -- the deterministic consolidator -------------------------------------------------------------
-def task_parameters(instruction: str) -> dict[str, str]:
-    """Task-specific values named in the instruction: parameter name -> value."""
-    found = {}
-    for name, pattern in (
-        ("report", _REPORT),
-        ("line", _LINE),
-        ("expense_type", _TYPE),
-        ("total", _TOTAL),
-        ("receipt", _RECEIPT),
-        ("merchant", _MERCHANT),
-        ("dated", _DATED),
-    ):
-        match = pattern.search(instruction)
-        if match:
-            found[name] = match.group(1)
-    return found
+def sop_rules(episode: dict[str, Any]) -> SopRules:
+    """The SOP wording of the episode's workflow (by its task set)."""
+    return workflows.harness(task_sets.workflow_of(str(episode.get("task_set", "")), fallback=True)).sop
 
 
 def _parameterize(value: Any, values: dict[str, str]) -> Any:
@@ -149,37 +127,15 @@ def _parameterize(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def _step(name: str, arguments: dict, result: str, values: dict[str, str]) -> SopStep:
-    repeat = ""
-    if name == "form_set_control_values":
-        controls = arguments.get("controlValues") or []
-        if any(c.get("controlName") in CHARGE_FIELDS for c in controls if isinstance(c, dict)):
-            arguments = {
-                **arguments,
-                "controlValues": [
-                    {**c, "value": CHARGE_FIELDS.get(c.get("controlName"), c.get("value"))} for c in controls
-                ],
-            }
-            repeat = EACH_CHARGE
-    if name == "form_select_grid_row" and "rowNumber" in arguments:
-        row = (
-            "{line}"
-            if arguments.get("gridName") == "ExpenseLinesGrid" and arguments["rowNumber"] == values.get("line")
-            else "{row}"
-        )
-        arguments = {**arguments, "rowNumber": row}
-    if name == "form_click_control" and arguments.get("controlName") == "NewLine":
-        repeat = EACH_CHARGE
+def _step(rules: SopRules, name: str, arguments: dict, result: str, values: dict[str, str]) -> SopStep:
+    arguments, repeat = rules.step(name, arguments, values)
     if arguments.get("actionId") == "LoadNextPage":
         repeat = NEXT_PAGE
     envelope = formstate.parse_response(result) if result else None
     expect = str(envelope.get("Result", "")) if envelope else ""
     if repeat:
         expect = re.sub(r"\d[\d,]*\.\d{2}", "{amount}", expect)
-    expect = _ROW.sub("Row {row} of grid", expect)
-    expect = _TITLE.sub(r" (\1)", re.sub(r"^\d+ itemized line", "{n} itemized line", expect))
-    if values.get("line"):
-        expect = re.sub(rf"\bline {re.escape(values['line'])}\b", "line {line}", expect)
+    expect = rules.expect(_ROW.sub("Row {row} of grid", expect), values)
     return SopStep(
         tool=name, arguments=_parameterize(arguments, values), repeat=repeat, expect=_parameterize(expect, values)
     )
@@ -227,8 +183,8 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
     """An SOP (and facts) from a graded successful episode's executed calls, by rule."""
     messages = episode.get("messages") or []
     instruction = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
-    values = task_parameters(instruction)
-    expense_type = values.get("expense_type", "expense")
+    rules = sop_rules(episode)
+    values = rules.parameters(instruction)
     raw_steps = executed_steps(messages)
     steps = []
     for name, arguments, result in raw_steps:
@@ -236,35 +192,19 @@ def deterministic_consolidator(episode: dict[str, Any], archive_key: str) -> lis
             steps.append(
                 SopStep(
                     tool="say",
-                    arguments={
-                        "text": _parameterize(re.sub(r"\b\d+ charges\b", "{n} charges", arguments["text"]), values)
-                    },
+                    arguments={"text": _parameterize(rules.say(arguments["text"]), values)},
                     expect=_parameterize(result, values),
                 )
             )
         else:
-            steps.append(_step(name, arguments, result, values))
+            steps.append(_step(rules, name, arguments, result, values))
     if not steps:
         raise ValueError("the episode made no tool call: nothing to learn")
-    slug = re.sub(r"[^a-z0-9]+", "_", expense_type.lower()).strip("_") or "expense"
+    folded = _fold(steps)
     sop = Sop(
-        key=f"sop/itemize_{slug}_expense",
-        summary=f"itemize a {expense_type} expense line from its receipt ({len(_fold(steps))} steps)",
-        goal=f"Itemize line {{line}} of expense report {{report}} ({expense_type}, {{total}}): one saved itemized line "
-        "per receipt charge, remaining 0.00, itemization form closed.",
-        parameters=sorted({*values, "subcategory", "date", "amount"}),
-        preconditions=[
-            "The instruction names the report {report} and the line {line}.",
-            "The receipt {receipt} is attached to the line.",
-        ],
-        steps=_fold(steps),
-        expected_results=[s.expect for s in _fold(steps) if s.tool == "form_save_form" and s.expect][-1:],
-        failure_handling=[
-            "Remaining amount not 0.00 after saving: compare the saved lines with the receipt charges, fix or add lines, save again.",
-            "A close with unsaved edits is refused once: save first (a second close discards the edits).",
-            "An error changes nothing: read its message, fix the call and retry.",
-            "The target row is not on the first page: load the next page (actionId LoadNextPage).",
-        ],
+        **rules.sop(values, len(folded)),
+        steps=folded,
+        expected_results=[s.expect for s in folded if s.tool == "form_save_form" and s.expect][-1:],
     )
     facts = [
         Fact(
@@ -288,8 +228,8 @@ def _form_name(result: str) -> str:
 
 
 # -- the LLM consolidator -----------------------------------------------------------------------
-def consolidation_prompt() -> str:
-    return resources.files("erp_sim.agents.memory").joinpath("prompts/consolidate.md").read_text(encoding="utf-8")
+def consolidation_prompt(rules: SopRules) -> str:
+    return rules.prompt.read_text(encoding="utf-8")
 
 
 class LLMConsolidator:
@@ -305,9 +245,10 @@ class LLMConsolidator:
             {"tool": name, "arguments": arguments, "result": _result_line(result)}
             for name, arguments, result in executed_steps(messages)
         ]
-        request = consolidation_prompt().format(
+        rules = sop_rules(episode)
+        request = consolidation_prompt(rules).format(
             instruction=instruction,
-            parameters=json.dumps(task_parameters(instruction), sort_keys=True),
+            parameters=json.dumps(rules.parameters(instruction), sort_keys=True),
             calls=json.dumps(calls, ensure_ascii=False, indent=1),
             schema=json.dumps(Sop.model_json_schema(), sort_keys=True),
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -260,8 +261,6 @@ def error_message(body: Any, status: int, fallback: str) -> str:
     """``HTTP <status>: <message>``, the message wherever the server put it: OpenAI's, vLLM's and Anthropic's
     ``error.message`` (or ``message``), FastAPI's ``detail`` (transformers serve), TGI's ``error`` string, a
     plain-text body; ``fallback`` (the client's own words) when it said nothing."""
-    import json
-
     message: Any = body
     if isinstance(body, dict):
         nested = body.get("error")

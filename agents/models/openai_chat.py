@@ -22,6 +22,8 @@ With ``azure`` (``erp_sim.agents.models.azure``) the same requests go to an Azur
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from operator import is_not
 from typing import TYPE_CHECKING, Any, Unpack
@@ -217,8 +219,6 @@ def without_tool_options(params: Mapping[str, Any], tools: list[ToolSchema] | No
 def openai_base_url(base_url: str | None, azure: AzureTarget | None) -> str | None:
     """The server the client will use, as rows name it: the Azure endpoint, ``base_url``, or the client's own
     default ``OPENAI_BASE_URL`` (None: OpenAI's API)."""
-    import os
-
     if azure is not None:
         return azure.endpoint
     return base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -277,8 +277,6 @@ def openai_failure(error: Exception) -> CallFailure | None:
     if not isinstance(error, _FAILED_CALL):
         return None
     if isinstance(error, openai.APIStatusError):
-        import re
-
         fallback = re.sub(rf"^Error code: {error.status_code}(?: - )?", "", error.message)
         return http_failure(error, error.status_code, error.body, fallback, error.response.headers)
     return no_answer(error)

@@ -13,10 +13,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from erp_sim.agents.expense_facts import (
-    GUARDRAILS,
-    ExpenseFacts,
+from erp_sim.agents.facts import (
+    Facts,
     facts_from_messages,
+    guardrails,
     key_variable_lines,
     observe_messages,
     task_line,
@@ -246,7 +246,7 @@ class WorkingMemoryParams(PolicyParams):
     )
 
 
-def render_anchor(task: str, facts: ExpenseFacts) -> str:
+def render_anchor(task: str, facts: Facts) -> str:
     """The working-memory block: task, constraints, progress, next steps."""
     progress = key_variable_lines(facts)
     if facts.actions:
@@ -254,7 +254,7 @@ def render_anchor(task: str, facts: ExpenseFacts) -> str:
     progress += [f"Seen: {note}" for note in facts.notes[-3:]]
     sections = [
         ("Task", [task_line(task)]),
-        ("Constraints", [f"- {rule}" for rule in GUARDRAILS]),
+        ("Constraints", [f"- {rule}" for rule in guardrails(facts)]),
         ("Progress", progress),
         ("Next", [f"- {line}" for line in todo_lines(facts)]),
     ]
@@ -266,7 +266,7 @@ class WorkingMemoryAnchor(ContextPolicy):
     """Re-inject a working-memory block (task, constraints, progress) at every step (GenericAgent).
 
     The block is derived from every observation of the transcript this policy receives by
-    the structured fact extractor (``erp_sim.agents.expense_facts``), so it needs no model and stays
+    the structured fact extractor (``erp_sim.agents.facts``), so it needs no model and stays
     correct after later policies evict the observations it came from. It is a user message
     between ``<WORKING_MEMORY>`` tags, right after the instruction (``at=start``, a pinned
     block that later policies keep) or at the very end (``at=end``). Facts are folded
@@ -279,7 +279,7 @@ class WorkingMemoryAnchor(ContextPolicy):
 
     def reset_state(self) -> None:
         self._read: list[Message] = []
-        self._facts: ExpenseFacts | None = None
+        self._facts: Facts | None = None
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)

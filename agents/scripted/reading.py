@@ -1,12 +1,15 @@
-"""What the scripted agent reads: receipts, tool results, the user's messages and the refined (compact) form text."""
+"""What the scripted agent reads: tool results, the user's messages and the refined (compact) form text.
+
+The generic part: a response's FormState (or the FormState-shaped dict of a refined observation,
+``erp_sim.agents.facts.render_observation``'s text), the memory tools' SOP, which call a result
+answers. What a result or a user message shows of the task is the workflow's
+(``erp_sim.workflows.faces.ScriptedProcedure``: ``read_form``, ``read_user`` and their folds).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from itertools import repeat
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
@@ -15,143 +18,29 @@ from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.tokens import all_unchanged_objects, message_entries, next_false, unchanged_objects
 from erp_sim.agents.types import Message
-from erp_sim.workflows.itemization.catalog import wording_to_subcategory
-
-_SUMMARY_ITEMS = re.compile(r"^Receipt items \(\d+\):\n((?:\s+\d+\..*\n?)+)", re.MULTILINE)
-_SUMMARY_ITEM = re.compile(r"^\s*\d+\.\s+(\d{4}-\d{2}-\d{2})\s+\|\s+(.+?)\s+\|\s+([\d,]+\.\d{2})\b", re.MULTILINE)
-CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)
-_SUMMARY_DOCUMENT = re.compile(r"^Receipt: document (\S+?),", re.MULTILINE)
-Charge = tuple[str, str, str]  # (subcategory, date, amount "123.45")
-READ_CACHE_SIZE = 4096  # messages whose reading is kept (an episode shows a few hundred)
-
-
-def read_money(text: object) -> str | None:
-    return _money(str(text))
-
-
-@lru_cache(maxsize=READ_CACHE_SIZE)  # every call re-reads the grid rows it is shown: the same few amounts
-def _money(text: str) -> str | None:
-    try:
-        return str(Decimal(text.replace(",", "")).quantize(Decimal("0.01")))
-    except (InvalidOperation, ValueError):
-        return None
-
-
-PAGE_ROWS = 25  # the ERP's grid page
-
-
-def row_index(number: object) -> int:
-    return int(number) if isinstance(number, str) and number.isdigit() else 0
+from erp_sim.form_index import NO_FORM, READ_CACHE_SIZE, FormIndex, index_form
+from erp_sim.workflows.faces import ScriptedProcedure
 
 
 # -- reading one message: each message is read once, not at every step (the same transcript
 # messages are shown again and again; re-parsing them made every step cost the whole history).
 # Cached by text; the results are shared between steps and must not be mutated.
-class ReceiptPage(NamedTuple):
-    """What one receipt-viewer result shows: its charges, their row numbers, and whether a next page exists."""
-
-    charges: tuple[Charge, ...]
-    document: str
-    rows: tuple[int, ...]
-    more: bool
-
-
-class FormIndex(NamedTuple):
-    """A FormState's grids and controls by name, from one walk of its tree: what ``erp_sim.formstate``'s
-    look-ups (a walk each) find, for names that are strings."""
-
-    grids: dict[str, dict]  # the last grid of each name (``formstate.grids``)
-    first_grids: dict[str, dict]  # the first (``formstate.find_grid``, ``grid_rows``, ``has_next_page``)
-    controls: dict[str, dict]  # the first control or container (``formstate.find_control``, ``control_value``)
-
-    def grid_rows(self, name: str) -> list[dict]:
-        """``formstate.grid_rows``'s rows (a row's values plus its ``RowNumber``)."""
-        return formstate.grid_row_dicts(self.first_grids.get(name))
-
-    def first_row(self, name: str) -> int:
-        """The row number of the grid's first row on the page shown (0: none)."""
-        grid = self.first_grids.get(name) or {}
-        row = next((row for row in grid.get(K.ROWS) or [] if isinstance(row, dict)), None)
-        return row_index(row.get(K.ROW_NUMBER)) if row is not None else 0
-
-    def has_next_page(self, name: str) -> bool:
-        return formstate.grid_has_next_page(self.first_grids.get(name))
-
-    def control_value(self, name: str) -> Any:
-        control = self.controls.get(name)
-        return control.get(K.VALUE) if control else None
-
-
-def index_form(state: dict | None) -> FormIndex:
-    grids: dict[str, dict] = {}
-    first_grids: dict[str, dict] = {}
-    controls: dict[str, dict] = {}
-    for kind, control in formstate.walk_controls((state or {}).get(K.FORM)):
-        name = control.get(K.NAME)
-        if not isinstance(name, str):  # looked up by string names only
-            continue
-        if kind == K.GRID:
-            grids[name] = control
-            first_grids.setdefault(name, control)
-        else:
-            controls.setdefault(name, control)
-    return FormIndex(grids, first_grids, controls)
-
-
-NO_FORM = index_form(None)
-
-
 class ToolResult(NamedTuple):
-    """What one tool result shows: its FormState (None: no form), that form indexed, and the receipt page
-    a receipt viewer shows."""
+    """What one tool result shows: its FormState (None: no form), that form indexed, and what the
+    workflow reads off it (``ScriptedProcedure.read_form``; None: nothing)."""
 
     state: dict | None
     form: FormIndex
-    receipt: ReceiptPage | None
+    shown: Any
 
 
 @lru_cache(maxsize=READ_CACHE_SIZE)
-def read_tool_result(content: str, expense_type: str) -> ToolResult:
+def read_tool_result(content: str, procedure: ScriptedProcedure, brief: Any) -> ToolResult:
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
-    form = index_form(state) if state else NO_FORM
-    receipt = (
-        _read_receipt(form, wording_to_subcategory(expense_type))
-        if state and state.get(K.NAME) == "TrvReceiptViewer"
-        else None
-    )
-    return ToolResult(state, form, receipt)
-
-
-def _read_receipt(form: FormIndex, mapping: dict[str, str]) -> ReceiptPage | None:
-    rows = form.grid_rows("ReceiptItemsGrid")
-    charges = tuple(
-        (
-            mapping.get(r.get("ReceiptItem_Description", ""), "?"),
-            r.get("ReceiptItem_Date", ""),
-            read_money(r.get("ReceiptItem_Amount")) or "?",
-        )
-        for r in rows
-    )
-    if not charges:
-        return None
-    return ReceiptPage(
-        charges,
-        str(form.control_value("Receipt_DocumentNumber") or ""),
-        tuple(row_index(r.get(K.ROW_NUMBER)) for r in rows),
-        form.has_next_page("ReceiptItemsGrid"),
-    )
-
-
-@lru_cache(maxsize=READ_CACHE_SIZE)
-def read_user_message(content: str, expense_type: str) -> tuple[bool, tuple[Charge, ...] | None, str | None]:
-    """(the user confirms adding the charges, the charges of a structured summary's "Receipt items"
-    (erp_sim.agents.expense_facts format), that receipt's document number)."""
-    block = _SUMMARY_ITEMS.search(content)
-    items = _SUMMARY_ITEM.findall(block.group(1)) if block else []
-    mapping = wording_to_subcategory(expense_type)
-    summary = tuple((mapping.get(desc.strip(), "?"), day, read_money(amount) or "?") for day, desc, amount in items)
-    document = _SUMMARY_DOCUMENT.search(content) if summary else None
-    return bool(CONFIRMED.search(content)), summary or None, document.group(1) if document else None
+    if not state:
+        return ToolResult(state, NO_FORM, None)
+    form = index_form(state)
+    return ToolResult(state, form, procedure.reading.read_form(state, form, brief))
 
 
 _REFINED_FORM = re.compile(r"^Form (\w+)")
@@ -194,26 +83,21 @@ def parse_sop(text: str) -> dict | None:
     return {"steps": [step.model_dump() for step in steps]} if steps else None
 
 
-def _initial_state() -> dict[str, Any]:
-    """The reading before any message: one dict, copied after every message (a checkpoint)."""
+def _initial_state(procedure: ScriptedProcedure) -> dict[str, Any]:
+    """The reading before any message: one dict, copied after every message (a checkpoint); the workflow's
+    keys after the generic ones."""
     return {
-        "sop_indexed": False,  # the memory index (a system message) lists this expense type's SOP
+        "sop_indexed": False,  # the memory index (a system message) lists the task's SOP
         "long_term_update_requested": False,
         "unit_calls": (),  # call ids of the latest assistant message: a tool result's call must be there
         "state": None,  # FormState of the latest tool result
         "form": NO_FORM,  # that FormState's grids and controls by name
         "last_tool": None,
         "last_call": None,  # the call id of the latest tool result (its arguments are looked up at the end)
-        "charges": None,  # list[Charge], replaced, never changed in place
-        "charges_at": 0,  # index of the message the charges were read from
-        "receipt_document": "",
-        "receipts": {},  # document -> row -> (charge, message index); copied on write
-        "receipt_ends": {},  # document -> its last row (seen on a page without a next one); copied on write
-        "paged_receipt": False,
-        "confirmed": False,
         "seen_tool_result": False,
         "sop": None,  # the SOP as memory_read returned it
         "sop_read": False,
+        **procedure.reading.initial,
     }
 
 
@@ -229,13 +113,13 @@ class Reading:
     every result's call is in its own unit and no call id ever stood for two different calls.
     """
 
-    def __init__(self, instruction: str, expense_type: str, task_lines: list) -> None:
-        self.instruction, self.expense_type, self.task_lines = instruction, expense_type, task_lines
-        self.sop_wanted = f"sop/itemize_{expense_type.lower()}_expense:"
+    def __init__(self, instruction: str, procedure: ScriptedProcedure, brief: Any) -> None:
+        self.instruction, self.procedure, self.brief = instruction, procedure, brief
+        self.sop_wanted = procedure.sop_key(brief) + ":"  # as the memory index lists it
         self.messages: list[Message] = []  # the objects read, and their contents (replaced content: read again)
         self.contents: list[object] = []
         self.tool_calls: list[object] = []
-        self.checkpoints: list[dict[str, Any]] = [_initial_state()]  # the state after messages[:k]
+        self.checkpoints: list[dict[str, Any]] = [_initial_state(procedure)]  # the state after messages[:k]
         self.calls: dict[object, tuple[object, object]] = {}  # call id -> (tool name, arguments text), ever seen
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
         self.now = self.checkpoints[0]  # the state after the whole list
@@ -243,18 +127,19 @@ class Reading:
 
     @classmethod
     def of(
-        cls, messages: list[Message], instruction: str, expense_type: str, task_lines: list, last: Reading | None
+        cls, messages: list[Message], instruction: str, procedure: ScriptedProcedure, brief: Any, last: Reading | None
     ) -> Reading:
         usable = (
             last is not None
             and last.regular
-            and (instruction, expense_type, task_lines) == (last.instruction, last.expense_type, last.task_lines)
+            and last.procedure is procedure
+            and (instruction, brief) == (last.instruction, last.brief)
         )
         if usable and last is not None:
             start = last._resume_point(messages)
             if start and last._read(messages, start, last.calls):
                 return last
-        reading = cls(instruction, expense_type, task_lines)
+        reading = cls(instruction, procedure, brief)
         made = [
             (c["id"], c["function"]["name"], c["function"].get("arguments"))
             for m in messages
@@ -287,10 +172,11 @@ class Reading:
             return False
         if new is messages[0] or old is self.messages[0]:
             return False
-        read = (new.get("content") or "", self.contents[at] or "")
-        if not all(isinstance(text, str) for text in read):
+        new_text, old_text = new.get("content") or "", self.contents[at] or ""
+        if not isinstance(new_text, str) or not isinstance(old_text, str):
             return False
-        return read_user_message(read[0], self.expense_type) == read_user_message(read[1], self.expense_type)
+        read_user, brief = self.procedure.reading.read_user, self.brief
+        return read_user(new_text, brief) == read_user(old_text, brief)
 
     def _read(self, messages: list[Message], start: int, calls: dict[object, tuple[object, object]]) -> bool:
         """Read ``messages[start:]`` on from the checkpoint before them; False when a call id stands for another
@@ -365,36 +251,11 @@ class Reading:
             state["seen_tool_result"] = True
             state["last_tool"] = name if call is not None else message.get("name")
             state["last_call"] = call_id
-            state["state"], state["form"], receipt = read_tool_result(content, self.expense_type)
-            if receipt is not None:
-                state["charges"], state["receipt_document"] = list(receipt.charges), receipt.document
-                _keep_rows(state, receipt.document, receipt.rows, receipt.charges, position, receipt.more)
-                state["charges_at"] = position
+            state["state"], state["form"], shown = read_tool_result(content, self.procedure, self.brief)
+            if shown is not None:
+                self.procedure.reading.fold_result(state, shown, position, self.brief)
             return regular
         if role == "user" and message is not first:
-            confirms, summary, document = read_user_message(content, self.expense_type)
-            if confirms:
-                state["confirmed"] = True
-            if state["charges"] is None and summary is not None:  # the "Receipt items" of a structured summary
-                state["charges"] = list(summary)
-                if document:
-                    _keep_rows(state, document, range(1, len(summary) + 1), summary, position, False)
-                    if (
-                        self.task_lines
-                    ):  # several receipts: name the one asked about (one line's question keeps its words)
-                        state["receipt_document"] = document
-                state["charges_at"] = position
+            reading = self.procedure.reading
+            reading.fold_user(state, reading.read_user(content, self.brief), position, self.brief)
         return True
-
-
-def _keep_rows(
-    state: dict[str, Any], document: str, numbers: Sequence[int], charges: Sequence[Charge], position: int, more: bool
-) -> None:
-    """Keep a receipt page's rows (new dicts: the checkpoints before it keep theirs)."""
-    receipts = state["receipts"] = dict(state["receipts"])
-    known = receipts[document] = dict(receipts.get(document, {}))
-    last = max(numbers, default=0)
-    state["paged_receipt"] = state["paged_receipt"] or more or last > PAGE_ROWS
-    known.update(zip(numbers, zip(charges, repeat(position))))  # row -> (charge, message index)
-    if not more and numbers:
-        state["receipt_ends"] = {**state["receipt_ends"], document: last}

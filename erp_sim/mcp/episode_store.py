@@ -30,6 +30,7 @@ from typing import Any, TypedDict
 import anyio
 import anyio.to_thread
 
+from erp_sim import workflows
 from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.faults import FaultProfile
 from erp_sim.task_sets import get_task, load_task_set
@@ -132,7 +133,7 @@ class EpisodeStore:
 
     def __init__(
         self,
-        task_set: str = "hotel_50",
+        task_set: str = workflows.DEFAULT_TASK_SET,
         task_id: str | int | None = None,
         *,
         verbosity: Verbosity = "default",

@@ -33,6 +33,7 @@ from pydantic import PrivateAttr
 from erp_sim import tool_registry as registry
 from erp_sim.mcp.episode_store import Episode, EpisodeError, EpisodeStore
 from erp_sim.task_sets import is_task_reference
+from erp_sim.workflows import TaskPrompt
 
 SESSION_HEADER, SESSION_META = "x-erp-session", "erp-sim/session"
 TASK_HEADER, TASK_META = "x-erp-task", "erp-sim/task"
@@ -139,7 +140,8 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
 
 
 def task_brief(episodes: EpisodeStore) -> dict[str, str]:
-    """What the agent is asked to do: the user's first message and the subcategory rules it may rely on."""
+    """What the agent is asked to do: the user's first message and the domain rules it may rely on (for itemization,
+    the subcategory rules)."""
     episode = current_episode(episodes)
     task = episode.session.task
     return {
@@ -151,28 +153,24 @@ def task_brief(episodes: EpisodeStore) -> dict[str, str]:
     }
 
 
-def register(server: FastMCP, episodes: EpisodeStore, max_argument_bytes: int) -> None:
-    """Add the 22 registry tools, the ``itemization_task`` prompt and the ``erp-sim://task`` resource."""
+def register(server: FastMCP, episodes: EpisodeStore, max_argument_bytes: int, task_prompt: TaskPrompt) -> None:
+    """Add the 22 registry tools, the workflow's task prompt (``itemization_task`` for itemization) and the
+    ``erp-sim://task`` resource."""
     for tool in registry.TOOLS.values():
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
     server.add_middleware(UnknownToolsAnswerLikeTheErp(episodes, max_argument_bytes))
 
-    @server.prompt(
-        name="itemization_task",
-        description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
-    )
-    async def itemization_task() -> str:
+    async def task_prompt_text() -> str:
         try:
             brief = task_brief(episodes)
         except EpisodeError as exc:
             raise PromptError(str(exc)) from None
-        return f"{brief['instruction']}\n\nSubcategory rules:\n{brief['mapping_rules']}"
+        return task_prompt.text(brief)
+
+    server.prompt(name=task_prompt.name, description=task_prompt.description)(task_prompt_text)
 
     @server.resource(
-        "erp-sim://task",
-        name="task",
-        mime_type="application/json",
-        description="This session's task: id, instruction and subcategory rules (no answers).",
+        "erp-sim://task", name="task", mime_type="application/json", description=task_prompt.resource_description
     )
     async def task_resource() -> str:
         try:

@@ -35,6 +35,7 @@ from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
+from erp_sim import workflows
 from erp_sim.database.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
@@ -50,15 +51,17 @@ from erp_sim.net import (
     is_loopback,
     port_number,
 )
+from erp_sim.task_sets import workflow_of
 from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20
 AUTH_TOKEN_ENV, ADMIN_TOKEN_ENV = "ERP_SIM_AUTH_TOKEN", "ERP_SIM_ADMIN_TOKEN"
+# The server's instructions, with how the task set's workflow names its tasks and its prompt (TaskPrompt).
 INSTRUCTIONS = (
     "Dynamics 365 Finance & Operations ERP tools (forms, OData-style data, business actions), "
-    "simulated by erp-sim. Each session is one episode of one expense-itemization task: read the "
-    "'itemization_task' prompt or the 'erp-sim://task' resource for the user's request."
+    "simulated by erp-sim. Each session is one episode of one {kind} task: read the "
+    "'{prompt}' prompt or the 'erp-sim://task' resource for the user's request."
 )
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -119,7 +122,7 @@ class ErpMcpServer(FastMCP):
 
 
 def build_server(
-    task_set: str = "hotel_50",
+    task_set: str = workflows.DEFAULT_TASK_SET,
     task_id: str | int | None = None,
     verbosity: Verbosity = "default",
     seed: int | None = None,
@@ -174,17 +177,18 @@ def build_server(
             episodes.close_all()
 
     auth = StaticTokenVerifier({auth_token: {"client_id": "erp-sim-client", "scopes": []}}) if auth_token else None
+    task_prompt = workflows.load(workflow_of(task_set)).task_prompt  # the set is known: the store loaded it
     server = ErpMcpServer(
         episodes,
         max_request_bytes=max_request_bytes,
         name="erp-sim",
         version=_package_version(),
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS.format(kind=task_prompt.kind, prompt=task_prompt.name),
         auth=auth,
         lifespan=expire_idle_episodes,
         mask_error_details=True,
     )
-    register(server, episodes, max_request_bytes)
+    register(server, episodes, max_request_bytes, task_prompt)
     if admin_token:
         add_admin_routes(server, episodes, admin_token)
     return server
@@ -215,8 +219,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     p.add_argument(
         "--task-set",
-        default="hotel_50",
-        help="hotel_50, expense_types, long_horizon, or one expense type (default hotel_50).",
+        default=workflows.DEFAULT_TASK_SET,
+        help=f"{', '.join(workflows.fixture_set_names())}, or a workflow's view of one such as an expense type"
+        f" (default {workflows.DEFAULT_TASK_SET}).",
     )
     p.add_argument("--task", default=None, help="Pin every session to this task (id or 0-based index).")
     p.add_argument("--seed", type=int, default=None, help="Shuffle the order in which new sessions get tasks.")

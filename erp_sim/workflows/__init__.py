@@ -9,20 +9,28 @@ sets and actions only, and adding a workflow changes no response of another.
 
 Adding a workflow is its folder and one line in ``PACKAGES``. The folder's package gives:
 
-- in its ``__init__``, ``TASK_SETS`` (a ``TaskSets``): which fixture files it owns and how their
-  rows read. Cheap (no pydantic, no SQLite): ``gym.make`` and every ``--tasks`` check read it;
-- in its ``workflow`` module, ``WORKFLOW`` (a ``Workflow``): the rest, loaded by the first session.
+- in its ``__init__``, ``TASK_SETS`` (a ``TaskSets``): which fixture files it owns, how their
+  rows read, and its Gymnasium ids. Cheap (no pydantic, no SQLite): ``import erp_sim.envs`` (which
+  registers the ids), ``gym.make`` and every ``--tasks`` check read it;
+- in its ``workflow`` module, ``WORKFLOW`` (a ``Workflow``): the rest, loaded by the first session (its
+  tables, forms, data, actions, grader and oracle; the env's system prompt, simulated user and ``info``;
+  the MCP server's task prompt);
+- in its ``harness`` module, ``HARNESS`` (an ``erp_sim.workflows.faces.HarnessFace``): what the agent
+  harness reads (the scripted agent's procedure, the summary's facts, the failure categories, ...),
+  loaded by the harness only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+
+from erp_sim.outcomes import GENERIC_FAILURES
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -32,9 +40,12 @@ if TYPE_CHECKING:
     from erp_sim.json_values import JsonObject
     from erp_sim.odata.entities import DataCatalog
     from erp_sim.workflow_task import WorkflowTask
+    from erp_sim.workflows.faces import HarnessFace
 
 #: Every workflow by name: the package of its folder.
 PACKAGES: dict[str, str] = {"itemization": "erp_sim.workflows.itemization"}
+#: The task set a command, env or session uses when none is named.
+DEFAULT_TASK_SET = "hotel_50"
 
 TaskT = TypeVar("TaskT")
 TargetT = TypeVar("TargetT")
@@ -82,6 +93,9 @@ class TaskSets:
     size_stratified: frozenset[str] = frozenset()  # sets whose split stratifies by size too
     view: Callable[[str, RowSource], tuple[TaskRow, ...]] = _no_view  # more set names (a filter of a set), or ()
     view_names: Callable[[RowSource], list[str]] = _no_view_names  # those names, for the unknown-set error
+    env_ids: Mapping[str, str] = field(default_factory=dict)  # Gymnasium id -> its task set (erp_sim.envs registers)
+    step_limits: Mapping[str, int] = field(default_factory=dict)  # Gymnasium id -> max_episode_steps, if not 200
+    demo_tasks: Mapping[str, str] = field(default_factory=dict)  # task set -> the task ``erp-sim demo`` shows first
 
 
 # --- the rest: loaded with the first session ---------------------------------------------------------
@@ -110,11 +124,61 @@ class Grader(Generic[TargetT, ProgressT]):
     target: Callable[[FormHost], TargetT]
     progress: Callable[[FormHost, TargetT], ProgressT]
     grade: Callable[[FormHost, TargetT, ProgressT | None], JsonObject]
+    fraction: str | None = None  # the grade's field measuring how much is done (itemized_fraction), which the
+    # training adapters log beside strict success
+
+
+class UserSees(Protocol):
+    """What a simulated user may look at when it replies (``erp_sim.envs.user_models.UserView``)."""
+
+    task: Any  # the workflow's task
+    turn: int  # 1-based number of the agent's message
+
+    @property
+    def grade(self) -> Any:
+        """The full grade of the ERP's state now (the grader's model, or its JSON read by attribute)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TaskPrompt:
+    """How the MCP server offers a session's task: its prompt, and how the server's instructions name it."""
+
+    name: str  # the MCP prompt's name (itemization_task)
+    description: str  # the prompt's description
+    text: Callable[[Mapping[str, str]], str]  # the task brief (instruction, mapping_rules, ...) -> the prompt's text
+    kind: str  # what a task is, in "Each session is one episode of one <kind> task"
+    resource_description: str  # the erp-sim://task resource's description
+
+
+def default_task_info(task: Any) -> JsonObject:
+    """``info["task"]`` of a workflow that names nothing more: the task's id and set."""
+    return {"task_id": task.task_id, "task_set": task.task_set}
+
+
+def default_describe_task(fields: JsonObject) -> str:
+    """A task in a few words for a person (``erp-sim play``), from ``info["task"]``: its set."""
+    return str(fields["task_set"])
+
+
+def default_progress_info(state: Progress) -> JsonObject:
+    """``info["grade"]`` of a workflow that names nothing more: success, and how much of the task is done."""
+    return {"success": state.success, "done_fraction": float(state.done_fraction)}
+
+
+def default_progress_line(fields: JsonObject) -> str:
+    """``render()``'s status line from ``info["grade"]``'s fields, for a workflow that words none of its own."""
+    return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in fields.items())
 
 
 @dataclass(frozen=True)
 class Workflow(Generic[TaskT]):
-    """Everything of one workflow that the generic layers read. ``TaskT``: its task model."""
+    """Everything of one workflow that the generic layers read. ``TaskT``: its task model.
+
+    The first fields are the session's (tables, forms, data, actions, grading, oracle); the rest are
+    what the env (``erp_sim.envs``: the agent's system prompt, the rule-based user, ``info``) and the
+    MCP server read. The agent harness's part is in the folder's ``harness`` module (``harness()``).
+    """
 
     name: str
     schema_file: Path  # the compiled schema of its tables (``python -m <package>.tables > <package>/schema.json``)
@@ -127,6 +191,13 @@ class Workflow(Generic[TaskT]):
     actions: Mapping[str, Action]  # api_find_actions / api_invoke_action
     grader: Grader[Any, Any]
     oracle: Callable[[TaskT], Generator[Call, str, None]]  # solves a task through the tools, from responses only
+    system_prompt: Callable[[TaskT], str]  # the agent's system prompt for a task (what the study gave GPT-5)
+    user_reply: Callable[[str, UserSees], tuple[str, bool]]  # the rule-based user: (its reply, ends the conversation)
+    task_prompt: TaskPrompt  # the MCP server's prompt of the task
+    task_info: Callable[[TaskT], JsonObject] = default_task_info  # info["task"]: the facts an evaluator logs
+    describe_task: Callable[[JsonObject], str] = default_describe_task  # info["task"] in a few words, for a person
+    progress_info: Callable[[Any], JsonObject] = default_progress_info  # info["grade"]: the grader's Progress
+    progress_line: Callable[[JsonObject], str] = default_progress_line  # render()'s line from info["grade"]
 
 
 def _package(name: str) -> str:
@@ -145,6 +216,12 @@ def task_sets() -> dict[str, TaskSets]:
     return owned
 
 
+def fixture_set_names() -> list[str]:
+    """Every workflow's fixture task sets by name, in registry order (cheap: what a command's help lists; a
+    workflow's views of a set, such as itemization's expense types, read the fixtures and are left out)."""
+    return [name for sets in task_sets().values() for name in sets.files]
+
+
 @cache
 def load(name: str) -> Workflow[Any]:
     """A workflow by name, loaded once (its forms, entity sets, actions, grader and oracle)."""
@@ -155,3 +232,25 @@ def load(name: str) -> Workflow[Any]:
 def of_task(task: WorkflowTask) -> Workflow[Any]:
     """The workflow a task belongs to (its model's ``workflow`` name)."""
     return load(type(task).workflow)
+
+
+@cache
+def harness(name: str) -> HarnessFace:
+    """A workflow's face for the agent harness (its folder's ``harness`` module), loaded once."""
+    face: HarnessFace = import_module(_package(name) + ".harness").HARNESS
+    return face
+
+
+@lru_cache(maxsize=256)
+def harness_for(instruction: str) -> HarnessFace:
+    """The harness face of the workflow an instruction (a task's first user message) belongs to: the first
+    registered workflow whose ``recognizes`` holds for it, else the first registered one (for a harness
+    that sees only the conversation, as a model does)."""
+    faces = [harness(name) for name in PACKAGES]
+    return next((face for face in faces if face.recognizes(instruction)), faces[0])
+
+
+def failure_categories() -> tuple[str, ...]:
+    """Every failure category an episode may get: the generic ones (``erp_sim.outcomes``) and each registered
+    workflow's (``HarnessFace.failures``)."""
+    return (*GENERIC_FAILURES, *(c for name in PACKAGES for c in harness(name).failures.categories))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from erp_sim import workflows
 from erp_sim.agents.failures import classify_failure
 from erp_sim.agents.trajectory import EpisodeMetrics, Trajectory
-from erp_sim.outcomes import FAILURE_CATEGORIES
 
 CHARGE, OTHER = ("Room tax", "2026-03-02", "12.50"), ("Daily room rate", "2026-03-02", "129.00")
 
@@ -60,7 +60,7 @@ def trajectory(termination="user_ended", messages=None, steps=20, invalid=0, **g
     ],
 )
 def test_each_category(episode, category):
-    assert category in FAILURE_CATEGORIES
+    assert category in workflows.failure_categories()
     assert classify_failure(episode) == category
 
 

@@ -7,12 +7,12 @@ import pytest
 
 import erp_sim.envs  # noqa: F401
 from erp_sim import ErpSession, get_task, run_oracle
-from erp_sim.agents.expense_facts import ExpenseFacts, key_variable_lines, observe_response
+from erp_sim.agents.facts import facts_from_messages, key_variable_lines, observe_response
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
-from erp_sim.envs.user_models import what_is_left
 from erp_sim.formstate import parse_response
+from erp_sim.workflows.itemization.user import what_is_left
 
 
 def play(task_id: str, policy: str = "full", max_steps: int = 600):
@@ -45,7 +45,7 @@ def test_the_scripted_agent_itemizes_multi_line_and_paged_tasks_strictly(task_id
 
 def test_a_summary_shows_one_receipt_at_a_time_and_says_how_much_of_it_was_read():
     task = get_task("long_horizon", "long-050-08")
-    facts = ExpenseFacts()
+    facts = facts_from_messages([], workflow="itemization")
     session = ErpSession(task)
     viewed = [
         parse_response(r.text)
@@ -58,8 +58,8 @@ def test_a_summary_shows_one_receipt_at_a_time_and_says_how_much_of_it_was_read(
     assert header == [f"Receipt items ({min(rows, 25)} of {rows} read):" if rows > 25 else f"Receipt items ({rows}):"]
     second = next(v for v in viewed if v["FormState"]["Caption"].split()[1] == task.lines[1].document_number)
     observe_response(facts, second)
-    assert facts.receipt["document"] == task.lines[1].document_number
-    assert len(facts.receipt_items) == min(25, len(task.lines[1].receipt_items))
+    assert facts.task.receipt["document"] == task.lines[1].document_number
+    assert len(facts.task.receipt_items) == min(25, len(task.lines[1].receipt_items))
 
 
 def test_the_rule_based_user_names_each_unfinished_line():

@@ -60,7 +60,8 @@ def test_oracle_earns_exactly_one_over_websocket(server):
     observation = last.observation
     assert last.done and last.reward == 1.0 and observation.episode_return == 1.0
     assert observation.final_grade["strict_success"] is True and observation.termination_reason == "success"
-    assert observation.success and observation.remaining_amount == "0.00" and observation.counts["invalid_actions"] == 0
+    assert observation.success and observation.remaining_amount == observation.progress["remaining_amount"] == "0.00"
+    assert observation.counts["invalid_actions"] == 0
     assert state.task_id == "hotel-012" and state.done and state.episode_return == 1.0
     assert state.step_count == observation.counts["steps"] == len(texts) - 1
     assert texts == again  # deterministic: the same calls read the same texts

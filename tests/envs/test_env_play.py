@@ -249,7 +249,7 @@ def test_a_person_at_a_terminal():
             pytest.fail("Ctrl-C at the prompt printed nothing")
         term.expect("erp[step 1]> ")
         term.type("quit\r")
-        assert "Episode ended: quit." in term.expect("itemization_form_open=False")
+        assert "Episode ended: quit." in term.expect("itemization form open: False")
     finally:
         code = term.close()
     assert code == 0

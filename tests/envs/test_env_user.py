@@ -7,17 +7,8 @@ import pytest
 
 import erp_sim
 import erp_sim.envs
-from erp_sim.envs.user_models import (
-    CARRY_ON,
-    CONFIRM_ADD,
-    DECLINE_ATTACHMENT,
-    THANKS,
-    VERIFY,
-    RuleBasedUser,
-    UserModel,
-    UserReply,
-    UserView,
-)
+from erp_sim.envs.user_models import RuleBasedUser, UserModel, UserReply, UserView
+from erp_sim.workflows.itemization.user import CARRY_ON, CONFIRM_ADD, DECLINE_ATTACHMENT, THANKS, VERIFY
 
 
 def make(**kwargs):
@@ -101,8 +92,9 @@ def test_rule_user_asks_for_verification_after_an_itemization_pass():
 
 
 def test_rule_user_ends_the_conversation_when_the_state_is_complete():
-    grade = make().unwrapped.grade().model_copy(update={"success": True})
-    reply = RuleBasedUser().reply("All done!", UserView(None, 1, lambda: grade))
+    env = make().unwrapped
+    grade = env.grade().model_copy(update={"success": True})
+    reply = RuleBasedUser().reply("All done!", UserView(env.task, 1, lambda: grade))
     assert reply == UserReply(THANKS, True)
 
 

@@ -64,10 +64,23 @@ def test_make_with_module_prefix_in_a_fresh_interpreter():
     assert result.stdout.split() == ["7", "Meals"]
 
 
-def test_import_envs_does_not_import_the_simulator():
-    code = "import sys, envs; print('erp_sim' in sys.modules, 'gymnasium' in sys.modules)"
+def test_import_envs_reads_only_the_registry_s_cheap_part():
+    # registering the ids reads each workflow's TaskSets (its package's __init__), nothing of the simulator
+    code = (
+        "import sys, json, erp_sim.envs; print(json.dumps([sorted(m for m in sys.modules if m.startswith('erp_sim')), "
+        "'gymnasium' in sys.modules, 'pydantic' in sys.modules]))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["False", "True"], result.stderr
+    assert result.returncode == 0, result.stderr
+    loaded, gymnasium, pydantic = json.loads(result.stdout)
+    assert set(loaded) == {
+        "erp_sim",
+        "erp_sim.envs",
+        "erp_sim.outcomes",
+        "erp_sim.workflows",
+        "erp_sim.workflows.itemization",
+    }
+    assert gymnasium and not pydantic
 
 
 def _rollout(env_id: str, seed: int, actions: list) -> list:

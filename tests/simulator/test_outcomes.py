@@ -10,17 +10,18 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
+from erp_sim import workflows
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.trajectory import Trajectory
 from erp_sim.envs.expense_env import TERMINATION_REASONS
 from erp_sim.outcomes import (
     ENV_TERMINATIONS,
-    FAILURE_CATEGORIES,
-    FAILURE_REPORT_ORDER,
+    FAILURE_REPORT_HEAD,
+    FAILURE_REPORT_TAIL,
+    GENERIC_FAILURES,
     HARNESS_TERMINATIONS,
     TERMINATIONS,
     UNCLASSIFIED,
-    FailureCategory,
     Termination,
 )
 
@@ -62,10 +63,28 @@ def test_every_termination_the_envs_and_the_runner_set_is_a_termination():
 
 def test_the_report_orders_cover_every_termination_and_failure_category():
     assert sorted(TERMINATIONS) == sorted(get_args(Termination))
-    assert sorted(FAILURE_REPORT_ORDER) == sorted(get_args(FailureCategory)) == sorted(FAILURE_CATEGORIES)
-    assert st.FAILURE_CATEGORIES is FAILURE_REPORT_ORDER and UNCLASSIFIED not in FAILURE_CATEGORIES
-    every = {"C": dict.fromkeys([UNCLASSIFIED, *FAILURE_CATEGORIES], 1)}
-    assert st.category_order(every) == [*FAILURE_REPORT_ORDER, UNCLASSIFIED]  # nothing falls to the "unknown" tail
+    assert sorted((*FAILURE_REPORT_HEAD, *FAILURE_REPORT_TAIL)) == sorted(GENERIC_FAILURES)
+    order = st.failure_categories(list(workflows.PACKAGES))
+    assert sorted(order) == sorted(workflows.failure_categories()) and UNCLASSIFIED not in order
+    every = {"C": dict.fromkeys([UNCLASSIFIED, *order], 1)}
+    assert st.category_order(every, list(workflows.PACKAGES)) == [*order, UNCLASSIFIED]  # none in the "unknown" tail
+
+
+def test_the_failure_table_keeps_itemization_s_order():
+    assert st.failure_categories(["itemization"]) == (
+        "context_overflow",
+        "model_request_refused",
+        "stalled_unanswered_question",
+        "premature_termination",
+        "stale_state",
+        "wrong_subcategory",
+        "wrong_amount",
+        "duplicate_line",
+        "over_itemization",
+        "unsaved_or_unclosed_form",
+        "invalid_tool_calls",
+        "step_limit",
+    )
 
 
 def test_the_report_orders_keep_their_places():

@@ -1,7 +1,10 @@
-"""A toy second workflow for the registry's tests: one table of notes, one form, one entity set, one action.
+"""A toy second workflow for the registry's tests: one table of notes, one form, one entity set, one action,
+a Gymnasium id, a rule-based user, and the agent harness's face (a scripted procedure, summary facts,
+failure categories, an LLM user's context).
 
-What a workflow is: this folder (``TASK_SETS`` here, ``WORKFLOW`` in ``workflow``) and one line in
-``erp_sim.workflows.PACKAGES`` (``{"toy": "toy_workflow"}``, which the tests add).
+What a workflow is: this folder (``TASK_SETS`` here, ``WORKFLOW`` in ``workflow``, ``HARNESS`` in
+``harness``) and one line in ``erp_sim.workflows.PACKAGES`` (``{"toy": "toy_workflow"}``, which the tests
+add); nothing else of the repository changes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from erp_sim.workflows import TaskSets
 
 SCHEMA_FILE = Path(__file__).with_name("schema.json")
 FIXTURE = "toy_notes.jsonl"
+ENV_ID = "erp_sim/ToyNotes-v0"
 
 
 def _parse(line: str) -> WorkflowTask:
@@ -32,4 +36,6 @@ TASK_SETS = TaskSets(
     size=lambda fields: int(fields["notes"]),
     parse=_parse,
     generate=generate,
+    env_ids={ENV_ID: "toy_notes"},
+    step_limits={ENV_ID: 20},
 )

@@ -14,7 +14,7 @@ from erp_sim.actions import Action
 from erp_sim.forms.base import Column, FormDefinition, FormHost, Grid, GridRow, MenuItem, OpenForm, Section
 from erp_sim.json_values import JsonObject
 from erp_sim.odata.entities import INT, STRING, DataCatalog, EntitySet, Property
-from erp_sim.workflows import Call, Grader, Rows, Workflow
+from erp_sim.workflows import Call, Grader, Rows, TaskPrompt, UserSees, Workflow
 from toy_workflow import SCHEMA_FILE
 
 
@@ -102,6 +102,18 @@ CATALOG = DataCatalog(
     delete_hint="Notes are read-only.",
 )
 
+
+def _system_prompt(task: NoteTask) -> str:
+    return "You count notes in a simulated ERP: open the ToyNotes form, count its rows, tell the user the count."
+
+
+def user_reply(text: str, view: UserSees) -> tuple[str, bool]:
+    """The toy user: a claim of being done is checked against the real state, anything else is told to go on."""
+    if "done" in text:
+        return ("Thanks, that's it.", True) if view.grade.success else ("The notes are not open yet.", False)
+    return "Please open the notes and count them.", False
+
+
 WORKFLOW: Workflow[NoteTask] = Workflow(
     name="toy",
     schema_file=SCHEMA_FILE,
@@ -114,4 +126,13 @@ WORKFLOW: Workflow[NoteTask] = Workflow(
     actions={"CountNotes": Action("CountNotes", "Count the notes.", (), _count)},
     grader=Grader(model=NoteGrade, target=lambda session: None, progress=_progress, grade=_grade),
     oracle=_oracle,
+    system_prompt=_system_prompt,
+    user_reply=user_reply,
+    task_prompt=TaskPrompt(
+        name="notes_task",
+        description="The notes to count.",
+        text=lambda brief: brief["instruction"],
+        kind="note-counting",
+        resource_description="The notes to count.",
+    ),
 )

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,8 +72,6 @@ SHORT_LABEL_CHARS = 8
 
 
 def config_color(name: str) -> str:
-    import hashlib
-
     if name.upper() in _PRESET_COLORS:
         return _PRESET_COLORS[name.upper()]
     return _PALETTE[int(hashlib.sha256(name.encode()).hexdigest(), 16) % len(_PALETTE)]

@@ -353,7 +353,7 @@ def _failures(rows: Sequence[EpisodeRow], summaries: Mapping[str, st.ConfigSumma
     scored = {name: summaries[name].n_episodes for name in counts}
     return _count_table(
         counts,
-        st.category_order(counts),
+        st.category_order(counts, st.row_workflows(rows)),
         "failure category",
         [("failed episodes", failed), ("scored episodes", scored)],
     )

@@ -394,15 +394,20 @@ def _read_trajectory(run_dir: Path, row: EpisodeRow) -> dict[str, Any] | None:
 
 
 # --- the overview ----------------------------------------------------------------------------------
+#: The task facts the page's columns and filters show, where the task's workflow logs them (``info["task"]``).
+PAGE_TASK_FACTS = ("expense_type", "difficulty")
+
+
 def _task_facts(task_set: str, task_id: str) -> dict[str, str]:
+    from erp_sim import workflows
     from erp_sim.task_sets import get_task
-    from erp_sim.workflows.itemization.task import as_task
 
     try:
-        task = as_task(get_task(task_set, task_id))
+        task = get_task(task_set, task_id)
+        fields = workflows.of_task(task).task_info(task)
     except Exception:  # a results file from another fixture version: show the row without facts
         return {}
-    return {"expense_type": task.expense_type, "difficulty": task.difficulty}
+    return {name: str(fields[name]) for name in PAGE_TASK_FACTS if name in fields}
 
 
 def _estimate(estimate: st.Estimate) -> list[float | None]:

@@ -52,6 +52,20 @@ def _generate(name: str) -> list[str]:
     return [task_to_json(task) for task in TASK_SETS[name]()]
 
 
+# One id per fixture set and per expense type; each is the same class with its task set.
+ENV_IDS = {
+    "erp_sim/ExpenseItemization-v0": "hotel_50",
+    "erp_sim/AllExpenseTypes-v0": "expense_types",
+    "erp_sim/HotelItemization-v0": "Hotel",
+    "erp_sim/CarRentalItemization-v0": "CarRental",
+    "erp_sim/AirfareItemization-v0": "Airfare",
+    "erp_sim/MealsItemization-v0": "Meals",
+    "erp_sim/ConferenceItemization-v0": "Conference",
+    "erp_sim/LongHorizon-v0": "long_horizon",
+}
+# Up to 200 receipt charges over 1-5 lines take two calls a charge and more: room for them.
+STEP_LIMITS = {"erp_sim/LongHorizon-v0": 1500}
+
 # long_horizon's split stratifies by size too: each rung of the ladder is split alike.
 TASK_SETS = TaskSets(
     files=FILES,
@@ -62,4 +76,7 @@ TASK_SETS = TaskSets(
     size_stratified=frozenset({"long_horizon"}),
     view=_expense_type_view,
     view_names=_expense_type_names,
+    env_ids=ENV_IDS,
+    step_limits=STEP_LIMITS,
+    demo_tasks={"hotel_50": "hotel-007"},  # the task the README walks through
 )

@@ -299,6 +299,13 @@ def _within_itemization(old: Row | None, new: Row | None, cols: list[str], line_
     return False
 
 
+def episode_target(session: FormHost) -> int | tuple[int, ...]:
+    """``target_line_ids``, with the receipt's charges built here (once per task: the env finds the target at
+    reset) rather than in a step."""
+    expected_charges(task_of(session))
+    return target_line_ids(session)
+
+
 GRADER: Grader[int | tuple[int, ...], Progress] = Grader(
-    model=Grade, target=target_line_ids, progress=progress, grade=grade_dict
+    model=Grade, target=episode_target, progress=progress, grade=grade_dict, fraction="itemized_fraction"
 )

@@ -19,11 +19,12 @@ from policy_support import (
     user,
 )
 
-from erp_sim.agents.expense_facts import facts_from_messages, missing_receipt_items, render_observation
+from erp_sim.agents.facts import facts_from_messages, render_observation
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.summarizers import PROMPTS_DIR, LLMSummarizer, StructuredSummarizer, SummarizerError, load_prompt
 from erp_sim.agents.tokens import count_text
 from erp_sim.agents.types import ChatResponse, InfrastructureError, ModelRequestError, Usage
+from erp_sim.workflows.itemization.facts import missing_receipt_items
 
 TASK = INSTRUCTION["content"]
 SECTIONS = ("## Task", "## Key variables", "## Completed", "## To-do", "## Guardrails")
@@ -42,25 +43,28 @@ def erp_steps():
 # -- structured facts ----------------------------------------------------------------------
 def test_facts_from_d365_responses():
     facts = facts_from_messages(erp_steps(), TASK)
-    assert facts.report == "EXP-000123"
+    assert facts.task.report == "EXP-000123"
     assert (
-        facts.line["TrvExpTrans_LineNum"] == "2" and facts.line["TrvExpTrans_AmountCurr"] == "360.00"
+        facts.task.line["TrvExpTrans_LineNum"] == "2" and facts.task.line["TrvExpTrans_AmountCurr"] == "360.00"
     )  # nested in Tab/TabPage
-    assert [(i.date, i.description, i.amount) for i in facts.receipt_items.values()] == [
+    assert [(i.date, i.description, i.amount) for i in facts.task.receipt_items.values()] == [
         ("2024-03-01", "Room charge", "300.00"),
         ("2024-03-01", "City tax", "45.00"),
         ("2024-03-02", "Minibar", "15.00"),
     ]
-    assert (facts.itemization_total, facts.itemization_itemized, facts.itemization_remaining) == (
+    assert (facts.task.itemization_total, facts.task.itemization_itemized, facts.task.itemization_remaining) == (
         "360.00",
         "300.00",
         "60.00",
     )
-    assert [(line.subcategory, line.status) for line in facts.itemized_lines.values()] == [
+    assert [(line.subcategory, line.status) for line in facts.task.itemized_lines.values()] == [
         ("Daily room rate", "Saved"),
         ("City tax", "New"),
     ]
-    assert [i.description for i in missing_receipt_items(facts)] == ["City tax", "Minibar"]  # City tax is not saved yet
+    assert [i.description for i in missing_receipt_items(facts.task)] == [
+        "City tax",
+        "Minibar",
+    ]  # City tax is not saved yet
     assert facts.notes == ["Warning: Remaining amount is not zero."]
     assert facts.current_form == "TrvItemization"
     assert len(facts.actions) == 4 and facts.actions[0].startswith("form_open_menu_item() -> Done. | form TrvExpenses")
@@ -164,16 +168,18 @@ def test_real_erp_transcript_if_the_simulator_is_available():
     except StopIteration:
         pass
     facts = facts_from_messages(messages, task.instruction())
-    assert facts.report == task.report_number
-    assert sorted(i.amount for i in facts.receipt_items.values()) == sorted(r.amount for r in task.receipt_items)
-    assert facts.itemization_remaining == "0.00"
-    assert facts.receipt["document"] == task.document_number
+    assert facts.task.report == task.report_number
+    assert sorted(i.amount for i in facts.task.receipt_items.values()) == sorted(r.amount for r in task.receipt_items)
+    assert facts.task.itemization_remaining == "0.00"
+    assert facts.task.receipt["document"] == task.document_number
     assert (
         f"Receipt: document {task.document_number}"
         in StructuredSummarizer().summarize_history(task.instruction(), messages).text
     )
-    assert sorted(line.amount for line in facts.itemized_lines.values()) == sorted(r.amount for r in task.receipt_items)
-    assert not missing_receipt_items(facts)
+    assert sorted(line.amount for line in facts.task.itemized_lines.values()) == sorted(
+        r.amount for r in task.receipt_items
+    )
+    assert not missing_receipt_items(facts.task)
 
 
 SAMPLES = sorted((Path(__file__).resolve().parents[3] / "fixtures" / "samples").glob("*"))
@@ -189,17 +195,17 @@ def test_sample_responses(path):
     facts = facts_from_messages(messages)
     assert facts.current_form == form
     if form == "TrvExpenseReport":
-        assert facts.report.startswith("EXP-") and facts.report in text
+        assert facts.task.report.startswith("EXP-") and facts.task.report in text
     elif form == "TrvReceiptViewer":
-        assert len(facts.receipt_items) == text.count('"ReceiptItem_Amount":') > 0
-        assert facts.receipt["document"] in text
+        assert len(facts.task.receipt_items) == text.count('"ReceiptItem_Amount":') > 0
+        assert facts.task.receipt["document"] in text
     elif form == "TrvItemization":
-        assert facts.itemization_total and facts.itemization_remaining
-        assert f"Total {facts.itemization_total}" in json.loads(text)["FormState"]["Summary"]
+        assert facts.task.itemization_total and facts.task.itemization_remaining
+        assert f"Total {facts.task.itemization_total}" in json.loads(text)["FormState"]["Summary"]
     summarizer = StructuredSummarizer()
     refined = summarizer.refine_observation(TASK, messages[1], []).text
     assert count_text(refined) < count_text(text)
-    for item in facts.receipt_items.values():
+    for item in facts.task.receipt_items.values():
         assert item.amount in refined
     assert summarizer.summarize_history(TASK, messages).text.strip()
 

@@ -11,8 +11,9 @@ from decimal import Decimal
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
-from erp_sim.agents.scripted import PAGE_ROWS, _consume, _row_charge, call_id, compare_rows
-from erp_sim.agents.scripted.reading import index_form, row_index
+from erp_sim.agents.scripted import call_id
+from erp_sim.form_index import PAGE_ROWS, index_form, row_index
+from erp_sim.workflows.itemization.scripted import _consume, _row_charge, compare_rows
 
 
 def test_call_id_is_the_sha1_of_the_sorted_json_it_always_was():

@@ -20,9 +20,10 @@ PACKAGE = Path(erp_sim.__file__).parent
 ITEMIZATION = PACKAGE / "workflows" / "itemization"
 # A remaining amount compared with zero, or a count of saved lines tested for "any": the rule's two halves.
 RESTATED = re.compile(r"remaining\b[^\n]*(==|!=|<=?|>=?)\s*(ZERO|0\b|Decimal\(\s*[\"']?0)|line_count\s*>\s*0")
-# Where it may stand: the rule module, and the oracle, which reads the Remaining control of a response (as an
-# agent does) to check its own work.
-ALLOWED = {ITEMIZATION / "ledger.py", ITEMIZATION / "oracle.py"}
+# Where it may stand: the rule module; the readers of a response's Remaining control (as an agent reads it), to
+# check their own work: the oracle, the scripted agent's procedure and the summary's facts; and the failure
+# taxonomy, which reads the remaining amount a grade states.
+ALLOWED = {ITEMIZATION / name for name in ("ledger.py", "oracle.py", "scripted.py", "facts.py", "failures.py")}
 
 
 def test_only_the_rule_module_states_the_zero_remainder_rule():

@@ -9,6 +9,7 @@ import hashlib
 import pickle
 
 import pytest
+from toy_support import clear_caches
 
 import erp_sim
 from erp_sim import task_sets, workflows
@@ -23,27 +24,6 @@ PROBES = [
     ("data_find_entities", {"odataPath": "Notes"}),
     ("form_open_menu_item", {"name": "ToyNotes"}),
 ]
-
-
-def _clear_caches() -> None:
-    for cached in (workflows.task_sets, workflows.load, task_sets.task_rows, task_sets._load_task_set):
-        cached.cache_clear()
-
-
-@pytest.fixture
-def toy(monkeypatch, tmp_path):
-    """The toy workflow registered (its one line in PACKAGES) with its fixture beside the real ones."""
-    import toy_workflow
-
-    for fixture in task_sets.FIXTURES_DIR.glob("*.jsonl"):
-        (tmp_path / fixture.name).symlink_to(fixture)
-    (tmp_path / toy_workflow.FIXTURE).write_text("".join(f"{line}\n" for line in toy_workflow.generate("toy_notes")))
-    monkeypatch.setattr(task_sets, "FIXTURES_DIR", tmp_path)
-    monkeypatch.setitem(workflows.PACKAGES, "toy", "toy_workflow")
-    _clear_caches()
-    yield
-    monkeypatch.undo()
-    _clear_caches()
 
 
 def _responses_digest(task_set: str, count: int) -> str:
@@ -115,6 +95,6 @@ def test_two_workflows_cannot_claim_one_task_set_name(monkeypatch, toy):
 
     claims = dataclasses.replace(toy_workflow.TASK_SETS, files={"hotel_50": toy_workflow.FIXTURE})
     monkeypatch.setattr(toy_workflow, "TASK_SETS", claims)
-    _clear_caches()
+    clear_caches()
     with pytest.raises(RuntimeError, match="Two workflows claim the same task set name"):
         workflows.task_sets()

@@ -1,0 +1,162 @@
+"""What the agent harness reads of a workflow: its ``HarnessFace`` (the folder's ``harness`` module's ``HARNESS``).
+
+The harness (``erp_sim.agents``) names no workflow: the scripted agent's procedure and its reading of the
+workflow's forms, the facts of the structured summary, the failure categories, the LLM user's context,
+the memory consolidator's SOP wording and the report's labels are the workflow's, as plain functions over
+what an agent sees (JSON texts, FormState dicts, chat messages as dicts). The harness finds the face of
+a task set's workflow (``erp_sim.workflows.harness``), or, where it sees only the conversation, of the
+workflow whose ``recognizes`` holds for the instruction (``erp_sim.workflows.harness_for``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from erp_sim.form_index import FormIndex
+
+Decision = tuple[str, dict[str, Any]] | str  # (tool, arguments), or a message to the user
+FormStateDict = dict[str, Any]
+
+
+class Seen(Protocol):
+    """What the generic scripted agent read off the visible messages (``erp_sim.agents.scripted.View``)."""
+
+    @property
+    def instruction(self) -> str:
+        """The first user message."""
+        ...
+
+    @property
+    def brief(self) -> Any:
+        """What the workflow's ``read_instruction`` made of it."""
+        ...
+
+    @property
+    def read(self) -> Mapping[str, Any]:
+        """The reading after the last message: the generic keys and the workflow's ``initial``."""
+        ...
+
+    @property
+    def state(self) -> FormStateDict | None:
+        """The FormState of the latest visible tool result."""
+        ...
+
+    @property
+    def form_index(self) -> FormIndex:
+        """Its grids and controls by name."""
+        ...
+
+    @property
+    def last_tool(self) -> str | None: ...
+
+    @property
+    def last_arguments(self) -> dict[str, Any]: ...
+
+    @property
+    def memory(self) -> bool:
+        """The memory tools are offered (GenericAgent's long-term memory)."""
+        ...
+
+    @property
+    def sop(self) -> dict[str, Any] | None:
+        """The SOP memory_read showed, its "steps" as dicts."""
+        ...
+
+    @property
+    def long_term_update_requested(self) -> bool: ...
+
+    @property
+    def recalls(self) -> bool:
+        """The recall model is on (``recall`` may change an amount)."""
+        ...
+
+    def sop_step(self, tool: str) -> dict[str, Any] | None:
+        """The SOP's first step that calls ``tool``."""
+        ...
+
+    def recall(self, amount: str, key: str, index: int, at: int) -> str:
+        """``amount`` as the recall model remembers the ``index``-th fact under ``key`` read from message ``at``."""
+        ...
+
+
+@dataclass(frozen=True, eq=False)
+class MessageReading:
+    """What a workflow reads off the visible messages: the agent folds them into a reading (a dict, copied
+    after every message: write new containers, never change the ones it holds); the workflow's keys start
+    as ``initial``, and its folds see what its readers read off a tool result's FormState or a user message."""
+
+    initial: Mapping[str, Any]  # the workflow's keys of the reading before any message
+    read_form: Callable[[FormStateDict, FormIndex, Any], Any]  # (FormState, its index, brief) -> what to fold, or None
+    fold_result: Callable[[dict[str, Any], Any, int, Any], None]  # (reading, read_form's value, message index, brief)
+    read_user: Callable[[str, Any], Hashable]  # (a user message's text, brief) -> what it says (compared, cached)
+    fold_user: Callable[[dict[str, Any], Any, int, Any], None]  # (reading, read_user's value, message index, brief)
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: the agent's per-text reading cache keys on it
+class ScriptedProcedure:
+    """The scripted agent's knowledge of a workflow: what its messages show, and what to do next."""
+
+    read_instruction: Callable[[str], Hashable]  # the instruction -> the brief the other hooks take (hashable)
+    unreadable: Callable[[Any], str | None]  # brief -> the question to ask when it names no task, else None
+    sop_key: Callable[[Any], str]  # brief -> the key of the memory SOP that would fit the task
+    reading: MessageReading
+    view: Callable[[Seen], Any]  # the workflow's view of what is seen (the argument of ``decide``)
+    decide: Callable[[Any, bool], Decision]  # (its view, ask before the first change) -> the next step
+
+
+@dataclass(frozen=True)
+class SummaryFacts:
+    """The workflow's facts of its task for the structured summary (ACON's sections: key variables, to-do,
+    guardrails) and GenericAgent's working memory, folded from the FormStates of the responses. The facts
+    are a pydantic model whose containers the fold may change in place (the harness copies them first)."""
+
+    new: Callable[[str], Any]  # the task's instruction -> its facts before any response
+    observe: Callable[
+        [Any, str, str, FormStateDict], None
+    ]  # (facts, form name, caption, FormState): fold one response's
+    key_variables: Callable[[Any], list[str]]  # the facts as "Key variables" lines
+    todo: Callable[[Any, str], list[str]]  # (facts, the current form's name) -> what is left to do, never empty
+    guardrails: tuple[str, ...]  # the task's rules, in the summary's Guardrails section
+
+
+@dataclass(frozen=True)
+class SopRules:
+    """How GenericAgent's consolidator writes an SOP (layered memory's L3) of a successful episode of the
+    workflow: the task's own values become {parameters}, a step done once per item of the task is folded."""
+
+    parameters: Callable[[str], dict[str, str]]  # the instruction -> the task's values by parameter name
+    step: Callable[[str, dict[str, Any], dict[str, str]], tuple[dict[str, Any], str]]  # (tool, arguments, values)
+    # -> (the arguments with per-item placeholders, "" or what the step repeats for, e.g. "for each receipt charge")
+    expect: Callable[[str, dict[str, str]], str]  # a step's Result text -> with the workflow's own values named
+    say: Callable[[str], str]  # a message to the user -> with its counts named
+    sop: Callable[[dict[str, str], int], dict[str, Any]]  # (values, folded steps) -> the Sop's key, summary, goal,
+    # parameters, preconditions and failure_handling
+    prompt: Path  # the LLM consolidator's prompt ({instruction}, {parameters}, {calls}, {schema})
+
+
+@dataclass(frozen=True)
+class FailureRules:
+    """Why a graded episode of the workflow failed, beside the generic causes (``erp_sim.outcomes``): the
+    classifier asks ``classify`` once the generic ones ahead of it (a stall, the step limit, invalid calls)
+    do not apply; None leaves ``premature_termination``."""
+
+    categories: tuple[str, ...]  # its own categories, in the failure table's order
+    classify: Callable[[Any, Sequence[str]], str | None]  # (the grade or None, the agent's texts to the user)
+
+
+@dataclass(frozen=True)
+class HarnessFace:
+    """Everything of one workflow that the agent harness reads."""
+
+    name: str
+    recognizes: Callable[[str], bool]  # an instruction (the first user message) is one of this workflow's tasks
+    scripted: ScriptedProcedure
+    user_context: Path  # the LLM user's prompt template: {end_token} and the fields of user_context_fields
+    user_context_fields: Callable[[Any, Any], Mapping[str, str]]  # (task, grade) -> the template's other fields
+    facts: SummaryFacts
+    failures: FailureRules
+    sop: SopRules
+    labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields (success, ...)
