@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout is not None:  # None: started with fd 1 closed
             sys.stdout.flush()  # a reader that went away (`erp-sim demo | head -1`) shows up here at the latest
         return code
+    except KeyboardInterrupt:  # a command without a message of its own for Ctrl-C: no traceback either
+        print("\nerp-sim: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # As the Python docs recommend for SIGPIPE: no traceback for output nobody reads; stdout goes to
         # devnull so that the interpreter's own flush at exit does not fail again.

@@ -7,7 +7,9 @@ Module docstrings double as command descriptions; their reST markup (````erp-sim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import NoReturn
 
 _MARKUP = re.compile(r"(?::[a-z]+:)?(``?)([^`]+)\1")  # ``literal``, `text`, :role:`target`
@@ -30,6 +32,20 @@ class PlainHelpFormatter(argparse.HelpFormatter):
 
 class PlainDefaultsHelpFormatter(PlainHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """``PlainHelpFormatter`` that also states each argument's default."""
+
+
+class UsageError(ValueError):
+    """A wrong option value found after parsing (an unknown task set or agent kind, a malformed price, no API key
+    for the model named): the command ends as argparse ends a usage error, ``PROG: error: MESSAGE`` and exit 2."""
+
+
+@contextlib.contextmanager
+def usage_errors(parser: argparse.ArgumentParser) -> Iterator[None]:
+    """Run a command's body so that a ``UsageError`` from anywhere in it is ``refuse``d with its message."""
+    try:
+        yield
+    except UsageError as error:
+        refuse(parser, error)
 
 
 def refuse(parser: argparse.ArgumentParser, message: object) -> NoReturn:

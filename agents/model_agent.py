@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from erp_sim.agents.types import AgentStep, ChatModel, Message, ToolSchema, refuse_over_window
+from erp_sim.agents.types import AgentStep, ChatModel, ContextOverflowError, Message, ToolSchema, refuse_over_window
+
+
+def _request_tokens(transcript: list[Message], tools: list[ToolSchema]) -> int:
+    """The request's size as the window is checked (``TokenCounter.count_request``)."""
+    from erp_sim.agents.tokens import get_counter  # with the first check: o200k's tables load lazily
+
+    return get_counter().count_request(transcript, tools)
 
 
 class ModelAgent:
@@ -24,11 +31,13 @@ class ModelAgent:
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
         if self.context_window is not None:
-            from erp_sim.agents.tokens import get_counter
-
-            tokens = get_counter().count_request(transcript, tools)
-            refuse_over_window(tokens, self.context_window, "the request has", "; not sent")
-        response = self.model.complete(transcript, tools)
+            refuse_over_window(_request_tokens(transcript, tools), self.context_window, "the request has", "; not sent")
+        try:
+            response = self.model.complete(transcript, tools)
+        except ContextOverflowError as error:  # the server's own window: the refused request's size, counted
+            if error.tokens is None:
+                error.tokens = _request_tokens(transcript, tools)
+            raise
         return AgentStep(
             message=response.message,
             shown=list(transcript),

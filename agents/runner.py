@@ -103,6 +103,7 @@ def run_episode(
     )
     env_state = _EnvState(info=info)
     termination: Termination | None = None
+    refused_tokens: int | None = None
     while not env_state.done and len(trajectory.steps) < max_model_calls:
         try:
             message = _act(acting, transcript, trajectory)
@@ -110,6 +111,7 @@ def run_episode(
             trajectory.steps[-1].role_calls += meter.drain()  # the LLM user's answer to this step
         except Exception as exc:
             termination = _failure(exc, trajectory)
+            refused_tokens = exc.tokens if isinstance(exc, ContextOverflowError) else None
             break
     meter.stop()
     if trajectory.steps:  # calls made before a failure later in the step
@@ -128,6 +130,8 @@ def run_episode(
         trajectory.context = recorder.context
     trajectory.termination = termination
     _grade_and_measure(env, trajectory, env_state.info)
+    if refused_tokens is not None:
+        trajectory.metrics.refused_request_tokens = refused_tokens
     trajectory.timing = {"wall_time_s": time.perf_counter() - started, "model_time_s": acting.model_time}
     return trajectory
 
@@ -300,7 +304,10 @@ def _role_metrics(steps: list[StepRecord]) -> dict[str, Any]:
     """Per-episode sums of the summarizer's and the LLM user's model calls, both units apart."""
     sums: dict[str, Any] = {}
     for role in ("summarizer", "user"):
-        role_sums = call_sums([call for s in steps for call in s.role_calls if call.role == role])
-        sums.update({f"{role}_{name}": value for name, value in role_sums.items()})
+        calls = [call for s in steps for call in s.role_calls if call.role == role]
+        sums.update({f"{role}_{name}": value for name, value in call_sums(calls).items()})
+        stops = _length_stops([call.finish_reason for call in calls])
+        if stops is not None:  # said by the service: absent offline
+            sums[f"{role}_length_stops"] = stops
     sums["summarizer_tokens"] = sums["summarizer_input_tokens"] + sums["summarizer_output_tokens"]
     return sums

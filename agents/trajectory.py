@@ -347,6 +347,18 @@ class EpisodeMetrics(BaseModel):
         description="Agent answers the service cut at their token limit (finish_reason 'length'). Absent: no "
         "answer said why it stopped (offline).",
     )
+    summarizer_length_stops: int | None = Field(
+        None, exclude_if=unset, description="The summarizer's answers cut at their token limit (absent: none said)."
+    )
+    user_length_stops: int | None = Field(
+        None, exclude_if=unset, description="The LLM user's answers cut at their token limit (absent: none said)."
+    )
+    refused_request_tokens: int | None = Field(
+        None,
+        exclude_if=unset,
+        description="The size (o200k, messages + tool schemas) of the agent's request that ended the episode as "
+        "context_overflow, never sent or refused by the server, so not in peak_tokens. Absent: no such request.",
+    )
 
 
 class Trajectory(BaseModel):

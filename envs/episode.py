@@ -71,6 +71,9 @@ def logged_metrics(env_id: str = DEFAULT_ENV_ID) -> tuple[str, ...]:
 METRICS = metric_names()  # the default env id's
 
 
+NO_EPISODE = "No episode is running: start one (reset) first."
+
+
 class EpisodeError(ValueError):
     """An action the episode cannot take: none started yet, or it is over. Nothing changed."""
 
@@ -142,7 +145,7 @@ class Episode:
         """One env step with any action the env takes (a dict or JSON text); raises EpisodeError before
         ``start`` or after the episode ended (terminated or truncated)."""
         if not self.started:
-            raise EpisodeError("No episode is running: start one (reset) first.")
+            raise EpisodeError(NO_EPISODE)
         if self.done:
             raise EpisodeError("The episode is over: no more tool calls or messages; start a new one (reset).")
         observation, reward, terminated, truncated, self.info = self.env.step(action)
@@ -155,7 +158,7 @@ class Episode:
     def grade(self) -> dict:
         """The full grade of the ERP's state now (``erp_sim.Grade`` as a dict): for evaluators, never the agent."""
         if not self.started:
-            raise EpisodeError("No episode is running: start one (reset) first.")
+            raise EpisodeError(NO_EPISODE)
         return expense_env_of(self.env).grade().model_dump(mode="json")
 
     def metrics(self) -> dict[str, float]:

@@ -21,10 +21,10 @@ from gymnasium.error import ResetNeeded
 
 import erp_sim
 from erp_sim import workflows
+from erp_sim.envs.action_checks import parse_action
 from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
-from erp_sim.json_values import json_value_problem
 from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
 from erp_sim.response import error_envelope, render
 from erp_sim.task_sets import task_rows
@@ -101,62 +101,6 @@ def _tools_json() -> str:
     return json.dumps(erp_sim.openai_tool_schemas())
 
 
-_ACTION_SHAPES = (
-    'Send {"name": "<tool>", "arguments": {...}} to call a tool, or {"message": "<text>"} to write to the user.'
-)
-
-
-def parse_action(action: Any) -> tuple[str, Any]:
-    """Classify an action: ("tool", (name, arguments dict)), ("message", text) or ("invalid", reason). Never raises.
-
-    A dict action goes through its JSON text, so dicts and strings behave the same (and values
-    JSON cannot carry are invalid actions, not errors deep in the simulator).
-    """
-    problem: str | None
-    if isinstance(action, Mapping):
-        try:
-            action = json.dumps(action)
-        except (TypeError, ValueError, RecursionError):
-            problem = json_value_problem(dict(action), "action") or "it holds a value JSON cannot carry."
-            return "invalid", f"The action cannot be written as JSON: {problem} {_ACTION_SHAPES}"
-    if not isinstance(action, str):
-        return "invalid", f"The action must be a JSON string or a dict, got {type(action).__name__}. {_ACTION_SHAPES}"
-    action, problem = _loads(action, "The action")
-    if problem:
-        return "invalid", f"{problem} {_ACTION_SHAPES}"
-    if not isinstance(action, dict):
-        return "invalid", f"The action must be a JSON object, got {type(action).__name__}. {_ACTION_SHAPES}"
-    keys = set(action)
-    if keys == {"message"} and isinstance(action["message"], str):
-        problem = json_value_problem(action["message"], "message")
-        return ("invalid", problem) if problem else ("message", action["message"])
-    if "name" in keys and keys <= {"name", "arguments"} and isinstance(action["name"], str):
-        arguments = action.get("arguments")
-        if isinstance(arguments, str) and not arguments.strip():  # some servers send "" for a call without any
-            arguments = None
-        elif isinstance(arguments, str):  # OpenAI tool calls carry arguments as JSON text
-            arguments, problem = _loads(arguments, "The arguments")
-            if problem:
-                return "invalid", problem
-        if arguments is None or isinstance(arguments, dict):
-            return "tool", (action["name"], arguments or {})
-        return "invalid", f"The arguments must be a JSON object, got {type(arguments).__name__}."
-    shown = ", ".join(sorted(repr(k)[:40] for k in keys)[:10]) or "none"
-    return "invalid", f"The action has the wrong shape (keys: {shown}). {_ACTION_SHAPES}"
-
-
-def _loads(text: str, what: str) -> tuple[Any, str | None]:
-    if len(text) > MAX_ACTION_CHARS:
-        return None, f"{what} is {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}."
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        return None, f"{what} is not valid JSON ({exc.msg} at position {exc.pos})."
-    except (ValueError, RecursionError) as exc:  # Python refuses integers over 4,300 digits, and deep nesting
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else "a number has too many digits"
-        return None, f"{what} cannot be read ({reason})."
-
-
 @dataclass(frozen=True)
 class EnvSnapshot:
     """An episode's saved state, opaque and picklable: give it to ``restore`` of an env made with the same settings."""
@@ -211,7 +155,8 @@ class ErpEnv(gym.Env[str, str]):
     ## Action Space
     ``AnyText(0, MAX_ACTION_CHARS)`` (200,000, the session's limit on argument text): a JSON string,
     either ``{"name": <tool>, "arguments": {...}}`` (a tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
-    ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
+    ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too, and
+    so is ``InvalidAction(reason)``, an action an adapter refused itself (counted as invalid).
 
     Every action is one of three kinds, the same in the observation, ``info["action"]`` and
     ``info["counts"]``:
@@ -247,13 +192,16 @@ class ErpEnv(gym.Env[str, str]):
     The workflow's grader judges the ERP's state against the task's original facts, never against
     what the agent rewrote in the ERP; any change the task did not ask for (``collateral``) fails
     both rewards.
-    ``reward="success"`` (default, what the study measured): 1.0 on the step that completes the
-    task by the workflow's rule, else 0.0 (itemization: saved lines add up to the task's amount,
-    remaining exactly 0.00, no unsaved rows, the itemization form closed, no collateral change).
-    ``reward="strict"``: as ``"success"``, and the work must equal the task's ground truth
-    (itemization: the saved lines equal the receipt's charges as a multiset of (subcategory, date,
-    amount); one line with the whole amount earns nothing).
-    Train on ``"strict"``: ``"success"`` can be earned by a wrong itemization that adds up.
+    ``reward="strict"`` (default): 1.0 on the step that completes the task by the workflow's rule
+    and the work equals the task's ground truth, else 0.0 (itemization: saved lines add up to the
+    task's amount, remaining exactly 0.00, no unsaved rows, the itemization form closed, no
+    collateral change, and the saved lines equal the receipt's charges as a multiset of
+    (subcategory, date, amount); one line holding the whole amount earns nothing).
+    ``reward="success"``: the study's rule, what "Less Context, Smarter Agents" measured: as
+    ``"strict"`` without the ground truth, so a wrong itemization that adds up (one line with the
+    whole amount, any subcategory and date) earns 1.0. Use it to compare with the study, never to
+    train. Under either reward ``info["grade"]["success"]`` is the study's success, live, and the
+    terminating step's ``info["final_grade"]`` has ``success`` and ``strict_success``.
     The episode ends at the study's success under either reward; ``info["reward"]`` names the
     reward in force.
     ``reward_shaping="none"`` (default): the reward above. ``reward_shaping="potential"``: each
@@ -302,7 +250,7 @@ class ErpEnv(gym.Env[str, str]):
     - ``faults``: ``erp_sim`` fault profile (``0.1`` or ``"rate=0.1,seed=3"``), off by default. A faulted
       call fails before it runs (nothing changes) with ``info["action"]["error_code"]`` ``FormBusy``,
       ``SessionLost`` or ``RequestTimeout``; sending the same call again is the recovery.
-    - ``reward``: ``"success"`` (default) or ``"strict"`` (see Rewards).
+    - ``reward``: ``"strict"`` (default) or ``"success"``, the study's rule (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
     - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
@@ -320,7 +268,7 @@ class ErpEnv(gym.Env[str, str]):
     (``vector_kwargs={"context": "spawn", "shared_memory": False}``).
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version; ``reward`` defaults to ``"strict"`` (earlier 0.1.0 builds: ``"success"``).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -333,7 +281,7 @@ class ErpEnv(gym.Env[str, str]):
         user_model: Any = "rule",
         receipt_in_instruction: bool = False,
         faults: Any = None,
-        reward: Literal["success", "strict"] = "success",
+        reward: Literal["success", "strict"] = "strict",
         reward_shaping: Literal["none", "potential"] = "none",
         max_user_turns: int = 10,
         render_mode: str | None = None,
@@ -372,6 +320,8 @@ class ErpEnv(gym.Env[str, str]):
     # --- Gymnasium API ---
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         chosen = self._task_from_options(options)  # before any state changes: a refused reset leaves the env as it was
+        if isinstance(seed, bool):  # an int to Python and to Gymnasium's check, yet no seed anyone meant
+            raise ValueError(f"seed: {seed} is a bool, not a seed; give a non-negative integer or None.")
         try:
             super().reset(seed=seed)  # a bad seed raises before the generator is replaced
         except gym.error.Error as exc:  # refused like bad options: a ValueError (adapters answer ResetRefused)

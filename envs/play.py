@@ -287,11 +287,17 @@ def line_reader(words: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     import gymnasium as gym
 
-    import erp_sim.envs  # noqa: F401  (registers the ids)
+    from erp_sim.envs import ENV_IDS
     from erp_sim.envs.expense_env import expense_env_of
+
+    if args.env not in gym.registry:  # gymnasium's own message suggests one near name, not the ids there are
+        ids = ", ".join(ENV_IDS)
+        print(f"{parser.prog}: error: --env {args.env}: not a registered env id; erp-sim's: {ids}", file=sys.stderr)
+        return 2
 
     out = sys.stdout
     kwargs = {
@@ -309,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             options = {"task_index": int(args.task)} if args.task.isdigit() else {"task_id": args.task}
         observation, info = env.reset(seed=args.seed, options=options)
     except (gym.error.Error, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError's str() adds quotes
+        print(f"{parser.prog}: error: {reason}", file=sys.stderr)  # argparse's form and status, as for its own
         return 2
     task, tools, system_prompt, instruction = info["task"], info["tools"], info["system_prompt"], observation
     tool_names = [tool["function"]["name"] for tool in tools]

@@ -8,9 +8,11 @@ set's name and size (``gym.make``, ``--tasks`` parsing) costs a JSON read; ``loa
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import random
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -120,13 +122,33 @@ def resolve_tasks(selection: str) -> tuple[str, list[str]]:
     rest = rest.strip()
     if rest in SPLITS:
         return task_set, [row.task_id for row in split_rows(task_set, rest)]
-    chosen = [i.strip() for i in rest.split(",") if i.strip()] if rest else known
+    given = [i.strip() for i in rest.split(",") if i.strip()] if rest else known
+    chosen = [matching_task_id(i, known) or i for i in given]
     unknown = [i for i in chosen if i not in known]
     if unknown:
+        near = sorted({m for i in unknown for m in difflib.get_close_matches(i, known, n=3, cutoff=0.6)})
         raise KeyError(
-            f"Unknown task id(s) in {task_set}: {', '.join(unknown)} (or use {task_set}:train / {task_set}:test)."
+            f"Unknown task id(s) in {task_set}: {', '.join(unknown)}"
+            + (f"; did you mean {', '.join(near)}?" if near else "")
+            + f" (ids run {known[0]} .. {known[-1]}; or use {task_set}:train / {task_set}:test)."
         )
     return task_set, chosen
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def matching_task_id(given: str, known: list[str]) -> str | None:
+    """``given`` if known, else the one known id that differs from it only in zero padding (``hotel-7`` is
+    ``hotel-007``, ``long-10-0`` is ``long-010-00``); None when there is none, or more than one."""
+    if given in known:
+        return given
+
+    def unpadded(task_id: str) -> str:
+        return _NUMBER.sub(lambda number: str(int(number.group())), task_id)
+
+    matches = [task_id for task_id in known if unpadded(task_id) == unpadded(given)]
+    return matches[0] if len(matches) == 1 else None
 
 
 # --- tasks ------------------------------------------------------------------------------------
@@ -162,6 +184,7 @@ def get_task(task_set: str, task: str | int) -> WorkflowTask:
             shown = str(task) if len(str(task)) <= MAX_TASK_ID_SHOWN else f"{str(task)[:MAX_TASK_ID_SHOWN]}..."
             raise KeyError(f"Task index {shown} out of range: {task_set} has {len(tasks)} tasks.")
         return tasks[index]
+    task = matching_task_id(task, [candidate.task_id for candidate in tasks]) or task
     for candidate in tasks:
         if candidate.task_id == task:
             return candidate

@@ -1,6 +1,6 @@
 """Regenerate the task fixtures under fixtures/ from their seeds (and sample responses from them).
 
-python scripts/generate_fixtures.py           # write fixtures/*.jsonl
+python scripts/generate_fixtures.py           # write fixtures/*.jsonl and oracle_steps.json
 python scripts/generate_fixtures.py --check   # exit 1 if a checked-in file differs
 """
 
@@ -27,13 +27,16 @@ def sample_responses() -> dict[str, str]:
 
 
 def outputs() -> dict[str, str]:
-    """Every workflow's fixture files, then the sample responses."""
-    files = {
-        filename: "".join(line + "\n" for line in sets.generate(name))
-        for sets in task_sets().values()
-        for name, filename in sets.files.items()
-    }
-    return {**files, **sample_responses()}
+    """Every workflow's fixture files, the oracle's call count of each of their tasks, the sample responses."""
+    from erp_sim.oracle import ORACLE_STEPS_FILE, oracle_steps_cache
+
+    files, tasks = {}, []
+    for sets in task_sets().values():
+        for name, filename in sets.files.items():
+            lines = sets.generate(name)
+            files[filename] = "".join(line + "\n" for line in lines)
+            tasks += [(line, sets.parse(line)) for line in lines]
+    return {**files, ORACLE_STEPS_FILE: oracle_steps_cache(tasks), **sample_responses()}
 
 
 def main(argv: list[str] | None = None) -> int:

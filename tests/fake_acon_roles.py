@@ -169,6 +169,12 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--cached-tokens", action="store_true", help="and report usage.prompt_tokens_details.cached_tokens"
     )
+    parser.add_argument("--pinned-model", help="as transformers serve pinned to one model: HTTP 400 for any other")
+    parser.add_argument(
+        "--malformed-call-500",
+        action="store_true",
+        help="a bare HTTP 500 once an earlier call's arguments are not JSON",
+    )
     args = parser.parse_args(argv)
     with FakeOpenAIServer(**vars(args)) as server:
         server.answer_with(acon_role_reply)

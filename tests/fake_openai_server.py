@@ -39,7 +39,17 @@ Opt-in modes make it behave like the local servers people point the harness at
   the scripted figures; with ``cached_tokens`` it also reports
   ``usage.prompt_tokens_details.cached_tokens``, the prompt prefix shared with the request
   before (whole blocks of ``CACHE_BLOCK`` tokens, as vLLM's prefix cache counts), and
-  without it no ``prompt_tokens_details`` at all (llama-cpp-python reports none).
+  without it no ``prompt_tokens_details`` at all (llama-cpp-python reports none);
+- ``pinned_model``: as ``transformers serve`` pinned to one model: a request naming another model gets
+  HTTP 400 ``{"detail": "Server is pinned to 'NAME'; requested 'OTHER'."}`` (FastAPI's error shape, the words
+  ``transformers serve`` answered with), without using a reply, and
+  ``GET /v1/models/NAME`` is not a route (404 ``{"detail": "Not Found"}``);
+- ``malformed_call_500``: a request holding an earlier tool call whose ``arguments`` text is not JSON
+  gets a bare HTTP 500 (``Internal Server Error`` as plain text, no JSON), every time, without using a reply,
+  as a server whose chat template parses the arguments and fails (``transformers serve``).
+
+``GET /v1/models`` lists the model, and ``GET /v1/models/NAME`` answers any name as a model object
+(``lookups`` keeps the names asked for), as the harness's probe before a run asks.
 
 Use it from a test module (``tests/`` is on ``sys.path`` under pytest's default import mode)::
 
@@ -90,6 +100,7 @@ class ScriptedReply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     truncate: bool = False  # send only the first half of the JSON body (Content-Length matches)
+    text: str | None = None  # a plain-text body instead of the JSON one (a bare error page)
 
 
 class FakeOpenAIServer:
@@ -107,6 +118,8 @@ class FakeOpenAIServer:
         runaway_seconds: float | None = None,
         own_token_counts: bool = False,
         cached_tokens: bool = False,
+        pinned_model: str | None = None,
+        malformed_call_500: bool = False,
     ):
         if cached_tokens and not own_token_counts:
             raise ValueError("cached_tokens needs own_token_counts (the cache counts the server's own tokens)")
@@ -117,6 +130,9 @@ class FakeOpenAIServer:
         self.parses_tool_arguments = parses_tool_arguments
         self.runaway_seconds = runaway_seconds
         self.own_token_counts = own_token_counts
+        self.pinned_model = pinned_model
+        self.malformed_call_500 = malformed_call_500
+        self.lookups: list[str] = []  # the model names GET /v1/models/NAME asked about, in order
         self.reports_shared_prefix = cached_tokens  # own counts' cached_tokens: the prefix shared with the last request
         self._previous_prompt: list[str] = []  # the last prompt's own tokens, for the prefix cache
         self.rejections: list[dict[str, Any]] = []  # the 400 errors strict mode answered, in order
@@ -288,6 +304,13 @@ class FakeOpenAIServer:
                 return ScriptedReply(500, _error_body(TEMPLATE_ERROR, "internal_server_error"))
             if self.parses_tool_arguments and _has_unparsable_arguments(body):
                 return ScriptedReply(400, _error_body(ARGUMENTS_ERROR, "BadRequestError"))
+            if self.pinned_model is not None and body.get("model") != self.pinned_model:
+                asked = body.get("model")
+                return ScriptedReply(
+                    400, {"detail": f"Server is pinned to {self.pinned_model!r}; requested {asked!r}."}
+                )
+            if self.malformed_call_500 and _has_unparsable_arguments(body):
+                return ScriptedReply(500, {}, text="Internal Server Error")
             runaway = self.runaway_seconds is not None and not _limits_tokens(body)
             reply = self._replies.popleft() if self._replies and not runaway else None
             handler = self._role_handler
@@ -311,6 +334,19 @@ class FakeOpenAIServer:
         if self.own_token_counts and reply.status == 200:
             reply = self._with_own_usage(reply, body)
         return reply
+
+    def _answer_get(self, path: str) -> ScriptedReply:
+        """``GET /v1/models`` and ``GET /v1/models/NAME`` (the probe's lookup)."""
+        prefix = CHAT_COMPLETIONS_PATH.removesuffix("chat/completions") + "models"
+        served = self.pinned_model or self.model
+        if path == prefix:
+            return ScriptedReply(200, {"object": "list", "data": [_model_object(served)]})
+        if path.startswith(prefix + "/") and self.pinned_model is None:
+            name = path[len(prefix) + 1 :]
+            with self._lock:
+                self.lookups.append(name)
+            return ScriptedReply(200, _model_object(name))
+        return ScriptedReply(404, {"detail": "Not Found"})
 
     def _runaway(self, body: dict[str, Any]) -> ScriptedReply:
         message = {"role": "assistant", "content": " ".join(["and"] * RUNAWAY_TOKENS)}
@@ -432,19 +468,24 @@ def _error_reply(status: int, retry_after: float | None, message: str | None = N
     return ScriptedReply(status, _error_body(message or f"fake server: scripted HTTP {status}", kind), headers)
 
 
+def _model_object(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": FIXED_CREATED, "owned_by": "fake"}
+
+
 def _error_body(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
 
 
 def send_json(handler: BaseHTTPRequestHandler, reply: Any) -> None:
-    """Send ``reply`` (status, JSON body, headers; after its delay, cut in half if ``truncate``)."""
+    """Send ``reply`` (status, JSON body or its ``text``, headers; after its delay, cut in half if ``truncate``)."""
     time.sleep(reply.delay)
-    payload = json.dumps(reply.body).encode()
+    text = getattr(reply, "text", None)
+    payload = (text if text is not None else json.dumps(reply.body)).encode()
     if reply.truncate:
         payload = payload[: len(payload) // 2]
     try:
         handler.send_response(reply.status)
-        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Type", "text/plain" if text is not None else "application/json")
         handler.send_header("Content-Length", str(len(payload)))
         for name, value in reply.headers.items():
             handler.send_header(name, value)
@@ -465,6 +506,9 @@ def read_json_body(handler: BaseHTTPRequestHandler) -> Any:
 
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            send_json(self, server._answer_get(self.path))
+
         def do_POST(self) -> None:
             body = read_json_body(self)  # None: not JSON, which strict mode refuses as the API does
             body = body if body is not None or server.strict else {}  # a lenient server sees no body

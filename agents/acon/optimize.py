@@ -51,9 +51,9 @@ from erp_sim.agents.acon.optimizer_requests import (
 from erp_sim.agents.acon.role_models import ROLES, role_models, role_switches
 from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
-from erp_sim.agents.command_line import PlainHelpFormatter
+from erp_sim.agents.command_line import PlainHelpFormatter, UsageError, refuse, usage_errors
 from erp_sim.agents.evaluation.settings import EpisodeSettings
-from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role, positive
+from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role, positive, server_url
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
@@ -449,7 +449,7 @@ def initial_guidelines(values: list[str], kinds: tuple[str, ...]) -> dict[str, s
         targets = [kind] if sep and kind in KINDS else list(kinds)
         path = Path(file if sep and kind in KINDS else value)
         if not path.is_file() or not path.read_text(encoding="utf-8").strip():
-            raise SystemExit(f"--initial-guideline {value}: not a file with text")
+            raise UsageError(f"--initial-guideline {value}: not a file with text")
         for target in targets:
             texts[target] = path.read_text(encoding="utf-8")
     return {kind: texts[kind] for kind in kinds}
@@ -464,7 +464,7 @@ def parse_prices(values: list[str]) -> dict[str, list[float]]:
         except ValueError:
             price = []
         if role not in ROLES or len(price) != 2 or min(price) < 0:
-            raise SystemExit(
+            raise UsageError(
                 f"--price {value!r}: use ROLE=IN,OUT with ROLE one of {', '.join(ROLES)} (USD per 1M tokens)"
             )
         prices[role] = price
@@ -479,11 +479,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(
             f"--{role}", required=True, help="API:MODEL as erp-sim eval's --agent (with --replay: the names recorded)"
         )
-    parser.add_argument("--base-url", help="the server of every role (default: the API's own)")
+    parser.add_argument("--base-url", type=server_url, help="the server of every role (default: the API's own)")
     parser.add_argument(
-        "--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)"
+        "--compressor-base-url",
+        type=server_url,
+        help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)",
     )
-    parser.add_argument("--optimizer-base-url", help="endpoint of the optimizer alone")
+    parser.add_argument("--optimizer-base-url", type=server_url, help="endpoint of the optimizer alone")
     parser.add_argument("--tasks", required=True, help="train tasks: SET:train, SET or SET:id1,id2")
     parser.add_argument("--test-tasks", help="test tasks (default SET:test when --tasks is SET:train, else none)")
     parser.add_argument("--out", required=True)
@@ -529,7 +531,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(exc.args[0])
     shared = overlapping_tasks(args.tasks, test_tasks)
     if shared:
-        raise SystemExit(f"erp-sim acon optimize: {overlap_message(args.tasks, test_tasks, shared)}")
+        refuse(parser, overlap_message(args.tasks, test_tasks, shared))
+    with usage_errors(parser):
+        return _optimize_from_args(args, test_tasks, steps)
+
+
+def _optimize_from_args(args: argparse.Namespace, test_tasks: str, steps: list[str]) -> int:
+    model_params = params_by_role(args.model_param, ROLES)
     settings = Settings(
         agent=args.agent,
         compressor=args.compressor,
@@ -545,15 +553,15 @@ def main(argv: list[str] | None = None) -> int:
         max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
-        model_params=role_switches(params_by_role(args.model_param, ROLES), args),
+        model_params=role_switches(model_params, args),
     )
     out = Path(args.out)
     config = out / "config.json"
     if config.exists():
         if not args.resume:
-            raise SystemExit(f"{config} exists: pass --resume to continue that run, or choose another --out")
+            raise UsageError(f"{config} exists: pass --resume to continue that run, or choose another --out")
         if Settings.model_validate_json(config.read_text(encoding="utf-8")) != settings:
-            raise SystemExit(f"{config} records other settings than these; --resume needs the same ones")
+            raise UsageError(f"{config} records other settings than these; --resume needs the same ones")
     models = role_models(args, settings.model_params)  # a refused replay or recording leaves no file behind
     write_text(config, settings.model_dump_json(indent=1) + "\n")
     started = time.perf_counter()

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.models.roles import with_switches
 
 ROLES = ("agent", "compressor", "optimizer")
@@ -30,7 +31,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
     named = {role: model_spec(getattr(args, role)) for role in ROLES}
     for role, spec in named.items():
         if spec is None:
-            raise SystemExit(f"--{role} {getattr(args, role)!r}: use {MODEL_CHOICES}")
+            raise UsageError(f"--{role} {getattr(args, role)!r}: use {MODEL_CHOICES}")
     names = {role: getattr(args, role) for role in ROLES}
     own = {role: (f"--{role}-base-url", getattr(args, f"{role}_base_url", None)) for role in ROLES}
     servers = named_servers(args.base_url, ROLES, own)  # as live: its own, else --base-url
@@ -39,7 +40,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
         try:
             recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
         except ValueError as error:
-            raise SystemExit(f"--replay: {error}") from None
+            raise UsageError(f"--replay: {error}") from None
         problem = recorded and replay_contradiction(
             recorded,
             names,
@@ -50,7 +51,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
             base_urls=servers,
         )
         if problem:
-            raise SystemExit(f"erp-sim acon optimize: {problem}")
+            raise UsageError(problem)
         return {
             role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
         }
@@ -73,7 +74,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
             for role, (api, name) in ((role, spec) for role, spec in named.items() if spec is not None)
         }
     except ValueError as error:
-        raise SystemExit(f"erp-sim acon optimize: {error}") from None
+        raise UsageError(str(error)) from None
     if args.record:
         try:
             write_manifest(
@@ -81,7 +82,7 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
                 {role: settings for role, model in models.items() if (settings := settings_of(model)) is not None},
             )
         except ValueError as error:
-            raise SystemExit(f"erp-sim acon optimize: --record {error}") from None
+            raise UsageError(f"--record {error}") from None
         models = {
             role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
             for role, model in models.items()

@@ -13,7 +13,9 @@ bound of what a provider caches) and ``p_uncached`` is ``cache_write`` when give
 that bill writing the new suffix to the cache) and ``p_input`` otherwise. Roles without a price
 are left out of the cost and named in the report. When a model service reported its counts, the
 same formula over its own figures (reported input and output, ``provider_cached_tokens`` as the
-cached part) is given apart: what the service would bill, in its units. Where the service also said what it
+cached part) is given apart: what the service would bill, in its units; a priced role whose service reported
+nothing in an episode (scripted, offline, or a server without usage) counts there with our o200k figures, and
+the report names which roles each figure covers. Where the service also said what it
 wrote to its cache (Anthropic's ``cache_creation_input_tokens``, ``provider_cache_write_tokens``), its bill is
 exact instead of bounded: ``cached · p_cached + written · p_write + (input − cached − written) · p_input +
 output · p_output`` (``p_write``: ``cache_write`` when given, else ``p_input``).
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.tokens.prompt_cache import ROLES
@@ -72,6 +75,11 @@ def parse_prices(values: Iterable[str] | None) -> dict[str, Price]:
             raise ValueError(f"--price {value!r}: {len(parsed)} numbers given; expected {PRICE_FORMAT}")
         if not all(math.isfinite(p) and p >= 0 for p in parsed):
             raise ValueError(f"--price {value!r}: prices must be finite and not negative")
+        if parsed[1] > parsed[0]:  # every provider bills cached input at a fraction of input
+            raise ValueError(
+                f"--price {value!r}: cached input ({parsed[1]:g}) dearer than input ({parsed[0]:g}); the order is "
+                f"{PRICE_FORMAT}"
+            )
         prices[role] = Price(*parsed)
     return prices
 
@@ -154,12 +162,19 @@ def reported_cached(row: EpisodeRow, role: str) -> bool:
     return ROLE_COUNTS["service"][role][1](row) is not None
 
 
+def service_counted(row: EpisodeRow, role: str) -> bool:
+    """Whether the role's service reported token counts in this row (else its service figure falls back to o200k)."""
+    tokens_in, _, tokens_out = role_tokens(row, role, "service")
+    return tokens_in > 0 or tokens_out > 0
+
+
 def episode_cost(row: EpisodeRow, prices: Mapping[str, Price], *, caching: bool, units: str = "o200k") -> float:
     """USD of one episode over the priced roles; ``units="service"``: the service's counts and cached tokens."""
     total = 0.0
     for role, price in prices.items():
-        tokens_in, cacheable, tokens_out = role_tokens(row, role, units)
-        written = CACHE_WRITES[role](row) if units == "service" else None
+        reported = units == "service" and service_counted(row, role)
+        tokens_in, cacheable, tokens_out = role_tokens(row, role, "service" if reported else "o200k")
+        written = CACHE_WRITES[role](row) if reported else None
         if caching and written is not None:  # the service said what it wrote: its bill, exactly
             write_price = price.cache_write if price.cache_write is not None else price.input
             total += cacheable * price.cached_input + written * write_price
@@ -197,6 +212,7 @@ class ConfigCost:
     cost_uncached: st.Estimate | None
     cost_cached: st.Estimate | None
     cost_reported: st.Estimate | None  # the service's counts and cached tokens (None: no priced role reported any)
+    service_roles: tuple[str, ...] = ()  # priced roles whose service reported counts (the others: o200k in it)
 
     @property
     def saving(self) -> float:
@@ -247,6 +263,7 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
             cost_uncached=st.estimate(group, cost_metric(prices, caching=False)) if prices else None,
             cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None,
             cost_reported=st.estimate(group, cost_metric(prices, caching=True, units="service")) if billed else None,
+            service_roles=tuple(role for role in prices if any(service_counted(row, role) for row in scored)),
         )
     return result
 
@@ -302,6 +319,7 @@ def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> 
                 "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
                 "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),
                 "cost_per_benchmark_service_counts_and_cached": _estimate_json(c.cost_reported),
+                "service_counted_roles": list(c.service_roles),
                 "saving_with_caching": _finite(c.saving),
             }
             for name, c in costs.items()
@@ -326,4 +344,4 @@ def checked_prices(values: list[str] | None) -> dict[str, Price]:
     try:
         return parse_prices(values)
     except ValueError as error:
-        raise SystemExit(f"erp-sim: {error}") from None
+        raise UsageError(str(error)) from None

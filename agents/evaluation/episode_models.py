@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 
@@ -48,9 +50,15 @@ def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None, ap
 
 
 def cassette_path(directory: Path, spec: EpisodeSpec, role: str) -> Path:
-    """DIR/cassettes/CONFIG/EPISODE.jsonl for the agent, EPISODE.ROLE.jsonl for every other role."""
+    """DIR/cassettes/CONFIG/EPISODE.jsonl for the agent, EPISODE.ROLE.jsonl for every other role (CONFIG as a folder
+    name, ``spec.folder``; a recording made before that, whose folder is the configuration's name as it is, still
+    replays)."""
     suffix = ".jsonl" if role == "agent" else f".{role}.jsonl"
-    return directory / "cassettes" / spec.config / f"{spec.episode_name}{suffix}"
+    folder = directory / "cassettes" / spec.folder
+    earlier = directory / "cassettes" / spec.config
+    if folder != earlier and not folder.exists() and earlier.is_dir():
+        folder = earlier
+    return folder / f"{spec.episode_name}{suffix}"
 
 
 def _recorded_settings(directory: Path, role: str):
@@ -74,14 +82,22 @@ def build_agent(spec: EpisodeSpec, summarizer: Any = None):
     kind, _, argument = spec.agent.partition(":")
     inner: Agent
     named = model_spec(spec.agent)
-    if kind == "scripted":
-        inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
+    if kind == "scripted" or (kind == "replay" and replays_scripted_agent(Path(argument))):
+        inner = ScriptedAgent(recall_horizon=_scripted_recall(argument) if kind == "scripted" else None, seed=spec.seed)
     elif kind == "replay" or named is not None:
         api, name = named or ("openai", argument)
         inner = ModelAgent(role_model(spec, "agent", name, spec.base_url, api), context_window=spec.context_window)
     else:
         raise ValueError(f"unknown agent {spec.agent!r}: use scripted, {MODEL_CHOICES} or replay:DIR")
     return wrap(inner, spec.policy, summarizer=summarizer)
+
+
+def replays_scripted_agent(directory: Path) -> bool:
+    """A recording whose agent was the scripted one (its manifest has other roles, no agent): it replays with it."""
+    from erp_sim.agents.models.roles import read_manifest
+
+    manifest = read_manifest(directory / "cassettes")
+    return manifest is not None and "agent" not in manifest
 
 
 def build_summarizer(spec: EpisodeSpec):
@@ -156,12 +172,15 @@ def build_user(spec: EpisodeSpec):
     return LLMUser(role_model(spec, "user", name, spec.base_url, api))
 
 
-def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
+def check_models(
+    spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None, built: list[tuple[str, Any]] | None = None
+) -> dict[str, Any]:
     """Build the models of one episode here, so that a bad --agent/--user/--summarizer (an unknown
     kind, a missing API key or cassette, a replay that contradicts its recording) is one line before
     any file is written, not a worker traceback. Returns each live model role's ``ModelSettings``.
 
     ``other_roles``: role -> model name (None: no model) of roles outside the episode (the consolidator).
+    ``built``: when given, (role, model) of each live model is added to it, for ``probe_models``.
     """
     from erp_sim.agents.models.roles import settings_of
 
@@ -183,8 +202,28 @@ def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = 
             },
         }
     except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: {error}") from None
+        raise UsageError(str(error)) from None
+    if built is not None:
+        built += [(role, model) for role, model in models.items() if model is not None]
     return {role: settings_of(model) for role, model in models.items() if model is not None}
+
+
+def probe_models(live: list[tuple[str, Any]]) -> None:
+    """Send each live model its one cheap request (``OpenAIChatModel.probe``), once per model name and server; the
+    first that fails ends the run in one line naming the role, before any file is written."""
+    probed: dict[tuple[str, str | None], str | None] = {}
+    for role, model in live:
+        probe = getattr(model, "probe", None)
+        if probe is None:  # a model of user code
+            continue
+        key = (model.model, model.base_url)
+        if key not in probed:
+            probed[key] = probe()
+        if probed[key] is not None:
+            raise SystemExit(
+                f"erp-sim: the {role}'s model does not answer before the first episode: {probed[key]}; "
+                "nothing was run (--no-probe skips this check)"
+            )
 
 
 def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
@@ -224,23 +263,38 @@ def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
     return named_servers(spec.base_url, EVAL_ROLES, {"summarizer": ("--summarizer-base-url", spec.summarizer_base_url)})
 
 
-def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
-    """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
+def prepare_models(
+    specs: list[EpisodeSpec],
+    other_roles: dict[str, str | None] | None = None,
+    *,
+    probe: bool = False,
+    preflight: Callable[[], None] | None = None,
+) -> None:
+    """Check the models of every kind of episode planned, then run ``preflight`` (the caller's own offline checks),
+    then (``probe``) send each live model its cheap request; with --record, write the recording's manifest last, so
+    a run stopped by any check leaves no file behind."""
     from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
     from erp_sim.agents.models.roles import MODEL_CHOICES, merged_manifest, names_a_model, save_manifest
     from erp_sim.agents.policies import summarizes
 
-    if specs[0].record_dir and not names_a_model(specs[0].agent):
-        raise SystemExit(f"erp-sim: --record needs a model agent ({MODEL_CHOICES})")
+    if specs[0].record_dir and specs[0].agent != "scripted" and not names_a_model(specs[0].agent):
+        raise UsageError(
+            f"--record records the model calls of a live run: a model agent ({MODEL_CHOICES}), or the scripted "
+            "agent beside a model user, summarizer or consolidator (the scripted agent's recall= is not recorded)"
+        )
     settings: dict[str, Any] = {}
     kinds: dict[
         tuple[str, bool], EpisodeSpec
     ] = {}  # C1 runs without the user the others get; only summarizing policies build a summarizer
     for spec in specs:
         kinds.setdefault((spec.user, summarizes(spec.policy)), spec)
+    live: list[tuple[str, Any]] = []
     for spec in kinds.values():
-        settings.update(check_models(spec, other_roles))
+        settings.update(check_models(spec, other_roles, live))
     record_dir = specs[0].record_dir
+    if record_dir and not settings:
+        raise UsageError("--record: no role of this run calls a model (scripted agent, rule user, structured "
+                         "summarizer): there is nothing to record")  # fmt: skip
     if record_dir:
         cassettes = Path(record_dir) / "cassettes"
         try:  # held first (no other run checks and writes meanwhile); other models, then another run
@@ -248,8 +302,13 @@ def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] 
             manifest = merged_manifest(cassettes, settings)
             problem = recording_run_refusal(cassettes, specs[0].out_dir)
         except ValueError as error:
-            raise SystemExit(f"erp-sim: --record {error}") from None
+            raise UsageError(f"--record {error}") from None
         if problem:
-            raise SystemExit(f"erp-sim: --record {problem}")
+            raise UsageError(f"--record {problem}")
+    if preflight is not None:
+        preflight()
+    if probe:  # after every offline check, before any file of the recording is written
+        probe_models(live)
+    if record_dir:
         save_manifest(cassettes, manifest)
         note_recording_run(cassettes, specs[0].out_dir)

@@ -238,6 +238,13 @@ def load_results(results_dir: str | Path, name: str = RESULTS_FILE) -> ResultsRe
     return ResultsRead(rows, refused)
 
 
+def results_dir(path: str) -> str:
+    """An argparse type for a results directory, which also takes the results file itself (``runs/eval/results.jsonl``
+    for ``runs/eval``): every command that reads results names the directory, and a user points at the file."""
+    given = Path(path)
+    return str(given.parent) if given.is_file() and given.suffix == ".jsonl" else path
+
+
 def read_results(path: Path) -> ResultsRead:
     """Rows of a results file (none if it does not exist yet) and its refused lines (a torn last line...)."""
     return load_results(path.parent, path.name) if path.exists() else ResultsRead([], [])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse, usage_errors
 from erp_sim.agents.evaluation import evaluate
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
 from erp_sim.agents.evaluation.sequential import run_sequential, with_memory_dir
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "--consolidator", default="deterministic", help="deterministic | API:MODEL (with --sequential; API as --agent)"
     )
     args = parser.parse_args(argv)
+    args.command = evaluate.command_text(parser.prog, argv)
     if args.sequential:
         if len(args.policy) != 1 or args.configs:
             parser.error("--sequential takes exactly one --policy (with a ga_memory layer) and no --configs")
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_sequential(args, args.policy[0])
         except ValueError as exc:
             refuse(parser, exc)
+        except KeyboardInterrupt:  # a sequential run carries memory from episode to episode: it is not resumed
+            print(f"\ninterrupted: the sequential run in {args.out} is not resumable; run it again with another --out",
+                  file=sys.stderr)  # fmt: skip
+            return 130
     if args.memory:
         try:
             args.policy = [with_memory_dir(spec, args.memory) for spec in args.policy]
@@ -53,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         configs = parse_configs([n for n in names if n], args.policy, args.user)
     except ValueError as exc:  # a bad preset name or policy spec: the message lists what exists
         refuse(parser, exc)
-    return evaluate.run_from_args(args, configs)
+    with usage_errors(parser):
+        return evaluate.run_from_args(args, configs)
 
 
 if __name__ == "__main__":

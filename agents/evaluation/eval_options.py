@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from erp_sim import workflows
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
-from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
+from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive, server_url
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
@@ -46,19 +48,17 @@ class EpisodeSpec(EpisodeSettings):
     cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
     reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
 
-    def step_limit(self) -> int:
-        """``max_steps``, or the step limit the task set's env id is registered with (bank_recon_50: 300,
-        hotel_50: the default 200), as ``gym.make`` of that id would give."""
-        if self.max_steps is not None:
-            return self.max_steps
-        from erp_sim.envs import task_set_step_limit
-
-        return task_set_step_limit(self.task_set)
-
     @property
     def switches(self) -> dict[str, str | None]:
         """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
         return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
+
+    @model_validator(mode="after")
+    def _own_step_limit(self) -> EpisodeSpec:
+        """No --max-steps: the task set's own step limit (long_horizon's 1,500), stored as the row's."""
+        if self.max_steps is None:
+            self.max_steps = self.step_limit(self.task_set)
+        return self
 
     @property
     def key(self) -> tuple:
@@ -67,6 +67,21 @@ class EpisodeSpec(EpisodeSettings):
     @property
     def episode_name(self) -> str:
         return f"{self.task_id}-run{self.run}"
+
+    @property
+    def folder(self) -> str:
+        """The configuration's folder for trajectories and cassettes (``folder_name``)."""
+        return folder_name(self.config)
+
+
+_NOT_IN_FILE_NAMES = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def folder_name(config: str) -> str:
+    """A configuration's name as a folder name: a configuration run with --policy is named by its spec
+    (``last_n:n=5``, ``ga_memory:dir=/tmp/m``), whose ``:`` no Windows file name may hold (nor ``<>"/\\|?*``, and a
+    ``/`` would nest folders): each such character becomes ``_``."""
+    return _NOT_IN_FILE_NAMES.sub("_", config)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +97,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--base-url",
+        type=server_url,
         help="the server of the model roles (None: the API's own: api.openai.com with OPENAI_API_KEY, "
         "api.anthropic.com with ANTHROPIC_API_KEY; no key needed on localhost or a private address)",
     )
@@ -91,7 +107,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="structured | API:MODEL (as --agent): who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument("--summarizer-base-url", help="the summarizer's server (None: --base-url)")
+    parser.add_argument("--summarizer-base-url", type=server_url, help="the summarizer's server (None: --base-url)")
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the one cheap request (a model lookup, else a one-token completion) sent to each model role's "
+        "server before the first episode, which makes a wrong URL, key or model name an error in seconds",
+    )
     add_backend_arguments(parser)
     parser.add_argument(
         "--summarizer-temperature",
@@ -161,7 +183,7 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
     try:
         return resolve_tasks(tasks)
     except (KeyError, FileNotFoundError) as error:
-        raise SystemExit(f"erp-sim: --tasks {tasks}: {error.args[0] if error.args else error}") from None
+        raise UsageError(f"--tasks {tasks}: {error.args[0] if error.args else error}") from None
 
 
 def episode_options(args: argparse.Namespace) -> dict[str, Any]:

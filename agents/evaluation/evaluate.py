@@ -35,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.episode_models import (
@@ -60,8 +61,10 @@ from erp_sim.agents.evaluation.episode_row import (
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec, episode_options, task_ids
 from erp_sim.agents.evaluation.output_lock import eval_lock
 from erp_sim.agents.evaluation.report import write_report
+from erp_sim.agents.evaluation.report.formats import plural
 from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
+from erp_sim.agents.evaluation.settings import step_limit_warning
 
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
@@ -86,7 +89,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         env.close()
     if _parent_pid is not None and os.getppid() != _parent_pid:
         os._exit(1)  # the eval is gone: an orphan must not write anything
-    relative = Path("trajectories") / spec.config / f"{spec.episode_name}.json.gz"
+    relative = Path("trajectories") / spec.folder / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     # level 6: within 4% of level 9's size on these JSON files, in about 60% of its CPU time
@@ -127,8 +130,10 @@ def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
     from erp_sim.agents.models.roles import label
 
-    recorded = getattr(model, "settings", None)
-    return label(recorded) if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+    if not spec.agent.startswith("replay:"):
+        return spec.agent
+    recorded = getattr(model, "settings", None)  # a replay of the scripted agent beside recorded roles: no model
+    return label(recorded) if recorded is not None else "scripted" if model is None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:
@@ -189,28 +194,39 @@ def _execute(
             initializer=_die_with_parent,
             initargs=(os.getpid(),),
         ) as pool:
-            pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
-            queue = iter(specs[concurrency * 2 :])
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    try:
-                        row = future.result()
-                    except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
-                        raise SystemExit(
-                            "erp-sim: a worker process died (killed, or out of memory) while running "
-                            "episodes; every finished episode is saved: run again with --resume"
-                        ) from None
-                    yield row
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        pending.add(pool.submit(run_spec, nxt))
+            try:
+                yield from _pool_rows(pool, specs, concurrency)
+            except KeyboardInterrupt:  # Ctrl-C: the workers (which ignore it) stop at once, their episodes unsaved
+                pool.shutdown(wait=False, cancel_futures=True)
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
+                raise
+
+
+def _pool_rows(pool: ProcessPoolExecutor, specs: list[EpisodeSpec], concurrency: int) -> Iterator[dict[str, Any]]:
+    pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
+    queue = iter(specs[concurrency * 2 :])
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            try:
+                row = future.result()
+            except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
+                raise SystemExit(
+                    "erp-sim: a worker process died (killed, or out of memory) while running "
+                    "episodes; every finished episode is saved: run again with --resume"
+                ) from None
+            yield row
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.add(pool.submit(run_spec, nxt))
 
 
 def _die_with_parent(parent_pid: int) -> None:
     """Worker initializer: end this worker as soon as the eval that started it ends, even by SIGKILL."""
     global _parent_pid
     _parent_pid = parent_pid
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the eval stops its workers
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -285,12 +301,12 @@ def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
-        raise SystemExit(f"{results} exists: pass --resume to continue it, or choose another --out.")
+        raise UsageError(f"{results} exists: pass --resume to continue it, or choose another --out.")
     with eval_lock(out_dir):
         rows = read_results(results).rows
         problem = resume_contradiction(specs, rows, results)  # another model pooled into a configuration
         if problem:
-            raise SystemExit(problem)
+            raise UsageError(problem)
         done = finished_keys(rows)
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
@@ -347,13 +363,53 @@ def set_aside(refused: list[RefusedLine], path: Path) -> None:
 
 # --- command line --------------------------------------------------------------------------------
 def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]) -> int:
+    """Plan, check and run the episodes, then report; Ctrl-C says what was saved and how to go on (exit 130)."""
+    specs: list[EpisodeSpec] = []
+    try:
+        return _run_from_args(args, configs, specs)
+    except KeyboardInterrupt:
+        return interrupted(args, specs)
+
+
+def interrupted(args: argparse.Namespace, specs: list[EpisodeSpec]) -> int:
+    """One line instead of a traceback: the episodes saved so far and the command that continues the run."""
+    results = Path(args.out) / RESULTS_FILE
+    saved = len(finished_keys(read_results(results).rows) & {spec.key for spec in specs}) if specs else 0
+    command = getattr(args, "command", None) or "erp-sim eval ..."
+    if "--resume" not in command.split():
+        command += " --resume"
+    print(
+        f"\ninterrupted: {saved} of {len(specs)} episodes saved in {args.out}; continue with `{command}`",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def command_text(prog: str, argv: list[str] | None) -> str:
+    """The command as typed (``prog`` and its arguments, shell-quoted), for the line that says how to go on."""
+    import shlex
+
+    return f"{prog} {shlex.join(sys.argv[1:] if argv is None else argv)}".strip()
+
+
+def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]], specs: list[EpisodeSpec]) -> int:
     prices = checked_prices(args.price)
     task_set, ids = task_ids(args.tasks)
     runs = args.runs if args.runs is not None else default_runs(args.agent)
-    specs = plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
+    specs += plan(configs, task_set, ids, runs, args.seed, **episode_options(args))
     if not specs:
-        raise SystemExit("erp-sim: nothing to run (no configuration, task or run)")
-    prepare_models(specs)
+        raise UsageError("nothing to run (no configuration, task or run)")
+    warning = step_limit_warning(task_set, ids, specs[0].step_limit())
+    if warning:
+        print(f"erp-sim: {warning}", file=sys.stderr)
+    results = Path(args.out) / RESULTS_FILE
+
+    def contradiction() -> None:  # checked again under the lock; here, so that no probe or manifest comes first
+        problem = resume_contradiction(specs, read_results(results).rows, results) if args.resume else None
+        if problem:
+            raise UsageError(problem)
+
+    prepare_models(specs, probe=not args.no_probe, preflight=contradiction)
     started = time.perf_counter()
     done_before = finished_keys(read_results(Path(args.out) / RESULTS_FILE).rows) if args.resume else set()
     rows = evaluate(
@@ -369,7 +425,7 @@ def run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]])
     print_table(rows)
     run_now = sum(spec.key not in done_before for spec in specs)  # what this invocation ran, not the file's rows
     print(
-        f"\n{run_now} episodes in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
+        f"\n{plural(run_now, 'episode')} in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
         f"report: {report}"
     )
     scored = [row for row in rows if not row.infra_error]

@@ -49,7 +49,7 @@ def resume_contradiction(specs: list[EpisodeSpec], rows: Iterable[EpisodeRow], r
         if problem:
             what, old, new = problem
             return (
-                f"erp-sim: --resume: the rows of {row.config} in {results} have {what} {_shown(old)}, "
+                f"--resume: the rows of {row.config} in {results} have {what} {_shown(old)}, "
                 f"this command {_shown(new)}; resume with the same settings, or choose another --out"
             )
     return None
@@ -75,7 +75,7 @@ def planned_settings(spec: EpisodeSpec) -> Planned:
             else None,
         }
         agent = settings["agent"]
-        agent_label = label(agent) if agent is not None else spec.agent
+        agent_label = label(agent) if agent is not None else "scripted" if "agent" not in manifest else spec.agent
     else:
         live = check_models(spec)
         settings = {role: live.get(role) for role in ROW_ROLES}

@@ -7,28 +7,32 @@
 Episodes run like ``erp-sim eval`` (same results.jsonl, trajectories and report.md), without a
 context limit of ours, so that every rung's cost is measured; ``--context-window`` is the window
 the study marks: a policy overflows at the first rung where an episode's largest request (peak
-tokens) exceeds it, or where an episode ended as ``context_overflow`` (results of a run with the
-window enforced, e.g. ``erp-sim sweep --context-window``, or ``--enforce-window`` here). Then
+tokens, or the size of the request refused as ``context_overflow``) exceeds it, or where an episode
+ended as ``context_overflow`` (results of a run with the window enforced, e.g. ``erp-sim sweep
+--context-window``, or ``--enforce-window`` here). Then
 ``scale.md`` and ``scale.png`` go beside report.md: per policy and rung (receipt charges of the
 task) the mean input tokens, peak tokens, steps, success, and, when the rows carry
 ``cacheable_prefix_tokens``, the cacheable share of the input; each cost against the number of
 charges on log-log axes with the slope of a least-squares line through the rung means
-(``numpy.polyfit`` on the logs), fitted over the rungs where no episode was cut short by the window.
+(``numpy.polyfit`` on the logs), fitted over the rungs where no episode was cut short: by the window
+(``context_overflow``) or by the step limit (``step_limit``: its costs stop at the cap, which would
+flatten the slope). Rungs left out are named in ``scale.md`` and on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
-from erp_sim.agents.evaluation.episode_row import EpisodeRow, load_results, succeeded
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, usage_errors
+from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, load_results, results_dir, succeeded
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
-from erp_sim.agents.evaluation.evaluate import run_from_args
+from erp_sim.agents.evaluation.evaluate import command_text, run_from_args
 from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, save_png
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
@@ -51,8 +55,15 @@ class Rung(BaseModel):
     cacheable_share: float | None = Field(
         None, description="Cacheable prefix tokens / input tokens (None: not recorded)."
     )
-    overflowed: int = Field(description="Episodes whose peak exceeded the window, or that ended as context_overflow.")
+    overflowed: int = Field(
+        description="Episodes whose largest request (peak, or the refused one) exceeded the window, or that ended "
+        "as context_overflow."
+    )
     cut_short: int = Field(description="Episodes ended by the window (context_overflow): their costs stop there.")
+    step_capped: int = Field(0, description="Episodes ended by the step limit (step_limit): their costs stop there.")
+    refused_request_tokens: float | None = Field(
+        None, description="Mean size of the request that overflowed, over episodes that recorded one (None: none)."
+    )
 
 
 class PolicyScale(BaseModel):
@@ -62,7 +73,9 @@ class PolicyScale(BaseModel):
     slopes: dict[str, float | None] = Field(
         description="Cost -> slope of log(cost) on log(charges); None: under 2 rungs."
     )
-    fitted_rungs: list[int] = Field(description="The rungs the slopes were fitted over.")
+    fitted_rungs: list[int] = Field(
+        description="The rungs the slopes were fitted over: those where no episode was cut short."
+    )
     overflow_rung: int | None = Field(description="First rung (charges) with an overflowing episode; None: none.")
     size_name: str = Field("items", description="What a rung counts, in prose (TaskSets.size_name).")
     size_unit: str = Field("items", description="Its short unit, for the tables (TaskSets.size_unit).")
@@ -72,6 +85,11 @@ def _cacheable(row: EpisodeRow) -> int | None:
     """``cacheable_prefix_tokens`` of a row, when recorded (rows before the prompt-cache count lack it)."""
     metrics = row.metrics
     return metrics.cacheable_prefix_tokens if "cacheable_prefix_tokens" in metrics.model_fields_set else None
+
+
+def largest_request(metrics: RowMetrics) -> int:
+    """An episode's largest request: its peak, or the request that overflowed and so never made a step."""
+    return max(metrics.peak_tokens, metrics.refused_request_tokens or 0)
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
@@ -125,7 +143,8 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]]
         episodes = by_size[charges]
         metrics = [row.metrics for row in episodes]
         cut = [row.termination == "context_overflow" for row in episodes]
-        over = [c or m.peak_tokens > window for c, m in zip(cut, metrics)]
+        refused = [m.refused_request_tokens for m in metrics if m.refused_request_tokens is not None]
+        over = [c or largest_request(m) > window for c, m in zip(cut, metrics)]
         success = [succeeded(row) for row in episodes]
         cacheable = [_cacheable(row) for row in episodes]
         inputs = [m.input_tokens for m in metrics]
@@ -145,9 +164,11 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]]
                 cacheable_share=share,
                 overflowed=sum(over),
                 cut_short=sum(cut),
+                step_capped=sum(row.termination == "step_limit" for row in episodes),
+                refused_request_tokens=sum(refused) / len(refused) if refused else None,
             )
         )
-    whole = [r for r in rungs if not r.cut_short]
+    whole = [r for r in rungs if not r.cut_short and not r.step_capped]
     slopes = {field: slope([r.charges for r in whole], [getattr(r, field) for r in whole]) for field, _ in COSTS}
     overflow = next((r.charges for r in rungs if r.overflowed), None)
     return PolicyScale(
@@ -163,27 +184,40 @@ def _policy_scale(config: str, policy: str, by_size: dict[int, list[EpisodeRow]]
 def render_scale(study: list[PolicyScale], window: int) -> str:
     """scale.md: the per-rung table of every policy, then slopes and overflow rungs."""
     cacheable = any(r.cacheable_share is not None for p in study for r in p.rungs)
+    refused = any(r.refused_request_tokens is not None for p in study for r in p.rungs)
     name, unit = (study[0].size_name, study[0].size_unit) if study else ("items", "items")
     lines = [
         "# Scaling with the horizon",
         "",
         f"Costs per episode against the number of {name} (rung). Window: {window:,} tokens; an episode "
-        "overflows when its largest request (peak tokens) exceeds it. Slopes: least-squares fit of log(cost) on "
-        f"log({unit}) over the rung means (1.0: linear growth, 2.0: quadratic).",
+        "overflows when its largest request exceeds it: its peak tokens (the largest request it sent), or the "
+        "request refused as context_overflow (never sent, so not in the peak; its size is the refused request "
+        f"column). Slopes: least-squares fit of log(cost) on log({unit}) over the rung means (1.0: linear growth, "
+        "2.0: quadratic), over the rungs where no episode was cut short by the window or the step limit.",
         "",
         f"| config | policy | {unit} | episodes | success | success within window | input tokens / episode | "
-        "peak tokens | steps |" + (" cacheable share |" if cacheable else "") + " overflowed |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if cacheable else "") + "---:|",
+        "peak tokens |"
+        + (" refused request |" if refused else "")
+        + " steps |"
+        + (" cacheable share |" if cacheable else "")
+        + " overflowed | step-capped |",
+        "|---|---|---:|---:|---:|---:|---:|---:|"
+        + ("---:|" if refused else "")
+        + "---:|"
+        + ("---:|" if cacheable else "")
+        + "---:|---:|",
     ]
     for policy in study:
         for rung in policy.rungs:
             share = (
                 "" if not cacheable else f" {'-' if rung.cacheable_share is None else f'{rung.cacheable_share:.1%}'} |"
             )
+            size = rung.refused_request_tokens
+            refusal = "" if not refused else f" {'-' if size is None else f'{size:,.0f}'} |"
             lines.append(
                 f"| {policy.config} | {policy.policy} | {rung.charges} | {rung.episodes} | {rung.success:.0%} | "
-                f"{rung.success_within_window:.0%} | {rung.input_tokens:,.0f} | {rung.peak_tokens:,.0f} | "
-                f"{rung.steps:,.1f} |{share} {rung.overflowed}/{rung.episodes} |"
+                f"{rung.success_within_window:.0%} | {rung.input_tokens:,.0f} | {rung.peak_tokens:,.0f} |{refusal} "
+                f"{rung.steps:,.1f} |{share} {rung.overflowed}/{rung.episodes} | {rung.step_capped}/{rung.episodes} |"
             )
     lines += [
         "",
@@ -195,7 +229,25 @@ def render_scale(study: list[PolicyScale], window: int) -> str:
         fitted = ", ".join(map(str, policy.fitted_rungs)) or "-"
         overflow = f"{policy.overflow_rung} {unit}" if policy.overflow_rung is not None else "never"
         lines.append(f"| {policy.config} | {policy.policy} | {' | '.join(cells)} | {fitted} | {overflow} |")
+    left_out = unfitted_rungs(study)
+    if left_out:
+        lines += ["", f"Left out of the fits, as their costs stop at a cap: {left_out}."]
     return "\n".join(lines) + "\n"
+
+
+def unfitted_rungs(study: list[PolicyScale]) -> str:
+    """The rungs each policy's slopes leave out and why, in one line ('' when none)."""
+    parts = []
+    for policy in study:
+        for rung in policy.rungs:
+            why = [
+                f"{count}/{rung.episodes} {what}"
+                for count, what in ((rung.cut_short, "ended by the window"), (rung.step_capped, "step-capped"))
+                if count
+            ]
+            if why:
+                parts.append(f"{policy.config} at {rung.charges} {policy.size_unit} ({', '.join(why)})")
+    return "; ".join(parts)
 
 
 def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
@@ -203,13 +255,20 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
     a dashed vertical line marks each policy's first overflowing rung, the window a dotted line on peak tokens."""
     import matplotlib.style
     from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
     panels = [*COSTS, ("success_within_window", "success within the window")]
     if any(r.cacheable_share is not None for p in study for r in p.rungs):
         panels.append(("cacheable_share", "cacheable share of input"))
+    rungs = sorted({r.charges for p in study for r in p.rungs})
+    columns = min(3, len(panels))  # a grid of up to three panels a row: five in one row were 3,150 px wide
+    rows = -(-len(panels) // columns)
     with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
-        axes = fig.subplots(1, len(panels))
+        fig = Figure(figsize=(4.6 * columns, 3.7 * rows), layout="constrained")
+        grid = fig.subplots(rows, columns, squeeze=False)
+        axes = [ax for row in grid for ax in row]
+        for ax in axes[len(panels) :]:  # the grid's spare cells
+            ax.set_visible(False)
         for ax, (field, label) in zip(axes, panels):
             for policy in study:
                 points = [(r.charges, getattr(r, field)) for r in policy.rungs if getattr(r, field) is not None]
@@ -225,8 +284,14 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
                 if policy.overflow_rung is not None:
                     ax.axvline(policy.overflow_rung, color=config_color(policy.config), linestyle="--", linewidth=0.8)
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(FixedLocator(rungs))  # the rungs, in plain numbers (not 2 x 10^1)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
             if field in dict(COSTS):
                 ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 in each decade, labelled
+                ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, not 2 x 10^5
+                ax.yaxis.set_minor_formatter(NullFormatter())
             else:  # shares
                 ax.set_ylim(-0.05, 1.05)
             if field == "peak_tokens":
@@ -245,6 +310,9 @@ def write_scale(results_dir: str | Path, window: int = DEFAULT_WINDOW) -> Path:
     if not study:
         raise SystemExit(f"erp-sim scale: no scored episode in {results_dir}")
     plot_scale(study, window, results_dir / SCALE_PNG)
+    left_out = unfitted_rungs(study)
+    if left_out:
+        print(f"erp-sim scale: slopes leave out rungs cut short: {left_out}", file=sys.stderr)
     path = results_dir / SCALE_FILE
     path.write_text(render_scale(study, window), encoding="utf-8")
     return path
@@ -263,11 +331,15 @@ def main(argv: list[str] | None = None) -> int:
         "episodes run on and the window only marks where a policy overflows",
     )
     parser.add_argument(
-        "--report-only", metavar="DIR", help="only write scale.md and scale.png for results already in DIR"
+        "--report-only",
+        metavar="DIR",
+        type=results_dir,
+        help="only write scale.md and scale.png for results already in DIR (or its results.jsonl)",
     )
     add_common_arguments(parser)
     parser.set_defaults(tasks="long_horizon", runs=1, out="runs/scale", context_window=DEFAULT_WINDOW)
     args = parser.parse_args(argv)
+    args.command = command_text(parser.prog, argv)
     window = args.context_window
     if window is None:  # the option's type refuses anything but a positive number
         parser.error("--context-window must be a positive number of tokens")
@@ -280,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if not args.enforce_window:
         args.context_window = None
-    status = run_from_args(args, configs)
+    with usage_errors(parser):
+        status = run_from_args(args, configs)
     print(f"scale study: {write_scale(args.out, window)}")
     return status

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import checked_prices
 from erp_sim.agents.evaluation.episode_models import prepare_models, role_model
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, succeeded
@@ -88,11 +89,11 @@ def update_memory(store: MemoryStore, trajectory: dict, consolidator=None) -> Co
 def run_sequential(args, policy: str) -> int:
     prices = checked_prices(args.price)  # before anything runs, as plain eval does
     if not args.memory:
-        raise SystemExit("--sequential needs --memory DIR (a directory or a *.sqlite file)")
+        raise UsageError("--sequential needs --memory DIR (a directory or a *.sqlite file)")
     out = Path(args.out)
     results = out / RESULTS_FILE
     if results.exists():
-        raise SystemExit(f"{results} exists: a sequential run starts fresh; choose another --out.")
+        raise UsageError(f"{results} exists: a sequential run starts fresh; choose another --out.")
     consolidator = _consolidator_model(args)
     task_set, ids = task_ids(args.tasks)
     arms = [(WITH, with_memory_dir(policy, str(args.memory))), (WITHOUT, with_memory_dir(policy, ""))]
@@ -110,7 +111,7 @@ def run_sequential(args, policy: str) -> int:
         for config, spec in arms
         for task_id in ids
     }
-    prepare_models(list(specs.values()), {"consolidator": consolidator})
+    prepare_models(list(specs.values()), {"consolidator": consolidator}, probe=not args.no_probe)
     out.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.open(args.memory)
     rows: list[EpisodeRow] = []
@@ -183,5 +184,5 @@ def _consolidator_model(args) -> str | None:
     if name == "deterministic":
         return None
     if not names_a_model(name):
-        raise SystemExit(f"--consolidator: deterministic or {MODEL_CHOICES}, got {name!r}")
+        raise UsageError(f"--consolidator: deterministic or {MODEL_CHOICES}, got {name!r}")
     return name

@@ -30,19 +30,22 @@ class EpisodeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     verbosity: Verbosity = Field("default", description="ERP response verbosity")
     max_steps: PositiveInt | None = Field(
-        None, description="environment steps per episode (None: the env's step limit, erp_sim.envs.MAX_EPISODE_STEPS)"
+        None,
+        description="environment steps per episode (None: the task set's own step limit, its env id's: 200, "
+        "long_horizon 1,500)",
     )
     context_window: PositiveInt | None = Field(
         None, description="tokens; a longer request ends the episode (context_overflow); None: no limit of ours"
     )
 
-    def step_limit(self) -> int:
-        """``max_steps``, or the env's own limit where it is None."""
+    def step_limit(self, task_set: str | None = None) -> int:
+        """``max_steps``, or where it is None the task set's own limit (``erp_sim.envs.task_set_step_limit``; without a
+        task set, the envs' default)."""
         if self.max_steps is not None:
             return self.max_steps
-        from erp_sim.envs import MAX_EPISODE_STEPS
+        from erp_sim.envs import MAX_EPISODE_STEPS, task_set_step_limit
 
-        return MAX_EPISODE_STEPS
+        return MAX_EPISODE_STEPS if task_set is None else task_set_step_limit(task_set)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The ``gym.make`` keywords these settings fix."""
@@ -58,6 +61,33 @@ class EpisodeSettings(BaseModel):
     def sampling(self) -> dict[str, Any]:
         """A row's ``sampling`` entries for these settings (the step limit as the episode ran with it)."""
         return {"context_window": self.context_window, "max_steps": self.step_limit(), "verbosity": self.verbosity}
+
+
+SHOWN_SHORT_TASKS = 3  # tasks a step-limit warning names
+
+
+def step_limit_warning(task_set: str, task_ids: list[str], max_steps: int) -> str | None:
+    """A warning when ``max_steps`` is fewer steps than the oracle needs for some tasks (their episodes can only
+    end as step_limit, whatever the policy), naming them and the task set's own limit; None when all fit."""
+    from erp_sim.envs import task_set_step_limit
+    from erp_sim.oracle import oracle_steps
+
+    needed = oracle_steps(task_set, task_ids)
+    short = sorted((steps, task_id) for task_id, steps in needed.items() if steps > max_steps)
+    if not short:
+        return None
+    shown = ", ".join(f"{task_id} needs {steps:,}" for steps, task_id in reversed(short[-SHOWN_SHORT_TASKS:]))
+    own = task_set_step_limit(task_set)
+    advice = (
+        f"the task set's own limit is {own:,} (leave --max-steps out to use it)"
+        if own >= short[-1][0]
+        else f"pass --max-steps {short[-1][0]:,} or more"
+    )
+    return (
+        f"warning: --max-steps {max_steps:,} is fewer steps than the oracle takes for {len(short)} of "
+        f"{len(needed)} tasks ({shown}{', ...' if len(short) > SHOWN_SHORT_TASKS else ''}): their episodes can "
+        f"only end as step_limit; {advice}"
+    )
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:

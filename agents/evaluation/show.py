@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.command_line import PlainHelpFormatter
-from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
 from erp_sim.agents.trajectory import Trajectory
 
 MARKS = {
@@ -186,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="erp-sim show", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="an erp-sim eval --out directory")
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR", type=results_dir, help="an erp-sim eval --out directory (or its results.jsonl)"
+    )
     parser.add_argument("task", metavar="TASK", help="task id, e.g. hotel-003")
     parser.add_argument("--config", help="configuration or policy spec (needed when the task ran in several)")
     parser.add_argument("--run", type=int, help="run number (default: the first)")

@@ -125,11 +125,19 @@ def _over_itemized(row: EpisodeRow) -> float:
     return math.nan if math.isnan(fraction) else float(fraction > 1.0 + 1e-9)
 
 
+def _under_itemized(row: EpisodeRow) -> float:
+    """1 when saved lines fall short of the header amount (itemized fraction below 1), else 0: a mean of the capped
+    amount near 1 (0.9995) rounds to 100.0% while episodes fall short."""
+    fraction = _grade(lambda grade: grade.itemized_fraction)(row)
+    return math.nan if math.isnan(fraction) else float(fraction < 1.0 - 1e-9)
+
+
 METRICS: tuple[Metric, ...] = (
     Metric("success", "full itemization rate", False, _grade(lambda g: g.success), upper=1.0),
     Metric("strict_success", "strict success rate", False, _grade(lambda g: g.strict_success), upper=1.0),
     Metric("itemized_amount", "mean of min(itemized, header) / header", False, _capped_itemized, upper=1.0),
     Metric("over_itemization", "over-itemization rate", False, _over_itemized, upper=1.0),
+    Metric("under_itemization", "under-itemization rate", False, _under_itemized, upper=1.0),
     Metric("input_tokens", "input tokens per benchmark", True, _count(lambda m: m.input_tokens)),
     Metric("output_tokens", "output tokens per benchmark", True, _count(lambda m: m.output_tokens)),
     Metric("summarizer_tokens", "summarizer tokens per benchmark", True, _count(lambda m: m.summarizer_tokens)),

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, refuse, usage_errors
 from erp_sim.agents.evaluation.eval_options import add_common_arguments
-from erp_sim.agents.evaluation.evaluate import run_from_args
+from erp_sim.agents.evaluation.evaluate import command_text, run_from_args
 from erp_sim.agents.policies import parse_policy
 
 
@@ -44,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     add_common_arguments(parser)
     parser.set_defaults(runs=1, out="runs/sweep")
     args = parser.parse_args(argv)
+    args.command = command_text(parser.prog, argv)
     try:
         specs = grid_specs(args.family, args.grid or ["n=3,5,7", "w=1,3,-1"], args.fixed)
     except ValueError as exc:
         refuse(parser, exc)
-    return run_from_args(args, [(spec, spec, args.user) for spec in specs])
+    with usage_errors(parser):
+        return run_from_args(args, [(spec, spec, args.user) for spec in specs])

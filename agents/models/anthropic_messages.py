@@ -171,6 +171,13 @@ class AnthropicMessagesModel(ApiModel):
         json.dumps(request, allow_nan=False)
         return request
 
+    def look_up(self, client: Any) -> bool:
+        client.models.retrieve(self.model)  # GET /v1/models/NAME
+        return True
+
+    def with_output_limit(self, request: dict[str, Any], tokens: int) -> dict[str, Any]:
+        return {**request, "max_tokens": tokens}
+
     def failure(self, error: Exception) -> CallFailure | None:
         if not isinstance(error, self._errors):
             return None

@@ -50,6 +50,14 @@ CONTEXT_OVERFLOW = re.compile(
     r"|tokens \+ `?max_new_tokens`? must be",  # text-generation-inference (its 422 names them in backticks)
     re.IGNORECASE,
 )
+# How servers word a model name they do not serve under a status other than 404: transformers serve's 400 "Server is
+# pinned to X", and the 400s of proxies and other servers that name the model as unknown or not found.
+WRONG_MODEL = re.compile(
+    r"pinned to|unknown model|no such model|model_not_found|model\b[^.]{0,200}?\b(?:not found|does not exist|not served)",
+    re.IGNORECASE,
+)
+PROBE_TIMEOUT_S = 30.0  # a server that takes longer to answer a few tokens is down, or the URL is not its API's
+PROBE_TOKENS = 16  # reasoning models spend some before any answer, and the Responses API takes no fewer; still cheap
 MAX_NAME_CHARS = 256  # a served model's name or a finish reason; a longer one is cut (it is stored per call)
 MAX_ERROR_CHARS = 500  # of a server's error message kept in the row
 
@@ -160,10 +168,8 @@ def delay_before_retry(
     with a 5xx (the same answer every time) from an outage."""
     status, described = failure.status, failure.described
     failures.append(described)
-    if status in SETUP_STATUS_CODES:  # unscored and run again on --resume, once the setup is fixed
-        raise InfrastructureError(
-            f"{what}: {described} (check the API key, the model name and the base URL)"
-        ) from error
+    if is_setup_failure(failure):  # unscored and run again on --resume, once the setup is fixed
+        raise InfrastructureError(f"{what}: {described}{SETUP_HINT}") from error
     if status is not None and status not in RETRYABLE_STATUS_CODES and status < 500:
         text = f"{what}: request refused: {described}"
         if status in (400, 413, 422) and CONTEXT_OVERFLOW.search(f"{failure.text} {described}"):  # TGI: 422
@@ -179,6 +185,17 @@ def delay_before_retry(
     delay = min(delay, retries.backoff_max)
     logger.warning("%s: attempt %d failed (%s); retrying in %.1f s", what, attempts, described, delay)
     return delay
+
+
+SETUP_HINT = " (check the API key, the model name and the base URL)"
+
+
+def is_setup_failure(failure: CallFailure) -> bool:
+    """A failure of the run's setup, not of the model's answer: a key, a URL path, or a model name the server does
+    not serve, whatever status it says it with (transformers serve answers a wrong name with a 400)."""
+    if failure.status in SETUP_STATUS_CODES:
+        return True
+    return failure.status in (400, 422) and bool(WRONG_MODEL.search(f"{failure.described} {failure.text}"))
 
 
 def gave_up(what: str, status: int | None, failures: list[str], refused_hint: Callable[[], str]) -> str:
@@ -414,3 +431,58 @@ class ApiModel:
     def shown_switches(self) -> str:
         """The switches of ours that ``repr`` shows after the params (none unless a backend says)."""
         return ""
+
+    def look_up(self, client: Any) -> bool:
+        """Ask the server about the model alone (a models lookup); True: it answered for it. False: this API has
+        no such lookup, and ``probe`` asks for a few tokens instead."""
+        return False
+
+    def with_output_limit(self, request: dict[str, Any], tokens: int) -> dict[str, Any]:
+        """``request`` with its answer limited to ``tokens`` (where this API puts the limit)."""
+        raise NotImplementedError
+
+    # --- the probe -----------------------------------------------------------------------------------------
+    def probe(self) -> str | None:
+        """One cheap request before a long run (``erp-sim eval`` sends it per role unless ``--no-probe``): a lookup
+        of the model (``look_up``), else, where the API has none or the server has no such route or does not know
+        the name, a ``PROBE_TOKENS``-token answer. None when the server answers for the model; else why not, in one
+        line, so that a wrong URL, key or model name costs seconds instead of every episode's retries. Never
+        retried (the clients' own retries are off); a 408, 429 or 5xx passes: an outage is for the run's retries
+        to wait out, and its rows stay resumable."""
+        client = self.clients.sync.with_options(timeout=min(self.timeout, PROBE_TIMEOUT_S))
+        try:
+            if self.look_up(client):
+                return None
+        except Exception as error:
+            failure = self.failure(error)
+            if failure is None:
+                raise
+            if failure.status in (401, 403):
+                return f"{self.what}: {failure.described} (check the API key)"
+            if failure.status is None and not _unusable(error):
+                return self._no_answer(failure)
+            # a 404 or 405 (no such route, or a name the lookup does not know) or a body that is no model: ask
+        request = self.with_output_limit(self.request([{"role": "user", "content": "Say OK."}], None), PROBE_TOKENS)
+        try:
+            self.send(client, request)
+        except Exception as error:
+            failure = self.failure(error)
+            if failure is None:
+                raise
+            if failure.status is None and not _unusable(error):
+                return self._no_answer(failure)
+            if failure.status is None:  # it answered, with something unusable
+                return f"{self.what}: the answer is not a completion ({failure.described})"[:MAX_ERROR_CHARS]
+            if failure.status in RETRYABLE_STATUS_CODES or failure.status >= 500:
+                return None  # the API is there, busy or down for now: the run's own retries wait for it
+            hint = SETUP_HINT if is_setup_failure(failure) else ""
+            return f"{self.what}: a {PROBE_TOKENS}-token request was refused: {failure.described}{hint}"
+        return None
+
+    def _no_answer(self, failure: CallFailure) -> str:
+        return f"{self.what}: no answer ({failure.described}; is the server up, and is the URL its API's?)"
+
+
+def _unusable(error: Exception) -> bool:
+    """An answer that came but is not what was asked (a body that is not JSON, or of another shape)."""
+    return isinstance(error, (UnusableResponse, ValueError, AttributeError, TypeError))

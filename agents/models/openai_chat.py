@@ -155,7 +155,17 @@ class OpenAIChatModel(ApiModel):
         return openai_failure(error)
 
     def refused_hint(self, request: dict[str, Any]) -> str:
-        return _null_content_hint(request)
+        return _refused_request_hint(request)
+
+    def look_up(self, client: Any) -> bool:
+        if self.azure is not None:  # Azure's /models lists its base models, not the deployments that are named here
+            return False
+        client.models.retrieve(self.model)
+        return True
+
+    def with_output_limit(self, request: dict[str, Any], tokens: int) -> dict[str, Any]:
+        limit = "max_completion_tokens" if "max_completion_tokens" in self.sampling_params else "max_tokens"
+        return {**request, "extra_body": {**request.get("extra_body", {}), limit: tokens}}
 
     def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         request = self._request_arguments(messages, tools)
@@ -233,14 +243,26 @@ def described_target(model: str, base_url: str | None, azure: AzureTarget | None
     return f"{model} at {public_url(base_url) if base_url else 'api.openai.com'}"
 
 
-def _null_content_hint(request: dict[str, Any]) -> str:
-    no_content = any(m.get("role") == "assistant" and m.get("content") is None for m in request["messages"])
-    return (
-        " (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
-        "content: try the model param assistant_content=empty)"
-        if no_content
-        else ""
-    )
+def _refused_request_hint(request: dict[str, Any]) -> str:
+    """What in this request a server may refuse with the same bare 500 every time."""
+    messages = request["messages"]
+    if any(
+        not _object_arguments(call)
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    ):
+        return (
+            " (the request holds an earlier tool call whose arguments are not a JSON object, which the model wrote "
+            "malformed or was cut short by max_tokens; servers that parse them, such as transformers serve, answer "
+            "500: try the model param tool_arguments=object, which sends such a call's arguments as {})"
+        )
+    if any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
+        return (
+            " (llama-cpp-python and other template-based servers answer 500 to an assistant message without "
+            "content: try the model param assistant_content=empty)"
+        )
+    return ""
 
 
 # A failed call: the client's errors, a body that is not JSON (JSONDecodeError is a ValueError),

@@ -112,6 +112,15 @@ class OpenAIResponsesModel(ApiModel):
     def failure(self, error: Exception) -> CallFailure | None:
         return openai_failure(error)
 
+    def look_up(self, client: Any) -> bool:
+        if self.azure is not None:  # Azure's /models lists base models, not deployments
+            return False
+        client.models.retrieve(self.model)
+        return True
+
+    def with_output_limit(self, request: dict[str, Any], tokens: int) -> dict[str, Any]:
+        return {**request, "extra_body": {**request.get("extra_body", {}), "max_output_tokens": tokens}}
+
     def request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
         """The SDK call's arguments (``extra_body``: the params, sent as they are). A TypeError or ValueError
         when the body cannot be JSON (a harness bug)."""

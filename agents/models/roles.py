@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.types import InfrastructureError, ModelRequestError, unset
 
 EVAL_ROLES = ("agent", "user", "summarizer", "consolidator")
@@ -113,8 +114,8 @@ def params_by_role(items: Iterable[ModelParam], roles: Iterable[str]) -> dict[st
             params = {key: value for key, value in params.items() if key not in TOKEN_LIMITS}
         params.update(own)
         if all(params.get(key) is not None for key in TOKEN_LIMITS):
-            raise SystemExit(
-                f"erp-sim: --model-param: the {role}'s requests would carry both max_tokens and "
+            raise UsageError(
+                f"--model-param: the {role}'s requests would carry both max_tokens and "
                 "max_completion_tokens, which the OpenAI API refuses; set one (reasoning models take "
                 "max_completion_tokens)"
             )
@@ -155,6 +156,21 @@ def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -
         metavar="N",
         help="retries of a transient model failure (429, 5xx, timeout), every role (None: the client's 5)",
     )
+
+
+def server_url(text: str) -> str:
+    """An argparse type for a model server's URL: http:// or https:// and a host (``localhost:9999`` would read as
+    scheme ``localhost``, ``htp://...`` would spend every episode's retries), so a typo is a usage error naming it."""
+    parts = urlsplit(text.strip())
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected an http:// or https:// URL with a host, e.g. http://localhost:8000/v1"
+        )
+    return text.strip()
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

@@ -51,13 +51,16 @@ IDLE, SESSION_ENDED, CLOSED_BY_EVALUATOR = (
 )
 
 
-def ended(episode_id: str, reason: str) -> str:
-    """What every later call under an ended episode's key is told: which episode, why, that it counted."""
-    return (
+def ended(episode_id: str, reason: str, client_key: str | None = None) -> str:
+    """What every later call under an ended episode's key is told: which episode (and the client's key), why,
+    that it counted."""
+    told = (
         f"This session's ERP episode {episode_id} has ended: {reason}. It was graded as it stood then, and its "
-        "state is gone; nothing is carried over to a new episode. Start a new MCP session (or use a new session "
-        "key) to work on a task again."
+        "state is gone; nothing is carried over to a new episode."
     )
+    if client_key is None:
+        return f"{told} Start a new MCP session (or use a new session key) to work on a task again."
+    return f"{told} Its session key {client_key!r} stays ended: use a new session key to work on a task again."
 
 
 class EpisodeError(Exception):
@@ -96,6 +99,7 @@ class Episode:
     calls: int = 0
     grade: dict[str, Any] | None = None
     lock: anyio.Lock = field(default_factory=anyio.Lock)  # one call at a time, in arrival order
+    principal: str = "process"  # who opened it across MCP sessions: "principal:<token's client>" or "process"
 
     @property
     def id(self) -> str:
@@ -165,18 +169,27 @@ class EpisodeStore:
         self.active: dict[str, Episode] = {}
         self.finished: OrderedDict[str, EpisodeSummary] = OrderedDict()  # episode id -> final summary
         self.expired_keys: OrderedDict[str, str] = OrderedDict()  # key -> what calls under it are told
+        # (principal, client key) of episodes that idled out -> what they are told: an idle timeout also ends
+        # the MCP session, and the client comes back under its key in a new one
+        self.idled_client_keys: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.opened = 0
         self._cycled = 0  # sessions that got the next task of the cycle
         self._per_task: Counter[str] = Counter()
 
     # --- episodes ---
     def episode(
-        self, key: str, requested_task: str | int | None = None, owner: str = "process", client_key: str | None = None
+        self,
+        key: str,
+        requested_task: str | int | None = None,
+        owner: str = "process",
+        client_key: str | None = None,
+        principal: str = "process",
     ) -> Episode:
         """The key's episode, opened on first use (with the requested task, if the server allows a pick).
 
         ``key`` already carries its owner's namespace (see ``erp_sim.mcp.routing``); ``owner`` is
-        counted against the per-session cap when it is an MCP session.
+        counted against the per-session cap when it is an MCP session. A client key whose episode idled
+        out stays refused to its ``principal`` in any later MCP session too.
         """
         episode = self.active.get(key)
         if episode is not None:
@@ -188,6 +201,10 @@ class EpisodeStore:
             return episode
         if key in self.expired_keys:
             raise EpisodeError(self.expired_keys[key])
+        if client_key is not None:
+            self.reap()  # the key's last episode may be idle past the timeout, its MCP session expired, not yet reaped
+            if (principal, client_key) in self.idled_client_keys:
+                raise EpisodeError(self.idled_client_keys[principal, client_key])
         if len(self.active) >= self.max_episodes:
             raise EpisodeError(
                 f"The server already runs {self.max_episodes} episodes, its limit; end a session "
@@ -212,6 +229,7 @@ class EpisodeStore:
             session,
             datetime.now(UTC).isoformat(timespec="seconds"),
             time.monotonic(),
+            principal=principal,
         )
         self.active[key] = episode
         logger.info("episode %s (%s) opened on %s/%s", episode.handle, episode.id, task.task_set, task.task_id)
@@ -255,9 +273,12 @@ class EpisodeStore:
             raise EpisodeError(str(exc.args[0])) from None
 
     # --- expiry and shutdown ---
-    def close(self, key: str, *, expire_key: bool = True, reason: str = CLOSED_BY_EVALUATOR) -> EpisodeSummary:
+    def close(
+        self, key: str, *, expire_key: bool = True, reason: str = CLOSED_BY_EVALUATOR, idled: bool = False
+    ) -> EpisodeSummary:
         """Grade the episode, free its database, keep its summary; ``expire_key`` refuses the key from now on,
-        telling its calls which episode ended, for what ``reason``, and that it was graded."""
+        telling its calls which episode ended, for what ``reason``, and that it was graded; ``idled`` (the idle
+        timeout) refuses the client's key to its principal in later MCP sessions too."""
         episode = self.active.pop(key)
         self._grade(episode)
         episode.session.close()
@@ -265,8 +286,10 @@ class EpisodeStore:
         self.finished[episode.handle] = summary
         self._append_grade(summary)
         if expire_key:
-            self.expired_keys[key] = ended(episode.id, reason)
-        for kept in (self.finished, self.expired_keys):
+            self.expired_keys[key] = ended(episode.id, reason, episode.client_key)
+        if idled and episode.client_key is not None:
+            self.idled_client_keys[episode.principal, episode.client_key] = self.expired_keys[key]
+        for kept in (self.finished, self.expired_keys, self.idled_client_keys):
             while len(kept) > FINISHED_KEPT:
                 kept.popitem(last=False)
         logger.info("episode %s closed after %d call(s)", episode.id, episode.calls)
@@ -289,7 +312,7 @@ class EpisodeStore:
             key for key, e in self.active.items() if now - e.last_used > self.idle_timeout_s and not e.lock.locked()
         ]
         reason = IDLE.format(timeout=self.idle_timeout_s)
-        return [self.close(key, reason=reason)["session_id"] for key in idle]
+        return [self.close(key, reason=reason, idled=True)["session_id"] for key in idle]
 
     async def reap_forever(self) -> None:
         """Background expiry, so an idle server frees memory too."""

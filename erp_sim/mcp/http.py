@@ -17,7 +17,6 @@ from ``erp_sim.mcp.jsonrpc`` before the SDK reads them.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 from typing import TYPE_CHECKING
@@ -31,11 +30,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from erp_sim.mcp.episode_store import EpisodeStore
 from erp_sim.mcp.jsonrpc import checked_message, error_reply, usable_id
+from erp_sim.net import replaying
 
-if TYPE_CHECKING:  # annotations only: the server module imports this one, uvicorn loads only with --http
+if TYPE_CHECKING:  # annotations only: the server module imports this one
     from fastmcp import FastMCP
     from fastmcp.server.http import StarletteWithLifespan
-    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -123,16 +122,7 @@ class MalformedMessagesAnswered:
             status = 200 if problem[0] == -32602 else 400
             answer = Response(error_reply(*problem), status_code=status, media_type="application/json")
             return await answer(scope, receive, send)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()  # the SDK listens for the client hanging up
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(bytes(body), receive), send)
         return None
 
 
@@ -266,87 +256,3 @@ def create_http_app(
         host_origin_protection="auto",
         session_idle_timeout=idle_timeout_s or NEVER_S,
     )
-
-
-# --- slow and stalled clients -------------------------------------------------------------------------
-DEFAULT_HEADER_TIMEOUT_S, DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS = 10.0, 30.0, 512
-
-
-def guarded_h11(
-    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
-    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with what uvicorn lacks: header and body read deadlines, and a connection cap
-    that sheds stalled connections first.
-
-    uvicorn only times out idle keep-alive connections, and its ``limit_concurrency`` counts half-sent
-    requests too (so stalled sockets would turn real clients away with 503). Here a connection must
-    finish its request headers within ``header_timeout_s`` of its first byte (or of opening) and its
-    body within ``body_timeout_s`` of the headers; over ``max_connections``, the oldest connection with
-    no request in progress is closed to make room, and only if there is none is the new one refused.
-    """
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GuardedH11Protocol(H11Protocol):
-        _opened: float  # loop time the connection opened
-        _guard: asyncio.TimerHandle | None  # the running read deadline
-        _seen_cycle: RequestResponseCycle | None  # the request whose headers armed the body deadline
-
-        # uvicorn narrows asyncio's BaseTransport to Transport here, and ignores the same error itself
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._opened, self._guard, self._seen_cycle = self.loop.time(), None, None
-            self._arm(header_timeout_s, "request headers")
-            if len(self.connections) > max_connections:
-                # (only this server's HTTP connections are shed: uvicorn's set also types WebSocket ones)
-                idle = sorted(
-                    (
-                        c
-                        for c in self.connections
-                        if isinstance(c, GuardedH11Protocol) and c is not self and not c._busy()
-                    ),
-                    key=lambda c: c._opened,
-                )
-                (idle[0] if idle else self)._drop("over the connection limit")
-
-        def data_received(self, data: bytes) -> None:
-            between_requests = not self._busy()
-            super().data_received(data)
-            if self.cycle is not None and self.cycle is not self._seen_cycle:  # headers complete: now the body
-                self._seen_cycle = self.cycle
-                self._arm(body_timeout_s, "request body")
-            elif between_requests and self._guard is None:  # the next request's first bytes
-                self._arm(header_timeout_s, "request headers")
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def _busy(self) -> bool:
-            """A request is in progress: headers in, and its body still arriving or its response not sent."""
-            return self.cycle is not None and not self.cycle.response_complete
-
-        def _arm(self, seconds: float, waiting_for: str) -> None:
-            self._disarm()
-            self._guard = self.loop.call_later(seconds, self._late, waiting_for)
-
-        def _disarm(self) -> None:
-            if self._guard is not None:
-                self._guard.cancel()
-                self._guard = None
-
-        def _late(self, waiting_for: str) -> None:
-            self._guard = None
-            if waiting_for == "request body" and not (self.cycle is not None and self.cycle.more_body):
-                return  # the body arrived; the response may take as long as the call does
-            if waiting_for == "request headers" and self._busy():
-                return
-            self._drop(f"{waiting_for} too slow")
-
-        def _drop(self, reason: str) -> None:
-            logger.info("closing HTTP connection from %s: %s", self.client, reason)
-            self._disarm()
-            self.transport.close()
-
-    return GuardedH11Protocol

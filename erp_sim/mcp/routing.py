@@ -114,13 +114,15 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
     headers = request.request.headers if request is not None and request.request is not None else {}
     key = meta.get(SESSION_META) or headers.get(SESSION_HEADER)
     task = meta.get(TASK_META) or headers.get(TASK_HEADER)
+    if request is not None and request.request is not None:  # over HTTP: the token's client, across MCP sessions
+        token = get_access_token()
+        principal = f"principal:{token.client_id if token else 'anonymous'}"
+    else:
+        principal = "process"
     if request is not None and request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         owner = f"session:{ctx.session_id}"
-    elif request is not None and request.request is not None:
-        token = get_access_token()
-        owner = f"principal:{token.client_id if token else 'anonymous'}"
     else:
-        owner = "process"
+        owner = principal
     client_key = key
     if key is not None:
         if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS:
@@ -134,7 +136,7 @@ def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episo
         key = "process"
     if task is not None and not is_task_reference(task):
         raise EpisodeError("The task must be a task id (e.g. hotel-007) or a 0-based index.")
-    return episodes.episode(key, task, owner, client_key)
+    return episodes.episode(key, task, owner, client_key, principal)
 
 
 def task_brief(episodes: EpisodeStore) -> dict[str, str]:

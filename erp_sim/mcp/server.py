@@ -40,17 +40,17 @@ from erp_sim.database.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
-from erp_sim.mcp.http import (
+from erp_sim.mcp.http import add_admin_routes, create_http_app
+from erp_sim.mcp.routing import register
+from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
+from erp_sim.net import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
-    add_admin_routes,
-    create_http_app,
     guarded_h11,
+    is_loopback,
+    port_number,
 )
-from erp_sim.mcp.routing import register
-from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
-from erp_sim.net import is_loopback, port_number
 from erp_sim.task_sets import workflow_of
 from erp_sim.verbosity import VERBOSITIES, Verbosity
 

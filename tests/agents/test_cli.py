@@ -186,3 +186,59 @@ def test_serve_refuses_a_port_out_of_range_in_one_line(serve, port):
         timeout=120,
     )
     assert done.returncode == 2 and "is not a port number" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_report_show_and_view_take_the_results_file_for_its_folder(tmp_path, capsys):
+    """Issue 39, point 5: `erp-sim report runs/eval/results.jsonl` advised running eval with that --out."""
+    from erp_sim.agents.cli import main
+
+    run = tmp_path / "run"
+    assert (
+        main(["eval", "--configs", "C2", "--tasks", "hotel_50:hotel-3", "--runs", "1", "--quiet", "--out", str(run)])
+        == 0
+    )
+    assert "\n1 episode in " in capsys.readouterr().out  # not "1 episodes"
+    results = str(run / "results.jsonl")
+    assert main(["report", results]) == 0
+    assert capsys.readouterr().out == f"1 episode; wrote {run / 'report.md'}\n"
+    assert main(["view", results, "--out", str(tmp_path / "v.html")]) == 0 and (tmp_path / "v.html").is_file()
+    assert main(["show", results, "hotel-003"]) == 0 and "hotel-003" in capsys.readouterr().out
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"erp-sim report: {tmp_path} has no results.jsonl (pass the folder erp-sim eval --out wrote, or its "
+        "results.jsonl)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "--tasks", "nosuchset"], "--tasks nosuchset: Unknown task set 'nosuchset'."),
+        (["eval", "--tasks", "hotel_50:hotel-0077"], "did you mean hotel-007, "),
+        (["eval", "--agent", "mystery"], "unknown agent 'mystery'"),
+        (["sweep", "--agent", "mystery"], "unknown agent 'mystery'"),
+        (["scale", "--price", "agent=2.5,5,10"], "cached input"),
+        (["eval", "--configs", "C9"], "known: C1"),
+        (
+            [
+                "acon",
+                "optimize",
+                *"--agent openai:a --compressor openai:c --optimizer openai:o --tasks hotel_50:hotel-000".split(),
+                "--model-param",
+                "max_tokens=5",
+                "--model-param",
+                "max_completion_tokens=9",
+            ],
+            "both",
+        ),
+    ],
+)
+def test_every_usage_error_ends_as_argparse_ends_one(capsys, tmp_path, args, message):
+    """Issue 39, point 5: a bad --tasks or --agent exited 1 with `erp-sim: ...` where a bad --configs or --policy
+    exited 2 with `erp-sim eval: error: ...`; now all exit 2 in argparse's form, and write nothing."""
+    from usage_support import usage_error
+
+    from erp_sim.agents.cli import main
+
+    assert message in usage_error(capsys, main, [*args, "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

@@ -240,3 +240,13 @@ def test_a_person_at_a_terminal():
     finally:
         code = term.close()
     assert code == 0
+
+
+def test_an_unknown_env_id_lists_the_ids_there_are(capsys):
+    """Issue 39, point 5: `play --env erp_sim/Foo-v0` did not list the valid ids."""
+    from erp_sim.envs import ENV_IDS
+
+    assert play.main(["--env", "erp_sim/Foo-v0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("erp-sim play: error: --env erp_sim/Foo-v0: not a registered env id; erp-sim's: ")
+    assert all(env_id in err for env_id in ENV_IDS)

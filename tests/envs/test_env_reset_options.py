@@ -52,7 +52,7 @@ def test_bad_options_raise_value_error_and_change_nothing(options, message):
     assert env.step(FIND_MENU)[4]["counts"]["steps"] == 2  # the episode goes on
 
 
-@pytest.mark.parametrize("seed", [-1, "abc", 1.5, float("nan")])
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, float("nan"), True, False])
 def test_a_bad_seed_is_refused_like_bad_options(seed):
     """gymnasium refuses such a seed with its own error class; the env says it as a ValueError (what every
     adapter answers as a refused reset) and the episode goes on."""

@@ -76,7 +76,7 @@ def test_restore_refuses_foreign_snapshots():
         env.restore(meals.snapshot())
     snapshot = env.snapshot()
     for kwargs, named in [
-        ({"reward": "strict"}, "reward='success' (this env: 'strict')"),
+        ({"reward": "success"}, "reward='strict' (this env: 'success')"),
         ({"verbosity": "compact"}, "verbosity="),
         ({"faults": 0.2}, "faults="),
         ({"reward_shaping": "potential"}, "reward_shaping="),

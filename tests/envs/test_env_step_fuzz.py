@@ -184,7 +184,8 @@ def fuzz(env_id, seed, steps, actions=None):
         transcript.append(json.dumps([obs, reward, terminated, truncated, info], sort_keys=True))
         assert obs in env.observation_space and isinstance(reward, float) and math.isfinite(reward)
         obs.encode("utf-8")  # lone surrogates from actions come back escaped, so logs can write any observation
-        assert reward == (1.0 if info["termination_reason"] == "success" else 0.0)
+        strictly_done = info["termination_reason"] == "success" and info["final_grade"]["strict_success"]
+        assert reward == (1.0 if strictly_done else 0.0)  # the default reward: strict success
         assert info.keys() >= INFO_KEYS and ("final_grade" in info) == terminated
         assert all(info[key] is not previous[key] for key in ("task", "grade", "counts"))
         header, remaining = Decimal(info["task"]["header_amount"]), Decimal(info["grade"]["remaining_amount"])

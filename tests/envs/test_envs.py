@@ -295,6 +295,44 @@ def test_malformed_actions_never_raise_and_count_as_invalid():
     assert env.step(FIND_MENU)[4]["counts"]["invalid_actions"] == len(MALFORMED)
 
 
+def test_an_oversized_dict_action_is_refused_before_its_json_is_written(monkeypatch):
+    """Its JSON would pass the action limit: refused on a lower bound of that length, so a 50 MB string
+    argument is never copied into 50 MB more of JSON text (nor, nested, into a list that holds it)."""
+    import erp_sim.envs.expense_env as expense_env
+
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    written, dumps = [], json.dumps
+    monkeypatch.setattr(expense_env.json, "dumps", lambda *a, **k: written.append(a) or dumps(*a, **k))
+    huge = "x" * 50_000_000
+    for action in (
+        {"name": "form_find_menu_item", "arguments": {"menuItemFilter": huge}},
+        {"name": "form_find_menu_item", "arguments": {"a": [[{"b": huge}]]}},
+        {"name": "form_find_menu_item", "arguments": {str(i): i for i in range(150_000)}},
+        {"message": huge},
+    ):
+        observation, reward, _, _, info = env.step(action)
+        assert "over 200,000 characters long as JSON" in json.loads(observation)["Error"]["Message"]
+        assert info["action"]["kind"] == "invalid" and reward == 0.0
+    assert written == [] and info["counts"]["invalid_actions"] == 4
+    cyclic: dict = {"name": "form_find_menu_item"}
+    cyclic["arguments"] = cyclic  # its JSON would be endless
+    assert env.step(cyclic)[4]["counts"]["invalid_actions"] == 5
+
+
+def test_an_adapters_invalid_action_is_counted_with_its_reason():
+    from erp_sim.envs.action_checks import InvalidAction
+
+    env = gym.make("erp_sim/ExpenseItemization-v0")
+    env.reset(seed=0)
+    observation, reward, terminated, _, info = env.step(InvalidAction("tool must be a tool's name, got int."))
+    assert json.loads(observation)["Error"] == {
+        "Code": "InvalidAction",
+        "Message": "tool must be a tool's name, got int.",
+    }
+    assert reward == 0.0 and not terminated and info["counts"]["invalid_actions"] == 1 and info["counts"]["steps"] == 1
+
+
 def test_invalid_action_observation_has_the_simulator_error_shape():
     env = gym.make("erp_sim/ExpenseItemization-v0")
     env.reset(seed=0)

@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.eval_options import task_ids
 from erp_sim.task_sets import load_task_set, resolve_tasks
 
@@ -54,5 +55,19 @@ def test_resolve_tasks_forms_and_errors():
 def test_eval_takes_split_selections():
     task_set, ids = task_ids("expense_types:test")
     assert task_set == "expense_types" and len(ids) == 45
-    with pytest.raises(SystemExit, match="Unknown task id"):
+    with pytest.raises(UsageError, match="Unknown task id"):
         task_ids("hotel_50:hotel-999")
+
+
+def test_a_task_id_without_its_zero_padding_is_found():
+    """Issue 39, point 5: `hotel-7` did not find `hotel-007`; an id that is not there names the near ones."""
+    from erp_sim.task_sets import get_task
+
+    assert resolve_tasks("hotel_50:hotel-7,hotel-012") == ("hotel_50", ["hotel-007", "hotel-012"])
+    assert get_task("hotel_50", "hotel-7").task_id == "hotel-007"
+    assert resolve_tasks("long_horizon:long-50-0")[1] == ["long-050-00"]
+    with pytest.raises(KeyError) as unknown:
+        resolve_tasks("hotel_50:hotel-0077")
+    message = unknown.value.args[0]
+    assert "Unknown task id(s) in hotel_50: hotel-0077; did you mean " in message and "hotel-007" in message
+    assert "(ids run hotel-000 .. hotel-049; or use hotel_50:train / hotel_50:test)" in message

@@ -18,7 +18,7 @@ from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, RefusedLine, infra_error_rows, load_results
-from erp_sim.agents.evaluation.report.formats import _plural
+from erp_sim.agents.evaluation.report.formats import plural
 from erp_sim.agents.evaluation.report.learning_curve import WITHOUT, learning_curve_section
 from erp_sim.agents.evaluation.report.methods import METHODS
 from erp_sim.agents.evaluation.report.plots import (
@@ -110,18 +110,18 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
     grids = st.sweep_grids(_plotted(summaries))
 
     notes = [
-        f"{_plural(len(scored), 'episode')} scored in {_plural(len(configs), 'configuration')}; "
-        f"{_plural(len(infra), 'infrastructure error')} excluded from the scores (listed below)."
+        f"{plural(len(scored), 'episode')} scored in {plural(len(configs), 'configuration')}; "
+        f"{plural(len(infra), 'infrastructure error')} excluded from the scores (listed below)."
     ]
     if folded:
         notes.append(
-            f"{_plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
+            f"{plural(folded, 'row')} of `{RESULTS_FILE}` held earlier attempts of an episode (a run stopped "
             "during `--resume`); each episode counts once, as its last attempt, earlier ones listed below."
         )
     if refused:
         shown = "; ".join("`" + str(line).replace("`", "'") + "`" for line in refused[:REFUSED_SHOWN])
         more = f" and {len(refused) - REFUSED_SHOWN} more" if len(refused) > REFUSED_SHOWN else ""
-        notes.append(f"{_plural(len(refused), 'unreadable line')} skipped: {shown}{more}.")
+        notes.append(f"{plural(len(refused), 'unreadable line')} skipped: {shown}{more}.")
     notes.append(
         "Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
         "beside this file (rebuilt by `erp-sim view`)."

@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from erp_sim.agents.command_line import PlainDefaultsHelpFormatter
+from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, usage_errors
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, load_results
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, load_results, results_dir
 from erp_sim.agents.evaluation.report import write_report
+from erp_sim.agents.evaluation.report.formats import plural
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,14 +19,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="erp-sim report", description=__doc__, formatter_class=PlainDefaultsHelpFormatter
     )
-    parser.add_argument("results_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
+    parser.add_argument(
+        "results_dir",
+        type=results_dir,
+        help="a directory with results.jsonl (written by erp-sim eval or sweep), or the file",
+    )
     parser.add_argument("--baseline", help="configuration to compare against (None: C2, else the first)")
     add_price_argument(parser)
     args = parser.parse_args(argv)
-    prices = checked_prices(args.price)
+    with usage_errors(parser):
+        prices = checked_prices(args.price)
     if not (Path(args.results_dir) / RESULTS_FILE).is_file():
         print(
-            f"erp-sim report: {args.results_dir} has no {RESULTS_FILE} (run erp-sim eval --out {args.results_dir} first)",
+            f"erp-sim report: {args.results_dir} has no {RESULTS_FILE} (pass the folder erp-sim eval --out wrote, or "
+            "its results.jsonl)",
             file=sys.stderr,
         )
         return 2
@@ -37,5 +44,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = write_report(args.results_dir, baseline=args.baseline, prices=prices)
     skipped = f" ({len(refused)} malformed lines skipped)" if refused else ""
-    print(f"{len(latest_attempts(rows))} episodes{skipped}; wrote {path}")
+    print(f"{plural(len(latest_attempts(rows)), 'episode')}{skipped}; wrote {path}")
     return 0

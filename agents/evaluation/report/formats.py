@@ -40,8 +40,8 @@ def _with_interval(est: st.Estimate, fmt, scale: float = 1.0) -> str:
     return f"{point} [{low}, {high}]"
 
 
-def fmt_percent(est: st.Estimate) -> str:
-    return _with_interval(est, lambda v: fmt_number(v, 1), 100)
+def fmt_percent(est: st.Estimate, digits: int = 1) -> str:
+    return _with_interval(est, lambda v: fmt_number(v, digits), 100)
 
 
 def fmt_count(est: st.Estimate) -> str:
@@ -91,7 +91,7 @@ def fmt_p(value: float, floor: float | None = None) -> str:
     return "< 0.0001" if value < 0.0001 else fmt_number(value, 4)
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 

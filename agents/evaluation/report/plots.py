@@ -224,22 +224,43 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
 
 def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note: str = "") -> Path:
     """Full itemization vs USD per benchmark with prompt caching, one point per configuration; a hollow
-    marker at the cost without caching, joined by a line, shows what caching saves."""
+    marker at the cost without caching and a dashed arrow from it to the filled one show what caching saves
+    (an arrow with a head, never a plain line, so it cannot be read as the error bars, which have caps)."""
     import matplotlib.style
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import offset_copy
 
     points = {n: c for n, c in costs.items() if c.cost_cached is not None and math.isfinite(c.success.mean)}
     labels = short_labels(list(points))
     with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
         fig = Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
+        above = offset_copy(ax.transData, fig=fig, y=7, units="points")
         for name, c in points.items():
             assert c.cost_cached is not None  # points keeps the priced configurations only
             color, y = config_color(name), 100 * c.success.mean
             x, x_plain = c.cost_cached.mean, c.cost_uncached.mean if c.cost_uncached is not None else math.nan
             if math.isfinite(x_plain):
-                ax.plot([x_plain, x], [y, y], color=color, linewidth=0.8, alpha=0.6)
-                ax.plot([x_plain], [y], marker="o", markerfacecolor="none", color=color, markersize=6)
+                ax.plot([x_plain], [y], marker="o", markerfacecolor="none", color=color, markersize=7)
+                if x_plain > x:
+                    ax.annotate(  # 7 points above the markers: apart from the filled point's horizontal CI
+                        "",
+                        xy=(x, y),
+                        xytext=(x_plain, y),
+                        xycoords=above,
+                        textcoords=above,
+                        arrowprops={
+                            "arrowstyle": "-|>",
+                            "linestyle": (0, (4, 3)),
+                            "color": color,
+                            "alpha": 0.55,
+                            "linewidth": 0.9,
+                            "shrinkA": 5,
+                            "shrinkB": 6,
+                            "mutation_scale": 11,
+                        },
+                    )
             ax.errorbar(
                 x,
                 y,
@@ -252,11 +273,27 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
                 capsize=3,
                 markersize=6,
             )
-            ax.annotate(labels[name], (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8, color=color)
-        ax.set_xlabel("USD per benchmark with prompt caching (filled; hollow: without caching)")
+            ax.annotate(
+                labels[name], (x, y), xytext=(6, -13), textcoords="offset points", fontsize=8, color=color
+            )  # below: the arrow is above
+        ax.set_xlabel("USD per benchmark")
         ax.set_ylabel("full itemization (%)")
+        ax.legend(
+            handles=[
+                Line2D(
+                    [], [], marker="o", markerfacecolor="none", color="gray", linestyle="none", label="without caching"
+                ),
+                Line2D([], [], marker="o", color="gray", linestyle="none", label="with prompt caching"),
+                Line2D(
+                    [], [], color="gray", linestyle=(0, (4, 3)), marker="<", markevery=[0], label="what caching saves"
+                ),
+                Line2D([], [], color="gray", marker="|", markersize=9, label="95% CI (with caching)"),
+            ],
+            fontsize=8,
+            loc="best",
+        )
         ax.set_title("Full itemization vs cost with prompt caching (error bars: 95% CI)" + note)
-        ax.set_ylim(-3, 103)
+        ax.set_ylim(-9, 104)  # room for the labels below the points
         ax.set_xlim(left=0)
         ax.margins(x=0.1)
         save_png(fig, path)

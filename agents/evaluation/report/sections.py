@@ -14,7 +14,6 @@ from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, infra_error_rows
 from erp_sim.agents.evaluation.report.formats import (
     DASH,
-    _plural,
     _share,
     fmt_count,
     fmt_decimal,
@@ -27,6 +26,7 @@ from erp_sim.agents.evaluation.report.formats import (
     fmt_relative,
     fmt_usd,
     md_table,
+    plural,
 )
 from erp_sim.agents.evaluation.report.plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
 from erp_sim.agents.evaluation.runs import runs_text
@@ -80,7 +80,8 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
             s.config,
             fmt_percent(s.estimates["success"]),
             fmt_percent(s.estimates["strict_success"]),
-            fmt_percent(s.estimates["itemized_amount"]),
+            fmt_percent(s.estimates["itemized_amount"], 2),
+            fmt_percent(s.estimates["under_itemization"]),
             fmt_percent(s.estimates["over_itemization"]),
         )
         for s in summaries.values()
@@ -91,6 +92,7 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
             "full itemization (%)",
             "strict success (%)",
             "itemized amount, capped (%)",
+            "under-itemized episodes (%)",
             "over-itemized episodes (%)",
         ),
         rows,
@@ -152,7 +154,7 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
             "cost / benchmark with caching (USD)",
             "saved by caching (%)",
         ]
-        headers += ["cost / benchmark, service counts and cached tokens (USD)"] if billed else []
+        headers += ["cost / benchmark, service counts where reported (USD)"] if billed else []
     rows = []
     for c in costs.values():
         cells: list[Any] = [c.config]
@@ -160,7 +162,7 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
             cells += [fmt_number(c.input_tokens[role], 0, grouped=True), _share(c.cacheable_share[role])]
         if prices:
             cells += [fmt_usd(c.cost_uncached), fmt_usd(c.cost_cached), _share(c.saving)]
-            cells += [fmt_usd(c.cost_reported)] if billed else []
+            cells += [_service_cost(c, prices)] if billed else []
         rows.append(cells)
     parts = [
         "Cacheable share = cacheable prefix tokens / input tokens (o200k), over scored episodes: the part of "
@@ -186,6 +188,16 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
             "tokens; to `erp-sim report`, `eval` or `sweep`) for the cost with and without caching."
         )
     return "\n\n".join(parts)
+
+
+def _service_cost(c: cost.ConfigCost, prices: Mapping[str, cost.Price]) -> str:
+    """The service-count cost, with the roles it covers: a role whose service reported nothing counts in o200k (a
+    figure over the summarizer's counts alone read as the run's cost beside the agent's 2.12 USD)."""
+    if c.cost_reported is None:
+        return fmt_usd(None)
+    ours = [role for role in prices if role not in c.service_roles]
+    covers = f"service: {', '.join(c.service_roles) or 'none'}" + (f"; o200k: {', '.join(ours)}" if ours else "")
+    return f"{fmt_usd(c.cost_reported)} ({covers})"
 
 
 def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
@@ -401,7 +413,7 @@ def _infra(rows: Sequence[EpisodeRow]) -> str:
     else:
         parts.append("No episode is left with an infrastructure error.")
     if retried:
-        parts.append(f"{_plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
+        parts.append(f"{plural(len(retried), 'episode')} needed a retry (`--resume`); earlier attempts, oldest first:")
         parts.append(
             md_table(
                 ("config", "task", "run", "attempt", "outcome", "error"),

@@ -41,18 +41,38 @@ def served_models_note(rows: Sequence[EpisodeRow]) -> str | None:
     return "**Models that answered** (as the services named them): " + "; ".join(parts) + "."
 
 
+# role -> (the row's count of its answers cut at the token limit, the row's count of its calls)
+_CUT_FIELDS = {
+    "agent": ("length_stops", "model_calls"),
+    "user": ("user_length_stops", "user_model_calls"),
+    "summarizer": ("summarizer_length_stops", "summarizer_calls"),
+}
+
+
 def length_stops_note(rows: Sequence[EpisodeRow]) -> str | None:
-    """Configurations whose agent had answers cut at the token limit (finish_reason 'length'): such an
-    answer's tool call is often cut mid-arguments and counts as an invalid action, not a choice."""
-    cut: dict[str, int] = {}
+    """Each role's answers cut at the token limit (finish_reason 'length'), per configuration, of its calls: an
+    agent's cut tool call often ends mid-arguments (an invalid action, not a choice), an LLM user's cut reply or a
+    summarizer's cut summary is what the agent then reads."""
+    cut: dict[tuple[str, str], list[int]] = {}  # (role, config) -> [cut answers, calls]
     for row in rows:
-        if row.metrics.length_stops:
-            cut[row.config] = cut.get(row.config, 0) + row.metrics.length_stops
+        for role, (stops, calls) in _CUT_FIELDS.items():
+            seen = cut.setdefault((role, row.config), [0, 0])
+            seen[0] += getattr(row.metrics, stops) or 0
+            seen[1] += getattr(row.metrics, calls)
+    cut = {key: seen for key, seen in cut.items() if seen[0]}
     if not cut:
         return None
-    listed = ", ".join(f"{config} {count}" for config, count in sorted(cut.items()))
+    roles = sorted({role for role, _ in cut}, key=list(_CUT_FIELDS).index)
+    listed = "; ".join(
+        f"{role}: "
+        + ", ".join(
+            f"{config} {count} of {calls}" for (who, config), (count, calls) in sorted(cut.items()) if who == role
+        )
+        for role in roles
+    )
     return (
-        f"**Agent answers cut at the token limit** (finish_reason `length`): {listed}. A cut answer's tool call "
-        "usually ends mid-arguments and counts as an invalid action; raise the agent's `max_tokens` "
-        "(`--model-param`) before reading these as the policy's failures."
+        f"**Answers cut at the token limit** (finish_reason `length`, of the role's calls): {listed}. A cut agent "
+        "answer's tool call usually ends mid-arguments and counts as an invalid action, and a cut user reply or "
+        "summary is what the agent reads next; raise that role's `max_tokens` (`--model-param ROLE:max_tokens=N`) "
+        "before reading these as the policy's failures."
     )

@@ -37,7 +37,7 @@ from typing import Any
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
-from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results
+from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
 from erp_sim.response import read_json
 
 VIEW_FILE = "view.html"
@@ -526,7 +526,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="erp-sim view", description=__doc__.split("\n\n")[0], formatter_class=PlainHelpFormatter
     )
-    parser.add_argument("run_dir", help="a directory with results.jsonl (written by erp-sim eval or sweep)")
+    parser.add_argument(
+        "run_dir",
+        type=results_dir,
+        help="a directory with results.jsonl (written by erp-sim eval or sweep), or the file",
+    )
     parser.add_argument("--out", help=f"the HTML file to write (default RUN_DIR/{VIEW_FILE})")
     args = parser.parse_args(argv)
     if not (Path(args.run_dir) / RESULTS_FILE).is_file():

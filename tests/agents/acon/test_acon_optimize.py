@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fake_acon_roles import acon_role_reply, compress, merge
 from fake_openai_server import FakeOpenAIServer
+from usage_support import usage_error
 
 from erp_sim.agents.acon.export_sft import main as export_main
 from erp_sim.agents.acon.optimize import Run, Settings
@@ -152,7 +153,7 @@ def test_a_recorded_run_replays_byte_for_byte_offline(recorded, tmp_path):
     assert files(replay) == files(out)
 
 
-def test_resume_finishes_a_killed_run_without_repeating_work(recorded, tmp_path):
+def test_resume_finishes_a_killed_run_without_repeating_work(recorded, tmp_path, capsys):
     out, args = recorded
     partial = tmp_path / "partial"
     shutil.copytree(out, partial, ignore=shutil.ignore_patterns("cassettes"))
@@ -165,13 +166,11 @@ def test_resume_finishes_a_killed_run_without_repeating_work(recorded, tmp_path)
     ]:
         path.unlink()
     partial_args = [a if a != str(out) else str(partial) for a in args]
-    with pytest.raises(SystemExit, match="--resume"):
-        optimize_main([*partial_args, "--replay", str(out)])
+    assert "exists: pass --resume" in usage_error(capsys, optimize_main, [*partial_args, "--replay", str(out)])
     assert optimize_main([*partial_args, "--replay", str(out), "--resume"]) == 0
     assert files(partial) == files(out)
     changed = [*partial_args, "--candidates", "3"]
-    with pytest.raises(SystemExit, match="other settings"):
-        optimize_main([*changed, "--replay", str(out), "--resume"])
+    assert "other settings" in usage_error(capsys, optimize_main, [*changed, "--replay", str(out), "--resume"])
 
 
 def test_export_sft_writes_chat_pairs_of_the_chosen_guideline(recorded, tmp_path):
@@ -207,8 +206,8 @@ def test_acon_is_an_erp_sim_command_and_checks_its_arguments(tmp_path, capsys):
     assert "Unknown task id" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         optimize_main([*ROLES, "--tasks", "hotel_50:train", "--out", str(tmp_path), "--record", "a", "--replay", "b"])
-    with pytest.raises(SystemExit, match="ROLE=IN,OUT"):
-        optimize_main([*ROLES, "--tasks", "hotel_50:train", "--out", str(tmp_path), "--price", "agent=2"])
+    argv = [*ROLES, "--tasks", "hotel_50:train", "--out", str(tmp_path), "--price", "agent=2"]
+    assert "ROLE=IN,OUT" in usage_error(capsys, optimize_main, argv)
     with pytest.raises(SystemExit, match="report.json not found"):
         export_main([str(tmp_path)])
 
@@ -277,12 +276,11 @@ def test_fake_compressor_merges_the_previous_summary_instead_of_nesting_it():
         ("expense_types:hotel-003", "Hotel:hotel-003", "hotel-003"),  # an expense-type view holds expense_types' tasks
     ],
 )
-def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, tasks, test_tasks, shared):
-    with pytest.raises(SystemExit) as refused:
-        optimize_main([*ROLES, "--tasks", tasks, "--test-tasks", test_tasks, "--out", str(tmp_path / "run")])
-    message = str(refused.value)
-    assert message.startswith(f"erp-sim acon optimize: --tasks {tasks} and --test-tasks {test_tasks} share ")
-    assert f"({shared}): a test task must not be a train task" in message and "\n" not in message
+def test_overlapping_train_and_test_tasks_are_refused_in_one_line(tmp_path, capsys, tasks, test_tasks, shared):
+    argv = [*ROLES, "--tasks", tasks, "--test-tasks", test_tasks, "--out", str(tmp_path / "run")]
+    message = usage_error(capsys, optimize_main, argv)
+    assert message.startswith(f"--tasks {tasks} and --test-tasks {test_tasks} share ")
+    assert f"({shared}): a test task must not be a train task" in message
     assert not (tmp_path / "run").exists()  # refused before anything is written
     settings = Settings(
         agent="openai:a",

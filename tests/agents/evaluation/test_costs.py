@@ -7,6 +7,7 @@ import json
 import pytest
 from test_report import write_results
 from test_statistics import episode
+from usage_support import usage_error
 
 from erp_sim.agents.evaluation import costs, report
 from erp_sim.agents.evaluation.report.cli import main as report_main
@@ -29,6 +30,7 @@ def test_prices_parse_by_role():
         ("agent=-1,1,1", "not negative"),
         ("agent=nan,1,1", "finite"),
         ("agent=1,,3", "must be numbers"),
+        ("agent=2.5,5,10", "cached input (5) dearer than input (2.5)"),  # issue 39: the order swapped
     ],
 )
 def test_a_bad_price_is_refused_in_one_line(value, reason):
@@ -44,9 +46,8 @@ def test_a_role_priced_twice_is_refused():
 
 def test_the_cli_refuses_a_bad_price_in_one_line_and_writes_nothing(tmp_path, capsys):
     directory = write_results(tmp_path / "run", [episode("C2", 0, 0, True)])
-    with pytest.raises(SystemExit) as stop:
-        report_main([str(directory), "--price", "agent=1,2"])
-    assert str(stop.value).startswith("erp-sim: --price 'agent=1,2': 2 numbers given") and "\n" not in str(stop.value)
+    message = usage_error(capsys, report_main, [str(directory), "--price", "agent=1,2"])
+    assert message.startswith("--price 'agent=1,2': 2 numbers given")
     assert not (directory / report.REPORT_FILE).exists()
 
 
@@ -108,16 +109,34 @@ def test_service_counts_give_their_own_cost_column_and_token_units_row(tmp_path)
     assert report_main([str(directory), "--price", "agent=2,1,8"]) == 0
     md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
     # ours as before; the service's: 0.5M·1 + 0.6M·2 + 0.1M·8 = 2.50 per episode, never mixed with ours
-    assert "| C2 | 2,000,000 | 80.0 | 5.60 | 4.00 | 28.6 | 5.00 |" in md
+    assert "| C2 | 2,000,000 | 80.0 | 5.60 | 4.00 | 28.6 | 5.00 (service: agent) |" in md
     assert "| C2 | agent | 2,000,000 | 2,200,000 | +10.0 | 1,600,000 | 1,000,000 |" in md
     data = json.loads((directory / report.REPORT_JSON).read_text())["cost"]["configs"]["C2"]
     assert data["provider_cached_tokens_per_benchmark"] == {"agent": 1_000_000.0, "summarizer": None, "user": None}
     assert data["cost_per_benchmark_service_counts_and_cached"]["mean"] == pytest.approx(5.0)
+    assert data["service_counted_roles"] == ["agent"]
 
 
-def test_eval_refuses_a_bad_price_before_running_anything(tmp_path):
+def test_a_role_whose_service_reported_nothing_counts_in_o200k_and_the_cell_says_so(tmp_path):
+    """Issue 39, point 4: only the summarizer reported counts, so the service figure read 0.0036 USD beside the
+    agent's 2.12: each priced role falls back to our counts where its service said nothing, and is named."""
+    rows = [priced_row("C4", task, input_tokens=1_000_000, cacheable=800_000, output=100_000) for task in range(2)]
+    for row in rows:
+        row.metrics = row.metrics.model_copy(
+            update={"summarizer_input_tokens": 9_000, "summarizer_output_tokens": 1_000,
+                    "summarizer_reported_input_tokens": 10_000, "summarizer_reported_output_tokens": 1_000}
+        )  # fmt: skip
+    directory = write_results(tmp_path / "run", rows)
+    assert report_main([str(directory), "--price", "agent=2,1,8", "--price", "summarizer=1,0.5,4"]) == 0
+    md = (directory / report.REPORT_FILE).read_text(encoding="utf-8")
+    # agent in o200k (2.00 per episode with caching), the summarizer's own: 0.01M·1 + 0.001M·4 = 0.014
+    assert "| 4.03 (service: summarizer; o200k: agent) |" in md
+    data = json.loads((directory / report.REPORT_JSON).read_text())["cost"]["configs"]["C4"]
+    assert data["cost_per_benchmark_service_counts_and_cached"]["mean"] == pytest.approx(4.028)
+
+
+def test_eval_refuses_a_bad_price_before_running_anything(tmp_path, capsys):
     from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
-    with pytest.raises(SystemExit) as stop:
-        eval_main(["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"])
-    assert "prices must be numbers" in str(stop.value) and not (tmp_path / "out").exists()
+    argv = ["--configs", "C2", "--runs", "1", "--out", str(tmp_path / "out"), "--price", "agent=1,2,x"]
+    assert "prices must be numbers" in usage_error(capsys, eval_main, argv) and not (tmp_path / "out").exists()

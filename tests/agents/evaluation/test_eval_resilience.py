@@ -14,6 +14,7 @@ import gymnasium as gym
 import pytest
 from fake_openai_server import FakeOpenAIServer
 from harness_support import script_server_with_scripted_agent
+from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.episode_row import read_rows
@@ -310,7 +311,9 @@ def test_an_unreadable_cassette_line_fails_only_its_episode_naming_the_file_and_
     assert rows["hotel-003"]["grade"]["success"] and rows["hotel-003"]["attempt"] == 2
 
 
-def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_stays_replayable(tmp_path, monkeypatch):
+def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_stays_replayable(
+    tmp_path, monkeypatch, capsys
+):
     env = gym.make("erp_sim/ExpenseItemization-v0")
     rec, first = tmp_path / "rec", tmp_path / "A"
     with FakeOpenAIServer() as server:
@@ -330,17 +333,15 @@ def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_
         recorded = _snapshot(rec)
         assert json.loads((rec / "cassettes" / "run.json").read_text()) == {"out": str(first.resolve())}
         # the same models, the same server, another --out: refused before any episode, nothing moved
-        with pytest.raises(SystemExit) as stop:
-            eval_main([*argv, "--out", str(tmp_path / "B")])
-        assert str(stop.value) == (
-            f"erp-sim: --record {rec} holds the recording of the run in {first.resolve()}, whose rows replay "
+        assert usage_error(capsys, eval_main, [*argv, "--out", str(tmp_path / "B")]) == (
+            f"--record {rec} holds the recording of the run in {first.resolve()}, whose rows replay "
             "from it; record into another directory (a --resume of that run records into it again)"
         )
         assert _snapshot(rec) == recorded and not (tmp_path / "B").exists()
         # a recording made before runs were noted: the run whose rows name it may resume, no other run
         (rec / "cassettes" / "run.json").unlink()
-        with pytest.raises(SystemExit, match=r"holds cassettes of an earlier run \(recorded before runs were noted\)"):
-            eval_main([*argv, "--out", str(tmp_path / "B")])
+        message = usage_error(capsys, eval_main, [*argv, "--out", str(tmp_path / "B")])
+        assert "holds cassettes of an earlier run (recorded before runs were noted)" in message
         assert eval_main([*argv, "--out", str(first), "--resume"]) == 0
         assert json.loads((rec / "cassettes" / "run.json").read_text()) == {"out": str(first.resolve())}
     assert sorted(p.name for p in (rec / "cassettes" / "C2").iterdir()) == ["hotel-003-run0.jsonl"]
@@ -349,3 +350,42 @@ def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_
     [row] = read_rows(tmp_path / "replay" / "results.jsonl")
     [original] = read_rows(first / "results.jsonl")
     assert row["grade"]["success"] and row["metrics"] == original["metrics"]
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_ctrl_c_says_in_one_line_what_was_saved_and_how_to_go_on(tmp_path, concurrency):
+    """Issue 39, point 3: Ctrl-C printed a 20-line KeyboardInterrupt traceback; now one line and exit 130, and the
+    command it names finishes the run, byte-identical to an uninterrupted one but for timing."""
+    out = tmp_path / "run"
+    argv = ["--configs", "C2", "--tasks", "hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049", "--quiet",
+            "--concurrency", concurrency, "--out", str(out)]  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's: Ctrl-C signals every process in it
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not results.exists() or not results.read_text().strip()):
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    saved = len(read_rows(results))
+    command = f"erp-sim eval {' '.join(argv)} --resume"
+    assert stderr.strip().splitlines() == [
+        f"interrupted: {saved} of 5 episodes saved in {out}; continue with `{command}`"
+    ]
+    resume = subprocess.run(
+        [sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv, "--resume"], capture_output=True
+    )
+    assert resume.returncode == 0, resume.stderr
+    whole = tmp_path / "whole"
+    argv[-1] = str(whole)
+    assert (
+        subprocess.run([sys.executable, "-m", "erp_sim.agents.cli", "eval", *argv], capture_output=True).returncode == 0
+    )
+    untimed = [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(results)]
+    assert untimed == [{k: v for k, v in row.items() if k != "timing"} for row in read_rows(whole / "results.jsonl")]

@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 from harness_support import script_server_with_scripted_agent
+from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
 from erp_sim.agents.evaluation.episode_row import read_results, read_rows
@@ -61,11 +62,10 @@ def test_two_runs_give_byte_identical_deterministic_results_and_a_report(tmp_pat
     assert report_main([str(tmp_path / "a")]) == 0
 
 
-def test_existing_results_need_resume(tmp_path):
+def test_existing_results_need_resume(tmp_path, capsys):
     out = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
     eval_main(out)
-    with pytest.raises(SystemExit, match="--resume"):
-        eval_main(out)
+    assert "exists: pass --resume to continue it" in usage_error(capsys, eval_main, out)
     assert eval_main([*out, "--resume"]) == 0 and len(read_rows(tmp_path / "results.jsonl")) == 1
 
 
@@ -260,7 +260,7 @@ def test_resume_with_nothing_left_starts_no_backend(tmp_path, monkeypatch, capsy
 
     args = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
     assert eval_main(args) == 0
-    assert "\n1 episodes in " in capsys.readouterr().out
+    assert "\n1 episode in " in capsys.readouterr().out  # issue 39: not "1 episodes"
     monkeypatch.setattr(evaluate_module, "execute", lambda *a, **k: pytest.fail("a backend started with nothing left"))
     assert eval_main([*args, "--resume", "--backend", "ray"]) == 0
     out = capsys.readouterr().out

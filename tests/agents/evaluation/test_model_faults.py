@@ -6,6 +6,7 @@ import gymnasium as gym
 import pytest
 from fake_openai_server import CONTEXT_LENGTH_MESSAGE
 from harness_support import script_server_with_scripted_agent
+from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.episode_row import read_rows
@@ -112,9 +113,7 @@ def test_bad_arguments_are_one_line_errors_before_any_file_is_written(tmp_path, 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "out"
     argv = [a.replace("REC", str(tmp_path / "rec")).replace("NOWHERE", str(tmp_path / "nowhere")) for a in argv]
-    with pytest.raises(SystemExit) as stop:
-        eval_main([*argv, "--runs", "1", "--quiet", "--out", str(out)])
-    assert message in str(stop.value) and "\n" not in str(stop.value)
+    assert message in usage_error(capsys, eval_main, [*argv, "--runs", "1", "--quiet", "--out", str(out)])
     assert not out.exists() and not (tmp_path / "rec").exists()
 
 

@@ -67,8 +67,8 @@ def text(directory: Path) -> str:
 def test_report_has_the_expected_table_rows(presets):
     md = text(presets)
     # success: C2 .5 every run (no spread), C3 mean .58 with t interval [.476, .684], C4 .84 [.772, .908]
-    assert "| C2 | 50.0 | 50.0 | 75.0 |" in md
-    assert "| C3 | 58.0 [47.6, 68.4] | 58.0 [47.6, 68.4] | 79.0 [73.8, 84.2] |" in md
+    assert "| C2 | 50.0 | 50.0 | 75.00 |" in md  # the capped amount to two decimals
+    assert "| C3 | 58.0 [47.6, 68.4] | 58.0 [47.6, 68.4] | 79.00 [73.81, 84.19] | 42.0 [31.6, 52.4] | 0.0 |" in md
     assert "| C4 | 84.0 [77.2, 90.8] |" in md
     # tokens per benchmark: C3 runs 22,000 .. 22,400, t interval 22,200 +- 196.3
     assert "| C3 | 2,220 [2,200, 2,240] | 22,200 [22,004, 22,396] |" in md  # per episode, then per benchmark
@@ -178,7 +178,7 @@ def test_over_itemization_cannot_hide_behind_the_itemized_amount():
             )
         )
     md = report.render_report(rows)
-    assert "| C2 | 0.0 | 0.0 | 75.0 [" in md  # mean of min(fraction, 1) = (1 + .5) / 2
+    assert "| C2 | 0.0 | 0.0 | 75.00 [" in md  # mean of min(fraction, 1) = (1 + .5) / 2
     outcome = next(line for line in md.splitlines() if line.startswith("| C2 | 0.0 | 0.0 |"))
     assert outcome.rstrip(" |").endswith("]") and "| 50.0 [" in outcome  # half the episodes over-itemized
     assert "min(itemized, header) / header" in md
@@ -245,3 +245,19 @@ def test_configurations_on_different_tasks_are_said_to_be_and_compared_over_shar
     pass_k = md.split("## pass^k")[1].split("## Failure taxonomy")[0]
     assert "(3 of 6 tasks)" in pass_k and "averages over those only" in pass_k
     assert "The configurations ran different tasks" not in report.render_report(rows)
+
+
+def test_a_shortfall_of_cents_does_not_read_as_a_whole_itemization():
+    """Issue 39, point 4: 14 under-itemized episodes (itemized fraction 0.9995) showed as 100.0%."""
+    from test_statistics import episode
+
+    from erp_sim.agents.evaluation.report import render_report
+
+    rows = []
+    for task in range(20):
+        row = episode("C3", task, 0, task >= 14)
+        fraction = 1.0 if task >= 14 else 0.99929
+        rows.append(row.model_copy(update={"grade": row.grade.model_copy(update={"itemized_fraction": fraction})}))
+    md = render_report(rows)
+    line = next(line for line in md.splitlines() if line.startswith("| C3 | 30.0"))
+    assert "| 99.95 " in line and "| 70.0 " in line  # the capped amount to two decimals, the under-itemized share

@@ -9,13 +9,15 @@ from erp_sim.agents.evaluation.report import render_report
 from erp_sim.agents.evaluation.report.served_models import length_stops_note, served_models_note
 
 
-def row(config: str, task: int, *, asked: str | None, served: list[str] | None, cut: int | None) -> EpisodeRow:
+def row(
+    config: str, task: int, *, asked: str | None, served: list[str] | None, cut: int | None, **metrics: int
+) -> EpisodeRow:
     """A successful episode (``test_statistics.episode``) of an agent asking for ``asked``, answered by ``served``."""
     base = episode(config, task, 0, True)
     return base.model_copy(
         update={
             "agent": f"openai:{asked}" if asked else "scripted",
-            "metrics": base.metrics.model_copy(update={"length_stops": cut}),
+            "metrics": base.metrics.model_copy(update={"length_stops": cut, "model_calls": 10, **metrics}),
             "sampling": RowSampling(
                 agent={"model": asked} if asked else None, served_models={"agent": served} if served else None
             ),
@@ -34,10 +36,24 @@ def test_a_model_other_than_the_one_asked_and_cut_answers_are_said_per_configura
         "`gpt-4o-2024-11-20` (asked for `gpt-4o`)."
     )
     assert (length_stops_note(rows) or "").startswith(
-        "**Agent answers cut at the token limit** (finish_reason `length`): C2 2, C3 1."
+        "**Answers cut at the token limit** (finish_reason `length`, of the role's calls): agent: C2 2 of 20, "
+        "C3 1 of 10."
     )
     report = render_report(rows)
-    assert "**Models that answered**" in report and "**Agent answers cut at the token limit**" in report
+    assert "**Models that answered**" in report and "**Answers cut at the token limit**" in report
+
+
+def test_the_users_and_the_summarizers_cut_answers_are_named_too():
+    """Issue 39, point 9: a transformers serve run cut 3 of 3 user replies and 1 of 1 summary, and the report named
+    only the agent's cut answers."""
+    rows = [
+        row("C4", 0, asked="m", served=None, cut=0, user_length_stops=3, user_model_calls=3,
+            summarizer_length_stops=1, summarizer_calls=1),
+    ]  # fmt: skip
+    assert (length_stops_note(rows) or "").startswith(
+        "**Answers cut at the token limit** (finish_reason `length`, of the role's calls): user: C4 3 of 3; "
+        "summarizer: C4 1 of 1."
+    )
 
 
 def test_offline_rows_add_no_note():

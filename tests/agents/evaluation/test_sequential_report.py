@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
+from usage_support import usage_error
 
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.report.cli import main as report_main
@@ -13,11 +13,10 @@ PRICE = "agent=2.5,1.25,10"
 SEQUENTIAL = [*"--policy ga_memory --sequential --quiet --tasks hotel_50:hotel-000,hotel-001".split()]
 
 
-def test_a_bad_price_is_refused_before_a_sequential_run_writes_anything(tmp_path):
+def test_a_bad_price_is_refused_before_a_sequential_run_writes_anything(tmp_path, capsys):
     for argv in (["--policy", "ga_memory"], [*SEQUENTIAL, "--memory", str(tmp_path / "memory")]):
-        with pytest.raises(SystemExit) as stop:
-            eval_main([*argv, "--out", str(tmp_path / "out"), "--price", "not-a-price"])
-        assert str(stop.value).startswith("erp-sim: --price 'not-a-price': expected ")
+        message = usage_error(capsys, eval_main, [*argv, "--out", str(tmp_path / "out"), "--price", "not-a-price"])
+        assert message.startswith("--price 'not-a-price': expected ")
     assert not any(tmp_path.iterdir())  # no run directory, no memory store
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from fake_openai_server import CONTEXT_LENGTH_MESSAGE
 from pydantic import ValidationError
 
 from erp_sim.agents.evaluation.episode_row import RowSampling
@@ -125,5 +126,59 @@ def test_the_window_is_checked_with_one_count(fake_openai_server):
     for agent in (ScriptedAgent(), ModelAgent(model, context_window=size - 1)):
         cut = run_episode(env, agent, task_id="hotel-000", context_window=size - 1)
         assert cut.termination == "context_overflow" and f"{size:,} tokens" in (cut.model_error or "")
+        assert cut.metrics.refused_request_tokens == size and cut.metrics.peak_tokens < size  # issue 39: its size
     assert fake_openai_server.requests == []  # the model agent's request was refused before it was sent
+    # the server's own window (its context-length 400): the refused request is counted all the same
+    fake_openai_server.fail(400, message=CONTEXT_LENGTH_MESSAGE)
+    refused = run_episode(env, ModelAgent(model), task_id="hotel-000")
+    assert refused.termination == "context_overflow" and refused.metrics.refused_request_tokens == size
     env.close()
+
+
+# --- issue 39, point 1: the long-horizon step-limit trap --------------------------------------------
+def spec_for(task_set: str, task_id: str, **settings) -> EpisodeSpec:
+    return EpisodeSpec(
+        config="C2", policy="full", user="rule", agent="scripted", task_set=task_set, task_id=task_id, run=0, seed=0,
+        out_dir="out", **settings,
+    )  # fmt: skip
+
+
+def test_a_task_sets_own_step_limit_is_the_default():
+    assert spec_for("long_horizon", "long-010-00").max_steps == 1500  # LongHorizon-v0's, not 200
+    assert spec_for("hotel_50", "hotel-000").max_steps == 200
+    assert spec_for("long_horizon", "long-010-00", max_steps=300).max_steps == 300
+
+
+def test_the_oracle_step_counts_are_cached_and_match_the_oracle(monkeypatch):
+    import erp_sim.oracle as oracle
+    from erp_sim import get_task
+
+    ids = ["long-010-00", "long-200-00"]
+    cached = oracle.oracle_steps("long_horizon", ids)
+    played = {task_id: len(oracle.oracle_trace(get_task("long_horizon", task_id))) for task_id in ids}
+    assert cached == played and played["long-200-00"] > 400
+    monkeypatch.setattr(oracle, "_cached_oracle_steps", lambda path: {})  # a set the cache does not hold: played
+    assert oracle.oracle_steps("hotel_50", ["hotel-000"]) == {"hotel-000": 19}
+
+
+def test_a_max_steps_below_the_oracles_need_is_warned_about_at_start(tmp_path, capsys):
+    from erp_sim.agents.evaluation.episode_row import load_results
+    from erp_sim.agents.evaluation.eval_cli import main as eval_main
+
+    argv = ["--configs", "C2", "--quiet", "--concurrency", "1"]
+    assert eval_main([*argv, "--tasks", "long_horizon:long-050-00,long-010-00", "--max-steps", "60",
+                      "--out", str(tmp_path / "short")]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    needs = __import__("erp_sim.oracle").oracle.oracle_steps("long_horizon", ["long-050-00"])["long-050-00"]
+    assert (
+        f"erp-sim: warning: --max-steps 60 is fewer steps than the oracle takes for 1 of 2 tasks (long-050-00 needs "
+        f"{needs}): their episodes can only end as step_limit; the task set's own limit is 1,500 (leave --max-steps "
+        "out to use it)" in err
+    )
+    rows = {r.task_id: r for r in load_results(tmp_path / "short").rows}
+    assert rows["long-050-00"].termination == "step_limit" and rows["long-050-00"].sampling.max_steps == 60
+    # no --max-steps: the set's own 1,500, no warning, and the rows say so
+    assert eval_main([*argv, "--tasks", "long_horizon:long-010-00", "--out", str(tmp_path / "own")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    (own,) = load_results(tmp_path / "own").rows
+    assert own.sampling.max_steps == 1500 and own.termination == "success"

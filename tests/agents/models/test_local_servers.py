@@ -217,7 +217,6 @@ def test_a_refused_request_names_its_status_once(fake_openai_server):
 @pytest.mark.parametrize(
     "body, said",
     [
-        ({"detail": "Server is pinned to 'tiny'; requested 'qwen'."}, "Server is pinned to 'tiny'; requested 'qwen'."),
         ({"detail": [{"loc": ["body", "top_k"], "msg": "extra"}]}, '[{"loc": ["body", "top_k"], "msg": "extra"}]'),
         ({"error": "Input validation error: bad request"}, "Input validation error: bad request"),
     ],
@@ -228,6 +227,23 @@ def test_a_refusal_keeps_the_servers_reason_wherever_it_puts_it(fake_openai_serv
     with pytest.raises(ModelRequestError) as refused:
         model_on(fake_openai_server).complete(ASKED)
     assert str(refused.value).endswith(f"request refused: HTTP 400: {said}")
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Server is pinned to 'tiny'; requested 'qwen'.", "The model `qwen` does not exist.", "model 'qwen' not found"],
+)
+def test_a_wrong_model_name_is_a_setup_error_whatever_the_status(fake_openai_server, message):
+    """Issue 39, point 9: transformers serve answers a wrong name with a 400, which was scored as model_error (and a
+    --resume with the right name then refused); like a 404 it is now an unscored, resumable setup error."""
+    fake_openai_server.fail_with_body(400, {"detail": message})
+    with pytest.raises(InfrastructureError) as setup:
+        model_on(fake_openai_server).complete(ASKED)
+    assert str(setup.value).endswith(f"HTTP 400: {message} (check the API key, the model name and the base URL)")
+    assert len(fake_openai_server.requests) == 1  # not retried: the same request fails the same way
+    fake_openai_server.fail(400, message="This model's maximum context length is 4096 tokens.")
+    with pytest.raises(ContextOverflowError):  # a 400 that names the model for another reason stays a refusal
+        model_on(fake_openai_server).complete(ASKED)
 
 
 @pytest.mark.parametrize(
@@ -410,3 +426,23 @@ def test_the_cli_settings_make_a_llama_cpp_like_server_work_and_its_replay_needs
         == 0
     )
     assert without_timing(tmp_path / "replayed") == without_timing(tmp_path / "live")
+
+
+def test_a_bare_500_on_a_malformed_earlier_call_names_its_cause():
+    """Issue 39, point 9: a server whose template parses earlier calls' arguments (transformers serve) answers a
+    bare 500 to every request once the model wrote a malformed call; the row said so without a cause."""
+    malformed = {
+        "role": "assistant",
+        "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x'}}],
+    }
+    conversation = [*ASKED, malformed, {"role": "tool", "tool_call_id": "call_a", "content": "not JSON"}]
+    with FakeOpenAIServer(malformed_call_500=True) as server:
+        with pytest.raises(InfrastructureError) as gave_up:
+            model_on(server, max_retries=1).complete(conversation, TOOLS)
+        text = str(gave_up.value)
+        assert "gave up after 2 attempts, the same answer every time" in text and "HTTP 500" in text
+        assert "an earlier tool call whose arguments are not a JSON object" in text
+        assert "tool_arguments=object" in text
+        server.reply_text("fine")
+        answer = model_on(server, extra_params={"tool_arguments": "object"}).complete(conversation, TOOLS)
+        assert answer.message["content"] == "fine"  # the call went as "{}"

@@ -15,12 +15,12 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from fake_acon_roles import acon_role_reply
 from fake_anthropic_server import FakeAnthropicServer
 from fake_azure_server import API_VERSION, FakeAzureServer
 from fake_responses_server import FakeResponsesServer
 from test_model_roles import role_reply, without_timing
+from usage_support import usage_error
 
 from erp_sim.agents.acon.optimize import main as optimize_main
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
@@ -137,13 +137,13 @@ def test_an_azure_deployment_runs_to_scored_rows(tmp_path, monkeypatch):
         )
 
 
-def test_azure_needs_its_endpoint(tmp_path, monkeypatch):
+def test_azure_needs_its_endpoint(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
-    with pytest.raises(SystemExit, match="AZURE_OPENAI_ENDPOINT"):
-        eval_main([*COMMON, "--agent", "azure:d", "--api-version", API_VERSION, "--out", str(tmp_path)])
+    argv = [*COMMON, "--agent", "azure:d", "--api-version", API_VERSION, "--out", str(tmp_path)]
+    assert "AZURE_OPENAI_ENDPOINT" in usage_error(capsys, eval_main, argv)
 
 
-def test_a_claude_recording_replays_without_the_sdk(tmp_path, monkeypatch):
+def test_a_claude_recording_replays_without_the_sdk(tmp_path, monkeypatch, capsys):
     with claude_server() as server:
         live = [
             *COMMON,
@@ -169,8 +169,7 @@ def test_a_claude_recording_replays_without_the_sdk(tmp_path, monkeypatch):
     assert [row["agent"] for row in replayed] == ["anthropic:claude-sonnet-4-5"] * 2
     wrong = [*replay[:-2], "--out", str(tmp_path / "wrong")]
     wrong[wrong.index("anthropic:claude-haiku-4-5")] = "openai:claude-haiku-4-5"
-    with pytest.raises(SystemExit, match="whose user is anthropic:claude-haiku-4-5"):
-        eval_main(wrong)
+    assert "whose user is anthropic:claude-haiku-4-5" in usage_error(capsys, eval_main, wrong)
 
 
 def test_an_outage_leaves_resumable_rows(tmp_path):

@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
+from usage_support import usage_error
 
+from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.eval_options import folder_name
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
 from erp_sim.agents.models.factory import chat_model
@@ -116,7 +119,7 @@ def test_one_token_limit_per_request():
         [(None, "max_tokens", 5), (None, "max_completion_tokens", 9)],
         [*items, ("summarizer", "max_completion_tokens", 9)],
     ):
-        with pytest.raises(SystemExit, match="both max_tokens and max_completion_tokens"):
+        with pytest.raises(UsageError, match="both max_tokens and max_completion_tokens"):
             params_by_role(both, EVAL_ROLES)
 
 
@@ -227,7 +230,7 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
     assert "**Models that answered**" in report and "agent: `fake-model` (asked for `fake-agent`)" in report
     manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
     assert manifest == {role: row["sampling"][role] for role in ("agent", "summarizer", "user")}
-    episode = tmp_path / "rec" / "cassettes" / row["config"]
+    episode = tmp_path / "rec" / "cassettes" / folder_name(row["config"])  # the spec's ':' is '_' in a folder
     for role, suffix in (("agent", ""), ("user", ".user"), ("summarizer", ".summarizer")):
         lines = [json.loads(line) for line in (episode / f"hotel-006-run0{suffix}.jsonl").read_text().splitlines()]
         assert len(lines) == kinds(server).count(role)
@@ -361,9 +364,7 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         f"(summarizer's server: {server.base_url})",
     }
     for named, message in refusals.items():
-        with pytest.raises(SystemExit) as stop:
-            eval_main([*replay, *named])
-        assert str(stop.value) == f"erp-sim: {message}"
+        assert usage_error(capsys, eval_main, [*replay, *named]) == message
     assert not (tmp_path / "replay").exists()
     # what is named as recorded, or not named at all, replays
     assert (
@@ -383,18 +384,20 @@ def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path
         ("other-sum", recorded_url, "summarizer is openai:fake-sum"),
         ("fake-sum", "http://127.0.0.1:9/v1", f'agent is openai:fake-agent {{"base_url": "{recorded_url}"'),
     ):
-        with pytest.raises(SystemExit, match=rf"--record .* whose {re.escape(refused)}.* record into another"):
-            eval_main(
-                [
-                    *COMMON,
-                    *f"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:{summarizer} --out".split(),
-                    str(tmp_path / "run2"),
-                    "--base-url",
-                    url,
-                    "--record",
-                    str(rec),
-                ]
-            )
+        message = usage_error(
+            capsys,
+            eval_main,
+            [
+                *COMMON,
+                *f"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:{summarizer} --out".split(),
+                str(tmp_path / "run2"),
+                "--base-url",
+                url,
+                "--record",
+                str(rec),
+            ],
+        )
+        assert re.search(rf"--record .* whose {re.escape(refused)}.* record into another", message)
 
 
 def test_sweep_takes_the_summarizer_and_model_params(tmp_path):
@@ -448,7 +451,7 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
         assert row["infra_error"] is None and row["attempt"] == 2 and row["metrics"]["summarizer_calls"] > 0
         assert row["metrics"]["summarizer_calls"] == sum(b["model"] == "fake-sum" for b in summarizer.requests) - 1
         assert not server.rejections and not summarizer.rejections
-    names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / parse_policy(policy).spec).iterdir())
+    names = sorted(p.name for p in (tmp_path / "rec" / "cassettes" / folder_name(parse_policy(policy).spec)).iterdir())
     assert names == ["hotel-006-run0.attempt1.jsonl", "hotel-006-run0.jsonl", "hotel-006-run0.summarizer.jsonl"]
     assert (
         eval_main(

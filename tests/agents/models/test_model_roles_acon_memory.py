@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
 from test_model_roles import COMMON, roles_server, without_timing
+from usage_support import usage_error
 
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
 
@@ -17,7 +19,7 @@ ACON = [
 ]
 
 
-def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_path):
+def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_path, capsys):
     from erp_sim.agents.acon.optimize import main as optimize_main
 
     with FakeOpenAIServer() as server:
@@ -74,9 +76,7 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
             f"(optimizer's server: {server.base_url})",
         ),
     ]:
-        with pytest.raises(SystemExit) as stop:
-            optimize_main([*replay, *extra])
-        assert str(stop.value) == f"erp-sim acon optimize: {message}"
+        assert usage_error(capsys, optimize_main, [*replay, *extra]) == message
         assert not (tmp_path / "replay").exists()
     # the replay's settings must also be the recording's (--model-param is in config.json)
     assert (
@@ -97,7 +97,7 @@ def test_acon_optimize_sends_each_roles_params_and_its_replay_checks_them(tmp_pa
 
 
 # --- the GenericAgent memory consolidator -----------------------------------------------------------
-def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_path):
+def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_path, capsys):
     import shutil
 
     memory = tmp_path / "memory"
@@ -133,8 +133,10 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
     manifest = json.loads((tmp_path / "rec" / "cassettes" / "models.json").read_text())
     assert manifest["consolidator"]["params"] == {"temperature": 0.0, "max_tokens": 800}
     shutil.rmtree(memory)  # the replay starts from the same empty memory, with the server gone
-    with pytest.raises(SystemExit, match="the recording in .* has a consolidator model, openai:fake-cons"):
-        eval_main([*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")])
+    replay = [*argv[:-2], "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]
+    assert re.search(
+        "the recording in .* has a consolidator model, openai:fake-cons", usage_error(capsys, eval_main, replay)
+    )
     assert eval_main([*argv, "--agent", f"replay:{tmp_path / 'rec'}", "--out", str(tmp_path / "replay")]) == 0
     assert json.dumps(without_timing(tmp_path / "replay")) == json.dumps(recorded)
     # a consolidator cassette cut short stops the run naming it, not taken for a failed consolidation

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from fake_openai_server import FakeOpenAIServer
 from test_model_roles import role_reply, roles_server
+from usage_support import usage_error
 
 from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
@@ -34,7 +35,7 @@ def command(url: str, out: Path, tasks: str, *extra: str) -> list[str]:
     ]
 
 
-def test_a_resume_that_would_pool_other_model_settings_is_refused_in_one_line(tmp_path):
+def test_a_resume_that_would_pool_other_model_settings_is_refused_in_one_line(tmp_path, capsys):
     out = tmp_path / "run"
     results = out / "results.jsonl"
     with roles_server() as server:
@@ -62,10 +63,8 @@ def test_a_resume_that_would_pool_other_model_settings_is_refused_in_one_line(tm
                 argv[argv.index(url)] = NOWHERE
             else:
                 argv += extra
-            with pytest.raises(SystemExit) as stop:
-                eval_main(argv)
-            assert str(stop.value) == (
-                f"erp-sim: --resume: the rows of C4 in {results} have {difference}; "
+            assert usage_error(capsys, eval_main, argv) == (
+                f"--resume: the rows of C4 in {results} have {difference}; "
                 "resume with the same settings, or choose another --out"
             )
         assert len(server.requests) == sent and results.read_bytes() == before  # nothing ran, nothing changed
@@ -98,7 +97,7 @@ def test_an_episode_that_failed_on_the_server_resumes_with_a_corrected_base_url(
 
 
 @pytest.mark.parametrize("era", ["before sampling", "before ModelSettings"])
-def test_rows_that_name_fewer_settings_still_resume(era, tmp_path):
+def test_rows_that_name_fewer_settings_still_resume(era, tmp_path, capsys):
     out = tmp_path / "run"
     results = out / "results.jsonl"
     with FakeOpenAIServer() as server:
@@ -112,14 +111,16 @@ def test_rows_that_name_fewer_settings_still_resume(era, tmp_path):
             row["sampling"]["agent"] = {"model": "fake-agent", "temperature": 0.0}
         results.write_text(json.dumps(row) + "\n")
         if era == "before ModelSettings":  # what such a row does say is still held to
-            with pytest.raises(SystemExit, match="agent request param temperature 0.0, this command 0.5"):
-                eval_main([*argv, "--resume", "--model-param", "temperature=0.5"])
+            message = usage_error(capsys, eval_main, [*argv, "--resume", "--model-param", "temperature=0.5"])
+            assert "agent request param temperature 0.0, this command 0.5" in message
         argv[argv.index(FIRST)] = BOTH
         assert eval_main([*argv, "--resume", "--max-retries", "1"]) == 0
     assert [r["task_id"] for r in read_rows(results)] == ["hotel-006", "hotel-007"]
 
 
-def test_the_server_named_by_openai_base_url_is_the_rows_and_a_trailing_slash_names_the_same(tmp_path, monkeypatch):
+def test_the_server_named_by_openai_base_url_is_the_rows_and_a_trailing_slash_names_the_same(
+    tmp_path, monkeypatch, capsys
+):
     """OPENAI_BASE_URL picks the server when --base-url is left out (the client's own default): the rows name that
     server, so a resume pointed elsewhere by the variable is refused; "URL/" and "URL" are one server."""
     out = tmp_path / "run"
@@ -132,5 +133,5 @@ def test_the_server_named_by_openai_base_url_is_the_rows_and_a_trailing_slash_na
         assert row["sampling"]["agent"]["base_url"] == server.base_url
         assert eval_main(command(server.base_url + "/", out, BOTH, "--resume")) == 0  # the same server
         monkeypatch.setenv("OPENAI_BASE_URL", NOWHERE)
-        with pytest.raises(SystemExit, match=f"agent base_url {server.base_url}, this command {NOWHERE}"):
-            eval_main([*argv[: argv.index("--tasks") + 1], BOTH, *argv[argv.index("--tasks") + 2 :], "--resume"])
+        resumed = [*argv[: argv.index("--tasks") + 1], BOTH, *argv[argv.index("--tasks") + 2 :], "--resume"]
+        assert f"agent base_url {server.base_url}, this command {NOWHERE}" in usage_error(capsys, eval_main, resumed)

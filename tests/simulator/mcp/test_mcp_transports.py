@@ -210,6 +210,37 @@ async def test_http_stateless_clients_name_their_session(http_url):
     assert (await admin(http_url, f"/admin/sessions/{handle}/grade")).json()["state"] == "closed"
 
 
+async def test_http_a_session_key_that_idled_out_stays_ended_in_a_new_mcp_session(tmp_path):
+    """The idle timeout ends the episode and the SDK's MCP session alike; a client that comes back with its key
+    in a new MCP session (what the spec's 404 asks of it) is told its episode ended, by key and timeout, instead
+    of silently getting a fresh episode; another key opens one."""
+    from mcp.shared.exceptions import MCPError
+
+    find = ("form_find_menu_item", {"menuItemFilter": "expense"})
+    with http_server(tmp_path, "--idle-timeout", "1") as base:
+        http, client = http_client(base, headers={"X-ERP-Session": "run-1"})
+        async with http, client:
+            first = await client.call_tool(*find)
+            session_id = json.loads(first.content[0].text)["SessionId"]
+            await asyncio.sleep(2)
+            with pytest.raises(MCPError, match="Session not found"):
+                await client.call_tool(*find)
+        told = []
+        for _ in range(2):
+            http, again = http_client(base, headers={"X-ERP-Session": "run-1"})
+            async with http, again:
+                told.append(await again.call_tool(*find))
+        http, other = http_client(base, headers={"X-ERP-Session": "run-2"})
+        async with http, other:
+            fresh = await other.call_tool(*find)
+        listed = (await admin(base, "/admin/sessions")).json()["sessions"]
+    text = told[0].content[0].text
+    assert all(result.is_error and result.content[0].text == text for result in told)
+    assert f"episode {session_id} has ended" in text and "'run-1'" in text and "idle for longer than 1 s" in text
+    assert not fresh.is_error and json.loads(fresh.content[0].text)["SessionId"] != session_id
+    assert [s["client_key"] for s in listed] == ["run-1", "run-2"] and listed[0]["state"] == "closed"
+
+
 async def test_http_fastmcp_client_picks_its_task_with_headers(http_url):
     from fastmcp import Client as FastMCPClient
     from fastmcp.client.transports import StreamableHttpTransport
