@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import erp_sim
+from erp_sim.workflows.bank_reconciliation.task import as_task as as_bank_task
 from erp_sim.workflows.itemization.task import as_task
 
 
@@ -13,6 +14,18 @@ def oracle_reply(body: dict):
     """The oracle's next call, replayed over the tool results the request holds; (message, prompt, completion tokens)."""
     messages = body["messages"]
     task = next(t for t in map(as_task, erp_sim.load_task_set("hotel_50")) if t.report_number in messages[1]["content"])
+    return _next_call(task, messages)
+
+
+def bank_oracle_reply(body: dict):
+    """``oracle_reply`` for bank_recon_50's tasks (named by their statement)."""
+    messages = body["messages"]
+    tasks = map(as_bank_task, erp_sim.load_task_set("bank_recon_50"))
+    task = next(t for t in tasks if f"bank statement {t.statement_id} " in messages[1]["content"])
+    return _next_call(task, messages)
+
+
+def _next_call(task, messages: list[dict]):
     calls = erp_sim.oracle_calls(task)
     name, arguments = next(calls)
     for message in messages[2:]:

@@ -67,16 +67,16 @@ def observe(facts: ReconciliationFacts, name: str, caption: str, state: dict[str
             facts.statement_page = (
                 f"{page.get('FirstRow', '?')}-{page.get('LastRow', '?')} of {page.get('TotalRows', '?')}"
             )
-        for row in R.matched_rows(state):
-            documents = facts.matched.setdefault(row.match_id, [])
-            if row.document not in documents:
-                documents.append(row.document)
-            if row.document.startswith("Line "):
-                number = int(row.document.split()[1]) if row.document.split()[1].isdigit() else 0
+        for item in R.matched_rows(state):
+            documents = facts.matched.setdefault(item.match_id, [])
+            if item.document not in documents:
+                documents.append(item.document)
+            if item.document.startswith("Line "):
+                number = int(item.document.split()[1]) if item.document.split()[1].isdigit() else 0
                 if number and number not in facts.cleared:
                     facts.cleared.append(number)
-                if row.match_type == "New" and row.offset_account:
-                    facts.posted[row.document] = row.offset_account
+                if item.match_type == "New" and item.offset_account:
+                    facts.posted[item.document] = item.offset_account
         for field, control in (("open_lines", R.OPEN_LINES), ("difference", R.DIFFERENCE)):
             value = formstate.control_value(state, control)
             if value is not None:

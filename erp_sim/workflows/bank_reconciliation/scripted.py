@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -237,8 +238,8 @@ def _reset_statement_grid() -> Decision:
 def _clear(view: ReconciliationView, number: int, line: Line, tab: str | None) -> Decision:
     reference, amount_text, description = line
     amount = R.amount(amount_text)
-    marked_line = view.figure(R.MARKED_LINES_AMOUNT)
-    marked_transactions = view.figure(R.MARKED_TRANSACTIONS_AMOUNT)
+    marked_line = R.figure(view.state, R.MARKED_LINES_AMOUNT)
+    marked_transactions = R.figure(view.state, R.MARKED_TRANSACTIONS_AMOUNT)
     if tab != R.TRANSACTION_TAB:
         return _tab(R.TRANSACTION_TAB)
     grid = view.form_index.grids.get(R.TRANSACTION_GRID) or {}
@@ -258,7 +259,7 @@ def _clear(view: ReconciliationView, number: int, line: Line, tab: str | None) -
         if marked_transactions == amount:
             return "form_click_control", {"controlName": R.MATCH_BUTTON}
         return (
-            f"The bank transactions with reference {reference} add up to {display_money(marked_transactions or 0)}, "
+            f"The bank transactions with reference {reference} add up to {display_money(marked_transactions or Decimal(0))}, "
             f"but statement line {number} is {amount_text}. How should I match it?"
         )
     account = view.post_to.get(number)
