@@ -149,3 +149,25 @@ def test_the_trl_adapter_on_the_bank_id_solves_a_task_and_logs_reconciled_fracti
     assert [f([env]) for f in funcs] == [[1.0], [1.0], [0.0], [0.0]]
     rows = training_rows(IDS[0])
     assert len(rows) == 50 and "Matching rules" in rows[0]["prompt"][0]["content"]
+
+
+async def test_erp_sim_serve_task_set_bank_recon_50_over_stdio_with_the_mcp_sdk_client(tmp_path):
+    import asyncio
+    import sys
+
+    from agents_sdk_checks import solve
+    from mcp import Client as SdkClient
+    from mcp import StdioServerParameters
+    from mcp_support import ROOT, SERVE
+
+    grades = tmp_path / "grades.jsonl"
+    args = [*SERVE[1:], "--task-set", "bank_recon_50", "--task", "bank-010", "--grade-file", str(grades)]
+    async with SdkClient(StdioServerParameters(command=sys.executable, args=args, cwd=ROOT)) as client:
+        await solve(client.call_tool, erp_sim.get_task("bank_recon_50", "bank-010"))
+    for _ in range(100):  # the server writes its final grade on its way out
+        lines = grades.read_text().splitlines() if grades.exists() else []
+        if lines and json.loads(lines[-1])["state"] == "closed":
+            break
+        await asyncio.sleep(0.05)
+    session = json.loads(grades.read_text().splitlines()[-1])
+    assert session["grade"]["strict_success"] and session["grade"]["reconciled_fraction"] == 1.0
