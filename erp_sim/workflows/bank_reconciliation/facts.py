@@ -40,7 +40,9 @@ class ReconciliationFacts(BaseModel):
 
     statement: str = ""
     lines: dict[int, OpenLine] = Field(default_factory=dict, description="Statement lines seen open, by number.")
-    cleared: list[int] = Field(default_factory=list, description="Lines seen in a match or posting.")
+    cleared: list[int] = Field(
+        default_factory=list, description="Lines seen cleared: in a match, or gone from the open statement grid."
+    )
     matched: dict[str, list[str]] = Field(default_factory=dict, description="Match id -> its documents.")
     posted: dict[str, str] = Field(default_factory=dict, description="Posted line -> ledger account.")
     open_lines: str = ""
@@ -57,7 +59,8 @@ def new_facts(task: str) -> ReconciliationFacts:
 def observe(facts: ReconciliationFacts, name: str, caption: str, state: dict[str, Any]) -> None:
     """Fold one response's FormState (of form ``name``) into ``facts``."""
     if name == R.WORKSHEET_FORM:
-        for row in R.statement_rows(state):
+        rows = R.statement_rows(state)
+        for row in rows:
             facts.lines[row.line_number] = OpenLine(
                 reference=row.reference, amount=display_money(row.amount), description=row.description
             )
@@ -67,20 +70,24 @@ def observe(facts: ReconciliationFacts, name: str, caption: str, state: dict[str
             facts.statement_page = (
                 f"{page.get('FirstRow', '?')}-{page.get('LastRow', '?')} of {page.get('TotalRows', '?')}"
             )
+            if not grid.get("Filters"):
+                _clear_unshown(facts, {row.line_number for row in rows}, page)
         for item in R.matched_rows(state):
             documents = facts.matched.setdefault(item.match_id, [])
             if item.document not in documents:
                 documents.append(item.document)
             if item.document.startswith("Line "):
                 number = int(item.document.split()[1]) if item.document.split()[1].isdigit() else 0
-                if number and number not in facts.cleared:
-                    facts.cleared.append(number)
+                if number:
+                    _clear(facts, [number])
                 if item.match_type == "New" and item.offset_account:
                     facts.posted[item.document] = item.offset_account
         for field, control in (("open_lines", R.OPEN_LINES), ("difference", R.DIFFERENCE)):
             value = formstate.control_value(state, control)
             if value is not None:
                 setattr(facts, field, str(value))
+        if facts.open_lines == "0":
+            _clear(facts, facts.lines)
     elif name == R.HEADER_FORM:
         for field, control in (
             ("difference", R.HEADER_DIFFERENCE),
@@ -90,6 +97,25 @@ def observe(facts: ReconciliationFacts, name: str, caption: str, state: dict[str
             value = formstate.control_value(state, control)
             if value is not None:
                 setattr(facts, field, str(value))
+
+
+def _clear_unshown(facts: ReconciliationFacts, shown: set[int], page: dict[str, Any]) -> None:
+    """An unfiltered page of the statement grid lists the open lines in order: a line it would show but does
+    not is cleared (between the page's first and last line; before it on the first page; after it on the last)."""
+    first_page, last_page = page.get("FirstRow") in (1, None), not page.get("HasNextPage")
+    low, high = (min(shown), max(shown)) if shown else (0, 0)
+    gone = [
+        n
+        for n in facts.lines
+        if n not in shown and (low < n < high or (first_page and n < low) or (last_page and n > high) or not shown)
+    ]
+    _clear(facts, gone)
+
+
+def _clear(facts: ReconciliationFacts, numbers: Any) -> None:
+    for number in sorted(numbers):
+        if number not in facts.cleared:
+            facts.cleared.append(number)
 
 
 def key_variable_lines(facts: ReconciliationFacts) -> list[str]:
@@ -111,7 +137,7 @@ def key_variable_lines(facts: ReconciliationFacts) -> list[str]:
         lines.append(f"Statement grid page in view: rows {facts.statement_page}")
     still_open = {n: line for n, line in sorted(facts.lines.items()) if n not in facts.cleared}
     if still_open:
-        lines.append(f"Open statement lines ({len(still_open)} seen):")
+        lines.append(f"Open statement lines ({len(still_open)}, as last seen on the statement grid):")
         lines += [f"  {n}. {line.reference} | {line.amount} | {line.description}" for n, line in still_open.items()]
     if facts.matched:
         lines.append(f"Match groups ({len(facts.matched)}):")
