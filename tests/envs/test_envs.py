@@ -27,7 +27,14 @@ def test_registry_has_one_id_per_fixture_set_and_expense_type():
 
     assert sorted(erp_sim.envs.ENV_IDS) == ENV_IDS
     task_sets = {gym.spec(env_id).kwargs["task_set"] for env_id in ENV_IDS}
-    assert task_sets == {"hotel_50", "expense_types", "long_horizon", *EXPENSE_TYPES}
+    assert task_sets == {
+        "hotel_50",
+        "expense_types",
+        "long_horizon",
+        *EXPENSE_TYPES,
+        "bank_recon_50",
+        "bank_recon_long",
+    }
     assert all(
         gym.spec(env_id).max_episode_steps == erp_sim.envs.STEP_LIMITS.get(env_id, erp_sim.envs.MAX_EPISODE_STEPS)
         for env_id in ENV_IDS
@@ -79,6 +86,7 @@ def test_import_envs_reads_only_the_registry_s_cheap_part():
         "erp_sim.outcomes",
         "erp_sim.workflows",
         "erp_sim.workflows.itemization",
+        "erp_sim.workflows.bank_reconciliation",
     }
     assert gymnasium and not pydantic
 
