@@ -33,7 +33,7 @@ class ReceiptViewer(FormDefinition):
 
     def summary(self, session: FormHost, form: OpenForm) -> str:
         receipt = self.receipt(session, form)
-        count = len(ledger.receipt_items(session.db, receipt["id"]))
+        count = len(_charges(session, receipt["id"]))
         return f"Receipt {receipt['document_number']} from {receipt['merchant']}: {count} charge(s), total {display_money(Decimal(receipt['total']))} {receipt['currency']}."
 
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
@@ -45,18 +45,7 @@ class ReceiptViewer(FormDefinition):
             Control("Receipt_Total", "Total", K.REAL_INPUT, display_money(Decimal(receipt["total"]))),
             Control("Receipt_Currency", "Currency", K.INPUT, receipt["currency"]),
         ]
-        rows = [
-            GridRow(
-                item["id"],
-                {
-                    "ReceiptItem_Number": str(item["item_number"]),
-                    "ReceiptItem_Date": item["item_date"],
-                    "ReceiptItem_Description": item["description"],
-                    "ReceiptItem_Amount": display_money(Decimal(item["amount"])),
-                },
-            )
-            for item in ledger.receipt_items(session.db, receipt["id"])
-        ]
+        rows = [GridRow(item["id"], values_of=_charge_values, source=item) for item in _charges(session, receipt["id"])]
         columns = [
             Column("ReceiptItem_Number", "No.", "Integer"),
             Column("ReceiptItem_Date", "Date", "Date"),
@@ -67,3 +56,19 @@ class ReceiptViewer(FormDefinition):
             Section("DocumentGroup", "Document", controls=document),
             Section("ChargesGroup", "Charges", grids=[Grid(GRID, "Charges", columns, rows)]),
         ]
+
+
+def _charges(session: FormHost, receipt_id: int) -> list[sqlite3.Row]:
+    """The receipt's charges, read once per database version (the grid and the summary of every render read
+    them; callers must not mutate the list)."""
+    return session.cached_read(f"receipt/{receipt_id}/items", lambda: ledger.receipt_items(session.db, receipt_id))
+
+
+def _charge_values(item: sqlite3.Row) -> dict[str, str]:
+    """A charge's grid values: formatted only for the rows a response shows (see ``GridRow``)."""
+    return {
+        "ReceiptItem_Number": str(item["item_number"]),
+        "ReceiptItem_Date": item["item_date"],
+        "ReceiptItem_Description": item["description"],
+        "ReceiptItem_Amount": display_money(Decimal(item["amount"])),
+    }
