@@ -192,6 +192,19 @@ class LazyRows(Sequence[GridRow]):
         return iter(self[:])
 
 
+def read_records(
+    session: FormHost, key: str, read: Callable[[], list[sqlite3.Row]]
+) -> tuple[list[sqlite3.Row], list[Any]]:
+    """A grid's records and their ids (``id`` column), read once per database version (``FormHost.cached_read``
+    under ``key``): every render of a long grid reads them, and ``LazyRows`` takes both. Not to be mutated."""
+
+    def records() -> tuple[list[sqlite3.Row], list[Any]]:
+        rows = read()
+        return rows, [row["id"] for row in rows]
+
+    return session.cached_read(key, records)
+
+
 def row_keys(rows: Sequence[GridRow]) -> list[Any]:
     """The rows' keys, in order (of ``LazyRows``, without making the rows)."""
     return rows.keys if isinstance(rows, LazyRows) else [row.key for row in rows]

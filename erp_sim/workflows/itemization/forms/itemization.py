@@ -32,6 +32,7 @@ from erp_sim.forms.base import (
     LazyRows,
     OpenForm,
     Section,
+    read_records,
     row_keys,
 )
 from erp_sim.forms.pending import PendingRow, RowEdits
@@ -65,19 +66,11 @@ def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
     return _edits(form).rows
 
 
-def _saved_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
-    """The line's saved itemized lines, read once per database version (a long itemization is read by
-    the grid, the totals and the summary of every render; callers must not mutate the list)."""
+def _saved_lines(session: FormHost, form: OpenForm) -> tuple[list[sqlite3.Row], list[int]]:
+    """The line's saved itemized lines and their RecIds, read once per database version (a long itemization
+    is read by the grid, the totals and the summary of every render; callers must not mutate them)."""
     line_id = form.context["line_id"]
-    return session.cached_read(f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
-
-
-def _saved_ids(session: FormHost, form: OpenForm) -> list[int]:
-    """The RecIds of ``_saved_lines``, in order (read with them)."""
-    line_id = form.context["line_id"]
-    return session.cached_read(
-        f"itemization/{line_id}/ids", lambda: [line["id"] for line in _saved_lines(session, form)]
-    )
+    return read_records(session, f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
 
 
 def _summary(session: FormHost, form: OpenForm) -> ledger.ItemizationSummary:
@@ -128,7 +121,7 @@ class ItemizationForm(FormDefinition):
         edited = edits.edited_line_ids()
         if not edited:
             return
-        current = {line["id"] for line in _saved_lines(session, form)}
+        current = set(_saved_lines(session, form)[1])
         gone = [key for key in edited if key not in current]
         if not gone:
             return
@@ -152,11 +145,10 @@ class ItemizationForm(FormDefinition):
         edit laid over the line's current values, the amount formatted) only if a response shows it: a long
         itemization is one page of 25 rows, and without edits of saved lines its rows are two lists joined."""
         pending = _rows(form)
-        lines = _saved_lines(session, form)
-        edits = _edits(form)
-        new_keys = edits.new_keys()
+        lines, ids = _saved_lines(session, form)
+        new_keys = _edits(form).new_keys()
         if len(new_keys) == len(pending):  # no saved line is edited or deleted
-            keys, sources = _saved_ids(session, form), lines
+            keys, sources = ids, lines
         else:
             keys, sources = [], []
             for line in lines:
