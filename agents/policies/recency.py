@@ -126,19 +126,18 @@ class LastNSummary(ContextPolicy):
         start = _window_start(split.units, self.params.n)
         evicted, window = split.units[:start], split.units[start:]
         w = self.params.w
-        if w == -1:
-            batches = [flatten(evicted)] if evicted else []
+        task = self.task_text(split.instruction)
+
+        def summarize(batch: list[Message], previous: str | None) -> str:
+            return self.record_summary(self.summarizer.summarize_history(task, batch, previous))
+
+        if w == -1:  # everything evicted, from scratch
+            summary = self._fold.summary([flatten(evicted)] if evicted else [], summarize, chained=False)
             pending: list[Unit] = []
         else:
             folded = len(evicted) - len(evicted) % w
-            batches = [flatten(evicted[i : i + w]) for i in range(0, folded, w)]
+            summary = self._fold.fold_units(evicted[:folded], w, summarize)
             pending = evicted[folded:]
-        task = self.task_text(split.instruction)
-        summary = self._fold.summary(
-            batches,
-            lambda batch, previous: self.record_summary(self.summarizer.summarize_history(task, batch, previous)),
-            chained=w != -1,
-        )
         return _with_summary(split, summary, [*pending, *window])
 
 
