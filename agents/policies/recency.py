@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.policies.folding import SummaryFold
-from erp_sim.agents.policies.units import Split, Unit, flatten
+from erp_sim.agents.policies.units import Unit, flatten
 from erp_sim.agents.types import Message
 
 SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
@@ -120,6 +120,7 @@ class LastNSummary(ContextPolicy):
 
     def reset_state(self) -> None:
         self._fold = SummaryFold()
+        self._block: tuple[str, Message] | None = None  # the last summary and its block: one object while it holds
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -138,13 +139,12 @@ class LastNSummary(ContextPolicy):
             folded = len(evicted) - len(evicted) % w
             summary = self._fold.fold_units(evicted[:folded], w, summarize)
             pending = evicted[folded:]
-        return _with_summary(split, summary, [*pending, *window])
+        if not summary:
+            return split.join([*pending, *window])
+        if self._block is None or self._block[0] != summary:
+            self._block = (summary, summary_block(summary))
+        return split.join([*pending, *window], pinned=[*split.pinned, self._block[1]])
 
 
 def summary_block(summary: str) -> Message:
     return {"role": "user", "content": f"{SUMMARY_TAG}\n{summary}\n{SUMMARY_END_TAG}"}
-
-
-def _with_summary(split: Split, summary: str | None, units: list[Unit]) -> list[Message]:
-    pinned = [*split.pinned, summary_block(summary)] if summary else split.pinned
-    return split.join(units, pinned=pinned)
