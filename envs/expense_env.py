@@ -385,12 +385,11 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading.collateral import initial_rows  # at the first reset, not at gym.make
-        from erp_sim.workflows.itemization.grading import expected_charges, target_line_ids
+        from erp_sim.workflows.itemization.grading import expected_charges, target_line_ids  # at the first reset
 
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id = target_line_ids(self.session)  # one RecId, or a multi-line task's RecIds
-        initial_rows(self.task), expected_charges(self.task)  # built once per task, here rather than in a step
+        expected_charges(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)
