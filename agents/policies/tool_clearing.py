@@ -89,9 +89,7 @@ class ClearToolUses(ContextPolicy):
         freed = self._old_freed[-1] if same else 0
         changed = self._old_changed[-1] if same else False
         for unit in units[same:end]:
-            cleared, unit_freed = (
-                self._cleared_unit(unit, len(unit.messages) - 1) if unit.kind == "tool" else (unit, 0)
-            )
+            cleared, unit_freed = self._cleared_unit(unit, len(unit.messages) - 1) if unit.kind == "tool" else (unit, 0)
             freed, changed = freed + unit_freed, changed or cleared is not unit
             self._old_in.append(unit)
             self._old_out.append(cleared)
