@@ -7,6 +7,7 @@ import sys
 
 from erp_sim import ErpSession, get_task, run_oracle
 from erp_sim.agents.command_line import PlainHelpFormatter
+from erp_sim.verbosity import VERBOSITIES
 
 # hotel-007 is the task the README walks through; other sets start at their first task
 DEFAULT_TASKS = {"hotel_50": "hotel-007"}
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="task id or 0-based index (default: hotel-007 in hotel_50, else the set's first task)",
     )
-    parser.add_argument("--verbosity", default="default", choices=["default", "compact"])
+    parser.add_argument("--verbosity", default="default", choices=VERBOSITIES)
     args = parser.parse_args(argv)
     try:
         task = get_task(args.task_set, args.task if args.task is not None else DEFAULT_TASKS.get(args.task_set, 0))

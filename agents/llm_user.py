@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from erp_sim.agents.models.roles import failures_named, no_text
+from erp_sim.agents.models.stable_prefix import with_stable_prefixes
 from erp_sim.agents.tokens.prompt_cache import record_call
 from erp_sim.agents.types import ChatModel, Message, ModelRequestError, Usage
 from erp_sim.envs.user_models import UserReply, UserView, what_is_left
@@ -49,7 +50,8 @@ class LLMUser:
             worker_name=task.worker_name, instruction=task.instruction(), end_token=END_TOKEN, state=state
         )
         self.history.append({"role": "user", "content": message})  # the assistant's words, as the user model's input
-        request = [{"role": "system", "content": system}, *self.history]
+        # a conversation that grows by appending: all of it is sent again (where a backend caches by breakpoints)
+        request = with_stable_prefixes([{"role": "system", "content": system}, *self.history], [len(self.history) + 1])
         with failures_named("user"):  # an outage or a refused request, named as the user model's
             response = self.model.complete(request)
         record_call("user", request, None, response)  # o200k counts and the cacheable prefix, per episode

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from erp_sim.agents.types import AgentStep, ChatModel, ContextOverflowError, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, ChatModel, Message, ToolSchema, refuse_over_window
 
 
 class ModelAgent:
@@ -26,12 +26,8 @@ class ModelAgent:
         if self.context_window is not None:
             from erp_sim.agents.tokens import get_counter
 
-            counter = get_counter()
-            tokens = counter.count_messages(transcript) + counter.count_tools(tools)
-            if tokens > self.context_window:
-                raise ContextOverflowError(
-                    f"the request has {tokens:,} tokens, over the context window of {self.context_window:,}; not sent"
-                )
+            tokens = get_counter().count_request(transcript, tools)
+            refuse_over_window(tokens, self.context_window, "the request has", "; not sent")
         response = self.model.complete(transcript, tools)
         return AgentStep(
             message=response.message,

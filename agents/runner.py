@@ -40,6 +40,7 @@ from erp_sim.agents.types import (
     Message,
     ModelRequestError,
     harness_tools,
+    refuse_over_window,
     sum_reported,
 )
 from erp_sim.outcomes import HarnessTermination, Termination
@@ -49,6 +50,13 @@ DEFAULT_MAX_MODEL_CALLS = 400
 HARNESS_TRACEBACK_FRAMES = 6
 MAX_HARNESS_ERROR_CHARS = 4_000
 EPISODE_ENDED = "The episode has ended; this call was not executed."
+
+
+def model_call_limit(step_limit: int) -> int:
+    """The cap on an episode's model calls for an env of ``step_limit`` steps: never below the env's limit (long
+    horizons take a model call per step), and at least ``DEFAULT_MAX_MODEL_CALLS``, since answering a harness
+    tool (ga_memory's) takes a model call and no env step."""
+    return max(DEFAULT_MAX_MODEL_CALLS, step_limit)
 
 
 def run_episode(
@@ -151,11 +159,7 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
     message = step.message
     cacheable = acting.agent_requests.observe(step.shown, acting.tools)  # it counts the shown messages on the way
     input_tokens = acting.agent_requests.message_tokens + acting.tool_tokens
-    if acting.context_window is not None and input_tokens > acting.context_window:
-        raise ContextOverflowError(
-            f"step {len(trajectory.steps)}: the model was shown {input_tokens:,} tokens, "
-            f"over the context window of {acting.context_window:,}"
-        )
+    refuse_over_window(input_tokens, acting.context_window, f"step {len(trajectory.steps)}: the model was shown")
     if acting.recorder is not None:
         acting.recorder.record(step.shown, transcript)
     transcript.append(message)
@@ -171,6 +175,8 @@ def _act(acting: _Acting, transcript: list[Message], trajectory: Trajectory) -> 
             reported_output_tokens=step.usage.output_tokens,
             cacheable_prefix_tokens=cacheable,
             provider_cached_tokens=step.usage.cached_input_tokens,
+            provider_cache_write_tokens=step.usage.cache_write_input_tokens,
+            reasoning_tokens=step.usage.reasoning_tokens,
             summarizer_calls=step.summarizer_calls,
             role_calls=role_calls,
             tool_calls=len(calls),
@@ -274,6 +280,8 @@ def _metrics(trajectory: Trajectory, info: dict[str, Any], user: Any = None) -> 
         reported_output_tokens=sum(s.reported_output_tokens for s in steps),
         cacheable_prefix_tokens=sum(s.cacheable_prefix_tokens for s in steps),
         provider_cached_tokens=sum_reported([s.provider_cached_tokens for s in steps]),
+        provider_cache_write_tokens=sum_reported([s.provider_cache_write_tokens for s in steps]),
+        reasoning_tokens=sum_reported([s.reasoning_tokens for s in steps]),
         summarizer_calls=sum(s.summarizer_calls for s in steps),
         length_stops=_length_stops([s.finish_reason for s in steps]),
     )

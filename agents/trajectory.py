@@ -235,6 +235,15 @@ class StepRecord(BaseModel):
     provider_cached_tokens: int | None = Field(
         None, description="Cached prompt tokens the model service reported (None: not reported, e.g. offline)."
     )
+    provider_cache_write_tokens: int | None = Field(
+        None,
+        exclude_if=unset,
+        description="Prompt tokens the service says it wrote to its cache (the Messages API's "
+        "cache_creation_input_tokens; absent: not reported).",
+    )
+    reasoning_tokens: int | None = Field(
+        None, exclude_if=unset, description="Output tokens the service says went to reasoning (absent: not reported)."
+    )
     summarizer_calls: int = Field(0)
     summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
     tool_calls: int = Field(0, description="Tool calls in the assistant message.")
@@ -289,6 +298,15 @@ class EpisodeMetrics(BaseModel):
     provider_cached_tokens: int | None = Field(
         None, description="Cached agent input tokens as the service reported them (None: never reported)."
     )
+    provider_cache_write_tokens: int | None = Field(
+        None,
+        exclude_if=unset,
+        description="Agent input tokens the service says it wrote to its cache, billed at the cache-write price "
+        "(the Messages API; absent: never reported).",
+    )
+    reasoning_tokens: int | None = Field(
+        None, exclude_if=unset, description="Agent output tokens the service says went to reasoning (absent: never)."
+    )
     summarizer_calls: int = 0
     summarizer_tokens: int = Field(0, description="o200k tokens (input + output) of the summarizer's model calls.")
     summarizer_input_tokens: int = Field(0, description="o200k.")
@@ -299,6 +317,9 @@ class EpisodeMetrics(BaseModel):
     summarizer_provider_cached_tokens: int | None = Field(
         None, description="As the service reported them (None: never)."
     )
+    summarizer_provider_cache_write_tokens: int | None = Field(
+        None, exclude_if=unset, description="As the summarizer's service reported them (absent: never)."
+    )
     user_model_calls: int = Field(0, description="Calls of an LLM user's model (0 for the rule-based user).")
     user_input_tokens: int = Field(0, description="o200k input tokens of the LLM user's calls.")
     user_output_tokens: int = Field(0, description="o200k output tokens of the LLM user's calls.")
@@ -306,6 +327,9 @@ class EpisodeMetrics(BaseModel):
     user_reported_input_tokens: int = Field(0, description="As the LLM user's service reported them.")
     user_reported_output_tokens: int = Field(0, description="As the LLM user's service reported them.")
     user_provider_cached_tokens: int | None = Field(None, description="As the service reported them (None: never).")
+    user_provider_cache_write_tokens: int | None = Field(
+        None, exclude_if=unset, description="As the LLM user's service reported them (absent: never)."
+    )
     length_stops: int | None = Field(
         None,
         exclude_if=unset,

@@ -40,26 +40,22 @@ class ModelRequestError(RuntimeError):
 
 class ContextOverflowError(ModelRequestError):
     """The request would not fit the model's context window (our ``--context-window`` check, or
-    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure."""
+    the server's 400 saying so). The episode ends there, scored as a ``context_overflow`` failure.
+
+    ``tokens``: the refused request's size (o200k, messages + tool schemas), where it was counted."""
+
+    def __init__(self, message: str, status_code: int | None = None, *, tokens: int | None = None):
+        super().__init__(message, status_code)
+        self.tokens = tokens
 
 
-class Usage(BaseModel):
-    """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
-
-    input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
-    output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
-    cached_input_tokens: int | None = Field(
-        None,
-        ge=0,
-        description="Prompt tokens the service says it served from its "
-        "cache (prompt_tokens_details.cached_tokens); None: not reported.",
-    )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_input_tokens=sum_reported([self.cached_input_tokens, other.cached_input_tokens]),
+def refuse_over_window(tokens: int, window: int | None, request: str, after: str = "") -> None:
+    """The one ``--context-window`` check: ``ContextOverflowError`` when a request of ``tokens`` (counted as
+    ``TokenCounter.count_request`` counts it) exceeds ``window``. ``ModelAgent`` checks before it sends; the
+    runner checks what every agent was shown (a scripted agent sends nothing), with the same count."""
+    if window is not None and tokens > window:
+        raise ContextOverflowError(
+            f"{request} {tokens:,} tokens, over the context window of {window:,}{after}", tokens=tokens
         )
 
 
@@ -72,6 +68,43 @@ def sum_reported(values: list[int | None]) -> int | None:
     """A provider figure summed over calls: None when no call reported it (not the same as 0)."""
     reported = [value for value in values if value is not None]
     return sum(reported) if reported else None
+
+
+class Usage(BaseModel):
+    """Tokens of one model call, as counted by the serving side (or by our tokenizer offline)."""
+
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens of the call.")
+    output_tokens: int = Field(0, ge=0, description="Completion tokens of the call.")
+    cached_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="Prompt tokens the service says it served from its cache (Chat Completions' "
+        "prompt_tokens_details.cached_tokens, Responses' input_tokens_details.cached_tokens, the Messages "
+        "API's cache_read_input_tokens); None: not reported.",
+    )
+    cache_write_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        exclude_if=unset,
+        description="Prompt tokens the service says it wrote to its cache, billed at the cache-write price "
+        "(the Messages API's cache_creation_input_tokens); None: not reported (OpenAI caches without a charge).",
+    )
+    reasoning_tokens: int | None = Field(
+        None,
+        ge=0,
+        exclude_if=unset,
+        description="Output tokens the service says went to hidden reasoning (output_tokens_details."
+        "reasoning_tokens), part of output_tokens; None: not reported.",
+    )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=sum_reported([self.cached_input_tokens, other.cached_input_tokens]),
+            cache_write_input_tokens=sum_reported([self.cache_write_input_tokens, other.cache_write_input_tokens]),
+            reasoning_tokens=sum_reported([self.reasoning_tokens, other.reasoning_tokens]),
+        )
 
 
 class ChatResponse(BaseModel):

@@ -35,6 +35,20 @@ ENV_TASK_SETS = {
 }
 # Up to 200 receipt charges over 1-5 lines take two calls a charge and more: room for them.
 STEP_LIMITS = {"erp_sim/LongHorizon-v0": 1500}
+
+
+def registered_step_limit(env_id: str) -> int:
+    """The step limit ``env_id`` is registered with (``TimeLimit``'s ``max_episode_steps``)."""
+    return STEP_LIMITS.get(env_id, MAX_EPISODE_STEPS)
+
+
+def task_set_step_limit(task_set: str) -> int:
+    """A task set's own step limit: that of the env id registered for it (long_horizon: 1,500), else the
+    default; every command that runs episodes of a task set reads its limit here."""
+    env_id = next((env_id for env_id, tasks in ENV_TASK_SETS.items() if tasks == task_set), None)
+    return MAX_EPISODE_STEPS if env_id is None else registered_step_limit(env_id)
+
+
 # disable_env_checker: gymnasium 1.4's PassiveEnvChecker marks its first reset as checked before the
 # reset runs, so after a refused first reset (bad options) every later step fails inside the
 # checker. The envs pass gymnasium's full ``check_env`` in the tests instead.
@@ -43,7 +57,7 @@ for _env_id, _task_set in ENV_TASK_SETS.items():
         id=_env_id,
         entry_point=ENTRY_POINT,
         kwargs={"task_set": _task_set},
-        max_episode_steps=STEP_LIMITS.get(_env_id, MAX_EPISODE_STEPS),
+        max_episode_steps=registered_step_limit(_env_id),
         disable_env_checker=True,
     )
 ENV_IDS = tuple(ENV_TASK_SETS)
@@ -69,4 +83,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'erp_sim.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", "STEP_LIMITS", *_LAZY]
+__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", "STEP_LIMITS", "registered_step_limit", "task_set_step_limit", *_LAZY]

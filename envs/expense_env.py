@@ -17,13 +17,14 @@ from gymnasium.error import ResetNeeded
 
 import erp_sim
 from erp_sim.envs.prompts import system_prompt
-from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
 from erp_sim.json_values import json_value_problem
 from erp_sim.outcomes import ENV_TERMINATIONS, EnvTermination
 from erp_sim.response import error_envelope, render
 from erp_sim.task_sets import task_rows
+from erp_sim.verbosity import checked_verbosity
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from erp_sim.verbosity import Verbosity
     from erp_sim.workflows.itemization.grading import Progress
 
-MAX_ACTION_CHARS = 200_000  # the session's limit on argument text
-MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
 PARTIAL_CREDIT = Decimal("0.5")  # weight of itemization progress in the shaping potential
 TERMINATION_REASONS = ENV_TERMINATIONS
 REWARDS = ("success", "strict")
@@ -217,8 +216,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     byte-identical observations, rewards and infos.
 
     ## Action Space
-    ``AnyText(0, 200000)``: a JSON string, either ``{"name": <tool>, "arguments": {...}}`` (a
-    tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
+    ``AnyText(0, MAX_ACTION_CHARS)`` (200,000, the session's limit on argument text): a JSON string,
+    either ``{"name": <tool>, "arguments": {...}}`` (a tool call; ``arguments`` may also be a JSON string, as in OpenAI tool calls) or
     ``{"message": <text>}`` (a message to the user). A dict of the same shape is accepted too.
 
     Every action is one of three kinds, the same in the observation, ``info["action"]`` and
@@ -236,8 +235,8 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
     - ``message``: a message to the user; it counts in ``user_turns``.
 
     ## Observation Space
-    ``AnyText(0, 400000)``: the tool's response exactly as the MCP server sends it (JSON with
-    ``SessionId``, ``Result``, ``Messages``, ``FormState``, ...), the user's reply (plain text),
+    ``AnyText(0, MAX_OBSERVATION_CHARS)`` (400,000): the tool's response exactly as the MCP server sends it
+    (JSON with ``SessionId``, ``Result``, ``Messages``, ``FormState``, ...), the user's reply (plain text),
     or for an action the env could not parse, a JSON error of the same shape without
     ``FormState`` (``Error.Code`` is ``InvalidAction``). The first observation is the user's
     instruction. ``""`` is the observation of a message nobody answers (``user_model=None``).
@@ -341,8 +340,7 @@ class ExpenseItemizationEnv(gym.Env[str, str]):
         max_user_turns: int = 10,
         render_mode: str | None = None,
     ):
-        if verbosity not in erp_sim.VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {erp_sim.VERBOSITIES}, got {verbosity!r}")
+        verbosity = checked_verbosity(verbosity)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward_shaping not in ("none", "potential"):

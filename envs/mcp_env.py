@@ -27,7 +27,7 @@ import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from erp_sim import response_keys as K
-from erp_sim.envs.spaces import AnyText
+from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserView
 from erp_sim.outcomes import EnvTermination
 
@@ -95,8 +95,8 @@ class McpEnv(gym.Env):
         self.call_timeout_s, self.auth_token = call_timeout_s, auth_token
         self._episodes = 0
         self.session_key = ""
-        self.observation_space = AnyText(400_000)
-        self.action_space = AnyText(200_000)
+        self.observation_space = AnyText(MAX_OBSERVATION_CHARS)
+        self.action_space = AnyText(MAX_ACTION_CHARS)
         self._loop = _LoopThread()
         self._client: Client[Any] | None = None
         self._counts: dict[str, int] = {}

@@ -32,6 +32,7 @@ from pydantic import Field
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError
 from erp_sim.net import is_loopback, port_number  # the MCP server's rules: no LAN server by accident
 from erp_sim.response import error_envelope, render
+from erp_sim.verbosity import VERBOSITIES
 
 DEFAULT_MAX_SESSIONS = 64
 
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-remote", action="store_true", help="Allow binding a non-loopback address.")
     parser.add_argument("--port", type=port_number, default=8000, help="Port (default 8000; 0: any free port).")
     parser.add_argument("--env", default=DEFAULT_ENV_ID, choices=ENV_IDS, help="Env id (default %(default)s).")
-    parser.add_argument("--verbosity", choices=("default", "compact"), default="default", help="Response verbosity.")
+    parser.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="Response verbosity.")
     parser.add_argument("--reward", choices=("strict", "success"), default="strict", help="Reward (default strict).")
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="Concurrent WebSocket sessions.")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])

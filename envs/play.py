@@ -22,6 +22,7 @@ import json
 import sys
 
 from erp_sim import response_keys as K
+from erp_sim.verbosity import VERBOSITIES
 
 HELP = """\
 Commands (only tool calls and 'say' take a step):
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env", default="erp_sim/ExpenseItemization-v0", help="registered env id")
     parser.add_argument("--task", help="task id (hotel-007) or index within the task set; default: drawn from --seed")
     parser.add_argument("--seed", type=int, default=0, help="reset seed (default 0)")
-    parser.add_argument("--verbosity", choices=("default", "compact"), default="default")
+    parser.add_argument("--verbosity", choices=VERBOSITIES, default="default")
     parser.add_argument("--user", choices=("rule", "none"), default="rule", help="simulated user, or none (C1)")
     parser.add_argument("--receipt", action="store_true", help="list the receipt's charges in the instruction")
     parser.add_argument("--faults", help='fault profile, e.g. 0.1 or "rate=0.1,seed=3"')

@@ -20,6 +20,11 @@ from gymnasium.error import CustomSpaceError
 from gymnasium.spaces import Text
 from gymnasium.vector.utils import create_shared_memory
 
+from erp_sim.json_values import MAX_ARGUMENT_CHARS
+
+MAX_ACTION_CHARS = MAX_ARGUMENT_CHARS  # an action is at most as long as the session takes argument text
+MAX_OBSERVATION_CHARS = 400_000  # responses are capped at 160,000; error responses add the form state
+
 PRINTABLE = string.printable  # what ``sample`` draws from (ASCII letters, digits, punctuation, whitespace)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import verifiers as vf
 from datasets import Dataset
 
-from erp_sim.envs import MAX_EPISODE_STEPS, STEP_LIMITS
+from erp_sim.envs import registered_step_limit
 from erp_sim.envs.episode import DEFAULT_ENV_ID, Episode, EpisodeError, tool_schemas
 from erp_sim.response import error_payload
 
@@ -102,7 +102,7 @@ def step_limit(env_id: str, env_kwargs: dict) -> int:
     """The episode's env step limit (``max_episode_steps``, else the id's registered one): every turn is one
     step or more, so a rollout of this many turns always reaches the episode's own end."""
     limit = env_kwargs.get("max_episode_steps")
-    return limit if isinstance(limit, int) and limit > 0 else STEP_LIMITS.get(env_id, MAX_EPISODE_STEPS)
+    return limit if isinstance(limit, int) and limit > 0 else registered_step_limit(env_id)
 
 
 def _play(episode: Episode, tool: str | None, payload: str) -> str:

@@ -31,9 +31,9 @@ from erp_sim.errors import (
 )
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms.base import OpenForm, render_form_state
-from erp_sim.json_values import MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
+from erp_sim.json_values import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
 from erp_sim.tool_registry import TOOLS, Outcome, Tool
-from erp_sim.verbosity import VERBOSITIES, Verbosity
+from erp_sim.verbosity import Verbosity, checked_verbosity
 
 if TYPE_CHECKING:
     from erp_sim.workflow_task import WorkflowTask
@@ -88,11 +88,9 @@ class ErpSession:
         faults: FaultProfile | str | float | None = None,
         instance: int = 0,
     ) -> None:
-        if verbosity not in VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
+        self.verbosity = checked_verbosity(verbosity)
         self.task = task
         self.workflow = workflows.of_task(task)
-        self.verbosity = verbosity
         self.company = "USMF"
         from erp_sim.database import open_database  # with the first session, not at `import erp_sim.erp_session`
 
@@ -319,8 +317,10 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if arguments is None or arguments == "":
         return {}
     if isinstance(arguments, str):
-        if len(arguments) > 200_000:
-            raise ValidationError(f"The arguments are {len(arguments):,} characters long; the limit is 200,000.")
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            raise ValidationError(
+                f"The arguments are {len(arguments):,} characters long; the limit is {MAX_ARGUMENT_CHARS:,}."
+            )
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:

@@ -13,6 +13,7 @@ from typing import Any
 # that need one value's type narrow it, or read it through a model or a TypedDict).
 JsonObject = dict[str, Any]
 MAX_ARGUMENT_DEPTH = 32
+MAX_ARGUMENT_CHARS = 200_000  # of arguments sent as JSON text (the env's action space is as long)
 MAX_INT_BITS = 4_000 * 3  # well under Python's 4,300-digit limit on printing integers (~14,000 bits)
 
 

@@ -436,33 +436,43 @@ def _error_body(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
 
 
+def send_json(handler: BaseHTTPRequestHandler, reply: Any) -> None:
+    """Send ``reply`` (status, JSON body, headers; after its delay, cut in half if ``truncate``)."""
+    time.sleep(reply.delay)
+    payload = json.dumps(reply.body).encode()
+    if reply.truncate:
+        payload = payload[: len(payload) // 2]
+    try:
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client gave up waiting (a timeout test): nothing to answer
+
+
+def read_json_body(handler: BaseHTTPRequestHandler) -> Any:
+    """A POST's body as JSON (an empty one as {}; None: not JSON)."""
+    length = int(handler.headers.get("Content-Length", 0))
+    try:
+        return json.loads(handler.rfile.read(length) or b"{}")
+    except ValueError:
+        return None
+
+
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class ChatCompletionsHandler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                body = None  # strict mode refuses it as the API does; a lenient server sees no body
-            body = body if body is not None or server.strict else {}
+            body = read_json_body(self)  # None: not JSON, which strict mode refuses as the API does
+            body = body if body is not None or server.strict else {}  # a lenient server sees no body
             reply = server._answer(self.path, body)
             if reply.status == 200:
                 with server._lock:
                     server.answered.append(reply.body)
-            time.sleep(reply.delay)
-            payload = json.dumps(reply.body).encode()
-            if reply.truncate:
-                payload = payload[: len(payload) // 2]
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting (a timeout test): nothing to answer
+            send_json(self, reply)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean

@@ -35,6 +35,8 @@ from import_graph import (
 # Lowest first, by installed name (longest prefix wins).
 LAYERS: Layers = [("simulator", ("erp_sim",)), ("envs", ("erp_sim.envs",)), ("agents", ("erp_sim.agents",))]
 
+MODEL_BACKENDS = ("backend", "azure", "openai_chat", "openai_responses", "anthropic_messages")
+
 # The harness, lowest first: names relative to erp_sim.agents, each a module or a package with all below
 # it (the longest prefix wins, so "evaluation.failures" may sit below "evaluation"); "" is agents/__init__.
 # A module may import its own layer and those above it in this list, never one below.
@@ -42,7 +44,11 @@ AGENTS_LAYERS: Layers = [
     # what every layer reads: message, agent and harness-tool types, the command-line helpers
     ("types", ("types", "command_line")),
     ("tokens", ("tokens",)),  # o200k counts, the shared prefix, the prompt cache
+    # the model roles' names and settings, request turns, claimed prefixes, record/replay: what every backend reads
     ("models", ("models",)),
+    # one backend per model API, over the shared failure table and retries (models.backend)
+    ("model backends", tuple(f"models.{name}" for name in MODEL_BACKENDS)),
+    ("model factory", ("models.factory",)),  # a role's API:MODEL to its backend's model
     ("facts and summarizers", ("expense_facts", "summarizers")),  # what the structured summaries read
     ("memory", ("memory",)),  # the store, its tools and consolidation; the ga_memory policy sits in policies
     ("policies", ("policies",)),

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PositiveInt
 
 from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
 from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, report_markdown
@@ -48,15 +48,16 @@ from erp_sim.agents.acon.optimizer_requests import (
     shorten_request,
     update_request,
 )
+from erp_sim.agents.acon.role_models import ROLES, role_models, role_switches
 from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter
-from erp_sim.agents.models.roles import add_model_arguments, params_by_role
+from erp_sim.agents.evaluation.settings import EpisodeSettings
+from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role, positive
 from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
 
-ROLES = ("agent", "compressor", "optimizer")
 # compressed kind -> (built-in prompt file, policy)
 KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
 COMPRESSION = {"history": ("history",), "observation": ("observation",), "both": ("observation", "history")}
@@ -77,7 +78,7 @@ class Settings(BaseModel):
     candidates: int = 5
     steps: list[Literal["ut", "co"]] = ["ut", "co"]
     seed: int = 0
-    max_steps: int = 200
+    max_steps: PositiveInt = Field(default_factory=lambda: EpisodeSettings().step_limit())
     initial_guideline: dict[str, str] = Field(description="compressed kind -> guideline text of round 0")
     prices: dict[str, list[float]] = Field(
         default_factory=dict, description="role -> [USD per 1M input, per 1M output]"
@@ -222,11 +223,9 @@ class Run:
         agent_log.reset()
         compressor_log.reset()
         agent = wrap(ModelAgent(agent_log), self.policy_spec(label), summarizer=LLMSummarizer(compressor_log))
+        episode_settings = EpisodeSettings(max_steps=self.settings.max_steps)
         env = gym.make(
-            "erp_sim/ExpenseItemization-v0",
-            task_set=task_set,
-            user_model="rule",
-            max_episode_steps=self.settings.max_steps,
+            "erp_sim/ExpenseItemization-v0", task_set=task_set, user_model="rule", **episode_settings.env_kwargs()
         )
         record: dict[str, Any] = {
             "task_set": task_set,
@@ -237,7 +236,13 @@ class Run:
         }
         try:
             trajectory = run_episode(
-                env, agent, task_id=task_id, seed=self.settings.seed, keep_shown=True, policy=record["policy"]
+                env,
+                agent,
+                task_id=task_id,
+                seed=self.settings.seed,
+                keep_shown=True,
+                policy=record["policy"],
+                **episode_settings.run_kwargs(),
             )
         except SummarizerError as exc:  # the compressor gave nothing usable: the episode fails, the run goes on
             trajectory = None
@@ -436,74 +441,6 @@ def optimize(settings: Settings, out: Path, models: dict[str, Any]) -> dict[str,
 
 
 # --- command line ----------------------------------------------------------------------------------
-def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
-    answered from the recording with --replay, which refuses role names and settings that contradict it."""
-    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.roles import (
-        chat_model,
-        named_servers,
-        read_manifest,
-        replay_contradiction,
-        settings_of,
-        write_manifest,
-    )
-
-    names = {}
-    for role in ROLES:
-        kind, _, names[role] = getattr(args, role).partition(":")
-        if kind != "openai" or not names[role]:
-            raise SystemExit(f"--{role} {getattr(args, role)!r}: use openai:MODEL (any OpenAI-compatible server)")
-    own = {role: (f"--{role}-base-url", getattr(args, f"{role}_base_url", None)) for role in ROLES}
-    servers = named_servers(args.base_url, ROLES, own)  # as live: its own, else --base-url
-    if args.replay:
-        cassettes = Path(args.replay) / "cassettes"
-        try:
-            recorded = read_manifest(cassettes) or {}  # a recording made before manifests: nothing to check against
-        except ValueError as error:
-            raise SystemExit(f"--replay: {error}") from None
-        problem = recorded and replay_contradiction(
-            recorded,
-            names,
-            Path(args.replay),
-            params=model_params,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            base_urls=servers,
-        )
-        if problem:
-            raise SystemExit(f"erp-sim acon optimize: {problem}")
-        return {
-            role: ReplayModel(cassettes / f"{role}.jsonl", strict=True, settings=recorded.get(role)) for role in ROLES
-        }
-    endpoints = {role: servers[role][1] if role in servers else None for role in ROLES}
-    # the optimizer samples at the server's default temperature, so the k candidates can differ
-    models = {
-        role: chat_model(
-            names[role],
-            endpoints[role],
-            temperature=None if role == "optimizer" else "default",
-            params=model_params.get(role),
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-        )
-        for role in ROLES
-    }
-    if args.record:
-        try:
-            write_manifest(
-                Path(args.record) / "cassettes",
-                {role: settings for role, model in models.items() if (settings := settings_of(model)) is not None},
-            )
-        except ValueError as error:
-            raise SystemExit(f"erp-sim acon optimize: --record {error}") from None
-        models = {
-            role: RecordingModel(model, Path(args.record) / "cassettes" / f"{role}.jsonl")
-            for role, model in models.items()
-        }
-    return models
-
-
 def initial_guidelines(values: list[str], kinds: tuple[str, ...]) -> dict[str, str]:
     """``--initial-guideline [KIND=]FILE`` (repeatable); unnamed applies to every kind; default: the prompt files."""
     texts = {kind: load_prompt(KINDS[kind][0]) for kind in kinds}
@@ -539,8 +476,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="erp-sim acon optimize", description=__doc__.splitlines()[0], formatter_class=PlainHelpFormatter
     )
     for role in ROLES:
-        parser.add_argument(f"--{role}", required=True, help="openai:MODEL (with --replay: the names recorded)")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for every role (default: OpenAI)")
+        parser.add_argument(
+            f"--{role}", required=True, help="API:MODEL as erp-sim eval's --agent (with --replay: the names recorded)"
+        )
+    parser.add_argument("--base-url", help="the server of every role (default: the API's own)")
     parser.add_argument(
         "--compressor-base-url", help="endpoint of the compressor alone (e.g. a local vLLM/Ollama model)"
     )
@@ -557,7 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--initial-guideline", action="append", default=[], metavar="[KIND=]FILE")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-steps", type=int, default=200)
+    parser.add_argument(
+        "--max-steps", type=positive(int), metavar="N", help=EpisodeSettings.model_fields["max_steps"].description
+    )
     parser.add_argument("--price", action="append", default=[], metavar="ROLE=IN,OUT", help="USD per 1M tokens")
     parser.add_argument("--record", metavar="DIR", help="keep every model call in DIR/cassettes/ROLE.jsonl")
     parser.add_argument(
@@ -567,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         "names and any model setting given must be the recorded ones)",
     )
     add_model_arguments(parser, ROLES)
+    add_backend_arguments(parser)
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     args = parser.parse_args(argv)
     if args.record and args.replay:
@@ -600,10 +542,10 @@ def main(argv: list[str] | None = None) -> int:
         candidates=args.candidates,
         steps=steps,
         seed=args.seed,
-        max_steps=args.max_steps,
+        max_steps=EpisodeSettings(max_steps=args.max_steps).step_limit(),
         initial_guideline=initial_guidelines(args.initial_guideline, COMPRESSION[args.compression]),
         prices=parse_prices(args.price),
-        model_params=params_by_role(args.model_param, ROLES),
+        model_params=role_switches(params_by_role(args.model_param, ROLES), args),
     )
     out = Path(args.out)
     config = out / "config.json"

@@ -13,7 +13,10 @@ bound of what a provider caches) and ``p_uncached`` is ``cache_write`` when give
 that bill writing the new suffix to the cache) and ``p_input`` otherwise. Roles without a price
 are left out of the cost and named in the report. When a model service reported its counts, the
 same formula over its own figures (reported input and output, ``provider_cached_tokens`` as the
-cached part) is given apart: what the service would bill, in its units.
+cached part) is given apart: what the service would bill, in its units. Where the service also said what it
+wrote to its cache (Anthropic's ``cache_creation_input_tokens``, ``provider_cache_write_tokens``), its bill is
+exact instead of bounded: ``cached · p_cached + written · p_write + (input − cached − written) · p_input +
+output · p_output`` (``p_write``: ``cache_write`` when given, else ``p_input``).
 """
 
 from __future__ import annotations
@@ -132,6 +135,15 @@ ROLE_COUNTS: dict[str, dict[str, RoleCounts]] = {
 }
 
 
+#: Per role, the cache writes the service reported (None: never reported, as OpenAI's caching bills none).
+CACHE_WRITES: dict[str, Callable[[EpisodeRow], int | None]] = {
+    "agent": lambda r: r.metrics.provider_cache_write_tokens,
+    "summarizer": lambda r: r.metrics.summarizer_provider_cache_write_tokens,
+    "user": lambda r: r.metrics.user_provider_cache_write_tokens,
+    "consolidator": _consolidator("provider_cache_write_tokens"),
+}
+
+
 def role_tokens(row: EpisodeRow, role: str, units: str = "o200k") -> tuple[float, float, float]:
     tokens_in, cached, tokens_out = ROLE_COUNTS[units][role]
     return float(tokens_in(row)), float(cached(row) or 0), float(tokens_out(row))
@@ -147,7 +159,12 @@ def episode_cost(row: EpisodeRow, prices: Mapping[str, Price], *, caching: bool,
     total = 0.0
     for role, price in prices.items():
         tokens_in, cacheable, tokens_out = role_tokens(row, role, units)
-        if caching:
+        written = CACHE_WRITES[role](row) if units == "service" else None
+        if caching and written is not None:  # the service said what it wrote: its bill, exactly
+            write_price = price.cache_write if price.cache_write is not None else price.input
+            total += cacheable * price.cached_input + written * write_price
+            total += (tokens_in - cacheable - written) * price.input
+        elif caching:
             uncached = price.cache_write if price.cache_write is not None else price.input
             total += cacheable * price.cached_input + (tokens_in - cacheable) * uncached
         else:
@@ -175,6 +192,7 @@ class ConfigCost:
     cacheable_share: dict[str, float]  # per role: Σ cacheable / Σ input over scored episodes (NaN: no input)
     reported_input_tokens: dict[str, float]  # per role: the service's input tokens per benchmark
     provider_cached_tokens: dict[str, float | None]  # per role: per benchmark, None when never reported
+    provider_cache_write_tokens: dict[str, float | None]  # per role: per benchmark, None when never reported
     success: st.Estimate
     cost_uncached: st.Estimate | None
     cost_cached: st.Estimate | None
@@ -199,7 +217,7 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
         if not scored:
             continue
         n_tasks = len({st.task_key(row) for row in group})
-        inputs, shares, reported, cached = {}, {}, {}, {}
+        inputs, shares, reported, cached, written = {}, {}, {}, {}, {}
         for role in roles:
             ours = [role_tokens(row, role) for row in scored]
             theirs = [role_tokens(row, role, "service") for row in scored]
@@ -212,6 +230,10 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
                 if any(reported_cached(row, role) for row in scored)
                 else None
             )
+            writes = [CACHE_WRITES[role](row) for row in scored]
+            written[role] = (
+                sum(w or 0 for w in writes) / len(scored) * n_tasks if any(w is not None for w in writes) else None
+            )
         summary = st.estimate(group, st.METRIC_BY_KEY["success"])
         billed = any(reported.get(role, 0) > 0 for role in prices)
         result[name] = ConfigCost(
@@ -220,6 +242,7 @@ def config_costs(rows: Iterable[EpisodeRow], prices: Mapping[str, Price]) -> dic
             cacheable_share=shares,
             reported_input_tokens=reported,
             provider_cached_tokens=cached,
+            provider_cache_write_tokens=written,
             success=summary,
             cost_uncached=st.estimate(group, cost_metric(prices, caching=False)) if prices else None,
             cost_cached=st.estimate(group, cost_metric(prices, caching=True)) if prices else None,
@@ -266,6 +289,15 @@ def costs_json(costs: Mapping[str, ConfigCost], prices: Mapping[str, Price]) -> 
                 "cacheable_share": {r: _finite(v) for r, v in c.cacheable_share.items()},
                 "reported_input_tokens_per_benchmark": {r: _finite(v) for r, v in c.reported_input_tokens.items()},
                 "provider_cached_tokens_per_benchmark": {r: _finite(v) for r, v in c.provider_cached_tokens.items()},
+                **(
+                    {
+                        "provider_cache_write_tokens_per_benchmark": {
+                            r: _finite(v) for r, v in c.provider_cache_write_tokens.items()
+                        }
+                    }
+                    if any(v is not None for v in c.provider_cache_write_tokens.values())
+                    else {}
+                ),
                 "success": _estimate_json(c.success),
                 "cost_per_benchmark_without_caching": _estimate_json(c.cost_uncached),
                 "cost_per_benchmark_with_caching": _estimate_json(c.cost_cached),

@@ -10,15 +10,17 @@ from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 # --- building the pieces of one episode -------------------------------------------------------
 def _chat_model(name: str, base_url: str | None, **options: Any):
-    from erp_sim.agents.models.roles import chat_model
+    from erp_sim.agents.models.factory import chat_model
 
     return chat_model(name, base_url, **options)
 
 
-def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None):
-    """The chat model playing ``role`` in this episode: live (with --record, into a cassette of its
-    own), or, when the agent is ``replay:DIR``, answered offline from the role's recorded cassette."""
+def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None, api: str = "openai"):
+    """The chat model playing ``role`` in this episode (``api``: one of ``roles.MODEL_APIS``): live (with
+    --record, into a cassette of its own), or, when the agent is ``replay:DIR``, answered offline from the
+    role's recorded cassette (no SDK needed)."""
     from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+    from erp_sim.agents.models.roles import with_switches
 
     kind, _, replay_dir = spec.agent.partition(":")
     if kind == "replay":
@@ -28,7 +30,15 @@ def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None):
             settings=_recorded_settings(Path(replay_dir), role),
         )
     model = _chat_model(
-        name, base_url, params=spec.model_params.get(role, {}), timeout=spec.timeout, max_retries=spec.max_retries
+        name,
+        base_url,
+        api=api,
+        role=role,
+        params=with_switches(spec.model_params.get(role, {}), api, spec.switches),
+        timeout=spec.timeout,
+        max_retries=spec.max_retries,
+        azure_endpoint=spec.azure_endpoint,
+        api_version=spec.api_version,
     )
     if spec.record_dir:
         path = cassette_path(Path(spec.record_dir), spec, role)
@@ -56,40 +66,51 @@ def _recorded_settings(directory: Path, role: str):
 def build_agent(spec: EpisodeSpec, summarizer: Any = None):
     """The agent wrapped in its policies; ``summarizer`` (None: the offline structured one) serves them."""
     from erp_sim.agents.model_agent import ModelAgent
+    from erp_sim.agents.models.roles import MODEL_CHOICES, model_spec
     from erp_sim.agents.policies import wrap
     from erp_sim.agents.scripted import ScriptedAgent
     from erp_sim.agents.types import Agent
 
     kind, _, argument = spec.agent.partition(":")
     inner: Agent
+    named = model_spec(spec.agent)
     if kind == "scripted":
         inner = ScriptedAgent(recall_horizon=_scripted_recall(argument), seed=spec.seed)
-    elif kind in ("openai", "replay"):
-        inner = ModelAgent(role_model(spec, "agent", argument, spec.base_url), context_window=spec.context_window)
+    elif kind == "replay" or named is not None:
+        api, name = named or ("openai", argument)
+        inner = ModelAgent(role_model(spec, "agent", name, spec.base_url, api), context_window=spec.context_window)
     else:
-        raise ValueError(f"unknown agent {spec.agent!r}: use scripted, openai:MODEL or replay:DIR")
+        raise ValueError(f"unknown agent {spec.agent!r}: use scripted, {MODEL_CHOICES} or replay:DIR")
     return wrap(inner, spec.policy, summarizer=summarizer)
 
 
 def build_summarizer(spec: EpisodeSpec):
-    """An ``LLMSummarizer`` when ``--summarizer openai:MODEL`` and the policy summarizes, else None."""
+    """An ``LLMSummarizer`` when ``--summarizer API:MODEL`` and the policy summarizes, else None."""
     from erp_sim.agents.policies import summarizes
     from erp_sim.agents.summarizers import LLMSummarizer
 
-    name = _openai_name("summarizer", spec.summarizer, "structured")
-    if name is None or not summarizes(spec.policy):
+    named = model_named("summarizer", spec.summarizer, "structured")
+    if named is None or not summarizes(spec.policy):
         return None
-    return LLMSummarizer(role_model(spec, "summarizer", name, spec.summarizer_base_url or spec.base_url))
+    api, name = named
+    return LLMSummarizer(role_model(spec, "summarizer", name, spec.summarizer_base_url or spec.base_url, api))
 
 
-def _openai_name(role: str, value: str, *offline: str) -> str | None:
-    """MODEL of ``openai:MODEL``; None for the offline choices; ValueError for anything else."""
+def model_named(role: str, value: str, *offline: str) -> tuple[str, str] | None:
+    """``(api, model)`` of ``API:MODEL``; None for the offline choices; ValueError for anything else."""
+    from erp_sim.agents.models.roles import MODEL_CHOICES, model_spec
+
     if value in offline:
         return None
-    kind, _, name = value.partition(":")
-    if kind != "openai" or not name:
-        raise ValueError(f"unknown {role} {value!r}: use {', '.join(offline)} or openai:MODEL")
-    return name
+    named = model_spec(value)
+    if named is None:
+        raise ValueError(f"unknown {role} {value!r}: use {', '.join(offline)} or {MODEL_CHOICES}")
+    return named
+
+
+def _named_label(role: str, value: str, *offline: str) -> str | None:
+    named = model_named(role, value, *offline)
+    return None if named is None else f"{named[0]}:{named[1]}"
 
 
 def _keep_earlier_attempt(cassette: Path) -> None:
@@ -126,12 +147,13 @@ def sampling_settings(model: Any) -> dict[str, Any] | None:
 
 
 def build_user(spec: EpisodeSpec):
-    name = _openai_name("user", spec.user, "rule", "none")
-    if name is None:
+    named = model_named("user", spec.user, "rule", "none")
+    if named is None:
         return spec.user
     from erp_sim.agents.llm_user import LLMUser
 
-    return LLMUser(role_model(spec, "user", name, spec.base_url))
+    api, name = named
+    return LLMUser(role_model(spec, "user", name, spec.base_url, api))
 
 
 def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = None) -> dict[str, Any]:
@@ -155,9 +177,9 @@ def check_models(spec: EpisodeSpec, other_roles: dict[str, str | None] | None = 
             "user": getattr(build_user(live), "model", None),
             "summarizer": getattr(summarizer, "model", None),
             **{
-                role: role_model(live, role, name, spec.base_url)
+                role: role_model(live, role, named[1], spec.base_url, named[0])
                 for role, name in (other_roles or {}).items()
-                if name is not None
+                if name is not None and (named := model_named(role, name)) is not None
             },
         }
     except (ValueError, FileNotFoundError) as error:
@@ -175,11 +197,13 @@ def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str 
     recorded = read_manifest(directory / "cassettes")
     if recorded is None:  # a recording made before manifests: nothing to check against
         return
-    named = {"agent": recorded["agent"].model if "agent" in recorded else None}
+    from erp_sim.agents.models.roles import label
+
+    named = {"agent": label(recorded["agent"]) if "agent" in recorded else None}
     if spec.user != "none":  # C1 runs without a user whatever the recording had
-        named["user"] = _openai_name("user", spec.user, "rule", "none")
+        named["user"] = _named_label("user", spec.user, "rule", "none")
     if summarizes(spec.policy):
-        named["summarizer"] = _openai_name("summarizer", spec.summarizer, "structured")
+        named["summarizer"] = _named_label("summarizer", spec.summarizer, "structured")
     problem = replay_contradiction(
         recorded,
         {**named, **other_roles},
@@ -203,11 +227,11 @@ def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
 def prepare_models(specs: list[EpisodeSpec], other_roles: dict[str, str | None] | None = None) -> None:
     """Check the models of every kind of episode planned; with --record, write the recording's manifest."""
     from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
-    from erp_sim.agents.models.roles import merged_manifest, save_manifest
+    from erp_sim.agents.models.roles import MODEL_CHOICES, merged_manifest, names_a_model, save_manifest
     from erp_sim.agents.policies import summarizes
 
-    if specs[0].record_dir and not specs[0].agent.startswith("openai:"):
-        raise SystemExit("erp-sim: --record needs an openai:MODEL agent")
+    if specs[0].record_dir and not names_a_model(specs[0].agent):
+        raise SystemExit(f"erp-sim: --record needs a model agent ({MODEL_CHOICES})")
     settings: dict[str, Any] = {}
     kinds: dict[
         tuple[str, bool], EpisodeSpec

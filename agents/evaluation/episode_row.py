@@ -33,6 +33,7 @@ from erp_sim.agents.memory.consolidate import Consolidation
 from erp_sim.agents.trajectory import EpisodeMetrics
 from erp_sim.agents.types import unset
 from erp_sim.outcomes import FailureCategory, Termination
+from erp_sim.verbosity import Verbosity
 
 TaskKey = tuple[str, str]  # (task_set, task_id)
 EpisodeKey = tuple[str, str, str, int]  # (config, task_set, task_id, run)
@@ -66,8 +67,8 @@ class RowMetrics(EpisodeMetrics):
 
 class RowSampling(BaseModel):
     """Each model role's settings (``roles.ModelSettings`` as dumped, None where no model plays it),
-    the context window, the env's step limit and verbosity (None in rows written before they were
-    stored) and the cassette directory. A role's entry stays a mapping: its request
+    the episode's settings (``settings.EpisodeSettings.sampling``: the context window, the env's step limit
+    and verbosity; None in rows written before they were stored) and the cassette directory. A role's entry stays a mapping: its request
     params are any ``--model-param`` keys, and rows before the model manifest stored them flat."""
 
     model_config = _FORBID
@@ -76,7 +77,7 @@ class RowSampling(BaseModel):
     summarizer: dict[str, Any] | None = None
     context_window: int | None = None
     max_steps: int | None = None
-    verbosity: str | None = None
+    verbosity: Verbosity | None = None
     cassettes: str | None = None
     served_models: dict[str, list[str]] | None = Field(
         None,

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         "--sequential", action="store_true", help="tasks in order, memory carried over; adds a learning curve"
     )
     parser.add_argument(
-        "--consolidator", default="deterministic", help="deterministic | openai:MODEL (with --sequential)"
+        "--consolidator", default="deterministic", help="deterministic | API:MODEL (with --sequential; API as --agent)"
     )
     args = parser.parse_args(argv)
     if args.sequential:

@@ -8,39 +8,47 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from erp_sim.agents.evaluation.costs import add_price_argument
-from erp_sim.agents.models.roles import EVAL_ROLES, add_model_arguments, positive
+from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
+from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive
 from erp_sim.agents.policies import parse_policy, preset
 
 DEFAULT_OUT = "runs/eval"
 
 
-class EpisodeSpec(BaseModel):
-    """Everything needed to run one episode anywhere (a worker process, a Ray node)."""
+class EpisodeSpec(EpisodeSettings):
+    """Everything needed to run one episode anywhere (a worker process, a Ray node): its settings (verbosity, step
+    limit, context window) and what it runs."""
 
     config: str
     policy: str
-    user: str = Field(description="rule | none | openai:MODEL")
-    agent: str = Field(description="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR")
+    user: str = Field(description="rule | none | API:MODEL (roles.MODEL_APIS)")
+    agent: str = Field(description="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR")
     task_set: str
     task_id: str
     run: int
     seed: int
-    max_steps: int = 200
-    verbosity: str = "default"
     out_dir: str
     base_url: str | None = None
     record_dir: str | None = None
-    context_window: int | None = Field(None, description="tokens; a longer request ends the episode (context_overflow)")
-    summarizer: str = Field("structured", description="structured | openai:MODEL (for summarizing policies)")
+    summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
     summarizer_base_url: str | None = Field(None, description="the summarizer's endpoint (None: base_url)")
     model_params: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> request body keys")
     timeout: float | None = Field(None, description="seconds per model call (None: the client's default)")
     max_retries: int | None = Field(
         None, description="retries of a transient model failure (None: the client's default)"
     )
+    azure_endpoint: str | None = Field(None, description="Azure roles' endpoint (None: AZURE_OPENAI_ENDPOINT)")
+    api_version: str | None = Field(None, description="Azure roles' API version (None: OPENAI_API_VERSION)")
+    cache_breakpoints: str | None = Field(None, description="auto | none, for Messages API roles (None: auto)")
+    reasoning_items: str | None = Field(None, description="keep | drop, for roles with reasoning items (None: keep)")
+
+    @property
+    def switches(self) -> dict[str, str | None]:
+        """The flags' switches (``roles.SWITCHES``), for the roles whose API reads them."""
+        return {"cache_breakpoints": self.cache_breakpoints, "reasoning_items": self.reasoning_items}
 
     @property
     def key(self) -> tuple:
@@ -56,21 +64,25 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         default="scripted",
-        help="scripted | scripted:recall=TOKENS | openai:MODEL | replay:DIR (the scripted agent is a "
-        "rule-based stand-in, not an LLM; replay:DIR answers every model role from the recording "
-        "in DIR, offline, and refuses a --user/--summarizer that contradicts it)",
+        help="scripted | scripted:recall=TOKENS | API:MODEL | replay:DIR, API one of openai (Chat Completions, "
+        "any OpenAI-compatible server), openai-responses, anthropic (the Messages API), azure, azure-responses "
+        "(MODEL: the deployment); the scripted agent is a rule-based stand-in, not an LLM; replay:DIR answers "
+        "every model role from the recording in DIR, offline, and refuses a --user/--summarizer that "
+        "contradicts it",
     )
     parser.add_argument(
         "--base-url",
-        help="OpenAI-compatible endpoint for openai: agents and users (None: api.openai.com, key from OPENAI_API_KEY)",
+        help="the server of the model roles (None: the API's own: api.openai.com with OPENAI_API_KEY, "
+        "api.anthropic.com with ANTHROPIC_API_KEY; no key needed on localhost or a private address)",
     )
     parser.add_argument(
         "--summarizer",
         default="structured",
-        help="structured | openai:MODEL: who writes the summaries of summarizing policies (last_n_summary "
+        help="structured | API:MODEL (as --agent): who writes the summaries of summarizing policies (last_n_summary "
         "= C4, acon_history, acon_observation; structured is offline, from the ERP responses)",
     )
-    parser.add_argument("--summarizer-base-url", help="the summarizer's OpenAI-compatible endpoint (None: --base-url)")
+    parser.add_argument("--summarizer-base-url", help="the summarizer's server (None: --base-url)")
+    add_backend_arguments(parser)
     parser.add_argument(
         "--summarizer-temperature",
         type=positive(float, zero=True),
@@ -88,7 +100,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_arguments(parser, EVAL_ROLES)
     parser.add_argument(
-        "--user", default="rule", help="rule | none | openai:MODEL (preset C1 always runs without a user)"
+        "--user", default="rule", help="rule | none | API:MODEL as --agent (preset C1 always runs without a user)"
     )
     parser.add_argument(
         "--tasks",
@@ -117,15 +129,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue an existing --out: run only episodes without a scored row (infrastructure errors are retried)",
     )
-    parser.add_argument("--max-steps", type=int, default=200, help="environment steps per episode")
-    parser.add_argument("--verbosity", choices=["default", "compact"], default="default", help="ERP response verbosity")
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        metavar="TOKENS",
-        help="the model's context window: a longer request ends its episode, scored as context_overflow "
-        "(None: no limit of ours; a server's own context-length 400 does the same)",
-    )
+    add_settings_arguments(parser)
     parser.add_argument(
         "--record",
         metavar="DIR",
@@ -165,17 +169,19 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
             items.append(("summarizer", key, value))
     return {
         "agent": args.agent,
-        "max_steps": args.max_steps,
-        "verbosity": args.verbosity,
+        **settings_options(args),
         "out_dir": str(Path(args.out)),
         "base_url": args.base_url,
         "record_dir": args.record,
-        "context_window": args.context_window,
         "summarizer": args.summarizer,
         "summarizer_base_url": args.summarizer_base_url,
         "model_params": params_by_role(items, EVAL_ROLES),
         "timeout": args.timeout,
         "max_retries": args.max_retries,
+        "azure_endpoint": args.azure_endpoint,
+        "api_version": args.api_version,
+        "cache_breakpoints": args.cache_breakpoints,
+        "reasoning_items": args.reasoning_items,
     }
 
 

@@ -73,26 +73,14 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     import gymnasium as gym
 
     import erp_sim.envs  # noqa: F401  (registers the ids)
-    from erp_sim.agents.runner import DEFAULT_MAX_MODEL_CALLS, run_episode
+    from erp_sim.agents.runner import run_episode
 
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
-    env = gym.make(
-        "erp_sim/ExpenseItemization-v0",
-        task_set=spec.task_set,
-        user_model=user,
-        verbosity=spec.verbosity,
-        max_episode_steps=spec.max_steps,
-    )
+    env = gym.make("erp_sim/ExpenseItemization-v0", task_set=spec.task_set, user_model=user, **spec.env_kwargs())
     try:
         trajectory = run_episode(
-            env,
-            agent,
-            task_id=spec.task_id,
-            seed=spec.seed,
-            policy=spec.policy,
-            context_window=spec.context_window,  # long horizons: as many model calls as env steps
-            max_model_calls=max(DEFAULT_MAX_MODEL_CALLS, spec.max_steps),
+            env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy, **spec.run_kwargs()
         )
     finally:
         env.close()
@@ -126,9 +114,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
             agent=sampling_settings(agent_model),
             user=sampling_settings(getattr(user, "model", None)),
             summarizer=sampling_settings(getattr(summarizer, "model", None)),
-            context_window=spec.context_window,
-            max_steps=spec.max_steps,
-            verbosity=spec.verbosity,
+            **spec.sampling(),
             cassettes=_cassette_dir(spec),
             served_models=trajectory.served_models(),
         ),
@@ -152,8 +138,10 @@ def trajectory_json(value: dict[str, Any]) -> bytes:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
+    from erp_sim.agents.models.roles import label
+
     recorded = getattr(model, "settings", None)
-    return f"openai:{recorded.model}" if spec.agent.startswith("replay:") and recorded is not None else spec.agent
+    return label(recorded) if spec.agent.startswith("replay:") and recorded is not None else spec.agent
 
 
 def _cassette_dir(spec: EpisodeSpec) -> str | None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from erp_sim.agents.evaluation.eval_options import EpisodeSpec
 
 ROW_ROLES = ("agent", "user", "summarizer")  # the roles a row's sampling names
-_FIELDS = tuple(ModelSettings.model_fields)  # model, params, timeout, max_retries, base_url
+_FIELDS = tuple(ModelSettings.model_fields)  # model, params, timeout, max_retries, base_url, api, api_version
 Planned = tuple[str, dict[str, dict[str, Any] | None] | None]  # (agent label, role -> sampling; None: unknown)
 
 
@@ -58,7 +58,7 @@ def resume_contradiction(specs: list[EpisodeSpec], rows: Iterable[EpisodeRow], r
 def planned_settings(spec: EpisodeSpec) -> Planned:
     """The agent label and each role's ``sampling`` entry that ``run_spec`` would write for ``spec``."""
     from erp_sim.agents.evaluation.episode_models import check_models
-    from erp_sim.agents.models.roles import read_manifest
+    from erp_sim.agents.models.roles import label, names_a_model, read_manifest
     from erp_sim.agents.policies import summarizes
 
     kind, _, argument = spec.agent.partition(":")
@@ -69,18 +69,18 @@ def planned_settings(spec: EpisodeSpec) -> Planned:
             return spec.agent, None
         settings = {
             "agent": manifest.get("agent"),
-            "user": manifest.get("user") if spec.user.startswith("openai:") else None,
+            "user": manifest.get("user") if names_a_model(spec.user) else None,
             "summarizer": manifest.get("summarizer")
-            if spec.summarizer.startswith("openai:") and summarizes(spec.policy)
+            if names_a_model(spec.summarizer) and summarizes(spec.policy)
             else None,
         }
         agent = settings["agent"]
-        label = f"openai:{agent.model}" if agent is not None else spec.agent
+        agent_label = label(agent) if agent is not None else spec.agent
     else:
         live = check_models(spec)
         settings = {role: live.get(role) for role in ROW_ROLES}
-        label = spec.agent
-    return label, {
+        agent_label = spec.agent
+    return agent_label, {
         role: None if value is None else value.model_dump(mode="json", exclude_none=True)
         for role, value in settings.items()
     }
@@ -88,20 +88,22 @@ def planned_settings(spec: EpisodeSpec) -> Planned:
 
 def _difference(row: EpisodeRow, spec: EpisodeSpec, planned: Planned) -> tuple[str, Any, Any] | None:
     """(what differs, the row's value, this command's value) for the first difference; None: none."""
-    label, sampling = planned
+    agent_label, sampling = planned
     for what, old, new in (
         ("policy", row.policy, spec.policy),
-        ("agent", row.agent, label),
+        ("agent", row.agent, agent_label),
         ("user", row.user, spec.user),
         (f"seed (run {row.run})", row.seed, spec.seed - spec.run + row.run),
-        ("max steps", row.sampling.max_steps, spec.max_steps),
+        ("max steps", row.sampling.max_steps, spec.step_limit()),
         ("verbosity", row.sampling.verbosity, spec.verbosity),
     ):
         if old not in (None, "") and old != new:  # (older rows may not name it)
             return what, old, new
     stored = {role: getattr(row.sampling, role) for role in ROW_ROLES}
-    names_a_model = row.agent.startswith(("openai:", "replay:")) or row.user.startswith("openai:")
-    if sampling is None or (names_a_model and not any(stored.values())):  # unknown, or a row from before sampling
+    from erp_sim.agents.models.roles import names_a_model
+
+    model_row = names_a_model(row.agent) or row.agent.startswith("replay:") or names_a_model(row.user)
+    if sampling is None or (model_row and not any(stored.values())):  # unknown, or a row from before sampling
         return None
     if row.sampling.context_window != spec.context_window:
         unset = "none (no limit)"
@@ -145,11 +147,13 @@ _DEFAULT = {
     "timeout": "the client's default",
     "max_retries": "the client's default",
     "base_url": "OpenAI's API",
+    "api": "openai",
+    "api_version": "none",
 }
 
 
 def _model(entry: dict[str, Any] | None) -> str:
-    return "no model" if entry is None else f"openai:{entry.get('model')}"
+    return "no model" if entry is None else f"{entry.get('api') or 'openai'}:{entry.get('model')}"
 
 
 def _shown(value: Any) -> str:

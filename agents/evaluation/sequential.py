@@ -121,7 +121,8 @@ def run_sequential(args, policy: str) -> int:
             row = EpisodeRow.model_validate(run_spec(episode_spec)).model_copy(update={"episode": episode})
             if config == WITH:
                 # the consolidator's calls go to this episode's cassette (or come from it, in a replay)
-                model = consolidator and role_model(episode_spec, "consolidator", consolidator, args.base_url)
+                api, _, name = (consolidator or "").partition(":")
+                model = consolidator and role_model(episode_spec, "consolidator", name, args.base_url, api)
                 try:
                     with (
                         gzip.open(out / row.trajectory, "rt", encoding="utf-8") as handle,
@@ -177,11 +178,12 @@ def _consolidate(store: MemoryStore, trajectory: dict, model: Any) -> Consolidat
 
 
 def _consolidator_model(args) -> str | None:
-    """MODEL of ``--consolidator openai:MODEL`` (None: the deterministic consolidator)."""
+    """``API:MODEL`` of ``--consolidator`` (None: the deterministic consolidator)."""
+    from erp_sim.agents.models.roles import MODEL_CHOICES, names_a_model
+
     name = getattr(args, "consolidator", "deterministic") or "deterministic"
     if name == "deterministic":
         return None
-    kind, _, model = name.partition(":")
-    if kind != "openai" or not model:
-        raise SystemExit(f"--consolidator: deterministic or openai:MODEL, got {name!r}")
-    return model
+    if not names_a_model(name):
+        raise SystemExit(f"--consolidator: deterministic or {MODEL_CHOICES}, got {name!r}")
+    return name

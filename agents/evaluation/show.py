@@ -141,6 +141,12 @@ def _call_costs(call) -> str:
         text += f"; the service reported {call.reported_input_tokens:,} input ({spread:+.1%} vs o200k)"
     if call.provider_cached_tokens is not None:
         text += f", {call.provider_cached_tokens:,} cached"
+    written = getattr(call, "provider_cache_write_tokens", None)
+    if written is not None:  # a service that bills cache writes (the Messages API)
+        text += f", {written:,} written to its cache"
+    reasoning = getattr(call, "reasoning_tokens", None)
+    if reasoning is not None:
+        text += f", {reasoning:,} reasoning tokens"
     return text
 
 

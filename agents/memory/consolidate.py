@@ -62,6 +62,9 @@ class ConsolidatorUse(BaseModel):
     provider_cached_tokens: int | None = Field(
         None, description="Cached prompt tokens as its service reported them (None: never reported)."
     )
+    provider_cache_write_tokens: int | None = Field(
+        None, exclude_if=unset, description="Prompt tokens its service wrote to its cache (absent: never reported)."
+    )
     served_models: list[str] = Field(
         default_factory=list, exclude_if=lambda names: not names, description="The models its service named."
     )
@@ -73,7 +76,7 @@ class Consolidation(BaseModel):
     promoted: list[str] = Field(default_factory=list, description="Keys of the facts and SOPs written or confirmed.")
     note: str = ""
     consolidator: ConsolidatorUse | None = Field(
-        None, exclude_if=unset, description="--consolidator openai:MODEL: its model and calls (absent: offline)."
+        None, exclude_if=unset, description="--consolidator API:MODEL: its model and calls (absent: offline)."
     )
 
 

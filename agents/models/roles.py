@@ -21,12 +21,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, ValidationError
 
-from erp_sim.agents.types import InfrastructureError, ModelRequestError
+from erp_sim.agents.types import InfrastructureError, ModelRequestError, unset
 
 EVAL_ROLES = ("agent", "user", "summarizer", "consolidator")
 ACON_ROLES = ("agent", "compressor", "optimizer")
@@ -53,8 +53,15 @@ class ModelSettings(BaseModel):
     base_url: str | None = Field(
         None,
         description="The server the requests went to, without credentials or query (None: OpenAI's API); "
-        "a local server serving a model under an OpenAI name is told apart by it.",
+        "a local server serving a model under an OpenAI name is told apart by it; for Azure, the endpoint.",
     )
+    api: str | None = Field(
+        None,
+        exclude_if=unset,
+        description="The model API (MODEL_APIS: anthropic, openai-responses, azure, azure-responses); "
+        "absent: openai (Chat Completions), as in every recording made before the others.",
+    )
+    api_version: str | None = Field(None, exclude_if=unset, description="Azure's API version (absent: not Azure).")
 
 
 ModelParam = tuple[str | None, str, Any]  # (role or None for every role, key, value)
@@ -150,6 +157,28 @@ def add_model_arguments(parser: argparse.ArgumentParser, roles: Iterable[str]) -
     )
 
 
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the backends other than Chat Completions: Azure's endpoint and API version, the Messages
+    API's cache breakpoints, and what becomes of reasoning items (each a switch of the roles whose API reads
+    it, recorded like a ``--model-param``)."""
+    parser.add_argument(
+        "--azure-endpoint", help="azure: roles' endpoint, https://NAME.openai.azure.com (None: AZURE_OPENAI_ENDPOINT)"
+    )
+    parser.add_argument("--api-version", help="azure: roles' API version (None: OPENAI_API_VERSION)")
+    parser.add_argument(
+        "--cache-breakpoints",
+        choices=["auto", "none"],
+        help="anthropic: roles' prompt-cache breakpoints: auto puts them where the context policy says its next "
+        "request starts the same, none sends none (None: auto)",
+    )
+    parser.add_argument(
+        "--reasoning-items",
+        choices=["keep", "drop"],
+        help="openai-responses/azure-responses: whether a kept step's reasoning items (encrypted) go back with it; "
+        "anthropic: its thinking blocks (None: keep; a step a policy drops takes its reasoning with it)",
+    )
+
+
 def positive(kind, zero: bool = False):
     """An argparse type: a positive (or, with ``zero``, non-negative) finite int or float."""
 
@@ -177,26 +206,49 @@ def default_temperature(name: str) -> float | None:
     return None if _REASONING_MODEL.match(name) else 0.0
 
 
-def chat_model(
-    name: str,
-    base_url: str | None,
-    *,
-    temperature: float | Literal["default"] | None = "default",
-    params: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-    max_retries: int | None = None,
-):
-    """An ``OpenAIChatModel``: ``params`` go in every request body (over ``temperature``; a None value: not sent).
-    ``temperature="default"``: ``default_temperature(name)``."""
-    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+# The model APIs a role may name, as ``API:MODEL`` (for Azure, ``API:DEPLOYMENT``).
+MODEL_APIS = {
+    "openai": "Chat Completions: OpenAI, or any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)",
+    "openai-responses": "OpenAI's Responses API, stateless (store: false)",
+    "anthropic": "Anthropic's Messages API (pip install 'erp-sim[anthropic]')",
+    "azure": "an Azure OpenAI deployment, Chat Completions",
+    "azure-responses": "an Azure OpenAI deployment, Responses",
+}
+MODEL_CHOICES = " | ".join(f"{api}:MODEL" for api in MODEL_APIS)
+# max_tokens of a role whose API needs one in every request (the Messages API) when --model-param sets none:
+# enough for a tool call or a question (the agent), a reply (the user), a summary or an SOP
+DEFAULT_MAX_TOKENS = {"agent": 4096, "user": 1024, "summarizer": 2048, "consolidator": 2048, "compressor": 2048}
+DEFAULT_MAX_TOKENS_OTHER = 4096  # the ACON optimizer writes whole guidelines
+# switches of ours that a role's API reads (never sent as request keys): cache breakpoints (the Messages API)
+# and reasoning items (the Responses API's reasoning, Claude's thinking blocks)
+SWITCHES = {
+    "cache_breakpoints": ("anthropic",),
+    "reasoning_items": ("anthropic", "openai-responses", "azure-responses"),
+}
 
-    if isinstance(temperature, str):  # "default", the one text it takes
-        temperature = default_temperature(name)
 
-    client: dict[str, Any] = {  # timeout and max_retries, where the caller set them
-        key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
-    }
-    return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=dict(params or {}), **client)
+def model_spec(value: str | None) -> tuple[str, str] | None:
+    """``(api, model)`` of a role's ``API:MODEL`` (None: anything else, e.g. an offline choice)."""
+    api, sep, name = (value or "").partition(":")
+    return (api, name) if sep and api in MODEL_APIS and name else None
+
+
+def names_a_model(value: str | None) -> bool:
+    return model_spec(value) is not None
+
+
+def label(settings: ModelSettings) -> str:
+    """A recorded role as the command line names it: ``API:MODEL``."""
+    return f"{settings.api or 'openai'}:{settings.model}"
+
+
+def with_switches(params: Mapping[str, Any], api: str, switches: Mapping[str, str | None]) -> dict[str, Any]:
+    """``params`` plus the flags' switches that ``api`` reads, where a flag gave one and no param did."""
+    result = dict(params)
+    for key, value in switches.items():
+        if value is not None and api in SWITCHES[key]:
+            result.setdefault(key, value)
+    return result
 
 
 def settings_of(model: Any) -> ModelSettings | None:
@@ -210,12 +262,16 @@ def settings_of(model: Any) -> ModelSettings | None:
     name = getattr(inner, "model", None)
     params = getattr(model, "recorded_params", None) or getattr(model, "sampling_params", {}) or {}
     base_url = getattr(inner, "base_url", None)
+    api = getattr(inner, "api", None)
+    azure = getattr(inner, "azure", None)
     return ModelSettings(
         model=name if isinstance(name, str) else None,
         params=dict(params),
         timeout=getattr(inner, "timeout", None),
         max_retries=getattr(inner, "max_retries", None),
         base_url=public_url(base_url) if isinstance(base_url, str) else None,
+        api=api if isinstance(api, str) and api != "openai" else None,
+        api_version=getattr(azure, "api_version", None),
     )
 
 
@@ -331,8 +387,8 @@ def replay_contradiction(
 ) -> str | None:
     """What on the command line contradicts the recording, in one line (None: nothing).
 
-    ``named``: role -> the model the command names for it (None: no model plays it). Model params,
-    ``timeout``, ``max_retries`` and ``base_urls`` (role -> the option and the server it names) are
+    ``named``: role -> the model the command names for it, as ``API:MODEL`` (None: no model plays it). Model
+    params, ``timeout``, ``max_retries`` and ``base_urls`` (role -> the option and the server it names) are
     checked only where given; what is not given is the recording's. A replay sends nothing, so a
     server other than the recorded one can only be a mistake (a recording from before servers were
     recorded has none to check against).
@@ -341,17 +397,15 @@ def replay_contradiction(
         settings = recorded.get(role)
         if name is None and settings is not None:
             return (
-                f"the recording in {where} has a {role} model, openai:{settings.model}; "
-                f"pass --{role} openai:{settings.model} to replay it"
+                f"the recording in {where} has a {role} model, {label(settings)}; "
+                f"pass --{role} {label(settings)} to replay it"
             )
         if name is None:
             continue
         if settings is None:
-            return f"--{role} openai:{name}: the recording in {where} has no {role} model"
-        if name != settings.model:
-            return (
-                f"--{role} openai:{name} contradicts the recording in {where}, whose {role} is openai:{settings.model}"
-            )
+            return f"--{role} {name}: the recording in {where} has no {role} model"
+        if name != label(settings):
+            return f"--{role} {name} contradicts the recording in {where}, whose {role} is {label(settings)}"
         for key, value in (params or {}).get(role, {}).items():
             was = settings.params.get(key, _UNSET)
             if was != value:
@@ -375,4 +429,4 @@ def replay_contradiction(
 
 
 def _describe(settings: ModelSettings) -> str:
-    return f"openai:{settings.model} {json.dumps(settings.model_dump(exclude={'model'}), sort_keys=True)}"
+    return f"{label(settings)} {json.dumps(settings.model_dump(exclude={'model', 'api'}), sort_keys=True)}"

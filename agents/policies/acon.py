@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.folding import SummaryFold, starts_with
 from erp_sim.agents.policies.units import Unit, UnitMemo, flatten
 from erp_sim.agents.tokens import message_text
@@ -106,6 +107,8 @@ class AconHistory(GuidedCompression, ContextPolicy):
         self._fold = SummaryFold()
         self._folded_units: list[int] = []  # units folded by each summarizer call
         self._instruction_copy: tuple[Message | None, str, Message] | None = None
+        self._largest_unit = 0  # tokens of the largest unit seen: what the next step may add
+        self._folds_next = True
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -115,7 +118,9 @@ class AconHistory(GuidedCompression, ContextPolicy):
         done = sum(self._folded_units)
         rest = split.units[done:]
         summary = self._fold.batches[-1][1] if self._fold.batches else None
-        history_tokens = sum(self.counter.count_message(m) for unit in rest for m in unit.messages)
+        unit_tokens = [sum(map(self.counter.count_message, unit.messages)) for unit in rest]
+        self._largest_unit = max([self._largest_unit, *unit_tokens])
+        history_tokens = sum(unit_tokens)
         if summary:
             history_tokens += self.counter.count_text(summary)
         fold_count = len(rest) - self.params.k
@@ -131,11 +136,22 @@ class AconHistory(GuidedCompression, ContextPolicy):
             )
             self._folded_units.append(fold_count)
             rest = rest[fold_count:]
+            unit_tokens = unit_tokens[fold_count:]
+        # the next step compresses when a unit as large as the largest so far takes the history past t
+        after = sum(unit_tokens) + (self.counter.count_text(summary) if summary else 0)
+        self._folds_next = after + self._largest_unit > self.params.t and len(rest) + 1 > self.params.k
         if not summary:
             return split.join(rest)
         out = [*split.system, self._instruction_with(split.instruction, summary), *split.pinned]
         out.extend(flatten(rest))
         return out
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Between compressions the context only grows; a compression rewrites the instruction's copy (its
+        summary block), so then only the system prompt. The next step compresses if a unit as large as the
+        largest so far would take the history past t."""
+        parts = layout(context)
+        return [parts.system] if self._folds_next else [parts.instruction, len(context)]
 
     def _instruction_with(self, instruction: Message | None, summary: str) -> Message:
         cached = self._instruction_copy
@@ -181,6 +197,10 @@ class AconObservation(GuidedCompression, ContextPolicy):
                 unit = self._refine_unit(unit, task, recent)
             units.append(unit)
         return split.join(units)
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """A result is refined when first seen and stays so: everything sent is sent again."""
+        return [layout(context).head, len(context)]
 
     def _refine_unit(self, unit: Unit, task: str, history: list[Unit]) -> Unit:
         cached = self._units.get(unit)

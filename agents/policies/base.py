@@ -13,6 +13,11 @@ Rules every policy keeps (tested on random transcripts):
 - units (see ``units``) are kept or dropped whole, so no tool result loses its call and no
   call loses its result;
 - input messages are never mutated; edited messages are new dicts.
+
+Each policy also says which prefixes of the context it built it will send again unchanged
+(``stable_prefixes``, message counts; the default: the system messages), which the inner agent
+gets with the context (``stable_prefix.PolicyContext``) and a backend with prompt-cache
+breakpoints (Anthropic's Messages API) marks.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from erp_sim.agents.models.stable_prefix import PolicyContext, within
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.spec import format_layer
 from erp_sim.agents.policies.units import IncrementalSplit, Split
 from erp_sim.agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
@@ -65,6 +72,7 @@ class ContextPolicy:
         self._summary_usage = Usage()
         self._summary_calls = 0
         self._splitter = IncrementalSplit()
+        self._offered: PolicyContext | None = None  # the last context handed on, for the cache it may have written
         self.reset_state()
 
     # -- the one method a policy overrides -------------------------------------------------
@@ -74,15 +82,25 @@ class ContextPolicy:
     def reset_state(self) -> None:
         """Forget per-episode state. Stateless policies have none."""
 
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Lengths of the prefixes of ``context`` (just built) that the next request will start with, if
+        this policy's input grows by appending (``claims``). The default claims the system messages only."""
+        return [layout(context).system]
+
     # -- Agent protocol ---------------------------------------------------------------------
     def reset(self) -> None:
         self.reset_state()
+        self._offered = None
         self.agent.reset()
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
         self._summary_usage, self._summary_calls = _NO_USAGE, 0
         context = self.build_context(transcript)
-        step = self.agent.act(context, tools)
+        claims = PolicyContext(
+            context, lambda: within(self.stable_prefixes(context), context, transcript), self._offered
+        )
+        self._offered = claims
+        step = self.agent.act(claims, tools)
         if self._summary_usage is _NO_USAGE and not self._summary_calls:  # no summary made: nothing to add
             return step
         return step.model_copy(

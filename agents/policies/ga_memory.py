@@ -19,6 +19,7 @@ from pydantic import Field
 from erp_sim.agents.memory.memory_tools import MemoryTools
 from erp_sim.agents.memory.store import MemoryStore, render_memory_block
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
 
 CHECKPOINT_TAG = "<WORKING_CHECKPOINT>"
@@ -80,6 +81,12 @@ class GaMemory(ContextPolicy):
         joined = split.join(pinned=pinned)
         cut = len(split.system)
         return [*joined[:cut], self._block, *joined[cut:]]
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """The system prompt with the memory block (read once an episode) and the instruction; the rest only
+        grows until the agent saves a checkpoint, which rewrites its block after the instruction."""
+        parts = layout(context)
+        return [parts.instruction, parts.head, len(context)]
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
         offered = {tool.get("function", {}).get("name") for tool in tools}

@@ -23,6 +23,7 @@ from erp_sim.agents.expense_facts import (
     todo_lines,
 )
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.folding import starts_with
 from erp_sim.agents.policies.units import Unit, UnitMemo, flatten, tool_call_names
 from erp_sim.agents.tokens import TokenCounter
@@ -134,6 +135,13 @@ class HeadTail(ContextPolicy):
         units = [self._cut_unit(unit) if i in old else unit for i, unit in enumerate(split.units)]
         return split.join(units)
 
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Up to the first recent tool unit that the next step cuts (it becomes old then), or everything."""
+        parts = layout(context)
+        recent = parts.tool_units()[-self.params.keep_recent :] if self.params.keep_recent else []
+        changed = next((i for i in recent if self._cut_unit(parts.units[i]) is not parts.units[i]), None)
+        return [parts.head, len(context) if changed is None else parts.unit_starts[changed]]
+
     def _cut_unit(self, unit: Unit) -> Unit:
         cached = self._cut_units.get(unit)
         if cached is None:
@@ -194,6 +202,7 @@ class BudgetEviction(ContextPolicy):
     def reset_state(self) -> None:
         self._evicted = 0
         self._boundary: Message | None = None  # first message of the last evicted unit
+        self._evicts_next = True
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -213,7 +222,15 @@ class BudgetEviction(ContextPolicy):
             self._evicted += dropped
             if self._evicted:
                 self._boundary = units[self._evicted - 1].messages[0]
+            unit_tokens = unit_tokens[dropped:]
+        # the next step evicts when a unit as large as the largest shown takes the context past the budget
+        self._evicts_next = total + max(unit_tokens, default=0) > self.params.budget
         return split.join(units[self._evicted :])
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Between evictions the context only grows (the hysteresis): everything, until the next one."""
+        parts = layout(context)
+        return [parts.head] + ([] if self._evicts_next else [len(context)])
 
     def _still_valid(self, units: list[Unit]) -> bool:
         if len(units) < self._evicted:
@@ -276,3 +293,10 @@ class WorkingMemoryAnchor(ContextPolicy):
         if self.params.at == "start":
             return split.join(pinned=[*split.pinned, anchor])
         return [*split.join(), anchor]
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """The block is written afresh at every step: what precedes it (at=start: the system prompt and the
+        instruction; at=end: everything but the block)."""
+        if self.params.at == "start":
+            return [layout(context).instruction]
+        return [layout(context[:-1]).head, len(context) - 1]

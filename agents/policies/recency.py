@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.folding import SummaryFold
 from erp_sim.agents.policies.units import Unit, flatten
 from erp_sim.agents.types import Message
@@ -19,6 +20,10 @@ class Full(ContextPolicy):
     """The full history, unchanged (study C2; C1 is the same with no user model)."""
 
     name: ClassVar[str] = "full"
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Everything sent is sent again."""
+        return [layout(context).head, len(context)]
 
 
 def _window_start(units: list[Unit], n: int) -> int:
@@ -62,6 +67,12 @@ class LastN(ContextPolicy):
         split = self.split_transcript(messages)
         return split.join(split.units[_window_start(split.units, self.params.n) :])
 
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """The system prompt and the instruction; everything while the window is not full (the next tool
+        unit evicts nothing)."""
+        parts = layout(context)
+        return [parts.head] + ([len(context)] if len(parts.tool_units()) < self.params.n else [])
+
 
 class FifoParams(PolicyParams):
     k: int = Field(5, ge=0, description="Most recent turns kept, where a turn is one unit.")
@@ -82,6 +93,11 @@ class Fifo(ContextPolicy):
         split = self.split_transcript(messages)
         k = self.params.k
         return split.join(split.units[max(len(split.units) - k, 0) :] if k else [])
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """The head; everything while fewer than k turns are shown (the next one drops none)."""
+        parts = layout(context)
+        return [parts.head] + ([len(context)] if len(parts.units) < self.params.k else [])
 
 
 class LastNSummaryParams(PolicyParams):
@@ -121,12 +137,19 @@ class LastNSummary(ContextPolicy):
     def reset_state(self) -> None:
         self._fold = SummaryFold()
         self._block: tuple[str, Message] | None = None  # the last summary and its block: one object while it holds
+        self._folds_next = True  # the next request's summary differs from this one's
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
         start = _window_start(split.units, self.params.n)
         evicted, window = split.units[:start], split.units[start:]
         w = self.params.w
+        # the next tool unit moves the window to the one after its first tool unit: what lies before is evicted
+        tools_in_window = [i for i, unit in enumerate(window) if unit.kind == "tool"]
+        full = len(tools_in_window) >= self.params.n
+        evicted_next = tools_in_window[1] if len(tools_in_window) > 1 else len(window)
+        pending_count = len(evicted) % w if w != -1 else 0
+        self._folds_next = full and (w == -1 or pending_count + evicted_next >= w)
         task = self.task_text(split.instruction)
 
         def summarize(batch: list[Message], previous: str | None) -> str:
@@ -144,6 +167,12 @@ class LastNSummary(ContextPolicy):
         if self._block is None or self._block[0] != summary:
             self._block = (summary, summary_block(summary))
         return split.join([*pending, *window], pinned=[*split.pinned, self._block[1]])
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Between folds the context only grows (an evicted unit stays where it was, now pending): up to the
+        summary and all of it; when the next step folds, the system prompt and the instruction."""
+        parts = layout(context)
+        return [parts.instruction] if self._folds_next else [parts.instruction, parts.head, len(context)]
 
 
 def summary_block(summary: str) -> Message:

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.units import Unit, UnitMemo, common_prefix
 from erp_sim.agents.tokens import message_text
 from erp_sim.agents.types import Message
@@ -188,6 +189,11 @@ class Retrieval(ContextPolicy):
             return split.join(recent)
         chosen = self.most_similar(evicted, units[-1], k)
         return split.join([evicted[i] for i in sorted(chosen)] + recent)
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """The head; everything while no unit is evicted (what comes back changes with every latest unit)."""
+        parts = layout(context)
+        return [parts.head] + ([len(context)] if len(parts.units) < self.params.keep else [])
 
     def most_similar(self, candidates: list[Unit], latest: Unit, k: int) -> list[int]:
         """Indices of the ``k`` candidates most similar to ``latest`` (ties: the older one)."""

@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
+from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.units import Unit, UnitMemo, tool_call_names
 from erp_sim.agents.tokens import RunningCount, same_prefix
 from erp_sim.agents.types import Message
@@ -48,6 +49,7 @@ class ClearToolUses(ContextPolicy):
     params: ClearToolUsesParams  # the instance's parameters, of this policy's own type
 
     def reset_state(self) -> None:
+        self._clearing = False
         self._cleared = UnitMemo()
         self._input_tokens = RunningCount(self.counter)
         # Units wholly older than the kept results, as last cleared: the input units, the output ones, and after
@@ -58,7 +60,8 @@ class ClearToolUses(ContextPolicy):
         self._old_changed: list[bool] = []
 
     def build_context(self, messages: list[Message]) -> list[Message]:
-        if self._input_tokens(messages) <= self.params.trigger:
+        self._clearing = self._input_tokens(messages) > self.params.trigger
+        if not self._clearing:
             return list(messages)
         split = self.split_transcript(messages)
         units = list(split.units)
@@ -136,3 +139,17 @@ class ClearToolUses(ContextPolicy):
             for r in unit.tool_results
         )
         return Unit("tool", (call, *results))
+
+    def stable_prefixes(self, context: list[Message]) -> list[int]:
+        """Below the trigger everything is sent again while a unit as large as the largest shown keeps it
+        below; once clearing, up to the unit of the oldest kept result (the next step clears it)."""
+        parts = layout(context)
+        count = self.counter.count_message
+        tokens = [sum(map(count, unit.messages)) for unit in parts.units]
+        if not self._clearing and sum(map(count, context)) + max(tokens, default=0) <= self.params.trigger:
+            return [parts.head, len(context)]
+        results = [(i, result) for i in parts.tool_units() for result in parts.units[i].tool_results]
+        if len(results) <= self.params.keep:
+            return [parts.head]
+        oldest_kept = results[-self.params.keep][0] if self.params.keep else len(parts.units)
+        return [parts.head, parts.unit_starts[oldest_kept]]

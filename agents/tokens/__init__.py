@@ -399,6 +399,11 @@ class TokenCounter:
         """Tokens of tool schemas as canonical JSON: an estimate, servers render them their own way."""
         return self.count_text(tools_text(tools))
 
+    def count_request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+        """A request's size, the figure the context window is checked against: its messages (reply priming
+        included) and its tool schemas. The runner's ``PrefixTracker`` gives the same sum as it goes."""
+        return self.count_messages(messages) + self.count_tools(tools)
+
     def _count_uncached(self, message: dict[str, Any]) -> int:
         count = TOKENS_PER_MESSAGE + self.count_text(message.get("role", ""))
         count += self.count_text(message_text(message.get("content")))

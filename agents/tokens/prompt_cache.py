@@ -303,6 +303,9 @@ class ModelCall(BaseModel):
     provider_cached_tokens: int | None = Field(
         None, description="Cached prompt tokens as the service reported them (None: not reported)."
     )
+    provider_cache_write_tokens: int | None = Field(
+        None, exclude_if=unset, description="Prompt tokens the service wrote to its cache (absent: not reported)."
+    )
     finish_reason: str | None = Field(
         None,
         description="Why the model stopped, as the service said; 'length': the answer was cut at its token "
@@ -323,9 +326,13 @@ SUMMED_CALL_FIELDS = (
 
 
 def call_sums(calls: list[ModelCall]) -> dict[str, int | None]:
-    """Calls' counts summed, both units apart; ``provider_cached_tokens`` is None when no call reported it."""
+    """Calls' counts summed, both units apart; ``provider_cached_tokens`` is None when no call reported it, and
+    ``provider_cache_write_tokens`` is there only when one did."""
     sums: dict[str, int | None] = {name: sum(getattr(call, name) for call in calls) for name in SUMMED_CALL_FIELDS}
     sums["provider_cached_tokens"] = sum_reported([call.provider_cached_tokens for call in calls])
+    written = sum_reported([call.provider_cache_write_tokens for call in calls])
+    if written is not None:  # stored only where a service reported it
+        sums["provider_cache_write_tokens"] = written
     return sums
 
 
@@ -357,6 +364,7 @@ class EpisodeMeter:
                 reported_input_tokens=getattr(usage, "input_tokens", 0),
                 reported_output_tokens=getattr(usage, "output_tokens", 0),
                 provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
+                provider_cache_write_tokens=getattr(usage, "cache_write_input_tokens", None),
                 finish_reason=getattr(response, "finish_reason", None),
                 served_model=getattr(response, "model", None) or None,
             )

@@ -33,7 +33,7 @@ import anyio.to_thread
 from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.faults import FaultProfile
 from erp_sim.task_sets import get_task, load_task_set
-from erp_sim.verbosity import VERBOSITIES, Verbosity
+from erp_sim.verbosity import Verbosity, checked_verbosity
 from erp_sim.workflow_task import WorkflowTask
 
 logger = logging.getLogger("erp_sim.mcp")
@@ -140,8 +140,7 @@ class EpisodeStore:
         max_per_owner: int = DEFAULT_MAX_PER_OWNER,
         shared_keys: bool = False,
     ):
-        if verbosity not in VERBOSITIES:
-            raise ValueError(f"verbosity must be one of {VERBOSITIES}, got {verbosity!r}")
+        verbosity = checked_verbosity(verbosity)
         self.task_set = task_set
         self.tasks = load_task_set(task_set)
         self.pinned: WorkflowTask | None = get_task(task_set, task_id) if task_id is not None else None

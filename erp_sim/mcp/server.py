@@ -35,7 +35,6 @@ from fastmcp.server.lifespan import lifespan
 from fastmcp.utilities.logging import temporary_log_level
 from mcp.server.stdio import stdio_server
 
-from erp_sim import VERBOSITIES
 from erp_sim.database.sql_sandbox import LIMITS as SQL_LIMITS
 from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
@@ -51,7 +50,7 @@ from erp_sim.mcp.http import (
 from erp_sim.mcp.routing import register
 from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
 from erp_sim.net import is_loopback, port_number
-from erp_sim.verbosity import Verbosity
+from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20

@@ -70,7 +70,7 @@ def learning_curve_markdown(rows: list[EpisodeRow]) -> str:
 
 def _consolidator_note(uses: list[ConsolidatorUse]) -> str:
     """Who consolidated and what its calls cost: in no metric above, and in a cost only where priced (docs/memory.md)."""
-    models = sorted({f"`openai:{use.model.get('model')}`" for use in uses})
+    models = sorted({f"`{use.model.get('api') or 'openai'}:{use.model.get('model')}`" for use in uses})
     reported = sum(use.reported_input_tokens for use in uses), sum(use.reported_output_tokens for use in uses)
     return (
         f"Consolidator: {', '.join(models)}, {sum(use.calls for use in uses)} calls, "

@@ -198,21 +198,27 @@ def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
             "Every count in this report is o200k_base (ours, exact, the same for every model); no model service "
             "reported token counts in these rows (scripted or offline roles)."
         )
+    writes = any(c.provider_cache_write_tokens.get(role) is not None for c, role in reported)
     rows = []
     for c, role in reported:
         ours, theirs = c.input_tokens[role], c.reported_input_tokens[role]
         cached = c.provider_cached_tokens[role]
-        rows.append(
-            (
-                c.config,
-                role,
-                fmt_number(ours, 0, grouped=True),
-                fmt_number(theirs, 0, grouped=True),
-                fmt_number(100 * (theirs / ours - 1), 1, sign=True) if ours else DASH,
-                fmt_number(c.input_tokens[role] * c.cacheable_share[role], 0, grouped=True),
-                DASH if cached is None else fmt_number(cached, 0, grouped=True),
-            )
-        )
+        row = [
+            c.config,
+            role,
+            fmt_number(ours, 0, grouped=True),
+            fmt_number(theirs, 0, grouped=True),
+            fmt_number(100 * (theirs / ours - 1), 1, sign=True) if ours else DASH,
+            fmt_number(c.input_tokens[role] * c.cacheable_share[role], 0, grouped=True),
+            DASH if cached is None else fmt_number(cached, 0, grouped=True),
+        ]
+        if writes:  # a service that bills cache writes (the Messages API): its writes and its read share
+            written = c.provider_cache_write_tokens.get(role)
+            row += [
+                DASH if written is None else fmt_number(written, 0, grouped=True),
+                _share(cached / theirs) if cached is not None and theirs else DASH,
+            ]
+        rows.append(tuple(row))
     return (
         "Two units, never mixed: o200k counts of ours (the same for every model) and what each model service "
         "reported with its own tokenizer and chat template. The spread per step is in `erp-sim show` and the "
@@ -226,9 +232,16 @@ def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
                 "service vs o200k (%)",
                 "cacheable prefix / benchmark (o200k, bound)",
                 "cached / benchmark (service-reported)",
+                *(["cache writes / benchmark (service-reported)", "cache-read share (service, %)"] if writes else []),
             ),
             rows,
-            "llrrrrr",
+            "ll" + "r" * (7 if writes else 5),
+        )
+        + (
+            "\n\nThe service billed cache writes (Anthropic's `cache_creation_input_tokens`, at the cache-write price): "
+            "the cost with its counts uses its reads and writes as they are."
+            if writes
+            else ""
         )
     )
 

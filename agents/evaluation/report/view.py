@@ -339,14 +339,26 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
     return record
 
 
-COST_FIELDS = ("cacheable_prefix_tokens", "reported_input_tokens", "provider_cached_tokens")
+COST_FIELDS = (
+    "cacheable_prefix_tokens",
+    "reported_input_tokens",
+    "provider_cached_tokens",
+    "provider_cache_write_tokens",  # the Messages API's cache writes (absent elsewhere)
+    "reasoning_tokens",
+)
+# a call's fields the page always gets (None: not reported); the others only where a service reported them
+REQUIRED_CALL_FIELDS = ("role", "input_tokens", "output_tokens", *COST_FIELDS[:3])
 
 
 def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
     """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the step."""
     costs = {key: step.get(key) for key in COST_FIELDS if step.get(key) is not None}
     role_calls = [
-        {key: call.get(key) for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)}
+        {
+            key: call.get(key)
+            for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)
+            if key in REQUIRED_CALL_FIELDS or call.get(key) is not None
+        }
         for call in step.get("role_calls") or []
         if isinstance(call, dict)
     ]

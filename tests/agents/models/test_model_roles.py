@@ -21,7 +21,8 @@ from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.sweep import main as sweep_main
 from erp_sim.agents.llm_user import END_TOKEN
-from erp_sim.agents.models.roles import EVAL_ROLES, chat_model, default_temperature, params_by_role, parse_model_param
+from erp_sim.agents.models.factory import chat_model
+from erp_sim.agents.models.roles import EVAL_ROLES, default_temperature, params_by_role, parse_model_param
 from erp_sim.agents.policies import SUMMARIZING_POLICIES, parse_policy
 from erp_sim.agents.policies.registry import POLICIES
 

@@ -57,7 +57,9 @@ def test_tool_call_answer_becomes_an_openai_assistant_message(fake_openai_server
             }
         ],
     }
-    assert response.usage == Usage(input_tokens=321, output_tokens=17, cached_input_tokens=0)  # the server reports 0
+    assert response.usage == Usage(
+        input_tokens=321, output_tokens=17, cached_input_tokens=0, reasoning_tokens=0
+    )  # reported 0
     assert response.model == "fake-model"
     (request,) = fake_openai_server.requests
     assert request["messages"] == MESSAGES

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
-import time
 
 from fastmcp import Client
 
@@ -22,39 +20,47 @@ BOMBS = [
 SIMPLE = ("form_find_menu_item", {"menuItemFilter": "expense"})
 
 
-async def latencies_next_to_bombs(server, calls: int = 40) -> tuple[list[float], int]:
-    """Latencies (s) of ``calls`` simple calls in one session while another runs bombs; and the bombs run."""
+async def calls_inside_bombs(server, calls: int = 40) -> tuple[int, int]:
+    """Run ``calls`` simple calls in one session while another runs bombs back to back. Returns how many of
+    them started and finished while one and the same bomb was running, and how many bombs ran.
+
+    An order, not a time: a server that let a slow call hold every session would finish no victim call
+    inside a bomb, whatever the machine's load (a latency bound failed on a loaded machine; the latency
+    figures are scripts/bench_mcp_fairness.py's)."""
     stop, bombs = asyncio.Event(), [0]
+    running: list[int | None] = [None]  # the number of the bomb in flight, if any
     async with Client(server) as abuser, Client(server) as victim:
 
         async def bomb_forever():
             while not stop.is_set():
+                running[0] = bombs[0]
                 result = await abuser.call_tool_mcp(
                     SQL, {"sqlQuery": BOMBS[bombs[0] % len(BOMBS)]}, meta={"erp-sim/session": "abuser"}
                 )
+                running[0] = None
                 assert result.is_error and "sqlQuery" in result.content[0].text
                 bombs[0] += 1
 
         await victim.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": "victim"})  # opens the episode
         task = asyncio.create_task(bomb_forever())
         await asyncio.sleep(0.2)
-        times: list[float] = []
-        while len(times) < calls or bombs[0] < len(BOMBS):  # every kind of bomb ran next to the victim
-            started = time.perf_counter()
+        done = inside = 0
+        while done < calls or bombs[0] < len(BOMBS):  # every kind of bomb ran next to the victim
+            during = running[0]
             result = await victim.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": "victim"})
-            times.append(time.perf_counter() - started)
+            inside += during is not None and running[0] == during
+            done += 1
             assert not result.is_error
             await asyncio.sleep(0.02)
         stop.set()
         await task
-    return times, bombs[0]
+    return inside, bombs[0]
 
 
 async def test_a_slow_call_in_one_session_never_stalls_another():
-    times, bombs = await latencies_next_to_bombs(build_server())
-    p95 = statistics.quantiles(times, n=20)[-1]
+    inside, bombs = await calls_inside_bombs(build_server())
     assert bombs >= 3
-    assert p95 < 0.05, f"p95 {p95 * 1000:.1f} ms next to SQL bombs"  # loose: the issue's bound
+    assert inside >= 10, f"only {inside} calls of the other session finished while a bomb ran"
 
 
 async def test_calls_of_one_episode_keep_their_order():

@@ -235,6 +235,8 @@ function cacheText(c) {
     text += `; the service reported ${grouped(c.reported_input_tokens)} input (${spread > 0 ? "+" : ""}${spread}% vs o200k)`;
   }
   if (c.provider_cached_tokens !== undefined && c.provider_cached_tokens !== null) text += `, ${grouped(c.provider_cached_tokens)} cached`;
+  if (c.provider_cache_write_tokens !== undefined && c.provider_cache_write_tokens !== null) text += `, ${grouped(c.provider_cache_write_tokens)} written to its cache`;
+  if (c.reasoning_tokens !== undefined && c.reasoning_tokens !== null) text += `, ${grouped(c.reasoning_tokens)} reasoning tokens`;
   return text;
 }
 function gradeTable(record) {
