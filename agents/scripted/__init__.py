@@ -231,8 +231,13 @@ class View:
         """Multi-line tasks and paged receipts: each document's charges, once every row of it is visible
         (misread per charge by the distance to the message its row was read from)."""
         distances: dict[int, int] = {}
+        known = self.reading.whole_receipts if recall is None else {}  # misread charges depend on the call
         for document, rows in self.receipts.items():
             end = self.receipt_ends.get(document)
+            kept = known.get(document)
+            if kept is not None and kept[0] is rows and kept[1] == end:  # rows copied on write: the same rows
+                self.by_document[document] = kept[2]
+                continue
             if end is None or any(n not in rows for n in range(1, end + 1)):
                 continue
             charges = []
@@ -244,6 +249,8 @@ class View:
                         amount = misread_amount(amount)
                 charges.append((sub, day, amount))
             self.by_document[document] = charges
+            if recall is None:
+                known[document] = (rows, end, charges)
         if not self.task_lines:  # one line: the receipt read last
             self.charges = self.by_document.get(self.receipt_document)
 

@@ -240,6 +240,9 @@ class Reading:
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
         self.now = self.checkpoints[0]  # the state after the whole list
         self.arguments: object = None  # the arguments text of the latest tool result's call
+        # document -> (its rows, its last row, its charges) as View last put them together: a long receipt's
+        # charges are listed once, not at every call (shared by the views: read, never changed)
+        self.whole_receipts: dict[str, tuple[dict, int, list]] = {}
 
     @classmethod
     def of(
