@@ -331,11 +331,8 @@ class ErpEnv(gym.Env[str, str]):
             chosen = tasks[int(self.np_random.integers(len(tasks)))]
         self.task = chosen
         self.close()
-        from erp_sim.grading.collateral import initial_rows  # at the first reset, not at gym.make
-
         self.session = erp_sim.ErpSession(self.task, verbosity=self.verbosity, faults=self.faults)
         self._line_id = self.session.workflow.grader.target(self.session)  # what the grade is about (RecIds)
-        initial_rows(self.task)  # built once per task, here rather than in a step
         self._refresh_progress()
         self._potential = potential(self._progress, self.reward)
         self._counts = dict.fromkeys(("steps", "tool_calls", "invalid_actions", "tool_errors", "user_turns"), 0)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["fake_openai_server", "toy_support"]
+
+# Task templates are cached on disk (erp_sim.database.template_cache): the tests keep theirs out of the home
+# folder, in one folder every worker shares (files are written whole and renamed).
+os.environ.setdefault("ERP_SIM_TEMPLATE_CACHE", str(Path(tempfile.gettempdir()) / "erp-sim-test-templates"))
 
 
 @pytest.fixture

@@ -174,6 +174,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", help="configuration the report compares against (None: C2, else the first)")
     add_price_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--view", action="store_true", help="also write the run page, view.html, at the end (else: erp-sim view OUT)"
+    )
 
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:

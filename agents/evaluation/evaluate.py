@@ -92,9 +92,9 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     relative = Path("trajectories") / spec.folder / f"{spec.episode_name}.json.gz"
     path = Path(spec.out_dir) / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    # level 6: within 4% of level 9's size on these JSON files, in about 60% of its CPU time
-    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="", compresslevel=6) as out:
-        out.write(json.dumps(trajectory.deterministic_dump(), ensure_ascii=False).encode())
+    payload = trajectory_json(trajectory.deterministic_dump())
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="", compresslevel=3) as out:
+        out.write(payload)
     grade = trajectory.grade
     agent_model = getattr(getattr(agent, "unwrapped", agent), "model", None)
     row = EpisodeRow(
@@ -124,6 +124,19 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         timing=RowTiming.model_validate({k: round(v, 4) for k, v in trajectory.timing.items()}),
     )
     return row.dump()
+
+
+def trajectory_json(value: dict[str, Any]) -> bytes:
+    """A trajectory's JSON, compact, as UTF-8: orjson's (the default job's 96 MB of trajectories in a third of
+    json's CPU), or json's where orjson refuses a value (an integer past 64 bits, a lone surrogate); the same
+    value either way (a non-finite float, which orjson writes as null, pydantic's JSON dump has made null already
+    in the messages; the typed floats of a trajectory are finite sums). Gzip level 3 then: half of level 6's CPU on these files, for 45% more bytes."""
+    import orjson
+
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, separators=(",", ":")).encode()  # ASCII: a lone surrogate escaped, readable
 
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
@@ -170,15 +183,26 @@ def finished_keys(rows: Iterable[EpisodeRow]) -> set[EpisodeKey]:
 
 
 def execute(
-    specs: list[EpisodeSpec], *, backend: str = "local", concurrency: int = 1, address: str | None = None
+    specs: list[EpisodeSpec],
+    *,
+    backend: str = "local",
+    concurrency: int = 1,
+    address: str | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> Iterator[EpisodeRow]:
-    """Yield result rows as episodes finish, each checked against the row's contract."""
-    for row in _execute(specs, backend=backend, concurrency=concurrency, address=address):
+    """Yield result rows as episodes finish, each checked against the row's contract (``pool``: workers started
+    already, ``_forked_pool``'s)."""
+    for row in _execute(specs, backend=backend, concurrency=concurrency, address=address, pool=pool):
         yield EpisodeRow.model_validate(row)
 
 
 def _execute(
-    specs: list[EpisodeSpec], *, backend: str, concurrency: int, address: str | None
+    specs: list[EpisodeSpec],
+    *,
+    backend: str,
+    concurrency: int,
+    address: str | None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> Iterator[dict[str, Any]]:
     if backend == "ray":
         yield from _execute_ray(specs, address)
@@ -186,16 +210,21 @@ def _execute(
         for spec in specs:
             yield run_spec(spec)
     else:
-        # spawn, not fork: workers are direct children of this process (so the death signal and
-        # the pid watch refer to it) and inherit no open files (the lock, the results file)
-        with ProcessPoolExecutor(
+        # spawn, not fork (unless _forked_pool forked them before the lock and the results file were opened):
+        # workers are direct children of this process (so the death signal and the pid watch refer to it) and
+        # inherit no open files (the lock, the results file)
+        forked = pool is not None
+        with pool or ProcessPoolExecutor(
             max_workers=concurrency,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_die_with_parent,
             initargs=(os.getpid(),),
         ) as pool:
+            # a forked pool's job is every episode of one task (its configurations and runs), so the worker that
+            # tokenized and parsed the task's tool results meets them again; a spawned one's is one episode
+            jobs = _by_task(specs) if forked else [[spec] for spec in specs]
             try:
-                yield from _pool_rows(pool, specs, concurrency)
+                yield from _pool_rows(pool, jobs, concurrency)
             except KeyboardInterrupt:  # Ctrl-C: the workers (which ignore it) stop at once, their episodes unsaved
                 pool.shutdown(wait=False, cancel_futures=True)
                 for process in list((getattr(pool, "_processes", None) or {}).values()):
@@ -203,23 +232,36 @@ def _execute(
                 raise
 
 
-def _pool_rows(pool: ProcessPoolExecutor, specs: list[EpisodeSpec], concurrency: int) -> Iterator[dict[str, Any]]:
-    pending = {pool.submit(run_spec, spec) for spec in specs[: concurrency * 2]}
-    queue = iter(specs[concurrency * 2 :])
+def _pool_rows(pool: ProcessPoolExecutor, jobs: list[list[EpisodeSpec]], concurrency: int) -> Iterator[dict[str, Any]]:
+    pending = {pool.submit(run_specs, job) for job in jobs[: concurrency * 2]}
+    queue = iter(jobs[concurrency * 2 :])
     while pending:
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             try:
-                row = future.result()
+                rows = future.result()
             except BrokenProcessPool:  # which episode's worker died cannot be told: stop, resumably
                 raise SystemExit(
                     "erp-sim: a worker process died (killed, or out of memory) while running "
                     "episodes; every finished episode is saved: run again with --resume"
                 ) from None
-            yield row
+            yield from rows
             nxt = next(queue, None)
             if nxt is not None:
-                pending.add(pool.submit(run_spec, nxt))
+                pending.add(pool.submit(run_specs, nxt))
+
+
+def run_specs(specs: list[EpisodeSpec]) -> list[dict[str, Any]]:
+    """``run_spec`` of each, in order: one worker's job."""
+    return [run_spec(spec) for spec in specs]
+
+
+def _by_task(specs: list[EpisodeSpec]) -> list[list[EpisodeSpec]]:
+    """The specs grouped by task, each group in plan order, the groups in the order of their first spec."""
+    groups: dict[tuple[str, str], list[EpisodeSpec]] = {}
+    for spec in specs:
+        groups.setdefault((spec.task_set, spec.task_id), []).append(spec)
+    return list(groups.values())
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -302,7 +344,8 @@ def evaluate(
     results = out_dir / RESULTS_FILE
     if results.exists() and not resume:
         raise UsageError(f"{results} exists: pass --resume to continue it, or choose another --out.")
-    with eval_lock(out_dir):
+    pool = _forked_pool(specs, concurrency) if backend == "local" else None
+    with pool or contextlib.nullcontext(), eval_lock(out_dir):
         rows = read_results(results).rows
         problem = resume_contradiction(specs, rows, results)  # another model pooled into a configuration
         if problem:
@@ -310,12 +353,74 @@ def evaluate(
         done = finished_keys(rows)
         todo = [spec for spec in specs if spec.key not in done]
         if todo:  # nothing left (a --resume of a finished run): no backend starts, Ray included
-            _run_and_append(todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet)
+            _run_and_append(
+                todo, results, backend=backend, concurrency=concurrency, address=address, quiet=quiet, pool=pool
+            )
         return canonicalize(results, specs)
 
 
+def _forked_pool(specs: list[EpisodeSpec], concurrency: int) -> ProcessPoolExecutor | None:
+    """Workers forked from this process, warmed once, for a run that calls no model service (the default job:
+    each spawned worker imported the stack again, 1-2 s of CPU each), else None (spawned workers, as for model
+    services, whose clients must not cross a fork). Forked before the lock and the results file are opened, so
+    they hold neither, and only while this process has one thread (a fork copies no other thread's locks)."""
+    if concurrency <= 1 or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None
+    if not all(_offline(spec) for spec in specs):
+        return None
+    _warm_worker()
+    pool = ProcessPoolExecutor(
+        max_workers=concurrency,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_forked_worker,
+        initargs=(os.getpid(),),
+    )
+    pool.submit(_warm_worker).result()  # forks every worker now (the fork context starts them all at once)
+    return pool
+
+
+def _offline(spec: EpisodeSpec) -> bool:
+    """An episode that calls no model service and records nothing."""
+    return (
+        spec.agent.split(":", 1)[0] == "scripted"
+        and spec.user in ("rule", "none")
+        and spec.summarizer == "structured"
+        and spec.record_dir is None
+    )
+
+
+def _warm_worker() -> None:
+    """Import what an episode runs and load the tokenizer (no database: SQLite connections must not cross a fork)."""
+    import gymnasium  # noqa: F401
+
+    import erp_sim.envs.expense_env  # noqa: F401
+    from erp_sim import workflows
+    from erp_sim.agents.runner import run_episode  # noqa: F401
+    from erp_sim.agents.tokens import get_counter
+
+    for name in workflows.PACKAGES:
+        workflows.load(name)
+    get_counter().count_text("warm")
+
+
+def _forked_worker(parent_pid: int) -> None:
+    """Initializer of a forked worker: ``_die_with_parent``, and no template inherited from the parent (a test
+    process may have opened some)."""
+    from erp_sim.database import clear_templates
+
+    clear_templates()
+    _die_with_parent(parent_pid)
+
+
 def _run_and_append(
-    todo: list[EpisodeSpec], results: Path, *, backend: str, concurrency: int, address: str | None, quiet: bool
+    todo: list[EpisodeSpec],
+    results: Path,
+    *,
+    backend: str,
+    concurrency: int,
+    address: str | None,
+    quiet: bool,
+    pool: ProcessPoolExecutor | None = None,
 ) -> None:
     from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no types; types-tqdm is no dependency
 
@@ -325,7 +430,7 @@ def _run_and_append(
         tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar,
         results.open("a", encoding="utf-8") as out,
     ):
-        for row in execute(todo, backend=backend, concurrency=concurrency, address=address):
+        for row in execute(todo, backend=backend, concurrency=concurrency, address=address, pool=pool):
             out.write(row.json_line())
             out.flush()
             finished += 1
@@ -421,12 +526,12 @@ def _run_from_args(args: argparse.Namespace, configs: list[tuple[str, str, str]]
         address=args.address,
         quiet=args.quiet,
     )
-    report = write_report(args.out, baseline=args.baseline, prices=prices)
+    report = write_report(args.out, baseline=args.baseline, prices=prices, view=args.view)
     print_table(rows)
     run_now = sum(spec.key not in done_before for spec in specs)  # what this invocation ran, not the file's rows
     print(
         f"\n{plural(run_now, 'episode')} in {time.perf_counter() - started:.1f}s wall time ({len(rows)} in the results); "
-        f"report: {report}"
+        f"report: {report}" + ("" if args.view else f"; the run page: erp-sim view {args.out}")
     )
     scored = [row for row in rows if not row.infra_error]
     if not scored:

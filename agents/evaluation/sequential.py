@@ -144,7 +144,9 @@ def run_sequential(args, policy: str) -> int:
                     flush=True,
                 )
     results.write_text("".join(row.json_line() for row in rows), encoding="utf-8")
-    report = write_report(str(out), baseline=args.baseline, prices=prices)  # its last section: the learning curve
+    report = write_report(
+        str(out), baseline=args.baseline, prices=prices, view=args.view
+    )  # its last section: the learning curve
     curve = learning_curve_markdown(rows)
     (out / CURVE_FILE).write_text(curve, encoding="utf-8")
     plot_learning_curve(rows, out / CURVE_PNG)

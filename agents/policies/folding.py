@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from erp_sim.agents.policies.units import Unit, flatten
 from erp_sim.agents.types import Message
 
 SummarizeBatch = Callable[[list[Message], str | None], str]
@@ -30,9 +31,11 @@ class SummaryFold:
 
     def __init__(self) -> None:
         self.batches: list[tuple[tuple[Message, ...], str]] = []
+        self._units: list[Unit] = []  # the units behind the batches, for ``fold_units``
 
     def clear(self) -> None:
         self.batches.clear()
+        self._units.clear()
 
     def summary(self, batches: list[list[Message]], summarize: SummarizeBatch, *, chained: bool = True) -> str | None:
         """The summary after folding ``batches`` in order (None when there are none).
@@ -46,7 +49,27 @@ class SummaryFold:
                 break
             keep += 1
         del self.batches[keep:]
+        self._units.clear()  # batches of messages: ``fold_units`` compares its units afresh
         for batch in batches[keep:]:
             previous = self.batches[-1][1] if (self.batches and chained) else None
             self.batches.append((tuple(batch), summarize(batch, previous)))
+        return self.batches[-1][1] if self.batches else None
+
+    def fold_units(self, units: list[Unit], size: int, summarize: SummarizeBatch) -> str | None:
+        """``summary`` of ``units`` in batches of ``size`` units (the messages of each, chained), at a cost
+        proportional to the batches that are new: the units are compared with those folded before in one
+        list comparison in C (the very Unit objects ``IncrementalSplit`` hands out again compare at pointer
+        speed, others by their messages, identity first), not batch by batch. ``len(units)`` is a multiple
+        of ``size``."""
+        known = self._units
+        if len(known) != len(self.batches) * size or known != units[: len(known)]:
+            same = next((i for i, (a, b) in enumerate(zip(known, units)) if a != b), min(len(known), len(units)))
+            keep = same // size if len(known) == len(self.batches) * size else 0
+            del self.batches[keep:], known[keep * size :]
+        for start in range(len(known), len(units) - size + 1, size):
+            batch = units[start : start + size]
+            messages = flatten(batch)
+            previous = self.batches[-1][1] if self.batches else None
+            self.batches.append((tuple(messages), summarize(messages, previous)))
+            known += batch
         return self.batches[-1][1] if self.batches else None

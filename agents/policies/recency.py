@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.folding import SummaryFold
-from erp_sim.agents.policies.units import Split, Unit, flatten
+from erp_sim.agents.policies.units import Unit, flatten
 from erp_sim.agents.types import Message
 
 SUMMARY_TAG = "<EARLIER_STEPS_SUMMARY>"
@@ -136,6 +136,7 @@ class LastNSummary(ContextPolicy):
 
     def reset_state(self) -> None:
         self._fold = SummaryFold()
+        self._block: tuple[str, Message] | None = None  # the last summary and its block: one object while it holds
         self._folds_next = True  # the next request's summary differs from this one's
 
     def build_context(self, messages: list[Message]) -> list[Message]:
@@ -149,20 +150,23 @@ class LastNSummary(ContextPolicy):
         evicted_next = tools_in_window[1] if len(tools_in_window) > 1 else len(window)
         pending_count = len(evicted) % w if w != -1 else 0
         self._folds_next = full and (w == -1 or pending_count + evicted_next >= w)
-        if w == -1:
-            batches = [flatten(evicted)] if evicted else []
+        task = self.task_text(split.instruction)
+
+        def summarize(batch: list[Message], previous: str | None) -> str:
+            return self.record_summary(self.summarizer.summarize_history(task, batch, previous))
+
+        if w == -1:  # everything evicted, from scratch
+            summary = self._fold.summary([flatten(evicted)] if evicted else [], summarize, chained=False)
             pending: list[Unit] = []
         else:
             folded = len(evicted) - len(evicted) % w
-            batches = [flatten(evicted[i : i + w]) for i in range(0, folded, w)]
+            summary = self._fold.fold_units(evicted[:folded], w, summarize)
             pending = evicted[folded:]
-        task = self.task_text(split.instruction)
-        summary = self._fold.summary(
-            batches,
-            lambda batch, previous: self.record_summary(self.summarizer.summarize_history(task, batch, previous)),
-            chained=w != -1,
-        )
-        return _with_summary(split, summary, [*pending, *window])
+        if not summary:
+            return split.join([*pending, *window])
+        if self._block is None or self._block[0] != summary:
+            self._block = (summary, summary_block(summary))
+        return split.join([*pending, *window], pinned=[*split.pinned, self._block[1]])
 
     def stable_prefixes(self, context: list[Message]) -> list[int]:
         """Between folds the context only grows (an evicted unit stays where it was, now pending): up to the
@@ -173,8 +177,3 @@ class LastNSummary(ContextPolicy):
 
 def summary_block(summary: str) -> Message:
     return {"role": "user", "content": f"{SUMMARY_TAG}\n{summary}\n{SUMMARY_END_TAG}"}
-
-
-def _with_summary(split: Split, summary: str | None, units: list[Unit]) -> list[Message]:
-    pinned = [*split.pinned, summary_block(summary)] if summary else split.pinned
-    return split.join(units, pinned=pinned)

@@ -9,7 +9,7 @@ from pydantic import Field
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
 from erp_sim.agents.policies.claims import layout
 from erp_sim.agents.policies.units import Unit, UnitMemo, tool_call_names
-from erp_sim.agents.tokens import RunningCount
+from erp_sim.agents.tokens import RunningCount, same_prefix
 from erp_sim.agents.types import Message
 
 CLEARED_ARGUMENTS = "{}"
@@ -52,6 +52,12 @@ class ClearToolUses(ContextPolicy):
         self._clearing = False
         self._cleared = UnitMemo()
         self._input_tokens = RunningCount(self.counter)
+        # Units wholly older than the kept results, as last cleared: the input units, the output ones, and after
+        # each the tokens freed so far and whether any was changed. A step works on the units new to that range.
+        self._old_in: list[Unit] = []
+        self._old_out: list[Unit] = []
+        self._old_freed: list[int] = []
+        self._old_changed: list[bool] = []
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         self._clearing = self._input_tokens(messages) > self.params.trigger
@@ -60,21 +66,40 @@ class ClearToolUses(ContextPolicy):
         split = self.split_transcript(messages)
         units = list(split.units)
         kept = self.params.keep  # results still to keep, counted from the newest
-        freed, changed = 0, False
-        for index in range(len(units) - 1, -1, -1):
+        freed, changed, index = 0, False, len(units) - 1
+        while index >= 0 and (kept or units[index].kind != "tool"):  # the newest units, down to the last kept result
             unit = units[index]
-            if unit.kind != "tool":
-                continue
-            results = len(unit.messages) - 1
-            old = max(results - kept, 0)  # the unit's first `old` results are candidates
-            kept = max(kept - results, 0)
-            if old:
-                units[index], unit_freed = self._cleared_unit(unit, old)
-                freed += unit_freed
-                changed = changed or units[index] is not unit
+            if unit.kind == "tool":
+                results = len(unit.messages) - 1
+                old = max(results - kept, 0)  # the unit's first `old` results are candidates
+                kept = max(kept - results, 0)
+                if old:
+                    units[index], unit_freed = self._cleared_unit(unit, old)
+                    freed += unit_freed
+                    changed = changed or units[index] is not unit
+            index -= 1
+        old_freed, old_changed = self._clear_old(units, index + 1)  # every result of the units before is a candidate
+        freed, changed = freed + old_freed, changed or old_changed
         if not changed or (self.params.clear_at_least and freed < self.params.clear_at_least):
             return list(messages)
         return split.join(units)
+
+    def _clear_old(self, units: list[Unit], end: int) -> tuple[int, bool]:
+        """Clear every result of ``units[:end]`` in place; the tokens freed and whether any unit changed. The
+        units cleared at the last step are compared in one list comparison and their results reused."""
+        same = same_prefix(units[:end], self._old_in)
+        del self._old_in[same:], self._old_out[same:], self._old_freed[same:], self._old_changed[same:]
+        freed = self._old_freed[-1] if same else 0
+        changed = self._old_changed[-1] if same else False
+        for unit in units[same:end]:
+            cleared, unit_freed = self._cleared_unit(unit, len(unit.messages) - 1) if unit.kind == "tool" else (unit, 0)
+            freed, changed = freed + unit_freed, changed or cleared is not unit
+            self._old_in.append(unit)
+            self._old_out.append(cleared)
+            self._old_freed.append(freed)
+            self._old_changed.append(changed)
+        units[:end] = self._old_out[:end]
+        return freed, changed
 
     def _cleared_unit(self, unit: Unit, old: int) -> tuple[Unit, int]:
         """The unit with its first ``old`` results cleared (bar exclusions), and the tokens freed.

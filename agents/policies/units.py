@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, count, islice
-from operator import is_not, methodcaller
+from operator import is_not
 from typing import Any, Literal, NamedTuple
 
 from erp_sim.agents.tokens import message_text
@@ -125,46 +125,46 @@ def common_prefix(a: list, b: list, start: int = 0) -> int:
     return next(differences, end)
 
 
-_content = methodcaller("get", "content")
-
-
 class IncrementalSplit:
     """``split_transcript`` for a transcript that grows by appending: only what changed is re-split.
 
-    Remembers the last transcript (message and content objects). The next one is compared
-    to it after the head (whose pinned blocks may change at every step, like a working-memory
-    block): units lying entirely in the unchanged part are reused, the rest is split again.
-    A growing transcript is thus split in time proportional to what is new; a policy above
-    that rewrites one older unit per step (head_tail cutting the unit that just became old)
-    costs a re-split from that unit on. Each call returns a new ``Split`` the caller may keep.
+    Remembers the last transcript (a copy of the list). The next one is compared to it after the head
+    (whose pinned blocks may change at every step, like a working-memory block): units lying entirely
+    in the unchanged part are reused, the rest is split again. The common case, every unit but the
+    last unchanged, is one list comparison in C (the very message objects compare at pointer speed; an
+    equal copy of a message counts as unchanged, so its unit, equal in value, is reused), so a growing
+    transcript is split in time proportional to what is new. A policy above that rewrites one older
+    unit per step (head_tail cutting the unit that just became old) costs a re-split from that unit on.
+    Each call returns a new ``Split`` the caller may keep.
     """
 
     def __init__(self) -> None:
         self._messages: list[Message] = []
-        self._contents: list[object] = []
         self._split: Split | None = None
         self._ends: list[int] = []  # index after each unit of the last split
 
     def __call__(self, messages: list[Message]) -> Split:
         split, start = _split_head(messages)
-        contents = list(map(_content, messages))
-        kept = self._reusable_units(messages, contents, start)
+        kept = self._reusable_units(messages, start)
         resume = self._ends[kept - 1] if kept else start
         split.units = self._split.units[:kept] if kept and self._split is not None else []
         _split_units(messages, resume, split.units)
         lengths = (len(unit.messages) for unit in split.units[kept:])
         self._ends = self._ends[:kept] + list(accumulate(lengths, initial=resume))[1:]
-        self._messages, self._contents, self._split = list(messages), contents, split
+        self._messages, self._split = list(messages), split
         return Split(list(split.system), split.instruction, list(split.pinned), list(split.units))
 
-    def _reusable_units(self, messages: list[Message], contents: list[object], start: int) -> int:
+    def _reusable_units(self, messages: list[Message], start: int) -> int:
         """How many units of the last split lie in the part of ``messages`` that is unchanged."""
         previous = self._split
         if previous is None or start != len(previous.head) or not previous.units:
             return 0
-        same = min(common_prefix(self._messages, messages, start), common_prefix(self._contents, contents, start))
-        # the last unit may still be growing: it is always split again
-        return min(bisect_right(self._ends, same), len(previous.units) - 1)
+        last = len(previous.units) - 1  # the last unit may still be growing: it is always split again
+        end = self._ends[last - 1] if last else start  # where the last unit starts
+        if end <= len(messages) and self._messages[start:end] == messages[start:end]:
+            return last
+        same = common_prefix(self._messages, messages, start)
+        return min(bisect_right(self._ends, same), last)
 
 
 def flatten(units: list[Unit]) -> list[Message]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -48,6 +49,11 @@ DEFAULT_CACHE_SIZE = 65_536  # entries (messages, and long texts)
 DEFAULT_CACHE_CHARS = 32_000_000  # characters of text the cache keys may hold, about 8M tokens
 IDENTITY_CACHE_SIZE = 4_096  # message objects whose count is kept by identity (an episode shows a few hundred)
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
+CHUNKED_MIN_LINES = 32  # a text of this many lines or more is counted by chunks of lines (``TokenCounter``)
+CHUNK_LINES = 8  # lines per chunk, on average (a chunk ends before a line whose hash is 0 modulo this)
+# A line the text may be cut before: o200k's pattern then ends a piece at the "\n" before it (see
+# ``TokenCounter._count_by_lines``). Python's \s holds every character the encoding's \s does (and \x1c-\x1f).
+_CUT_BEFORE = re.compile(r"[^\s/]|[^\S\r\n]++[^\r]")
 
 
 class Encoder(Protocol):
@@ -289,9 +295,38 @@ class TokenCounter:
             return self.encoder.count(text)
         cached = self._text_cache.get(text)
         if cached is None:
-            cached = self.encoder.count(text)
+            cached = self._count_long(text)
             self._text_cache.put(text, cached, len(text))
         return cached
+
+    def _count_long(self, text: str) -> int:
+        """Tokens of a long text: of one with many lines, by chunks of lines (``_count_by_lines``)."""
+        lines = text.split("\n") if text.count("\n") >= CHUNKED_MIN_LINES else None
+        return self.encoder.count(text) if lines is None else self._count_by_lines(lines)
+
+    def _count_by_lines(self, lines: list[str]) -> int:
+        """Tokens of ``"\n".join(lines)``, summed over chunks of lines, each counted once per cache.
+
+        A summary or a memory block is re-rendered with a few lines changed, and tokenizing it whole at every
+        change cost the text's length each time. o200k's pattern ends the piece holding a "\n" right after it
+        when the next line starts with a character that is neither whitespace nor "/" (only the punctuation
+        piece's ``[\\r\\n/]*`` runs on over a "/"), or with spaces or tabs followed by something other than a
+        line break (``\\s*[\\r\\n]+`` runs on to the last line break of a run of whitespace): there the
+        text's tokens are those of the text before and those after. Chunks end at such a line whose hash is 0
+        modulo ``CHUNK_LINES``, a choice made by the content alone, so an inserted line changes the chunk
+        holding it and the others are found in the cache (Hypothesis checks the sums against whole counts)."""
+        starts = compress(
+            range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(CHUNK_LINES)))
+        )
+        total, start, cache, count = 0, 0, self._text_cache, self.encoder.count
+        for end in [*(i for i in starts if _CUT_BEFORE.match(lines[i])), len(lines)]:
+            chunk = "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "")
+            tokens = cache.get(chunk)
+            if tokens is None:
+                tokens = count(chunk)
+                cache.put(chunk, tokens, len(chunk))
+            total, start = total + tokens, end
+        return total
 
     def count_text_before(self, text: str, cut: int) -> int:
         """Tokens of ``text[:cut]`` where the encoding's pattern has a piece boundary at ``cut`` (the text's tokens
@@ -302,9 +337,9 @@ class TokenCounter:
             return self.encoder.count(text[:cut])
         whole = self._text_cache.get(text)
         if whole is not None:
-            return whole - self.encoder.count(text[cut:]) if 2 * cut > len(text) else self.encoder.count(text[:cut])
-        before = self.encoder.count(text[:cut])
-        self._text_cache.put(text, before + self.encoder.count(text[cut:]), len(text))
+            return whole - self._count_long(text[cut:]) if 2 * cut > len(text) else self._count_long(text[:cut])
+        before = self._count_long(text[:cut])
+        self._text_cache.put(text, before + self._count_long(text[cut:]), len(text))
         return before
 
     def count_message(self, message: dict[str, Any]) -> int:
@@ -439,9 +474,17 @@ def all_unchanged_objects(
 
 
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
-    """How many leading items are the very objects of ``reference`` (identity, checked in C up to the first
-    difference: a request that parts early, pruned or with an insert near its start, costs little)."""
+    """How many leading items are those of ``reference``: the very objects, or equal ones (``==``).
+
+    A request that repeats the last one's messages (full history resends them all) is one list comparison in
+    C at pointer speed; one that parts from it is walked by identity up to the first difference (a request
+    that parts early, pruned or with an insert near its start, costs little). Equal copies count as the same
+    only when every item of the shorter list is; two messages equal under ``==`` have the same text, tokens
+    and JSON, but where a value is a number or a bool (1 == 1.0 == True)."""
     shorter = min(len(items), len(reference))
+    head = items if len(items) == shorter else items[:shorter]
+    if head == (reference if len(reference) == shorter else reference[:shorter]):
+        return shorter
     return next(compress(range(shorter), map(operator.is_not, items, reference)), shorter)
 
 

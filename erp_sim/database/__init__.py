@@ -1,8 +1,9 @@
 """SQLite plumbing: a template database per task, copied per session; the change log; state hash.
 
-Building a task's database (DDL + a few hundred rows) costs ~15 ms, so it is done once per
-task and cached; each session gets its own in-memory copy through SQLite's backup API
-(tens of microseconds), which keeps ``open_session`` far under its 5 ms budget.
+Building a task's database (DDL + a few hundred rows) costs 4-5 ms, so it is done once per
+task: kept in memory per process, and on disk across processes (``template_cache``: a task's first
+open in a process restores it, 0.04 ms); each session gets its own in-memory copy through SQLite's
+backup API (tens of microseconds).
 A task's database holds its workflow's tables (``erp_sim.workflows.Workflow.schema_file``), the rows
 every task of the workflow shares, the task's own rows and the change log. The agent's SQL runs in
 ``sql_sandbox``.
@@ -11,6 +12,7 @@ every task of the workflow shares, the task's own rows and the change log. The a
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import sqlite3
 from collections import OrderedDict
@@ -20,6 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from erp_sim import workflows
+from erp_sim.database import template_cache
 from erp_sim.database.schema import CHANGE_LOG, load_schema, task_tables
 from erp_sim.database.sql_sandbox import SqlValue, install_functions
 
@@ -87,23 +90,46 @@ def _build_template(workflow: Workflow[Any], task: WorkflowTask) -> sqlite3.Conn
     return conn
 
 
+def _restored_or_built_template(workflow: Workflow[Any], task: WorkflowTask) -> sqlite3.Connection:
+    """The task's template from the disk cache (``template_cache``), else built and stored there."""
+    payload = template_cache.load(task)
+    if payload is not None:
+        template = _new_connection()
+        template.deserialize(payload)
+        return template
+    template = _build_template(workflow, task)
+    template_cache.store(task, template.serialize())
+    return template
+
+
 def open_database(task: WorkflowTask, rng: random.Random | None = None) -> sqlite3.Connection:
     """A fresh in-memory copy of the task's template database; its ``random()`` draws from ``rng``
     (default: seeded with the task's seed)."""
-    workflow = workflows.of_task(task)
+    conn = _new_connection()
+    _template(task).backup(conn)
+    install_functions(conn, rng or random.Random(task.seed), workflows.of_task(task).clock(task))
+    return conn
+
+
+def _template(task: WorkflowTask) -> sqlite3.Connection:
+    """The task's template, kept in memory (least recently used out past ``_TEMPLATE_CACHE_SIZE``)."""
     key = _template_key(task)
     template = _templates.get(key)
     if template is None:
-        template = _build_template(workflow, task)
+        template = _restored_or_built_template(workflows.of_task(task), task)
         _templates[key] = template
         if len(_templates) > _TEMPLATE_CACHE_SIZE:
             _templates.popitem(last=False)[1].close()
     else:
         _templates.move_to_end(key)
-    conn = _new_connection()
-    template.backup(conn)
-    install_functions(conn, rng or random.Random(task.seed), workflow.clock(task))
-    return conn
+    return template
+
+
+def initial_rows_of(task: WorkflowTask, table: str, rec_ids: Sequence[int]) -> dict[int, Row]:
+    """The task's starting rows of ``table`` with these RecIds (those that existed), read from its template:
+    what the collateral diff compares the touched rows with, without a dump of every table."""
+    query = f"SELECT * FROM {table} WHERE id IN (SELECT value FROM json_each(?))"
+    return {row[0]: tuple(row) for row in _template(task).execute(query, (json.dumps(list(rec_ids)),))}
 
 
 def clear_templates() -> None:

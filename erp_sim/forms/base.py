@@ -10,9 +10,9 @@ state in the real server's shape at either verbosity.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.pending import FormEdits
@@ -129,10 +129,88 @@ class Column:
     data_type: str = "String"
 
 
-@dataclass
 class GridRow:
-    key: Any  # record id (or pending-row key) behind the row
-    values: dict[str, str]
+    """One row of a grid: the record behind it (``key``: its id, or a pending row's key) and its values by column.
+
+    The values may come as ``values_of(source)``, computed when first read: a grid shows one page, so a row off
+    it (a 200-charge receipt has eight pages) is formatted only when a filter or a sort reads its values.
+    """
+
+    __slots__ = ("_source", "_values", "_values_of", "key")
+
+    def __init__(
+        self,
+        key: Any,
+        values: dict[str, str] | None = None,
+        *,
+        values_of: Callable[[Any], dict[str, str]] | None = None,
+        source: Any = None,
+    ) -> None:
+        if (values is None) == (values_of is None):
+            raise TypeError("GridRow takes its values or a values_of function, one of the two")
+        self.key, self._values, self._values_of, self._source = key, values, values_of, source
+
+    @property
+    def values(self) -> dict[str, str]:
+        if self._values is None:
+            assert self._values_of is not None  # one of the two, checked at construction
+            self._values = self._values_of(self._source)
+            self._source = None
+        return self._values
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GridRow) and (self.key, self.values) == (other.key, other.values)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable like the dataclass it was: rows are not set members
+
+    def __repr__(self) -> str:
+        return f"GridRow({self.key!r}, {self.values!r})"
+
+
+class LazyRows(Sequence[GridRow]):
+    """A grid's rows held as their keys and sources, each row made (a ``GridRow`` of ``values_of(source)``) only
+    when read: a response reads one page, so a grid of 200 records costs two lists, not 200 row objects."""
+
+    __slots__ = ("_sources", "_values_of", "keys")
+
+    def __init__(self, keys: list[Any], sources: Sequence[Any], values_of: Callable[[Any], dict[str, str]]) -> None:
+        self.keys, self._sources, self._values_of = keys, sources, values_of
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> GridRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[GridRow]: ...
+
+    def __getitem__(self, index: int | slice) -> GridRow | list[GridRow]:
+        values_of = self._values_of
+        if isinstance(index, slice):
+            return [GridRow(k, values_of=values_of, source=s) for k, s in zip(self.keys[index], self._sources[index])]
+        return GridRow(self.keys[index], values_of=values_of, source=self._sources[index])
+
+    def __iter__(self) -> Iterator[GridRow]:
+        return iter(self[:])
+
+
+def read_records(
+    session: FormHost, key: str, read: Callable[[], list[sqlite3.Row]]
+) -> tuple[list[sqlite3.Row], list[Any]]:
+    """A grid's records and their ids (``id`` column), read once per database version (``FormHost.cached_read``
+    under ``key``): every render of a long grid reads them, and ``LazyRows`` takes both. Not to be mutated."""
+
+    def records() -> tuple[list[sqlite3.Row], list[Any]]:
+        rows = read()
+        return rows, [row["id"] for row in rows]
+
+    return session.cached_read(key, records)
+
+
+def row_keys(rows: Sequence[GridRow]) -> list[Any]:
+    """The rows' keys, in order (of ``LazyRows``, without making the rows)."""
+    return rows.keys if isinstance(rows, LazyRows) else [row.key for row in rows]
 
 
 @dataclass
@@ -140,7 +218,7 @@ class Grid:
     name: str
     label: str
     columns: list[Column]
-    rows: list[GridRow]
+    rows: Sequence[GridRow]
 
 
 @dataclass
@@ -282,7 +360,7 @@ class FormDefinition:
         names = ", ".join(g.name for g in grids) or "none"
         raise NotFoundError(f"Grid {name!r} does not exist on form {self.name}. Grids: {names}.")
 
-    def view(self, form: OpenForm, grid: Grid) -> list[GridRow]:
+    def view(self, form: OpenForm, grid: Grid) -> Sequence[GridRow]:
         """The grid's rows after filters (column filters and the form's quick filter) and sort."""
         state = form.grid_state(grid.name)
         rows = grid.rows
@@ -310,14 +388,15 @@ class FormDefinition:
         last_page = max(0, (len(rows) - 1) // PAGE_SIZE)
         state.page = min(state.page, last_page)
         start = state.page * PAGE_SIZE
-        return rows[start : start + PAGE_SIZE], start + 1, len(rows)
+        return list(rows[start : start + PAGE_SIZE]), start + 1, len(rows)
 
     def selected_row(self, session: FormHost, form: OpenForm, grid_name: str) -> GridRow | None:
         state = form.grid_state(grid_name)
         if state.selected_key is None:
             return None
-        grid = self.grid(session, form, grid_name)
-        return next((r for r in grid.rows if r.key == state.selected_key), None)
+        rows = self.grid(session, form, grid_name).rows
+        keys = row_keys(rows)
+        return rows[keys.index(state.selected_key)] if state.selected_key in keys else None
 
     def select_row(
         self, session: FormHost, form: OpenForm, grid_name: str | None, row_number: str, marking: str | None

@@ -47,8 +47,9 @@ class RowEdits:
         """Saved rows with an unsaved edit or deletion, in edit order."""
         return [key for key in self.rows if not isinstance(key, str)]
 
-    def new_rows(self) -> list[tuple[str, PendingRow]]:
-        return [(key, row) for key, row in self.rows.items() if isinstance(key, str)]
+    def new_keys(self) -> list[str]:
+        """The new rows' keys, in creation order."""
+        return [key for key in self.rows if isinstance(key, str)]
 
     def copy(self) -> RowEdits:
         return RowEdits(dict(self.rows), self.next_row)

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from erp_sim.database import Row, initial_dump, table_dump
+from erp_sim.database import Row, initial_dump, initial_rows_of, table_dump
 from erp_sim.database.schema import CHANGE_LOG, Schema
 
 if TYPE_CHECKING:
@@ -31,8 +31,8 @@ def changed_rows(db: sqlite3.Connection) -> list[tuple[str, int]]:
 
 
 def collateral_changes(db: sqlite3.Connection, task: WorkflowTask, schema: Schema, expected: Expected) -> list[str]:
-    """Row-level diff against the task's initial database, minus the changes ``expected`` allows."""
-    before = initial_rows(task)
+    """Row-level diff against the task's initial database, minus the changes ``expected`` allows (the touched
+    rows' starting values are read from the task's template)."""
     touched: dict[str, list[int]] = {}
     for table, rec_id in changed_rows(db):
         touched.setdefault(table, []).append(rec_id)
@@ -47,8 +47,9 @@ def collateral_changes(db: sqlite3.Connection, task: WorkflowTask, schema: Schem
                 f"SELECT * FROM {table} WHERE id IN (SELECT rec_id FROM {CHANGE_LOG} WHERE tbl = ?)", (table,)
             )
         }
+        before = initial_rows_of(task, table, touched[table])
         for rec_id in touched[table]:
-            changes += _row_change(table, cols, rec_id, before[table].get(rec_id), now.get(rec_id), expected)
+            changes += _row_change(table, cols, rec_id, before.get(rec_id), now.get(rec_id), expected)
     return changes
 
 
@@ -74,7 +75,7 @@ _initial_rows: dict[tuple[str, str, int], dict[str, dict[int, Row]]] = {}
 
 
 def initial_rows(task: WorkflowTask) -> dict[str, dict[int, Row]]:
-    """The task's starting rows by table and RecId, built once per task."""
+    """The task's starting rows by table and RecId, built once per task (every row: the full diff's)."""
     key = (task.task_set, task.task_id, task.seed)
     if key not in _initial_rows:
         if len(_initial_rows) >= 256:

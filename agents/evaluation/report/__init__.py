@@ -123,8 +123,8 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         more = f" and {len(refused) - REFUSED_SHOWN} more" if len(refused) > REFUSED_SHOWN else ""
         notes.append(f"{plural(len(refused), 'unreadable line')} skipped: {shown}{more}.")
     notes.append(
-        "Every episode, with what the model was shown at each call, is in [`view.html`](view.html) "
-        "beside this file (rebuilt by `erp-sim view`)."
+        "Every episode, with what the model was shown at each call, is on the run page [`view.html`](view.html) "
+        "beside this file, which `erp-sim view DIR` writes (or `--view` at the end of the run)."
     )
     notes.append(
         "Brackets are 95% confidence intervals; a value without brackets has none: its interval rounds to the "
@@ -202,10 +202,16 @@ def write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
 
 
 def write_report(
-    results_dir: str | Path, baseline: str | None = None, prices: Mapping[str, cost.Price] | None = None
+    results_dir: str | Path,
+    baseline: str | None = None,
+    prices: Mapping[str, cost.Price] | None = None,
+    *,
+    view: bool = False,
 ) -> Path:
-    """Read ``results_dir/results.jsonl``; write ``report.md``, ``report.json``, the PNG plots and ``view.html``
-    beside it. ``prices`` (``costs.parse_prices``): USD per 1M tokens per role, for the cost figures."""
+    """Read ``results_dir/results.jsonl``; write ``report.md``, ``report.json`` and the PNG plots beside it, and
+    with ``view`` the run page ``view.html`` (else built on demand: ``erp-sim view``, which reads every
+    trajectory, cost a run as much CPU as its report). ``prices`` (``costs.parse_prices``): USD per 1M tokens
+    per role, for the cost figures."""
     results_dir = Path(results_dir)
     rows, refused = load_results(results_dir)
     path = results_dir / REPORT_FILE
@@ -214,7 +220,8 @@ def write_report(
     report_json = {"cost": cost.costs_json(inputs.costs, inputs.prices)}
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_plots(inputs, results_dir)
-    from erp_sim.agents.evaluation.report.view import write_view  # the browsable page beside report.md
+    if view:
+        from erp_sim.agents.evaluation.report.view import write_view  # the browsable page beside report.md
 
-    write_view(results_dir, rows=inputs.rows)
+        write_view(results_dir, rows=inputs.rows)
     return path

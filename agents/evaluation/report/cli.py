@@ -1,4 +1,4 @@
-"""``erp-sim report DIR``: write DIR/report.md and the plots from DIR/results.jsonl."""
+"""``erp-sim report DIR``: write DIR/report.md and the plots from DIR/results.jsonl (``--view``: and the run page)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--baseline", help="configuration to compare against (None: C2, else the first)")
     add_price_argument(parser)
+    parser.add_argument("--view", action="store_true", help="also write the run page, view.html (else: erp-sim view)")
     args = parser.parse_args(argv)
     with usage_errors(parser):
         prices = checked_prices(args.price)
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"erp-sim report: no results in {Path(args.results_dir) / RESULTS_FILE}", file=sys.stderr)
         return 2
-    path = write_report(args.results_dir, baseline=args.baseline, prices=prices)
+    path = write_report(args.results_dir, baseline=args.baseline, prices=prices, view=args.view)
     skipped = f" ({len(refused)} malformed lines skipped)" if refused else ""
     print(f"{plural(len(latest_attempts(rows)), 'episode')}{skipped}; wrote {path}")
     return 0

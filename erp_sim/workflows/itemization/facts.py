@@ -10,7 +10,9 @@ response is skipped.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -131,22 +133,29 @@ def _row_index(number: str) -> int:
 
 
 # -- what is left to do --------------------------------------------------------------------
+@lru_cache(maxsize=4_096)  # a summary reads every charge's and line's amount at every fold: the texts repeat
 def _amount(text: str) -> Decimal | None:
-    cleaned = re.sub(r"[^\d.\-]", "", text or "")
+    cleaned = _NOT_AMOUNT.sub("", text or "")
     try:
-        return Decimal(cleaned).quantize(Decimal("0.01")) if cleaned else None
+        return Decimal(cleaned).quantize(_CENT) if cleaned else None
     except InvalidOperation:
         return None
 
 
+_NOT_AMOUNT = re.compile(r"[^\d.\-]")
+_CENT = Decimal("0.01")
+
+
 def missing_receipt_items(facts: ExpenseFacts) -> list[ReceiptItem]:
-    """Receipt items with no saved itemized line of the same amount (a multiset match)."""
-    saved = [_amount(line.amount) for line in facts.itemized_lines.values() if line.status.lower() in ("saved", "")]
+    """Receipt items with no saved itemized line of the same amount (a multiset match, in receipt order)."""
+    saved = Counter(
+        _amount(line.amount) for line in facts.itemized_lines.values() if line.status.lower() in ("saved", "")
+    )
     missing = []
     for item in facts.receipt_items.values():
         amount = _amount(item.amount)
-        if amount is not None and amount in saved:
-            saved.remove(amount)
+        if amount is not None and saved[amount] > 0:
+            saved[amount] -= 1
         else:
             missing.append(item)
     return missing

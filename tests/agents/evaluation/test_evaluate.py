@@ -62,6 +62,21 @@ def test_two_runs_give_byte_identical_deterministic_results_and_a_report(tmp_pat
     assert report_main([str(tmp_path / "a")]) == 0
 
 
+def test_forked_workers_give_what_one_process_gives_and_the_run_page_waits_for_view(tmp_path):
+    """Two workers (forked: an offline run) write the rows and trajectory bytes one process writes; the run
+    page is written only with --view."""
+    common = ["--configs", "C3,C4", "--tasks", "hotel_50:hotel-000,hotel-021", "--quiet"]
+    assert eval_main([*common, "--concurrency", "1", "--view", "--out", str(tmp_path / "one")]) == 0
+    assert eval_main([*common, "--concurrency", "2", "--out", str(tmp_path / "two")]) == 0
+    one, two = deterministic(tmp_path / "one"), deterministic(tmp_path / "two")
+    assert one == two and len(one) == 4
+    for row in one:
+        assert (tmp_path / "one" / row["trajectory"]).read_bytes() == (
+            tmp_path / "two" / row["trajectory"]
+        ).read_bytes()
+    assert (tmp_path / "one" / "view.html").is_file() and not (tmp_path / "two" / "view.html").exists()
+
+
 def test_existing_results_need_resume(tmp_path, capsys):
     out = ["--configs", "C3", "--tasks", "hotel_50:hotel-000", "--runs", "1", "--quiet", "--out", str(tmp_path)]
     eval_main(out)

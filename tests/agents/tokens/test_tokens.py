@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from erp_sim.agents import tokens
 from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
@@ -208,19 +210,23 @@ def test_decoding_ids_cut_inside_a_character_replaces_it_as_bpe_openai_does():
     assert any("\ufffd" in text for text in cut)  # a cut inside a character: the replacement character
 
 
-def test_same_prefix_is_the_count_of_leading_identical_objects():
-    """Whichever way it is found (one pass when the lists end alike, stopping at the first difference
-    otherwise), the prefix counts the very objects, never equal copies."""
+def test_same_prefix_counts_identical_objects_or_a_wholly_equal_prefix():
+    """One list comparison when the shorter list's items are all equal to the other's (the very objects, or
+    equal copies: full history resends the same messages), else the leading identical objects, stopping at the
+    first difference (a request that parts early costs little)."""
     import random
 
     rng = random.Random(1)
-    objects = [{"role": "user", "content": "same"} for _ in range(6)]  # equal, never identical
+    objects = [{"role": "user", "content": "same"} for _ in range(6)] + [{"role": "user", "content": "other"}]
     for _ in range(3_000):
         items = [rng.choice(objects) for _ in range(rng.randrange(8))]
         reference = items[: rng.randrange(len(items) + 1)] + [rng.choice(objects) for _ in range(rng.randrange(4))]
+        shorter = min(len(items), len(reference))
         expected = 0
-        while expected < min(len(items), len(reference)) and items[expected] is reference[expected]:
+        while expected < shorter and items[expected] is reference[expected]:
             expected += 1
+        if items[:shorter] == reference[:shorter]:
+            expected = shorter
         assert tokens.same_prefix(items, reference) == expected
 
 
@@ -228,3 +234,50 @@ def test_only_lone_surrogates_are_replaced_before_tokenizing():
     ascii_text, accented = "plain ascii", "caf\u00e9 \u2014 na\u00efve"
     assert tokens._valid_utf8(ascii_text) is ascii_text and tokens._valid_utf8(accented) is accented
     assert tokens._valid_utf8("lone \ud800 surrogate") == "lone \ufffd surrogate"
+
+
+# Characters that decide where o200k's pattern ends a piece around a line break: breaks, spaces and tabs, "/"
+# (the punctuation piece runs on over it), other whitespace of the encoding's \s and of Python's only
+# (\x85, \u2028, \x0b; \x1c), punctuation, letters, digits and an apostrophe.
+LINE_ALPHABET = "\n\n\n\r  \t//\x85\u2028\x0b\x1c.,:-#|()'aZé19"
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1))
+def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
+    """A many-line text counted as the sum of its chunks has the count of the text whole, wherever the chunks
+    end (here before every line a cut may go before), and so has an edited copy and a prefix ending at a cut."""
+    text = "\n".join(lines)
+    encoder = tokens.get_encoder()
+    counter = TokenCounter()
+    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, 1
+    try:
+        assert counter._count_long(text) == encoder.count(text)
+        edited = text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :]
+        assert counter._count_long(edited) == encoder.count(edited)
+        cut = text.find("\n", len(text) // 3) + 1
+        if cut and tokens._CUT_BEFORE.match(text, cut) and len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
+            assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
+    finally:
+        tokens.CHUNK_LINES = old
+
+
+def test_a_long_summary_is_tokenized_again_only_where_it_changed():
+    """A re-rendered summary with one line changed costs about a chunk of tokenizing, not the whole text."""
+    lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
+    counter = TokenCounter()
+    encoder = counter.encoder
+    tokenized: list[int] = []
+
+    class Spy:
+        def count(self, text: str) -> int:
+            tokenized.append(len(text))
+            return encoder.count(text)
+
+    counter.encoder = Spy()  # type: ignore[assignment]
+    assert counter.count_text("\n".join(lines)) == encoder.count("\n".join(lines))
+    tokenized.clear()
+    lines[200] = "  200. 2026-07-01 | Room tax | 13.37"
+    edited = "\n".join(lines)
+    assert counter.count_text(edited) == encoder.count(edited)
+    assert sum(tokenized) < len(edited) / 10

@@ -23,7 +23,7 @@ def test_itemization_edits_number_new_rows_and_count_them():
     first, second = edits.new_key(), edits.new_key()
     edits.rows.update({first: PendingRow({"amount": "1.00"}), 7: PendingRow({}, deleted=True), second: PendingRow({})})
     assert (first, second) == ("new-1", "new-2") and edits.unsaved_count() == 3
-    assert edits.edited_line_ids() == [7] and [key for key, _ in edits.new_rows()] == ["new-1", "new-2"]
+    assert edits.edited_line_ids() == [7] and edits.new_keys() == ["new-1", "new-2"]
     clone = edits.copy()
     del clone.rows[7]
     assert clone.new_key() == "new-3" and edits.unsaved_count() == 3 and edits.next_row == 2

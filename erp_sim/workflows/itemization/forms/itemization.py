@@ -22,7 +22,19 @@ from typing import Any
 from erp_sim import response_keys as K
 from erp_sim.database import transaction
 from erp_sim.errors import FormStateError, ValidationError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Button,
+    Column,
+    Control,
+    FormDefinition,
+    FormHost,
+    Grid,
+    LazyRows,
+    OpenForm,
+    Section,
+    read_records,
+    row_keys,
+)
 from erp_sim.forms.pending import PendingRow, RowEdits
 from erp_sim.money import display_money, money_text, parse_money
 from erp_sim.values import parse_date, parse_text
@@ -51,11 +63,11 @@ def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
     return _edits(form).rows
 
 
-def _saved_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
-    """The line's saved itemized lines, read once per database version (a long itemization is read by
-    the grid, the totals and the summary of every render; callers must not mutate the list)."""
+def _saved_lines(session: FormHost, form: OpenForm) -> tuple[list[sqlite3.Row], list[int]]:
+    """The line's saved itemized lines and their RecIds, read once per database version (a long itemization
+    is read by the grid, the totals and the summary of every render; callers must not mutate them)."""
     line_id = form.context["line_id"]
-    return session.cached_read(f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
+    return read_records(session, f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
 
 
 def _summary(session: FormHost, form: OpenForm) -> ledger.ItemizationSummary:
@@ -106,7 +118,7 @@ class ItemizationForm(FormDefinition):
         edited = edits.edited_line_ids()
         if not edited:
             return
-        current = {line["id"] for line in _saved_lines(session, form)}
+        current = set(_saved_lines(session, form)[1])
         gone = [key for key in edited if key not in current]
         if not gone:
             return
@@ -125,18 +137,23 @@ class ItemizationForm(FormDefinition):
         if isinstance(state.selected_key, str):
             state.selected_key = None
 
-    def row_values(self, session: FormHost, form: OpenForm) -> list[ItemRow]:
-        """(key, values, status) per grid row: saved lines (with unsaved edits applied), then new rows."""
+    def _grid_rows(self, session: FormHost, form: OpenForm) -> LazyRows:
+        """The grid's rows: saved lines (with unsaved edits applied), then new rows. A row's values are made (an
+        edit laid over the line's current values, the amount formatted) only if a response shows it: a long
+        itemization is one page of 25 rows, and without edits of saved lines its rows are two lists joined."""
         pending = _rows(form)
-        out: list[ItemRow] = []
-        for line in _saved_lines(session, form):
-            saved = _saved_values(line)
-            edit = pending.get(line["id"])
-            if edit and edit.deleted:
-                continue
-            out.append((line["id"], {**saved, **edit.values} if edit else saved, "Modified" if edit else "Saved"))
-        out += [(key, row.values, "New") for key, row in _edits(form).new_rows()]
-        return out
+        lines, ids = _saved_lines(session, form)
+        new_keys = _edits(form).new_keys()
+        if len(new_keys) == len(pending):  # no saved line is edited or deleted
+            keys, sources = ids, lines
+        else:
+            keys, sources = [], []
+            for line in lines:
+                edit = pending.get(line["id"])
+                if not (edit and edit.deleted):
+                    keys.append(line["id"])
+                    sources.append((line, edit) if edit else line)
+        return LazyRows([*keys, *new_keys], [*sources, *map(pending.__getitem__, new_keys)], _row_grid_values)
 
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         header = self.header(session, form)
@@ -169,18 +186,7 @@ class ItemizationForm(FormDefinition):
                 help="Total minus itemized. Must be exactly 0.00 when done.",
             ),
         ]
-        rows = [
-            GridRow(
-                key,
-                {
-                    "TrvExpTrans_TransDate": values["transaction_date"] or "",
-                    "TrvExpTrans_ExpSubCategory": values["subcategory"] or "",
-                    "TrvExpTrans_AmountCurr": display_money(Decimal(values["amount"])) if values["amount"] else "",
-                    "TrvExpTrans_LineStatus": status,
-                },
-            )
-            for key, values, status in self.row_values(session, form)
-        ]
+        rows = self._grid_rows(session, form)
         columns = [
             Column("TrvExpTrans_TransDate", "Date", "Date"),
             Column("TrvExpTrans_ExpSubCategory", "Subcategory"),
@@ -314,7 +320,7 @@ class ItemizationForm(FormDefinition):
 
     def _show_row(self, session: FormHost, form: OpenForm, row_key: RowKey) -> None:
         """Page the grid so the given row is visible (as D365 scrolls to a new row)."""
-        keys = [r.key for r in self.view(form, self.grid(session, form, GRID))]
+        keys = row_keys(self.view(form, self.grid(session, form, GRID)))
         if row_key in keys:
             form.grid_state(GRID).page = keys.index(row_key) // 25
 
@@ -350,7 +356,7 @@ class ItemizationForm(FormDefinition):
         if not pending:
             return "There were no changes to save."
         header = self.header(session, form)
-        numbers = {key: n for n, (key, _, _) in enumerate(self.row_values(session, form), start=1)}
+        numbers = {row.key: n for n, row in enumerate(self._grid_rows(session, form), start=1)}
         with transaction(session.db):
             for line_id in _edits(form).edited_line_ids():
                 if pending[line_id].deleted:
@@ -391,3 +397,23 @@ class ItemizationForm(FormDefinition):
             f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
             f"remaining {display_money(summary.remaining)}."
         )
+
+
+def _grid_values(values: RowValues, status: str) -> dict[str, str]:
+    return {
+        "TrvExpTrans_TransDate": values["transaction_date"] or "",
+        "TrvExpTrans_ExpSubCategory": values["subcategory"] or "",
+        "TrvExpTrans_AmountCurr": display_money(Decimal(values["amount"])) if values["amount"] else "",
+        "TrvExpTrans_LineStatus": status,
+    }
+
+
+def _row_grid_values(source: sqlite3.Row | tuple[sqlite3.Row, PendingRow] | PendingRow) -> dict[str, str]:
+    """A grid row's values from its source: a saved line, a saved line and its unsaved edit (laid over the line's
+    current values), or a new row."""
+    if isinstance(source, PendingRow):
+        return _grid_values(source.values, "New")
+    if isinstance(source, tuple):
+        line, edit = source
+        return _grid_values({**_saved_values(line), **edit.values}, "Modified")
+    return _grid_values(_saved_values(source), "Saved")

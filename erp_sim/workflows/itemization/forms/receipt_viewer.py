@@ -6,7 +6,17 @@ import sqlite3
 from decimal import Decimal
 
 from erp_sim import response_keys as K
-from erp_sim.forms.base import Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Column,
+    Control,
+    FormDefinition,
+    FormHost,
+    Grid,
+    LazyRows,
+    OpenForm,
+    Section,
+    read_records,
+)
 from erp_sim.money import display_money
 from erp_sim.workflows.itemization import ledger
 
@@ -33,7 +43,7 @@ class ReceiptViewer(FormDefinition):
 
     def summary(self, session: FormHost, form: OpenForm) -> str:
         receipt = self.receipt(session, form)
-        count = len(ledger.receipt_items(session.db, receipt["id"]))
+        count = len(_charges(session, receipt["id"])[0])
         return f"Receipt {receipt['document_number']} from {receipt['merchant']}: {count} charge(s), total {display_money(Decimal(receipt['total']))} {receipt['currency']}."
 
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
@@ -45,18 +55,8 @@ class ReceiptViewer(FormDefinition):
             Control("Receipt_Total", "Total", K.REAL_INPUT, display_money(Decimal(receipt["total"]))),
             Control("Receipt_Currency", "Currency", K.INPUT, receipt["currency"]),
         ]
-        rows = [
-            GridRow(
-                item["id"],
-                {
-                    "ReceiptItem_Number": str(item["item_number"]),
-                    "ReceiptItem_Date": item["item_date"],
-                    "ReceiptItem_Description": item["description"],
-                    "ReceiptItem_Amount": display_money(Decimal(item["amount"])),
-                },
-            )
-            for item in ledger.receipt_items(session.db, receipt["id"])
-        ]
+        charges, ids = _charges(session, receipt["id"])
+        rows = LazyRows(ids, charges, _charge_values)
         columns = [
             Column("ReceiptItem_Number", "No.", "Integer"),
             Column("ReceiptItem_Date", "Date", "Date"),
@@ -67,3 +67,19 @@ class ReceiptViewer(FormDefinition):
             Section("DocumentGroup", "Document", controls=document),
             Section("ChargesGroup", "Charges", grids=[Grid(GRID, "Charges", columns, rows)]),
         ]
+
+
+def _charges(session: FormHost, receipt_id: int) -> tuple[list[sqlite3.Row], list[int]]:
+    """The receipt's charges and their RecIds, read once per database version (the grid and the summary of
+    every render read them)."""
+    return read_records(session, f"receipt/{receipt_id}/items", lambda: ledger.receipt_items(session.db, receipt_id))
+
+
+def _charge_values(item: sqlite3.Row) -> dict[str, str]:
+    """A charge's grid values: formatted only for the rows a response shows (see ``GridRow``)."""
+    return {
+        "ReceiptItem_Number": str(item["item_number"]),
+        "ReceiptItem_Date": item["item_date"],
+        "ReceiptItem_Description": item["description"],
+        "ReceiptItem_Amount": display_money(Decimal(item["amount"])),
+    }
