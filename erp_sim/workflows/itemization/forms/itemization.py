@@ -144,6 +144,8 @@ class ItemizationForm(FormDefinition):
         pending = _rows(form)
         lines, ids = _saved_lines(session, form)
         new_keys = _edits(form).new_keys()
+        keys: list[Any]  # saved lines' RecIds, then new rows' keys
+        sources: list[Any]  # a saved line, or (line, its edit)
         if len(new_keys) == len(pending):  # no saved line is edited or deleted
             keys, sources = ids, lines
         else:
