@@ -320,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     task, tools, system_prompt, instruction = info["task"], info["tools"], info["system_prompt"], observation
     tool_names = [tool["function"]["name"] for tool in tools]
-    workflow = expense_env_of(env).session.workflow
+    session = expense_env_of(env).session
+    assert session is not None  # reset opened it
+    workflow = session.workflow
     print(f"Task {task['task_id']} ({workflow.describe_task(task)}). Type 'help' for commands.\n", file=out)
     print(f"USER: {observation}\n", file=out)
     read = line_reader([*LOCAL_COMMANDS, "say", *tool_names])
