@@ -274,7 +274,7 @@ def test_a_long_summary_is_tokenized_again_only_where_it_changed():
             tokenized.append(len(text))
             return encoder.count(text)
 
-    counter.encoder = Spy()  # type: ignore[assignment]
+    counter.encoder = Spy()
     assert counter.count_text("\n".join(lines)) == encoder.count("\n".join(lines))
     tokenized.clear()
     lines[200] = "  200. 2026-07-01 | Room tax | 13.37"

@@ -147,6 +147,8 @@ class ItemizationForm(FormDefinition):
         pending = _rows(form)
         lines, ids = _saved_lines(session, form)
         new_keys = _edits(form).new_keys()
+        keys: list[Any]
+        sources: list[Any]  # a line, or a line and its unsaved edit
         if len(new_keys) == len(pending):  # no saved line is edited or deleted
             keys, sources = ids, lines
         else:
