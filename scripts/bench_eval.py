@@ -114,7 +114,7 @@ class Timed(CallStarts):
 class TimedEnv(gym.Wrapper):
     """Sums the CPU of ``env.step`` per model call (a call's tool calls may step several times)."""
 
-    def __init__(self, env, timed_agent: CallStarts):  # its starts: which call a step belongs to
+    def __init__(self, env, timed_agent: CallStarts):
         super().__init__(env)
         self.timed_agent = timed_agent
         self.per_call: dict[int, float] = {}

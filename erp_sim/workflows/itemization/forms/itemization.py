@@ -56,7 +56,10 @@ ItemRow = tuple[RowKey, RowValues, str]  # (key, values, status: Saved, Modified
 
 
 def _edits(form: OpenForm) -> RowEdits:
-    return form.edits(RowEdits)
+    if form.pending is None:
+        form.pending = RowEdits()
+    assert isinstance(form.pending, RowEdits)
+    return form.pending
 
 
 def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
@@ -144,8 +147,8 @@ class ItemizationForm(FormDefinition):
         pending = _rows(form)
         lines, ids = _saved_lines(session, form)
         new_keys = _edits(form).new_keys()
-        keys: list[Any]  # saved lines' RecIds, then new rows' keys
-        sources: list[Any]  # a saved line, or (line, its edit)
+        keys: list[Any]
+        sources: list[Any]  # a line, or a line and its unsaved edit
         if len(new_keys) == len(pending):  # no saved line is edited or deleted
             keys, sources = ids, lines
         else:
