@@ -22,6 +22,7 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim import workflows
 from erp_sim.envs.action_checks import parse_action
+from erp_sim.envs.play import readable
 from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
@@ -253,7 +254,9 @@ class ErpEnv(gym.Env[str, str]):
     - ``reward``: ``"strict"`` (default) or ``"success"``, the study's rule (see Rewards).
     - ``reward_shaping``: ``"none"`` or ``"potential"`` (see Rewards).
     - ``max_user_turns``: messages the agent may send before the user leaves (default 10).
-    - ``render_mode``: ``None`` or ``"ansi"`` (the last observation and the grade as text).
+    - ``render_mode``: ``None`` or ``"ansi"``: ``render()`` returns the last observation as ``erp-sim play``
+      shows it (the result, messages, the form's controls and grids as text tables; a user's reply as
+      it is) and a line of the grade's progress.
 
     ## Snapshots, pickling, vector envs
     ``env.unwrapped.snapshot()`` returns an opaque, picklable ``EnvSnapshot`` of the episode (the
@@ -383,7 +386,8 @@ class ErpEnv(gym.Env[str, str]):
         if self.render_mode != "ansi" or self.session is None:
             return None
         workflow = self.session.workflow
-        return f"{self._last_observation}\n--- {workflow.progress_line(progress_info(self._progress, workflow))}\n"
+        # a frame a person reads, as erp-sim play shows it (the raw JSON is the observation itself)
+        return f"{readable(self._last_observation)}\n--- {workflow.progress_line(progress_info(self._progress, workflow))}\n"
 
     def close(self) -> None:
         if self.session is not None:

@@ -1,7 +1,7 @@
 """A Gymnasium env whose tools come from an MCP server: the same agents and policies, a remote ERP.
 
     env = McpEnv("http://127.0.0.1:8000/mcp", task=get_task("hotel_50", "hotel-007"),
-                 grade=admin_grade("http://127.0.0.1:8000", admin_token))
+                 user_model=RuleBasedUser(), grade=admin_grade("http://127.0.0.1:8000", admin_token))
     trajectory = run_episode(env, wrap(ScriptedAgent(), "last_n:n=5"))
 
 ``server`` is anything fastmcp's ``Client`` accepts: an in-process ``FastMCP`` server, an HTTP

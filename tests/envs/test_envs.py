@@ -188,6 +188,10 @@ def test_render_ansi():
     env = gym.make("erp_sim/ExpenseItemization-v0", render_mode="ansi")
     obs, _ = env.reset(seed=0)
     assert env.render().startswith(obs) and "remaining" in env.render()
+    response, *_ = env.step(FIND_MENU)
+    frame = env.render()
+    assert frame.startswith("Result: ") and response not in frame  # play's readable view, not the JSON
+    assert "remaining" in frame.splitlines()[-1]
     plain = gym.make("erp_sim/ExpenseItemization-v0")
     plain.reset(seed=0)
     assert plain.render() is None
