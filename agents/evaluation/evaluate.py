@@ -566,14 +566,11 @@ TABLE_COLUMNS = (
 
 
 def table_columns(rows: list[EpisodeRow]) -> tuple[str, ...]:
-    """``TABLE_COLUMNS`` with the success column named as the rows' workflow names it (``HarnessFace.labels``:
-    "full itemization", "reconciled"); rows of several workflows: "success"."""
-    from erp_sim import workflows
-    from erp_sim.task_sets import workflow_of
+    """``TABLE_COLUMNS`` with the success column named as the rows' workflow names it (``report.formats.
+    success_label``: "full itemization", "reconciled"; rows of several workflows: "success")."""
+    from erp_sim.agents.evaluation.report.formats import success_label
 
-    names = {workflow_of(row.task_set, fallback=True) for row in rows}
-    label = workflows.harness(names.pop()).labels.get("success", "success") if len(names) == 1 else "success"
-    return (*TABLE_COLUMNS[:3], label, *TABLE_COLUMNS[4:])
+    return (*TABLE_COLUMNS[:3], success_label(row.task_set for row in rows), *TABLE_COLUMNS[4:])
 
 
 def print_table(rows: list[EpisodeRow]) -> None:

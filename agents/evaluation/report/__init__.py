@@ -18,7 +18,7 @@ from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, RefusedLine, infra_error_rows, load_results
-from erp_sim.agents.evaluation.report.formats import plural
+from erp_sim.agents.evaluation.report.formats import plural, summaries_label
 from erp_sim.agents.evaluation.report.learning_curve import WITHOUT, learning_curve_section
 from erp_sim.agents.evaluation.report.methods import METHODS
 from erp_sim.agents.evaluation.report.plots import (
@@ -33,7 +33,7 @@ from erp_sim.agents.evaluation.report.plots import (
     plot_success_vs_tokens,
     plot_sweep,
 )
-from erp_sim.agents.evaluation.report.reference import _reference, changes_vs_c2, task_sets_note
+from erp_sim.agents.evaluation.report.reference import _reference, changes_vs_c2, compares_with_study, task_sets_note
 from erp_sim.agents.evaluation.report.sections import (
     _caveats,
     _comparisons,
@@ -145,7 +145,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         _outcomes(summaries),
         "## Cost (mean [95% CI])",
         _cost(summaries),
-        f"![full itemization vs input tokens]({SUCCESS_VS_TOKENS_PNG})",
+        f"![{summaries_label(summaries)} vs input tokens]({SUCCESS_VS_TOKENS_PNG})",
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
         _label_table(summaries),
         "## Prompt caching and cost",
@@ -157,8 +157,8 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         sections += [
             f"## Against the baseline {baseline}",
             "Differences are configuration minus baseline, paired over the tasks both ran "
-            "(Δ full itemization in percentage points, token changes in % of the baseline).",
-            _comparisons(comparisons),
+            f"(Δ {summaries_label(summaries)} in percentage points, token changes in % of the baseline).",
+            _comparisons(comparisons, summaries_label(summaries)),
         ]
     sections += [
         "## pass^k",
@@ -173,14 +173,12 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
     ]
     if grids:
         sections += ["## Sensitivity to N and W", _sweeps(grids, summaries, _sweep_png_names(len(grids)))]
-    sections += [
-        "## Reference figures: the study's GPT-5 numbers",
-        _reference(summaries, changes_vs_c2(scored, comparisons)),
-        "## Infrastructure errors",
-        _infra(rows),
-        "## Methods",
-        METHODS.rstrip(),
-    ]
+    if compares_with_study(summaries):
+        sections += [
+            "## Reference figures: the study's GPT-5 numbers",
+            _reference(summaries, changes_vs_c2(scored, comparisons)),
+        ]
+    sections += ["## Infrastructure errors", _infra(rows), "## Methods", METHODS.rstrip()]
     return "\n\n".join(sections) + "\n" + ("" if curve is None else "\n" + curve)
 
 

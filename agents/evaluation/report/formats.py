@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from erp_sim import workflows
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.task_sets import workflow_of
 
 DASH = "–"
 
@@ -117,3 +119,15 @@ def fmt_usd(est: st.Estimate | None) -> str:
 
 def _share(value: float) -> str:
     return fmt_number(100 * value, 1) if math.isfinite(value) else DASH
+
+
+def success_label(task_sets: Iterable[str]) -> str:
+    """What the rows' workflow calls success (``HarnessFace.labels``: "full itemization", "reconciled"), for the
+    report's and the eval table's headings; rows of several workflows (or none): "success"."""
+    names = {workflow_of(task_set, fallback=True) for task_set in task_sets}
+    return workflows.harness(names.pop()).labels.get("success", "success") if len(names) == 1 else "success"
+
+
+def summaries_label(summaries: Mapping[str, st.ConfigSummary]) -> str:
+    """``success_label`` of the configurations' task sets."""
+    return success_label(summary.task_set for summary in summaries.values())

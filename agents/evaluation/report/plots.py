@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
+from erp_sim.agents.evaluation.report.formats import summaries_label
 
 if TYPE_CHECKING:
     from matplotlib.typing import ColorType, RcKeyType
@@ -194,7 +195,7 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
                 for i, w in enumerate(sweep_w)
             ]
         ax.set_xlabel("input tokens per benchmark (mean over runs)")
-        ax.set_ylabel("full itemization (%)")
+        ax.set_ylabel(f"{summaries_label(summaries)} (%)")
         # one text per spot: configurations at the same point share it ("C2 = P2"); neighbours alternate
         # above and below so that their labels do not print over each other
         spots: dict[tuple[float, float], list[str]] = {}
@@ -211,7 +212,9 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
                 fontsize=8,
                 color=config_color(names[0]),
             )
-        ax.set_title("Full itemization vs input tokens (error bars: 95% CI)" + _agent_note(points))
+        ax.set_title(
+            f"{summaries_label(summaries).capitalize()} vs input tokens (error bars: 95% CI)" + _agent_note(points)
+        )
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_ylim(-3, 103)
         ax.set_xlim(left=0)
@@ -351,7 +354,7 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
     from matplotlib.ticker import EngFormatter
 
     panels = (
-        ("success", "full itemization (%)", "viridis", 100.0, (0.0, 100.0), lambda v: f"{v:.1f}"),
+        ("success", f"{summaries_label(summaries)} (%)", "viridis", 100.0, (0.0, 100.0), lambda v: f"{v:.1f}"),
         (
             "input_tokens",
             "input tokens per benchmark",

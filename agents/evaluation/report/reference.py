@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
 from erp_sim.agents.evaluation.report.formats import DASH, fmt_count, fmt_number, fmt_percent, fmt_relative, md_table
+from erp_sim.task_sets import workflow_of
 
 #: The study's figures: Lodha et al., context management for an LLM agent itemizing hotel
 #: expenses in Dynamics 365 (GPT-5 agent, GPT-4.1 user model, 50 hotel tasks x 5 runs):
@@ -23,6 +24,12 @@ STUDY_REFERENCE: tuple[tuple[str, str, float, float | None, int | None, float | 
 
 
 STUDY_ORDER = ("C2", "C3", "C4")
+STUDY_WORKFLOW = "itemization"  # the workflow of the study's tasks: its figures compare with that workflow's rows only
+
+
+def compares_with_study(summaries: Mapping[str, st.ConfigSummary]) -> bool:
+    """Whether every configuration ran the study's workflow, so that its figures stand beside them."""
+    return {workflow_of(s.task_set, fallback=True) for s in summaries.values()} == {STUDY_WORKFLOW}
 
 
 def _study_change(config: str) -> float:

@@ -27,6 +27,7 @@ from erp_sim.agents.evaluation.report.formats import (
     fmt_usd,
     md_table,
     plural,
+    summaries_label,
 )
 from erp_sim.agents.evaluation.report.plots import SUCCESS_VS_COST_PNG, _plotted, is_scripted, short_labels
 from erp_sim.agents.evaluation.runs import runs_text
@@ -75,7 +76,7 @@ def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
 
 
 def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             s.config,
             fmt_percent(s.estimates["success"]),
@@ -86,17 +87,17 @@ def _outcomes(summaries: Mapping[str, st.ConfigSummary]) -> str:
         )
         for s in summaries.values()
     ]
-    return md_table(
-        (
-            "config",
-            "full itemization (%)",
-            "strict success (%)",
-            "itemized amount, capped (%)",
-            "under-itemized episodes (%)",
-            "over-itemized episodes (%)",
-        ),
-        rows,
+    headers: tuple[str, ...] = (
+        "config",
+        f"{summaries_label(summaries)} (%)",
+        "strict success (%)",
+        "itemized amount, capped (%)",
+        "under-itemized episodes (%)",
+        "over-itemized episodes (%)",
     )
+    if all(cell == DASH for row in rows for cell in row[3:]):  # a workflow whose grade has no itemized amount
+        headers, rows = headers[:3], [row[:3] for row in rows]
+    return md_table(headers, rows)
 
 
 def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
@@ -258,7 +259,7 @@ def _token_units(costs: Mapping[str, cost.ConfigCost]) -> str:
     )
 
 
-def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
+def _comparisons(comparisons: Sequence[st.Comparison], label: str) -> str:
     rows = []
     for c in comparisons:
         tasks = f"{c.better} / {c.worse} / {c.tied}" if c.paired else DASH
@@ -281,7 +282,7 @@ def _comparisons(comparisons: Sequence[st.Comparison]) -> str:
         )
     headers = (
         "config",
-        "Δ full itemization (pp)",
+        f"Δ {label} (pp)",
         "Cohen's h",
         "tasks better / worse / tied",
         "p",
@@ -390,7 +391,7 @@ def _sweeps(grids: Sequence[st.SweepGrid], summaries: Mapping[str, st.ConfigSumm
             shadowed
             + _identical_w_note(grid, summaries)
             + f"### `{grid.family}` (agent {grid.agent}, user {grid.user}, {grid.task_set})\n\n"
-            f"Full itemization (%), mean [95% CI]:\n\n{_grid_table(grid, summaries, 'success', fmt_percent)}\n\n"
+            f"{summaries_label(summaries).capitalize()} (%), mean [95% CI]:\n\n{_grid_table(grid, summaries, 'success', fmt_percent)}\n\n"
             f"Input tokens per benchmark, mean [95% CI]:\n\n{_grid_table(grid, summaries, 'input_tokens', fmt_count)}\n\n"
             f"![N x W sensitivity of {grid.family}]({image})"
         )
@@ -523,4 +524,6 @@ def _identical_w_note(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSumma
             "With an LLM summarizer the batching would change the summary and W=1 and W=-1 would part. In the "
             "plots the two are drawn as nested markers so both stay visible."
         )
-    return f"{pairs} gave identical full itemization, input tokens, peak tokens and steps at every N.{why}\n\n"
+    return (
+        f"{pairs} gave identical {summaries_label(summaries)}, input tokens, peak tokens and steps at every N.{why}\n\n"
+    )
