@@ -34,6 +34,7 @@ class EpisodeSpec(EpisodeSettings):
     run: int
     seed: int
     out_dir: str
+    split: str | None = Field(None, description="the split --tasks selected (SET:train / SET:test), else None")
     base_url: str | None = None
     record_dir: str | None = None
     summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
@@ -201,9 +202,12 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if value is not None:
             items.append(("summarizer", key, value))
+    from erp_sim.task_sets import selected_split
+
     return {
         "agent": args.agent,
         **settings_options(args),
+        "split": selected_split(args.tasks),
         "out_dir": str(Path(args.out)),
         "base_url": args.base_url,
         "record_dir": args.record,

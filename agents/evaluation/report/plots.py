@@ -401,7 +401,8 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
                 colorbar.formatter = EngFormatter(sep="")
                 colorbar.update_ticks()
         fig.suptitle(
-            f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
+            f"Sensitivity to N and W: {grid.family} on {grid.task_set}"
+            + _agent_note({c: summaries[c] for c in grid.cells.values()}),
             fontsize=10,
         )
         save_png(fig, path)

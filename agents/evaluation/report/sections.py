@@ -42,7 +42,7 @@ def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
             f"`{s.policy}`",
             s.agent,
             s.user,
-            s.task_set,
+            s.tasks,
             s.n_tasks,
             runs_text(s.n_runs, s.agent),
             s.n_episodes,

@@ -8,7 +8,8 @@ It has three views, addressed by the URL's fragment so they can be linked and bo
   every number links to the episodes behind it.
 - ``#episode/I``: one episode's steps as a timeline (tool calls, user turns, errors) and, for
   the selected model call, what the model was shown: kept messages, pruned ones greyed out,
-  summaries and rewritten tool results marked, tokens per message; charts of the context size
+  summaries and rewritten tool results marked, tokens per message, and what an LLM summarizer
+  was sent and answered while building it (folded until opened); charts of the context size
   and of the remaining amount over the calls; the final grade with its collateral changes.
 - ``#compare/I/J``: the same task under two configurations, aligned by model call, with the
   calls where the actions or the contexts diverge marked.
@@ -269,13 +270,16 @@ def _stored_tokens(
     trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]
 ) -> dict[tuple, int]:
     """Token counts the trajectory already holds, by ``row_key``: each shown message's
-    (``context.tokens``) and each assistant message's (its call's ``output_tokens``)."""
+    (``context.tokens``, and ``role_contexts``' for the summarizer's) and each assistant message's (its call's
+    ``output_tokens``)."""
     known: dict[tuple, int] = {}
-    context = trajectory.get("context")
-    if isinstance(context, dict) and len(context.get("tokens") or ()) == len(context.get("messages") or ()):
-        for message, tokens in zip(context["messages"], context["tokens"]):
-            if isinstance(message, dict) and isinstance(tokens, int):
-                known[row_key(_message_row(message))] = tokens
+    role_contexts = trajectory.get("role_contexts")
+    kept = list(role_contexts.values()) if isinstance(role_contexts, dict) else []
+    for context in [trajectory.get("context"), *kept]:
+        if isinstance(context, dict) and len(context.get("tokens") or ()) == len(context.get("messages") or ()):
+            for message, tokens in zip(context["messages"], context["tokens"]):
+                if isinstance(message, dict) and isinstance(tokens, int):
+                    known[row_key(_message_row(message))] = tokens
     outputs = iter(step.get("output_tokens") for step in steps if isinstance(step, dict))
     for message in messages:
         if message.get("role") == "assistant":
@@ -302,6 +306,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
     known = _stored_tokens(trajectory, messages, steps)
     transcript = [table.add(m, known) for m in messages]
     contexts = _ShownContexts.of(trajectory, table, known)
+    requests = _RoleRequests.of(trajectory, table, known)
     prefix = _Transcript()
     calls, events, remaining = [], [], []
     call = -1
@@ -315,7 +320,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
                 "input_tokens": step.get("input_tokens"),
                 "output_tokens": step.get("output_tokens"),
                 "summarizer_tokens": step.get("summarizer_tokens", 0),
-                **_call_costs(step),
+                **_call_costs(step, requests),
             }
             if contexts is not None and call < len(contexts.steps):
                 entry["kept"], entry["shown"], entry["pruned_ranges"] = contexts.marks(call, prefix)
@@ -350,19 +355,48 @@ COST_FIELDS = (
 REQUIRED_CALL_FIELDS = ("role", "input_tokens", "output_tokens", *COST_FIELDS[:3])
 
 
-def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
-    """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the step."""
+def _call_costs(step: dict[str, Any], requests: _RoleRequests | None = None) -> dict[str, Any]:
+    """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the
+    step, with what a kept role's call was sent and answered (``requests``)."""
     costs = {key: step.get(key) for key in COST_FIELDS if step.get(key) is not None}
     role_calls = [
         {
-            key: call.get(key)
-            for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)
-            if key in REQUIRED_CALL_FIELDS or call.get(key) is not None
+            **{
+                key: call.get(key)
+                for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)
+                if key in REQUIRED_CALL_FIELDS or call.get(key) is not None
+            },
+            **(requests.of_call(call) if requests is not None else {}),
         }
         for call in step.get("role_calls") or []
         if isinstance(call, dict)
     ]
     return {**costs, "role_calls": role_calls} if role_calls else costs
+
+
+class _RoleRequests:
+    """What the kept roles' calls were sent and answered (``Trajectory.role_contexts``: stored as the agent's
+    context is), as message ids of the run's table."""
+
+    def __init__(self, contexts: dict[str, dict[str, Any]], table: MessageTable, known: dict[tuple, int]) -> None:
+        self.ids = {role: [table.add(m, known) for m in c.get("messages") or []] for role, c in contexts.items()}
+        self.steps = {role: c.get("steps") or [] for role, c in contexts.items()}
+
+    @classmethod
+    def of(cls, trajectory: dict[str, Any], table: MessageTable, known: dict[tuple, int]) -> _RoleRequests | None:
+        """None when no role's calls were kept (offline summaries, an older trajectory)."""
+        contexts = trajectory.get("role_contexts")
+        if not isinstance(contexts, dict) or not contexts:
+            return None
+        return cls({role: c for role, c in contexts.items() if isinstance(c, dict)}, table, known)
+
+    def of_call(self, call: dict[str, Any]) -> dict[str, Any]:
+        """``{"sent": [message ids], "answer": message id}`` of a kept call, else nothing."""
+        role, request, answer = call.get("role"), call.get("request"), call.get("answer")
+        if role not in self.ids or not isinstance(request, int) or not isinstance(answer, int):
+            return {}
+        ids = self.ids[role]
+        return {"sent": [ids[i] for i in self.steps[role][request]], "answer": ids[answer]}
 
 
 def _episode_record_despite_its_file(

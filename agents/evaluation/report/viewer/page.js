@@ -68,7 +68,10 @@ async function messages(ids) {
 }
 function allIds(record) {
   const ids = [...record.transcript];
-  for (const call of record.calls) for (const shown of call.shown || []) ids.push(shown[0]);
+  for (const call of record.calls) {
+    for (const shown of call.shown || []) ids.push(shown[0]);
+    for (const c of call.role_calls || []) if (c.sent) ids.push(...c.sent, c.answer);
+  }
   return ids;
 }
 
@@ -221,9 +224,18 @@ function contextView(record, call, table, highlight) {
   return el("div", {}, el("p", { class: "ci" },
     `Model call ${call}: ${entry.shown.length} messages shown (${grouped(shownTokens)} tokens of messages; ` +
     `${grouped(entry.input_tokens)} with the tool schemas${cacheText(entry)}), ${entry.pruned.length} transcript messages not shown.`),
-    (entry.role_calls || []).map((c) => el("p", { class: "ci" },
-      `${c.role} model call in this step: ${grouped(c.input_tokens)} input tokens${cacheText(c)}, ${grouped(c.output_tokens)} output.`)),
+    (entry.role_calls || []).map((c) => [el("p", { class: "ci" },
+      `${c.role} model call in this step: ${grouped(c.input_tokens)} input tokens${cacheText(c)}, ${grouped(c.output_tokens)} output.`),
+      roleRequest(c, table)]),
     out);
+}
+// What a kept role's call (the LLM summarizer's) was sent and answered, folded until opened.
+function roleRequest(c, table) {
+  if (!c.sent) return null;
+  return el("details", { class: "role-request" },
+    el("summary", {}, `What the ${c.role} was sent (${c.sent.length} messages) and answered`),
+    c.sent.map((id) => messageBox(table.get(id), "request", { collapsed: table.get(id)[0] === "system" })),
+    messageBox(table.get(c.answer), "answer"));
 }
 // A call's cacheable prefix (o200k, an upper bound of a provider's prompt cache) and the service's own counts beside it.
 function cacheText(c) {
