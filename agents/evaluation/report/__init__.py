@@ -149,7 +149,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
         _label_table(summaries),
         "## Prompt caching and cost",
-        _prompt_cost(inputs.costs, inputs.prices),
+        _prompt_cost(inputs.costs, inputs.prices, summaries_label(summaries)),
         "## Token units",
         _token_units(inputs.costs),
     ]
@@ -195,7 +195,11 @@ def write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
     for grid, name in zip(grids, _sweep_png_names(len(grids))):
         paths.append(plot_sweep(grid, summaries, out_dir / name))
     if prices:
-        paths.append(plot_success_vs_cost(inputs.costs, out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries)))
+        paths.append(
+            plot_success_vs_cost(
+                inputs.costs, out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries), summaries_label(summaries)
+            )
+        )
     return paths
 
 

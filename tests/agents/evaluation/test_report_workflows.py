@@ -8,10 +8,15 @@ from erp_sim.agents.evaluation.eval_cli import main as eval_main
 def test_a_bank_report_says_reconciled_and_leaves_out_itemization_and_the_study(tmp_path):
     out = tmp_path / "bank"
     assert (
-        eval_main(["--configs", "C2,C4", "--tasks", "bank_recon_50:bank-000,bank-001", "--quiet", "--out", str(out)])
+        eval_main(
+            ["--configs", "C2,C4", "--tasks", "bank_recon_50:bank-000,bank-001", "--quiet", "--out", str(out)]
+            + ["--price", "agent=1.25,0.125,10"]
+        )
         == 0
     )
     report = (out / "report.md").read_text()
+    assert "![reconciled vs cost with caching](success_vs_cost.png)" in report
+    assert "full itemization" not in report.split("## Methods")[0]
     assert "| config | reconciled (%) | strict success (%) |\n" in report
     assert "Δ reconciled (pp)" in report
     assert "itemized amount, capped" not in report.split("## Methods")[0]
