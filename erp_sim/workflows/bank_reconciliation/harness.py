@@ -28,5 +28,6 @@ HARNESS = HarnessFace(
     facts=SUMMARY_FACTS,
     failures=FAILURES,
     sop=SOP_RULES,
-    labels={"success": "reconciled"},  # the eval table's success column
+    labels={"success": "reconciled", "progress": "unreconciled difference"},  # the eval table, the run page
+    progress_controls=("BankRecon_UnreconciledDifference", "Worksheet_UnreconciledDifference"),
 )

@@ -28,5 +28,6 @@ HARNESS = HarnessFace(
     facts=SUMMARY_FACTS,
     failures=FAILURES,
     sop=SOP_RULES,
-    labels={"success": "full itemization"},  # the eval table's success column
+    labels={"success": "full itemization", "progress": "remaining amount"},  # the eval table, the run page
+    progress_controls=("ItemizationRemaining",),
 )

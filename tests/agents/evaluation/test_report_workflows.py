@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import re
+
+from view_support import page_payloads
+
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
+from erp_sim.agents.evaluation.report import view
 
 
 def test_a_bank_report_says_reconciled_and_leaves_out_itemization_and_the_study(tmp_path):
@@ -31,3 +37,18 @@ def test_an_itemization_report_keeps_its_wording_and_the_study(tmp_path):
     report = (out / "report.md").read_text()
     assert "| config | full itemization (%) | strict success (%) | itemized amount, capped (%) |" in report
     assert "Δ full itemization (pp)" in report and "## Reference figures: the study's GPT-5 numbers" in report
+
+
+def test_a_bank_run_page_charts_the_unreconciled_difference_and_shows_the_bank_grade(tmp_path):
+    """The run page's chart of the work left reads the workflow's own control (the unreconciled difference, which
+    ends at 0.00 in a reconciled episode), its success column says reconciled, and the grade table is the bank
+    grade's own fields (no itemized amounts)."""
+    out = tmp_path / "bank"
+    assert eval_main(["--configs", "C2", "--tasks", "bank_recon_50:bank-020", "--quiet", "--out", str(out)]) == 0
+    page = view.build_page(out)
+    [record] = page_payloads(page, "episode")
+    assert record["progress_label"] == "unreconciled difference"
+    assert len(record["progress"]) > 3 and record["progress"][-1][1] == "0.00"
+    assert {"unmatched_lines", "difference", "reconciled"} <= set(record["grade"]) and record["grade"]["success"]
+    data = json.loads(re.search(r'<script type="application/json" id="overview-data">([^<]*)</script>', page)[1])
+    assert data["metrics"][0] == {"key": "success", "label": "reconciled rate", "per_benchmark": False, "percent": True}
