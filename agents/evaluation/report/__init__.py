@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from erp_sim import workflows
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, RefusedLine, infra_error_rows, load_results
-from erp_sim.agents.evaluation.report.formats import plural, summaries_label
+from erp_sim.agents.evaluation.report.formats import plural, row_workflows, summaries_label
 from erp_sim.agents.evaluation.report.learning_curve import WITHOUT, learning_curve_section
-from erp_sim.agents.evaluation.report.methods import METHODS
+from erp_sim.agents.evaluation.report.methods import methods
 from erp_sim.agents.evaluation.report.plots import (
     PEAK_TOKENS_PNG,
     SUCCESS_VS_COST_PNG,
@@ -178,7 +179,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
             "## Reference figures: the study's GPT-5 numbers",
             _reference(summaries, changes_vs_c2(scored, comparisons)),
         ]
-    sections += ["## Infrastructure errors", _infra(rows), "## Methods", METHODS.rstrip()]
+    sections += ["## Infrastructure errors", _infra(rows), "## Methods", _methods(rows)]
     return "\n\n".join(sections) + "\n" + ("" if curve is None else "\n" + curve)
 
 
@@ -227,3 +228,9 @@ def write_report(
 
         write_view(results_dir, rows=inputs.rows)
     return path
+
+
+def _methods(rows: list[EpisodeRow]) -> str:
+    """The methods section with the grade terms of the rows' workflows."""
+    names = row_workflows(row.task_set for row in rows) or list(workflows.PACKAGES)[:1]
+    return methods(workflows.harness(name).grade_terms for name in names)

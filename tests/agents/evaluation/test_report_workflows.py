@@ -27,6 +27,8 @@ def test_a_bank_report_says_reconciled_and_leaves_out_itemization_and_the_study(
     assert "Δ reconciled (pp)" in report
     assert "itemized amount, capped" not in report.split("## Methods")[0]
     assert "## Reference figures" not in report and "STUDY (GPT-5)" not in report
+    methods = report.split("## Methods")[1]
+    assert "- **Reconciled** = `grade.success`" in methods and "itemized" not in methods
 
 
 def test_an_itemization_report_keeps_its_wording_and_the_study(tmp_path):
@@ -37,6 +39,9 @@ def test_an_itemization_report_keeps_its_wording_and_the_study(tmp_path):
     report = (out / "report.md").read_text()
     assert "| config | full itemization (%) | strict success (%) | itemized amount, capped (%) |" in report
     assert "Δ full itemization (pp)" in report and "## Reference figures: the study's GPT-5 numbers" in report
+    methods = report.split("## Methods")[1]
+    assert "- **Full itemization** = `grade.success`" in methods and "Reconciled" not in methods
+    assert "over-itemized episodes" in methods and "- **Peak tokens** = the largest single" in methods
 
 
 def test_a_bank_run_page_charts_the_unreconciled_difference_and_shows_the_bank_grade(tmp_path):
