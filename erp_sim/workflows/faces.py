@@ -159,4 +159,7 @@ class HarnessFace:
     facts: SummaryFacts
     failures: FailureRules
     sop: SopRules
-    labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields: success (the eval table)
+    labels: Mapping[str, str] = field(default_factory=dict)  # report wording: success (the eval table), progress
+    # the form controls whose value is the work left (the run page charts the last one shown per model call)
+    progress_controls: tuple[str, ...] = ()
+    grade_terms: str = ""  # the report's Methods bullet: what the grade's figures mean (Markdown)

@@ -142,7 +142,9 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     return table
 
 
-def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price]) -> str:
+def _prompt_cost(
+    costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price], success: str = "full itemization"
+) -> str:
     """Input tokens, cacheable share per role and, with prices, the cost with and without caching."""
     roles = cost.roles_used(costs) or ["agent"]
     headers = ["config"]
@@ -182,7 +184,7 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
                 else ""
             )
         )
-        parts.append(f"![full itemization vs cost with caching]({SUCCESS_VS_COST_PNG})")
+        parts.append(f"![{success} vs cost with caching]({SUCCESS_VS_COST_PNG})")
     else:
         parts.append(
             "No prices given: pass `--price ROLE=input,cached_input,output[,cache_write]` (USD per 1M "

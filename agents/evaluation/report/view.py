@@ -10,7 +10,8 @@ It has three views, addressed by the URL's fragment so they can be linked and bo
   the selected model call, what the model was shown: kept messages, pruned ones greyed out,
   summaries and rewritten tool results marked, tokens per message, and what an LLM summarizer
   was sent and answered while building it (folded until opened); charts of the context size
-  and of the remaining amount over the calls; the final grade with its collateral changes.
+  and of the work left over the calls (the workflow's progress control: itemization's remaining amount, bank
+  reconciliation's unreconciled difference); the final grade with its collateral changes.
 - ``#compare/I/J``: the same task under two configurations, aligned by model call, with the
   calls where the actions or the contexts diverge marked.
 
@@ -39,14 +40,15 @@ from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
+from erp_sim.agents.evaluation.report.formats import success_label
 from erp_sim.response import read_json
+from erp_sim.task_sets import workflow_of
 
 VIEW_FILE = "view.html"
 PAGE_DIR = Path(__file__).with_name("viewer")
 #: Messages are packed into chunks of about this many characters before compression: small
 #: enough that opening one episode inflates little, large enough that gzip sees repetition.
 CHUNK_CHARS = 400_000
-REMAINING_CONTROL = "ItemizationRemaining"
 
 
 # --- the run's messages, each stored once ------------------------------------------------------
@@ -56,7 +58,7 @@ class MessageTable:
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
         self._ids: dict[tuple, int] = {}
-        self._tool_states: dict[int, tuple[bool, str | None]] = {}
+        self._tool_states: dict[tuple[int, tuple[str, ...]], tuple[bool, str | None]] = {}
 
     def add(self, message: dict[str, Any], known_tokens: dict[tuple, int] | None = None) -> int:
         """The message's id; a new message's count comes from ``known_tokens`` (by ``row_key``,
@@ -74,12 +76,13 @@ class MessageTable:
             self.rows.append([*row, tokens])
         return found
 
-    def tool_result_state(self, message_id: int) -> tuple[bool, str | None]:
+    def tool_result_state(self, message_id: int, progress_controls: tuple[str, ...]) -> tuple[bool, str | None]:
         """``_tool_result_state`` of a stored message, parsed once per run: the configurations of a run
         meet the same tool results (a deterministic agent's, on the same task)."""
-        state = self._tool_states.get(message_id)
+        state = self._tool_states.get((message_id, progress_controls))
         if state is None:
-            state = self._tool_states[message_id] = _tool_result_state(self.rows[message_id][1])
+            state = _tool_result_state(self.rows[message_id][1], progress_controls)
+            self._tool_states[message_id, progress_controls] = state
         return state
 
     def chunks(self) -> tuple[list[str], list[int]]:
@@ -170,17 +173,19 @@ class _ShownContexts:
         return _marks(prefix, run, rest)
 
 
-def _tool_result_state(text: str) -> tuple[bool, str | None]:
-    """(is an error, the remaining amount shown) of a tool result text."""
+def _tool_result_state(text: str, progress_controls: tuple[str, ...]) -> tuple[bool, str | None]:
+    """(is an error, the work left shown: the value of the first of the workflow's progress controls on the
+    form) of a tool result text."""
     from erp_sim import formstate
 
     parsed = formstate.parse_response(text)
     if parsed is None:
         return False, None
     is_error = bool(parsed.get("Error")) or "InvalidAction" in str(parsed.get("Result", ""))[:40]
-    control = formstate.find_control((parsed.get("FormState") or {}).get("Form"), REMAINING_CONTROL)
-    remaining = None if control is None else str(control.get("Value"))
-    return is_error, remaining
+    form = (parsed.get("FormState") or {}).get("Form")
+    shown = (formstate.find_control(form, name) for name in progress_controls)
+    control = next((found for found in shown if found is not None), None)
+    return is_error, None if control is None else str(control.get("Value"))
 
 
 class _Transcript:
@@ -298,8 +303,12 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
         "infra_error": row.infra_error,
         "metrics": row.metrics.model_dump(mode="json"),
     }
+    from erp_sim import workflows
+
+    face = workflows.harness(workflow_of(row.task_set, fallback=True))
+    record["progress_label"] = face.labels.get("progress", "work left")
     if trajectory is None:
-        record.update(transcript=[], calls=[], events=[], remaining=[])
+        record.update(transcript=[], calls=[], events=[], progress=[])
         return record
     messages = [m for m in trajectory.get("messages") or [] if isinstance(m, dict)]
     steps = trajectory.get("steps") or []
@@ -308,7 +317,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
     contexts = _ShownContexts.of(trajectory, table, known)
     requests = _RoleRequests.of(trajectory, table, known)
     prefix = _Transcript()
-    calls, events, remaining = [], [], []
+    calls, events, progress = [], [], []
     call = -1
     for position, message in enumerate(messages):
         role, text, tool_calls = _message_row(message)
@@ -330,15 +339,15 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
             if not tool_calls:
                 events.append({"call": call, "kind": "agent", "text": text, "at": position})
         elif role == "tool":
-            is_error, shown_remaining = table.tool_result_state(transcript[position])
+            is_error, shown_left = table.tool_result_state(transcript[position], face.progress_controls)
             if is_error:
                 events.append({"call": call, "kind": "error", "text": text[:300], "at": position})
-            if shown_remaining is not None:
-                remaining.append([call, shown_remaining])
+            if shown_left is not None:
+                progress.append([call, shown_left])
         elif role == "user" and position > 1:
             events.append({"call": call, "kind": "user", "text": text, "at": position})
         prefix.append(message, transcript[position])
-    record.update(transcript=transcript, calls=calls, events=events, remaining=remaining)
+    record.update(transcript=transcript, calls=calls, events=events, progress=progress)
     if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
         record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest
     return record
@@ -456,7 +465,7 @@ def overview(rows: list[EpisodeRow], run_dir: Path) -> dict[str, Any]:
     metrics = [
         {
             "key": m.key,
-            "label": m.label,
+            "label": f"{success_label(row.task_set for row in rows)} rate" if m.key == "success" else m.label,
             "per_benchmark": m.per_benchmark,
             "percent": m.upper == 1.0 or m.key == "itemized_amount",
         }
