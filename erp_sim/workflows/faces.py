@@ -77,6 +77,10 @@ class Seen(Protocol):
         """The SOP's first step that calls ``tool``."""
         ...
 
+    def sop_menu_item(self) -> dict[str, str] | None:
+        """The name and type of the SOP's verified ``form_open_menu_item`` call, if it has one."""
+        ...
+
     def recall(self, amount: str, key: str, index: int, at: int) -> str:
         """``amount`` as the recall model remembers the ``index``-th fact under ``key`` read from message ``at``."""
         ...
