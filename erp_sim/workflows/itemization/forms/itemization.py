@@ -361,7 +361,8 @@ class ItemizationForm(FormDefinition):
         if not pending:
             return "There were no changes to save."
         header = self.header(session, form)
-        numbers = {row.key: n for n, row in enumerate(self._grid_rows(session, form), start=1)}
+        keys = row_keys(self._grid_rows(session, form))  # the rows as numbered before the save
+        checked: sqlite3.Row | None = None  # the header, checked once at the first new row (as each would be)
         with transaction(session.db):
             for line_id in _edits(form).edited_line_ids():
                 if pending[line_id].deleted:
@@ -377,16 +378,21 @@ class ItemizationForm(FormDefinition):
                 try:
                     values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
                 except ValidationError as exc:
+                    number = keys.index(key) + 1
                     raise ValidationError(
-                        f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
+                        f"Row {number}: {exc} Nothing was saved. Select row {number} of {GRID} "
                         "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again."
                     ) from None
                 if isinstance(key, str):
-                    new_id = ledger.create_itemized_line(session.db, header["id"], values)
+                    if checked is None:
+                        checked = ledger.itemizable_header(session.db, header["id"])
+                    new_id = ledger.insert_itemized_line(session.db, checked, values)
                     if form.grid_state(GRID).selected_key == key:
                         form.grid_state(GRID).selected_key = new_id
                 else:
                     ledger.update_itemized_line(session.db, key, values, header["id"])
+            if checked is not None:
+                ledger.mark_itemized_header(session.db, header["id"])
         count = len(pending)
         _edits(form).rows = {}
         summary = ledger.itemization_summary(session.db, header["id"])
