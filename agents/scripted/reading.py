@@ -124,6 +124,7 @@ class Reading:
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
         self.now = self.checkpoints[0]  # the state after the whole list
         self.arguments: object = None  # the arguments text of the latest tool result's call
+        self.derived: dict[Any, Any] = {}  # what a workflow's view derives from read values, kept across calls
 
     @classmethod
     def of(
