@@ -173,3 +173,15 @@ def test_a_paged_receipt_assembled_once_reads_as_fresh_at_every_call():
         reading = cached.reading
         assert same_view(cached, View(messages)) and decide(messages) == decide(list(messages))
     assert any(View(messages).task.by_document for messages in shown)
+
+
+def test_any_value_changed_in_the_same_dict_is_read_again(shown_lists):
+    """Not only a replaced content or calls: a result turned into a user message in the same dict (its role and
+    call id changed, its content kept) is read again, so the latest form is the one before it."""
+    messages = copy.deepcopy(shown_lists["full"][-1])
+    before = View(messages)
+    result = next(m for m in reversed(messages) if m.get("role") == "tool")
+    result["role"] = "user"
+    del result["tool_call_id"]
+    cached, fresh = View(messages, reading=before.reading), View(messages)
+    assert same_view(cached, fresh) and cached.state != before.state
