@@ -140,26 +140,34 @@ class IncrementalSplit:
 
     def __init__(self) -> None:
         self._messages: list[Message] = []
-        self._split: Split | None = None
+        self._head = -1  # the last split's head length (-1: none yet)
+        self._units: list[Unit] = []  # the last split's units, cut and extended in place
         self._ends: list[int] = []  # index after each unit of the last split
 
     def __call__(self, messages: list[Message]) -> Split:
         split, start = _split_head(messages)
         kept = self._reusable_units(messages, start)
         resume = self._ends[kept - 1] if kept else start
-        split.units = self._split.units[:kept] if kept and self._split is not None else []
-        _split_units(messages, resume, split.units)
-        lengths = (len(unit.messages) for unit in split.units[kept:])
-        self._ends = self._ends[:kept] + list(accumulate(lengths, initial=resume))[1:]
-        self._messages, self._split = list(messages), split
-        return Split(list(split.system), split.instruction, list(split.pinned), list(split.units))
+        units, ends = self._units, self._ends
+        del units[kept:], ends[kept:]
+        try:
+            _split_units(messages, resume, units)
+        except BaseException:  # nothing half-cut is reused: the next call splits afresh
+            self._head = -1
+            raise
+        ends += list(accumulate((len(unit.messages) for unit in units[kept:]), initial=resume))[1:]
+        self._messages, self._head = list(messages), start
+        split.units = list(units)
+        return split
 
     def _reusable_units(self, messages: list[Message], start: int) -> int:
         """How many units of the last split lie in the part of ``messages`` that is unchanged."""
-        previous = self._split
-        if previous is None or start != len(previous.head) or not previous.units:
+        if start != self._head or not self._units:
             return 0
-        last = len(previous.units) - 1  # the last unit may still be growing: it is always split again
+        last = len(self._units) - 1  # the last unit may still be growing: it is always split again
+        shown = len(self._messages)
+        if len(messages) >= shown and messages[:shown] == self._messages:  # the common case: it grew (one slice)
+            return last
         end = self._ends[last - 1] if last else start  # where the last unit starts
         if end <= len(messages) and self._messages[start:end] == messages[start:end]:
             return last

@@ -196,6 +196,7 @@ class View:
         self.sop: dict | None = read["sop"]
         self.sop_read = read["sop_read"]
         self.long_term_update_requested = read["long_term_update_requested"]
+        self.derived = self.reading.derived
         self._messages, self._recall = messages, recall
         self.recalls = recall is not None
         self._distances: dict[int, int] = {}

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import and_, eq, is_
 from typing import Any, NamedTuple
 
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
-from erp_sim.agents.tokens import all_unchanged_objects, message_entries, next_false, unchanged_objects
+from erp_sim.agents.tokens import next_false
 from erp_sim.agents.types import Message
 from erp_sim.form_index import NO_FORM, READ_CACHE_SIZE, FormIndex, index_form
 from erp_sim.workflows.faces import ScriptedProcedure
@@ -105,8 +106,9 @@ class Reading:
     """What the messages shown so far say, read in order (the part of ``View`` that depends on every message).
 
     The state after each message is kept (``checkpoints``), so the next call reads only from the first
-    message that differs from the last call's list: not the very object with the same content and calls,
-    nor a user message that reads the same (a working-memory block re-rendered with the same receipt
+    message that differs from the last call's list: not the very object with the values it had when read
+    (a shallow copy of each is kept: a content or calls replaced in the same dict is read again), nor a
+    user message that reads the same (a working-memory block re-rendered with the same receipt
     items and no confirmation). Full history then reads only its new messages, a policy that rewrites
     one older message (head_tail) reads from there. The result is what reading the whole list gives,
     where a tool result's call is looked up among all the list's calls: the shortcut is taken only while
@@ -116,14 +118,14 @@ class Reading:
     def __init__(self, instruction: str, procedure: ScriptedProcedure, brief: Any) -> None:
         self.instruction, self.procedure, self.brief = instruction, procedure, brief
         self.sop_wanted = procedure.sop_key(brief) + ":"  # as the memory index lists it
-        self.messages: list[Message] = []  # the objects read, and their contents (replaced content: read again)
-        self.contents: list[object] = []
-        self.tool_calls: list[object] = []
+        self.messages: list[Message] = []  # the objects read, and a shallow copy of each as it was read
+        self.copies: list[Message] = []
         self.checkpoints: list[dict[str, Any]] = [_initial_state(procedure)]  # the state after messages[:k]
         self.calls: dict[object, tuple[object, object]] = {}  # call id -> (tool name, arguments text), ever seen
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
         self.now = self.checkpoints[0]  # the state after the whole list
         self.arguments: object = None  # the arguments text of the latest tool result's call
+        self.derived: dict[Any, Any] = {}  # what a workflow's view derives from read values, kept across calls
 
     @classmethod
     def of(
@@ -156,9 +158,15 @@ class Reading:
 
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
-        if all_unchanged_objects(messages, self.messages, self.contents, self.tool_calls):  # the common case
-            return min(len(messages), len(self.messages))
-        same = unchanged_objects(messages, self.messages, self.contents, self.tool_calls)
+        shared = min(len(messages), len(self.messages))
+        copies = self.copies if len(self.copies) == shared else self.copies[:shared]
+        # the common case, two passes in C: the very objects, each equal to its copy (a dict compared in C)
+        if (
+            all(map(is_, messages, self.messages))
+            and (messages if len(messages) == shared else messages[:shared]) == copies
+        ):
+            return shared
+        same = list(map(and_, map(is_, messages, self.messages), map(eq, messages, copies)))
         start = next_false(same, 0)
         while start is not None and self._reads_the_same(messages, start):
             start = next_false(same, start + 1)
@@ -166,13 +174,13 @@ class Reading:
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
-        (the old one's content as it was read: a content replaced in place is compared as read)."""
-        new, old = messages[at], self.messages[at]
+        (the old one as it was read, its copy: a message changed in place is compared as read)."""
+        new, old = messages[at], self.copies[at]
         if not at or new.get("role") != "user" or old.get("role") != "user":
             return False
-        if new is messages[0] or old is self.messages[0]:
+        if new is messages[0] or self.messages[at] is self.messages[0]:
             return False
-        new_text, old_text = new.get("content") or "", self.contents[at] or ""
+        new_text, old_text = new.get("content") or "", old.get("content") or ""
         if not isinstance(new_text, str) or not isinstance(old_text, str):
             return False
         read_user, brief = self.procedure.reading.read_user, self.brief
@@ -203,11 +211,7 @@ class Reading:
             checkpoints.append(dict(state))
         self.now = checkpoints[-1]
         read = messages[start:]
-        for kept, entries in (
-            (self.messages, read),
-            (self.contents, message_entries(read, "content")),
-            (self.tool_calls, message_entries(read, "tool_calls")),
-        ):
+        for kept, entries in ((self.messages, read), (self.copies, map(dict, read))):
             del kept[start:]
             kept.extend(entries)
         last = calls.get(self.now["last_call"])

@@ -461,18 +461,6 @@ def unchanged_objects(
     return list(map(operator.and_, same, map(operator.is_, message_entries(messages, "tool_calls"), tool_calls)))
 
 
-def all_unchanged_objects(
-    messages: list[dict[str, Any]], objects: Iterable[Any], contents: Iterable[Any], tool_calls: Iterable[Any]
-) -> bool:
-    """``unchanged_objects``'s rule held at every position the lists share, checked in C without its
-    per-position lists (stopping at the first difference)."""
-    return (
-        all(map(operator.is_, messages, objects))
-        and all(map(operator.is_, message_entries(messages, "content"), contents))
-        and all(map(operator.is_, message_entries(messages, "tool_calls"), tool_calls))
-    )
-
-
 def same_prefix(items: list[Any], reference: list[Any]) -> int:
     """How many leading items are those of ``reference``: the very objects, or equal ones (``==``).
 

@@ -69,6 +69,12 @@ class Seen(Protocol):
     def long_term_update_requested(self) -> bool: ...
 
     @property
+    def derived(self) -> dict[Any, Any]:
+        """What the workflow's view derives from read values, kept across the calls that reuse the reading
+        (keyed by the workflow; an entry must say which read values it was made from)."""
+        ...
+
+    @property
     def recalls(self) -> bool:
         """The recall model is on (``recall`` may change an amount)."""
         ...

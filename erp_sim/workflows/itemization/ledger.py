@@ -154,6 +154,14 @@ def validate_itemized_values(
 
 def create_itemized_line(db: sqlite3.Connection, header_id: int, values: ItemizedValues) -> int:
     header = itemizable_header(db, header_id)
+    line_id = insert_itemized_line(db, header, values)
+    mark_itemized_header(db, header_id)
+    return line_id
+
+
+def insert_itemized_line(db: sqlite3.Connection, header: sqlite3.Row, values: ItemizedValues) -> int:
+    """The INSERT of ``create_itemized_line``, under a header ``itemizable_header`` returned (a form saving many
+    new rows checks its header once and marks it once, ``mark_itemized_header``, not per row)."""
     cursor = db.execute(
         "INSERT INTO expense_line (report_id, line_number, category_id, merchant, transaction_date, amount, currency,"
         " line_type, parent_line_id, subcategory, description) VALUES (?, ?, ?, ?, ?, ?, ?, 'ItemizedLine', ?, ?, ?)",
@@ -165,13 +173,16 @@ def create_itemized_line(db: sqlite3.Connection, header_id: int, values: Itemize
             values.transaction_date,
             money_text(values.amount),
             header["currency"],
-            header_id,
+            header["id"],
             values.subcategory,
             values.description,
         ),
     )
-    db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
     return cast(int, cursor.lastrowid)  # set by the INSERT just run
+
+
+def mark_itemized_header(db: sqlite3.Connection, header_id: int) -> None:
+    db.execute("UPDATE expense_line SET line_type = 'ItemizedHeader' WHERE id = ?", (header_id,))
 
 
 def _itemized_line(db: sqlite3.Connection, line_id: int, header_id: int | None) -> sqlite3.Row:

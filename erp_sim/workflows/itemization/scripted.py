@@ -216,17 +216,25 @@ class ItemizationView:
         """Multi-line tasks and paged receipts: each document's charges, once every row of it is visible
         (misread per charge by the distance to the message its row was read from)."""
         recall = self.seen.recall if self.seen.recalls else None
+        assembled = self.seen.derived  # without recall: document -> (its rows, end, charges), per rows read
         for document, rows in self.receipts.items():
             end = self.receipt_ends.get(document)
-            if end is None or any(n not in rows for n in range(1, end + 1)):
+            known = assembled.get(("receipt", document)) if recall is None else None
+            if known is not None and known[0] is rows and known[1] == end:  # rows are replaced, never changed
+                if known[2] is not None:
+                    self.by_document[document] = list(known[2])
                 continue
-            charges = []
-            for n in range(1, end + 1):
-                (sub, day, amount), at = rows[n]
-                if recall is not None:
-                    amount = recall(amount, f"{instruction}/{document}", n - 1, at)
-                charges.append((sub, day, amount))
-            self.by_document[document] = charges
+            charges: list[Charge] | None = None
+            if end is not None and all(n in rows for n in range(1, end + 1)):
+                charges = []
+                for n in range(1, end + 1):
+                    (sub, day, amount), at = rows[n]
+                    if recall is not None:
+                        amount = recall(amount, f"{instruction}/{document}", n - 1, at)
+                    charges.append((sub, day, amount))
+                self.by_document[document] = charges
+            if recall is None:
+                assembled[("receipt", document)] = (rows, end, None if charges is None else tuple(charges))
         if not self.task_lines:  # one line: the receipt read last
             self.charges = self.by_document.get(self.receipt_document)
 

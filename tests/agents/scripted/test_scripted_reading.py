@@ -157,3 +157,31 @@ def test_value_key_is_equal_exactly_when_the_canonical_json_is():
             equal += a is not b and _canonical(a) == _canonical(b)
     assert equal > 100  # distinct objects with equal JSON were compared too
     assert value_key({"a": 1, "b": [1.0]}) == value_key({"b": (1.0,), "a": 1})
+
+
+def test_a_paged_receipt_assembled_once_reads_as_fresh_at_every_call():
+    """A receipt longer than a page (long_horizon): its charges are assembled once per rows read and kept on the
+    reading (``Reading.derived``); every call's view, cached or fresh, has the same charges and decision, and an
+    earlier list read after a later one (rows of fewer pages) does not keep the later charges."""
+    env = gym.make("erp_sim/LongHorizon-v0")
+    trajectory = run_episode(env, wrap(ScriptedAgent(), "full"), task_id="long-050-00")
+    env.close()
+    shown = [trajectory.context.shown(k) for k in range(len(trajectory.steps))]
+    reading = None
+    for messages in [*shown, *reversed(shown)]:
+        cached = View(messages, reading=reading)
+        reading = cached.reading
+        assert same_view(cached, View(messages)) and decide(messages) == decide(list(messages))
+    assert any(View(messages).task.by_document for messages in shown)
+
+
+def test_any_value_changed_in_the_same_dict_is_read_again(shown_lists):
+    """Not only a replaced content or calls: a result turned into a user message in the same dict (its role and
+    call id changed, its content kept) is read again, so the latest form is the one before it."""
+    messages = copy.deepcopy(shown_lists["full"][-1])
+    before = View(messages)
+    result = next(m for m in reversed(messages) if m.get("role") == "tool")
+    result["role"] = "user"
+    del result["tool_call_id"]
+    cached, fresh = View(messages, reading=before.reading), View(messages)
+    assert same_view(cached, fresh) and cached.state != before.state

@@ -21,12 +21,26 @@ def session():
 def test_itemization_edits_number_new_rows_and_count_them():
     edits = RowEdits()
     first, second = edits.new_key(), edits.new_key()
-    edits.rows.update({first: PendingRow({"amount": "1.00"}), 7: PendingRow({}, deleted=True), second: PendingRow({})})
+    assert edits.edited_line_ids() == [] and edits.new_keys() == []
+    edits.put(first, PendingRow({"amount": "1.00"}))
+    assert edits.edited_line_ids() == [] and edits.new_keys() == ["new-1"]
+    edits.put(7, PendingRow({"amount": "2.00"}))
+    edits.put(second, PendingRow({}))
+    edits.put(7, PendingRow({}, deleted=True))  # an edit replaced: still one saved row edited
     assert (first, second) == ("new-1", "new-2") and edits.unsaved_count() == 3
     assert edits.edited_line_ids() == [7] and edits.new_keys() == ["new-1", "new-2"]
+    with pytest.raises(TypeError):
+        edits.rows[8] = PendingRow({})  # a read-only view: changes go through put
     clone = edits.copy()
-    del clone.rows[7]
+    clone.drop(7)
+    assert clone.edited_line_ids() == [] and clone.new_keys() == ["new-1", "new-2"]
     assert clone.new_key() == "new-3" and edits.unsaved_count() == 3 and edits.next_row == 2
+    assert edits.edited_line_ids() == [7] and pickle.loads(pickle.dumps(edits)) == edits
+    restored = pickle.loads(pickle.dumps(edits))
+    restored.drop(7)
+    assert restored.edited_line_ids() == [] and edits.edited_line_ids() == [7]
+    edits.replace({9: PendingRow({}), "new-5": PendingRow({})})
+    assert edits.edited_line_ids() == [9] and edits.new_keys() == ["new-5"]
 
 
 def test_report_edits_lay_changes_over_saved_values():

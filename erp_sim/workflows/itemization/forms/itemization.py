@@ -16,6 +16,7 @@ deleted elsewhere is dropped, with a warning, the next time the form is shown (`
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -62,7 +63,7 @@ def _edits(form: OpenForm) -> RowEdits:
     return form.pending
 
 
-def _rows(form: OpenForm) -> dict[RowKey, PendingRow]:
+def _rows(form: OpenForm) -> Mapping[RowKey, PendingRow]:
     return _edits(form).rows
 
 
@@ -125,7 +126,7 @@ class ItemizationForm(FormDefinition):
         gone = [key for key in edited if key not in current]
         if not gone:
             return
-        edits.rows = {key: row for key, row in edits.rows.items() if key not in gone}
+        edits.replace({key: row for key, row in edits.rows.items() if key not in gone})
         if form.grid_state(GRID).selected_key in gone:
             form.grid_state(GRID).selected_key = None
         session.add_message(
@@ -135,7 +136,7 @@ class ItemizationForm(FormDefinition):
         )
 
     def discard(self, form: OpenForm) -> None:
-        _edits(form).rows = {}
+        _edits(form).replace({})
         state = form.grid_state(GRID)
         if isinstance(state.selected_key, str):
             state.selected_key = None
@@ -149,15 +150,14 @@ class ItemizationForm(FormDefinition):
         new_keys = _edits(form).new_keys()
         keys: list[Any]
         sources: list[Any]  # a line, or a line and its unsaved edit
-        if len(new_keys) == len(pending):  # no saved line is edited or deleted
-            keys, sources = ids, lines
-        else:
-            keys, sources = [], []
-            for line in lines:
-                edit = pending.get(line["id"])
-                if not (edit and edit.deleted):
-                    keys.append(line["id"])
-                    sources.append((line, edit) if edit else line)
+        if len(new_keys) == len(pending):  # no saved line is edited or deleted: the edits are the new rows
+            return LazyRows([*ids, *new_keys], [*lines, *pending.values()], _row_grid_values)
+        keys, sources = [], []
+        for line in lines:
+            edit = pending.get(line["id"])
+            if not (edit and edit.deleted):
+                keys.append(line["id"])
+                sources.append((line, edit) if edit else line)
         return LazyRows([*keys, *new_keys], [*sources, *map(pending.__getitem__, new_keys)], _row_grid_values)
 
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
@@ -296,8 +296,16 @@ class ItemizationForm(FormDefinition):
         if key == "newline":
             row_key = _edits(form).new_key()
             header = self.header(session, form)
-            _rows(form)[row_key] = PendingRow(
-                {"subcategory": None, "transaction_date": header["transaction_date"], "amount": None, "description": ""}
+            _edits(form).put(
+                row_key,
+                PendingRow(
+                    {
+                        "subcategory": None,
+                        "transaction_date": header["transaction_date"],
+                        "amount": None,
+                        "description": "",
+                    }
+                ),
             )
             form.grid_state(GRID).selected_key = row_key
             self._show_row(session, form, row_key)
@@ -309,9 +317,9 @@ class ItemizationForm(FormDefinition):
             doomed = selected[0]
             form.grid_state(GRID).selected_key = None
             if isinstance(doomed, str):
-                del _rows(form)[doomed]
+                _edits(form).drop(doomed)
                 return "The new itemized line was removed."
-            _rows(form)[doomed] = PendingRow({}, deleted=True)
+            _edits(form).put(doomed, PendingRow({}, deleted=True))
             return (
                 "The itemized line was marked for deletion; form_save_form deletes it (closing the form twice "
                 "discards the deletion)."
@@ -352,7 +360,7 @@ class ItemizationForm(FormDefinition):
         # fields, laid over its current values at every render and at save.
         edit = _rows(form).get(row_key)
         base = values if isinstance(row_key, str) else edit.values if edit else {}
-        _rows(form)[row_key] = PendingRow({**base, field: parsed})
+        _edits(form).put(row_key, PendingRow({**base, field: parsed}))
         return None
 
     def save(self, session: FormHost, form: OpenForm) -> str:
@@ -361,7 +369,8 @@ class ItemizationForm(FormDefinition):
         if not pending:
             return "There were no changes to save."
         header = self.header(session, form)
-        numbers = {row.key: n for n, row in enumerate(self._grid_rows(session, form), start=1)}
+        keys = row_keys(self._grid_rows(session, form))  # the rows as numbered before the save
+        checked: sqlite3.Row | None = None  # the header, checked once at the first new row (as each would be)
         with transaction(session.db):
             for line_id in _edits(form).edited_line_ids():
                 if pending[line_id].deleted:
@@ -377,18 +386,23 @@ class ItemizationForm(FormDefinition):
                 try:
                     values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
                 except ValidationError as exc:
+                    number = keys.index(key) + 1
                     raise ValidationError(
-                        f"Row {numbers[key]}: {exc} Nothing was saved. Select row {numbers[key]} of {GRID} "
+                        f"Row {number}: {exc} Nothing was saved. Select row {number} of {GRID} "
                         "(form_select_grid_row) and complete it, or delete it (DeleteLine), then save again."
                     ) from None
                 if isinstance(key, str):
-                    new_id = ledger.create_itemized_line(session.db, header["id"], values)
+                    if checked is None:
+                        checked = ledger.itemizable_header(session.db, header["id"])
+                    new_id = ledger.insert_itemized_line(session.db, checked, values)
                     if form.grid_state(GRID).selected_key == key:
                         form.grid_state(GRID).selected_key = new_id
                 else:
                     ledger.update_itemized_line(session.db, key, values, header["id"])
+            if checked is not None:
+                ledger.mark_itemized_header(session.db, header["id"])
         count = len(pending)
-        _edits(form).rows = {}
+        _edits(form).replace({})
         summary = ledger.itemization_summary(session.db, header["id"])
         if summary.over_itemized:
             session.add_message(
