@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -160,3 +161,28 @@ class HarnessFace:
     failures: FailureRules
     sop: SopRules
     labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields: success (the eval table)
+
+
+def folder_harness(
+    module: str, *, recognizes: Callable[[str], bool], labels: Mapping[str, str] | None = None
+) -> HarnessFace:
+    """The ``HarnessFace`` of a folder laid out as itemization's (``HARNESS = folder_harness(__name__, ...)`` in
+    its ``harness`` module, named ``module``). The folder's modules give ``scripted.PROCEDURE``, ``user.USER_CONTEXT`` and ``user.user_context``,
+    ``facts.SUMMARY_FACTS``, ``failures.FAILURES`` and ``sop.SOP_RULES``; the name is the folder's."""
+    package = module.rpartition(".")[0]
+
+    def part(name: str) -> Any:
+        return import_module(f"{package}.{name}")
+
+    user = part("user")
+    return HarnessFace(
+        name=package.rpartition(".")[2],
+        recognizes=recognizes,
+        scripted=part("scripted").PROCEDURE,
+        user_context=user.USER_CONTEXT,
+        user_context_fields=user.user_context,
+        facts=part("facts").SUMMARY_FACTS,
+        failures=part("failures").FAILURES,
+        sop=part("sop").SOP_RULES,
+        labels=labels or {},
+    )

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import re
 
-from erp_sim.workflows.bank_reconciliation import user
-from erp_sim.workflows.bank_reconciliation.facts import SUMMARY_FACTS
-from erp_sim.workflows.bank_reconciliation.failures import FAILURES
-from erp_sim.workflows.bank_reconciliation.scripted import PROCEDURE
-from erp_sim.workflows.bank_reconciliation.sop import SOP_RULES
-from erp_sim.workflows.faces import HarnessFace
+from erp_sim.workflows.faces import folder_harness
 
 _STATEMENT = re.compile(r"\bbank statement \S+")
 
@@ -19,14 +14,5 @@ def recognizes(instruction: str) -> bool:
     return "reconcile bank account" in instruction.lower() and _STATEMENT.search(instruction) is not None
 
 
-HARNESS = HarnessFace(
-    name="bank_reconciliation",
-    recognizes=recognizes,
-    scripted=PROCEDURE,
-    user_context=user.USER_CONTEXT,
-    user_context_fields=user.user_context,
-    facts=SUMMARY_FACTS,
-    failures=FAILURES,
-    sop=SOP_RULES,
-    labels={"success": "reconciled"},  # the eval table's success column
-)
+# labels: the eval table's success column
+HARNESS = folder_harness(__name__, recognizes=recognizes, labels={"success": "reconciled"})

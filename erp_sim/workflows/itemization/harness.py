@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import re
 
-from erp_sim.workflows.faces import HarnessFace
-from erp_sim.workflows.itemization import user
-from erp_sim.workflows.itemization.facts import SUMMARY_FACTS
-from erp_sim.workflows.itemization.failures import FAILURES
-from erp_sim.workflows.itemization.scripted import PROCEDURE
-from erp_sim.workflows.itemization.sop import SOP_RULES
+from erp_sim.workflows.faces import folder_harness
 
 _REPORT = re.compile(r"\bEXP-\d{6}\b")
 
@@ -19,14 +14,5 @@ def recognizes(instruction: str) -> bool:
     return "itemize" in instruction.lower() and _REPORT.search(instruction) is not None
 
 
-HARNESS = HarnessFace(
-    name="itemization",
-    recognizes=recognizes,
-    scripted=PROCEDURE,
-    user_context=user.USER_CONTEXT,
-    user_context_fields=user.user_context,
-    facts=SUMMARY_FACTS,
-    failures=FAILURES,
-    sop=SOP_RULES,
-    labels={"success": "full itemization"},  # the eval table's success column
-)
+# labels: the eval table's success column
+HARNESS = folder_harness(__name__, recognizes=recognizes, labels={"success": "full itemization"})
