@@ -158,6 +158,22 @@ class TaskPrompt:
     resource_description: str  # the erp-sim://task resource's description
 
 
+def task_prompt_with_rules(workflow: str, *, kind: str, rules: str, description: str) -> TaskPrompt:
+    """The task prompt of a workflow whose brief is its instruction and its rules (``rules``, e.g. "matching
+    rules", heads them): the prompt ``<workflow>_task``, described by ``description``."""
+
+    def text(brief: Mapping[str, str]) -> str:
+        return f"{brief['instruction']}\n\n{rules.capitalize()}:\n{brief['mapping_rules']}"
+
+    return TaskPrompt(
+        name=f"{workflow}_task",
+        description=description,
+        text=text,
+        kind=kind,
+        resource_description=f"This session's task: id, instruction and {rules} (no answers).",
+    )
+
+
 def default_task_info(task: Any) -> JsonObject:
     """``info["task"]`` of a workflow that names nothing more: the task's id and set."""
     return {"task_id": task.task_id, "task_set": task.task_set}

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from datetime import date, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from erp_sim.workflows import TaskPrompt, Workflow, folder_workflow
+from erp_sim.workflows import Workflow, folder_workflow, task_prompt_with_rules
 from erp_sim.workflows.bank_reconciliation.grading import Progress
 from erp_sim.workflows.bank_reconciliation.task import Task
 
@@ -60,16 +59,11 @@ def progress_line(fields: JsonObject) -> str:
     )
 
 
-def _task_prompt_text(brief: Mapping[str, str]) -> str:
-    return f"{brief['instruction']}\n\nMatching rules:\n{brief['mapping_rules']}"
-
-
-TASK_PROMPT = TaskPrompt(
-    name="bank_reconciliation_task",
-    description="The user's request for this session's task, with the rules for matching statement lines.",
-    text=_task_prompt_text,
+TASK_PROMPT = task_prompt_with_rules(
+    "bank_reconciliation",
     kind="bank-reconciliation",
-    resource_description="This session's task: id, instruction and matching rules (no answers).",
+    rules="matching rules",
+    description="The user's request for this session's task, with the rules for matching statement lines.",
 )
 
 WORKFLOW: Workflow[Task] = folder_workflow(sys.modules[__name__])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from erp_sim.workflows.itemization.catalog import mapping_rules_text
+from erp_sim.workflows.task_model import TaskModel
 
 if TYPE_CHECKING:
     from erp_sim.forms.base import FormHost
@@ -47,14 +48,10 @@ class TaskLine(BaseModel):
         return Decimal(self.header_amount)
 
 
-class Task(BaseModel):
+class Task(TaskModel):
     """One itemization task: one expense line (the fields below), or several (``extra_lines``), in one instruction."""
 
-    model_config = ConfigDict(frozen=True)
     workflow: ClassVar[str] = "itemization"
-    task_id: str = Field(description="Unique id, e.g. hotel-007.")
-    task_set: str = Field(description="The fixture set the task belongs to.")
-    seed: int = Field(description="Seed of everything random in the task's world.")
     expense_type: str = Field(description="Category id of the line to itemize, e.g. Hotel.")
     family: str = Field(description="Structural family: lodging, transport or itemized_bill.")
     difficulty: str = Field(description="easy (4-8 items), medium (9-15), hard (16-22) or long (23 and more).")

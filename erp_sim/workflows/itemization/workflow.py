@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from erp_sim.workflows import TaskPrompt, Workflow, folder_workflow
+from erp_sim.workflows import Workflow, folder_workflow, task_prompt_with_rules
 from erp_sim.workflows.itemization.grading import Progress
 from erp_sim.workflows.itemization.task import Task
 
@@ -60,16 +59,11 @@ def progress_line(fields: JsonObject) -> str:
     )
 
 
-def _task_prompt_text(brief: Mapping[str, str]) -> str:
-    return f"{brief['instruction']}\n\nSubcategory rules:\n{brief['mapping_rules']}"
-
-
-TASK_PROMPT = TaskPrompt(
-    name="itemization_task",
-    description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
-    text=_task_prompt_text,
+TASK_PROMPT = task_prompt_with_rules(
+    "itemization",
     kind="expense-itemization",
-    resource_description="This session's task: id, instruction and subcategory rules (no answers).",
+    rules="subcategory rules",
+    description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
 )
 
 WORKFLOW: Workflow[Task] = folder_workflow(sys.modules[__name__])
