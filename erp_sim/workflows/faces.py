@@ -123,6 +123,13 @@ class SummaryFacts:
     guardrails: tuple[str, ...]  # the task's rules, in the summary's Guardrails section
 
 
+def figures_line(heading: str, figures: Sequence[tuple[str, object]]) -> list[str]:
+    """A key-variables line of the figures that are set (``heading: label value, label value``), or none when
+    none is: what ``SummaryFacts.key_variables`` writes of a form's totals."""
+    shown = [f"{label} {value}" for label, value in figures if value]
+    return [f"{heading}: " + ", ".join(shown)] if shown else []
+
+
 @dataclass(frozen=True)
 class SopRules:
     """How GenericAgent's consolidator writes an SOP (layered memory's L3) of a successful episode of the
