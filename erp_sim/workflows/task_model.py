@@ -8,9 +8,13 @@ registry (``TaskSets``) never imports it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from erp_sim.forms.base import FormHost
+    from erp_sim.workflow_task import WorkflowTask
 
 
 class TaskModel(BaseModel):
@@ -21,3 +25,15 @@ class TaskModel(BaseModel):
     task_id: str = Field(description="Unique id, e.g. hotel-007 or bank-007.")
     task_set: str = Field(description="The fixture set the task belongs to.")
     seed: int = Field(description="Seed of everything random in the task's world.")
+
+    @classmethod
+    def of(cls, task: WorkflowTask) -> Self:
+        """A task the generic layers hand over (``erp_sim.get_task``, ``ErpSession.task``), as the workflow's own
+        task it is; AssertionError for another workflow's."""
+        assert isinstance(task, cls), type(task)
+        return task
+
+    @classmethod
+    def of_session(cls, session: FormHost) -> Self:
+        """The session's task, as the workflow's own (a session hosts its own workflow's task)."""
+        return cls.of(session.task)

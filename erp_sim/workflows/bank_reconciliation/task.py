@@ -20,8 +20,7 @@ from erp_sim.workflows.bank_reconciliation.catalog import MAIN_ACCOUNT_BY_ID, MA
 from erp_sim.workflows.task_model import TaskModel
 
 if TYPE_CHECKING:
-    from erp_sim.forms.base import FormHost
-    from erp_sim.workflow_task import WorkflowTask
+    pass
 
 
 class StatementLine(BaseModel):
@@ -156,12 +155,5 @@ class Task(TaskModel):
         return MATCHING_RULES
 
 
-def as_task(task: WorkflowTask) -> Task:
-    """A task the generic layers hand over, as the bank reconciliation task it is; AssertionError otherwise."""
-    assert isinstance(task, Task), type(task)
-    return task
-
-
-def task_of(session: FormHost) -> Task:
-    """The session's task, as the bank reconciliation task it is (a session hosts its own workflow's task)."""
-    return as_task(session.task)
+as_task = Task.of  # a task the generic layers hand over, as this workflow's (TaskModel.of)
+task_of = Task.of_session  # the session's task, as this workflow's

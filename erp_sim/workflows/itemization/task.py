@@ -18,8 +18,7 @@ from erp_sim.workflows.itemization.catalog import mapping_rules_text
 from erp_sim.workflows.task_model import TaskModel
 
 if TYPE_CHECKING:
-    from erp_sim.forms.base import FormHost
-    from erp_sim.workflow_task import WorkflowTask
+    pass
 
 
 class ReceiptLine(BaseModel):
@@ -140,13 +139,5 @@ class Task(TaskModel):
         return mapping_rules_text(self.expense_type)
 
 
-def as_task(task: WorkflowTask) -> Task:
-    """A task the generic layers hand over (``erp_sim.get_task``, ``ErpSession.task``), as the itemization
-    task it is; AssertionError for another workflow's."""
-    assert isinstance(task, Task), type(task)
-    return task
-
-
-def task_of(session: FormHost) -> Task:
-    """The session's task, as the itemization task it is (a session hosts its own workflow's task)."""
-    return as_task(session.task)
+as_task = Task.of  # a task the generic layers hand over, as this workflow's (TaskModel.of)
+task_of = Task.of_session  # the session's task, as this workflow's
