@@ -36,6 +36,11 @@ class Action:
 
 
 # --- parameter checks ------------------------------------------------------------------------------
+def actions_by_name(*actions: Action) -> dict[str, Action]:
+    """A workflow's actions as ``Workflow.actions`` holds them: by name, in the order given."""
+    return {action.name: action for action in actions}
+
+
 def _convert(param: Parameter, value: object) -> object:
     if param.type == "Edm.Int64":
         number = whole_number(value)

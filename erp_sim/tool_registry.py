@@ -29,6 +29,7 @@ from erp_sim.forms.base import FormHost
 
 if TYPE_CHECKING:
     from erp_sim.forms.base import FormDefinition, OpenForm
+    from erp_sim.json_values import JsonObject
     from erp_sim.workflows import Workflow
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -402,6 +403,15 @@ def data_find_entities_sql(session: ToolHost, args: FindEntitiesSqlArgs) -> Outc
 Entity = dict[str, Scalar]
 
 
+def _write_entities(
+    session: ToolHost, args: CreateEntitiesArgs | UpdateEntitiesArgs, write: Callable[..., list[JsonObject]], verb: str
+) -> Outcome:
+    """A data write tool's call: ``write`` (``odata.create_entities`` or ``update_entities``) the entities, and
+    answer how many records it wrote, and them (their properties after the write)."""
+    records = write(session.workflow.data(), session.db, args.entitySetName, args.entities)
+    return Outcome(f"{len(records)} record(s) {verb} in {args.entitySetName}.", {"Data": {"value": records}})
+
+
 class CreateEntitiesArgs(Args):
     entitySetName: Name = Field(description="Entity set name, e.g. ExpenseLines.")
     entities: list[Entity] = Field(min_length=1, max_length=50, description="Records to create (property -> value).")
@@ -412,8 +422,7 @@ def data_create_entities(session: ToolHost, args: CreateEntitiesArgs) -> Outcome
     """Create records under the same business rules as the forms (all or nothing)."""
     from erp_sim import odata
 
-    created = odata.create_entities(session.workflow.data(), session.db, args.entitySetName, args.entities)
-    return Outcome(f"{len(created)} record(s) created in {args.entitySetName}.", {"Data": {"value": created}})
+    return _write_entities(session, args, odata.create_entities, "created")
 
 
 class UpdateEntitiesArgs(Args):
@@ -430,8 +439,7 @@ def data_update_entities(session: ToolHost, args: UpdateEntitiesArgs) -> Outcome
     """Update records under the same business rules as the forms (all or nothing)."""
     from erp_sim import odata
 
-    updated = odata.update_entities(session.workflow.data(), session.db, args.entitySetName, args.entities)
-    return Outcome(f"{len(updated)} record(s) updated in {args.entitySetName}.", {"Data": {"value": updated}})
+    return _write_entities(session, args, odata.update_entities, "updated")
 
 
 class DeleteEntitiesArgs(Args):

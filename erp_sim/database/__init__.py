@@ -25,6 +25,7 @@ from erp_sim import workflows
 from erp_sim.database import template_cache
 from erp_sim.database.schema import CHANGE_LOG, load_schema, task_tables
 from erp_sim.database.sql_sandbox import SqlValue, install_functions
+from erp_sim.errors import NotFoundError
 
 if TYPE_CHECKING:
     from erp_sim.workflow_task import WorkflowTask
@@ -136,6 +137,14 @@ def clear_templates() -> None:
     """Forget every cached template (what the next ``open_database`` of a task then builds: a cold open)."""
     while _templates:
         _templates.popitem()[1].close()
+
+
+def record_by_id(db: sqlite3.Connection, table: str, rec_id: int, what: str) -> sqlite3.Row:
+    """The row of ``table`` with RecId ``rec_id``, or a NotFoundError naming it as ``what`` (e.g. "Expense line")."""
+    row: sqlite3.Row | None = db.execute(f"SELECT * FROM {table} WHERE id = ?", (rec_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"{what} with RecId {rec_id} does not exist.")
+    return row
 
 
 @contextmanager

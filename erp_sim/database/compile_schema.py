@@ -16,6 +16,12 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlmodel import Field, SQLModel
 
 
+class Record(SQLModel):
+    """What every table of ours starts with: its RecId, the primary key (a table class's own fields follow it)."""
+
+    id: int = Field(primary_key=True, description="Record id.")
+
+
 def money_field(description: str) -> Any:  # what sqlmodel's Field gives: Any, so it fits every column type
     """An amount column: TEXT ("1234.50", never a binary float), described as Decimal text (which is how the
     data tools' metadata types it, ``erp_sim.odata.entities.property_type``)."""

@@ -201,6 +201,48 @@ def _package_version() -> str:
         return "0+unknown"
 
 
+# The serving limits: (option, type, default, help; argparse fills in %(default)).
+_LIMITS: tuple[tuple[str, type, float, str], ...] = (
+    ("--max-episodes", int, DEFAULT_MAX_EPISODES, "Open episodes in all; more are refused (default %(default)s)."),
+    (
+        "--max-episodes-per-session",
+        int,
+        DEFAULT_MAX_PER_OWNER,
+        "Open episodes per MCP session (distinct session keys; default %(default)s).",
+    ),
+    (
+        "--sql-cpu-seconds",
+        float,
+        SQL_LIMITS.cpu_seconds,
+        "CPU time per SQL statement of data_find_entities_sql (default %(default)g).",
+    ),
+    (
+        "--sql-memory-mb",
+        int,
+        SQL_LIMITS.memory_bytes >> 20,
+        "Memory (MiB) one SQL statement may grow SQLite's heap by (default %(default)s).",
+    ),
+    (
+        "--http-header-timeout",
+        float,
+        DEFAULT_HEADER_TIMEOUT_S,
+        "Seconds a client has to send its request headers (default %(default)g).",
+    ),
+    (
+        "--http-body-timeout",
+        float,
+        DEFAULT_BODY_TIMEOUT_S,
+        "Seconds a client has to send its request body (default %(default)g).",
+    ),
+    (
+        "--max-connections",
+        int,
+        DEFAULT_MAX_CONNECTIONS,
+        "Open HTTP connections; over it, stalled ones are closed first (default %(default)s).",
+    ),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="erp-sim serve", description="Serve the ERP simulator over MCP (stdio by default)."
@@ -244,53 +286,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES, help="Largest HTTP body / tool arguments."
     )
-    p.add_argument(
-        "--max-episodes",
-        type=int,
-        default=DEFAULT_MAX_EPISODES,
-        help=f"Open episodes in all; more are refused (default {DEFAULT_MAX_EPISODES}).",
-    )
-    p.add_argument(
-        "--max-episodes-per-session",
-        type=int,
-        default=DEFAULT_MAX_PER_OWNER,
-        help=f"Open episodes per MCP session (distinct session keys; default {DEFAULT_MAX_PER_OWNER}).",
-    )
+    for flag, kind, default, text in _LIMITS[:2]:
+        p.add_argument(flag, type=kind, default=default, help=text)
     p.add_argument(
         "--shared-session-keys",
         action="store_true",
         help="Let any client reach an episode by its X-ERP-Session key (default: only the client that opened it).",
     )
-    p.add_argument(
-        "--sql-cpu-seconds",
-        type=float,
-        default=SQL_LIMITS.cpu_seconds,
-        help=f"CPU time per SQL statement of data_find_entities_sql (default {SQL_LIMITS.cpu_seconds:g}).",
-    )
-    p.add_argument(
-        "--sql-memory-mb",
-        type=int,
-        default=SQL_LIMITS.memory_bytes >> 20,
-        help=f"Memory (MiB) one SQL statement may grow SQLite's heap by (default {SQL_LIMITS.memory_bytes >> 20}).",
-    )
-    p.add_argument(
-        "--http-header-timeout",
-        type=float,
-        default=DEFAULT_HEADER_TIMEOUT_S,
-        help=f"Seconds a client has to send its request headers (default {DEFAULT_HEADER_TIMEOUT_S:g}).",
-    )
-    p.add_argument(
-        "--http-body-timeout",
-        type=float,
-        default=DEFAULT_BODY_TIMEOUT_S,
-        help=f"Seconds a client has to send its request body (default {DEFAULT_BODY_TIMEOUT_S:g}).",
-    )
-    p.add_argument(
-        "--max-connections",
-        type=int,
-        default=DEFAULT_MAX_CONNECTIONS,
-        help=f"Open HTTP connections; over it, stalled ones are closed first (default {DEFAULT_MAX_CONNECTIONS}).",
-    )
+    for flag, kind, default, text in _LIMITS[2:]:
+        p.add_argument(flag, type=kind, default=default, help=text)
     p.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr)."
     )

@@ -115,6 +115,31 @@ def schema_property(
     return Property(name, sql, kind, " ".join(filter(None, [column.description, note])), writable)
 
 
+def entity_sets_by_name(*sets: EntitySet) -> dict[str, EntitySet]:
+    """A workflow's entity sets as ``DataCatalog.entity_sets`` holds them: by name, in the order given."""
+    return {entity.name: entity for entity in sets}
+
+
+SchemaField = tuple[str, str] | tuple[str, str, str]  # (property, column) or (property, column, note)
+
+
+def schema_properties(
+    columns: Mapping[str, Mapping[str, Column]],
+    table: str,
+    alias: str,
+    *fields: SchemaField,
+    writable: tuple[str, ...] = (),
+) -> tuple[Property, ...]:
+    """Properties over the columns ``alias.<column>`` of ``table`` (``schema_property`` each), in the order given;
+    ``writable`` names those the data tools may write."""
+    return tuple(
+        schema_property(
+            columns, name, table, column, f"{alias}.{column}", writable=name in writable, note=rest[0] if rest else ""
+        )
+        for name, column, *rest in fields
+    )
+
+
 def entity_set(catalog: DataCatalog, name: object) -> EntitySet:
     """The entity set called ``name`` (case-insensitive), or a NotFoundError listing them."""
     text = str(name).strip()

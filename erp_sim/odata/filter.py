@@ -5,6 +5,7 @@ and property names come from the entity set's fixed whitelist.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeGuard, cast
@@ -133,18 +134,18 @@ class FilterParser:
 
     # grammar
     def _or(self) -> str:
-        parts = [self._and()]
-        while self._is_word(self._peek(), "or"):
-            self.index += 1
-            parts.append(self._and())
-        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+        return self._joined("or", self._and)
 
     def _and(self) -> str:
-        parts = [self._unary()]
-        while self._is_word(self._peek(), "and"):
+        return self._joined("and", self._unary)
+
+    def _joined(self, word: str, operand: Callable[[], str]) -> str:
+        """One or more ``operand``s joined by the keyword ``word`` (or, and), as SQL in parentheses."""
+        parts = [operand()]
+        while self._is_word(self._peek(), word):
             self.index += 1
-            parts.append(self._unary())
-        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+            parts.append(operand())
+        return parts[0] if len(parts) == 1 else "(" + f" {word.upper()} ".join(parts) + ")"
 
     def _nest(self, token: Token) -> None:
         """Enter one more level of nesting (bounded, so no input can exhaust the stack)."""

@@ -29,6 +29,7 @@ from decimal import Decimal
 from functools import cache, lru_cache
 from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypedDict, TypeVar
 
 from erp_sim.outcomes import GENERIC_FAILURES
@@ -157,6 +158,22 @@ class TaskPrompt:
     resource_description: str  # the erp-sim://task resource's description
 
 
+def task_prompt_with_rules(workflow: str, *, kind: str, rules: str, description: str) -> TaskPrompt:
+    """The task prompt of a workflow whose brief is its instruction and its rules (``rules``, e.g. "matching
+    rules", heads them): the prompt ``<workflow>_task``, described by ``description``."""
+
+    def text(brief: Mapping[str, str]) -> str:
+        return f"{brief['instruction']}\n\n{rules.capitalize()}:\n{brief['mapping_rules']}"
+
+    return TaskPrompt(
+        name=f"{workflow}_task",
+        description=description,
+        text=text,
+        kind=kind,
+        resource_description=f"This session's task: id, instruction and {rules} (no answers).",
+    )
+
+
 def default_task_info(task: Any) -> JsonObject:
     """``info["task"]`` of a workflow that names nothing more: the task's id and set."""
     return {"task_id": task.task_id, "task_set": task.task_set}
@@ -204,6 +221,44 @@ class Workflow(Generic[TaskT]):
     describe_task: Callable[[JsonObject], str] = default_describe_task  # info["task"] in a few words, for a person
     progress_info: Callable[[Any], JsonObject] = default_progress_info  # info["grade"]: the grader's Progress
     progress_line: Callable[[JsonObject], str] = default_progress_line  # render()'s line from info["grade"]
+
+
+def folder_workflow(module: ModuleType) -> Workflow[Any]:
+    """The ``Workflow`` of a folder laid out as itemization's (``WORKFLOW = folder_workflow(sys.modules[__name__])``
+    at the end of its ``workflow`` module, which is ``module``). The folder's modules give the parts every
+    such workflow declares alike: ``SCHEMA_FILE`` (its ``__init__``), ``world.build_rows``, ``forms.FORMS`` and
+    ``MENU_ITEMS``, ``catalog.shared_rows``, ``entity_sets.CATALOG`` (imported at the data tools' first call: building it and the OData
+    engine it writes through costs about 10 ms, ``scripts/bench_startup.py``'s first reset, which an episode of
+    form tools need not pay), ``actions.ACTIONS``, ``grading.GRADER``, ``oracle.oracle_calls``,
+    ``prompt.system_prompt`` and ``user.reply``; ``module`` gives its own: ``clock``,
+    ``TASK_PROMPT`` and, where the defaults do not do, ``task_info``, ``describe_task``, ``progress_info`` and
+    ``progress_line``."""
+    package = module.__name__.rpartition(".")[0]
+
+    def part(name: str) -> Any:
+        return import_module(f"{package}.{name}")
+
+    forms = part("forms")
+    return Workflow(
+        name=package.rpartition(".")[2],
+        schema_file=import_module(package).SCHEMA_FILE,
+        shared_rows=part("catalog").shared_rows,
+        task_rows=part("world").build_rows,
+        clock=module.clock,
+        forms=forms.FORMS,
+        menu_items=forms.MENU_ITEMS,
+        data=lambda: part("entity_sets").CATALOG,
+        actions=part("actions").ACTIONS,
+        grader=part("grading").GRADER,
+        oracle=part("oracle").oracle_calls,
+        system_prompt=part("prompt").system_prompt,
+        user_reply=part("user").reply,
+        task_prompt=module.TASK_PROMPT,
+        task_info=getattr(module, "task_info", default_task_info),
+        describe_task=getattr(module, "describe_task", default_describe_task),
+        progress_info=getattr(module, "progress_info", default_progress_info),
+        progress_line=getattr(module, "progress_line", default_progress_line),
+    )
 
 
 class FixtureCodec(TypedDict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -132,6 +133,13 @@ class SummaryFacts:
     guardrails: tuple[str, ...]  # the task's rules, in the summary's Guardrails section
 
 
+def figures_line(heading: str, figures: Sequence[tuple[str, object]]) -> list[str]:
+    """A key-variables line of the figures that are set (``heading: label value, label value``), or none when
+    none is: what ``SummaryFacts.key_variables`` writes of a form's totals."""
+    shown = [f"{label} {value}" for label, value in figures if value]
+    return [f"{heading}: " + ", ".join(shown)] if shown else []
+
+
 @dataclass(frozen=True)
 class SopRules:
     """How GenericAgent's consolidator writes an SOP (layered memory's L3) of a successful episode of the
@@ -173,3 +181,36 @@ class HarnessFace:
     # the form controls whose value is the work left (the run page charts the last one shown per model call)
     progress_controls: tuple[str, ...] = ()
     grade_terms: str = ""  # the report's Methods bullet: what the grade's figures mean (Markdown)
+
+
+def folder_harness(
+    module: str,
+    *,
+    recognizes: Callable[[str], bool],
+    labels: Mapping[str, str] | None = None,
+    progress_controls: tuple[str, ...] = (),
+) -> HarnessFace:
+    """The ``HarnessFace`` of a folder laid out as itemization's (``HARNESS = folder_harness(__name__, ...)`` in
+    its ``harness`` module, named ``module``). The folder's modules give ``scripted.PROCEDURE``, ``user.USER_CONTEXT`` and ``user.user_context``,
+    ``facts.SUMMARY_FACTS``, ``failures.FAILURES`` and ``sop.SOP_RULES``, and ``grade_terms.md`` the report's terms
+    (if it has one); the name is the folder's."""
+    package = module.rpartition(".")[0]
+
+    def part(name: str) -> Any:
+        return import_module(f"{package}.{name}")
+
+    user = part("user")
+    terms = Path(user.__file__).with_name("grade_terms.md")
+    return HarnessFace(
+        name=package.rpartition(".")[2],
+        recognizes=recognizes,
+        scripted=part("scripted").PROCEDURE,
+        user_context=user.USER_CONTEXT,
+        user_context_fields=user.user_context,
+        facts=part("facts").SUMMARY_FACTS,
+        failures=part("failures").FAILURES,
+        sop=part("sop").SOP_RULES,
+        labels=labels or {},
+        progress_controls=progress_controls,
+        grade_terms=terms.read_text(encoding="utf-8") if terms.is_file() else "",
+    )

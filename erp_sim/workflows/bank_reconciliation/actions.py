@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from erp_sim.actions import Action, Parameter
+from erp_sim.actions import Action, Parameter, actions_by_name
 from erp_sim.errors import NotFoundError
 from erp_sim.json_values import JsonObject
 from erp_sim.money import display_money, money_text
@@ -98,52 +98,49 @@ def mark_reconciled(db: sqlite3.Connection, args: dict[str, Any]) -> tuple[str, 
 
 
 _STATEMENT = Parameter("StatementId", "Edm.String", "The bank statement of the reconciliation, e.g. BS-202603-OPER.")
-ACTIONS: dict[str, Action] = {
-    a.name: a
-    for a in [
-        Action(
-            "GetBankReconciliationStatus",
-            "Figures of a bank reconciliation: statement total, matched and posted amounts, the unreconciled "
-            "difference (statement total minus matched and posted amounts) and the open statement lines. Changes nothing.",
-            (_STATEMENT,),
-            status,
-        ),
-        Action(
-            "MatchBankStatementLines",
-            "Match statement lines (by line number) to bank transactions (by voucher) as one match group, as the "
-            "worksheet's Match does: refused unless their amounts add up to the same total.",
-            (
-                _STATEMENT,
-                Parameter("LineNumbers", "Edm.String", "Statement line numbers, comma-separated, e.g. 3 or 3,4."),
-                Parameter(
-                    "Vouchers", "Edm.String", "Bank transaction vouchers, comma-separated, e.g. BNK-004471,BNK-004472."
-                ),
+ACTIONS = actions_by_name(
+    Action(
+        "GetBankReconciliationStatus",
+        "Figures of a bank reconciliation: statement total, matched and posted amounts, the unreconciled "
+        "difference (statement total minus matched and posted amounts) and the open statement lines. Changes nothing.",
+        (_STATEMENT,),
+        status,
+    ),
+    Action(
+        "MatchBankStatementLines",
+        "Match statement lines (by line number) to bank transactions (by voucher) as one match group, as the "
+        "worksheet's Match does: refused unless their amounts add up to the same total.",
+        (
+            _STATEMENT,
+            Parameter("LineNumbers", "Edm.String", "Statement line numbers, comma-separated, e.g. 3 or 3,4."),
+            Parameter(
+                "Vouchers", "Edm.String", "Bank transaction vouchers, comma-separated, e.g. BNK-004471,BNK-004472."
             ),
-            match_lines,
         ),
-        Action(
-            "MarkBankStatementLineAsNew",
-            "Post a statement line that has no bank transaction (a bank charge, interest) at once as a new bank "
-            "transaction to a ledger account, and match it. A posting is final.",
-            (
-                _STATEMENT,
-                Parameter("LineNumber", "Edm.Int64", "The statement line's number."),
-                Parameter("OffsetAccount", "Edm.String", "The ledger account to post to, e.g. 618160."),
-            ),
-            post_line,
+        match_lines,
+    ),
+    Action(
+        "MarkBankStatementLineAsNew",
+        "Post a statement line that has no bank transaction (a bank charge, interest) at once as a new bank "
+        "transaction to a ledger account, and match it. A posting is final.",
+        (
+            _STATEMENT,
+            Parameter("LineNumber", "Edm.Int64", "The statement line's number."),
+            Parameter("OffsetAccount", "Edm.String", "The ledger account to post to, e.g. 618160."),
         ),
-        Action(
-            "UnmatchBankStatementLines",
-            "Undo a match group (a posted line's transaction stays posted and is open again).",
-            (_STATEMENT, Parameter("MatchId", "Edm.String", "The match, e.g. MATCH-00012.")),
-            unmatch_lines,
-        ),
-        Action(
-            "MarkBankReconciliationAsReconciled",
-            "Mark a bank reconciliation as reconciled: refused while a statement line is open or the unreconciled "
-            "difference is not exactly 0.00. Afterwards it can no longer change.",
-            (_STATEMENT,),
-            mark_reconciled,
-        ),
-    ]
-}
+        post_line,
+    ),
+    Action(
+        "UnmatchBankStatementLines",
+        "Undo a match group (a posted line's transaction stays posted and is open again).",
+        (_STATEMENT, Parameter("MatchId", "Edm.String", "The match, e.g. MATCH-00012.")),
+        unmatch_lines,
+    ),
+    Action(
+        "MarkBankReconciliationAsReconciled",
+        "Mark a bank reconciliation as reconciled: refused while a statement line is open or the unreconciled "
+        "difference is not exactly 0.00. Afterwards it can no longer change.",
+        (_STATEMENT,),
+        mark_reconciled,
+    ),
+)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from erp_sim import formstate
 from erp_sim.money import display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
-from erp_sim.workflows.faces import SummaryFacts
+from erp_sim.workflows.faces import SummaryFacts, figures_line
 
 _STATEMENT = re.compile(r"\bbank statement (\S+) ")
 GUARDRAILS = (
@@ -122,17 +122,10 @@ def key_variable_lines(facts: ReconciliationFacts) -> list[str]:
     lines = []
     if facts.statement:
         lines.append(f"Statement: {facts.statement}")
-    figures = [
-        (label, value)
-        for label, value in (
-            ("open lines", facts.open_lines),
-            ("difference", facts.difference),
-            ("reconciled", facts.reconciled),
-        )
-        if value
-    ]
-    if figures:
-        lines.append("Reconciliation: " + ", ".join(f"{label} {value}" for label, value in figures))
+    lines += figures_line(
+        "Reconciliation",
+        (("open lines", facts.open_lines), ("difference", facts.difference), ("reconciled", facts.reconciled)),
+    )
     if facts.statement_page:
         lines.append(f"Statement grid page in view: rows {facts.statement_page}")
     still_open = {n: line for n, line in sorted(facts.lines.items()) if n not in facts.cleared}

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NoReturn
 
-from erp_sim.database import transaction
+from erp_sim.database import record_by_id, transaction
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 from erp_sim.money import ZERO, display_money
 from erp_sim.values import parse_text
@@ -32,10 +33,7 @@ MAX_ITEMS = 50  # statement lines or bank transactions in one match
 
 # --- reads -----------------------------------------------------------------------------------
 def reconciliation_by_id(db: sqlite3.Connection, rec_id: int) -> sqlite3.Row:
-    row: sqlite3.Row | None = db.execute("SELECT * FROM bank_reconciliation WHERE id = ?", (rec_id,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"Bank reconciliation with RecId {rec_id} does not exist.")
-    return row
+    return record_by_id(db, "bank_reconciliation", rec_id, "Bank reconciliation")
 
 
 def statement_by_id(db: sqlite3.Connection, statement_id: int) -> sqlite3.Row:
@@ -245,35 +243,37 @@ def _open_reconciliation(db: sqlite3.Connection, rec_id: int) -> sqlite3.Row:
     return rec
 
 
+def _marked_open(
+    ids: Sequence[int],
+    open_rows: Callable[[], Sequence[sqlite3.Row]],
+    names: tuple[str, str],
+    refuse: Callable[[int], NoReturn],
+) -> list[sqlite3.Row]:
+    """The rows ``ids`` marks, in that order, each one of ``open_rows``; ``refuse`` raises why the first that is
+    not open is not. ``names``: the rows' name when none is marked, and when one is marked twice."""
+    if not ids:
+        raise ValidationError(f"Mark at least one {names[0]}.")
+    if len(set(ids)) != len(ids):
+        raise ValidationError(f"A {names[1]} is listed more than once.")
+    open_by_id = {row["id"]: row for row in open_rows()}
+    for rec_id in ids:
+        if rec_id not in open_by_id:
+            refuse(rec_id)
+    return [open_by_id[rec_id] for rec_id in ids]
+
+
 def _lines_to_clear(db: sqlite3.Connection, rec: sqlite3.Row, line_ids: Sequence[int]) -> list[sqlite3.Row]:
-    if not line_ids:
-        raise ValidationError("Mark at least one bank statement line.")
-    if len(set(line_ids)) != len(line_ids):
-        raise ValidationError("A statement line is listed more than once.")
-    open_by_id = {line["id"]: line for line in open_lines(db, rec)}
-    lines = []
-    for line_id in line_ids:
-        if line_id in open_by_id:
-            lines.append(open_by_id[line_id])
-            continue
+    def refuse(line_id: int) -> NoReturn:
         row = db.execute("SELECT * FROM bank_statement_line WHERE id = ?", (line_id,)).fetchone()
         if row is None or row["statement_id"] != rec["statement_id"]:
             raise NotFoundError(f"Statement line RecId {line_id} is not on this reconciliation's statement.")
         raise BusinessRuleError(f"Statement line {row['line_number']} is already matched; unmatch it first.")
-    return lines
+
+    return _marked_open(line_ids, lambda: open_lines(db, rec), ("bank statement line", "statement line"), refuse)
 
 
 def _transactions_to_match(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
-    if not ids:
-        raise ValidationError("Mark at least one bank transaction.")
-    if len(set(ids)) != len(ids):
-        raise ValidationError("A bank transaction is listed more than once.")
-    open_by_id = {row["id"]: row for row in open_transactions(db, rec)}
-    rows = []
-    for trans_id in ids:
-        if trans_id in open_by_id:
-            rows.append(open_by_id[trans_id])
-            continue
+    def refuse(trans_id: int) -> NoReturn:
         row = db.execute("SELECT * FROM bank_transaction WHERE id = ?", (trans_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"Bank transaction RecId {trans_id} does not exist.")
@@ -289,7 +289,8 @@ def _transactions_to_match(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequen
                 f"{rec['cut_off_date']}."
             )
         raise BusinessRuleError(f"Bank transaction {row['voucher']} is already matched; unmatch it first.")
-    return rows
+
+    return _marked_open(ids, lambda: open_transactions(db, rec), ("bank transaction", "bank transaction"), refuse)
 
 
 def _amount(rows: Sequence[sqlite3.Row]) -> Decimal:

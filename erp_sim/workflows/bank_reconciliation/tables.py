@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from sqlmodel import Field, SQLModel
 
-from erp_sim.database.compile_schema import money_field, schema_text
+from erp_sim.database.compile_schema import Record, money_field, schema_text
 
 # Rows that a match, an unmatch or a posting creates or deletes keep their RecIds for good (AUTOINCREMENT):
 # a form's mark of a deleted row can never land on a new row that took its RecId, as D365 never reuses one.
 _NEVER_REUSED = {"sqlite_autoincrement": True}
 
 
-class BankAccount(SQLModel, table=True):
+class BankAccount(Record, table=True):
     __tablename__ = "bank_account"
-    id: int = Field(primary_key=True, description="Record id.")
     account_id: str = Field(index=True, description="Bank account id, e.g. USMF OPER.")
     name: str = Field(description="Bank account name.")
     bank_name: str = Field(description="The bank that holds the account.")
@@ -34,17 +33,15 @@ class BankAccount(SQLModel, table=True):
     main_account_id: str = Field(description="The ledger account the bank account posts to.")
 
 
-class MainAccount(SQLModel, table=True):
+class MainAccount(Record, table=True):
     __tablename__ = "main_account"
-    id: int = Field(primary_key=True, description="Record id.")
     main_account_id: str = Field(description="Ledger (main) account number, e.g. 618160.")
     name: str = Field(description="Account name, e.g. Bank charges.")
     account_type: str = Field(description="Expense, Revenue or Balance sheet.")
 
 
-class BankStatement(SQLModel, table=True):
+class BankStatement(Record, table=True):
     __tablename__ = "bank_statement"
-    id: int = Field(primary_key=True, description="Record id.")
     statement_id: str = Field(index=True, description="Statement identification, e.g. BS-202603-OPER.")
     account_id: str = Field(description="The bank account the statement is for.")
     from_date: str = Field(description="First booking date the statement covers, ISO 8601.")
@@ -54,9 +51,8 @@ class BankStatement(SQLModel, table=True):
     status: str = Field(description="Open, or Reconciled once its reconciliation is marked reconciled.")
 
 
-class BankStatementLine(SQLModel, table=True):
+class BankStatementLine(Record, table=True):
     __tablename__ = "bank_statement_line"
-    id: int = Field(primary_key=True, description="Record id.")
     statement_id: int = Field(foreign_key="bank_statement.id", index=True, description="The statement (RecId).")
     line_number: int = Field(description="Position on the statement, from 1.")
     booking_date: str = Field(description="Booking date at the bank, ISO 8601.")
@@ -65,10 +61,9 @@ class BankStatementLine(SQLModel, table=True):
     amount: str = money_field("Signed amount: credits positive, debits negative.")
 
 
-class BankTransaction(SQLModel, table=True):
+class BankTransaction(Record, table=True):
     __tablename__ = "bank_transaction"
     __table_args__ = _NEVER_REUSED
-    id: int = Field(primary_key=True, description="Record id.")
     account_id: str = Field(index=True, description="The bank account the transaction is posted on.")
     trans_date: str = Field(description="Posting date, ISO 8601.")
     voucher: str = Field(description="Voucher, e.g. BNK-004471.")
@@ -87,9 +82,8 @@ class BankTransaction(SQLModel, table=True):
     )
 
 
-class BankReconciliation(SQLModel, table=True):
+class BankReconciliation(Record, table=True):
     __tablename__ = "bank_reconciliation"
-    id: int = Field(primary_key=True, description="Record id.")
     account_id: str = Field(index=True, description="The bank account reconciled.")
     statement_id: int = Field(foreign_key="bank_statement.id", description="The statement reconciled (RecId).")
     cut_off_date: str = Field(description="Bank transactions after this date are left out of the worksheet.")
@@ -97,10 +91,9 @@ class BankReconciliation(SQLModel, table=True):
     reconciled_date: str | None = Field(default=None, description="When it was marked reconciled, ISO 8601.")
 
 
-class BankReconciliationMatch(SQLModel, table=True):
+class BankReconciliationMatch(Record, table=True):
     __tablename__ = "bank_reconciliation_match"
     __table_args__ = _NEVER_REUSED
-    id: int = Field(primary_key=True, description="Record id.")
     reconciliation_id: int = Field(
         foreign_key="bank_reconciliation.id", index=True, description="The reconciliation (RecId)."
     )
@@ -108,10 +101,9 @@ class BankReconciliationMatch(SQLModel, table=True):
     match_type: str = Field(description="Match (statement lines to bank transactions) or New (a posted line).")
 
 
-class BankReconciliationMatchItem(SQLModel, table=True):
+class BankReconciliationMatchItem(Record, table=True):
     __tablename__ = "bank_reconciliation_match_item"
     __table_args__ = _NEVER_REUSED
-    id: int = Field(primary_key=True, description="Record id.")
     match_id: int = Field(foreign_key="bank_reconciliation_match.id", index=True, description="The match (RecId).")
     statement_line_id: int | None = Field(
         default=None, foreign_key="bank_statement_line.id", description="A statement line of the match."

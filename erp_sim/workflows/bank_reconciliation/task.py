@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.bank_reconciliation.catalog import MAIN_ACCOUNT_BY_ID, MATCHING_RULES
+from erp_sim.workflows.task_model import TaskModel
 
 if TYPE_CHECKING:
-    from erp_sim.forms.base import FormHost
-    from erp_sim.workflow_task import WorkflowTask
+    pass
 
 
 class StatementLine(BaseModel):
@@ -76,14 +76,10 @@ class FeePosting(BaseModel):
 Group = tuple[frozenset[int], frozenset[str]]  # (statement line numbers, vouchers): one true match
 
 
-class Task(BaseModel):
+class Task(TaskModel):
     """One bank reconciliation task: reconcile one bank account against one statement."""
 
-    model_config = ConfigDict(frozen=True)
     workflow: ClassVar[str] = "bank_reconciliation"
-    task_id: str = Field(description="Unique id, e.g. bank-007.")
-    task_set: str = Field(description="The fixture set the task belongs to.")
-    seed: int = Field(description="Seed of everything random in the task's world.")
     difficulty: str = Field(description="easy (8-15 lines), medium (16-25), hard (26-40) or long (over 40).")
     user_name: str = Field(description="The accountant who asks (the simulated user).")
     user_title: str = Field(description="The user's role.")
@@ -159,12 +155,5 @@ class Task(BaseModel):
         return MATCHING_RULES
 
 
-def as_task(task: WorkflowTask) -> Task:
-    """A task the generic layers hand over, as the bank reconciliation task it is; AssertionError otherwise."""
-    assert isinstance(task, Task), type(task)
-    return task
-
-
-def task_of(session: FormHost) -> Task:
-    """The session's task, as the bank reconciliation task it is (a session hosts its own workflow's task)."""
-    return as_task(session.task)
+as_task = Task.of  # a task the generic layers hand over, as this workflow's (TaskModel.of)
+task_of = Task.of_session  # the session's task, as this workflow's

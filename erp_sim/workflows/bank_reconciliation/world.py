@@ -110,18 +110,22 @@ class _Builder:
             statement_line_id=line_id,
         )
 
-    def reconciled_month(self, period: Task, opening: Decimal, vouchers: list[str]) -> None:
-        """An earlier month: its statement, its counterparts and posted fees, matched and marked reconciled."""
-        statement_id, lines = self.statement(period, opening, reconciled=True)
-        done = (date.fromisoformat(period.to_date) + timedelta(days=5)).isoformat()
-        rec_id = self.add(
+    def reconciliation(self, period: Task, statement_id: int, reconciled_date: str | None) -> int:
+        """The period's reconciliation of its statement: marked reconciled on ``reconciled_date``, or open."""
+        return self.add(
             "bank_reconciliation",
             account_id=period.account_id,
             statement_id=statement_id,
             cut_off_date=period.cut_off_date,
-            reconciled=True,
-            reconciled_date=done,
+            reconciled=reconciled_date is not None,
+            reconciled_date=reconciled_date,
         )
+
+    def reconciled_month(self, period: Task, opening: Decimal, vouchers: list[str]) -> None:
+        """An earlier month: its statement, its counterparts and posted fees, matched and marked reconciled."""
+        statement_id, lines = self.statement(period, opening, reconciled=True)
+        done = (date.fromisoformat(period.to_date) + timedelta(days=5)).isoformat()
+        rec_id = self.reconciliation(period, statement_id, done)
         by_line: dict[int, list[int]] = {}
         for posting in reconciled_postings(period):
             trans_id = self.transaction(
@@ -165,14 +169,7 @@ class _Builder:
         for t in period.transactions:
             number = vouchers[t.voucher] if vouchers else t.voucher
             self.transaction(period, number, t.date, t.reference, t.description, t.amount, t.type, reconciled=False)
-        self.add(
-            "bank_reconciliation",
-            account_id=period.account_id,
-            statement_id=statement_id,
-            cut_off_date=period.cut_off_date,
-            reconciled=False,
-            reconciled_date=None,
-        )
+        self.reconciliation(period, statement_id, None)
 
     def build(self) -> Rows:
         task, rng = self.task, self.rng

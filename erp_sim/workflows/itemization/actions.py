@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from erp_sim.actions import Action, Parameter
+from erp_sim.actions import Action, Parameter, actions_by_name
 from erp_sim.database import transaction
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 from erp_sim.json_values import JsonObject
@@ -90,39 +90,34 @@ def submit_expense_report(db: sqlite3.Connection, args: dict[str, Any]) -> tuple
 
 
 _REPORT_NUMBER = Parameter("ReportNumber", "Edm.String", "Expense report number, e.g. EXP-000123.")
-ACTIONS: dict[str, Action] = {
-    a.name: a
-    for a in [
-        Action(
-            "GetItemizationStatus",
-            "Itemization figures of one expense line: total, itemized, remaining (total minus the sum of its itemized "
-            "lines) and the number of itemized lines. Name the line by RecId, or by ReportNumber and LineNumber.",
-            (
-                Parameter("RecId", "Edm.Int64", "RecId of the expense line (not of an itemized line).", required=False),
-                Parameter(
-                    "ReportNumber",
-                    "Edm.String",
-                    "Expense report number, e.g. EXP-000123 (with LineNumber).",
-                    required=False,
-                ),
-                Parameter(
-                    "LineNumber", "Edm.Int64", "Line number within the report (with ReportNumber).", required=False
-                ),
+ACTIONS = actions_by_name(
+    Action(
+        "GetItemizationStatus",
+        "Itemization figures of one expense line: total, itemized, remaining (total minus the sum of its itemized "
+        "lines) and the number of itemized lines. Name the line by RecId, or by ReportNumber and LineNumber.",
+        (
+            Parameter("RecId", "Edm.Int64", "RecId of the expense line (not of an itemized line).", required=False),
+            Parameter(
+                "ReportNumber",
+                "Edm.String",
+                "Expense report number, e.g. EXP-000123 (with LineNumber).",
+                required=False,
             ),
-            get_itemization_status,
+            Parameter("LineNumber", "Edm.Int64", "Line number within the report (with ReportNumber).", required=False),
         ),
-        Action(
-            "ValidateExpenseReport",
-            "Check an expense report before submission: lists the lines whose itemization does not add up. Changes nothing.",
-            (_REPORT_NUMBER,),
-            validate_expense_report,
-        ),
-        Action(
-            "SubmitExpenseReport",
-            "Submit a Draft expense report for approval. Refused while a line's itemization does not add up; after "
-            "submission the report can no longer be changed.",
-            (_REPORT_NUMBER,),
-            submit_expense_report,
-        ),
-    ]
-}
+        get_itemization_status,
+    ),
+    Action(
+        "ValidateExpenseReport",
+        "Check an expense report before submission: lists the lines whose itemization does not add up. Changes nothing.",
+        (_REPORT_NUMBER,),
+        validate_expense_report,
+    ),
+    Action(
+        "SubmitExpenseReport",
+        "Submit a Draft expense report for approval. Refused while a line's itemization does not add up; after "
+        "submission the report can no longer be changed.",
+        (_REPORT_NUMBER,),
+        submit_expense_report,
+    ),
+)

@@ -11,7 +11,12 @@ the agent maps wording to subcategory the way the study's system prompt taught G
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from erp_sim.workflows import Cell, Rows
 
 
 class CategorySpec(BaseModel):
@@ -169,3 +174,22 @@ def mapping_rules_text(category_id: str) -> str:
     return "\n".join(
         f"- {', '.join(repr(w) for w in words)} -> {sub}" for sub, words in RECEIPT_WORDING[category_id].items()
     )
+
+
+COMPANY: dict[str, Cell] = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
+
+
+def shared_rows() -> Rows:
+    """The rows every task shares: the company, the categories and their subcategories."""
+    categories: list[dict[str, Cell]] = [
+        {"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
+        for n, spec in enumerate(CATEGORIES.values(), start=1)
+    ]
+    subcategories: list[dict[str, Cell]] = [
+        {"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories
+    ]
+    return {
+        "company": [dict(COMPANY)],
+        "expense_category": categories,
+        "expense_subcategory": [{"id": n, **row} for n, row in enumerate(subcategories, start=1)],
+    }

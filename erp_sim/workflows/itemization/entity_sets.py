@@ -6,11 +6,12 @@ through ``ledger``, so they obey the forms' business rules.
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from typing import cast
 
 from erp_sim.database.schema import load_schema
 from erp_sim.errors import ValidationError
-from erp_sim.odata.entities import DataCatalog, EntitySet, Property, schema_property
+from erp_sim.odata.entities import DataCatalog, EntitySet, entity_sets_by_name, schema_properties
 from erp_sim.odata.writes import record_id, record_properties
 from erp_sim.values import parse_text
 from erp_sim.workflows.itemization import SCHEMA_FILE, ledger
@@ -18,9 +19,8 @@ from erp_sim.workflows.itemization import SCHEMA_FILE, ledger
 COLUMNS = load_schema(SCHEMA_FILE).columns
 
 
-def _prop(name: str, table: str, field: str, sql: str, *, writable: bool = False, note: str = "") -> Property:
-    """A property whose type and description come from the model's field: the column ``table.field``."""
-    return schema_property(COLUMNS, name, table, field, sql, writable=writable, note=note)
+# Properties over a table's columns, typed and described by its table class.
+_columns = partial(schema_properties, COLUMNS)
 
 
 # --- writes: one record each, inside the data tool's transaction ----------------------------------------
@@ -112,190 +112,147 @@ def _update_report(db: sqlite3.Connection, entity: EntitySet, raw: object) -> in
 
 
 _EDIT = "Editable on Draft reports."
-_ENTITY_SETS: dict[str, EntitySet] = {
-    s.name: s
-    for s in [
-        EntitySet(
-            "ExpenseReports",
-            "Expense reports",
+_ENTITY_SETS = entity_sets_by_name(
+    EntitySet(
+        "ExpenseReports",
+        "Expense reports",
+        "expense_report",
+        "expense_report r JOIN worker w ON w.id = r.worker_id",
+        _columns(
+            "expense_report", "r", ("RecId", "id"), ("ReportNumber", "report_number"), ("WorkerRecId", "worker_id")
+        )
+        + _columns("worker", "w", ("WorkerName", "name", "(The report's worker.)"))
+        + _columns(
             "expense_report",
-            "expense_report r JOIN worker w ON w.id = r.worker_id",
-            (
-                _prop("RecId", "expense_report", "id", "r.id"),
-                _prop("ReportNumber", "expense_report", "report_number", "r.report_number"),
-                _prop("WorkerRecId", "expense_report", "worker_id", "r.worker_id"),
-                _prop("WorkerName", "worker", "name", "w.name", note="(The report's worker.)"),
-                _prop("Purpose", "expense_report", "purpose", "r.purpose", writable=True, note=_EDIT),
-                _prop("Destination", "expense_report", "destination", "r.destination"),
-                _prop("Status", "expense_report", "status", "r.status"),
-                _prop("CreatedDate", "expense_report", "created_date", "r.created_date"),
-            ),
-            (
-                "Reports cannot be created or deleted through the data API.",
-                "Only Purpose can be updated, and only on Draft reports: give RecId (or ReportNumber) and Purpose.",
-                "Submit a report with the action SubmitExpenseReport; check it first with ValidateExpenseReport.",
-            ),
-            update=_update_report,
+            "r",
+            ("Purpose", "purpose", _EDIT),
+            ("Destination", "destination"),
+            ("Status", "status"),
+            ("CreatedDate", "created_date"),
+            writable=("Purpose",),
         ),
-        EntitySet(
-            "ExpenseLines",
-            "Expense lines (including itemized lines)",
+        (
+            "Reports cannot be created or deleted through the data API.",
+            "Only Purpose can be updated, and only on Draft reports: give RecId (or ReportNumber) and Purpose.",
+            "Submit a report with the action SubmitExpenseReport; check it first with ValidateExpenseReport.",
+        ),
+        update=_update_report,
+    ),
+    EntitySet(
+        "ExpenseLines",
+        "Expense lines (including itemized lines)",
+        "expense_line",
+        "expense_line l JOIN expense_report r ON r.id = l.report_id",
+        _columns("expense_line", "l", ("RecId", "id"))
+        + _columns("expense_report", "r", ("ReportNumber", "report_number", "(The line's report.)"))
+        + _columns(
             "expense_line",
-            "expense_line l JOIN expense_report r ON r.id = l.report_id",
-            (
-                _prop("RecId", "expense_line", "id", "l.id"),
-                _prop(
-                    "ReportNumber", "expense_report", "report_number", "r.report_number", note="(The line's report.)"
-                ),
-                _prop(
-                    "LineNumber",
-                    "expense_line",
-                    "line_number",
-                    "l.line_number",
-                    note="Itemized lines share their header's number.",
-                ),
-                _prop("Category", "expense_line", "category_id", "l.category_id"),
-                _prop(
-                    "Merchant",
-                    "expense_line",
-                    "merchant",
-                    "l.merchant",
-                    writable=True,
-                    note="Editable on header and default lines.",
-                ),
-                _prop(
-                    "TransactionDate",
-                    "expense_line",
-                    "transaction_date",
-                    "l.transaction_date",
-                    writable=True,
-                    note="Editable on itemized lines.",
-                ),
-                _prop(
-                    "Amount",
-                    "expense_line",
-                    "amount",
-                    "l.amount",
-                    writable=True,
-                    note="Editable on itemized and default lines (not on an itemized header).",
-                ),
-                _prop("Currency", "expense_line", "currency", "l.currency"),
-                _prop(
-                    "LineType",
-                    "expense_line",
-                    "line_type",
-                    "l.line_type",
-                    writable=True,
-                    note="Set on create only, and only to ItemizedLine.",
-                ),
-                _prop(
-                    "ParentRecId",
-                    "expense_line",
-                    "parent_line_id",
-                    "l.parent_line_id",
-                    writable=True,
-                    note="RecId of the header line; set on create only.",
-                ),
-                _prop(
-                    "Subcategory",
-                    "expense_line",
-                    "subcategory",
-                    "l.subcategory",
-                    writable=True,
-                    note="One of the header category's subcategories (see ExpenseSubcategories).",
-                ),
-                _prop("Description", "expense_line", "description", "l.description", writable=True, note="Editable."),
-            ),
-            (
-                "Create only itemized lines: each entity gives ParentRecId (the RecId of the expense line to itemize), "
-                "Subcategory, TransactionDate (YYYY-MM-DD) and Amount (greater than 0.00, two decimals at most), "
-                "optionally Description and LineType (which must be ItemizedLine).",
-                "The header line's category must support itemization, and Subcategory must be one of that category's "
-                "subcategories (entity set ExpenseSubcategories).",
-                "Only lines of Draft reports can be created, updated or deleted.",
-                "Update by RecId: itemized lines accept Subcategory, TransactionDate, Amount and Description; header and "
-                "default lines accept Merchant, Description and Amount (not the Amount of a line that has itemized lines).",
-                "Only itemized lines can be deleted (by RecId).",
-                "Remaining = the header line's Amount minus the sum of its itemized lines' Amount; the itemization is "
-                "complete at exactly 0.00. Over-itemization is accepted but leaves a negative remaining amount. "
-                "The action GetItemizationStatus reports the figures.",
-                "Each call is all or nothing: if one entity is invalid, nothing is written.",
-            ),
-            create=_create_itemized,
-            update=_update_line,
-            delete=ledger.delete_itemized_line,
+            "l",
+            ("LineNumber", "line_number", "Itemized lines share their header's number."),
+            ("Category", "category_id"),
+            ("Merchant", "merchant", "Editable on header and default lines."),
+            ("TransactionDate", "transaction_date", "Editable on itemized lines."),
+            ("Amount", "amount", "Editable on itemized and default lines (not on an itemized header)."),
+            ("Currency", "currency"),
+            ("LineType", "line_type", "Set on create only, and only to ItemizedLine."),
+            ("ParentRecId", "parent_line_id", "RecId of the header line; set on create only."),
+            ("Subcategory", "subcategory", "One of the header category's subcategories (see ExpenseSubcategories)."),
+            ("Description", "description", "Editable."),
+            writable=("Merchant", "TransactionDate", "Amount", "LineType", "ParentRecId", "Subcategory", "Description"),
         ),
-        EntitySet(
-            "ExpenseCategories",
-            "Expense categories (cost types)",
+        (
+            "Create only itemized lines: each entity gives ParentRecId (the RecId of the expense line to itemize), "
+            "Subcategory, TransactionDate (YYYY-MM-DD) and Amount (greater than 0.00, two decimals at most), "
+            "optionally Description and LineType (which must be ItemizedLine).",
+            "The header line's category must support itemization, and Subcategory must be one of that category's "
+            "subcategories (entity set ExpenseSubcategories).",
+            "Only lines of Draft reports can be created, updated or deleted.",
+            "Update by RecId: itemized lines accept Subcategory, TransactionDate, Amount and Description; header and "
+            "default lines accept Merchant, Description and Amount (not the Amount of a line that has itemized lines).",
+            "Only itemized lines can be deleted (by RecId).",
+            "Remaining = the header line's Amount minus the sum of its itemized lines' Amount; the itemization is "
+            "complete at exactly 0.00. Over-itemization is accepted but leaves a negative remaining amount. "
+            "The action GetItemizationStatus reports the figures.",
+            "Each call is all or nothing: if one entity is invalid, nothing is written.",
+        ),
+        create=_create_itemized,
+        update=_update_line,
+        delete=ledger.delete_itemized_line,
+    ),
+    EntitySet(
+        "ExpenseCategories",
+        "Expense categories (cost types)",
+        "expense_category",
+        "expense_category c",
+        _columns(
             "expense_category",
-            "expense_category c",
-            (
-                _prop("RecId", "expense_category", "id", "c.id"),
-                _prop("CategoryId", "expense_category", "category_id", "c.category_id"),
-                _prop("Name", "expense_category", "name", "c.name"),
-                _prop("Itemize", "expense_category", "itemize", "c.itemize"),
-            ),
-            ("Read-only.",),
+            "c",
+            ("RecId", "id"),
+            ("CategoryId", "category_id"),
+            ("Name", "name"),
+            ("Itemize", "itemize"),
         ),
-        EntitySet(
-            "ExpenseSubcategories",
-            "Expense subcategories",
-            "expense_subcategory",
-            "expense_subcategory s",
-            (
-                _prop("RecId", "expense_subcategory", "id", "s.id"),
-                _prop("CategoryId", "expense_subcategory", "category_id", "s.category_id"),
-                _prop("Name", "expense_subcategory", "name", "s.name"),
-            ),
-            ("Read-only. An itemized line's Subcategory must be a Name of its category.",),
-        ),
-        EntitySet(
-            "ExpenseReceipts",
-            "Expense receipts (attached documents: folios, agreements, bills)",
+        ("Read-only.",),
+    ),
+    EntitySet(
+        "ExpenseSubcategories",
+        "Expense subcategories",
+        "expense_subcategory",
+        "expense_subcategory s",
+        _columns("expense_subcategory", "s", ("RecId", "id"), ("CategoryId", "category_id"), ("Name", "name")),
+        ("Read-only. An itemized line's Subcategory must be a Name of its category.",),
+    ),
+    EntitySet(
+        "ExpenseReceipts",
+        "Expense receipts (attached documents: folios, agreements, bills)",
+        "receipt",
+        "receipt d",
+        _columns(
             "receipt",
-            "receipt d",
-            (
-                _prop("RecId", "receipt", "id", "d.id"),
-                _prop("ExpenseLineRecId", "receipt", "expense_line_id", "d.expense_line_id"),
-                _prop("DocumentNumber", "receipt", "document_number", "d.document_number"),
-                _prop("Merchant", "receipt", "merchant", "d.merchant"),
-                _prop("IssuedDate", "receipt", "issued_date", "d.issued_date"),
-                _prop("Total", "receipt", "total", "d.total"),
-                _prop("Currency", "receipt", "currency", "d.currency"),
-            ),
-            ("Read-only. The charges are in ExpenseReceiptItems (filter on ReceiptRecId).",),
+            "d",
+            ("RecId", "id"),
+            ("ExpenseLineRecId", "expense_line_id"),
+            ("DocumentNumber", "document_number"),
+            ("Merchant", "merchant"),
+            ("IssuedDate", "issued_date"),
+            ("Total", "total"),
+            ("Currency", "currency"),
         ),
-        EntitySet(
-            "ExpenseReceiptItems",
-            "Expense receipt items (the charges printed on a receipt)",
+        ("Read-only. The charges are in ExpenseReceiptItems (filter on ReceiptRecId).",),
+    ),
+    EntitySet(
+        "ExpenseReceiptItems",
+        "Expense receipt items (the charges printed on a receipt)",
+        "receipt_item",
+        "receipt_item i",
+        _columns(
             "receipt_item",
-            "receipt_item i",
-            (
-                _prop("RecId", "receipt_item", "id", "i.id"),
-                _prop("ReceiptRecId", "receipt_item", "receipt_id", "i.receipt_id"),
-                _prop("ItemNumber", "receipt_item", "item_number", "i.item_number"),
-                _prop("ItemDate", "receipt_item", "item_date", "i.item_date"),
-                _prop("Description", "receipt_item", "description", "i.description"),
-                _prop("Amount", "receipt_item", "amount", "i.amount"),
-            ),
-            ("Read-only. Receipts print the vendor's wording, not subcategory names.",),
+            "i",
+            ("RecId", "id"),
+            ("ReceiptRecId", "receipt_id"),
+            ("ItemNumber", "item_number"),
+            ("ItemDate", "item_date"),
+            ("Description", "description"),
+            ("Amount", "amount"),
         ),
-        EntitySet(
-            "Workers",
-            "Workers (employees)",
+        ("Read-only. Receipts print the vendor's wording, not subcategory names.",),
+    ),
+    EntitySet(
+        "Workers",
+        "Workers (employees)",
+        "worker",
+        "worker k",
+        _columns(
             "worker",
-            "worker k",
-            (
-                _prop("RecId", "worker", "id", "k.id"),
-                _prop("PersonnelNumber", "worker", "personnel_number", "k.personnel_number"),
-                _prop("Name", "worker", "name", "k.name"),
-                _prop("Email", "worker", "email", "k.email"),
-            ),
-            ("Read-only.",),
+            "k",
+            ("RecId", "id"),
+            ("PersonnelNumber", "personnel_number"),
+            ("Name", "name"),
+            ("Email", "email"),
         ),
-    ]
-}
+        ("Read-only.",),
+    ),
+)
 
 CATALOG = DataCatalog(
     entity_sets=_ENTITY_SETS,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from erp_sim import response_keys as K
 from erp_sim.formstate import control_text, find_grid, grid_has_next_page, grid_row_values, grid_total_rows
-from erp_sim.workflows.faces import SummaryFacts
+from erp_sim.workflows.faces import SummaryFacts, figures_line
 
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
 
@@ -204,17 +204,14 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
             f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
             for n, i in facts.receipt_items.items()
         ]
-    amounts = [
-        (label, value)
-        for label, value in (
+    lines += figures_line(
+        "Itemization",
+        (
             ("total", facts.itemization_total),
             ("itemized", facts.itemization_itemized),
             ("remaining", facts.itemization_remaining),
-        )
-        if value
-    ]
-    if amounts:
-        lines.append("Itemization: " + ", ".join(f"{label} {value}" for label, value in amounts))
+        ),
+    )
     if facts.itemized_lines:
         lines.append(f"Itemized lines ({len(facts.itemized_lines)}):")
         lines += [

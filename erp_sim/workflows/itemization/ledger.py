@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import cast
 
+from erp_sim.database import record_by_id
 from erp_sim.errors import BusinessRuleError, NotFoundError, ValidationError
 from erp_sim.money import ZERO, money_text, parse_money
 from erp_sim.values import parse_date, parse_text
@@ -21,10 +22,7 @@ from erp_sim.workflows.itemization.catalog import CATEGORIES
 
 # --- reads -----------------------------------------------------------------------------------
 def report_by_id(db: sqlite3.Connection, report_id: int) -> sqlite3.Row:
-    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_report WHERE id = ?", (report_id,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"Expense report with RecId {report_id} does not exist.")
-    return row
+    return record_by_id(db, "expense_report", report_id, "Expense report")
 
 
 def report_by_number(db: sqlite3.Connection, number: str) -> sqlite3.Row:
@@ -37,10 +35,7 @@ def report_by_number(db: sqlite3.Connection, number: str) -> sqlite3.Row:
 
 
 def line_by_id(db: sqlite3.Connection, line_id: int) -> sqlite3.Row:
-    row: sqlite3.Row | None = db.execute("SELECT * FROM expense_line WHERE id = ?", (line_id,)).fetchone()
-    if row is None:
-        raise NotFoundError(f"Expense line with RecId {line_id} does not exist.")
-    return row
+    return record_by_id(db, "expense_line", line_id, "Expense line")
 
 
 def header_lines(db: sqlite3.Connection, report_id: int) -> list[sqlite3.Row]:

@@ -15,42 +15,37 @@ from __future__ import annotations
 
 from sqlmodel import Field, SQLModel
 
-from erp_sim.database.compile_schema import money_field, schema_text
+from erp_sim.database.compile_schema import Record, money_field, schema_text
 
 
-class Company(SQLModel, table=True):
+class Company(Record, table=True):
     __tablename__ = "company"
-    id: int = Field(primary_key=True, description="Record id.")
     data_area_id: str = Field(description="Legal entity id, e.g. USMF.")
     name: str = Field(description="Legal entity name.")
 
 
-class Worker(SQLModel, table=True):
+class Worker(Record, table=True):
     __tablename__ = "worker"
-    id: int = Field(primary_key=True, description="Record id.")
     personnel_number: str = Field(description="Personnel number, e.g. 000123.")
     name: str = Field(description="Worker name.")
     email: str = Field(description="Work email.")
 
 
-class ExpenseCategory(SQLModel, table=True):
+class ExpenseCategory(Record, table=True):
     __tablename__ = "expense_category"
-    id: int = Field(primary_key=True, description="Record id.")
     category_id: str = Field(description="Cost type id, e.g. Hotel.")
     name: str = Field(description="Display name.")
     itemize: bool = Field(description="Lines of this category must be itemized.")
 
 
-class ExpenseSubcategory(SQLModel, table=True):
+class ExpenseSubcategory(Record, table=True):
     __tablename__ = "expense_subcategory"
-    id: int = Field(primary_key=True, description="Record id.")
     category_id: str = Field(description="Cost type the subcategory belongs to.")
     name: str = Field(description="Subcategory name, e.g. Room tax.")
 
 
-class ExpenseReport(SQLModel, table=True):
+class ExpenseReport(Record, table=True):
     __tablename__ = "expense_report"
-    id: int = Field(primary_key=True, description="Record id.")
     report_number: str = Field(index=True, description="Expense report number, e.g. EXP-000123.")
     worker_id: int = Field(foreign_key="worker.id", description="The worker who created the report.")
     purpose: str = Field(description="Business purpose.")
@@ -59,12 +54,11 @@ class ExpenseReport(SQLModel, table=True):
     created_date: str = Field(description="Creation date, ISO 8601.")
 
 
-class ExpenseLine(SQLModel, table=True):
+class ExpenseLine(Record, table=True):
     __tablename__ = "expense_line"
     # AUTOINCREMENT: a deleted line's RecId is never handed out again (D365 never reuses one), so a form's
     # pending edit of a line deleted elsewhere cannot land on a new line that took its RecId
     __table_args__ = {"sqlite_autoincrement": True}
-    id: int = Field(primary_key=True, description="Record id.")
     report_id: int = Field(foreign_key="expense_report.id", index=True, description="The report the line belongs to.")
     line_number: int = Field(description="Line number within the report.")
     category_id: str = Field(description="Cost type id.")
@@ -80,9 +74,8 @@ class ExpenseLine(SQLModel, table=True):
     description: str = Field(default="", description="Free text.")
 
 
-class Receipt(SQLModel, table=True):
+class Receipt(Record, table=True):
     __tablename__ = "receipt"
-    id: int = Field(primary_key=True, description="Record id.")
     expense_line_id: int = Field(
         foreign_key="expense_line.id", index=True, description="The expense line the receipt is attached to."
     )
@@ -93,9 +86,8 @@ class Receipt(SQLModel, table=True):
     currency: str = Field(description="ISO currency code.")
 
 
-class ReceiptItem(SQLModel, table=True):
+class ReceiptItem(Record, table=True):
     __tablename__ = "receipt_item"
-    id: int = Field(primary_key=True, description="Record id.")
     receipt_id: int = Field(foreign_key="receipt.id", index=True, description="The receipt.")
     item_number: int = Field(description="Position on the receipt.")
     item_date: str = Field(description="Date of the charge, ISO 8601.")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from erp_sim.workflows.itemization.catalog import mapping_rules_text
+from erp_sim.workflows.task_model import TaskModel
 
 if TYPE_CHECKING:
-    from erp_sim.forms.base import FormHost
-    from erp_sim.workflow_task import WorkflowTask
+    pass
 
 
 class ReceiptLine(BaseModel):
@@ -47,14 +47,10 @@ class TaskLine(BaseModel):
         return Decimal(self.header_amount)
 
 
-class Task(BaseModel):
+class Task(TaskModel):
     """One itemization task: one expense line (the fields below), or several (``extra_lines``), in one instruction."""
 
-    model_config = ConfigDict(frozen=True)
     workflow: ClassVar[str] = "itemization"
-    task_id: str = Field(description="Unique id, e.g. hotel-007.")
-    task_set: str = Field(description="The fixture set the task belongs to.")
-    seed: int = Field(description="Seed of everything random in the task's world.")
     expense_type: str = Field(description="Category id of the line to itemize, e.g. Hotel.")
     family: str = Field(description="Structural family: lodging, transport or itemized_bill.")
     difficulty: str = Field(description="easy (4-8 items), medium (9-15), hard (16-22) or long (23 and more).")
@@ -143,13 +139,5 @@ class Task(BaseModel):
         return mapping_rules_text(self.expense_type)
 
 
-def as_task(task: WorkflowTask) -> Task:
-    """A task the generic layers hand over (``erp_sim.get_task``, ``ErpSession.task``), as the itemization
-    task it is; AssertionError for another workflow's."""
-    assert isinstance(task, Task), type(task)
-    return task
-
-
-def task_of(session: FormHost) -> Task:
-    """The session's task, as the itemization task it is (a session hosts its own workflow's task)."""
-    return as_task(session.task)
+as_task = Task.of  # a task the generic layers hand over, as this workflow's (TaskModel.of)
+task_of = Task.of_session  # the session's task, as this workflow's

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from erp_sim.workflows import TaskPrompt, Workflow
-from erp_sim.workflows.itemization import SCHEMA_FILE, user
-from erp_sim.workflows.itemization.actions import ACTIONS
-from erp_sim.workflows.itemization.forms import FORMS, MENU_ITEMS
-from erp_sim.workflows.itemization.grading import GRADER, Progress
-from erp_sim.workflows.itemization.oracle import oracle_calls
-from erp_sim.workflows.itemization.prompt import system_prompt
+from erp_sim.workflows import Workflow, folder_workflow, task_prompt_with_rules
+from erp_sim.workflows.itemization.grading import Progress
 from erp_sim.workflows.itemization.task import Task
-from erp_sim.workflows.itemization.world import build_rows, catalog_rows
 
 if TYPE_CHECKING:
     from erp_sim.json_values import JsonObject
-    from erp_sim.odata.entities import DataCatalog
 
 
-def _clock(task: Task) -> str:
+def clock(task: Task) -> str:
     return f"{task.transaction_date} 12:00:00"  # noon of the charge
-
-
-def _data() -> DataCatalog:
-    """The entity sets, at the data tools' first call: building them and importing the OData engine they
-    write through costs about 10 ms (``scripts/bench_startup.py``'s first reset), which an episode of form
-    tools need not pay."""
-    from erp_sim.workflows.itemization.entity_sets import CATALOG
-
-    return CATALOG
 
 
 def task_info(task: Task) -> JsonObject:
@@ -75,35 +59,11 @@ def progress_line(fields: JsonObject) -> str:
     )
 
 
-def _task_prompt_text(brief: Mapping[str, str]) -> str:
-    return f"{brief['instruction']}\n\nSubcategory rules:\n{brief['mapping_rules']}"
-
-
-TASK_PROMPT = TaskPrompt(
-    name="itemization_task",
-    description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
-    text=_task_prompt_text,
+TASK_PROMPT = task_prompt_with_rules(
+    "itemization",
     kind="expense-itemization",
-    resource_description="This session's task: id, instruction and subcategory rules (no answers).",
+    rules="subcategory rules",
+    description="The user's request for this session's task, with the receipt-wording-to-subcategory rules.",
 )
 
-WORKFLOW: Workflow[Task] = Workflow(
-    name="itemization",
-    schema_file=SCHEMA_FILE,
-    shared_rows=catalog_rows,
-    task_rows=build_rows,
-    clock=_clock,
-    forms=FORMS,
-    menu_items=MENU_ITEMS,
-    data=_data,
-    actions=ACTIONS,
-    grader=GRADER,
-    oracle=oracle_calls,
-    system_prompt=system_prompt,
-    user_reply=user.reply,
-    task_prompt=TASK_PROMPT,
-    task_info=task_info,
-    describe_task=describe_task,
-    progress_info=progress_info,
-    progress_line=progress_line,
-)
+WORKFLOW: Workflow[Task] = folder_workflow(sys.modules[__name__])

@@ -60,7 +60,6 @@ PURPOSES = [
     "Recruiting event",
     "Project go-live",
 ]
-COMPANY: dict[str, Cell] = {"id": 1, "data_area_id": "USMF", "name": "Contoso Entertainment System USA"}
 
 
 class _Builder:
@@ -232,22 +231,6 @@ class _Builder:
                         itemized=status != "Draft" or rng.random() < 0.5,
                     )
         return self.rows
-
-
-def catalog_rows() -> Rows:
-    """The rows every task shares: the company, the categories and their subcategories."""
-    categories: list[dict[str, Cell]] = [
-        {"id": n, "category_id": spec.category_id, "name": spec.name, "itemize": spec.itemize}
-        for n, spec in enumerate(CATEGORIES.values(), start=1)
-    ]
-    subcategories: list[dict[str, Cell]] = [
-        {"category_id": spec.category_id, "name": sub} for spec in CATEGORIES.values() for sub in spec.subcategories
-    ]
-    return {
-        "company": [dict(COMPANY)],
-        "expense_category": categories,
-        "expense_subcategory": [{"id": n, **row} for n, row in enumerate(subcategories, start=1)],
-    }
 
 
 def build_rows(task: Task) -> Rows:

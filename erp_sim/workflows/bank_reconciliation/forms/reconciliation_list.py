@@ -5,28 +5,28 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from erp_sim.errors import FormStateError
-from erp_sim.forms.base import (
-    Button,
-    Column,
-    FormDefinition,
-    FormHost,
-    Grid,
-    GridRow,
-    OpenForm,
-    Section,
-    quick_filter_control,
-)
+from erp_sim.forms.base import Column, FormHost, GridRow, OpenForm
+from erp_sim.forms.record_list import OpenRecord, RecordList
 from erp_sim.money import display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
 from erp_sim.workflows.bank_reconciliation import rules
 from erp_sim.workflows.bank_reconciliation.forms.figures import yes_no
 
 
-class ReconciliationList(FormDefinition):
+class ReconciliationList(RecordList):
     name = R.LIST_FORM
     menu_item = R.LIST_FORM
     primary_grid = R.LIST_GRID
+    group, label = "ReconciliationsGroup", "Bank reconciliations"
+    columns = [
+        Column(R.LIST_ACCOUNT, "Bank account"),
+        Column(R.LIST_STATEMENT, "Statement"),
+        Column(R.LIST_CUT_OFF, "Cut-off date", "Date"),
+        Column(R.LIST_TOTAL, "Statement amount", "Real"),
+        Column(R.LIST_RECONCILED, "Reconciled"),
+    ]
+    rows_key = "bank/list-rows"
+    opens = OpenRecord(R.OPEN_BUTTON, "Open", "bank reconciliation", "a", "reconciliation", R.HEADER_FORM, "rec_id")
     guidance = [
         f"Select a reconciliation in {R.LIST_GRID} with form_select_grid_row, then click {R.OPEN_BUTTON}.",
         f"Filter with form_filter_grid (gridColumnName {R.LIST_STATEMENT} or {R.LIST_ACCOUNT}) or form_filter_form.",
@@ -42,27 +42,7 @@ class ReconciliationList(FormDefinition):
         ).fetchone()
         return f"{total} bank reconciliation(s) of {accounts} bank account(s); {open_count} not reconciled yet."
 
-    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
-        rows = session.cached_read("bank/list-rows", lambda: self._rows(session))
-        columns = [
-            Column(R.LIST_ACCOUNT, "Bank account"),
-            Column(R.LIST_STATEMENT, "Statement"),
-            Column(R.LIST_CUT_OFF, "Cut-off date", "Date"),
-            Column(R.LIST_TOTAL, "Statement amount", "Real"),
-            Column(R.LIST_RECONCILED, "Reconciled"),
-        ]
-        quick = quick_filter_control(form)
-        return [
-            Section("FilterGroup", "Filter", controls=[quick]),
-            Section(
-                "ReconciliationsGroup",
-                "Bank reconciliations",
-                grids=[Grid(R.LIST_GRID, "Bank reconciliations", columns, rows)],
-            ),
-        ]
-
-    @staticmethod
-    def _rows(session: FormHost) -> list[GridRow]:
+    def rows(self, session: FormHost) -> list[GridRow]:
         totals = rules.statement_totals(session.db)
         return [
             GridRow(
@@ -80,23 +60,3 @@ class ReconciliationList(FormDefinition):
                 "JOIN bank_statement s ON s.id = r.statement_id ORDER BY r.cut_off_date DESC, r.account_id, r.id"
             )
         ]
-
-    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
-        selected = form.grid_state(R.LIST_GRID).selected_key is not None
-        return [
-            Button(
-                R.OPEN_BUTTON,
-                "Open",
-                selected,
-                "Open the selected bank reconciliation.",
-                f"select a reconciliation in {R.LIST_GRID} first (form_select_grid_row).",
-            )
-        ]
-
-    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
-        if button.lower() != R.OPEN_BUTTON.lower():
-            return super().click(session, form, button)
-        rec_id = form.grid_state(R.LIST_GRID).selected_key
-        if rec_id is None:
-            raise FormStateError(f"Select a bank reconciliation in {R.LIST_GRID} first (form_select_grid_row).")
-        return session.open_form(R.HEADER_FORM, {"rec_id": rec_id})

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from erp_sim.errors import FormStateError
-from erp_sim.forms.base import (
-    Button,
-    Column,
-    FormDefinition,
-    FormHost,
-    Grid,
-    GridRow,
-    OpenForm,
-    Section,
-    quick_filter_control,
-)
+from erp_sim.forms.base import Column, FormHost, GridRow, OpenForm
+from erp_sim.forms.record_list import OpenRecord, RecordList
 from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.itemization.task import task_of
 
 GRID = "ExpenseReportsGrid"
 
 
-class ExpenseReportList(FormDefinition):
+class ExpenseReportList(RecordList):
     name = "TrvExpenses"
     menu_item = "TrvExpenses"
     primary_grid = GRID
+    group, label = "ReportsGroup", "Expense reports"
+    columns = [
+        Column("TrvExpTable_ExpNumber", "Expense report number"),
+        Column("TrvExpTable_Txt", "Purpose"),
+        Column("TrvExpTable_ApprovalStatus", "Approval status"),
+        Column("TrvExpTable_CreatedDate", "Created date", "Date"),
+        Column("TrvExpTable_TotalAmount", "Total amount", "Real"),
+    ]
+    rows_key = "report-list-rows"
+    opens = OpenRecord("EditReport", "Edit", "expense report", "an", "report", "TrvExpenseReport", "report_id")
     guidance = [
         "Select a report in ExpenseReportsGrid with form_select_grid_row, then click EditReport to open it.",
         "Filter the grid with form_filter_grid (gridColumnName TrvExpTable_ExpNumber) or form_filter_form.",
@@ -40,23 +40,7 @@ class ExpenseReportList(FormDefinition):
         total = session.db.execute("SELECT COUNT(*) FROM expense_report").fetchone()[0]
         return f"{total} expense report(s) for {task_of(session).worker_name}."
 
-    def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
-        rows = session.cached_read("report-list-rows", lambda: self._rows(session))
-        columns = [
-            Column("TrvExpTable_ExpNumber", "Expense report number"),
-            Column("TrvExpTable_Txt", "Purpose"),
-            Column("TrvExpTable_ApprovalStatus", "Approval status"),
-            Column("TrvExpTable_CreatedDate", "Created date", "Date"),
-            Column("TrvExpTable_TotalAmount", "Total amount", "Real"),
-        ]
-        quick = quick_filter_control(form)
-        return [
-            Section("FilterGroup", "Filter", controls=[quick]),
-            Section("ReportsGroup", "Expense reports", grids=[Grid(GRID, "Expense reports", columns, rows)]),
-        ]
-
-    @staticmethod
-    def _rows(session: FormHost) -> list[GridRow]:
+    def rows(self, session: FormHost) -> list[GridRow]:
         # Exact sums in SQL: amounts are two-place decimal text, so cents round-trip through REAL exactly.
         amounts = {
             report_id: Decimal(cents) / 100
@@ -78,23 +62,3 @@ class ExpenseReportList(FormDefinition):
             )
             for r in session.db.execute("SELECT * FROM expense_report ORDER BY report_number")
         ]
-
-    def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
-        selected = form.grid_state(GRID).selected_key is not None
-        return [
-            Button(
-                "EditReport",
-                "Edit",
-                selected,
-                "Open the selected expense report.",
-                f"select a report in {GRID} first (form_select_grid_row).",
-            )
-        ]
-
-    def click(self, session: FormHost, form: OpenForm, button: str) -> str:
-        if button.lower() != "editreport":
-            return super().click(session, form, button)
-        report_id = form.grid_state(GRID).selected_key
-        if report_id is None:
-            raise FormStateError("Select an expense report in ExpenseReportsGrid first (form_select_grid_row).")
-        return session.open_form("TrvExpenseReport", {"report_id": report_id})
