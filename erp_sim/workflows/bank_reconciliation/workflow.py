@@ -29,7 +29,8 @@ def _clock(task: Task) -> str:
 
 
 def _data() -> DataCatalog:
-    """The entity sets, at the data tools' first call (as itemization's: an episode of form tools need not pay)."""
+    """The entity sets, imported on first use (the data tools' first call), as itemization's: an episode of form
+    tools need not pay for them (``scripts/bench_startup.py``'s first reset)."""
     from erp_sim.workflows.bank_reconciliation.entity_sets import CATALOG
 
     return CATALOG

@@ -26,7 +26,7 @@ def _clock(task: Task) -> str:
 
 
 def _data() -> DataCatalog:
-    """The entity sets, at the data tools' first call: building them and importing the OData engine they
+    """The entity sets, imported on first use (the data tools' first call): building them and importing the OData engine they
     write through costs about 10 ms (``scripts/bench_startup.py``'s first reset), which an episode of form
     tools need not pay."""
     from erp_sim.workflows.itemization.entity_sets import CATALOG
