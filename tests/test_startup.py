@@ -10,11 +10,10 @@ so a scattered function-local import shows up as a failure too.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 from import_graph import stray_local_imports
+from process_support import fresh_python
 
 import erp_sim
 
@@ -47,9 +46,7 @@ FACADES = {"erp_sim", "erp_sim.envs", "erp_sim.agents.cli"}
 
 def loaded_after(code: str) -> set[str]:
     probe = f"import sys\n{code}\nimport json; print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.strip().splitlines()[-1])) & set(HEAVY)
+    return set(json.loads(fresh_python(probe).strip().splitlines()[-1])) & set(HEAVY)
 
 
 def test_import_erp_sim_loads_no_heavy_library():
