@@ -30,7 +30,7 @@ from typing import Any
 from erp_sim.agents.failures import classify_failure
 from erp_sim.agents.tokens import TokenCounter, get_counter
 from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, ModelCall, PrefixTracker, call_sums
-from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, StepRecord, Trajectory, grade_model
+from erp_sim.agents.trajectory import ContextRecorder, EpisodeMetrics, RoleRequests, StepRecord, Trajectory, grade_model
 from erp_sim.agents.types import (
     Agent,
     AgentStep,
@@ -96,7 +96,9 @@ def run_episode(
     )
     agent.reset()
     recorder = ContextRecorder(counter) if keep_shown else None
-    meter = EpisodeMeter(counter).start()  # the summarizer's and an LLM user's calls report to it
+    role_requests = RoleRequests(counter) if keep_shown else None  # what the LLM summarizer was sent and answered
+    # the summarizer's and an LLM user's calls report to it
+    meter = EpisodeMeter(counter, keep=role_requests.keep if role_requests is not None else None).start()
     agent_requests = meter.tracker("agent")  # it encodes the tool schemas for its requests: their count comes with them
     acting = _Acting(
         agent, tools, meter, recorder, context_window, agent_requests.tools_tokens(tools), agent_requests=agent_requests
@@ -128,6 +130,8 @@ def run_episode(
     assert termination is not None  # set by a failure or just above
     if recorder is not None:
         trajectory.context = recorder.context
+    if role_requests is not None:
+        trajectory.role_contexts = role_requests.contexts()
     trajectory.termination = termination
     _grade_and_measure(env, trajectory, env_state.info)
     if refused_tokens is not None:

@@ -29,6 +29,13 @@ Origins say where a shown message came from:
 
 Step k's output is the k-th assistant message of ``messages`` (the transcript), and its
 token counts are ``steps[k]`` of ``Trajectory.steps``. ``erp-sim show`` prints all of it.
+
+What the LLM summarizer was sent and answered (``Trajectory.role_contexts["summarizer"]``) is
+stored the same way, by the same recorder (``RoleRecorder``): each distinct message once, and
+per summarizer call k its request as ``steps[k]``; the answers are messages too. Origins there are
+``request`` or ``answer``. Each ``StepRecord.role_calls`` entry of the summarizer points into it
+(``ModelCall.request``: its index in ``steps``; ``ModelCall.answer``: its answer's in ``messages``).
+Offline summaries (the structured summarizer) make no model call: the key is absent then.
 """
 
 from __future__ import annotations
@@ -168,6 +175,54 @@ class ContextRecorder:
         if _call_ids(message) & self._transcript_tool_call_ids:
             return "rewritten"
         return "inserted"
+
+
+#: The roles other than the agent whose requests and answers a trajectory keeps (``Trajectory.role_contexts``).
+KEPT_ROLES = ("summarizer",)
+REQUEST_ORIGINS = ("request", "answer")
+
+
+class RoleRecorder(ContextRecorder):
+    """One role's model calls as a ``VisibleContext``: ``steps[k]`` is call k's request, and each answer is
+    stored as one more message; every distinct message once, as ``ContextRecorder`` stores the agent's (the
+    summarizer's instruction, the same at every call, is stored once). Origins: request or answer."""
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        super().__init__(counter)
+        self._answering = False
+
+    def record_call(self, request: list[Message], answer: Message) -> tuple[int, int]:
+        """Store a call; (its index in ``steps``, its answer's index in ``messages``)."""
+        self.record(request, [])
+        self._answering = True
+        try:
+            return len(self.context.steps) - 1, self._index(answer)
+        finally:
+            self._answering = False
+
+    def _origin(self, message: Message, text: Hashable) -> str:
+        return REQUEST_ORIGINS[self._answering]
+
+
+class RoleRequests:
+    """The kept roles' recorders for one episode; ``keep`` is the meter's hook (``EpisodeMeter(keep=...)``),
+    which points each of their ``ModelCall`` entries at its request and answer."""
+
+    def __init__(self, counter: TokenCounter | None = None, roles: tuple[str, ...] = KEPT_ROLES) -> None:
+        self._counter = counter
+        self._roles = roles
+        self._recorders: dict[str, RoleRecorder] = {}
+
+    def keep(self, call: ModelCall, request: list[Message], answer: Message) -> None:
+        if call.role not in self._roles:
+            return
+        recorder = self._recorders.get(call.role)
+        if recorder is None:
+            recorder = self._recorders[call.role] = RoleRecorder(self._counter)
+        call.request, call.answer = recorder.record_call(request, answer)
+
+    def contexts(self) -> dict[str, VisibleContext]:
+        return {role: recorder.context for role, recorder in self._recorders.items()}
 
 
 def _text_key(message: Message) -> Hashable:
@@ -372,6 +427,12 @@ class Trajectory(BaseModel):
         default_factory=VisibleContext, description="What the model was shown at each call (see the module docstring)."
     )
     steps: list[StepRecord] = Field(default_factory=list)
+    role_contexts: dict[str, VisibleContext] = Field(
+        default_factory=dict,
+        exclude_if=lambda contexts: not contexts,
+        description="Per kept role (KEPT_ROLES: the LLM summarizer), what its model calls were sent and answered, "
+        "stored as ``context`` is (see the module docstring); absent when the role made no model call (offline).",
+    )
     metrics: EpisodeMetrics = Field(default_factory=EpisodeMetrics)
     grade: Any = Field(
         None,

@@ -80,7 +80,7 @@ def rewarded(state: Progress, reward: str) -> bool:
     return state.strict_success if reward == "strict" else state.success
 
 
-def potential(state: Progress, reward: str = "success") -> Decimal:
+def potential(state: Progress, reward: str = "strict") -> Decimal:
     """1 when the reward in force is earned, else PARTIAL_CREDIT x the task's ``done_fraction`` (for itemization,
     1 - |remaining| / header, floored at 0)."""
     if rewarded(state, reward):

@@ -43,7 +43,13 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 from erp_sim.envs import ENV_IDS
 from erp_sim.envs.action_checks import InvalidAction
 from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
-from erp_sim.envs.openenv_guard import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, OpenEnvGuard
+from erp_sim.envs.openenv_guard import (
+    DEFAULT_CONNECT_RATE,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_READ_RATE,
+    OpenEnvGuard,
+)
 from erp_sim.json_values import json_value_problem
 from erp_sim.net import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, guarded_h11, is_loopback, port_number
 from erp_sim.response import error_envelope, render
@@ -288,6 +294,8 @@ def build_app(
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S,
+    connect_rate: float = DEFAULT_CONNECT_RATE,
+    read_rate: float = DEFAULT_READ_RATE,
     **env_kwargs: Any,
 ) -> OpenEnvGuard:
     """The ASGI app: OpenEnv's routes (/ws, /reset, /step, /state, /schema, /health) over ``ErpEnvironment``,
@@ -296,13 +304,18 @@ def build_app(
     factory()._episode.close()  # bad env kwargs fail here, not at the first session
     app = create_app(factory, ErpAction, ErpObservation, env_name="erp_sim", max_concurrent_envs=max_sessions)
     return OpenEnvGuard(
-        app, max_sessions=max_sessions, max_message_bytes=max_message_bytes, idle_timeout_s=idle_timeout_s
+        app,
+        max_sessions=max_sessions,
+        max_message_bytes=max_message_bytes,
+        idle_timeout_s=idle_timeout_s,
+        connect_rate=connect_rate,
+        read_rate=read_rate,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     """``erp-sim serve --openenv [--host H] [--port P] [--env ID] [--verbosity V] [--max-sessions N]
-    [--max-message-bytes B] [--idle-timeout S]``."""
+    [--max-message-bytes B] [--idle-timeout S] [--connect-rate R] [--read-rate B]``."""
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument(
         "--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote)."
@@ -316,6 +329,20 @@ def main(argv: list[str] | None = None) -> int:
     for flag, kind, default, explained in (
         ("--max-message-bytes", int, DEFAULT_MAX_MESSAGE_BYTES, "Largest WebSocket message or HTTP body"),
         ("--idle-timeout", float, DEFAULT_IDLE_TIMEOUT_S, "Seconds a WebSocket session may send nothing (0: never)"),
+        (
+            "--connect-rate",
+            float,
+            DEFAULT_CONNECT_RATE,
+            "New WebSocket connections (and HTTP requests while a session is open) a second beyond a burst of "
+            "--max-sessions; more wait (0: no limit)",
+        ),
+        (
+            "--read-rate",
+            float,
+            DEFAULT_READ_RATE,
+            "Bytes a second a session's messages are read at beyond a burst of four at --max-message-bytes; "
+            "more wait (0: no limit)",
+        ),
         ("--http-header-timeout", float, DEFAULT_HEADER_TIMEOUT_S, "Seconds a client has to send its request headers"),
         ("--http-body-timeout", float, DEFAULT_BODY_TIMEOUT_S, "Seconds a client has to send its request body"),
     ):
@@ -337,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         problem = f"--max-message-bytes must be at least {MIN_MESSAGE_BYTES:,}"
     elif not 0 <= args.idle_timeout < math.inf:  # NaN too
         problem = "--idle-timeout must be 0 (never) or a number of seconds"
+    elif not 0 <= args.connect_rate < math.inf:
+        problem = "--connect-rate must be 0 (no limit) or a number of connections a second"
+    elif not 0 <= args.read_rate < math.inf:
+        problem = "--read-rate must be 0 (no limit) or a number of bytes a second"
     elif not (0 < args.http_header_timeout < math.inf and 0 < args.http_body_timeout < math.inf):
         problem = "--http-header-timeout and --http-body-timeout must be numbers of seconds above 0"
     if problem:
@@ -347,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         args.max_sessions,
         max_message_bytes=args.max_message_bytes,
         idle_timeout_s=args.idle_timeout,
+        connect_rate=args.connect_rate,
+        read_rate=args.read_rate,
         verbosity=args.verbosity,
         reward=args.reward,
     )

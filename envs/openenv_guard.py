@@ -8,6 +8,16 @@ layer in front of it (``erp_sim.envs.openenv.build_app`` puts it there).
   characters of JSON), so every action the env would judge reaches it.
 - Idle sessions. A WebSocket session that sends nothing for ``idle_timeout_s`` is closed (1001, the reason
   names the timeout) and its slot freed; a step being worked on is not idleness.
+- Connection churn. New WebSocket connections, and HTTP requests but ``/health`` while a session is open, are
+  each accepted at up to ``connect_rate`` a second beyond a burst
+  of ``max_sessions`` (a token bucket); one over it waits for its turn before its handshake is answered, holding
+  a slot meanwhile. A client that reconnects in a loop (a refused 15 MiB frame ends its connection) cost the
+  server a handshake, a header read and a close each time, about 0.4 ms: 2,000 a second took three quarters of
+  a core and tripled a well-behaved session's p95 (``scripts/bench_openenv_load.py``, ``big_frames``).
+- A session's share. A session's messages are read at up to ``read_rate`` bytes a second beyond a burst of
+  four messages at the size limit; past that, its next message waits. A tool call is a few hundred bytes (a
+  thousand a second fit); a session sending frames at the limit back to back (each an invalid action, each
+  parsed twice: here and by openenv-core) took three quarters of a core and doubled the others' p95.
 - Capacity. Over ``max_sessions``, a connection gets OpenEnv's ``CAPACITY_REACHED`` error frame and then a
   1013 close whose reason says ``CAPACITY_REACHED`` too, whichever the client reads first.
 - Odd JSON. An HTTP body with NaN, Infinity or a number beyond a float's range (``1e400``) gets a 422 that
@@ -44,6 +54,11 @@ logger = logging.getLogger("erp_sim.openenv")
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
 # A rollout's turn waits for the model: ten minutes covers a long generation on a busy inference server.
 DEFAULT_IDLE_TIMEOUT_S = 600.0
+# New connections a second beyond a burst of --max-sessions: a trainer opening all its rollouts at once gets
+# the burst, one reconnecting per episode a few a second; churning faster than this waits (0: no limit).
+DEFAULT_CONNECT_RATE = 100.0
+# Bytes a second a session's messages are read at beyond a burst of four at the size limit (0: no limit).
+DEFAULT_READ_RATE = 1 << 20
 IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
 # openenv-core builds a fresh environment for every HTTP request but /health (its stateless routes): while a
 # WebSocket session is open, those take turns, and after each the next waits 9x as long as it took, so a flood
@@ -62,10 +77,16 @@ class OpenEnvGuard:
         max_sessions: int,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S,
+        connect_rate: float = DEFAULT_CONNECT_RATE,
+        read_rate: float = DEFAULT_READ_RATE,
     ):
         self.app, self.max_sessions, self.max_message_bytes = app, max_sessions, max_message_bytes
         self.idle_timeout_s = idle_timeout_s or None  # 0: never
-        self.sessions = 0  # open /ws connections; never fewer than openenv-core's sessions
+        self.sessions = 0  # open /ws connections, and those waiting for their turn; never fewer than openenv-core's
+        self.read_rate = read_rate
+        # one bucket for each, so a flood of HTTP requests does not hold up the WebSocket sessions' connections
+        self._admission = _TokenBucket(connect_rate, burst=max_sessions) if connect_rate else None
+        self._http_admission = _TokenBucket(connect_rate, burst=max_sessions) if connect_rate else None
         self._http_turn = asyncio.Lock()
 
     def __getattr__(self, name: str) -> Any:  # the FastAPI app's attributes (routes, state) for callers
@@ -82,6 +103,9 @@ class OpenEnvGuard:
 
     async def _http(self, scope: dict, receive: Any, send: Any) -> None:
         """The body read here, up to the limit (then 413), checked for numbers JSON lacks, and replayed to the app."""
+        health = scope.get("path", "").rstrip("/") == "/health"
+        if self._http_admission is not None and self.sessions and not health:  # its turn before anything is read
+            await self._http_admission.take()
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_message_bytes):
             return await _too_large(scope, receive, send, self.max_message_bytes)
@@ -98,7 +122,7 @@ class OpenEnvGuard:
         if problem is not None:
             return await _json_reply(scope, receive, send, 422, f"{problem}; nothing was done.")
         replay = replaying(bytes(body), receive)
-        if scope.get("path", "").rstrip("/") == "/health" or not self.sessions:  # nobody to yield to
+        if health or not self.sessions:  # nobody to yield to
             return await self.app(scope, replay, send)
         async with self._http_turn:  # one at a time, then a pause: at most HTTP_SHARE of the server's time
             loop = asyncio.get_running_loop()
@@ -114,8 +138,11 @@ class OpenEnvGuard:
         if self.sessions >= self.max_sessions:
             return await self._refuse_at_capacity(receive, send, client)
         self.sessions += 1
-        socket = _Socket(receive, send, self.idle_timeout_s, client)
+        read_budget = _TokenBucket(self.read_rate, burst=4 * self.max_message_bytes) if self.read_rate else None
+        socket = _Socket(receive, send, self.idle_timeout_s, client, read_budget)
         try:
+            if self._admission is not None:
+                await self._admission.take()
             if await socket.open():  # the app (and its session) only once a first frame came
                 await self.app(scope, socket.receive, socket.send)
         except Exception as exc:
@@ -135,13 +162,31 @@ class OpenEnvGuard:
         logger.info("%s: refused, %s", client, used)
 
 
+class _TokenBucket:
+    """``rate`` a second beyond a burst of ``burst`` (connections, or bytes): ``take`` returns at once while the
+    tokens last, else after the wait its share needs (waits queue in order of arrival: each books its tokens)."""
+
+    def __init__(self, rate: float, burst: float):
+        self.rate, self.burst, self.tokens, self.stamp = rate, burst, float(burst), -math.inf
+
+    async def take(self, amount: float = 1.0) -> None:
+        now = asyncio.get_running_loop().time()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate) - amount
+        self.stamp = now
+        if self.tokens < 0:
+            await asyncio.sleep(-self.tokens / self.rate)
+
+
 class _Socket:
     """One /ws connection as the app sees it: accepted here, handed to the app with its first frame (so a
     connection that sends nothing usable never costs openenv-core a session), frames checked, idleness timed,
     sends to a closed socket dropped."""
 
-    def __init__(self, receive: Any, send: Any, idle_timeout_s: float | None, client: str):
+    def __init__(
+        self, receive: Any, send: Any, idle_timeout_s: float | None, client: str, read_budget: _TokenBucket | None
+    ):
         self._receive, self._send, self.idle_timeout_s, self.client = receive, send, idle_timeout_s, client
+        self.read_budget = read_budget
         self.pending: list[dict] = []  # what the app reads first: the handshake, then the first frame
         self.closed = False  # the client left, or a close was sent: whatever the app sends now is dropped
 
@@ -174,6 +219,8 @@ class _Socket:
                     logger.info("%s: connection closed (%s)", self.client, reason)
                 self.closed = True
                 return message
+            if self.read_budget is not None:  # this session's share: its next message waits if it sent too much
+                await self.read_budget.take(len(message.get("text") or message.get("bytes") or b""))
             problem = _frame_problem(message)
             if problem is None:
                 return message

@@ -119,9 +119,10 @@ def resolve_tasks(selection: str) -> tuple[str, list[str]]:
     task_set, _, rest = selection.strip().partition(":")
     task_set = task_set.strip()
     known = [row.task_id for row in task_rows(task_set)]
+    split = selected_split(selection)
+    if split is not None:
+        return task_set, [row.task_id for row in split_rows(task_set, split)]
     rest = rest.strip()
-    if rest in SPLITS:
-        return task_set, [row.task_id for row in split_rows(task_set, rest)]
     given = [i.strip() for i in rest.split(",") if i.strip()] if rest else known
     chosen = [matching_task_id(i, known) or i for i in given]
     unknown = [i for i in chosen if i not in known]
@@ -133,6 +134,12 @@ def resolve_tasks(selection: str) -> tuple[str, list[str]]:
             + f" (ids run {known[0]} .. {known[-1]}; or use {task_set}:train / {task_set}:test)."
         )
     return task_set, chosen
+
+
+def selected_split(selection: str) -> str | None:
+    """The split a ``--tasks`` value selects (``hotel_50:test`` -> ``test``); None for a whole set or task ids."""
+    rest = selection.partition(":")[2].strip()
+    return rest if rest in SPLITS else None
 
 
 _NUMBER = re.compile(r"\d+")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["fake_openai_server", "toy_support"]
+pytest_plugins = ["fake_openai_server", "toy_support", "view_support"]
 
 # Task templates are cached on disk (erp_sim.database.template_cache): the tests keep theirs out of the home
 # folder, in one folder every worker shares (files are written whole and renamed).

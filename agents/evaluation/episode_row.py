@@ -116,6 +116,12 @@ class EpisodeRow(BaseModel):
     user: str = ""
     agent: str = ""
     task_set: str = ""
+    split: str | None = Field(
+        None,
+        exclude_if=unset,
+        description="The split --tasks selected (train, test; SET:SPLIT), absent otherwise and in rows written "
+        "before it was kept.",
+    )
     task_id: str
     run: int = 0
     seed: int | None = None
@@ -155,6 +161,11 @@ class EpisodeRow(BaseModel):
     def episode_key(self) -> EpisodeKey:
         """What makes a row one episode of a plan."""
         return (self.config, self.task_set, self.task_id, self.run)
+
+    @property
+    def task_selection(self) -> str:
+        """The tasks as ``--tasks`` named them: ``hotel_50:test`` for a split, else the task set."""
+        return f"{self.task_set}:{self.split}" if self.split else self.task_set
 
     @property
     def attempt_number(self) -> int:

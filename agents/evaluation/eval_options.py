@@ -24,7 +24,7 @@ from erp_sim.agents.models.roles import (
     server_url,
 )
 from erp_sim.agents.policies import parse_policy, preset
-from erp_sim.task_sets import resolve_tasks
+from erp_sim.task_sets import resolve_tasks, selected_split
 
 DEFAULT_OUT = "runs/eval"
 
@@ -42,6 +42,7 @@ class EpisodeSpec(EpisodeSettings):
     run: int
     seed: int
     out_dir: str
+    split: str | None = Field(None, description="the split --tasks selected (SET:train / SET:test), else None")
     base_url: str | None = None
     record_dir: str | None = None
     summarizer: str = Field("structured", description="structured | API:MODEL (for summarizing policies)")
@@ -208,6 +209,7 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "agent": args.agent,
         **settings_options(args),
+        "split": selected_split(args.tasks),
         "out_dir": str(Path(args.out)),
         "base_url": args.base_url,
         "record_dir": args.record,

@@ -129,6 +129,7 @@ def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
         user=spec.user,
         agent=_agent_label(spec, agent_model),
         task_set=spec.task_set,
+        split=spec.split,
         task_id=spec.task_id,
         run=spec.run,
         seed=spec.seed,

@@ -5,7 +5,9 @@ trajectory's visible context (see ``erp_sim.agents.trajectory``). Without ``--st
 step lists the messages it showed by number, prints each message the first time it is
 shown (cut to ``--width`` characters), marks messages a policy rewrote, summarized or
 inserted, and ends with the action and its tokens. ``--step K`` prints step K's whole input
-unabridged.
+unabridged. At a step where an LLM summarizer built the context, its call follows: what it was
+sent (its messages numbered ``s#N``, each printed the first time, as the agent's are) and what it
+answered.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
 from erp_sim.agents.tokens import get_counter
+from erp_sim.agents.tokens.prompt_cache import ModelCall
 from erp_sim.agents.trajectory import Trajectory
 
 MARKS = {
@@ -86,6 +89,7 @@ def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, wid
     if step is not None and not 0 <= step < len(context.steps):
         raise ShowError(f"--step {step} is out of range: this episode has steps 0-{len(context.steps) - 1}")
     printed: set[int] = set()
+    printed_by_role: dict[str, set[int]] = {}
     for k in [step] if step is not None else range(len(context.steps)):
         record = trajectory.steps[k] if k < len(trajectory.steps) else None
         indices = context.steps[k]
@@ -99,12 +103,9 @@ def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, wid
                 continue
             printed.add(index)
             message = context.messages[index]
-            text = _text(message)
-            if step is None and len(text) > width:
-                text = text[:width] + f"… ({len(text):,} chars)"
             lines.append(
                 f"  #{index} {message.get('role')}{MARKS.get(context.origins[index], '')} "
-                f"({counter.count_message(message):,} tok): {text}"
+                f"({counter.count_message(message):,} tok): {_cut(_text(message), width if step is None else None)}"
             )
         if k < len(outputs):
             tokens = f" ({record.output_tokens:,} output tokens)" if record else ""
@@ -113,6 +114,10 @@ def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, wid
             lines.append(
                 f"  {call.role} model call: {call.input_tokens:,} input tokens (o200k){_call_costs(call)}, "
                 f"{call.output_tokens:,} output"
+            )
+            seen = printed_by_role.setdefault(call.role, set())
+            lines += _sent_and_answered(
+                trajectory, call, seen if step is None else set(), width if step is None else None
             )
     if step is None:
         m = trajectory.metrics
@@ -124,6 +129,34 @@ def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, wid
             " (o200k counts throughout)"
         )
     return "\n".join(lines) + "\n"
+
+
+def _sent_and_answered(trajectory: Trajectory, call: ModelCall, printed: set[int], width: int | None) -> list[str]:
+    """What a kept role's call was sent and answered (``Trajectory.role_contexts``), its messages numbered
+    ``s#N`` (the role's initial) and each printed in full once (cut to ``width``); none for a call not kept."""
+    context = trajectory.role_contexts.get(call.role)
+    if context is None or call.request is None or call.answer is None:
+        return []
+    mark = f"{call.role[:1]}#"
+    sent = context.steps[call.request]
+    lines = [f"    {call.role} was sent: " + ", ".join(f"{mark}{index}" for index in sent)]
+    for index in sent:
+        if index not in printed:
+            printed.add(index)
+            message = context.messages[index]
+            lines.append(
+                f"      {mark}{index} {message.get('role')} ({context.tokens[index]:,} tok): {_cut(_text(message), width)}"
+            )
+    answer = f"    {call.role} answered {mark}{call.answer}"
+    if call.answer in printed:  # the same answer as an earlier call's
+        return [*lines, answer + " (printed above)"]
+    printed.add(call.answer)
+    text = _cut(_text(context.messages[call.answer]), width)
+    return [*lines, f"{answer} ({context.tokens[call.answer]:,} tok): {text}"]
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[:width] + f"… ({len(text):,} chars)"
 
 
 def _share(part: int, whole: int) -> str:

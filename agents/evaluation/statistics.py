@@ -216,6 +216,7 @@ class ConfigSummary:
     incomplete_runs: int  # runs with fewer scored episodes than tasks
     estimates: dict[str, Estimate]
     deterministic: bool = False  # a deterministic agent: runs are copies, intervals are over tasks
+    tasks: str = ""  # the tasks as --tasks named them (``EpisodeRow.task_selection``: hotel_50:test), for headings
 
     @property
     def interval_method(self) -> str:
@@ -267,6 +268,7 @@ def summarize_config(rows: Sequence[EpisodeRow]) -> ConfigSummary:
         incomplete_runs=sum(count < n_tasks for count in per_run.values()),
         estimates=estimates,
         deterministic=deterministic,
+        tasks=_joined(row.task_selection for row in rows),
     )
 
 
@@ -554,7 +556,7 @@ class SweepGrid:
     family: str
     agent: str
     user: str
-    task_set: str
+    task_set: str  # as --tasks named it (``ConfigSummary.tasks``: hotel_50:test for a split)
     n_values: tuple[int, ...]
     w_values: tuple[int, ...]
     cells: dict[tuple[int, int], str]  # (N, W) -> configuration
@@ -579,7 +581,7 @@ def sweep_grids(summaries: Mapping[str, ConfigSummary]) -> list[SweepGrid]:
         point = parse_n_w(summary.policy)
         if point is None:
             continue
-        key = (sweep_family(summary.policy), summary.agent, summary.user, summary.task_set)
+        key = (sweep_family(summary.policy), summary.agent, summary.user, summary.tasks)
         families[key][point].append(name)
     grids = []
     for (family, agent, user, task_set), points in sorted(

@@ -213,6 +213,15 @@ class View:
     def sop_step(self, tool: str) -> dict | None:
         return next((step for step in (self.sop or {}).get("steps", []) if step.get("tool") == tool), None)
 
+    def sop_menu_item(self) -> dict[str, str] | None:
+        """The arguments of the SOP's verified ``form_open_menu_item`` call (which opens the task's form without
+        the menu search), or None: no SOP read, or none of its steps opens a menu item by name."""
+        opening = self.sop_step("form_open_menu_item")
+        arguments = opening.get("arguments") if opening else None
+        if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) or not arguments["name"]:
+            return None
+        return {"name": arguments["name"], "type": str(arguments.get("type", "Display"))}
+
     @property
     def form(self) -> str | None:
         return self.state.get(K.NAME) if self.state else None

@@ -52,6 +52,7 @@ optimizer's calls) ``record_call`` does nothing.
 from __future__ import annotations
 
 from bisect import insort
+from collections.abc import Callable
 from contextvars import ContextVar
 from itertools import accumulate, compress, count, islice, repeat
 from operator import add, is_
@@ -314,6 +315,15 @@ class ModelCall(BaseModel):
     served_model: str | None = Field(
         None, exclude_if=unset, description="The model the service says answered (absent: not said)."
     )
+    request: int | None = Field(
+        None,
+        exclude_if=unset,
+        description="Where the trajectory keeps what this call was sent: its index in "
+        "``Trajectory.role_contexts[role].steps`` (absent: a role whose requests are not kept, the LLM user's).",
+    )
+    answer: int | None = Field(
+        None, exclude_if=unset, description="Its answer's index in ``role_contexts[role].messages`` (absent: not kept)."
+    )
 
 
 SUMMED_CALL_FIELDS = (
@@ -336,13 +346,19 @@ def call_sums(calls: list[ModelCall]) -> dict[str, int | None]:
     return sums
 
 
-class EpisodeMeter:
-    """Per-role prefix trackers for one episode, and the calls reported since the last ``drain``."""
+#: Called with each reported call, its request and its answer, to keep them (``trajectory.RoleRequests.keep``).
+KeepCall = Callable[[ModelCall, list[dict[str, Any]], dict[str, Any]], None]
 
-    def __init__(self, counter: TokenCounter | None = None):
+
+class EpisodeMeter:
+    """Per-role prefix trackers for one episode, and the calls reported since the last ``drain``; ``keep``,
+    if given, gets every reported call with what it sent and answered."""
+
+    def __init__(self, counter: TokenCounter | None = None, keep: KeepCall | None = None):
         self.counter = counter or get_counter()
         self.trackers: dict[str, PrefixTracker] = {}
         self._pending: list[ModelCall] = []
+        self._keep = keep
 
     def tracker(self, role: str) -> PrefixTracker:
         if role not in self.trackers:
@@ -355,20 +371,21 @@ class EpisodeMeter:
         usage = getattr(response, "usage", None)
         tracker = self.tracker(role)
         cacheable = tracker.observe(messages, tools)  # it counts the messages on the way
-        self._pending.append(
-            ModelCall(
-                role=role,
-                input_tokens=tracker.message_tokens + tracker.tools_tokens(tools),
-                output_tokens=self.counter.count_message(response.message),
-                cacheable_prefix_tokens=cacheable,
-                reported_input_tokens=getattr(usage, "input_tokens", 0),
-                reported_output_tokens=getattr(usage, "output_tokens", 0),
-                provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
-                provider_cache_write_tokens=getattr(usage, "cache_write_input_tokens", None),
-                finish_reason=getattr(response, "finish_reason", None),
-                served_model=getattr(response, "model", None) or None,
-            )
+        call = ModelCall(
+            role=role,
+            input_tokens=tracker.message_tokens + tracker.tools_tokens(tools),
+            output_tokens=self.counter.count_message(response.message),
+            cacheable_prefix_tokens=cacheable,
+            reported_input_tokens=getattr(usage, "input_tokens", 0),
+            reported_output_tokens=getattr(usage, "output_tokens", 0),
+            provider_cached_tokens=getattr(usage, "cached_input_tokens", None),
+            provider_cache_write_tokens=getattr(usage, "cache_write_input_tokens", None),
+            finish_reason=getattr(response, "finish_reason", None),
+            served_model=getattr(response, "model", None) or None,
         )
+        if self._keep is not None:
+            self._keep(call, messages, response.message)
+        self._pending.append(call)
 
     def drain(self) -> list[ModelCall]:
         calls, self._pending = self._pending, []

@@ -77,6 +77,10 @@ class Seen(Protocol):
         """The SOP's first step that calls ``tool``."""
         ...
 
+    def sop_menu_item(self) -> dict[str, str] | None:
+        """The name and type of the SOP's verified ``form_open_menu_item`` call, if it has one."""
+        ...
+
     def recall(self, amount: str, key: str, index: int, at: int) -> str:
         """``amount`` as the recall model remembers the ``index``-th fact under ``key`` read from message ``at``."""
         ...
@@ -159,4 +163,7 @@ class HarnessFace:
     facts: SummaryFacts
     failures: FailureRules
     sop: SopRules
-    labels: Mapping[str, str] = field(default_factory=dict)  # report wording of grade fields: success (the eval table)
+    labels: Mapping[str, str] = field(default_factory=dict)  # report wording: success (the eval table), progress
+    # the form controls whose value is the work left (the run page charts the last one shown per model call)
+    progress_controls: tuple[str, ...] = ()
+    grade_terms: str = ""  # the report's Methods bullet: what the grade's figures mean (Markdown)

@@ -144,6 +144,9 @@ def test_http_routes_answer_with_observations_not_server_errors(server):
         (["--idle-timeout", "nan"], "--idle-timeout"),
         (["--idle-timeout", "-1"], "--idle-timeout"),
         (["--http-header-timeout", "0"], "--http-header-timeout"),
+        (["--connect-rate", "-1"], "--connect-rate"),
+        (["--connect-rate", "inf"], "--connect-rate"),
+        (["--read-rate", "nan"], "--read-rate"),
     ],
 )
 def test_serve_refuses_bad_options_in_one_line(argv, problem):

@@ -5,6 +5,7 @@ odd JSON, quiet logs. Timings are never asserted (the bench, scripts/bench_opene
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import time
@@ -187,6 +188,44 @@ def test_every_client_refused_at_capacity_is_told_capacity_reached(tmp_path):
         assert all(told) and len(said) == 10 and all("CAPACITY_REACHED" in text for text in said), said
         a.send(frame("step", FIND))
         assert json.loads(a.recv())["data"]["observation"]["counts"]["tool_calls"] == 1
+
+
+def test_connections_beyond_the_burst_wait_for_their_turn_and_are_then_served(tmp_path):
+    """--connect-rate 10 beyond a burst of --max-sessions 3: twelve connections one after the other, each played,
+    take at least (12 - 3) / 10 s; none is refused. (A lower bound: a slow machine only makes it longer.)"""
+    with serve_openenv(tmp_path, "--max-sessions", "3", "--connect-rate", "10") as served:
+        started = time.perf_counter()
+        for _ in range(12):
+            with connect(served.ws) as ws:
+                ws.send(frame("reset", {"task_id": "hotel-003"}))
+                assert json.loads(ws.recv())["type"] == "observation"
+        assert time.perf_counter() - started >= 0.8
+
+
+def test_a_session_sending_big_frames_back_to_back_is_read_at_its_rate_and_every_frame_counted(tmp_path):
+    """--read-rate 100000 bytes a second beyond a burst of four 16 KiB messages: ten 15 KB frames holding invalid
+    actions take at least (150 - 65) / 100 s, each a counted invalid action; another session is not held up by
+    it (its steps are answered while the first waits)."""
+    limits = ("--max-message-bytes", "16384", "--read-rate", "100000")
+    with serve_openenv(tmp_path, *limits) as served, connect(served.ws) as big, connect(served.ws) as other:
+        for ws in (big, other):
+            ws.send(frame("reset", {"task_id": "hotel-003"}))
+            ws.recv()
+        bad = frame("step", {"tool": "form_find_menu_item", "arguments": {"menuItemFilter": 5, "a": "x" * 15_000}})
+        started = time.perf_counter()
+        for _ in range(10):
+            big.send(bad)
+        other.send(frame("step", FIND))
+        assert json.loads(other.recv())["data"]["observation"]["counts"]["tool_calls"] == 1
+        answers = []
+        with contextlib.suppress(TimeoutError):  # what the big session had been answered by then: not all
+            while len(answers) < 10:
+                answers.append(json.loads(big.recv(timeout=0))["data"]["observation"])
+        assert len(answers) < 10
+        answers += [json.loads(big.recv())["data"]["observation"] for _ in range(10 - len(answers))]
+        assert time.perf_counter() - started >= 0.8
+        assert [answer["counts"]["invalid_actions"] for answer in answers] == list(range(1, 11))
+        assert {answer["error_code"] for answer in answers} == {"InvalidAction"}
 
 
 def test_clients_that_leave_mid_step_are_info_lines_not_tracebacks(tmp_path):

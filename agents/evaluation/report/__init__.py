@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from erp_sim import workflows
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, RefusedLine, infra_error_rows, load_results
-from erp_sim.agents.evaluation.report.formats import plural, summaries_label
+from erp_sim.agents.evaluation.report.formats import plural, row_workflows, summaries_label
 from erp_sim.agents.evaluation.report.learning_curve import WITHOUT, learning_curve_section
-from erp_sim.agents.evaluation.report.methods import METHODS
+from erp_sim.agents.evaluation.report.methods import methods
 from erp_sim.agents.evaluation.report.plots import (
     PEAK_TOKENS_PNG,
     SUCCESS_VS_COST_PNG,
@@ -150,7 +151,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
         f"![peak tokens per configuration]({PEAK_TOKENS_PNG})",
         _label_table(summaries),
         "## Prompt caching and cost",
-        _prompt_cost(inputs.costs, inputs.prices),
+        _prompt_cost(inputs.costs, inputs.prices, summaries_label(summaries)),
         "## Token units",
         _token_units(inputs.costs),
     ]
@@ -179,7 +180,7 @@ def _render(inputs: ReportInputs, baseline: str | None, refused: Sequence[Refuse
             "## Reference figures: the study's GPT-5 numbers",
             _reference(summaries, changes_vs_c2(scored, comparisons)),
         ]
-    sections += ["## Infrastructure errors", _infra(rows), "## Methods", METHODS.rstrip()]
+    sections += ["## Infrastructure errors", _infra(rows), "## Methods", _methods(rows)]
     return "\n\n".join(sections) + "\n" + ("" if curve is None else "\n" + curve)
 
 
@@ -196,7 +197,11 @@ def write_plots(inputs: ReportInputs, out_dir: Path) -> list[Path]:
     for grid, name in zip(grids, _sweep_png_names(len(grids))):
         paths.append(plot_sweep(grid, summaries, out_dir / name))
     if prices:
-        paths.append(plot_success_vs_cost(inputs.costs, out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries)))
+        paths.append(
+            plot_success_vs_cost(
+                inputs.costs, out_dir / SUCCESS_VS_COST_PNG, _agent_note(summaries), summaries_label(summaries)
+            )
+        )
     return paths
 
 
@@ -222,3 +227,9 @@ def write_report(
     if view:
         write_view(results_dir, rows=inputs.rows)
     return path
+
+
+def _methods(rows: list[EpisodeRow]) -> str:
+    """The methods section with the grade terms of the rows' workflows."""
+    names = row_workflows(row.task_set for row in rows) or list(workflows.PACKAGES)[:1]
+    return methods(workflows.harness(name).grade_terms for name in names)

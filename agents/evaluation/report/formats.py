@@ -121,11 +121,17 @@ def _share(value: float) -> str:
     return fmt_number(100 * value, 1) if math.isfinite(value) else DASH
 
 
+def row_workflows(task_sets: Iterable[str]) -> list[str]:
+    """The workflows of rows of these task sets, in registration order (a set no workflow owns: the first)."""
+    names = {workflow_of(task_set, fallback=True) for task_set in task_sets}
+    return [name for name in workflows.PACKAGES if name in names]
+
+
 def success_label(task_sets: Iterable[str]) -> str:
     """What the rows' workflow calls success (``HarnessFace.labels``: "full itemization", "reconciled"), for the
     report's and the eval table's headings; rows of several workflows (or none): "success"."""
-    names = {workflow_of(task_set, fallback=True) for task_set in task_sets}
-    return workflows.harness(names.pop()).labels.get("success", "success") if len(names) == 1 else "success"
+    names = row_workflows(task_sets)
+    return workflows.harness(names[0]).labels.get("success", "success") if len(names) == 1 else "success"
 
 
 def summaries_label(summaries: Mapping[str, st.ConfigSummary]) -> str:

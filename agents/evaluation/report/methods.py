@@ -1,8 +1,11 @@
-"""The report's methods section: how every figure in report.md is computed, in words."""
+"""The report's methods section: how every figure in report.md is computed, in words (what the grade's figures
+mean is each workflow's own: ``HarnessFace.grade_terms``)."""
 
 from __future__ import annotations
 
-METHODS = """\
+from collections.abc import Iterable
+
+_METHODS = """\
 - **Scored episodes**: rows without `infra_error`; one row per (config, task, run), its last
   attempt (a run killed during `--resume` leaves several; a scored attempt is never displaced by a
   later infrastructure error), earlier attempts listed below. Infrastructure errors are counted
@@ -15,15 +18,8 @@ METHODS = """\
   runs are the replicates. With one run, a BCa bootstrap over tasks
   (`scipy.stats.bootstrap`, 9999 resamples, fixed seed) instead. Intervals are clipped to
   the feasible range (rates to [0, 100]%, counts to ≥ 0).
-- **Full itemization** = `grade.success` (zero remainder, lines saved, form closed);
-  **strict success** = `grade.strict_success` (saved lines match the receipt);
-  **itemized amount, capped** = mean over episodes of min(itemized, header) / header, where
-  itemized is the sum of the saved lines and header the line's amount: an episode that
-  over-itemizes cannot lift the mean past one that under-itemizes (an uncapped mean of
-  itemized / header can show 100% while many episodes failed), shown to two decimals beside the
-  **under-itemized episodes** = share of episodes whose saved lines fall short of the header amount
-  (a mean of 0.9995 is 99.95% with 14 such episodes); **over-itemized episodes** =
-  share of episodes whose saved lines exceed the header amount; **peak tokens** = the largest single
+{grade_terms}
+- **Peak tokens** = the largest single
   model input of an episode; **dependency** = Σ over steps (n_in + 2·n_out)·n_out / 2 (ACON).
   Wall time per benchmark is the sum of episode wall times (serial-equivalent, whatever the
   concurrency of the run).
@@ -76,3 +72,8 @@ METHODS = """\
   history/observation compression, the dependency measure); GenericAgent
   (working-memory anchor, head/tail truncation, budget eviction policies); tau-bench (pass^k).
 """
+
+
+def methods(grade_terms: Iterable[str]) -> str:
+    """The section, with the grade terms of the rows' workflows (a bullet each, in the order given)."""
+    return _METHODS.format(grade_terms="\n".join(terms.rstrip() for terms in grade_terms if terms.strip())).rstrip()

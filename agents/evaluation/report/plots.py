@@ -240,8 +240,10 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     return path
 
 
-def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note: str = "") -> Path:
-    """Full itemization vs USD per benchmark with prompt caching, one point per configuration; a hollow
+def plot_success_vs_cost(
+    costs: Mapping[str, cost.ConfigCost], path: Path, note: str = "", success: str = "full itemization"
+) -> Path:
+    """``success`` (the workflow's word: ``formats.success_label``) vs USD per benchmark with prompt caching, one point per configuration; a hollow
     marker at the cost without caching and a dashed arrow from it to the filled one show what caching saves
     (an arrow with a head, never a plain line, so it cannot be read as the error bars, which have caps)."""
     mpl = matplotlib_module()
@@ -291,7 +293,7 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
                 labels[name], (x, y), xytext=(6, -13), textcoords="offset points", fontsize=8, color=color
             )  # below: the arrow is above
         ax.set_xlabel("USD per benchmark")
-        ax.set_ylabel("full itemization (%)")
+        ax.set_ylabel(f"{success} (%)")
         ax.legend(
             handles=[
                 mpl.lines.Line2D(
@@ -306,7 +308,7 @@ def plot_success_vs_cost(costs: Mapping[str, cost.ConfigCost], path: Path, note:
             fontsize=8,
             loc="best",
         )
-        ax.set_title("Full itemization vs cost with prompt caching (error bars: 95% CI)" + note)
+        ax.set_title(f"{success.capitalize()} vs cost with prompt caching (error bars: 95% CI)" + note)
         ax.set_ylim(-9, 104)  # room for the labels below the points
         ax.set_xlim(left=0)
         ax.margins(x=0.1)
@@ -404,7 +406,8 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
                 colorbar.formatter = mpl.ticker.EngFormatter(sep="")
                 colorbar.update_ticks()
         fig.suptitle(
-            f"Sensitivity to N and W: {grid.family}" + _agent_note({c: summaries[c] for c in grid.cells.values()}),
+            f"Sensitivity to N and W: {grid.family} on {grid.task_set}"
+            + _agent_note({c: summaries[c] for c in grid.cells.values()}),
             fontsize=10,
         )
         save_png(fig, path)

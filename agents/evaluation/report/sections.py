@@ -42,7 +42,7 @@ def _configurations(summaries: Mapping[str, st.ConfigSummary]) -> str:
             f"`{s.policy}`",
             s.agent,
             s.user,
-            s.task_set,
+            s.tasks,
             s.n_tasks,
             runs_text(s.n_runs, s.agent),
             s.n_episodes,
@@ -142,7 +142,9 @@ def _cost(summaries: Mapping[str, st.ConfigSummary]) -> str:
     return table
 
 
-def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price]) -> str:
+def _prompt_cost(
+    costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost.Price], success: str = "full itemization"
+) -> str:
     """Input tokens, cacheable share per role and, with prices, the cost with and without caching."""
     roles = cost.roles_used(costs) or ["agent"]
     headers = ["config"]
@@ -182,7 +184,7 @@ def _prompt_cost(costs: Mapping[str, cost.ConfigCost], prices: Mapping[str, cost
                 else ""
             )
         )
-        parts.append(f"![full itemization vs cost with caching]({SUCCESS_VS_COST_PNG})")
+        parts.append(f"![{success} vs cost with caching]({SUCCESS_VS_COST_PNG})")
     else:
         parts.append(
             "No prices given: pass `--price ROLE=input,cached_input,output[,cache_write]` (USD per 1M "

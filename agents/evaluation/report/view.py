@@ -8,8 +8,10 @@ It has three views, addressed by the URL's fragment so they can be linked and bo
   every number links to the episodes behind it.
 - ``#episode/I``: one episode's steps as a timeline (tool calls, user turns, errors) and, for
   the selected model call, what the model was shown: kept messages, pruned ones greyed out,
-  summaries and rewritten tool results marked, tokens per message; charts of the context size
-  and of the remaining amount over the calls; the final grade with its collateral changes.
+  summaries and rewritten tool results marked, tokens per message, and what an LLM summarizer
+  was sent and answered while building it (folded until opened); charts of the context size
+  and of the work left over the calls (the workflow's progress control: itemization's remaining amount, bank
+  reconciliation's unreconciled difference); the final grade with its collateral changes.
 - ``#compare/I/J``: the same task under two configurations, aligned by model call, with the
   calls where the actions or the contexts diverge marked.
 
@@ -39,16 +41,16 @@ from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
+from erp_sim.agents.evaluation.report.formats import success_label
 from erp_sim.agents.tokens import count_message, message_text
 from erp_sim.response import read_json
-from erp_sim.task_sets import get_task
+from erp_sim.task_sets import get_task, workflow_of
 
 VIEW_FILE = "view.html"
 PAGE_DIR = Path(__file__).with_name("viewer")
 #: Messages are packed into chunks of about this many characters before compression: small
 #: enough that opening one episode inflates little, large enough that gzip sees repetition.
 CHUNK_CHARS = 400_000
-REMAINING_CONTROL = "ItemizationRemaining"
 
 
 # --- the run's messages, each stored once ------------------------------------------------------
@@ -58,7 +60,7 @@ class MessageTable:
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
         self._ids: dict[tuple, int] = {}
-        self._tool_states: dict[int, tuple[bool, str | None]] = {}
+        self._tool_states: dict[tuple[int, tuple[str, ...]], tuple[bool, str | None]] = {}
 
     def add(self, message: dict[str, Any], known_tokens: dict[tuple, int] | None = None) -> int:
         """The message's id; a new message's count comes from ``known_tokens`` (by ``row_key``,
@@ -74,12 +76,13 @@ class MessageTable:
             self.rows.append([*row, tokens])
         return found
 
-    def tool_result_state(self, message_id: int) -> tuple[bool, str | None]:
+    def tool_result_state(self, message_id: int, progress_controls: tuple[str, ...]) -> tuple[bool, str | None]:
         """``_tool_result_state`` of a stored message, parsed once per run: the configurations of a run
         meet the same tool results (a deterministic agent's, on the same task)."""
-        state = self._tool_states.get(message_id)
+        state = self._tool_states.get((message_id, progress_controls))
         if state is None:
-            state = self._tool_states[message_id] = _tool_result_state(self.rows[message_id][1])
+            state = _tool_result_state(self.rows[message_id][1], progress_controls)
+            self._tool_states[message_id, progress_controls] = state
         return state
 
     def chunks(self) -> tuple[list[str], list[int]]:
@@ -168,15 +171,17 @@ class _ShownContexts:
         return _marks(prefix, run, rest)
 
 
-def _tool_result_state(text: str) -> tuple[bool, str | None]:
-    """(is an error, the remaining amount shown) of a tool result text."""
+def _tool_result_state(text: str, progress_controls: tuple[str, ...]) -> tuple[bool, str | None]:
+    """(is an error, the work left shown: the value of the first of the workflow's progress controls on the
+    form) of a tool result text."""
     parsed = formstate.parse_response(text)
     if parsed is None:
         return False, None
     is_error = bool(parsed.get("Error")) or "InvalidAction" in str(parsed.get("Result", ""))[:40]
-    control = formstate.find_control((parsed.get("FormState") or {}).get("Form"), REMAINING_CONTROL)
-    remaining = None if control is None else str(control.get("Value"))
-    return is_error, remaining
+    form = (parsed.get("FormState") or {}).get("Form")
+    shown = (formstate.find_control(form, name) for name in progress_controls)
+    control = next((found for found in shown if found is not None), None)
+    return is_error, None if control is None else str(control.get("Value"))
 
 
 class _Transcript:
@@ -266,13 +271,16 @@ def _stored_tokens(
     trajectory: dict[str, Any], messages: list[dict[str, Any]], steps: list[dict[str, Any]]
 ) -> dict[tuple, int]:
     """Token counts the trajectory already holds, by ``row_key``: each shown message's
-    (``context.tokens``) and each assistant message's (its call's ``output_tokens``)."""
+    (``context.tokens``, and ``role_contexts``' for the summarizer's) and each assistant message's (its call's
+    ``output_tokens``)."""
     known: dict[tuple, int] = {}
-    context = trajectory.get("context")
-    if isinstance(context, dict) and len(context.get("tokens") or ()) == len(context.get("messages") or ()):
-        for message, tokens in zip(context["messages"], context["tokens"]):
-            if isinstance(message, dict) and isinstance(tokens, int):
-                known[row_key(_message_row(message))] = tokens
+    role_contexts = trajectory.get("role_contexts")
+    kept = list(role_contexts.values()) if isinstance(role_contexts, dict) else []
+    for context in [trajectory.get("context"), *kept]:
+        if isinstance(context, dict) and len(context.get("tokens") or ()) == len(context.get("messages") or ()):
+            for message, tokens in zip(context["messages"], context["tokens"]):
+                if isinstance(message, dict) and isinstance(tokens, int):
+                    known[row_key(_message_row(message))] = tokens
     outputs = iter(step.get("output_tokens") for step in steps if isinstance(step, dict))
     for message in messages:
         if message.get("role") == "assistant":
@@ -291,16 +299,19 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
         "infra_error": row.infra_error,
         "metrics": row.metrics.model_dump(mode="json"),
     }
+    face = workflows.harness(workflow_of(row.task_set, fallback=True))
+    record["progress_label"] = face.labels.get("progress", "work left")
     if trajectory is None:
-        record.update(transcript=[], calls=[], events=[], remaining=[])
+        record.update(transcript=[], calls=[], events=[], progress=[])
         return record
     messages = [m for m in trajectory.get("messages") or [] if isinstance(m, dict)]
     steps = trajectory.get("steps") or []
     known = _stored_tokens(trajectory, messages, steps)
     transcript = [table.add(m, known) for m in messages]
     contexts = _ShownContexts.of(trajectory, table, known)
+    requests = _RoleRequests.of(trajectory, table, known)
     prefix = _Transcript()
-    calls, events, remaining = [], [], []
+    calls, events, progress = [], [], []
     call = -1
     for position, message in enumerate(messages):
         role, text, tool_calls = _message_row(message)
@@ -312,7 +323,7 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
                 "input_tokens": step.get("input_tokens"),
                 "output_tokens": step.get("output_tokens"),
                 "summarizer_tokens": step.get("summarizer_tokens", 0),
-                **_call_costs(step),
+                **_call_costs(step, requests),
             }
             if contexts is not None and call < len(contexts.steps):
                 entry["kept"], entry["shown"], entry["pruned_ranges"] = contexts.marks(call, prefix)
@@ -322,15 +333,15 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
             if not tool_calls:
                 events.append({"call": call, "kind": "agent", "text": text, "at": position})
         elif role == "tool":
-            is_error, shown_remaining = table.tool_result_state(transcript[position])
+            is_error, shown_left = table.tool_result_state(transcript[position], face.progress_controls)
             if is_error:
                 events.append({"call": call, "kind": "error", "text": text[:300], "at": position})
-            if shown_remaining is not None:
-                remaining.append([call, shown_remaining])
+            if shown_left is not None:
+                progress.append([call, shown_left])
         elif role == "user" and position > 1:
             events.append({"call": call, "kind": "user", "text": text, "at": position})
         prefix.append(message, transcript[position])
-    record.update(transcript=transcript, calls=calls, events=events, remaining=remaining)
+    record.update(transcript=transcript, calls=calls, events=events, progress=progress)
     if isinstance(trajectory.get("grade"), dict) and trajectory["grade"]:
         record["grade"] = trajectory["grade"]  # the full grade; results rows keep a digest
     return record
@@ -347,19 +358,48 @@ COST_FIELDS = (
 REQUIRED_CALL_FIELDS = ("role", "input_tokens", "output_tokens", *COST_FIELDS[:3])
 
 
-def _call_costs(step: dict[str, Any]) -> dict[str, Any]:
-    """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the step."""
+def _call_costs(step: dict[str, Any], requests: _RoleRequests | None = None) -> dict[str, Any]:
+    """A model call's cacheable prefix (o200k) and the service's own counts, and the other roles' calls of the
+    step, with what a kept role's call was sent and answered (``requests``)."""
     costs = {key: step.get(key) for key in COST_FIELDS if step.get(key) is not None}
     role_calls = [
         {
-            key: call.get(key)
-            for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)
-            if key in REQUIRED_CALL_FIELDS or call.get(key) is not None
+            **{
+                key: call.get(key)
+                for key in ("role", "input_tokens", "output_tokens", *COST_FIELDS)
+                if key in REQUIRED_CALL_FIELDS or call.get(key) is not None
+            },
+            **(requests.of_call(call) if requests is not None else {}),
         }
         for call in step.get("role_calls") or []
         if isinstance(call, dict)
     ]
     return {**costs, "role_calls": role_calls} if role_calls else costs
+
+
+class _RoleRequests:
+    """What the kept roles' calls were sent and answered (``Trajectory.role_contexts``: stored as the agent's
+    context is), as message ids of the run's table."""
+
+    def __init__(self, contexts: dict[str, dict[str, Any]], table: MessageTable, known: dict[tuple, int]) -> None:
+        self.ids = {role: [table.add(m, known) for m in c.get("messages") or []] for role, c in contexts.items()}
+        self.steps = {role: c.get("steps") or [] for role, c in contexts.items()}
+
+    @classmethod
+    def of(cls, trajectory: dict[str, Any], table: MessageTable, known: dict[tuple, int]) -> _RoleRequests | None:
+        """None when no role's calls were kept (offline summaries, an older trajectory)."""
+        contexts = trajectory.get("role_contexts")
+        if not isinstance(contexts, dict) or not contexts:
+            return None
+        return cls({role: c for role, c in contexts.items() if isinstance(c, dict)}, table, known)
+
+    def of_call(self, call: dict[str, Any]) -> dict[str, Any]:
+        """``{"sent": [message ids], "answer": message id}`` of a kept call, else nothing."""
+        role, request, answer = call.get("role"), call.get("request"), call.get("answer")
+        if role not in self.ids or not isinstance(request, int) or not isinstance(answer, int):
+            return {}
+        ids = self.ids[role]
+        return {"sent": [ids[i] for i in self.steps[role][request]], "answer": ids[answer]}
 
 
 def _episode_record_despite_its_file(
@@ -416,7 +456,7 @@ def overview(rows: list[EpisodeRow], run_dir: Path) -> dict[str, Any]:
     metrics = [
         {
             "key": m.key,
-            "label": m.label,
+            "label": f"{success_label(row.task_set for row in rows)} rate" if m.key == "success" else m.label,
             "per_benchmark": m.per_benchmark,
             "percent": m.upper == 1.0 or m.key == "itemized_amount",
         }

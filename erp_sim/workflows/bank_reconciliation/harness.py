@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from erp_sim.workflows.bank_reconciliation import user
 from erp_sim.workflows.bank_reconciliation.facts import SUMMARY_FACTS
@@ -28,5 +29,7 @@ HARNESS = HarnessFace(
     facts=SUMMARY_FACTS,
     failures=FAILURES,
     sop=SOP_RULES,
-    labels={"success": "reconciled"},  # the eval table's success column
+    labels={"success": "reconciled", "progress": "unreconciled difference"},  # the eval table, the run page
+    grade_terms=Path(__file__).with_name("grade_terms.md").read_text(encoding="utf-8"),
+    progress_controls=("BankRecon_UnreconciledDifference", "Worksheet_UnreconciledDifference"),
 )

@@ -159,6 +159,9 @@ def decide(view: ReconciliationView, ask: bool) -> Decision:
 
 
 def _no_form(view: ReconciliationView) -> Decision:
+    opening = view.seen.sop_menu_item()  # the SOP's verified call opens the list without the menu search
+    if opening is not None:
+        return "form_open_menu_item", opening
     if view.last_tool == "form_find_menu_item":
         return "form_open_menu_item", {"name": R.LIST_FORM, "type": "Display"}
     return "form_find_menu_item", {"menuItemFilter": "bank reconciliation"}
@@ -178,8 +181,14 @@ def _list(view: ReconciliationView) -> Decision:
     return "form_click_control", {"controlName": R.OPEN_BUTTON}
 
 
+def _long_term_update_due(view: ReconciliationView) -> bool:
+    """With memory, the update is asked for before the click that ends the episode (marking it reconciled ends
+    it at once, as itemization's closing the form does), so the run is consolidated."""
+    return view.seen.memory and not view.seen.long_term_update_requested
+
+
 def _done(view: ReconciliationView) -> Decision:
-    if view.seen.memory and not view.seen.long_term_update_requested:
+    if _long_term_update_due(view):
         return "start_long_term_update", {}
     return (
         f"Bank statement {view.brief.statement} is reconciled: all {view.brief.line_count} statement lines are "
@@ -191,6 +200,8 @@ def _header(view: ReconciliationView) -> Decision:
     if formstate.control_value(view.state, R.HEADER_RECONCILED) == "Yes":
         return _done(view)
     if view.figure(R.HEADER_DIFFERENCE) == 0 and view.figure("BankRecon_OpenStatementLines") == 0:
+        if _long_term_update_due(view):
+            return "start_long_term_update", {}
         return "form_click_control", {"controlName": R.RECONCILE_BUTTON}
     return "form_click_control", {"controlName": R.WORKSHEET_BUTTON}
 

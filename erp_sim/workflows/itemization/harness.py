@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from erp_sim.workflows.faces import HarnessFace
 from erp_sim.workflows.itemization import user
@@ -28,5 +29,7 @@ HARNESS = HarnessFace(
     facts=SUMMARY_FACTS,
     failures=FAILURES,
     sop=SOP_RULES,
-    labels={"success": "full itemization"},  # the eval table's success column
+    labels={"success": "full itemization", "progress": "remaining amount"},  # the eval table, the run page
+    grade_terms=Path(__file__).with_name("grade_terms.md").read_text(encoding="utf-8"),
+    progress_controls=("ItemizationRemaining",),
 )

@@ -276,12 +276,9 @@ def decide(view: ItemizationView, ask: bool) -> Decision:
 
 
 def _no_form(view: ItemizationView, ask: bool) -> Decision:
-    opening = view.seen.sop_step("form_open_menu_item")
-    if opening and isinstance(opening.get("arguments"), dict) and opening["arguments"].get("name"):
-        return "form_open_menu_item", {
-            "name": opening["arguments"]["name"],
-            "type": opening["arguments"].get("type", "Display"),
-        }
+    opening = view.seen.sop_menu_item()
+    if opening is not None:
+        return "form_open_menu_item", opening
     if view.last_tool == "form_find_menu_item":
         return "form_open_menu_item", {"name": "TrvExpenses", "type": "Display"}
     return "form_find_menu_item", {"menuItemFilter": "expense reports"}

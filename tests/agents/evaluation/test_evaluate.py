@@ -119,6 +119,31 @@ def test_sweep_runs_the_grid_and_reports_a_heatmap(tmp_path):
     assert len(read_rows(tmp_path / "results.jsonl")) == 2 and (tmp_path / "sweep_heatmap.png").exists()
 
 
+def test_a_sweep_on_a_split_is_labelled_with_it_and_old_rows_without_it_still_resume(tmp_path, capsys):
+    """Rows of a split run keep it (``split``), so the report's task set and the sweep's heading say
+    ``Airfare:test``; a run on task ids has no ``split`` key, and a results file from before the field
+    (the key dropped) resumes and reports as the set."""
+    sweep = ["--grid", "n=2,3", "--grid", "w=1", "--quiet", "--concurrency", "1"]
+    assert sweep_main([*sweep, "--tasks", "Airfare:test", "--out", str(tmp_path / "split")]) == 0
+    rows = read_rows(tmp_path / "split" / "results.jsonl")
+    assert len(rows) == 18 and {(r["task_set"], r["split"]) for r in rows} == {("Airfare", "test")}
+    report = (tmp_path / "split" / "report.md").read_text()
+    assert "| `last_n_summary:n=2,w=1` | scripted | rule | Airfare:test | 9 |" in report
+    assert "### `last_n_summary:n=*,w=*` (agent scripted, user rule, Airfare:test)" in report
+    ids = ["--tasks", "hotel_50:hotel-000", "--out", str(tmp_path / "ids")]
+    assert sweep_main([*sweep, *ids]) == 0
+    assert all("split" not in row for row in read_rows(tmp_path / "ids" / "results.jsonl"))
+    assert "(agent scripted, user rule, hotel_50)" in (tmp_path / "ids" / "report.md").read_text()
+    results = tmp_path / "split" / "results.jsonl"  # as written before rows kept the split
+    old = [{k: v for k, v in row.items() if k != "split"} for row in rows]
+    results.write_text("".join(json.dumps(row) + "\n" for row in old))
+    capsys.readouterr()
+    assert sweep_main([*sweep, "--tasks", "Airfare:test", "--out", str(tmp_path / "split"), "--resume"]) == 0
+    assert "0 episodes in" in capsys.readouterr().out and read_rows(results) == old
+    assert "(agent scripted, user rule, Airfare)" in (tmp_path / "split" / "report.md").read_text()
+    assert report_main([str(tmp_path / "split")]) == 0
+
+
 def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     tmp_path, fake_openai_server, monkeypatch
 ):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import re
@@ -12,20 +11,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from view_support import page_payloads
 
 from erp_sim.agents.evaluation import eval_cli
 from erp_sim.agents.evaluation.report import view
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +36,11 @@ def page_file(run_dir) -> Path:
     return view.write_view(run_dir)
 
 
-def _payloads(page: str, prefix: str) -> list:
-    blobs = re.findall(rf'<script type="application/gzip-base64" id="{prefix}-\d+">([^<]*)</script>', page)
-    return [json.loads(gzip.decompress(base64.b64decode(blob))) for blob in blobs]
-
-
 def _episodes(page: str) -> list:
     """The episode records as the page reads them (page.js, expandRuns): each call's leading run of messages
     shown where the transcript holds them is stored as its length ("kept"), and the positions it did not
     show as [start, end) ranges ("pruned_ranges"); both are listed here."""
-    records = _payloads(page, "episode")
+    records = page_payloads(page, "episode")
     for record in records:
         for call in record["calls"]:
             kept = call.pop("kept", 0)
@@ -74,7 +58,7 @@ def test_page_is_deterministic_and_self_contained(run_dir, page_file):
 
 def test_messages_are_stored_once_and_episodes_refer_to_them(page_file):
     page = page_file.read_text(encoding="utf-8")
-    table = [row for chunk in _payloads(page, "chunk") for row in chunk]
+    table = [row for chunk in page_payloads(page, "chunk") for row in chunk]
     episodes = _episodes(page)
     assert len(episodes) == 6
     references = sum(len(e["transcript"]) + sum(len(c["shown"]) for c in e["calls"]) for e in episodes)
@@ -113,7 +97,7 @@ def test_stored_token_counts_are_used_and_match_a_fresh_count(run_dir, page_file
     counted.clear()
     rebuilt = view.build_page(copy)
     assert len(counted) > 12
-    assert _payloads(rebuilt, "chunk") == _payloads(page, "chunk")
+    assert page_payloads(rebuilt, "chunk") == page_payloads(page, "chunk")
 
 
 def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
@@ -121,7 +105,7 @@ def test_contexts_mark_kept_pruned_and_summarized_messages(page_file):
     overview = json.loads(re.search(r'id="overview-data">([^<]*)</script>', page).group(1))
     episodes = _episodes(page)
     marks = {}
-    for meta, record, stored in zip(overview["episodes"], episodes, _payloads(page, "episode")):
+    for meta, record, stored in zip(overview["episodes"], episodes, page_payloads(page, "episode")):
         last = record["calls"][-1]
         if meta["config"] == "C2":  # stored as runs: the page grows with the episode, not with its square
             assert all(call["shown"] == [] and call["kept"] == call["assistant"] for call in stored["calls"])
@@ -145,31 +129,10 @@ def test_view_command_errors_and_writes(run_dir, tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
-# --- in a real browser (extras: CI installs Debian's Chromium for them) ------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("no Chromium: install Debian's chromium package (.ci/run does) to test the page in a browser")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
-
-
+# --- in a real browser (extras: CI installs Debian's Chromium for them; the tab is conftest's browser_page) ----
 @pytest.fixture
-def page(browser, page_file):
-    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-    tab.problems, tab.requests = [], []
-    tab.on(
-        "console", lambda message: tab.problems.append(message.text) if message.type in ("error", "warning") else None
-    )
-    tab.on("pageerror", lambda error: tab.problems.append(str(error)))
-    tab.on("request", lambda request: tab.requests.append(request.url))
-    yield tab
-    assert tab.problems == []
-    assert [url for url in tab.requests if not url.startswith(("file:", "data:"))] == []
-    tab.close()
+def page(browser_page, page_file):
+    return browser_page
 
 
 @pytest.mark.extras

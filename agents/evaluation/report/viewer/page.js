@@ -68,7 +68,10 @@ async function messages(ids) {
 }
 function allIds(record) {
   const ids = [...record.transcript];
-  for (const call of record.calls) for (const shown of call.shown || []) ids.push(shown[0]);
+  for (const call of record.calls) {
+    for (const shown of call.shown || []) ids.push(shown[0]);
+    for (const c of call.role_calls || []) if (c.sent) ids.push(...c.sent, c.answer);
+  }
   return ids;
 }
 
@@ -221,9 +224,18 @@ function contextView(record, call, table, highlight) {
   return el("div", {}, el("p", { class: "ci" },
     `Model call ${call}: ${entry.shown.length} messages shown (${grouped(shownTokens)} tokens of messages; ` +
     `${grouped(entry.input_tokens)} with the tool schemas${cacheText(entry)}), ${entry.pruned.length} transcript messages not shown.`),
-    (entry.role_calls || []).map((c) => el("p", { class: "ci" },
-      `${c.role} model call in this step: ${grouped(c.input_tokens)} input tokens${cacheText(c)}, ${grouped(c.output_tokens)} output.`)),
+    (entry.role_calls || []).map((c) => [el("p", { class: "ci" },
+      `${c.role} model call in this step: ${grouped(c.input_tokens)} input tokens${cacheText(c)}, ${grouped(c.output_tokens)} output.`),
+      roleRequest(c, table)]),
     out);
+}
+// What a kept role's call (the LLM summarizer's) was sent and answered, folded until opened.
+function roleRequest(c, table) {
+  if (!c.sent) return null;
+  return el("details", { class: "role-request" },
+    el("summary", {}, `What the ${c.role} was sent (${c.sent.length} messages) and answered`),
+    c.sent.map((id) => messageBox(table.get(id), "request", { collapsed: table.get(id)[0] === "system" })),
+    messageBox(table.get(c.answer), "answer"));
 }
 // A call's cacheable prefix (o200k, an upper bound of a provider's prompt cache) and the service's own counts beside it.
 function cacheText(c) {
@@ -239,14 +251,16 @@ function cacheText(c) {
   if (c.reasoning_tokens !== undefined && c.reasoning_tokens !== null) text += `, ${grouped(c.reasoning_tokens)} reasoning tokens`;
   return text;
 }
+// The grade's own fields in its order (each workflow grades in its terms), success first and collateral last.
 function gradeTable(record) {
   const g = record.grade || {};
-  const list = (v) => (Array.isArray(v) && v.length ? v.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join("; ") : "none");
-  const rows = [["success", g.success], ["strict success", g.strict_success], ["itemized fraction", g.itemized_fraction],
-    ["header amount", g.header_amount], ["itemized amount", g.itemized_amount], ["remaining amount", g.remaining_amount],
-    ["saved lines / expected", `${g.saved_lines ?? "–"} / ${g.expected_lines ?? "–"}`], ["missing charges", list(g.missing_charges)],
-    ["unexpected lines", list(g.unexpected_lines)], ["duplicate lines", list(g.duplicate_lines)], ["collateral changes", list(g.collateral)],
-    ["termination", record.termination], ["failure category", record.failure_category || "–"]];
+  const list = (v) => (v.length ? v.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join("; ") : "none");
+  const shown = (v) => (Array.isArray(v) ? list(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : v);
+  const first = ["success", "strict_success"].filter((k) => k in g);
+  const middle = Object.keys(g).filter((k) => !first.includes(k) && k !== "collateral");
+  const name = (k) => (k === "collateral" ? "collateral changes" : k.replace(/_/g, " "));
+  const rows = [...first, ...middle, ...("collateral" in g ? ["collateral"] : [])].map((k) => [name(k), shown(g[k])]);
+  rows.push(["termination", record.termination], ["failure category", record.failure_category || "–"]);
   return el("table", { class: "grade", id: "grade" }, rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, String(v ?? "–")))));
 }
 function eventLabel(event) {
@@ -286,13 +300,13 @@ async function renderEpisode(index, call) {
     el("span", { class: "call" }, `#${event.call}`), eventLabel(event))));
   const sizes = record.calls.map((c, i) => [i, c.input_tokens ?? NaN]);
   const cacheable = record.calls.map((c, i) => [i, c.cacheable_prefix_tokens ?? NaN]);
-  const remaining = record.remaining.map(([i, v]) => [i, amount(v)]);
+  const progress = record.progress.map(([i, v]) => [i, amount(v)]);
   app.replaceChildren(header, el("div", { class: "episode" },
     el("div", { class: "timeline" }, el("h3", {}, `Timeline (${record.calls.length} model calls)`), timeline),
     el("div", {},
       el("div", { class: "charts" }, lineChart(sizes, { caption: "context size (input tokens) per model call", selected }),
          lineChart(cacheable, { caption: "cacheable prefix (tokens) per model call", selected }),
-         lineChart(remaining, { caption: "remaining amount per model call", selected, step: true })),
+         lineChart(progress, { caption: `${record.progress_label} per model call`, selected, step: true })),
       el("h3", {}, "Grade"), gradeTable(record),
       el("h3", {}, `What the model was shown at call ${selected}`),
       el("div", { class: "context", id: "context" }, contextView(record, selected, table)))));
