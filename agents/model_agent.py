@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from erp_sim.agents.tokens import get_counter
 from erp_sim.agents.types import AgentStep, ChatModel, ContextOverflowError, Message, ToolSchema, refuse_over_window
 
 
 def _request_tokens(transcript: list[Message], tools: list[ToolSchema]) -> int:
     """The request's size as the window is checked (``TokenCounter.count_request``)."""
-    from erp_sim.agents.tokens import get_counter  # with the first check: o200k's tables load lazily
-
     return get_counter().count_request(transcript, tools)
 
 

@@ -22,7 +22,7 @@ from gymnasium.error import ResetNeeded
 import erp_sim
 from erp_sim import workflows
 from erp_sim.envs.action_checks import parse_action
-from erp_sim.envs.play import readable
+from erp_sim.envs.observation_text import readable
 from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserModel, UserView, make_user_model
 from erp_sim.faults import FaultProfile
@@ -90,10 +90,20 @@ def potential(state: Progress, reward: str = "strict") -> Decimal:
 
 @lru_cache(maxsize=1)
 def _session_module():
-    """``erp_sim.erp_session``, loaded by the first reset, not by gym.make (a from-import per step costs ~2 µs)."""
+    """``erp_sim.erp_session``, imported on first use: by the first reset, not by gym.make (tests/test_startup.py,
+    scripts/bench_startup.py); cached, as a from-import per step costs ~2 µs."""
     import erp_sim.erp_session
 
     return erp_sim.erp_session
+
+
+@lru_cache(maxsize=1)
+def _grading_module():
+    """``erp_sim.grading``, imported on first use: by the episode's end or the first grade(), not by gym.make
+    (tests/test_startup.py, scripts/bench_startup.py)."""
+    import erp_sim.grading
+
+    return erp_sim.grading
 
 
 @lru_cache(maxsize=1)
@@ -377,9 +387,7 @@ class ErpEnv(gym.Env[str, str]):
         self._last_observation = observation
         info = self._info(kind=kind, **details)
         if self._termination is not None:
-            from erp_sim.grading import grade_dict
-
-            info["final_grade"] = grade_dict(self.session, self._line_id, self._progress)
+            info["final_grade"] = _grading_module().grade_dict(self.session, self._line_id, self._progress)
         return observation, self._reward(), self._termination is not None, False, info
 
     def render(self) -> str | None:
@@ -400,10 +408,8 @@ class ErpEnv(gym.Env[str, str]):
         model (``erp_sim.Grade`` for itemization)."""
         if self.session is None:
             raise ResetNeeded("Call reset() before grade().")
-        from erp_sim.grading import grade_session
-
         self._refresh_progress()  # cheap when nothing changed; exact if the session was driven directly
-        return grade_session(self.session, self._line_id, self._progress)
+        return _grading_module().grade_session(self.session, self._line_id, self._progress)
 
     # --- for tree search and best-of-n (never shown to the agent) ---
     def snapshot(self) -> EnvSnapshot:

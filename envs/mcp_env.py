@@ -24,9 +24,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
+import httpx
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 from gymnasium.error import ResetNeeded
 
 from erp_sim import response_keys as K
+from erp_sim.envs import system_prompt as default_system_prompt
 from erp_sim.envs.spaces import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, AnyText
 from erp_sim.envs.user_models import UserView
 from erp_sim.outcomes import EnvTermination
@@ -83,8 +87,6 @@ class McpEnv(gym.Env):
         auth_token: str | None = None,
         call_timeout_s: float = 120.0,
     ):
-        from erp_sim.envs import system_prompt as default_system_prompt
-
         if task is None and instruction is None:
             raise ValueError("McpEnv needs a task (from erp_sim fixtures) or an instruction text")
         self.server, self.task, self.user_model, self.grade_source = server, task, user_model, grade
@@ -106,8 +108,6 @@ class McpEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._disconnect()
-        from fastmcp import Client
-
         self._episodes += 1
         self.session_key = f"mcp-env-{self.task.task_id if self.task else 'remote'}-{self._episodes}"
         self._meta = {"erp-sim/session": self.session_key, **({"erp-sim/task": self.task.task_id} if self.task else {})}
@@ -200,8 +200,6 @@ class McpEnv(gym.Env):
 
     def _transport(self):
         if isinstance(self.server, str) and self.server.startswith(("http://", "https://")):
-            from fastmcp.client.transports import StreamableHttpTransport
-
             headers = {"X-ERP-Session": self.session_key, **({"X-ERP-Task": self.task.task_id} if self.task else {})}
             return StreamableHttpTransport(self.server, headers=headers, auth=self.auth_token)
         return self.server
@@ -241,7 +239,6 @@ def store_grade(server) -> GradeSource:
 
 def admin_grade(base_url: str, admin_token: str, timeout_s: float = 30.0) -> GradeSource:
     """Grade source for ``erp-sim serve --http --admin-token``: the admin route, never the MCP endpoint."""
-    import httpx
 
     def read(session_key: str) -> dict | None:
         response = httpx.get(

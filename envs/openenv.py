@@ -34,11 +34,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
+import uvicorn
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
 from openenv.core.env_server import Action, Environment, Observation, State, create_app
 from pydantic import ConfigDict, Field, WithJsonSchema
 
+from erp_sim.envs import ENV_IDS
 from erp_sim.envs.action_checks import InvalidAction
 from erp_sim.envs.episode import DEFAULT_ENV_ID, NO_EPISODE, Episode, EpisodeError
 from erp_sim.envs.openenv_guard import (
@@ -314,10 +316,6 @@ def build_app(
 def main(argv: list[str] | None = None) -> int:
     """``erp-sim serve --openenv [--host H] [--port P] [--env ID] [--verbosity V] [--max-sessions N]
     [--max-message-bytes B] [--idle-timeout S] [--connect-rate R] [--read-rate B]``."""
-    import uvicorn
-
-    from erp_sim.envs import ENV_IDS
-
     parser = argparse.ArgumentParser(prog="erp-sim serve --openenv", description="Serve the env over OpenEnv.")
     parser.add_argument(
         "--host", default="127.0.0.1", help="Bind address (default 127.0.0.1; others need --allow-remote)."

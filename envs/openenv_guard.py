@@ -42,6 +42,9 @@ import logging
 import math
 from typing import Any
 
+from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
+from starlette.responses import JSONResponse
+
 from erp_sim.net import replaying
 
 logger = logging.getLogger("erp_sim.openenv")
@@ -259,8 +262,6 @@ def _frame_problem(message: dict) -> str | None:
 
 
 def _error_frame(message: str, code: str) -> str:
-    from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
-
     return WSErrorResponse(data={"message": message, "code": WSErrorCode(code)}).model_dump_json()
 
 
@@ -301,8 +302,6 @@ def _header(scope: dict, name: bytes) -> str | None:
 async def _json_reply(
     scope: dict, receive: Any, send: Any, status: int, detail: str, headers: dict | None = None
 ) -> None:
-    from starlette.responses import JSONResponse
-
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)
 
 
@@ -316,7 +315,5 @@ async def _no_mcp(scope: dict, receive: Any, send: Any) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008, "reason": "no MCP here"})
         return
-    from starlette.responses import JSONResponse
-
     error = {"code": -32601, "message": "This OpenEnv server offers no MCP: play episodes over /ws."}
     await JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=404)(scope, receive, send)

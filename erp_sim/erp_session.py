@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from erp_sim import response, workflows
 from erp_sim import response_keys as K
+from erp_sim.database import database_bytes, database_from_bytes, open_database, state_hash
 from erp_sim.errors import (
     ErpError,
     FormStateError,
@@ -31,6 +32,7 @@ from erp_sim.errors import (
 )
 from erp_sim.faults import FaultInjector, FaultProfile
 from erp_sim.forms.base import OpenForm, render_form_state
+from erp_sim.grading import grade_session
 from erp_sim.json_values import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, JsonObject, json_value_problem
 from erp_sim.tool_registry import TOOLS, Outcome, Tool
 from erp_sim.verbosity import Verbosity, checked_verbosity
@@ -92,8 +94,6 @@ class ErpSession:
         self.task = task
         self.workflow = workflows.of_task(task)
         self.company = "USMF"
-        from erp_sim.database import open_database  # with the first session, not at `import erp_sim.erp_session`
-
         self.sql_random = random.Random(task.seed)  # the SQL tool's random(): episode state, pickled with it
         self.db = open_database(task, self.sql_random)
         self.forms: list[OpenForm] = []
@@ -258,13 +258,9 @@ class ErpSession:
     # --- for graders, tests and evaluators (never shown to the agent) ---
     def grade(self) -> Any:
         """The full grade of the ERP's state now: the workflow's grade model (``erp_sim.Grade`` for itemization)."""
-        from erp_sim.grading import grade_session  # with the first grade, not at `import erp_sim.erp_session`
-
         return grade_session(self)
 
     def state_hash(self) -> str:
-        from erp_sim.database import state_hash  # these lazy imports: as open_database's in __init__
-
         return state_hash(self.db)
 
     def close(self) -> None:
@@ -272,8 +268,6 @@ class ErpSession:
 
     # --- pickling and copying (tree search, vector envs): the database travels as SQLite bytes ---
     def __getstate__(self) -> dict[str, Any]:
-        from erp_sim.database import database_bytes
-
         state = self.__dict__.copy()
         state["db"] = database_bytes(self.db)
         state["_memo"], state["_read_cache"] = None, {}  # caches are keyed by the connection's change counter
@@ -281,8 +275,6 @@ class ErpSession:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from erp_sim.database import database_from_bytes
-
         self.__dict__.update(state)
         self.workflow = workflows.of_task(self.task)
         self.db = database_from_bytes(state["db"], self.task, self.sql_random)

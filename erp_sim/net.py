@@ -11,6 +11,8 @@ import ipaddress
 import logging
 from typing import TYPE_CHECKING, Any
 
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
 if TYPE_CHECKING:  # annotations only: uvicorn loads when a server starts, starlette with its app
     from starlette.types import Message, Receive
     from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
@@ -72,7 +74,6 @@ def guarded_h11(
     body within ``body_timeout_s`` of the headers; over ``max_connections``, the oldest connection with
     no request in progress is closed to make room, and only if there is none is the new one refused.
     """
-    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         _opened: float  # loop time the connection opened

@@ -14,8 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from erp_sim import workflows
+from erp_sim import task_sets, workflows
 from erp_sim.erp_session import ErpSession
+from erp_sim.task_sets import get_task, task_rows
 from erp_sim.workflows import Call, OracleError
 
 if TYPE_CHECKING:
@@ -52,10 +53,8 @@ def oracle_steps(task_set: str, task_ids: Iterable[str]) -> dict[str, int]:
     """Task id -> the calls its oracle makes, the fewest env steps that solve it: read from the fixtures' cached
     counts (``ORACLE_STEPS_FILE``; 0.1 s against 9 s to play long_horizon's 50 oracles), played here for a
     task the cache does not hold (a set of one's own, or a changed fixture)."""
-    from erp_sim.task_sets import FIXTURES_DIR, get_task, task_rows
-
     wanted = list(task_ids)
-    cached = _cached_oracle_steps(FIXTURES_DIR / ORACLE_STEPS_FILE)
+    cached = _cached_oracle_steps(task_sets.FIXTURES_DIR / ORACLE_STEPS_FILE)  # read here: tests point it elsewhere
     digests = {row.task_id: _row_digest(row.line) for row in task_rows(task_set)}
     steps = {}
     for task_id in wanted:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cache
+from types import ModuleType
 from typing import Any
 
 from erp_sim import response_keys as K
@@ -43,14 +45,23 @@ def error_envelope(session_id: str | None, code: str, message: str) -> dict[str,
     return envelope(session_id, error_result(message), [error_message(message)], error_payload(code, message))
 
 
+@cache
+def orjson_module() -> ModuleType:
+    """orjson, imported on first use: gym.make imports this module and need not load it (tests/test_startup.py,
+    scripts/bench_startup.py's first gym.make)."""
+    import orjson
+
+    return orjson
+
+
 def render(value: Mapping[str, Any]) -> str:
     """Compact JSON, as the real server's .NET serializer writes it (orjson: ~15x faster than json).
 
     orjson refuses integers beyond 64 bits; the standard library writes them (same bytes otherwise)."""
-    import orjson  # here: gym.make imports this module and need not load orjson
-
+    orjson = orjson_module()
     try:
-        return orjson.dumps(value).decode()
+        written: bytes = orjson.dumps(value)  # typed here: the loader returns the module untyped
+        return written.decode()
     except TypeError:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -67,8 +78,7 @@ def read_json(text: str) -> Any:
     surrogate), and those texts go to json; so do texts with a run of 19 digits (a 64-bit integer's length).
     The one difference: orjson reads nesting up to 1,024 levels, where json raises RecursionError at about
     the interpreter's recursion limit (1,000 frames, fewer the deeper the caller's stack)."""
-    import orjson  # here, as in render
-
+    orjson = orjson_module()
     raw = text.encode("utf-8", "surrogatepass")
     if _LONG_NUMBER not in raw.translate(_DIGITS):
         try:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
-from erp_sim import actions
+from erp_sim import actions, odata
+from erp_sim.database import sql_sandbox
 from erp_sim.errors import FormStateError, NotFoundError, ValidationError
 from erp_sim.forms.base import FormHost
 
@@ -348,8 +349,6 @@ class FindEntityTypeArgs(Args):
 @tool("data_find_entity_type", FindEntityTypeArgs, read_only=True)
 def data_find_entity_type(session: ToolHost, args: FindEntityTypeArgs) -> Outcome:
     """Find OData entity sets by name or label."""
-    from erp_sim import odata
-
     hits = odata.find_entity_sets(session.workflow.data(), args.tableSearchFilter)[: args.topHitCount]
     return Outcome(f"Found {len(hits)} entity set(s) matching {args.tableSearchFilter!r}.", {"EntitySets": hits})
 
@@ -361,8 +360,6 @@ class EntityMetadataArgs(Args):
 @tool("data_get_entity_metadata", EntityMetadataArgs, read_only=True)
 def data_get_entity_metadata(session: ToolHost, args: EntityMetadataArgs) -> Outcome:
     """Describe an entity set: key, properties with types and descriptions, and the rules for writes."""
-    from erp_sim import odata
-
     metadata = odata.entity_metadata(session.workflow.data(), args.entitySetName)
     return Outcome(f"Metadata of {metadata['Name']}.", {"Metadata": metadata})
 
@@ -379,8 +376,6 @@ class FindEntitiesArgs(Args):
 @tool("data_find_entities", FindEntitiesArgs, read_only=True)
 def data_find_entities(session: ToolHost, args: FindEntitiesArgs) -> Outcome:
     """Query an entity set with OData options ($filter with eq/ne/gt/ge/lt/le, and/or/not, contains/startswith; $select; $orderby; $top; $skip; $count)."""
-    from erp_sim import odata
-
     payload = odata.find_entities(session.workflow.data(), session.db, args.odataPath, args.odataQueryOptions)
     return Outcome(f"Found {len(payload['value'])} record(s) in {payload['EntitySet']}.", {"Data": payload})
 
@@ -394,8 +389,6 @@ class FindEntitiesSqlArgs(Args):
 @tool("data_find_entities_sql", FindEntitiesSqlArgs, read_only=True)
 def data_find_entities_sql(session: ToolHost, args: FindEntitiesSqlArgs) -> Outcome:
     """Run one read-only SQL SELECT on the expense tables (at most 200 rows)."""
-    from erp_sim.database import sql_sandbox
-
     payload = sql_sandbox.run_sql(session.db, args.sqlQuery)
     return Outcome(f"The query returned {len(payload['Rows'])} row(s).", {"Data": payload})
 
@@ -420,8 +413,6 @@ class CreateEntitiesArgs(Args):
 @tool("data_create_entities", CreateEntitiesArgs, read_only=False)
 def data_create_entities(session: ToolHost, args: CreateEntitiesArgs) -> Outcome:
     """Create records under the same business rules as the forms (all or nothing)."""
-    from erp_sim import odata
-
     return _write_entities(session, args, odata.create_entities, "created")
 
 
@@ -437,8 +428,6 @@ class UpdateEntitiesArgs(Args):
 @tool("data_update_entities", UpdateEntitiesArgs, read_only=False)
 def data_update_entities(session: ToolHost, args: UpdateEntitiesArgs) -> Outcome:
     """Update records under the same business rules as the forms (all or nothing)."""
-    from erp_sim import odata
-
     return _write_entities(session, args, odata.update_entities, "updated")
 
 
@@ -450,8 +439,6 @@ class DeleteEntitiesArgs(Args):
 @tool("data_delete_entities", DeleteEntitiesArgs, read_only=False)
 def data_delete_entities(session: ToolHost, args: DeleteEntitiesArgs) -> Outcome:
     """Delete records under the same business rules as the forms (all or nothing)."""
-    from erp_sim import odata
-
     odata.delete_entities(session.workflow.data(), session.db, args.entitySetName, args.keys)
     return Outcome(f"{len(args.keys)} record(s) deleted from {args.entitySetName}.")
 

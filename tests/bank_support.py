@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from erp_sim import ErpSession, get_task, oracle_calls
+from erp_support import oracle_until_click
+
+from erp_sim import ErpSession, get_task
 from erp_sim.erp_session import ToolResponse
 from erp_sim.workflows.bank_reconciliation import rules
 from erp_sim.workflows.bank_reconciliation.audit import books_problems
@@ -63,14 +65,7 @@ def solve_by_rules(
 
 def open_worksheet(session: ErpSession) -> ToolResponse:
     """Drive the oracle up to the opened worksheet; returns the Worksheet click's response."""
-    calls = oracle_calls(session.task)
-    name, args = next(calls)
-    while True:
-        response = session.call(name, args)
-        assert not response.is_error, response.result
-        if name == "form_click_control" and args.get("controlName") == "Worksheet":
-            return response
-        name, args = calls.send(response.text)
+    return oracle_until_click(session, "Worksheet")
 
 
 def assert_books_balance(session: ErpSession) -> None:

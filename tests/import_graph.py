@@ -364,3 +364,57 @@ def upward_imports(graph: Graph, layers: Layers, base: str = "") -> list[str]:
             )
             found.setdefault(statement, []).extend([item.name] if item.name else [])
     return by_place([f"{statement} ({', '.join(names)})" if names else statement for statement, names in found.items()])
+
+
+# Function-local imports (issue 35, item 5): every import of a module of the tree runs at its top, but in
+# the facades and in the named loaders that keep a heavy library off a start-up path.
+
+#: A loader's docstring says so and names what measures it (or the extra it loads).
+LOADER_MARK = "imported on first use"
+LOADER_REASONS = ("scripts/bench_", "tests/test_startup.py", " extra")
+LOADER_STATEMENTS = 3  # a loader's statements besides its docstring and imports: a check, a setting, the return
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    names = {"ImportError", "ModuleNotFoundError"}
+    for handler in node.handlers:
+        caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(isinstance(item, ast.Name) and item.id in names for item in caught):
+            return True
+    return False
+
+
+def _is_loader(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A small function that imports on first use and says why in its docstring."""
+    doc = ast.get_docstring(function) or ""
+    if LOADER_MARK not in " ".join(doc.split()) or not any(reason in doc for reason in LOADER_REASONS):
+        return False
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    return sum(not isinstance(node, ast.Import | ast.ImportFrom) for node in body) <= LOADER_STATEMENTS
+
+
+def stray_local_imports(facades: set[str], root: Path = ROOT) -> list[str]:
+    """Each import inside a function of the tree's modules, but in ``facades`` (module names), in a loader
+    (``_is_loader``) or in a ``try:`` that catches ImportError (a probe for a module that may be missing)."""
+    found = []
+
+    def visit(node: ast.AST, module: Module, function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, module, child)
+            elif isinstance(child, ast.Try) and _catches_import_error(child):
+                for handler in child.handlers:  # the body's imports are the probe; a handler's are not
+                    visit(handler, module, function)
+                for statements in (child.orelse, child.finalbody):
+                    for statement in statements:
+                        visit(ast.Module([statement], []), module, function)
+            elif isinstance(child, ast.Import | ast.ImportFrom) and function is not None and not _is_loader(function):
+                place = f"{module.path.relative_to(root).as_posix()}:{child.lineno}"
+                found.append(f"{place} {function.name}: {ast.unparse(child)}")
+            else:
+                visit(child, module, function)
+
+    for module in find_modules(root).values():
+        if module.name not in facades:
+            visit(ast.parse(module.path.read_text(), filename=str(module.path)), module, None)
+    return by_place(found)

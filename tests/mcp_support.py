@@ -118,3 +118,9 @@ class RawStdio:
     def close(self) -> None:
         self.stdin.close()
         self.proc.wait(20)
+
+    def __enter__(self) -> RawStdio:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,14 +1,19 @@
 """Start-up stays light: heavy libraries load where they are used, not at import.
 
 No timings here (scripts/bench_startup.py prints them); these tests check which modules a fresh
-process has loaded after each entry point, so a stray top-level import shows up as a failure.
+process has loaded after each entry point, so a stray top-level import shows up as a failure. The
+other half (issue 35, item 5): modules import at their top, and the laziness that keeps these entry
+points light sits in the facades and in named loaders (tests/import_graph.py's ``stray_local_imports``),
+so a scattered function-local import shows up as a failure too.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import textwrap
+
+from import_graph import stray_local_imports
+from process_support import fresh_python
 
 import erp_sim
 
@@ -34,12 +39,14 @@ HEAVY = (
     "sqlite3",
 )
 
+#: The lazy facades: ``import erp_sim`` and the envs' names resolve on first use, the CLI imports a
+#: subcommand's module when it runs.
+FACADES = {"erp_sim", "erp_sim.envs", "erp_sim.agents.cli"}
+
 
 def loaded_after(code: str) -> set[str]:
     probe = f"import sys\n{code}\nimport json; print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.strip().splitlines()[-1])) & set(HEAVY)
+    return set(json.loads(fresh_python(probe).strip().splitlines()[-1])) & set(HEAVY)
 
 
 def test_import_erp_sim_loads_no_heavy_library():
@@ -81,3 +88,62 @@ def test_every_public_name_resolves():
     namespace: dict = {}
     exec("from erp_sim import *", namespace)
     assert {"ErpSession", "TOOLS", "open_session", "Grade"} <= set(namespace)
+
+
+def test_function_local_imports_are_in_the_facades_and_named_loaders_only():
+    found = stray_local_imports(FACADES)
+    assert not found, f"{len(found)} (import at the module's top, or behind one loader):\n" + "\n".join(found)
+
+
+def test_a_scattered_local_import_is_found_and_a_loader_or_a_probe_is_not(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"erp_sim.envs" = "envs"\n')
+    (tmp_path / "erp_sim").mkdir()
+    (tmp_path / "erp_sim" / "__init__.py").write_text("def lazy():\n    import json\n")  # a facade
+    (tmp_path / "erp_sim" / "plots.py").write_text(
+        textwrap.dedent(
+            '''\
+            def pyplot():
+                """pyplot, imported on first use: a worker need not load it (tests/test_startup.py)."""
+                import matplotlib.pyplot
+
+                return matplotlib.pyplot
+
+
+            def unnamed():
+                """Imported on first use, but no reason given."""
+                import numpy
+
+                return numpy
+
+
+            def plot(rows):
+                import matplotlib  # scattered
+
+                return [row for row in rows]
+
+
+            def big():
+                """scipy, imported on first use (scripts/bench_startup.py), in a function that does more."""
+                from scipy import stats
+
+                a = 1
+                b = 2
+                c = 3
+                return stats, a, b, c
+
+
+            def complete():
+                try:
+                    import readline
+                except ImportError:
+                    return None
+                return readline
+            '''
+        )
+    )
+    assert stray_local_imports({"erp_sim"}, tmp_path) == [
+        "erp_sim/plots.py:10 unnamed: import numpy",
+        "erp_sim/plots.py:16 plot: import matplotlib",
+        "erp_sim/plots.py:23 big: from scipy import stats",
+    ]
+    assert stray_local_imports(set(), tmp_path)[0] == "erp_sim/__init__.py:2 lazy: import json"

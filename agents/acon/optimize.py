@@ -37,8 +37,10 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+import gymnasium as gym
 from pydantic import BaseModel, Field, PositiveInt
 
+import erp_sim.envs
 from erp_sim.agents.acon.files import read_gz_json, write_gz_json, write_json, write_text
 from erp_sim.agents.acon.optimize_report import NO_COMPRESSION, report_markdown
 from erp_sim.agents.acon.optimizer_requests import (
@@ -53,10 +55,15 @@ from erp_sim.agents.acon.scoring import cost_usd, score
 from erp_sim.agents.acon.task_splits import default_test_tasks, overlap_message, overlapping_tasks
 from erp_sim.agents.command_line import PlainHelpFormatter, UsageError, refuse, usage_errors
 from erp_sim.agents.evaluation.settings import EpisodeSettings
+from erp_sim.agents.model_agent import ModelAgent
 from erp_sim.agents.models.roles import add_backend_arguments, add_model_arguments, params_by_role, positive, server_url
-from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, load_prompt
+from erp_sim.agents.policies import wrap
+from erp_sim.agents.policies.spec import format_value
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.summarizers import HISTORY_PROMPT, OBSERVATION_PROMPT, LLMSummarizer, SummarizerError, load_prompt
 from erp_sim.agents.tokens import get_counter, message_text
 from erp_sim.agents.types import ChatResponse, Message, ToolSchema, Usage
+from erp_sim.task_sets import resolve_tasks
 
 # compressed kind -> (built-in prompt file, policy)
 KINDS = {"history": (HISTORY_PROMPT, "acon_history"), "observation": (OBSERVATION_PROMPT, "acon_observation")}
@@ -134,8 +141,6 @@ class Run:
     """One optimisation run in ``out``: the role models, the task lists and the artefacts."""
 
     def __init__(self, settings: Settings, out: Path, models: dict[str, Any]):
-        from erp_sim.task_sets import resolve_tasks
-
         self.settings, self.out = settings, out
         self.kinds = COMPRESSION[settings.compression]
         self.roles = {role: CallLog(model) for role, model in models.items()}
@@ -155,8 +160,6 @@ class Run:
         return {kind: self.guideline_path(label, kind).read_text(encoding="utf-8") for kind in self.kinds}
 
     def policy_spec(self, label: str, *, relative: bool = False) -> str:
-        from erp_sim.agents.policies.spec import format_value
-
         if label == NO_COMPRESSION:
             return "full"
         layers = []
@@ -211,14 +214,6 @@ class Run:
         return None
 
     def _run_episode(self, label: str, task_set: str, task_id: str, split: str) -> dict[str, Any]:
-        import gymnasium as gym
-
-        import erp_sim.envs  # registers the ids
-        from erp_sim.agents.model_agent import ModelAgent
-        from erp_sim.agents.policies import wrap
-        from erp_sim.agents.runner import run_episode
-        from erp_sim.agents.summarizers import LLMSummarizer, SummarizerError
-
         agent_log, compressor_log = self.roles["agent"], self.roles["compressor"]
         agent_log.reset()
         compressor_log.reset()
@@ -520,8 +515,6 @@ def main(argv: list[str] | None = None) -> int:
     steps = [s.strip() for s in args.steps.split(",") if s.strip() and s.strip() != "none"]
     if any(s not in ("ut", "co") for s in steps):
         parser.error(f"--steps {args.steps!r}: use ut,co, ut, co or none")
-    from erp_sim.task_sets import resolve_tasks
-
     test_tasks = args.test_tasks or default_test_tasks(args.tasks)
     try:
         for selection in (args.tasks, test_tasks):

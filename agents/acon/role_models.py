@@ -8,7 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from erp_sim.agents.command_line import UsageError
-from erp_sim.agents.models.roles import with_switches
+from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+from erp_sim.agents.models.factory import chat_model
+from erp_sim.agents.models.roles import (
+    MODEL_CHOICES,
+    model_spec,
+    named_servers,
+    read_manifest,
+    replay_contradiction,
+    settings_of,
+    with_switches,
+    write_manifest,
+)
 
 ROLES = ("agent", "compressor", "optimizer")
 
@@ -16,18 +27,6 @@ ROLES = ("agent", "compressor", "optimizer")
 def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each role's model: live (with --record, into DIR/cassettes/ROLE.jsonl and the manifest models.json), or
     answered from the recording with --replay, which refuses role names and settings that contradict it."""
-    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.factory import chat_model
-    from erp_sim.agents.models.roles import (
-        MODEL_CHOICES,
-        model_spec,
-        named_servers,
-        read_manifest,
-        replay_contradiction,
-        settings_of,
-        write_manifest,
-    )
-
     named = {role: model_spec(getattr(args, role)) for role in ROLES}
     for role, spec in named.items():
         if spec is None:
@@ -92,8 +91,6 @@ def role_models(args: argparse.Namespace, model_params: dict[str, dict[str, Any]
 
 def role_switches(params: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Each role's params with the flags' switches its API reads (``--cache-breakpoints``, ``--reasoning-items``)."""
-    from erp_sim.agents.models.roles import model_spec
-
     switches = {"cache_breakpoints": args.cache_breakpoints, "reasoning_items": args.reasoning_items}
     result = {}
     for role in ROLES:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from erp_sim.task_sets import resolve_tasks, task_rows
+
 
 def overlapping_tasks(tasks: str, test_tasks: str) -> list[str]:
     """Test tasks that are also train tasks (the same fixture line: an expense-type view such as
     ``Hotel`` holds expense_types' tasks; hotel_50's ``hotel-001`` is another task than theirs)."""
-    from erp_sim.task_sets import resolve_tasks, task_rows
-
     if test_tasks == "none":
         return []
 

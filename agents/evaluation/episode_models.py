@@ -4,16 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec
+from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
+from erp_sim.agents.model_agent import ModelAgent
+from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
+from erp_sim.agents.models.factory import chat_model
+from erp_sim.agents.models.roles import (
+    EVAL_ROLES,
+    MODEL_CHOICES,
+    label,
+    merged_manifest,
+    model_spec,
+    named_servers,
+    names_a_model,
+    read_manifest,
+    replay_contradiction,
+    sampling,
+    save_manifest,
+    settings_of,
+    with_switches,
+)
+from erp_sim.agents.policies import summarizes, wrap
+from erp_sim.agents.scripted import ScriptedAgent
+from erp_sim.agents.summarizers import LLMSummarizer
+from erp_sim.agents.types import Agent
+
+if TYPE_CHECKING:
+    from erp_sim.agents.llm_user import LLMUser
 
 
 # --- building the pieces of one episode -------------------------------------------------------
 def _chat_model(name: str, base_url: str | None, **options: Any):
-    from erp_sim.agents.models.factory import chat_model
-
     return chat_model(name, base_url, **options)
 
 
@@ -21,9 +45,6 @@ def role_model(spec: EpisodeSpec, role: str, name: str, base_url: str | None, ap
     """The chat model playing ``role`` in this episode (``api``: one of ``roles.MODEL_APIS``): live (with
     --record, into a cassette of its own), or, when the agent is ``replay:DIR``, answered offline from the
     role's recorded cassette (no SDK needed)."""
-    from erp_sim.agents.models.cassette import RecordingModel, ReplayModel
-    from erp_sim.agents.models.roles import with_switches
-
     kind, _, replay_dir = spec.agent.partition(":")
     if kind == "replay":
         return ReplayModel(
@@ -63,8 +84,6 @@ def cassette_path(directory: Path, spec: EpisodeSpec, role: str) -> Path:
 
 def _recorded_settings(directory: Path, role: str):
     """The role's entry in the recording's manifest (None: a recording made before manifests)."""
-    from erp_sim.agents.models.roles import read_manifest
-
     manifest = read_manifest(directory / "cassettes")
     if manifest is not None and role not in manifest:
         raise ValueError(f"the recording in {directory} has no {role} model")
@@ -73,12 +92,6 @@ def _recorded_settings(directory: Path, role: str):
 
 def build_agent(spec: EpisodeSpec, summarizer: Any = None):
     """The agent wrapped in its policies; ``summarizer`` (None: the offline structured one) serves them."""
-    from erp_sim.agents.model_agent import ModelAgent
-    from erp_sim.agents.models.roles import MODEL_CHOICES, model_spec
-    from erp_sim.agents.policies import wrap
-    from erp_sim.agents.scripted import ScriptedAgent
-    from erp_sim.agents.types import Agent
-
     kind, _, argument = spec.agent.partition(":")
     inner: Agent
     named = model_spec(spec.agent)
@@ -94,17 +107,12 @@ def build_agent(spec: EpisodeSpec, summarizer: Any = None):
 
 def replays_scripted_agent(directory: Path) -> bool:
     """A recording whose agent was the scripted one (its manifest has other roles, no agent): it replays with it."""
-    from erp_sim.agents.models.roles import read_manifest
-
     manifest = read_manifest(directory / "cassettes")
     return manifest is not None and "agent" not in manifest
 
 
 def build_summarizer(spec: EpisodeSpec):
     """An ``LLMSummarizer`` when ``--summarizer API:MODEL`` and the policy summarizes, else None."""
-    from erp_sim.agents.policies import summarizes
-    from erp_sim.agents.summarizers import LLMSummarizer
-
     named = model_named("summarizer", spec.summarizer, "structured")
     if named is None or not summarizes(spec.policy):
         return None
@@ -114,8 +122,6 @@ def build_summarizer(spec: EpisodeSpec):
 
 def model_named(role: str, value: str, *offline: str) -> tuple[str, str] | None:
     """``(api, model)`` of ``API:MODEL``; None for the offline choices; ValueError for anything else."""
-    from erp_sim.agents.models.roles import MODEL_CHOICES, model_spec
-
     if value in offline:
         return None
     named = model_spec(value)
@@ -157,19 +163,24 @@ def _scripted_recall(argument: str) -> float | None:
 
 def sampling_settings(model: Any) -> dict[str, Any] | None:
     """The model, request params and client settings of a role (None: no LLM); a replay's are the recording's."""
-    from erp_sim.agents.models.roles import sampling
-
     return sampling(model)
+
+
+def llm_user_class() -> type[LLMUser]:
+    """``LLMUser``, imported on first use: its module reads the envs' user models, and importing ``erp_sim.envs``
+    registers the ids with Gymnasium, which the eval's parent and a worker's start-up need not load
+    (tests/test_startup.py)."""
+    from erp_sim.agents.llm_user import LLMUser
+
+    return LLMUser
 
 
 def build_user(spec: EpisodeSpec):
     named = model_named("user", spec.user, "rule", "none")
     if named is None:
         return spec.user
-    from erp_sim.agents.llm_user import LLMUser
-
     api, name = named
-    return LLMUser(role_model(spec, "user", name, spec.base_url, api))
+    return llm_user_class()(role_model(spec, "user", name, spec.base_url, api))
 
 
 def check_models(
@@ -182,8 +193,6 @@ def check_models(
     ``other_roles``: role -> model name (None: no model) of roles outside the episode (the consolidator).
     ``built``: when given, (role, model) of each live model is added to it, for ``probe_models``.
     """
-    from erp_sim.agents.models.roles import settings_of
-
     kind, _, argument = spec.agent.partition(":")
     try:
         if kind == "replay":
@@ -228,16 +237,11 @@ def probe_models(live: list[tuple[str, Any]]) -> None:
 
 def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str | None]) -> None:
     """The recording must be there, and what the command names must not contradict it (ValueError)."""
-    from erp_sim.agents.models.roles import read_manifest, replay_contradiction
-    from erp_sim.agents.policies import summarizes
-
     if not (directory / "cassettes").is_dir():  # episodes may lack a cassette of their own; the directory must be there
         raise FileNotFoundError(f"--agent {spec.agent}: no cassettes directory in {str(directory)!r}")
     recorded = read_manifest(directory / "cassettes")
     if recorded is None:  # a recording made before manifests: nothing to check against
         return
-    from erp_sim.agents.models.roles import label
-
     named = {"agent": label(recorded["agent"]) if "agent" in recorded else None}
     if spec.user != "none":  # C1 runs without a user whatever the recording had
         named["user"] = _named_label("user", spec.user, "rule", "none")
@@ -258,8 +262,6 @@ def check_replay(spec: EpisodeSpec, directory: Path, other_roles: dict[str, str 
 
 def _named_servers(spec: EpisodeSpec) -> dict[str, tuple[str, str]]:
     """Role -> (option, URL) for each role a --base-url / --summarizer-base-url given would send to, as live."""
-    from erp_sim.agents.models.roles import EVAL_ROLES, named_servers
-
     return named_servers(spec.base_url, EVAL_ROLES, {"summarizer": ("--summarizer-base-url", spec.summarizer_base_url)})
 
 
@@ -273,10 +275,6 @@ def prepare_models(
     """Check the models of every kind of episode planned, then run ``preflight`` (the caller's own offline checks),
     then (``probe``) send each live model its cheap request; with --record, write the recording's manifest last, so
     a run stopped by any check leaves no file behind."""
-    from erp_sim.agents.evaluation.recording_run import hold_recording, note_recording_run, recording_run_refusal
-    from erp_sim.agents.models.roles import MODEL_CHOICES, merged_manifest, names_a_model, save_manifest
-    from erp_sim.agents.policies import summarizes
-
     if specs[0].record_dir and specs[0].agent != "scripted" and not names_a_model(specs[0].agent):
         raise UsageError(
             f"--record records the model calls of a live run: a model agent ({MODEL_CHOICES}), or the scripted "

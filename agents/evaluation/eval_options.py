@@ -15,8 +15,16 @@ from erp_sim import workflows
 from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.costs import add_price_argument
 from erp_sim.agents.evaluation.settings import EpisodeSettings, add_settings_arguments, settings_options
-from erp_sim.agents.models.roles import EVAL_ROLES, add_backend_arguments, add_model_arguments, positive, server_url
+from erp_sim.agents.models.roles import (
+    EVAL_ROLES,
+    add_backend_arguments,
+    add_model_arguments,
+    params_by_role,
+    positive,
+    server_url,
+)
 from erp_sim.agents.policies import parse_policy, preset
+from erp_sim.task_sets import resolve_tasks, selected_split
 
 DEFAULT_OUT = "runs/eval"
 
@@ -182,8 +190,6 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 def task_ids(tasks: str) -> tuple[str, list[str]]:
     """``--tasks``: SET, SET:train, SET:test or SET:id1,id2 (parsed by ``erp_sim.task_sets.resolve_tasks``)."""
-    from erp_sim.task_sets import resolve_tasks
-
     try:
         return resolve_tasks(tasks)
     except (KeyError, FileNotFoundError) as error:
@@ -192,8 +198,6 @@ def task_ids(tasks: str) -> tuple[str, list[str]]:
 
 def episode_options(args: argparse.Namespace) -> dict[str, Any]:
     """The EpisodeSpec fields that come from the options of eval and sweep."""
-    from erp_sim.agents.models.roles import params_by_role
-
     items = list(args.model_param)
     for key, value in (
         ("temperature", args.summarizer_temperature),
@@ -202,8 +206,6 @@ def episode_options(args: argparse.Namespace) -> dict[str, Any]:
     ):
         if value is not None:
             items.append(("summarizer", key, value))
-    from erp_sim.task_sets import selected_split
-
     return {
         "agent": args.agent,
         **settings_options(args),

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import gzip
 import json
 import multiprocessing
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -33,8 +35,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from erp_sim import workflows
 from erp_sim.agents.command_line import UsageError
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.costs import checked_prices
@@ -60,27 +64,49 @@ from erp_sim.agents.evaluation.episode_row import (
 )
 from erp_sim.agents.evaluation.eval_options import EpisodeSpec, episode_options, task_ids
 from erp_sim.agents.evaluation.output_lock import eval_lock
+from erp_sim.agents.evaluation.ray_reaper import start_reaper, stop_reaper
 from erp_sim.agents.evaluation.report import write_report
-from erp_sim.agents.evaluation.report.formats import plural
+from erp_sim.agents.evaluation.report.formats import DASH, md_table, plural, success_label
 from erp_sim.agents.evaluation.resume_check import resume_contradiction
 from erp_sim.agents.evaluation.runs import default_runs, runs_text
 from erp_sim.agents.evaluation.settings import step_limit_warning
+from erp_sim.agents.evaluation.statistics import summarize
+from erp_sim.agents.models.roles import label
+from erp_sim.agents.runner import run_episode
+from erp_sim.agents.tokens import get_counter
+from erp_sim.database import clear_templates
+from erp_sim.response import orjson_module
 
 PARENT_POLL_SECONDS = 0.5
 _parent_pid: int | None = None  # set in worker processes: the eval that started them
 
 
+def gymnasium_and_envs() -> tuple[ModuleType, ModuleType]:
+    """Gymnasium and ``erp_sim.envs`` (which registers the ids; with the env's module), imported on first use: by a
+    worker's first episode or its warm-up, not by importing this module, which the eval's parent and every
+    spawned worker do (tests/test_startup.py)."""
+    import gymnasium
+
+    import erp_sim.envs.expense_env
+
+    return gymnasium, erp_sim.envs
+
+
+def progress_bar_class() -> Any:
+    """tqdm's bar, imported on first use: the live bar is the parent's, which a worker's start-up need not load
+    (tests/test_startup.py)."""
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no types; types-tqdm is no dependency
+
+    return tqdm
+
+
 def run_spec(spec: EpisodeSpec) -> dict[str, Any]:
     """Run one episode, write its trajectory, return its results row as its JSON object (``EpisodeRow.dump``:
     plain data, what a worker process or a Ray task sends back)."""
-    import gymnasium as gym
-
-    import erp_sim.envs  # registers the ids
-    from erp_sim.agents.runner import run_episode
-
     user, summarizer = build_user(spec), build_summarizer(spec)
     agent = build_agent(spec, summarizer)
-    env = gym.make(erp_sim.envs.DEFAULT_ENV_ID, task_set=spec.task_set, user_model=user, **spec.env_kwargs())
+    gym, envs = gymnasium_and_envs()
+    env = gym.make(envs.DEFAULT_ENV_ID, task_set=spec.task_set, user_model=user, **spec.env_kwargs())
     try:
         trajectory = run_episode(
             env, agent, task_id=spec.task_id, seed=spec.seed, policy=spec.policy, **spec.run_kwargs()
@@ -132,8 +158,7 @@ def trajectory_json(value: dict[str, Any]) -> bytes:
     json's CPU), or json's where orjson refuses a value (an integer past 64 bits, a lone surrogate); the same
     value either way (a non-finite float, which orjson writes as null, pydantic's JSON dump has made null already
     in the messages; the typed floats of a trajectory are finite sums). Gzip level 3 then: half of level 6's CPU on these files, for 45% more bytes."""
-    import orjson
-
+    orjson = orjson_module()
     try:
         return orjson.dumps(value)
     except (orjson.JSONEncodeError, TypeError):
@@ -142,8 +167,6 @@ def trajectory_json(value: dict[str, Any]) -> bytes:
 
 def _agent_label(spec: EpisodeSpec, model: Any) -> str:
     """``--agent``, except that a replayed row names the recorded agent, as the recording's row does."""
-    from erp_sim.agents.models.roles import label
-
     if not spec.agent.startswith("replay:"):
         return spec.agent
     recorded = getattr(model, "settings", None)  # a replay of the scripted agent beside recorded roles: no model
@@ -271,8 +294,6 @@ def _die_with_parent(parent_pid: int) -> None:
     _parent_pid = parent_pid
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the eval stops its workers
     if sys.platform.startswith("linux"):
-        import ctypes
-
         PR_SET_PDEATHSIG = 1
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -287,19 +308,23 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
+def ray_and_its_deaths() -> tuple[ModuleType, tuple[type[Exception], ...]]:
+    """Ray and the errors of a task whose worker died, imported on first use: the ray extra (``--backend ray``)."""
+    try:
+        import ray
+        from ray.exceptions import LocalRayletDiedError, NodeDiedError, OutOfMemoryError, WorkerCrashedError
+    except ImportError:
+        raise SystemExit("The Ray backend needs Ray: pip install 'erp-sim[ray]'.") from None
+    return ray, (WorkerCrashedError, OutOfMemoryError, NodeDiedError, LocalRayletDiedError)
+
+
 def _execute_ray(
     specs: list[EpisodeSpec], address: str | None, run: Callable[[EpisodeSpec], dict[str, Any]] | None = None
 ) -> Iterator[dict[str, Any]]:
     """The local backend's semantics on Ray: no silent retry of an episode whose worker died (Ray would run it
     again, a second attempt nobody asked for), and ``ray.shutdown()`` on every exit of a Ray it started; a watchdog
     (``ray_reaper``) stops that Ray's processes if the eval is killed outright. ``run`` is for tests."""
-    try:
-        import ray
-        from ray.exceptions import LocalRayletDiedError, NodeDiedError, OutOfMemoryError, WorkerCrashedError
-    except ImportError:
-        raise SystemExit("The Ray backend needs Ray: pip install 'erp-sim[ray]'.") from None
-    from erp_sim.agents.evaluation.ray_reaper import start_reaper, stop_reaper
-
+    ray, worker_died = ray_and_its_deaths()
     owned = not ray.is_initialized()  # a Ray the caller started stays theirs
     context = ray.init(
         address=address,
@@ -318,7 +343,7 @@ def _execute_ray(
             done, pending = ray.wait(pending, num_returns=1)
             try:
                 row = ray.get(done[0])
-            except (WorkerCrashedError, OutOfMemoryError, NodeDiedError, LocalRayletDiedError) as error:
+            except worker_died as error:
                 raise SystemExit(
                     f"erp-sim: a Ray worker died while running an episode ({type(error).__name__}); "
                     "every finished episode is saved: run again with --resume"
@@ -392,13 +417,7 @@ def _offline(spec: EpisodeSpec) -> bool:
 
 def _warm_worker() -> None:
     """Import what an episode runs and load the tokenizer (no database: SQLite connections must not cross a fork)."""
-    import gymnasium  # noqa: F401
-
-    import erp_sim.envs.expense_env  # noqa: F401
-    from erp_sim import workflows
-    from erp_sim.agents.runner import run_episode  # noqa: F401
-    from erp_sim.agents.tokens import get_counter
-
+    gymnasium_and_envs()
     for name in workflows.PACKAGES:
         workflows.load(name)
     get_counter().count_text("warm")
@@ -407,8 +426,6 @@ def _warm_worker() -> None:
 def _forked_worker(parent_pid: int) -> None:
     """Initializer of a forked worker: ``_die_with_parent``, and no template inherited from the parent (a test
     process may have opened some)."""
-    from erp_sim.database import clear_templates
-
     clear_templates()
     _die_with_parent(parent_pid)
 
@@ -423,12 +440,12 @@ def _run_and_append(
     quiet: bool,
     pool: ProcessPoolExecutor | None = None,
 ) -> None:
-    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no types; types-tqdm is no dependency
-
     successes = tokens = finished = 0
     # disable=None: no bar when stderr is not a terminal (CI logs), as well as with --quiet
     with (
-        tqdm(total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True) as bar,
+        progress_bar_class()(
+            total=len(todo), disable=True if quiet else None, unit="ep", desc="eval", dynamic_ncols=True
+        ) as bar,
         results.open("a", encoding="utf-8") as out,
     ):
         for row in execute(todo, backend=backend, concurrency=concurrency, address=address, pool=pool):
@@ -493,8 +510,6 @@ def interrupted(args: argparse.Namespace, specs: list[EpisodeSpec]) -> int:
 
 def command_text(prog: str, argv: list[str] | None) -> str:
     """The command as typed (``prog`` and its arguments, shell-quoted), for the line that says how to go on."""
-    import shlex
-
     return f"{prog} {shlex.join(sys.argv[1:] if argv is None else argv)}".strip()
 
 
@@ -569,15 +584,10 @@ TABLE_COLUMNS = (
 def table_columns(rows: list[EpisodeRow]) -> tuple[str, ...]:
     """``TABLE_COLUMNS`` with the success column named as the rows' workflow names it (``report.formats.
     success_label``: "full itemization", "reconciled"; rows of several workflows: "success")."""
-    from erp_sim.agents.evaluation.report.formats import success_label
-
     return (*TABLE_COLUMNS[:3], success_label(row.task_set for row in rows), *TABLE_COLUMNS[4:])
 
 
 def print_table(rows: list[EpisodeRow]) -> None:
-    from erp_sim.agents.evaluation.report.formats import DASH, md_table
-    from erp_sim.agents.evaluation.statistics import summarize
-
     lines = []
     for name, summary in summarize(rows).items():
         e = summary.estimates

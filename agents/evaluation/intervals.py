@@ -6,6 +6,8 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,15 @@ class Estimate:
         return Estimate(self.mean, min(max(self.low, low), high), min(max(self.high, low), high), self.n, self.method)
 
 
+@cache
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported on first use: every eval worker imports the statistics through the report's
+    formats, and its start-up need not load SciPy (about a second; tests/test_startup.py)."""
+    from scipy import stats
+
+    return stats
+
+
 def _finite(values: Iterable[float]) -> np.ndarray:
     return np.asarray([v for v in values if math.isfinite(v)], dtype=float)
 
@@ -53,9 +64,8 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estim
     n = int(array.size)
     if n < 2:
         return _without_interval(array, "t")
-    from scipy import stats  # here: importing it costs about a second, which no episode worker needs
-
     mean = float(array.mean())
+    stats = scipy_stats()
     sem = float(stats.sem(array))
     if sem == 0.0:  # scipy rejects scale=0; the interval of identical runs is the point
         return Estimate(mean, mean, mean, n, "t")
@@ -67,8 +77,7 @@ def bootstrap_interval(
     samples: Sequence[np.ndarray], statistic: Callable[..., Any], *, paired: bool
 ) -> tuple[float, float, str]:
     """BCa bootstrap interval, or percentile when BCa is undefined (e.g. constant data)."""
-    from scipy import stats  # here, as in t_interval
-
+    stats = scipy_stats()
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.DegenerateDataWarning)

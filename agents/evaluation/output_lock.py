@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,8 +44,6 @@ class LockHeld(Exception):
 def hold_lock(path: Path) -> TextIO:
     """``flock`` ``path`` for this process and write its pid there; ``LockHeld`` while another process holds it.
     The lock lasts until the returned file is closed (or the process dies)."""
-    import fcntl
-
     while True:
         handle = path.open("a+", encoding="utf-8")
         try:

@@ -21,8 +21,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from erp_sim.agents.evaluation.episode_models import check_models
 from erp_sim.agents.evaluation.episode_row import EpisodeRow
-from erp_sim.agents.models.roles import ModelSettings, public_url
+from erp_sim.agents.models.roles import ModelSettings, label, names_a_model, public_url, read_manifest
+from erp_sim.agents.policies import summarizes
 
 if TYPE_CHECKING:
     from erp_sim.agents.evaluation.eval_options import EpisodeSpec
@@ -57,10 +59,6 @@ def resume_contradiction(specs: list[EpisodeSpec], rows: Iterable[EpisodeRow], r
 
 def planned_settings(spec: EpisodeSpec) -> Planned:
     """The agent label and each role's ``sampling`` entry that ``run_spec`` would write for ``spec``."""
-    from erp_sim.agents.evaluation.episode_models import check_models
-    from erp_sim.agents.models.roles import label, names_a_model, read_manifest
-    from erp_sim.agents.policies import summarizes
-
     kind, _, argument = spec.agent.partition(":")
     settings: dict[str, ModelSettings | None]
     if kind == "replay":  # the rows of a replay name the recording's models and settings
@@ -100,8 +98,6 @@ def _difference(row: EpisodeRow, spec: EpisodeSpec, planned: Planned) -> tuple[s
         if old not in (None, "") and old != new:  # (older rows may not name it)
             return what, old, new
     stored = {role: getattr(row.sampling, role) for role in ROW_ROLES}
-    from erp_sim.agents.models.roles import names_a_model
-
     model_row = names_a_model(row.agent) or row.agent.startswith("replay:") or names_a_model(row.user)
     if sampling is None or (model_row and not any(stored.values())):  # unknown, or a row from before sampling
         return None

@@ -27,13 +27,16 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, Field
 
+from erp_sim import workflows
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, usage_errors
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, load_results, results_dir, succeeded
 from erp_sim.agents.evaluation.eval_options import add_common_arguments, parse_configs
 from erp_sim.agents.evaluation.evaluate import command_text, run_from_args
-from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, save_png
+from erp_sim.agents.evaluation.report.plots import PLOT_STYLE, config_color, matplotlib_module, save_png
+from erp_sim.task_sets import task_rows, workflow_of
 
 SCALE_FILE, SCALE_PNG = "scale.md", "scale.png"
 DEFAULT_WINDOW = 128_000
@@ -94,8 +97,6 @@ def largest_request(metrics: RowMetrics) -> int:
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
     """Slope of the least-squares line through (log x, log y); None under two usable points."""
-    import numpy as np
-
     points = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
     if len({x for x, _ in points}) < 2:
         return None
@@ -105,8 +106,6 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
 
 def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
     """Rows of scored episodes -> one ``PolicyScale`` per configuration, by name."""
-    from erp_sim.task_sets import task_rows
-
     sizes: dict[tuple[str, str], int] = {}
     groups: dict[str, dict[int, list[EpisodeRow]]] = defaultdict(lambda: defaultdict(list))
     policies: dict[str, str] = {}
@@ -127,9 +126,6 @@ def scale_study(rows: list[EpisodeRow], window: int) -> list[PolicyScale]:
 
 def _size_names(task_sets: set[str]) -> dict[str, str]:
     """What the rungs count, as the task sets' workflow names it (several workflows: "items")."""
-    from erp_sim import workflows
-    from erp_sim.task_sets import workflow_of
-
     owners = {workflow_of(name, fallback=True) for name in task_sets}
     if len(owners) != 1:
         return {}
@@ -253,18 +249,15 @@ def unfitted_rungs(study: list[PolicyScale]) -> str:
 def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
     """Each cost against charges on log-log axes (fitted slope in the legend), success on a log x axis;
     a dashed vertical line marks each policy's first overflowing rung, the window a dotted line on peak tokens."""
-    import matplotlib.style
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import EngFormatter, FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
-
+    mpl = matplotlib_module()
     panels = [*COSTS, ("success_within_window", "success within the window")]
     if any(r.cacheable_share is not None for p in study for r in p.rungs):
         panels.append(("cacheable_share", "cacheable share of input"))
     rungs = sorted({r.charges for p in study for r in p.rungs})
     columns = min(3, len(panels))  # a grid of up to three panels a row: five in one row were 3,150 px wide
     rows = -(-len(panels) // columns)
-    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(4.6 * columns, 3.7 * rows), layout="constrained")
+    with mpl.style.context("default"), mpl.rc_context(PLOT_STYLE):
+        fig = mpl.figure.Figure(figsize=(4.6 * columns, 3.7 * rows), layout="constrained")
         grid = fig.subplots(rows, columns, squeeze=False)
         axes = [ax for row in grid for ax in row]
         for ax in axes[len(panels) :]:  # the grid's spare cells
@@ -284,14 +277,14 @@ def plot_scale(study: list[PolicyScale], window: int, path: Path) -> Path:
                 if policy.overflow_rung is not None:
                     ax.axvline(policy.overflow_rung, color=config_color(policy.config), linestyle="--", linewidth=0.8)
             ax.set_xscale("log")
-            ax.xaxis.set_major_locator(FixedLocator(rungs))  # the rungs, in plain numbers (not 2 x 10^1)
-            ax.xaxis.set_major_formatter(ScalarFormatter())
-            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_major_locator(mpl.ticker.FixedLocator(rungs))  # the rungs, in plain numbers (not 2 x 10^1)
+            ax.xaxis.set_major_formatter(mpl.ticker.ScalarFormatter())
+            ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
             if field in dict(COSTS):
                 ax.set_yscale("log")
-                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 in each decade, labelled
-                ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, not 2 x 10^5
-                ax.yaxis.set_minor_formatter(NullFormatter())
+                ax.yaxis.set_major_locator(mpl.ticker.LogLocator(subs=(1, 2, 5)))  # 1, 2, 5 in each decade, labelled
+                ax.yaxis.set_major_formatter(mpl.ticker.EngFormatter(sep=""))  # 200k, not 2 x 10^5
+                ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
             else:  # shares
                 ax.set_ylim(-0.05, 1.05)
             if field == "peak_tokens":

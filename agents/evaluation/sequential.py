@@ -35,7 +35,7 @@ from erp_sim.agents.evaluation.report.learning_curve import (
 )
 from erp_sim.agents.memory.consolidate import Consolidation, ConsolidatorUse, LLMConsolidator, consolidate_episode
 from erp_sim.agents.memory.store import MemoryStore
-from erp_sim.agents.models.roles import failures_named, sampling
+from erp_sim.agents.models.roles import MODEL_CHOICES, failures_named, names_a_model, sampling
 from erp_sim.agents.policies import parse_policy
 from erp_sim.agents.policies.registry import LayerSpec, PolicySpec
 from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, call_sums
@@ -180,8 +180,6 @@ def _consolidate(store: MemoryStore, trajectory: dict, model: Any) -> Consolidat
 
 def _consolidator_model(args) -> str | None:
     """``API:MODEL`` of ``--consolidator`` (None: the deterministic consolidator)."""
-    from erp_sim.agents.models.roles import MODEL_CHOICES, names_a_model
-
     name = getattr(args, "consolidator", "deterministic") or "deterministic"
     if name == "deterministic":
         return None

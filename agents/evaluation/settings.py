@@ -13,15 +13,26 @@ session's (``erp_sim.json_values.MAX_ARGUMENT_CHARS``).
 from __future__ import annotations
 
 import argparse
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from erp_sim.agents.models.roles import positive
+from erp_sim.agents.runner import model_call_limit
+from erp_sim.oracle import oracle_steps
 from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 #: The three settings, in the order a row's ``sampling`` stores them.
 SAMPLED = ("context_window", "max_steps", "verbosity")
+
+
+def envs_package() -> ModuleType:
+    """``erp_sim.envs`` (its step limits), imported on first use: importing it registers the ids with Gymnasium,
+    which the eval's parent and a worker's start-up need not load (tests/test_startup.py)."""
+    import erp_sim.envs
+
+    return erp_sim.envs
 
 
 class EpisodeSettings(BaseModel):
@@ -43,9 +54,8 @@ class EpisodeSettings(BaseModel):
         task set, the envs' default)."""
         if self.max_steps is not None:
             return self.max_steps
-        from erp_sim.envs import MAX_EPISODE_STEPS, task_set_step_limit
-
-        return MAX_EPISODE_STEPS if task_set is None else task_set_step_limit(task_set)
+        envs = envs_package()
+        return envs.MAX_EPISODE_STEPS if task_set is None else envs.task_set_step_limit(task_set)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The ``gym.make`` keywords these settings fix."""
@@ -54,8 +64,6 @@ class EpisodeSettings(BaseModel):
     def run_kwargs(self) -> dict[str, Any]:
         """The ``run_episode`` keywords these settings fix: the window, and the runner's cap on model calls for
         this many env steps."""
-        from erp_sim.agents.runner import model_call_limit
-
         return {"context_window": self.context_window, "max_model_calls": model_call_limit(self.step_limit())}
 
     def sampling(self) -> dict[str, Any]:
@@ -69,15 +77,12 @@ SHOWN_SHORT_TASKS = 3  # tasks a step-limit warning names
 def step_limit_warning(task_set: str, task_ids: list[str], max_steps: int) -> str | None:
     """A warning when ``max_steps`` is fewer steps than the oracle needs for some tasks (their episodes can only
     end as step_limit, whatever the policy), naming them and the task set's own limit; None when all fit."""
-    from erp_sim.envs import task_set_step_limit
-    from erp_sim.oracle import oracle_steps
-
     needed = oracle_steps(task_set, task_ids)
     short = sorted((steps, task_id) for task_id, steps in needed.items() if steps > max_steps)
     if not short:
         return None
     shown = ", ".join(f"{task_id} needs {steps:,}" for steps, task_id in reversed(short[-SHOWN_SHORT_TASKS:]))
-    own = task_set_step_limit(task_set)
+    own = envs_package().task_set_step_limit(task_set)
     advice = (
         f"the task set's own limit is {own:,} (leave --max-steps out to use it)"
         if own >= short[-1][0]

@@ -21,6 +21,7 @@ from typing import Any
 
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
+from erp_sim.agents.tokens import get_counter
 from erp_sim.agents.tokens.prompt_cache import ModelCall
 from erp_sim.agents.trajectory import Trajectory
 
@@ -73,8 +74,6 @@ def find_episode(run_dir: Path, task: str, config: str | None, run: int | None) 
 
 
 def render(row: EpisodeRow, trajectory: Trajectory, step: int | None = None, width: int = 300) -> str:
-    from erp_sim.agents.tokens import get_counter
-
     counter = get_counter()
     context = trajectory.context
     outputs = [m for m in trajectory.messages if m.get("role") == "assistant"]

@@ -63,6 +63,7 @@ from erp_sim.agents.evaluation.intervals import (
     Estimate,
     bootstrap_interval,
     bootstrap_mean,
+    scipy_stats,
     t_interval,
 )
 from erp_sim.agents.evaluation.runs import DETERMINISTIC_REASON, is_deterministic
@@ -330,12 +331,10 @@ def _sign_flip_pvalue(differences: np.ndarray) -> float:
     Zero differences are unchanged by a flip, so they are dropped: the test is then exact
     whenever 2^nonzero <= N_RESAMPLES, and with 0/1 outcomes it equals McNemar's exact test.
     """
-    from scipy import stats  # here: importing it costs about a second, which no episode worker needs
-
     nonzero = differences[differences != 0]
     if nonzero.size <= 1:  # both sign patterns of a single difference are as extreme
         return 1.0
-    result = stats.permutation_test(
+    result = scipy_stats().permutation_test(
         (nonzero,),
         lambda x, axis: np.mean(x, axis=axis),
         permutation_type="samples",
@@ -416,11 +415,9 @@ def compare(rows: Sequence[EpisodeRow], baseline_rows: Sequence[EpisodeRow]) -> 
     p_c, p_b = _nanmean(runs_c), _nanmean(runs_b)
     low = high = p_value = math.nan
     if len(runs_c) >= 2 and len(runs_b) >= 2 and (np.std(runs_c) > 0 or np.std(runs_b) > 0):
-        from scipy import stats  # here, as in _sign_flip_pvalue
-
         with warnings.catch_warnings():  # a constant sample (all runs equal) is fine for Welch
             warnings.simplefilter("ignore", RuntimeWarning)
-            welch = stats.ttest_ind(runs_c, runs_b, equal_var=False)
+            welch = scipy_stats().ttest_ind(runs_c, runs_b, equal_var=False)
             interval = welch.confidence_interval(CONFIDENCE)
         low, high, p_value = float(interval.low), float(interval.high), float(welch.pvalue)
     return Comparison(

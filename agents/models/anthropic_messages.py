@@ -69,6 +69,7 @@ THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def _sdk():
+    """The anthropic SDK, imported on first use: the anthropic extra, which a replay does not need."""
     try:
         import anthropic
     except ImportError:

@@ -9,9 +9,34 @@ OpenAI's SDK and the reverse.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from erp_sim.agents.models.roles import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOKENS_OTHER, MODEL_CHOICES, default_temperature
+
+if TYPE_CHECKING:
+    from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel
+    from erp_sim.agents.models.azure import AzureTarget
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+    from erp_sim.agents.models.openai_responses import OpenAIResponsesModel
+
+
+def openai_backends() -> tuple[type[AzureTarget], type[OpenAIChatModel], type[OpenAIResponsesModel]]:
+    """The backends over OpenAI's SDK (Azure's target, Chat Completions, Responses), imported on first use: the
+    SDK costs about 0.4 s, which a scripted or replayed eval worker never pays (tests/test_startup.py), nor a
+    Claude role."""
+    from erp_sim.agents.models.azure import AzureTarget
+    from erp_sim.agents.models.openai_chat import OpenAIChatModel
+    from erp_sim.agents.models.openai_responses import OpenAIResponsesModel
+
+    return AzureTarget, OpenAIChatModel, OpenAIResponsesModel
+
+
+def anthropic_backend() -> type[AnthropicMessagesModel]:
+    """The Messages API's backend, imported on first use, as ``openai_backends`` (tests/test_startup.py); its
+    SDK, the anthropic extra, only when a model is built."""
+    from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel
+
+    return AnthropicMessagesModel
 
 
 def chat_model(
@@ -37,23 +62,15 @@ def chat_model(
         key: value for key, value in {"timeout": timeout, "max_retries": max_retries}.items() if value is not None
     }
     params = dict(params or {})
-    if api in ("azure", "azure-responses"):
-        from erp_sim.agents.models.azure import AzureTarget
-
-        options["azure"] = AzureTarget.resolve(azure_endpoint, api_version)
-    if api in ("openai", "azure"):
-        from erp_sim.agents.models.openai_chat import OpenAIChatModel
-
-        return OpenAIChatModel(name, base_url=base_url, temperature=temperature, extra_params=params, **options)
-    if api in ("openai-responses", "azure-responses"):
-        from erp_sim.agents.models.openai_responses import OpenAIResponsesModel
-
-        return OpenAIResponsesModel(name, base_url=base_url, temperature=temperature, extra_params=params, **options)
+    if api in ("openai", "azure", "openai-responses", "azure-responses"):
+        azure_target, chat_completions, responses = openai_backends()
+        if api.startswith("azure"):
+            options["azure"] = azure_target.resolve(azure_endpoint, api_version)
+        backend = chat_completions if api in ("openai", "azure") else responses
+        return backend(name, base_url=base_url, temperature=temperature, extra_params=params, **options)
     if api == "anthropic":
-        from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel
-
         max_tokens = DEFAULT_MAX_TOKENS.get(role or "", DEFAULT_MAX_TOKENS_OTHER)
-        return AnthropicMessagesModel(
+        return anthropic_backend()(
             name, base_url=base_url, temperature=temperature, max_tokens=max_tokens, extra_params=params, **options
         )
     raise ValueError(f"{api}:{name}: unknown model API; use {MODEL_CHOICES}")

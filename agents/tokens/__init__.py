@@ -31,9 +31,13 @@ from its cache) and ``shared_prefix`` (how many leading tokens two messages shar
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import operator
 import re
+import sys
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -89,13 +93,9 @@ class BpeOpenAIEncoder:
 
     def _full(self) -> Any:
         if self._encoding is None:
-            import warnings
-
             with warnings.catch_warnings():  # bpe-openai 0.1.4 loads its tables with a deprecated importlib call
                 warnings.simplefilter("ignore", DeprecationWarning)
-                import bpe_openai
-
-                self._encoding = bpe_openai.get_encoding(self.name)
+                self._encoding = bpe_openai_package().get_encoding(self.name)
         return self._encoding
 
     def encode(self, text: str) -> list[int]:
@@ -129,14 +129,19 @@ class BpeOpenAIEncoder:
 ORDINARY_TOKENS = {"o200k_base": 199_998, "cl100k_base": 100_256}
 
 
+def bpe_openai_package() -> Any:
+    """``bpe_openai`` itself (its ``__init__`` builds the encodings' tables), imported on first use: counts go
+    through its bindings alone (``_bpe_bindings``), and an eval worker's start-up loads neither
+    (tests/test_startup.py)."""
+    import bpe_openai
+
+    return bpe_openai
+
+
 @cache
 def _bpe_bindings() -> Any:
     """``bpe_openai._bindings`` (the Rust backend), loaded without running ``bpe_openai/__init__``;
     None where the package is laid out otherwise (the full package is used then)."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-
     if "bpe_openai._bindings" in sys.modules:
         return sys.modules["bpe_openai._bindings"]
     spec = importlib.util.find_spec("bpe_openai")

@@ -25,6 +25,7 @@ What an agent's statement may do, and what it costs at most:
 
 from __future__ import annotations
 
+import _sqlite3
 import ctypes
 import random
 import re
@@ -99,10 +100,8 @@ def set_limits(cpu_seconds: float | None = None, memory_bytes: int | None = None
 def _heap_meter() -> Callable[[], int] | None:
     """``sqlite3_memory_used`` of the SQLite library Python links (None where it is not reachable)."""
     try:
-        import _sqlite3
-
         meter = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
-    except (OSError, AttributeError, ImportError):
+    except (OSError, AttributeError):
         return None
     meter.restype, meter.argtypes = ctypes.c_int64, []
     return meter

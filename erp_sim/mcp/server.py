@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import uvicorn
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.context import reset_transport, set_transport
@@ -380,8 +381,6 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
 
 
 def _serve_http(server: ErpMcpServer, args: argparse.Namespace, *, admin: bool) -> None:
-    import uvicorn
-
     protocol = guarded_h11(args.http_header_timeout, args.http_body_timeout, args.max_connections)
     config = uvicorn.Config(
         server.streamable_http_app(),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from typing import Any
 
 import gymnasium as gym
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env, data_equivalence
+from process_support import fresh_python
 
 import erp_sim.envs
 from erp_sim.envs.expense_env import TERMINATION_REASONS, ExpenseItemizationEnv
@@ -66,9 +65,7 @@ def test_make_with_module_prefix_in_a_fresh_interpreter():
         "import gymnasium as gym; env = gym.make('erp_sim.envs:erp_sim/MealsItemization-v0', max_episode_steps=7); "
         "obs, info = env.reset(seed=3); print(env.spec.max_episode_steps, info['task']['expense_type'])"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["7", "Meals"]
+    assert fresh_python(code, timeout=60).split() == ["7", "Meals"]
 
 
 def test_import_envs_reads_only_the_registry_s_cheap_part():
@@ -77,9 +74,7 @@ def test_import_envs_reads_only_the_registry_s_cheap_part():
         "import sys, json, erp_sim.envs; print(json.dumps([sorted(m for m in sys.modules if m.startswith('erp_sim')), "
         "'gymnasium' in sys.modules, 'pydantic' in sys.modules]))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    loaded, gymnasium, pydantic = json.loads(result.stdout)
+    loaded, gymnasium, pydantic = json.loads(fresh_python(code, timeout=60))
     assert set(loaded) == {
         "erp_sim",
         "erp_sim.envs",

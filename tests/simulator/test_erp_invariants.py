@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from erp_support import form_calls, one_to_three, oracle_prefix, tool_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from erp_sim import ErpSession, get_task, oracle_calls
+from erp_sim import ErpSession, get_task
 from erp_sim.workflows.itemization.task import as_task
 
 TASK = as_task(get_task("hotel_50", "hotel-003"))
@@ -55,89 +56,47 @@ values = st.one_of(weird_text, amounts)
 def call_strategy(task) -> st.SearchStrategy:
     row = st.integers(-2, 40).map(str)
     return st.one_of(
-        st.tuples(st.just("form_click_control"), st.fixed_dictionaries({"controlName": st.sampled_from(BUTTONS)})),
-        st.tuples(
-            st.just("form_click_control"),
-            st.fixed_dictionaries(
-                {
-                    "controlName": st.sampled_from(GRIDS),
-                    "actionId": st.sampled_from(["LoadNextPage", "LoadPreviousPage", "Explode"]),
-                }
+        *form_calls(BUTTONS, GRIDS, ["LoadNextPage", "LoadPreviousPage", "Explode"], row),
+        tool_call(
+            "form_set_control_values",
+            controlValues=one_to_three(
+                st.fixed_dictionaries({"controlName": st.sampled_from(CONTROLS), "value": values})
             ),
         ),
-        st.tuples(
-            st.just("form_select_grid_row"),
-            st.fixed_dictionaries({"gridName": st.sampled_from(GRIDS), "rowNumber": row}),
+        tool_call(st.sampled_from(["form_save_form", "form_close_form"])),
+        tool_call("form_open_menu_item", name=st.sampled_from(["TrvExpenses", "TrvCostType", "X"])),
+        tool_call(
+            "form_filter_grid",
+            gridName=st.sampled_from(GRIDS),
+            gridColumnName=st.sampled_from(["TrvExpTable_ExpNumber", "Nope"]),
+            filterValue=weird_text,
         ),
-        st.tuples(
-            st.just("form_set_control_values"),
-            st.fixed_dictionaries(
-                {
-                    "controlValues": st.lists(
-                        st.fixed_dictionaries({"controlName": st.sampled_from(CONTROLS), "value": values}),
-                        min_size=1,
-                        max_size=3,
-                    )
-                }
+        tool_call(
+            "data_create_entities",
+            entitySetName=st.just("ExpenseLines"),
+            entities=one_to_three(
+                st.fixed_dictionaries(
+                    {
+                        "ParentRecId": st.integers(0, 400),
+                        "Subcategory": st.sampled_from(["Room tax", "Breakfast", "Bogus"]),
+                        "TransactionDate": st.just(task.transaction_date),
+                        "Amount": amounts,
+                    }
+                )
             ),
         ),
-        st.tuples(st.sampled_from(["form_save_form", "form_close_form"]), st.just({})),
-        st.tuples(
-            st.just("form_open_menu_item"),
-            st.fixed_dictionaries({"name": st.sampled_from(["TrvExpenses", "TrvCostType", "X"])}),
+        tool_call(
+            "data_delete_entities", entitySetName=st.just("ExpenseLines"), keys=one_to_three(st.integers(0, 400))
         ),
-        st.tuples(
-            st.just("form_filter_grid"),
-            st.fixed_dictionaries(
-                {
-                    "gridName": st.sampled_from(GRIDS),
-                    "gridColumnName": st.sampled_from(["TrvExpTable_ExpNumber", "Nope"]),
-                    "filterValue": weird_text,
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_create_entities"),
-            st.fixed_dictionaries(
-                {
-                    "entitySetName": st.just("ExpenseLines"),
-                    "entities": st.lists(
-                        st.fixed_dictionaries(
-                            {
-                                "ParentRecId": st.integers(0, 400),
-                                "Subcategory": st.sampled_from(["Room tax", "Breakfast", "Bogus"]),
-                                "TransactionDate": st.just(task.transaction_date),
-                                "Amount": amounts,
-                            }
-                        ),
-                        min_size=1,
-                        max_size=3,
-                    ),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_delete_entities"),
-            st.fixed_dictionaries(
-                {
-                    "entitySetName": st.just("ExpenseLines"),
-                    "keys": st.lists(st.integers(0, 400), min_size=1, max_size=3),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_find_entities_sql"),
-            st.fixed_dictionaries(
-                {
-                    "sqlQuery": st.sampled_from(
-                        [
-                            "SELECT * FROM expense_line",
-                            "DROP TABLE expense_line",
-                            "SELECT 1; DELETE FROM receipt",
-                            "PRAGMA writable_schema=1",
-                        ]
-                    )
-                }
+        tool_call(
+            "data_find_entities_sql",
+            sqlQuery=st.sampled_from(
+                [
+                    "SELECT * FROM expense_line",
+                    "DROP TABLE expense_line",
+                    "SELECT 1; DELETE FROM receipt",
+                    "PRAGMA writable_schema=1",
+                ]
             ),
         ),
         st.tuples(st.text(max_size=20), st.dictionaries(st.text(max_size=8), values, max_size=3)),  # anything at all
@@ -172,18 +131,7 @@ def assert_books_balance(session: ErpSession) -> None:
     assert Decimal(grade.itemized_amount) == itemized
 
 
-def prefix_calls(n: int, task=TASK) -> list:
-    """The oracle's first n calls, so random calls start from interesting forms too."""
-    calls, out = oracle_calls(task), []
-    session = ErpSession(task)
-    name, args = next(calls)
-    for _ in range(n):
-        out.append((name, args))
-        name, args = calls.send(session.call(name, args).text)
-    return out
-
-
-PREFIXES = [prefix_calls(n) for n in (0, 5, 10, 14)]
+PREFIXES = [oracle_prefix(TASK, n) for n in (0, 5, 10, 14)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -6,7 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
-from erp_support import open_itemization
+from erp_support import new_line, open_itemization
 
 from erp_sim import TOOLS, ErpSession, FaultProfile, get_task, load_task_set, run_oracle
 from erp_sim.erp_session import MAX_RESPONSE_CHARS
@@ -74,16 +74,7 @@ def test_grid_pages_with_load_next_page(session):
 
 def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
     open_itemization(session)
-    session.call("form_click_control", {"controlName": "NewLine"})
-    session.call(
-        "form_set_control_values",
-        {
-            "controlValues": [
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": "10"},
-            ]
-        },
-    )
+    new_line(session, "Room tax", "10")
     assert session.grade().unsaved_rows == 1 and session.grade().saved_lines == 0
     first = session.call("form_close_form", {})
     assert not first.is_error and "not closed" in first.result and first.form_state["Name"] == "TrvItemization"
@@ -94,16 +85,7 @@ def test_unsaved_rows_stay_in_the_form_and_close_warns_then_discards(session):
 
 def test_over_itemization_is_allowed_with_a_warning_and_fails(session):
     open_itemization(session)
-    session.call("form_click_control", {"controlName": "NewLine"})
-    session.call(
-        "form_set_control_values",
-        {
-            "controlValues": [
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Daily room rate"},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": "99999.00"},
-            ]
-        },
-    )
+    new_line(session, "Daily room rate", "99999.00")
     saved = session.call("form_save_form", {})
     assert any(m["Level"] == "Warning" and "exceeds" in m["Text"] for m in saved.envelope["Messages"])
     session.call("form_close_form", {})
@@ -171,32 +153,14 @@ def test_bad_calls_get_error_responses_in_the_same_shape_and_change_nothing(sess
 )
 def test_bad_amounts_name_the_control_and_the_rule(session, amount, fragment):
     open_itemization(session)
-    session.call("form_click_control", {"controlName": "NewLine"})
-    response = session.call(
-        "form_set_control_values",
-        {
-            "controlValues": [
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": amount},
-            ]
-        },
-    )
+    response = new_line(session, "Room tax", amount)
     assert response.is_error and "TrvExpTrans_AmountCurr" in response.result and fragment in response.result
     assert session.grade().saved_lines == 0
 
 
 def test_set_control_values_is_all_or_nothing(session):
     open_itemization(session)
-    session.call("form_click_control", {"controlName": "NewLine"})
-    response = session.call(
-        "form_set_control_values",
-        {
-            "controlValues": [
-                {"controlName": "TrvExpTrans_ExpSubCategory", "value": "Room tax"},
-                {"controlName": "TrvExpTrans_AmountCurr", "value": "-1"},
-            ]
-        },
-    )
+    response = new_line(session, "Room tax", "-1")
     assert response.is_error
     row = response.form_state["Form"]["Group"][2]["Children"]["Grid"][0]["Rows"][0]["Values"]
     assert row["TrvExpTrans_ExpSubCategory"] == ""

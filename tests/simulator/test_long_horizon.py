@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import gymnasium as gym
 import pytest
+from erp_support import one_to_three, oracle_prefix, tool_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_erp_invariants import prefix_calls
 
 import erp_sim.envs
 from erp_sim import ErpSession, get_task, load_task_set, run_oracle
@@ -146,70 +146,53 @@ def test_grade_dict_is_the_grade_models_json_dump_for_single_and_multi_line_task
 MULTI = as_task(get_task("long_horizon", "long-010-09"))
 
 
-PREFIXES = [prefix_calls(n, MULTI) for n in (0, 14, 30, 45)]
+PREFIXES = [oracle_prefix(MULTI, n) for n in (0, 14, 30, 45)]
 ACTIONS = st.one_of(
-    st.tuples(
-        st.just("form_click_control"),
-        st.fixed_dictionaries(
-            {"controlName": st.sampled_from(["NewLine", "DeleteLine", "Itemize", "ViewReceipt", "ItemizationGrid"])}
-        ),
+    tool_call(
+        "form_click_control",
+        controlName=st.sampled_from(["NewLine", "DeleteLine", "Itemize", "ViewReceipt", "ItemizationGrid"]),
     ),
-    st.tuples(
-        st.just("form_select_grid_row"),
-        st.fixed_dictionaries(
-            {
-                "gridName": st.sampled_from(["ExpenseLinesGrid", "ItemizationGrid"]),
-                "rowNumber": st.integers(1, 6).map(str),
-            }
-        ),
+    tool_call(
+        "form_select_grid_row",
+        gridName=st.sampled_from(["ExpenseLinesGrid", "ItemizationGrid"]),
+        rowNumber=st.integers(1, 6).map(str),
     ),
-    st.tuples(
-        st.just("form_set_control_values"),
-        st.fixed_dictionaries(
-            {
-                "controlValues": st.lists(
-                    st.fixed_dictionaries(
-                        {
-                            "controlName": st.sampled_from(
-                                ["TrvExpTrans_ExpSubCategory", "TrvExpTrans_AmountCurr", "TrvExpTrans_TransDate"]
-                            ),
-                            "value": st.sampled_from(
-                                ["Room tax", "Daily room rate", "12.34", "0.01", "-1", MULTI.transaction_date]
-                            ),
-                        }
+    tool_call(
+        "form_set_control_values",
+        controlValues=one_to_three(
+            st.fixed_dictionaries(
+                {
+                    "controlName": st.sampled_from(
+                        ["TrvExpTrans_ExpSubCategory", "TrvExpTrans_AmountCurr", "TrvExpTrans_TransDate"]
                     ),
-                    min_size=1,
-                    max_size=3,
-                )
-            }
-        ),
-    ),
-    st.tuples(st.sampled_from(["form_save_form", "form_close_form"]), st.just({})),
-    st.tuples(
-        st.just("data_create_entities"),
-        st.fixed_dictionaries(
-            {
-                "entitySetName": st.just("ExpenseLines"),
-                "entities": st.lists(
-                    st.fixed_dictionaries(
-                        {
-                            "ParentRecId": st.integers(0, 300),
-                            "Subcategory": st.just("Room tax"),
-                            "TransactionDate": st.just(MULTI.transaction_date),
-                            "Amount": st.sampled_from(["1.00", "99.99"]),
-                        }
+                    "value": st.sampled_from(
+                        ["Room tax", "Daily room rate", "12.34", "0.01", "-1", MULTI.transaction_date]
                     ),
-                    min_size=1,
-                    max_size=2,
-                ),
-            }
+                }
+            )
         ),
     ),
-    st.tuples(
-        st.just("data_delete_entities"),
-        st.fixed_dictionaries(
-            {"entitySetName": st.just("ExpenseLines"), "keys": st.lists(st.integers(0, 300), min_size=1, max_size=2)}
+    tool_call(st.sampled_from(["form_save_form", "form_close_form"])),
+    tool_call(
+        "data_create_entities",
+        entitySetName=st.just("ExpenseLines"),
+        entities=st.lists(
+            st.fixed_dictionaries(
+                {
+                    "ParentRecId": st.integers(0, 300),
+                    "Subcategory": st.just("Room tax"),
+                    "TransactionDate": st.just(MULTI.transaction_date),
+                    "Amount": st.sampled_from(["1.00", "99.99"]),
+                }
+            ),
+            min_size=1,
+            max_size=2,
         ),
+    ),
+    tool_call(
+        "data_delete_entities",
+        entitySetName=st.just("ExpenseLines"),
+        keys=st.lists(st.integers(0, 300), min_size=1, max_size=2),
     ),
 )
 

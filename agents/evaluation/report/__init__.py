@@ -52,6 +52,7 @@ from erp_sim.agents.evaluation.report.sections import (
     _token_units,
 )
 from erp_sim.agents.evaluation.report.served_models import length_stops_note, served_models_note
+from erp_sim.agents.evaluation.report.view import write_view
 
 REPORT_FILE = "report.md"
 REPORT_JSON = "report.json"
@@ -224,8 +225,6 @@ def write_report(
     (results_dir / REPORT_JSON).write_text(json.dumps(report_json, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_plots(inputs, results_dir)
     if view:
-        from erp_sim.agents.evaluation.report.view import write_view  # the browsable page beside report.md
-
         write_view(results_dir, rows=inputs.rows)
     return path
 

@@ -8,14 +8,13 @@ from pathlib import Path
 
 from erp_sim.agents.command_line import PlainDefaultsHelpFormatter, usage_errors
 from erp_sim.agents.evaluation.attempts import latest_attempts
+from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, load_results, results_dir
 from erp_sim.agents.evaluation.report import write_report
 from erp_sim.agents.evaluation.report.formats import plural
 
 
 def main(argv: list[str] | None = None) -> int:
-    from erp_sim.agents.evaluation.costs import add_price_argument, checked_prices
-
     parser = argparse.ArgumentParser(
         prog="erp-sim report", description=__doc__, formatter_class=PlainDefaultsHelpFormatter
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from erp_sim.agents.evaluation.episode_row import EpisodeRow, RowMetrics, succeeded
+from erp_sim.agents.evaluation.report.plots import matplotlib_module
 from erp_sim.agents.memory.consolidate import ConsolidatorUse
 
 WITH, WITHOUT = "with_memory", "without_memory"
@@ -90,12 +91,8 @@ def _mean(rows: list[EpisodeRow], metric: Callable[[RowMetrics], float]) -> floa
 
 
 def plot_learning_curve(rows: list[EpisodeRow], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    figure = matplotlib_module().figure.Figure(figsize=(10, 3.5))
+    axes = figure.subplots(1, 2)
     for arm in (WITH, WITHOUT):
         points = curve_points(rows, arm)
         x = [r.episode for r in points]
@@ -106,4 +103,3 @@ def plot_learning_curve(rows: list[EpisodeRow], path: Path) -> None:
     axes[0].legend()
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
-    plt.close(figure)

@@ -7,8 +7,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from erp_sim.agents.evaluation import costs as cost
 from erp_sim.agents.evaluation import statistics as st
@@ -33,6 +37,20 @@ PLOT_STYLE: dict[RcKeyType, Any] = {
     "axes.grid": True,
     "grid.alpha": 0.3,
 }
+
+
+@cache
+def matplotlib_module() -> ModuleType:
+    """matplotlib with the parts the plots draw with (figure, lines, ticker, transforms, style), imported on first
+    use: every eval worker imports the report package (its formats), and its start-up need not load matplotlib
+    (about 0.3 s; tests/test_startup.py). The plots draw on ``Figure`` objects, never through pyplot."""
+    import matplotlib.figure
+    import matplotlib.lines
+    import matplotlib.style
+    import matplotlib.ticker
+    import matplotlib.transforms
+
+    return matplotlib
 
 
 def _errors(est: st.Estimate, scale: float = 1.0) -> tuple[float, float]:
@@ -128,22 +146,17 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
     Configurations of an N x W sweep are drawn colour-by-N and marker-by-W without text
     labels (a dozen names on one cloud of points is unreadable); the others are named.
     """
-    import matplotlib.style
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import EngFormatter
-
+    mpl = matplotlib_module()
     points = {name: s for name, s in summaries.items() if math.isfinite(s.estimates["success"].mean)}
     labels = short_labels(list(points))
     in_sweep = {config: (grid, n, w) for grid in st.sweep_grids(points) for (n, w), config in grid.cells.items()}
     sweep_n = sorted({n for _, n, _ in in_sweep.values()})
     sweep_w = sorted({w for _, _, w in in_sweep.values()})
     named = [name for name in points if name not in in_sweep]
-    n_colors = {n: colormaps["viridis"](0.05 + 0.8 * i / max(1, len(sweep_n) - 1)) for i, n in enumerate(sweep_n)}
+    n_colors = {n: mpl.colormaps["viridis"](0.05 + 0.8 * i / max(1, len(sweep_n) - 1)) for i, n in enumerate(sweep_n)}
 
-    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+    with mpl.style.context("default"), mpl.rc_context(PLOT_STYLE):
+        fig = mpl.figure.Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
         handles = []
         for name, summary in points.items():
@@ -177,13 +190,15 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
                 **style,
             )
             if name not in in_sweep:
-                handles.append(Line2D([], [], color=color, marker="o", linestyle="", label=labels[name]))
+                handles.append(mpl.lines.Line2D([], [], color=color, marker="o", linestyle="", label=labels[name]))
         if in_sweep:
             families = sorted({grid.family for grid, _, _ in in_sweep.values()})
-            handles.append(Line2D([], [], linestyle="", label="sweep: " + "; ".join(families)))
-            handles += [Line2D([], [], color=n_colors[n], marker="s", linestyle="", label=f"N={n}") for n in sweep_n]
+            handles.append(mpl.lines.Line2D([], [], linestyle="", label="sweep: " + "; ".join(families)))
             handles += [
-                Line2D(
+                mpl.lines.Line2D([], [], color=n_colors[n], marker="s", linestyle="", label=f"N={n}") for n in sweep_n
+            ]
+            handles += [
+                mpl.lines.Line2D(
                     [],
                     [],
                     color="0.3",
@@ -215,7 +230,7 @@ def plot_success_vs_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path
         ax.set_title(
             f"{summaries_label(summaries).capitalize()} vs input tokens (error bars: 95% CI)" + _agent_note(points)
         )
-        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.xaxis.set_major_formatter(mpl.ticker.EngFormatter(sep=""))
         ax.set_ylim(-3, 103)
         ax.set_xlim(left=0)
         ax.margins(x=0.1)
@@ -231,17 +246,13 @@ def plot_success_vs_cost(
     """``success`` (the workflow's word: ``formats.success_label``) vs USD per benchmark with prompt caching, one point per configuration; a hollow
     marker at the cost without caching and a dashed arrow from it to the filled one show what caching saves
     (an arrow with a head, never a plain line, so it cannot be read as the error bars, which have caps)."""
-    import matplotlib.style
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.transforms import offset_copy
-
+    mpl = matplotlib_module()
     points = {n: c for n, c in costs.items() if c.cost_cached is not None and math.isfinite(c.success.mean)}
     labels = short_labels(list(points))
-    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+    with mpl.style.context("default"), mpl.rc_context(PLOT_STYLE):
+        fig = mpl.figure.Figure(figsize=(7.5, 4.8), layout="constrained")
         ax = fig.add_subplot()
-        above = offset_copy(ax.transData, fig=fig, y=7, units="points")
+        above = mpl.transforms.offset_copy(ax.transData, fig=fig, y=7, units="points")
         for name, c in points.items():
             assert c.cost_cached is not None  # points keeps the priced configurations only
             color, y = config_color(name), 100 * c.success.mean
@@ -285,14 +296,14 @@ def plot_success_vs_cost(
         ax.set_ylabel(f"{success} (%)")
         ax.legend(
             handles=[
-                Line2D(
+                mpl.lines.Line2D(
                     [], [], marker="o", markerfacecolor="none", color="gray", linestyle="none", label="without caching"
                 ),
-                Line2D([], [], marker="o", color="gray", linestyle="none", label="with prompt caching"),
-                Line2D(
+                mpl.lines.Line2D([], [], marker="o", color="gray", linestyle="none", label="with prompt caching"),
+                mpl.lines.Line2D(
                     [], [], color="gray", linestyle=(0, (4, 3)), marker="<", markevery=[0], label="what caching saves"
                 ),
-                Line2D([], [], color="gray", marker="|", markersize=9, label="95% CI (with caching)"),
+                mpl.lines.Line2D([], [], color="gray", marker="|", markersize=9, label="95% CI (with caching)"),
             ],
             fontsize=8,
             loc="best",
@@ -307,13 +318,10 @@ def plot_success_vs_cost(
 
 def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> Path:
     """Mean peak tokens per episode by configuration, with 95% CI error bars."""
-    import matplotlib.style
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import EngFormatter
-
+    mpl = matplotlib_module()
     configs = list(summaries.values())
-    with matplotlib.style.context("default"), matplotlib.rc_context(PLOT_STYLE):
-        fig = Figure(figsize=(7, max(2.4, 0.8 + 0.38 * len(configs))), layout="constrained")
+    with mpl.style.context("default"), mpl.rc_context(PLOT_STYLE):
+        fig = mpl.figure.Figure(figsize=(7, max(2.4, 0.8 + 0.38 * len(configs))), layout="constrained")
         ax = fig.add_subplot()
         ys = list(range(len(configs)))[::-1]  # first configuration on top
         means = [s.estimates["peak_tokens"].mean for s in configs]
@@ -339,7 +347,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
         ax.set_yticks(ys, [labels[s.config] for s in configs])
         ax.set_xlabel("peak tokens per episode (largest single model input), mean over runs")
         ax.set_title("Peak context size by configuration (95% CI)" + _agent_note(summaries))
-        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.xaxis.set_major_formatter(mpl.ticker.EngFormatter(sep=""))
         ax.grid(axis="y", visible=False)
         ax.margins(x=0.15)
         ax.set_ylim(-0.6, len(configs) - 0.4)
@@ -349,12 +357,7 @@ def plot_peak_tokens(summaries: Mapping[str, st.ConfigSummary], path: Path) -> P
 
 def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], path: Path) -> Path:
     """N x W heatmaps of full itemization and input tokens per benchmark for one sweep."""
-    import matplotlib.style
-    import numpy as np
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import EngFormatter
-
+    mpl = matplotlib_module()
     panels = (
         ("success", f"{summaries_label(summaries)} (%)", "viridis", 100.0, (0.0, 100.0), lambda v: f"{v:.1f}"),
         (
@@ -363,19 +366,19 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             "magma_r",
             1.0,
             None,
-            lambda v: EngFormatter(places=1, sep="")(v),
+            lambda v: mpl.ticker.EngFormatter(places=1, sep="")(v),
         ),
     )
     width = 1.3 + 1.1 * len(grid.w_values)
-    with matplotlib.style.context("default"), matplotlib.rc_context({**PLOT_STYLE, "axes.grid": False}):
-        fig = Figure(figsize=(2 * width + 1.2, 1.6 + 0.55 * len(grid.n_values)), layout="constrained")
+    with mpl.style.context("default"), mpl.rc_context({**PLOT_STYLE, "axes.grid": False}):
+        fig = mpl.figure.Figure(figsize=(2 * width + 1.2, 1.6 + 0.55 * len(grid.n_values)), layout="constrained")
         axes = fig.subplots(1, 2)
         for ax, (metric, label, cmap, scale, limits, text) in zip(axes, panels):
             values = grid.matrix(summaries, metric) * scale
             masked = np.ma.masked_invalid(values)
             vmin, vmax = limits if limits else (np.nanmin(values), np.nanmax(values))
             image = ax.imshow(
-                masked, cmap=colormaps[cmap].with_extremes(bad="0.9"), vmin=vmin, vmax=vmax, aspect="auto"
+                masked, cmap=mpl.colormaps[cmap].with_extremes(bad="0.9"), vmin=vmin, vmax=vmax, aspect="auto"
             )
             for i in range(values.shape[0]):
                 for j in range(values.shape[1]):
@@ -400,7 +403,7 @@ def plot_sweep(grid: st.SweepGrid, summaries: Mapping[str, st.ConfigSummary], pa
             ax.set_title(label)
             colorbar = fig.colorbar(image, ax=ax, shrink=0.9)
             if metric == "input_tokens":
-                colorbar.formatter = EngFormatter(sep="")
+                colorbar.formatter = mpl.ticker.EngFormatter(sep="")
                 colorbar.update_ticks()
         fig.suptitle(
             f"Sensitivity to N and W: {grid.family} on {grid.task_set}"

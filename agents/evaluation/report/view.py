@@ -36,13 +36,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from erp_sim import formstate, workflows
 from erp_sim.agents.command_line import PlainHelpFormatter
 from erp_sim.agents.evaluation import statistics as st
 from erp_sim.agents.evaluation.attempts import latest_attempts
 from erp_sim.agents.evaluation.episode_row import RESULTS_FILE, EpisodeRow, load_results, results_dir
 from erp_sim.agents.evaluation.report.formats import success_label
+from erp_sim.agents.tokens import count_message, message_text
 from erp_sim.response import read_json
-from erp_sim.task_sets import workflow_of
+from erp_sim.task_sets import get_task, workflow_of
 
 VIEW_FILE = "view.html"
 PAGE_DIR = Path(__file__).with_name("viewer")
@@ -69,8 +71,6 @@ class MessageTable:
         if found is None:
             tokens = (known_tokens or {}).get(key)
             if tokens is None:
-                from erp_sim.agents.tokens import count_message
-
                 tokens = count_message(message)
             found = self._ids[key] = len(self.rows)
             self.rows.append([*row, tokens])
@@ -110,8 +110,6 @@ def _message_row(message: dict[str, Any]) -> list[Any]:
     Call ids are left out: real services make them up at random, and keeping them would store
     the same tool result once per episode instead of once per run.
     """
-    from erp_sim.agents.tokens import message_text
-
     calls = [
         [(call.get("function") or {}).get("name", ""), (call.get("function") or {}).get("arguments", "")]
         for call in message.get("tool_calls") or []
@@ -176,8 +174,6 @@ class _ShownContexts:
 def _tool_result_state(text: str, progress_controls: tuple[str, ...]) -> tuple[bool, str | None]:
     """(is an error, the work left shown: the value of the first of the workflow's progress controls on the
     form) of a tool result text."""
-    from erp_sim import formstate
-
     parsed = formstate.parse_response(text)
     if parsed is None:
         return False, None
@@ -303,8 +299,6 @@ def episode_record(row: EpisodeRow, trajectory: dict[str, Any] | None, table: Me
         "infra_error": row.infra_error,
         "metrics": row.metrics.model_dump(mode="json"),
     }
-    from erp_sim import workflows
-
     face = workflows.harness(workflow_of(row.task_set, fallback=True))
     record["progress_label"] = face.labels.get("progress", "work left")
     if trajectory is None:
@@ -442,9 +436,6 @@ PAGE_TASK_FACTS = ("expense_type", "difficulty")
 
 
 def _task_facts(task_set: str, task_id: str) -> dict[str, str]:
-    from erp_sim import workflows
-    from erp_sim.task_sets import get_task
-
     try:
         task = get_task(task_set, task_id)
         fields = workflows.of_task(task).task_info(task)

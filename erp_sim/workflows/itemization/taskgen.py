@@ -28,7 +28,9 @@ Layout = Callable[[random.Random, date, int], list[Charge]]  # (rng, first day, 
 
 @lru_cache(maxsize=1)
 def _faker() -> Faker:
-    from faker import Faker  # here, not at import: the simulator imports this module's tables at reset
+    """Faker, imported on first use: the simulator imports this module's tables at reset, which need not load it
+    (tests/test_startup.py's first reset, scripts/bench_startup.py)."""
+    from faker import Faker
 
     return Faker("en_US")  # built once (slow); re-seeded per task
 

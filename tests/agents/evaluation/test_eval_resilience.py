@@ -13,14 +13,13 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 from fake_openai_server import FakeOpenAIServer
-from harness_support import script_server_with_scripted_agent
+from harness_support import eval_command, one_retry_models, recording, script_server_with_scripted_agent, started_eval
 from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.evaluation.episode_row import read_rows
 from erp_sim.agents.evaluation.eval_cli import main as eval_main
 from erp_sim.agents.evaluation.output_lock import LOCK_FILE, eval_lock, same_file
-from erp_sim.agents.models.openai_chat import OpenAIChatModel
 
 
 def _children(pid: int) -> set[int]:
@@ -56,16 +55,7 @@ def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards(tmp_path):
-    args = [
-        sys.executable,
-        *"-m erp_sim.agents.cli eval --configs C2,C3,C4 --tasks hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049 --runs 3 --quiet --concurrency 2 --out".split(),
-        str(tmp_path),
-    ]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    results = tmp_path / "results.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
-        time.sleep(0.05)
+    process = started_eval(eval_command("--runs 3 --concurrency 2", tmp_path), rows=2, seconds=300)
     workers = _children(process.pid)
     assert len(workers) >= 2, "the eval runs its episodes in worker processes"
     process.send_signal(signal.SIGKILL)
@@ -77,7 +67,7 @@ def test_sigkill_of_the_eval_kills_its_workers_and_nothing_is_written_afterwards
     before = _snapshot(tmp_path)
     time.sleep(3)
     assert _snapshot(tmp_path) == before, "something was written after the eval was killed"
-    assert len(read_rows(results)) < 45
+    assert len(read_rows(tmp_path / "results.jsonl")) < 45
 
 
 def test_a_second_eval_on_a_directory_in_use_stops_before_running_anything(tmp_path):
@@ -94,19 +84,10 @@ def test_a_second_eval_on_a_directory_in_use_stops_before_running_anything(tmp_p
 def test_replay_follows_the_attempt_that_made_the_row_and_the_history_is_kept(tmp_path, monkeypatch):
     env = gym.make("erp_sim/ExpenseItemization-v0")
     with FakeOpenAIServer(random_tool_call_ids=True) as server:  # ids differ between attempts, as on real servers
-        monkeypatch.setattr(
-            "erp_sim.agents.evaluation.episode_models._chat_model",
-            lambda name, url, **_: OpenAIChatModel(
-                name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0
-            ),
-        )
+        one_retry_models(monkeypatch, backoff_base=0.0)
         argv = [
-            *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
-            server.base_url,
-            "--out",
-            str(tmp_path / "run"),
-            "--record",
-            str(tmp_path / "rec"),
+            *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model".split(),
+            *recording(server.base_url, tmp_path),
         ]
         reference = script_server_with_scripted_agent(server, env, "hotel-003")
         calls = sum(m["role"] == "assistant" for m in reference.messages)
@@ -147,28 +128,11 @@ def test_a_replay_miss_or_a_harness_bug_is_that_episodes_unscored_row_and_the_ru
     env = gym.make("erp_sim/ExpenseItemization-v0")
     common = ["--configs", "C2", "--runs", "1", "--quiet", "--concurrency", "1"]
     with FakeOpenAIServer() as server:
-        monkeypatch.setattr(
-            "erp_sim.agents.evaluation.episode_models._chat_model",
-            lambda name, url, **_: OpenAIChatModel(
-                name, base_url=url, temperature=0.0, max_retries=1, backoff_base=0.0
-            ),
-        )
+        one_retry_models(monkeypatch, backoff_base=0.0)
         for task_id in ("hotel-003", "hotel-004"):
             script_server_with_scripted_agent(server, env, task_id)
-        assert (
-            eval_main(
-                [
-                    *common,
-                    *"--tasks hotel_50:hotel-003,hotel-004 --agent openai:fake-model --base-url".split(),
-                    server.base_url,
-                    "--out",
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        argv = [*common, "--tasks", "hotel_50:hotel-003,hotel-004", "--agent", "openai:fake-model"]
+        assert eval_main([*argv, *recording(server.base_url, tmp_path)]) == 0
     cassette = tmp_path / "rec" / "cassettes" / "C2" / "hotel-003-run0.jsonl"
     cassette.write_text("".join(cassette.read_text().splitlines(keepends=True)[:3]))  # the run will leave it at step 3
     capsys.readouterr()
@@ -269,14 +233,11 @@ def test_an_unreadable_cassette_line_fails_only_its_episode_naming_the_file_and_
     env = gym.make("erp_sim/ExpenseItemization-v0")
     common = ["--configs", "C2", "--tasks", "hotel_50:hotel-003,hotel-004", "--runs", "1", "--quiet"]
     with FakeOpenAIServer() as server:
-        monkeypatch.setattr(
-            "erp_sim.agents.evaluation.episode_models._chat_model",
-            lambda name, url, **_: OpenAIChatModel(name, base_url=url, temperature=0.0, max_retries=1),
-        )
+        one_retry_models(monkeypatch)
         for task_id in ("hotel-003", "hotel-004"):
             script_server_with_scripted_agent(server, env, task_id)
-        argv = [*common, "--concurrency", "1", "--agent", "openai:fake-model", "--base-url", server.base_url]
-        assert eval_main([*argv, "--out", str(tmp_path / "run"), "--record", str(tmp_path / "rec")]) == 0
+        argv = [*common, "--concurrency", "1", "--agent", "openai:fake-model"]
+        assert eval_main([*argv, *recording(server.base_url, tmp_path)]) == 0
     cassette = tmp_path / "rec" / "cassettes" / "C2" / "hotel-003-run0.jsonl"
     recorded = cassette.read_bytes()
     lines = recorded.decode().splitlines(keepends=True)
@@ -317,10 +278,7 @@ def test_another_run_recording_into_the_same_directory_is_refused_and_the_first_
     env = gym.make("erp_sim/ExpenseItemization-v0")
     rec, first = tmp_path / "rec", tmp_path / "A"
     with FakeOpenAIServer() as server:
-        monkeypatch.setattr(
-            "erp_sim.agents.evaluation.episode_models._chat_model",
-            lambda name, url, **_: OpenAIChatModel(name, base_url=url, temperature=0.0, max_retries=1),
-        )
+        one_retry_models(monkeypatch)
         script_server_with_scripted_agent(server, env, "hotel-003")
         argv = [
             *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model".split(),

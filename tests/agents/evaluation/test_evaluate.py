@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from harness_support import script_server_with_scripted_agent
+from harness_support import eval_command, one_retry_models, recording, script_server_with_scripted_agent, started_eval
 from usage_support import usage_error
 
 import erp_sim.envs  # noqa: F401  (registers the ids this file's gym.make uses; nothing else here imports it)
@@ -85,21 +85,16 @@ def test_existing_results_need_resume(tmp_path, capsys):
 
 
 def test_a_killed_run_resumes_with_every_episode_exactly_once(tmp_path):
-    args = [
-        sys.executable,
-        *"-m erp_sim.agents.cli eval --configs C2,C3,C4 --tasks hotel_50:hotel-010,hotel-020,hotel-030,hotel-040,hotel-049 --runs 2 --quiet --concurrency 1 --out".split(),
-        str(tmp_path),
-    ]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = eval_command("--runs 2 --concurrency 1", tmp_path)
+    process = started_eval(command, rows=4, seconds=120)
     results = tmp_path / "results.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 4):
-        time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
     before = len(read_rows(results))
     assert 4 <= before < 30, "the run must be killed mid-way"
-    subprocess.run([*args, "--resume"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    subprocess.run(
+        [*command, "--resume"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600
+    )
     counts = Counter(row.episode_key for row in read_results(results).rows)
     assert len(counts) == 30 and set(counts.values()) == {1}
 
@@ -152,15 +147,11 @@ def test_a_sweep_on_a_split_is_labelled_with_it_and_old_rows_without_it_still_re
 def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     tmp_path, fake_openai_server, monkeypatch
 ):
-    monkeypatch.setattr("erp_sim.agents.evaluation.episode_models._chat_model", _fast_retry_model)
+    one_retry_models(monkeypatch, backoff_base=0.0)
     env = gym.make("erp_sim/ExpenseItemization-v0")
     argv = [
-        *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model --base-url".split(),
-        fake_openai_server.base_url,
-        "--out",
-        str(tmp_path / "run"),
-        "--record",
-        str(tmp_path / "rec"),
+        *"--configs C2 --tasks hotel_50:hotel-003 --runs 1 --quiet --concurrency 1 --agent openai:fake-model".split(),
+        *recording(fake_openai_server.base_url, tmp_path),
     ]
     fake_openai_server.fail(500, times=2)  # first attempt and its one retry fail: an infrastructure error
     eval_main(argv)
@@ -192,12 +183,6 @@ def test_eval_of_an_openai_compatible_model_with_infra_errors_retried_on_resume(
     # the replay reports the recorded models and settings and the cassette folder: only the attempts differ
     same = {"attempt": 0, "attempts": []}
     assert [r | same for r in original] == [r | same for r in replayed]
-
-
-def _fast_retry_model(name, base_url, **_):
-    from erp_sim.agents.models.openai_chat import OpenAIChatModel
-
-    return OpenAIChatModel(name, base_url=base_url, temperature=0.0, max_retries=1, backoff_base=0.0)
 
 
 @pytest.mark.xdist_group("ray")  # one local Ray instance at a time

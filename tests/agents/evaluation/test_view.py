@@ -74,11 +74,9 @@ def test_stored_token_counts_are_used_and_match_a_fresh_count(run_dir, page_file
     """The page takes each message's count from the trajectory (context.tokens, output_tokens) and
     counts only what no model call was shown (the last results); without stored counts it counts
     everything itself and gets the same page."""
-    from erp_sim.agents import tokens
-
     counted = []
-    real = tokens.count_message
-    monkeypatch.setattr(tokens, "count_message", lambda message: counted.append(message) or real(message))
+    real = view.count_message
+    monkeypatch.setattr(view, "count_message", lambda message: counted.append(message) or real(message))
     page = page_file.read_text(encoding="utf-8")
     assert view.build_page(run_dir) == page
     shown = {

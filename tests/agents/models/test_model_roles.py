@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
+from harness_support import recording
 from usage_support import usage_error
 
 from erp_sim.agents.command_line import UsageError
@@ -168,20 +169,9 @@ def test_every_summarizing_policy_is_known_as_one():
 # --- request settings reach the server and the row ------------------------------------------------
 def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_path):
     with roles_server() as server:
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--policy last_n_summary:n=2,w=1 --agent openai:fake-agent --user openai:fake-user --summarizer openai:fake-sum --base-url".split(),
-                    server.base_url,
-                    *"--model-param max_tokens=400 --model-param agent:tool_choice=auto --model-param user:temperature=0.7 --summarizer-seed 11 --summarizer-max-tokens 300 --timeout 45 --max-retries 2 --out".split(),
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        roles = "--policy last_n_summary:n=2,w=1 --agent openai:fake-agent --user openai:fake-user --summarizer openai:fake-sum"
+        params = "--model-param max_tokens=400 --model-param agent:tool_choice=auto --model-param user:temperature=0.7 --summarizer-seed 11 --summarizer-max-tokens 300 --timeout 45 --max-retries 2"
+        assert eval_main([*COMMON, *roles.split(), *params.split(), *recording(server.base_url, tmp_path)]) == 0
         sent = list(zip(kinds(server), server.requests))
         assert not server.rejections
     assert {kind for kind, _ in sent} == {"agent", "user", "summarizer"}
@@ -242,25 +232,8 @@ def test_model_params_timeout_and_retries_reach_every_request_and_the_row(tmp_pa
 def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(policy, tmp_path):
     roles = ["--user", "openai:fake-user", "--summarizer", "openai:fake-sum"]
     with roles_server() as server:
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--configs C1 --policy".split(),
-                    policy,
-                    "--agent",
-                    "openai:fake-agent",
-                    *roles,
-                    "--base-url",
-                    server.base_url,
-                    "--out",
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        argv = [*COMMON, "--configs", "C1", "--policy", policy, "--agent", "openai:fake-agent", *roles]
+        assert eval_main([*argv, *recording(server.base_url, tmp_path)]) == 0
         assert not server.rejections and {"user", "summarizer"} <= set(kinds(server))
     recorded = without_timing(tmp_path / "run")
     assert [r["config"] for r in recorded] == ["C1", parse_policy(policy).spec] and all(
@@ -293,20 +266,9 @@ def test_a_recording_of_every_role_replays_identically_with_the_server_stopped(p
 
 def test_a_replay_that_contradicts_the_recording_is_refused_in_one_line(tmp_path, capsys):
     with roles_server() as server:
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:fake-sum --base-url".split(),
-                    server.base_url,
-                    *"--model-param summarizer:max_tokens=300 --out".split(),
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        roles = "--configs C4 --agent openai:fake-agent --user openai:fake-user --summarizer openai:fake-sum"
+        argv = [*COMMON, *roles.split(), "--model-param", "summarizer:max_tokens=300"]
+        assert eval_main([*argv, *recording(server.base_url, tmp_path)]) == 0
     rec = tmp_path / "rec"
     replay = [*COMMON, "--configs", "C4", "--agent", f"replay:{rec}", "--out", str(tmp_path / "replay")]
     refusals = {
@@ -428,19 +390,9 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
     with roles_server() as server, FakeOpenAIServer() as summarizer:
         summarizer.answer_with(role_reply)
         summarizer.fail_always(503)
-        argv = [
-            *COMMON,
-            "--policy",
-            policy,
-            *"--agent openai:fake-agent --summarizer openai:fake-sum --base-url".split(),
-            server.base_url,
-            "--summarizer-base-url",
-            summarizer.base_url,
-            *"--max-retries 0 --out".split(),
-            str(tmp_path / "run"),
-            "--record",
-            str(tmp_path / "rec"),
-        ]
+        roles = ["--agent", "openai:fake-agent", "--summarizer", "openai:fake-sum", "--max-retries", "0"]
+        argv = [*COMMON, "--policy", policy, *roles, "--summarizer-base-url", summarizer.base_url]
+        argv += recording(server.base_url, tmp_path)
         assert eval_main(argv) == 1  # nothing scored
         [row] = read_rows(tmp_path / "run" / "results.jsonl")
         assert row["termination"] == "infra_error" and row["infra_error"].startswith("summarizer: fake-sum at ")
@@ -472,25 +424,21 @@ def test_a_summarizer_outage_is_an_unscored_row_that_resume_runs_again_and_repla
     ]
 
 
+def refused_row(argv: list[str], tmp_path: Path) -> dict:
+    """The one row of an eval (``COMMON`` and ``argv``, into ``tmp_path``) whose model request was refused: a scored
+    model_error, not an infrastructure error."""
+    assert eval_main([*COMMON, *argv, "--out", str(tmp_path)]) == 0
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
+    return row
+
+
 def test_a_refused_summarizer_request_is_a_scored_failure_named_as_the_summarizers(tmp_path):
     with roles_server() as server, FakeOpenAIServer() as summarizer:
         summarizer.fail_always(400, message="Your request was flagged by the content filter.")
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--configs C4 --agent openai:fake-agent --summarizer openai:fake-sum --base-url".split(),
-                    server.base_url,
-                    "--summarizer-base-url",
-                    summarizer.base_url,
-                    "--out",
-                    str(tmp_path),
-                ]
-            )
-            == 0
-        )
-    [row] = read_rows(tmp_path / "results.jsonl")
-    assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
+        roles = "--configs C4 --agent openai:fake-agent --summarizer openai:fake-sum"
+        urls = ["--base-url", server.base_url, "--summarizer-base-url", summarizer.base_url]
+        row = refused_row([*roles.split(), *urls], tmp_path)
     assert row["model_error"].startswith("summarizer: fake-sum at ") and "content filter" in row["model_error"]
     assert row["infra_error"] is None and row["grade"]["success"] is False
     with gzip.open(tmp_path / row["trajectory"], "rt") as handle:
@@ -505,20 +453,8 @@ def test_a_refused_user_model_request_is_a_scored_failure_named_as_the_users(tmp
 
     with FakeOpenAIServer() as server:
         server.answer_with(refuse_the_user)
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--configs C2 --agent openai:fake-agent --user openai:fake-user --base-url".split(),
-                    server.base_url,
-                    "--out",
-                    str(tmp_path),
-                ]
-            )
-            == 0
-        )
-    [row] = read_rows(tmp_path / "results.jsonl")
-    assert row["termination"] == "model_error" and row["failure_category"] == "model_request_refused"
+        roles = "--configs C2 --agent openai:fake-agent --user openai:fake-user"
+        row = refused_row([*roles.split(), "--base-url", server.base_url], tmp_path)
     assert (
         row["model_error"].startswith("user: fake-user at ")
         and "the user model's request was refused" in row["model_error"]

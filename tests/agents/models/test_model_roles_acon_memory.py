@@ -8,6 +8,7 @@ import re
 import pytest
 from fake_acon_roles import acon_role_reply
 from fake_openai_server import FakeOpenAIServer
+from harness_support import recording
 from test_model_roles import COMMON, roles_server, without_timing
 from usage_support import usage_error
 
@@ -107,20 +108,8 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
         *"--sequential --quiet --concurrency 1 --tasks hotel_50:hotel-000,hotel-001 --consolidator openai:fake-cons".split(),
     ]
     with roles_server() as server:
-        assert (
-            eval_main(
-                [
-                    *argv,
-                    *"--agent openai:fake-agent --base-url".split(),
-                    server.base_url,
-                    *"--model-param consolidator:max_tokens=800 --out".split(),
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        agent = ["--agent", "openai:fake-agent", "--model-param", "consolidator:max_tokens=800"]
+        assert eval_main([*argv, *agent, *recording(server.base_url, tmp_path)]) == 0
         asked = [body for body in server.requests if "graded SUCCESSFUL" in body["messages"][0]["content"]]
         assert not server.rejections
     assert len(asked) == 2 and all(body["model"] == "fake-cons" and body["max_tokens"] == 800 for body in asked)
@@ -148,20 +137,8 @@ def test_a_sequential_run_records_its_llm_consolidator_and_replays_offline(tmp_p
 
 def test_a_recording_made_before_manifests_still_replays_its_agent(tmp_path):
     with roles_server() as server:
-        assert (
-            eval_main(
-                [
-                    *COMMON,
-                    *"--configs C3 --agent openai:fake-agent --base-url".split(),
-                    server.base_url,
-                    "--out",
-                    str(tmp_path / "run"),
-                    "--record",
-                    str(tmp_path / "rec"),
-                ]
-            )
-            == 0
-        )
+        argv = [*COMMON, "--configs", "C3", "--agent", "openai:fake-agent"]
+        assert eval_main([*argv, *recording(server.base_url, tmp_path)]) == 0
     (tmp_path / "rec" / "cassettes" / "models.json").unlink()
     assert (
         eval_main(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import urllib.error
 import urllib.request
 from typing import Any
@@ -72,6 +73,13 @@ def changed(path: str, value: Any = None, *, delete: bool = False) -> dict[str, 
     return body
 
 
+def missing(case: str, path: str) -> tuple[str, dict[str, Any], str, str]:
+    """A case that deletes the key at ``path``, which the API names as a missing required parameter (its indices
+    bracketed: messages.3.content is messages[3].content)."""
+    param = re.sub(r"\.(\d+)", r"[\1]", path)
+    return case, changed(path, delete=True), f"Missing required parameter: '{param}'", param
+
+
 def with_messages(*messages: dict[str, Any]) -> dict[str, Any]:
     return {"model": "fake-model", "messages": list(messages)}
 
@@ -125,42 +133,22 @@ BAD_BODIES = [
         "Missing required parameter: 'messages[1].content[0].text'",
         "messages[1].content[0].text",
     ),
-    (
-        "user message without content",
-        changed("messages.6.content", delete=True),
-        "Missing required parameter: 'messages[6].content'",
-        "messages[6].content",
-    ),
+    missing("user message without content", "messages.6.content"),
     (
         "assistant with neither content nor tool_calls",
         changed("messages.5.content", None),
         "Invalid value for 'content': expected a string, got null.",
         "messages[5].content",
     ),
-    (
-        "tool message without tool_call_id",
-        changed("messages.3.tool_call_id", delete=True),
-        "Missing required parameter: 'messages[3].tool_call_id'",
-        "messages[3].tool_call_id",
-    ),
-    (
-        "tool message without content",
-        changed("messages.3.content", delete=True),
-        "Missing required parameter: 'messages[3].content'",
-        "messages[3].content",
-    ),
+    missing("tool message without tool_call_id", "messages.3.tool_call_id"),
+    missing("tool message without content", "messages.3.content"),
     (
         "tool call without type",
         changed("messages.2.tool_calls.0.type", delete=True),
         "Invalid value: None. Supported values are: 'function' and 'custom'.",
         "messages[2].tool_calls[0].type",
     ),
-    (
-        "tool call without id",
-        changed("messages.2.tool_calls.0.id", delete=True),
-        "Missing required parameter: 'messages[2].tool_calls[0].id'",
-        "messages[2].tool_calls[0].id",
-    ),
+    missing("tool call without id", "messages.2.tool_calls.0.id"),
     ("tool call with an extra key", changed("messages.2.tool_calls.0.index", 0), "('index' was unexpected)", None),
     (
         "arguments as an object",
@@ -206,12 +194,7 @@ BAD_BODIES = [
         "tools",
     ),
     ("tool without type", changed("tools.0.type", delete=True), "Invalid value: None.", "tools[0].type"),
-    (
-        "tool function without name",
-        changed("tools.0.function.name", delete=True),
-        "Missing required parameter: 'tools[0].function.name'",
-        "tools[0].function.name",
-    ),
+    missing("tool function without name", "tools.0.function.name"),
     (
         "tool name with a dot",
         changed("tools.0.function.name", "erp.lookup"),

@@ -24,26 +24,16 @@ from erp_sim.agents.types import ChatResponse, Usage
 from erp_sim.envs.episode import tool_schemas
 
 COUNTER = get_counter()
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "form_open",
-            "description": "Open a form.",
-            "parameters": {"type": "object", "properties": {}},
-        },
-    }
-]
-OTHER_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "form_close",
-            "description": "Close a form.",
-            "parameters": {"type": "object", "properties": {}},
-        },
-    }
-]
+
+
+def function_tool(name: str, description: str) -> dict:
+    """A tool schema without parameters, as a request lists it."""
+    parameters = {"type": "object", "properties": {}}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+TOOLS = [function_tool("form_open", "Open a form.")]
+OTHER_TOOLS = [function_tool("form_close", "Close a form.")]
 SYSTEM = {"role": "system", "content": "You itemize hotel expenses in Dynamics 365. " * 20}
 TASK = {"role": "user", "content": "Itemize the hotel line of report EXP-001: three nights at 120.00."}
 

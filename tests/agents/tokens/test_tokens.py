@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from process_support import fresh_python
 
 from erp_sim.agents import tokens
 from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
@@ -142,17 +143,12 @@ def test_the_cache_is_bounded_in_characters_too():
 
 def test_counting_loads_only_the_backend_not_every_rank_table():
     """``import bpe_openai`` decodes every encoding's Python rank table; counting needs none of them."""
-    import subprocess
-    import sys
-
     probe = (
         "import sys\nfrom erp_sim.agents.tokens import count_text, decode, encode\n"
         "assert count_text('hello world') == 2 and decode(encode('héllo 🙂')) == 'héllo 🙂'\n"
         "print('bpe_openai' in sys.modules, 'bpe_openai._bindings' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert fresh_python(probe).split() == ["False", "True"]
 
 
 def test_ordinary_vocabulary_sizes_match_the_rank_tables():

@@ -35,8 +35,7 @@ MALFORMED = [  # (line, expected code, expected id)
 
 
 def test_every_malformed_message_gets_a_json_rpc_error():
-    server = RawStdio()
-    try:
+    with RawStdio() as server:
         server.initialize()
         for line, code, ident in MALFORMED:
             server.send(line)
@@ -44,16 +43,13 @@ def test_every_malformed_message_gets_a_json_rpc_error():
             assert reply["jsonrpc"] == "2.0" and reply["error"]["code"] == code and reply["id"] == ident, line[:60]
         server.send(json.dumps({"jsonrpc": "2.0", "id": 12, "method": "tools/list"}))
         assert len(server.receive()[0]["result"]["tools"]) == 22  # and the session goes on
-    finally:
-        server.close()
 
 
 def test_a_request_before_initialize_is_told_to_initialize_first():
     """The SDK's lifecycle gate answers a bare "Invalid request parameters"; the client is told what to do. Ping
     and unknown methods keep their answers, and after initialize the same call runs."""
     call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "form_find_menu_item", "arguments": {}}}
-    server = RawStdio()
-    try:
+    with RawStdio() as server:
         for ident, message in ((1, call), (2, {"method": "tools/list"})):
             server.send(json.dumps({"jsonrpc": "2.0", **message, "id": ident}))
             reply, _ = server.receive()
@@ -66,13 +62,10 @@ def test_a_request_before_initialize_is_told_to_initialize_first():
         server.initialize()
         server.send(json.dumps({**call, "id": 5}))
         assert "result" in server.receive()[0]
-    finally:
-        server.close()
 
 
 def test_an_over_long_line_is_dropped_while_it_streams_in():
-    server = RawStdio("--max-request-bytes", "100000")
-    try:
+    with RawStdio("--max-request-bytes", "100000") as server:
         server.initialize()
         before = server.peak_rss_kb()
         server.send(
@@ -84,14 +77,11 @@ def test_an_over_long_line_is_dropped_while_it_streams_in():
         assert grown_mb < 32, f"peak RSS grew {grown_mb:.0f} MB for a 64 MiB line"  # was 250-310 MB
         server.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         assert server.receive()[0]["id"] == 2
-    finally:
-        server.close()
 
 
 def test_a_line_just_over_the_limit_is_refused_even_when_its_newline_comes_in_the_same_read():
     """The limit was checked only while a line had no newline yet: one up to a 64 KiB read over it was passed on."""
-    server = RawStdio("--max-request-bytes", "100000")
-    try:
+    with RawStdio("--max-request-bytes", "100000") as server:
         server.initialize()
         head = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": "'
         for size in (100_001, 100_000 + 30_000):  # whole lines, each written at once
@@ -100,13 +90,10 @@ def test_a_line_just_over_the_limit_is_refused_even_when_its_newline_comes_in_th
             assert reply["error"]["code"] == -32600 and "over the limit of 100,000 bytes" in reply["error"]["message"]
         server.send(head + b"x" * (100_000 - len(head) - 3) + b'"}}')  # at the limit: taken
         assert "result" in server.receive()[0]
-    finally:
-        server.close()
 
 
 def test_error_replies_are_capped_and_unknown_tools_answer_like_the_erp():
-    server = RawStdio()
-    try:
+    with RawStdio() as server:
         server.initialize()
         entity = {f"p{i:05d}": 1 for i in range(40_000)}  # ~500 KB of unknown property names
         call = {"name": "data_create_entities", "arguments": {"entitySetName": "ExpenseLines", "entities": [entity]}}
@@ -126,8 +113,6 @@ def test_error_replies_are_capped_and_unknown_tools_answer_like_the_erp():
         unknown, _ = server.receive()
         envelope = json.loads(unknown["result"]["content"][0]["text"])
         assert unknown["result"]["isError"] and envelope["Error"]["Code"] == "NotFound" and "SessionId" in envelope
-    finally:
-        server.close()
 
 
 def test_ctrl_c_stops_a_terminal_session_at_once():

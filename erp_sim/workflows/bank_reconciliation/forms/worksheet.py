@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from erp_sim import response_keys as K
+from erp_sim.database import transaction
 from erp_sim.errors import FormStateError
 from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
 from erp_sim.money import ZERO, display_money
@@ -325,8 +326,6 @@ class Worksheet(FormDefinition):
 
     @staticmethod
     def _unmatch(session: FormHost, rec_id: int, matches: list[int]) -> list[str]:
-        from erp_sim.database import transaction  # every group or none
-
         with transaction(session.db):
             return [rules.unmatch(session.db, rec_id, match) for match in matches]
 

@@ -6,10 +6,11 @@ minus the matched and posted amounts (``bank_support.assert_books_balance``)."""
 from __future__ import annotations
 
 from bank_support import assert_books_balance, bank_task
+from erp_support import form_calls, one_to_three, oracle_prefix, tool_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from erp_sim import ErpSession, oracle_calls
+from erp_sim import ErpSession
 from erp_sim.database.schema import CHANGE_LOG
 from erp_sim.workflows.bank_reconciliation import reading as R
 
@@ -65,151 +66,90 @@ def call_strategy() -> st.SearchStrategy:
     return st.one_of(
         st.sampled_from(PLAUSIBLE),
         st.sampled_from(PLAUSIBLE),
-        st.tuples(st.just("form_click_control"), st.fixed_dictionaries({"controlName": st.sampled_from(BUTTONS)})),
-        st.tuples(
-            st.just("form_click_control"),
-            st.fixed_dictionaries(
-                {
-                    "controlName": st.sampled_from(GRIDS),
-                    "actionId": st.sampled_from(["LoadNextPage", "LoadPreviousPage", "x"]),
-                }
+        *form_calls(BUTTONS, GRIDS, ["LoadNextPage", "LoadPreviousPage", "x"], row),
+        tool_call(
+            "form_open_or_close_tab",
+            tabName=st.sampled_from([*R.TAB_PAGES, "Nope"]),
+            tabAction=st.sampled_from(["Open", "Close"]),
+        ),
+        tool_call(
+            "form_set_control_values",
+            controlValues=one_to_three(
+                st.fixed_dictionaries(
+                    {
+                        "controlName": st.sampled_from([R.OFFSET_ACCOUNT, R.DIFFERENCE, "QuickFilter", "Nope"]),
+                        "value": values,
+                    }
+                )
             ),
         ),
-        st.tuples(
-            st.just("form_select_grid_row"),
-            st.fixed_dictionaries(
-                {"gridName": st.sampled_from(GRIDS), "rowNumber": row},
-                optional={"marking": st.sampled_from(["Marked", "Unmarked"])},
+        tool_call(
+            "form_filter_grid",
+            gridName=st.sampled_from(GRIDS),
+            gridColumnName=st.sampled_from(COLUMNS),
+            filterValue=texts,
+        ),
+        tool_call(st.sampled_from(["form_save_form", "form_close_form"])),
+        tool_call("form_open_menu_item", name=st.sampled_from([R.LIST_FORM, R.WORKSHEET_FORM, "X"])),
+        tool_call(
+            "data_create_entities",
+            entitySetName=st.just("BankReconciliationMatches"),
+            entities=one_to_three(
+                st.fixed_dictionaries(
+                    {"ReconciliationRecId": st.integers(0, 12), "StatementLineRecIds": ids},
+                    optional={"BankTransactionRecIds": ids, "OffsetAccount": values},
+                )
             ),
         ),
-        st.tuples(
-            st.just("form_open_or_close_tab"),
-            st.fixed_dictionaries(
-                {"tabName": st.sampled_from([*R.TAB_PAGES, "Nope"]), "tabAction": st.sampled_from(["Open", "Close"])}
+        tool_call(
+            "data_delete_entities",
+            entitySetName=st.just("BankReconciliationMatches"),
+            keys=one_to_three(st.integers(0, 200)),
+        ),
+        tool_call(
+            "data_update_entities",
+            entitySetName=st.just("BankReconciliations"),
+            entities=st.lists(
+                st.fixed_dictionaries({"RecId": st.integers(0, 12), "Reconciled": values}), min_size=1, max_size=2
             ),
         ),
-        st.tuples(
-            st.just("form_set_control_values"),
-            st.fixed_dictionaries(
-                {
-                    "controlValues": st.lists(
-                        st.fixed_dictionaries(
-                            {
-                                "controlName": st.sampled_from([R.OFFSET_ACCOUNT, R.DIFFERENCE, "QuickFilter", "Nope"]),
-                                "value": values,
-                            }
-                        ),
-                        min_size=1,
-                        max_size=3,
-                    )
-                }
+        tool_call(
+            "api_invoke_action",
+            actionName=st.sampled_from(
+                [
+                    "MatchBankStatementLines",
+                    "MarkBankStatementLineAsNew",
+                    "UnmatchBankStatementLines",
+                    "MarkBankReconciliationAsReconciled",
+                    "GetBankReconciliationStatus",
+                ]
+            ),
+            parameters=st.fixed_dictionaries(
+                {"StatementId": st.sampled_from([TASK.statement_id, "BS-1", ""])},
+                optional={
+                    "LineNumbers": ids,
+                    "Vouchers": texts,
+                    "LineNumber": values,
+                    "OffsetAccount": values,
+                    "MatchId": texts,
+                },
             ),
         ),
-        st.tuples(
-            st.just("form_filter_grid"),
-            st.fixed_dictionaries(
-                {"gridName": st.sampled_from(GRIDS), "gridColumnName": st.sampled_from(COLUMNS), "filterValue": texts}
-            ),
-        ),
-        st.tuples(st.sampled_from(["form_save_form", "form_close_form"]), st.just({})),
-        st.tuples(
-            st.just("form_open_menu_item"),
-            st.fixed_dictionaries({"name": st.sampled_from([R.LIST_FORM, R.WORKSHEET_FORM, "X"])}),
-        ),
-        st.tuples(
-            st.just("data_create_entities"),
-            st.fixed_dictionaries(
-                {
-                    "entitySetName": st.just("BankReconciliationMatches"),
-                    "entities": st.lists(
-                        st.fixed_dictionaries(
-                            {"ReconciliationRecId": st.integers(0, 12), "StatementLineRecIds": ids},
-                            optional={"BankTransactionRecIds": ids, "OffsetAccount": values},
-                        ),
-                        min_size=1,
-                        max_size=3,
-                    ),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_delete_entities"),
-            st.fixed_dictionaries(
-                {
-                    "entitySetName": st.just("BankReconciliationMatches"),
-                    "keys": st.lists(st.integers(0, 200), min_size=1, max_size=3),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_update_entities"),
-            st.fixed_dictionaries(
-                {
-                    "entitySetName": st.just("BankReconciliations"),
-                    "entities": st.lists(
-                        st.fixed_dictionaries({"RecId": st.integers(0, 12), "Reconciled": values}),
-                        min_size=1,
-                        max_size=2,
-                    ),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("api_invoke_action"),
-            st.fixed_dictionaries(
-                {
-                    "actionName": st.sampled_from(
-                        [
-                            "MatchBankStatementLines",
-                            "MarkBankStatementLineAsNew",
-                            "UnmatchBankStatementLines",
-                            "MarkBankReconciliationAsReconciled",
-                            "GetBankReconciliationStatus",
-                        ]
-                    ),
-                    "parameters": st.fixed_dictionaries(
-                        {"StatementId": st.sampled_from([TASK.statement_id, "BS-1", ""])},
-                        optional={
-                            "LineNumbers": ids,
-                            "Vouchers": texts,
-                            "LineNumber": values,
-                            "OffsetAccount": values,
-                            "MatchId": texts,
-                        },
-                    ),
-                }
-            ),
-        ),
-        st.tuples(
-            st.just("data_find_entities_sql"),
-            st.fixed_dictionaries(
-                {
-                    "sqlQuery": st.sampled_from(
-                        [
-                            "SELECT * FROM bank_transaction",
-                            "DELETE FROM bank_reconciliation_match",
-                            "SELECT 1; DROP TABLE bank_statement",
-                        ]
-                    )
-                }
+        tool_call(
+            "data_find_entities_sql",
+            sqlQuery=st.sampled_from(
+                [
+                    "SELECT * FROM bank_transaction",
+                    "DELETE FROM bank_reconciliation_match",
+                    "SELECT 1; DROP TABLE bank_statement",
+                ]
             ),
         ),
         st.tuples(st.text(max_size=20), st.dictionaries(st.text(max_size=8), values, max_size=3)),  # anything at all
     )
 
 
-def prefix_calls(n: int) -> list:
-    """The oracle's first n calls, so random calls start from the worksheet with matches made too."""
-    calls, out = oracle_calls(TASK), []
-    session = ErpSession(TASK)
-    name, args = next(calls)
-    for _ in range(n):
-        out.append((name, args))
-        name, args = calls.send(session.call(name, args).text)
-    return out
-
-
-PREFIXES = [prefix_calls(n) for n in (0, 6, 12, 40)]
+PREFIXES = [oracle_prefix(TASK, n) for n in (0, 6, 12, 40)]  # up to the worksheet with matches made
 
 
 def _log(session: ErpSession) -> int:
