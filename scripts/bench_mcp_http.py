@@ -207,8 +207,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             name: sorted(rounds[sessions, name], key=lambda r: r["server_cpu_ms_per_call"])[args.rounds // 2]
             for name in servers
         }
-        for bare in ("bare_same_size", "bare_small"):
-            by_server[f"ours_vs_{bare}"] = ratios(rounds[sessions, "ours"], rounds[sessions, bare])
+        for baseline in ("bare_same_size", "bare_small"):
+            by_server[f"ours_vs_{baseline}"] = ratios(rounds[sessions, "ours"], rounds[sessions, baseline])
         report["sessions"][str(sessions)] = by_server
     return report
 
