@@ -101,24 +101,26 @@ async def over_stdio(calls: int, mode: str, command: list[str] = SERVE) -> dict:
 
 
 # The framework's own cost, for comparison: a bare fastmcp server over its stock stdio transport whose one
-# tool has CALL's name and arguments and returns the same ~8 kB form state as a constant (no ERP behind it).
-BARE_FASTMCP = """
+# tool has CALL's name and arguments and returns the same ~8 kB form state as a constant (no ERP behind it);
+# scripts/bench_mcp_http.py serves the same tools over HTTP.
+BARE_FASTMCP_TOOLS = """
 import sys
 from fastmcp import FastMCP
 # erp_sim.mcp.server is in the argv so server_child_pid finds this process
 response = open(sys.argv[1], encoding="utf-8").read()
 server = FastMCP("bare-echo")
 
-@server.tool(name="form_select_grid_row")
+# output_schema=None: the text only, as ours sends it (a str return is otherwise sent twice, as content and
+# as structuredContent {"result": ...}: 17 kB instead of 8.6 kB)
+@server.tool(name="form_select_grid_row", output_schema=None)
 def select(gridName: str, rowNumber: str) -> str:
     return response
 
-@server.tool(name="form_open_menu_item")
+@server.tool(name="form_open_menu_item", output_schema=None)
 def open_menu_item(name: str, type: str = "Display") -> str:
     return response
-
-server.run(transport="stdio", show_banner=False, log_level="WARNING")
 """
+BARE_FASTMCP = BARE_FASTMCP_TOOLS + 'server.run(transport="stdio", show_banner=False, log_level="WARNING")\n'
 
 
 def bare_fastmcp_command() -> list[str]:

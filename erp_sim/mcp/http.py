@@ -62,6 +62,8 @@ class BodySizeLimit:
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             return await _too_large(self.max_bytes)(scope, receive, send)
+        if declared is not None:  # within the limit, and the HTTP parser delivers no more than declared
+            return await self.app(scope, receive, send)
         received, started = 0, False
 
         async def limited_receive() -> Message:

@@ -23,10 +23,9 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.context import Context
 from fastmcp.server.dependencies import get_access_token, get_context
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
-from mcp_types import CallToolRequestParams, ToolAnnotations
+from mcp_types import ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
@@ -89,23 +88,6 @@ async def answer(episodes: EpisodeStore, name: str, arguments: Any, max_argument
     return ToolResult(content=response.text)
 
 
-class UnknownToolsAnswerLikeTheErp(Middleware):
-    """A call to a tool the registry lacks gets the D365-shaped error JSON (``NotFound``), as in process,
-    instead of fastmcp's plain ``Unknown tool`` text."""
-
-    def __init__(self, episodes: EpisodeStore, max_argument_bytes: int):
-        self.episodes, self.max_argument_bytes = episodes, max_argument_bytes
-
-    async def on_call_tool(
-        self, context: MiddlewareContext[CallToolRequestParams], call_next: CallNext[CallToolRequestParams, ToolResult]
-    ) -> ToolResult:
-        if context.message.name in registry.TOOLS:
-            return await call_next(context)
-        return await answer(
-            self.episodes, context.message.name, context.message.arguments or {}, self.max_argument_bytes
-        )
-
-
 def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:
     """The episode of the request being served (opened on first use)."""
     ctx = ctx or get_context()
@@ -158,7 +140,6 @@ def register(server: FastMCP, episodes: EpisodeStore, max_argument_bytes: int, t
     ``erp-sim://task`` resource."""
     for tool in registry.TOOLS.values():
         server.add_tool(RegistryTool.bind(tool, episodes, max_argument_bytes))
-    server.add_middleware(UnknownToolsAnswerLikeTheErp(episodes, max_argument_bytes))
 
     async def task_prompt_text() -> str:
         try:

@@ -33,7 +33,9 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.context import reset_transport, set_transport
 from fastmcp.server.http import StarletteWithLifespan
 from fastmcp.server.lifespan import lifespan
+from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.logging import temporary_log_level
+from fastmcp.utilities.versions import VersionSpec
 from mcp.server.stdio import stdio_server
 
 from erp_sim import workflows
@@ -42,7 +44,7 @@ from erp_sim.database.sql_sandbox import set_limits as set_sql_limits
 from erp_sim.faults import FaultProfile
 from erp_sim.mcp.episode_store import DEFAULT_MAX_EPISODES, DEFAULT_MAX_PER_OWNER, EpisodeStore
 from erp_sim.mcp.http import add_admin_routes, create_http_app
-from erp_sim.mcp.routing import register
+from erp_sim.mcp.routing import answer, register
 from erp_sim.mcp.stdio import AnswerNoting, CappedWriter, LimitedLines, signals_end_input
 from erp_sim.net import (
     DEFAULT_BODY_TIMEOUT_S,
@@ -53,6 +55,7 @@ from erp_sim.net import (
     port_number,
 )
 from erp_sim.task_sets import workflow_of
+from erp_sim.tool_registry import TOOLS
 from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
@@ -76,6 +79,21 @@ class ErpMcpServer(FastMCP):
         super().__init__(**kwargs)
         self.episodes = episodes
         self.max_request_bytes = max_request_bytes
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        version: VersionSpec | None = None,
+        run_middleware: bool = True,
+    ) -> ToolResult:
+        """fastmcp's, except that a tool the registry lacks gets the ERP's own error JSON (``NotFound``), as in
+        process, instead of fastmcp's plain ``Unknown tool`` text. Answered here, where fastmcp looks the tool up
+        after its middleware chain, not by a middleware of ours: that was one more layer on every call."""
+        if not run_middleware and name not in TOOLS:
+            return await answer(self.episodes, name, arguments or {}, self.max_request_bytes)
+        return await super().call_tool(name, arguments, version=version, run_middleware=run_middleware)
 
     async def run_stdio_async(
         self, show_banner: bool = False, log_level: str | None = None, stateless: bool = False
