@@ -68,8 +68,10 @@ IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
 # time, and the sessions, the training path, the rest
 HTTP_SHARE = 0.1
 # HTTP requests a second (beyond a burst as many) while a WebSocket session is open: the stateless routes are
-# for trying the env out, not for training, and a body refused for its size costs the machine more than a step
-HTTP_RATE = 20.0
+# for trying the env out, not for training; a /reset holds the interpreter about 2.5 ms and a body refused for
+# its size costs the machine more, so at 10 a second they overlap under a twentieth of a session's steps (the
+# share its p95 reads); at 20 a second a /reset flood still moved that p95 x1.4-2.6
+HTTP_RATE = 10.0
 
 
 class OpenEnvGuard:
