@@ -333,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             "--connect-rate",
             float,
             DEFAULT_CONNECT_RATE,
-            "New WebSocket connections (and HTTP requests while a session is open) a second beyond a burst of "
-            "--max-sessions; more wait (0: no limit)",
+            "New WebSocket connections a second beyond a burst of --max-sessions; more wait (0: no limit)",
         ),
         (
             "--read-rate",

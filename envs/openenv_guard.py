@@ -8,12 +8,14 @@ layer in front of it (``erp_sim.envs.openenv.build_app`` puts it there).
   characters of JSON), so every action the env would judge reaches it.
 - Idle sessions. A WebSocket session that sends nothing for ``idle_timeout_s`` is closed (1001, the reason
   names the timeout) and its slot freed; a step being worked on is not idleness.
-- Connection churn. New WebSocket connections, and HTTP requests but ``/health`` while a session is open, are
-  each accepted at up to ``connect_rate`` a second beyond a burst
+- Connection churn. New WebSocket connections are accepted at up to ``connect_rate`` a second beyond a burst
   of ``max_sessions`` (a token bucket); one over it waits for its turn before its handshake is answered, holding
   a slot meanwhile. A client that reconnects in a loop (a refused 15 MiB frame ends its connection) cost the
   server a handshake, a header read and a close each time, about 0.4 ms: 2,000 a second took three quarters of
-  a core and tripled a well-behaved session's p95 (``scripts/bench_openenv_load.py``, ``big_frames``).
+  a core and tripled a well-behaved session's p95 (``scripts/bench_openenv_load.py``, ``big_frames``). While a
+  session is open, HTTP requests but ``/health`` are admitted at ``HTTP_RATE`` a second the same way, before
+  any of the body is read: a refused 300 MB upload (413 once 256 KiB came in) cost about 1.4 ms of the server
+  and more of the machine's loopback copying, so 100 a second still doubled a session's p95.
 - A session's share. A session's messages are read at up to ``read_rate`` bytes a second beyond a burst of
   four messages at the size limit; past that, its next message waits. A tool call is a few hundred bytes (a
   thousand a second fit); a session sending frames at the limit back to back (each an invalid action, each
@@ -65,6 +67,11 @@ IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
 # of them (a /reset costs about 2.5 ms: some 40 a second get through) has at most a tenth of the server's
 # time, and the sessions, the training path, the rest
 HTTP_SHARE = 0.1
+# HTTP requests a second (beyond a burst as many) while a WebSocket session is open: the stateless routes are
+# for trying the env out, not for training; a /reset holds the interpreter about 2.5 ms and a body refused for
+# its size costs the machine more, so at 10 a second they overlap under a twentieth of a session's steps (the
+# share its p95 reads); at 20 a second a /reset flood still moved that p95 x1.4-2.6
+HTTP_RATE = 10.0
 
 
 class OpenEnvGuard:
@@ -84,9 +91,9 @@ class OpenEnvGuard:
         self.idle_timeout_s = idle_timeout_s or None  # 0: never
         self.sessions = 0  # open /ws connections, and those waiting for their turn; never fewer than openenv-core's
         self.read_rate = read_rate
-        # one bucket for each, so a flood of HTTP requests does not hold up the WebSocket sessions' connections
+        # a bucket each, so a flood of HTTP requests does not hold up the WebSocket sessions' connections
         self._admission = _TokenBucket(connect_rate, burst=max_sessions) if connect_rate else None
-        self._http_admission = _TokenBucket(connect_rate, burst=max_sessions) if connect_rate else None
+        self._http_admission = _TokenBucket(HTTP_RATE, burst=HTTP_RATE)
         self._http_turn = asyncio.Lock()
 
     def __getattr__(self, name: str) -> Any:  # the FastAPI app's attributes (routes, state) for callers
@@ -104,7 +111,7 @@ class OpenEnvGuard:
     async def _http(self, scope: dict, receive: Any, send: Any) -> None:
         """The body read here, up to the limit (then 413), checked for numbers JSON lacks, and replayed to the app."""
         health = scope.get("path", "").rstrip("/") == "/health"
-        if self._http_admission is not None and self.sessions and not health:  # its turn before anything is read
+        if self.sessions and not health:  # its turn before anything is read
             await self._http_admission.take()
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_message_bytes):

@@ -103,6 +103,23 @@ def raw_http(served, request: bytes) -> bytes:
     return answer
 
 
+def test_while_a_session_is_open_http_requests_are_admitted_at_their_rate_and_health_at_once(tmp_path):
+    """30 bodies refused for their size (413, each on its own connection) take at least (30 - 10) / 10 s while a
+    WebSocket session is open, none of them before it; /health (outside the rate) answers; the session goes on."""
+    big = b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: 314572800\r\n\r\n" + b"x" * 4096
+    with serve_openenv(tmp_path) as served:
+        assert all(raw_http(served, big).startswith(b"HTTP/1.1 413") for _ in range(40))  # nobody to yield to
+        with connect(served.ws) as ws:
+            ws.send(frame("reset", {"task_id": "hotel-003"}))
+            ws.recv()
+            started = time.perf_counter()
+            assert all(raw_http(served, big).startswith(b"HTTP/1.1 413") for _ in range(30))
+            assert time.perf_counter() - started >= 1.8
+            assert httpx.get(f"{served.url}/health", timeout=30).status_code == 200
+            ws.send(frame("step", FIND))
+            assert json.loads(ws.recv())["data"]["observation"]["counts"]["tool_calls"] == 1
+
+
 @pytest.mark.parametrize(
     "path, body, problem",
     [
