@@ -22,7 +22,7 @@ from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel, ren
 from erp_sim.agents.models.stable_prefix import with_stable_prefixes
 from erp_sim.agents.types import ContextOverflowError, InfrastructureError, ModelRequestError
 
-FAKE_SERVER = FakeAnthropicServer  # the service of the ``server`` fixture (conftest.py)
+FAKE_SERVER = FakeAnthropicServer  # the service of the ``server`` fixture (tests/conftest.py)
 
 TOOL = {
     "type": "function",

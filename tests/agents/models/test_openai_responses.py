@@ -18,7 +18,7 @@ from erp_sim.agents.models.openai_responses import OpenAIResponsesModel, render_
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.types import ContextOverflowError, InfrastructureError
 
-FAKE_SERVER = FakeResponsesServer  # the service of the ``server`` fixture (conftest.py)
+FAKE_SERVER = FakeResponsesServer  # the service of the ``server`` fixture (tests/conftest.py)
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 USER = {"role": "user", "content": "hi"}
