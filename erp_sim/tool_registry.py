@@ -65,17 +65,36 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Tool:
+class ToolSpec:
+    """A tool as a model is shown it: the ERP's (``Tool``) and the harness's own (the memory tools)."""
+
     name: str
-    description: str
-    args_model: type[Args]
-    fn: Callable[[ToolHost, Any], Outcome]
-    read_only: bool
+    description: str  # its handler's docstring on one line (``described``)
+    args_model: type[BaseModel]
 
     @property
     def input_schema(self) -> dict[str, Any]:
         """A fresh copy: callers (fastmcp, env infos) may edit what they get."""
         return copy.deepcopy(args_schema(self.args_model))
+
+    @property
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool form (what the env's ``info["tools"]`` carries)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+def described(fn: Callable[..., Any]) -> str:
+    """A tool's description: its handler's docstring, on one line."""
+    return " ".join((fn.__doc__ or "").split())
+
+
+@dataclass(frozen=True)
+class Tool(ToolSpec):
+    fn: Callable[[ToolHost, Any], Outcome]
+    read_only: bool
 
 
 @cache
@@ -98,7 +117,7 @@ def tool(
     """Register ``fn`` under ``name``; its docstring is the tool description. Returns fn unchanged."""
 
     def register(fn: Callable[[ToolHost, A], Outcome]) -> Callable[[ToolHost, A], Outcome]:
-        TOOLS[name] = Tool(name, " ".join((fn.__doc__ or "").split()), args_model, fn, read_only)
+        TOOLS[name] = Tool(name, described(fn), args_model, fn, read_only)
         return fn
 
     return register
@@ -474,7 +493,4 @@ assert len(TOOLS) == 22, sorted(TOOLS)
 
 def openai_tool_schemas() -> list[dict[str, Any]]:
     """The registry in OpenAI function-tool form (what the env's ``info["tools"]`` carries)."""
-    return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
-        for t in TOOLS.values()
-    ]
+    return [t.openai_schema for t in TOOLS.values()]

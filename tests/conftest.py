@@ -44,3 +44,11 @@ def db(task):
     from erp_sim import database
 
     return database.open_database(task)
+
+
+@pytest.fixture
+def server(request):
+    """A started instance of the test module's ``FAKE_SERVER`` (a ``fake_api_server.ServedFake``: the model tests
+    that run against one fake model service), stopped after the test."""
+    with request.module.FAKE_SERVER() as fake:
+        yield fake

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from strict_request_support import Rejected, check_keys, refusal
+
 # openai-python 1.x/2.x ``CompletionCreateParams`` keys (``stream`` included: we send False).
 REQUEST_KEYS = frozenset(
     {
@@ -104,27 +106,19 @@ ORPHAN_TOOL = (
 )
 
 
-class Rejected(Exception):
-    def __init__(self, message: str, param: str | None = None, code: str | None = None):
-        super().__init__(message)
-        self.message, self.param, self.code = message, param, code
-
-
 def rejection(body: Any) -> dict[str, Any] | None:
     """The API's 400 error for ``body`` (``{"message", "param", "code"}``), or None when it would be accepted."""
-    try:
-        _check_request(body)
-    except Rejected as refused:
-        return {"message": refused.message, "param": refused.param, "code": refused.code}
-    return None
+    refused = refusal(_check_request, body)
+    return None if refused is None else {"message": refused.message, "param": refused.param, "code": refused.code}
 
 
 def _check_request(body: Any) -> None:
-    if not isinstance(body, dict):
-        raise Rejected("We could not parse the JSON body of your request.")
-    for key in body:
-        if key not in REQUEST_KEYS:
-            raise Rejected(f"Unrecognized request argument supplied: {key}")
+    check_keys(
+        body,
+        REQUEST_KEYS,
+        "We could not parse the JSON body of your request.",
+        lambda key: Rejected(f"Unrecognized request argument supplied: {key}"),
+    )
     if "model" not in body:
         raise Rejected("you must provide a model parameter")
     if not isinstance(body["model"], str):

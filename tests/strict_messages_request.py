@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from strict_request_support import Rejected, check_keys, refusal
+
 REQUEST_KEYS = frozenset(
     {
         "model",
@@ -79,25 +81,19 @@ MAX_BREAKPOINTS = 4
 NO_TEMPERATURE_WITH_TOP_P = re.compile(r"claude-(?:sonnet|opus|haiku)-4-[5-9]|claude-(?:sonnet|opus|haiku)-[5-9]")
 
 
-class Rejected(Exception):
-    pass
-
-
 def rejection(body: Any) -> str | None:
     """The API's 400 message for ``body``, or None when it would accept it."""
-    try:
-        _check(body)
-    except Rejected as refused:
-        return str(refused)
-    return None
+    refused = refusal(_check, body)
+    return None if refused is None else refused.message
 
 
 def _check(body: Any) -> None:
-    if not isinstance(body, dict):
-        raise Rejected("There was an error parsing the body of your request.")
-    for key in body:
-        if key not in REQUEST_KEYS:
-            raise Rejected(f"{key}: Extra inputs are not permitted")
+    check_keys(
+        body,
+        REQUEST_KEYS,
+        "There was an error parsing the body of your request.",
+        lambda key: Rejected(f"{key}: Extra inputs are not permitted"),
+    )
     for key in ("model", "messages", "max_tokens"):
         if key not in body:
             raise Rejected(f"{key}: Field required")

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from strict_request_support import Rejected, check_keys, refusal
+
 REQUEST_KEYS = frozenset(
     {
         "access_programs",
@@ -88,26 +90,18 @@ class Issued:
     reasoning_of: dict[str, str] = field(default_factory=dict)  # function call or message item id -> reasoning id
 
 
-class Rejected(Exception):
-    def __init__(self, message: str, param: str | None = None, code: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.param, self.code, self.status = message, param, code, status
-
-
 def rejection(body: Any, issued: Issued | None = None) -> tuple[int, str, str | None, str | None] | None:
-    try:
-        _check(body, issued or Issued())
-    except Rejected as refused:
-        return refused.status, refused.message, refused.param, refused.code
-    return None
+    refused = refusal(_check, body, issued or Issued())
+    return None if refused is None else (refused.status, refused.message, refused.param, refused.code)
 
 
 def _check(body: Any, issued: Issued) -> None:
-    if not isinstance(body, dict):
-        raise Rejected("We could not parse the JSON body of your request.")
-    for key in body:
-        if key not in REQUEST_KEYS:
-            raise Rejected(f"Unknown parameter: '{key}'.", key, "unknown_parameter")
+    check_keys(
+        body,
+        REQUEST_KEYS,
+        "We could not parse the JSON body of your request.",
+        lambda key: Rejected(f"Unknown parameter: '{key}'.", key, "unknown_parameter"),
+    )
     if "model" not in body:
         raise Rejected("Missing required parameter: 'model'.", "model", "missing_required_parameter")
     model = str(body["model"])

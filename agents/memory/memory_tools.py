@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from erp_sim.agents.memory.store import MemoryStore, MemoryStoreError, render_entry
-from erp_sim.tool_registry import args_schema
+from erp_sim.tool_registry import ToolSpec, described
 
 MAX_CHECKPOINT_CHARS = 4000
 
@@ -45,23 +45,8 @@ class NoMemoryArgs(MemoryArgs):
 
 
 @dataclass(frozen=True)
-class HarnessTool:
-    name: str
-    description: str
-    args_model: type[MemoryArgs]
+class HarnessTool(ToolSpec):
     handler: Callable[[MemoryTools, Any], str]
-
-    @property
-    def schema(self) -> dict:
-        """OpenAI function-tool form, as ``erp_sim.tool_registry.openai_tool_schemas`` gives the ERP tools."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(args_schema(self.args_model)),
-            },
-        }
 
 
 MEMORY_TOOLS: dict[str, HarnessTool] = {}
@@ -71,7 +56,7 @@ def harness_tool(name: str, args_model: type[MemoryArgs]):
     """Register a handler under ``name``; its docstring is the tool description."""
 
     def register(fn):
-        MEMORY_TOOLS[name] = HarnessTool(name, " ".join((fn.__doc__ or "").split()), args_model, fn)
+        MEMORY_TOOLS[name] = HarnessTool(name, described(fn), args_model, fn)
         return fn
 
     return register
@@ -87,7 +72,7 @@ class MemoryTools:
 
     @property
     def schemas(self) -> list[dict]:
-        return [tool.schema for tool in MEMORY_TOOLS.values()]
+        return [tool.openai_schema for tool in MEMORY_TOOLS.values()]
 
     def handles(self, name: str) -> bool:
         return name in MEMORY_TOOLS

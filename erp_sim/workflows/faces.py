@@ -11,9 +11,10 @@ workflow whose ``recognizes`` holds for the instruction (``erp_sim.workflows.har
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from erp_sim.form_index import FormIndex
@@ -183,6 +184,21 @@ class HarnessFace:
     grade_terms: str = ""  # the report's Methods bullet: what the grade's figures mean (Markdown)
 
 
+def folder_procedure(scripted: ModuleType) -> ScriptedProcedure:
+    """The ``ScriptedProcedure`` of a folder's ``scripted`` module laid out as itemization's: its hooks under the
+    field names of ``ScriptedProcedure`` and ``MessageReading`` (``read_instruction``, ``unreadable``, ``sop_key``,
+    ``read_form``, ``fold_result``, ``read_user``, ``fold_user``, ``decide``), ``INITIAL`` the workflow's keys of
+    the reading and ``VIEW`` its view."""
+
+    def hooks(face: type[Any], **given: Any) -> Any:
+        return face(**{f.name: getattr(scripted, f.name) for f in fields(face) if f.name not in given}, **given)
+
+    procedure: ScriptedProcedure = hooks(
+        ScriptedProcedure, reading=hooks(MessageReading, initial=scripted.INITIAL), view=scripted.VIEW
+    )
+    return procedure
+
+
 def folder_harness(
     module: str,
     *,
@@ -191,7 +207,8 @@ def folder_harness(
     progress_controls: tuple[str, ...] = (),
 ) -> HarnessFace:
     """The ``HarnessFace`` of a folder laid out as itemization's (``HARNESS = folder_harness(__name__, ...)`` in
-    its ``harness`` module, named ``module``). The folder's modules give ``scripted.PROCEDURE``, ``user.USER_CONTEXT`` and ``user.user_context``,
+    its ``harness`` module, named ``module``). The folder's modules give the ``scripted`` procedure (``folder_procedure``),
+    ``user.USER_CONTEXT`` and ``user.user_context``,
     ``facts.SUMMARY_FACTS``, ``failures.FAILURES`` and ``sop.SOP_RULES``, and ``grade_terms.md`` the report's terms
     (if it has one); the name is the folder's."""
     package = module.rpartition(".")[0]
@@ -204,7 +221,7 @@ def folder_harness(
     return HarnessFace(
         name=package.rpartition(".")[2],
         recognizes=recognizes,
-        scripted=part("scripted").PROCEDURE,
+        scripted=folder_procedure(part("scripted")),
         user_context=user.USER_CONTEXT,
         user_context_fields=user.user_context,
         facts=part("facts").SUMMARY_FACTS,

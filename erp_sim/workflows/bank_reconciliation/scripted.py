@@ -30,7 +30,7 @@ from erp_sim import response_keys as K
 from erp_sim.form_index import READ_CACHE_SIZE, FormIndex
 from erp_sim.money import display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
-from erp_sim.workflows.faces import Decision, MessageReading, ScriptedProcedure, Seen
+from erp_sim.workflows.faces import Decision, Seen
 
 _STATEMENT = re.compile(r"\bbank statement (\S+) \([^)]*?, (\d+) lines\b")
 _ACCOUNT = re.compile(r"\breconcile bank account (.+?) \(")
@@ -283,13 +283,4 @@ def _clear(view: ReconciliationView, number: int, line: Line, tab: str | None) -
     return "form_click_control", {"controlName": R.NEW_BUTTON}
 
 
-PROCEDURE = ScriptedProcedure(
-    read_instruction=read_instruction,
-    unreadable=unreadable,
-    sop_key=sop_key,
-    reading=MessageReading(
-        initial=INITIAL, read_form=read_form, fold_result=fold_result, read_user=read_user, fold_user=fold_user
-    ),
-    view=ReconciliationView,
-    decide=decide,
-)
+VIEW = ReconciliationView  # the view of the procedure ``faces.folder_procedure`` builds of this module

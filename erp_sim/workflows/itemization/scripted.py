@@ -2,8 +2,8 @@
 
 What the study's system prompt gave GPT-5 (``prompt``): the procedure and the receipt-wording ->
 subcategory table. The generic scripted agent (``erp_sim.agents.scripted``: the reading cache, the
-recall model, the memory SOP, the call ids) asks ``PROCEDURE`` what a message shows and what to do
-next, over the plain dicts of the visible messages:
+recall model, the memory SOP, the call ids) asks its procedure (``faces.folder_procedure`` of this module)
+what a message shows and what to do next, over the plain dicts of the visible messages:
 
 - it finds the report and line from the instruction and the latest form state;
 - it needs the receipt's charges: from a visible receipt-viewer response, or from the
@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.form_index import PAGE_ROWS, READ_CACHE_SIZE, FormIndex, read_money, row_index
-from erp_sim.workflows.faces import Decision, MessageReading, ScriptedProcedure, Seen
+from erp_sim.workflows.faces import Decision, Seen
 from erp_sim.workflows.itemization.catalog import CATEGORIES, wording_to_subcategory
 
 _REPORT = re.compile(r"\b(EXP-\d{6})\b")
@@ -503,13 +503,4 @@ def _paged_itemization(view: ItemizationView, rows: list[dict[str, Any]], charge
     return _page(grid, K.LOAD_PREVIOUS_PAGE)
 
 
-PROCEDURE = ScriptedProcedure(
-    read_instruction=read_instruction,
-    unreadable=unreadable,
-    sop_key=sop_key,
-    reading=MessageReading(
-        initial=INITIAL, read_form=read_form, fold_result=fold_result, read_user=read_user, fold_user=fold_user
-    ),
-    view=ItemizationView,
-    decide=decide,
-)
+VIEW = ItemizationView  # the view of the procedure ``faces.folder_procedure`` builds of this module

@@ -74,14 +74,8 @@ class Task(TaskModel):
     @property
     def lines(self) -> list[TaskLine]:
         """Every line to itemize, the first (the fields above) first."""
-        first = TaskLine(
-            line_number=self.line_number,
-            merchant=self.merchant,
-            transaction_date=self.transaction_date,
-            header_amount=self.header_amount,
-            document_number=self.document_number,
-            receipt_items=self.receipt_items,
-        )
+        # every field of a TaskLine is one of the task's own (the first line's)
+        first = TaskLine(**{name: getattr(self, name) for name in TaskLine.model_fields})
         return [first, *self.extra_lines]
 
     @property

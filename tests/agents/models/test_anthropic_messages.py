@@ -22,6 +22,8 @@ from erp_sim.agents.models.anthropic_messages import AnthropicMessagesModel, ren
 from erp_sim.agents.models.stable_prefix import with_stable_prefixes
 from erp_sim.agents.types import ContextOverflowError, InfrastructureError, ModelRequestError
 
+FAKE_SERVER = FakeAnthropicServer  # the service of the ``server`` fixture (tests/conftest.py)
+
 TOOL = {
     "type": "function",
     "function": {"name": "lookup", "description": "Look up.", "parameters": {"type": "object", "properties": {}}},
@@ -158,12 +160,6 @@ def test_breakpoints_go_where_the_claim_says_at_most_four():
 def test_a_request_without_a_claim_caches_its_system_prompt():
     body = render_request([SYSTEM, TASK], None)
     assert "cache_control" in body["system"][0] and "cache_control" not in body["messages"][-1]["content"][-1]
-
-
-@pytest.fixture
-def server():
-    with FakeAnthropicServer() as fake:
-        yield fake
 
 
 def model(server, **options):

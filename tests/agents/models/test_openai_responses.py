@@ -18,6 +18,8 @@ from erp_sim.agents.models.openai_responses import OpenAIResponsesModel, render_
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.types import ContextOverflowError, InfrastructureError
 
+FAKE_SERVER = FakeResponsesServer  # the service of the ``server`` fixture (tests/conftest.py)
+
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
 USER = {"role": "user", "content": "hi"}
 CALL = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
@@ -73,12 +75,6 @@ def test_reasoning_must_come_with_its_items():
         issued,
     )
     assert forged and "could not be verified" in forged[1]
-
-
-@pytest.fixture
-def server():
-    with FakeResponsesServer() as fake:
-        yield fake
 
 
 def model(server, **options):

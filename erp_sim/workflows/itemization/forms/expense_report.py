@@ -181,16 +181,14 @@ class ExpenseReportForm(FormDefinition):
         editable = report["status"] == "Draft"
         receipt = ledger.receipt_of_line(session.db, line["id"])
         pending_amount = _edits(form).line_value(line["id"], "amount", None)
+
+        def line_text(name: str, label: str, field: str, data_field: str) -> Control:
+            """A text of the line the user may edit on a Draft report: its pending edit, else its saved value."""
+            return Control(name, label, K.INPUT, self._line_value(form, line, field), editable, data_field=data_field)
+
         controls = [
             Control("TrvExpTrans_CostType", "Expense category", K.INPUT, line["category_id"], data_field="CostType"),
-            Control(
-                "TrvExpTrans_MerchantId",
-                "Merchant",
-                K.INPUT,
-                self._line_value(form, line, "merchant"),
-                editable,
-                data_field="MerchantId",
-            ),
+            line_text("TrvExpTrans_MerchantId", "Merchant", "merchant", "MerchantId"),
             Control("TrvExpTrans_TransDate", "Date", K.DATE_INPUT, line["transaction_date"], data_field="TransDate"),
             Control(
                 "TrvExpTrans_AmountCurr",
@@ -204,14 +202,7 @@ class ExpenseReportForm(FormDefinition):
             ),
             Control("TrvExpTrans_CurrencyCode", "Currency", K.INPUT, line["currency"], data_field="CurrencyCode"),
             Control("TrvExpTrans_LineType", "Line type", K.COMBOBOX, line["line_type"], data_field="LineType"),
-            Control(
-                "TrvExpTrans_Txt2",
-                "Description",
-                K.INPUT,
-                self._line_value(form, line, "description"),
-                editable,
-                data_field="Txt2",
-            ),
+            line_text("TrvExpTrans_Txt2", "Description", "description", "Txt2"),
             Control(
                 "TrvExpTrans_ReceiptAttached",
                 "Receipt attached",
