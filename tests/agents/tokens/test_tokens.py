@@ -276,4 +276,7 @@ def test_a_long_summary_is_tokenized_again_only_where_it_changed():
     lines[200] = "  200. 2026-07-01 | Room tax | 13.37"
     edited = "\n".join(lines)
     assert counter.count_text(edited) == encoder.count(edited)
-    assert sum(tokenized) < len(edited) / 10
+    # Chunks end before lines whose str hash (salted per process) is 0 mod 8: the edit re-tokenizes the chunk
+    # holding it (and the next, if the edited line's hash moved a boundary), 8 lines on average; over 40 of the
+    # 400 lines in about one process in 40 (a bound of a tenth failed there), over 100 in about one in a million.
+    assert len(tokenized) <= 2 and sum(tokenized) < len(edited) / 4
