@@ -63,9 +63,9 @@ DEFAULT_CONNECT_RATE = 100.0
 DEFAULT_READ_RATE = 1 << 20
 IDLE_CLOSE, CAPACITY_CLOSE = 1001, 1013  # going away; try again later
 # openenv-core builds a fresh environment for every HTTP request but /health (its stateless routes): while a
-# WebSocket session is open, those take turns, and after each the next waits 9x as long as it took, so a flood
-# of them (a /reset costs about 2.5 ms: some 40 a second get through) has at most a tenth of the server's
-# time, and the sessions, the training path, the rest
+# WebSocket session is open, those take turns, and after each the next waits 9x as long as it took, so however
+# long one takes, they have at most a tenth of the server's time, and the sessions, the training path, the rest
+# (HTTP_RATE below bounds how many come in at all: a /reset costs about 2.5 ms, so ten a second take a fortieth)
 HTTP_SHARE = 0.1
 # HTTP requests a second (beyond a burst as many) while a WebSocket session is open: the stateless routes are
 # for trying the env out, not for training; a /reset holds the interpreter about 2.5 ms and a body refused for
