@@ -121,23 +121,24 @@ def test_last_n_summary_folds_incrementally_what_a_fresh_policy_folds_at_once():
     steps = [step(f"c{i}", f"result {i}: total {i}.00") for i in range(1, 14)]
     steps[6] = step("c7", "Error: the form TrvItemization is not open")
     messages = transcript(*steps)
-    live = wrap(RecordingAgent(), spec)
+    live_agent = RecordingAgent()
+    live = wrap(live_agent, spec)
 
     def same_as_fresh(history: list) -> int:
-        fresh = wrap(RecordingAgent(), spec)
-        fresh.act(list(history), [])
+        fresh_agent = RecordingAgent()
+        wrap(fresh_agent, spec).act(list(history), [])
         live_step = live.act(list(history), [])
-        assert live.unwrapped.shown[-1] == fresh.unwrapped.shown[-1]
+        assert live_agent.shown[-1] == fresh_agent.shown[-1]
         return live_step.summarizer_calls
 
     for end in range(4, len(messages) - 1, 2):  # unit by unit, the last step held back
         same_as_fresh(messages[:end])
-    shown = live.unwrapped.shown[-1]
+    shown = live_agent.shown[-1]
     assert "<EARLIER_STEPS_SUMMARY>" in shown[2]["content"] and "Seen: Error: the form" in shown[2]["content"]
     edited = list(messages[:-2])
     edited[9] = {**edited[9], "content": "result 4: total 40.00"}  # c4, in the second of five batches
     assert same_as_fresh(edited) == 4  # batches 2 to 5 again, not the first
-    assert "total 40.00" in live.unwrapped.shown[-1][2]["content"]
+    assert "total 40.00" in live_agent.shown[-1][2]["content"]
     assert same_as_fresh([*edited, *messages[-2:]]) == 0  # c12 is now pending: nothing to fold
     assert same_as_fresh([*edited, *messages[-2:], *step("c14", "result 14")]) == 1
 
