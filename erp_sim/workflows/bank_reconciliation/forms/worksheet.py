@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from erp_sim import response_keys as K
@@ -53,25 +54,43 @@ def _input(form: OpenForm) -> WorksheetInput:
     return form.edits(WorksheetInput)
 
 
-def _open_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
+def _grids(session: FormHost, form: OpenForm) -> _Grids:
     rec = reconciliation(session, form)
-    return session.cached_read(f"bank/{rec['id']}/open-lines", lambda: rules.open_lines(session.db, rec))
+    return session.cached_read(_grids_key(rec["id"]), lambda: _read_grids(session.db, rec))
 
 
-def _open_transactions(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
-    rec = reconciliation(session, form)
-    return session.cached_read(f"bank/{rec['id']}/open-transactions", lambda: rules.open_transactions(session.db, rec))
+def _grids_key(rec_id: int) -> str:
+    return f"bank/{rec_id}/grids"
 
 
-def _items(session: FormHost, form: OpenForm) -> list[rules.MatchItem]:
+def _read_grids(db: sqlite3.Connection, rec: sqlite3.Row) -> _Grids:
+    return _Grids(
+        _STATEMENT_GRID.records(rules.open_lines(db, rec)),
+        _TRANSACTION_GRID.records(rules.open_transactions(db, rec)),
+        _MATCHED_GRID.records(rules.match_items(db, rec["id"])),
+    )
+
+
+def _after_match(session: FormHost, form: OpenForm, before: _Grids, lines: list[int], transactions: list[int]) -> None:
+    """The grids after the worksheet's own Match or Mark as new, kept for the version it wrote: ``before`` (read at
+    the version just before the write) without the lines and transactions it matched and with the items of the
+    matches it made, which come last (match RecIds only grow). A click then costs what it changed, not a new
+    read of the statement and every row's values; a write elsewhere moves the version and the grids are read."""
     rec_id = form.context["rec_id"]
-    return session.cached_read(f"bank/{rec_id}/items", lambda: rules.match_items(session.db, rec_id))
+    last = before.items.records[-1].match_rec_id if before.items.records else 0
+    session.cached_read(
+        _grids_key(rec_id),
+        lambda: _Grids(
+            before.lines.without(set(lines)),
+            before.transactions.without(set(transactions)),
+            before.items.plus(_MATCHED_GRID, rules.match_items(session.db, rec_id, after=last)),
+        ),
+    )
 
 
-def _marked(form: OpenForm, grid: str, rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
-    """The grid's marked rows among ``rows`` (its current rows), in grid order."""
-    marked = form.grid_state(grid).marked
-    return [row for row in rows if row["id"] in marked]
+def _marked(form: OpenForm, grid: str, records: GridRecords) -> list[Any]:
+    """The grid's marked records among ``records`` (its current ones), in grid order."""
+    return records.marked(form.grid_state(grid).marked)
 
 
 def _total(rows: list[sqlite3.Row]) -> Decimal:
@@ -89,6 +108,44 @@ def _item_record(item: rules.MatchItem) -> sqlite3.Row:
 
 
 @dataclass(frozen=True)
+class GridRecords:
+    """One grid's records at one database version, in grid order, and its rows: a row's values are made when a
+    response first reads them (a page reads 25, a filter every row's) and kept with the row from then on."""
+
+    records: list[Any]
+    rows: list[GridRow]
+
+    @cached_property
+    def position(self) -> dict[Any, int]:
+        """Each row's index by its key."""
+        return {row.key: index for index, row in enumerate(self.rows)}
+
+    def marked(self, keys: set[Any]) -> list[Any]:
+        """The records of the rows ``keys`` marks that are in the grid, in grid order."""
+        if not keys:
+            return []
+        position = self.position
+        return [self.records[index] for index in sorted(position[key] for key in keys if key in position)]
+
+    def without(self, keys: set[Any]) -> GridRecords:
+        kept = [index for index, row in enumerate(self.rows) if row.key not in keys]
+        return GridRecords([self.records[i] for i in kept], [self.rows[i] for i in kept])
+
+    def plus(self, spec: GridSpec, records: list[Any]) -> GridRecords:
+        added = spec.records(records)
+        return GridRecords([*self.records, *added.records], [*self.rows, *added.rows])
+
+
+@dataclass(frozen=True)
+class _Grids:
+    """What the worksheet's three grids show at one database version."""
+
+    lines: GridRecords  # the statement's open lines
+    transactions: GridRecords  # the account's open bank transactions
+    items: GridRecords  # the matched items
+
+
+@dataclass(frozen=True)
 class GridSpec:
     """A worksheet grid: its name and label, and per column (name, label, data type, the record's value)."""
 
@@ -97,14 +154,17 @@ class GridSpec:
     columns: tuple[tuple[str, str, str, Callable[[Any], str]], ...]
     key: Callable[[Any], int] = lambda record: int(record["id"])
 
-    def grid(self, session: FormHost, rec_id: int, records: list[Any]) -> Grid:
-        # rows are built once per database version (a 400-line statement's grids hold some 1,700), the grid at
-        # every render
-        rows = session.cached_read(
-            f"bank/{rec_id}/rows/{self.name}",
-            lambda: [GridRow(self.key(r), {name: value(r) for name, _, _, value in self.columns}) for r in records],
+    def values(self, record: Any) -> dict[str, str]:
+        return {name: value(record) for name, _, _, value in self.columns}
+
+    def records(self, records: list[Any]) -> GridRecords:
+        values = self.values
+        return GridRecords(records, [GridRow(self.key(r), values_of=values, source=r) for r in records])
+
+    def grid(self, records: GridRecords) -> Grid:
+        return Grid(
+            self.name, self.label, [Column(name, label, kind) for name, label, kind, _ in self.columns], records.rows
         )
-        return Grid(self.name, self.label, [Column(name, label, kind) for name, label, kind, _ in self.columns], rows)
 
 
 _STATEMENT_GRID = GridSpec(
@@ -177,9 +237,9 @@ class Worksheet(FormDefinition):
         return f"Bank reconciliation worksheet - {rec['account_id']} {statement(session, form)['statement_id']}"
 
     def summary(self, session: FormHost, form: OpenForm) -> str:
-        figures = summary(session, form)
-        lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-        transactions = _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form))
+        figures, grids = summary(session, form), _grids(session, form)
+        lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+        transactions = _marked(form, R.TRANSACTION_GRID, grids.transactions)
         return (
             f"Statement {statement(session, form)['statement_id']}: {figures.line_count} line(s), "
             f"{figures.open_line_count} open; unreconciled difference {display_money(figures.difference)}. Marked: "
@@ -190,9 +250,9 @@ class Worksheet(FormDefinition):
     # --- what the form shows ---
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rec, stmt = reconciliation(session, form), statement(session, form)
-        lines, transactions = _open_lines(session, form), _open_transactions(session, form)
-        marked_lines = _total(_marked(form, R.STATEMENT_GRID, lines))
-        marked_transactions = _total(_marked(form, R.TRANSACTION_GRID, transactions))
+        grids = _grids(session, form)
+        marked_lines = _total(_marked(form, R.STATEMENT_GRID, grids.lines))
+        marked_transactions = _total(_marked(form, R.TRANSACTION_GRID, grids.transactions))
         account = _input(form).offset_account
         header = [
             Control("Worksheet_AccountId", "Bank account", K.INPUT, rec["account_id"]),
@@ -228,20 +288,20 @@ class Worksheet(FormDefinition):
             Section("WorksheetTotalsGroup", "Totals", controls=figure_controls(session, form, "Worksheet", brief=True)),
             Section("MarkedGroup", "Marked rows", controls=marked),
         ]
-        grids: list[tuple[str, str, list[Any], GridSpec]] = [
-            (R.STATEMENT_TAB, "Bank statement lines", lines, _STATEMENT_GRID),
-            (R.TRANSACTION_TAB, "Bank transactions", transactions, _TRANSACTION_GRID),
-            (R.MATCHED_TAB, "Matched", _items(session, form), _MATCHED_GRID),
+        pages: list[tuple[str, str, GridRecords, GridSpec]] = [
+            (R.STATEMENT_TAB, "Bank statement lines", grids.lines, _STATEMENT_GRID),
+            (R.TRANSACTION_TAB, "Bank transactions", grids.transactions, _TRANSACTION_GRID),
+            (R.MATCHED_TAB, "Matched", grids.items, _MATCHED_GRID),
         ]
         return sections + [
-            Section(tab, label, K.TAB_PAGE, grids=[spec.grid(session, rec["id"], records)])
-            for tab, label, records, spec in grids
+            Section(tab, label, K.TAB_PAGE, grids=[spec.grid(records)]) for tab, label, records, spec in pages
         ]
 
     def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         reconciled = bool(reconciliation(session, form)["reconciled"])
-        lines = bool(_marked(form, R.STATEMENT_GRID, _open_lines(session, form)))
-        transactions = bool(_marked(form, R.TRANSACTION_GRID, _open_transactions(session, form)))
+        grids = _grids(session, form)
+        lines = bool(_marked(form, R.STATEMENT_GRID, grids.lines))
+        transactions = bool(_marked(form, R.TRANSACTION_GRID, grids.transactions))
         matched = form.grid_state(R.MATCHED_GRID)
         done = "the reconciliation is already marked as reconciled."
         return [
@@ -284,10 +344,13 @@ class Worksheet(FormDefinition):
     def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         key = button.lower()
         rec_id = form.context["rec_id"]
+        grids = _grids(session, form)
         if key == R.MATCH_BUTTON.lower():
-            lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-            transactions = _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form))
-            match_id = rules.match(session.db, rec_id, [r["id"] for r in lines], [r["id"] for r in transactions])
+            lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+            transactions = _marked(form, R.TRANSACTION_GRID, grids.transactions)
+            line_ids, transaction_ids = [r["id"] for r in lines], [r["id"] for r in transactions]
+            match_id = rules.match(session.db, rec_id, line_ids, transaction_ids)
+            _after_match(session, form, grids, line_ids, transaction_ids)
             self._clear(form, R.STATEMENT_GRID, R.TRANSACTION_GRID)
             numbers = ", ".join(str(line["line_number"]) for line in lines)
             return (
@@ -300,13 +363,15 @@ class Worksheet(FormDefinition):
                 raise FormStateError(
                     f"Set {R.OFFSET_ACCOUNT} first: the ledger account to post to (form_open_lookup lists them)."
                 )
-            if _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form)):
+            if _marked(form, R.TRANSACTION_GRID, grids.transactions):
                 raise FormStateError(
                     f"Mark as new posts statement lines that have no bank transaction: unmark the rows of "
                     f"{R.TRANSACTION_GRID} first (or click {R.MATCH_BUTTON} to match them)."
                 )
-            lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-            posted = rules.mark_as_new(session.db, rec_id, [r["id"] for r in lines], MAIN_ACCOUNT_BY_ID[account])
+            lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+            line_ids = [r["id"] for r in lines]
+            posted = rules.mark_as_new(session.db, rec_id, line_ids, MAIN_ACCOUNT_BY_ID[account])
+            _after_match(session, form, grids, line_ids, [])  # the posted transactions are matched at once: not open
             self._clear(form, R.STATEMENT_GRID)
             return " ".join(
                 f"Statement line {line['line_number']} was posted as {number} to {MAIN_ACCOUNT_BY_ID[account].label} "
@@ -316,7 +381,7 @@ class Worksheet(FormDefinition):
         if key == R.UNMATCH_BUTTON.lower():
             state = form.grid_state(R.MATCHED_GRID)
             chosen = state.marked or ({state.selected_key} if state.selected_key is not None else set())
-            matches = sorted({item.match_rec_id for item in _items(session, form) if item.item_id in chosen})
+            matches = sorted({item.match_rec_id for item in grids.items.marked(chosen)})
             if not matches:
                 raise FormStateError(f"Select or mark a row of {R.MATCHED_GRID} first (form_select_grid_row).")
             results = self._unmatch(session, rec_id, matches)
@@ -347,22 +412,19 @@ class Worksheet(FormDefinition):
 
     def reconcile(self, session: FormHost, form: OpenForm) -> None:
         """Drop marks and selections of rows that are no longer in their grid (matched or unmatched elsewhere)."""
-        rec_id = form.context["rec_id"]
-        current = session.cached_read(
-            f"bank/{rec_id}/row-keys",
-            lambda: {
-                R.STATEMENT_GRID: {row["id"] for row in _open_lines(session, form)},
-                R.TRANSACTION_GRID: {row["id"] for row in _open_transactions(session, form)},
-                R.MATCHED_GRID: {item.item_id for item in _items(session, form)},
-            },
-        )
-        dropped = 0
-        for grid, keys in current.items():
+        grids, dropped = _grids(session, form), 0
+        for grid, records in (
+            (R.STATEMENT_GRID, grids.lines),
+            (R.TRANSACTION_GRID, grids.transactions),
+            (R.MATCHED_GRID, grids.items),
+        ):
             state = form.grid_state(grid)
-            gone = state.marked - keys
+            if not state.marked and state.selected_key is None:
+                continue  # nothing to drop: the grid's keys are not needed
+            gone = {key for key in state.marked if key not in records.position}
             dropped += len(gone)
             state.marked -= gone
-            if state.selected_key is not None and state.selected_key not in keys:
+            if state.selected_key is not None and state.selected_key not in records.position:
                 state.selected_key = None
         if dropped:
             session.add_message(
