@@ -24,6 +24,7 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bpe_openai import get_encoding
 
@@ -49,7 +50,7 @@ def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default", only:
     Then each clicked button's CPU by size and the episodes' last / first 20% of calls (``horizon_ratios``).
     ``only``: the sizes to run (default every size of the set)."""
     encoding = get_encoding("o200k_base")
-    groups: dict[tuple[int, str], dict[str, list]] = {}
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
     sizes = {row.task_id: row.size for row in task_rows(task_set)}
     for task in load_task_set(task_set):
         if only and sizes[task.task_id] not in only:
@@ -93,7 +94,7 @@ def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default", only:
     horizon_ratios(groups)
 
 
-def horizon_ratios(groups: dict[tuple[int, str], dict[str, list]]) -> None:
+def horizon_ratios(groups: dict[tuple[int, str], dict[str, Any]]) -> None:
     """Each clicked button's median CPU by size, the episodes' last / first 20% of calls (median over tasks and
     repeats), and the largest size against the smallest, beside issue 40's targets."""
     cells = sorted(groups)
@@ -117,7 +118,7 @@ def horizon_ratios(groups: dict[tuple[int, str], dict[str, list]]) -> None:
             )
 
 
-def overflow_point(groups: dict[tuple[int, str], dict[str, list]]) -> str:
+def overflow_point(groups: dict[tuple[int, str], dict[str, Any]]) -> str:
     """The task size at which the oracle's episode tokens (median by size) pass the window, interpolated
     linearly between the two sizes either side of it."""
     by_size: dict[int, list[int]] = {}
