@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import NoReturn
 
@@ -184,6 +184,15 @@ class ReconciliationSummary:
     def complete(self) -> bool:
         """The rule: every line matched (or posted as new), difference exactly 0.00, and marked reconciled."""
         return self.ready and self.reconciled
+
+    def after_match(self, lines: int, match_type: str, amounts: Sequence[sqlite3.Row]) -> ReconciliationSummary:
+        """The figures ``summary`` reads after one ``match`` (``match_type`` Match) or ``mark_as_new`` (New) of
+        ``lines`` statement lines, whose bank transactions are ``amounts`` (the posted ones carry their lines'
+        amounts): found from these without reading the reconciliation's other matches, amounts summed in cents
+        as ``summary`` sums them."""
+        field = "matched_amount" if match_type == "Match" else "posted_amount"
+        cents = int(getattr(self, field) * 100) + sum(int(Decimal(row["amount"]) * 100) for row in amounts)
+        return replace(self, open_line_count=self.open_line_count - lines, **{field: Decimal(cents) / 100})
 
     def problems(self) -> list[str]:
         """What keeps the reconciliation from being marked reconciled, as sentences."""

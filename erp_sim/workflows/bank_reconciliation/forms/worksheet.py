@@ -33,7 +33,13 @@ from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
 from erp_sim.workflows.bank_reconciliation import rules
 from erp_sim.workflows.bank_reconciliation.catalog import MAIN_ACCOUNT_BY_ID, POSTING_ACCOUNTS
-from erp_sim.workflows.bank_reconciliation.forms.figures import figure_controls, reconciliation, statement, summary
+from erp_sim.workflows.bank_reconciliation.forms.figures import (
+    figure_controls,
+    keep_summary,
+    reconciliation,
+    statement,
+    summary,
+)
 
 
 @dataclass
@@ -71,20 +77,32 @@ def _read_grids(db: sqlite3.Connection, rec: sqlite3.Row) -> _Grids:
     )
 
 
-def _after_match(session: FormHost, form: OpenForm, before: _Grids, lines: list[int], transactions: list[int]) -> None:
-    """The grids after the worksheet's own Match or Mark as new, kept for the version it wrote: ``before`` (read at
-    the version just before the write) without the lines and transactions it matched and with the items of the
-    matches it made, which come last (match RecIds only grow). A click then costs what it changed, not a new
-    read of the statement and every row's values; a write elsewhere moves the version and the grids are read."""
+def _after_match(
+    session: FormHost,
+    form: OpenForm,
+    before: tuple[_Grids, rules.ReconciliationSummary],
+    lines: list[sqlite3.Row],
+    transactions: list[sqlite3.Row],
+    match_type: str,
+) -> None:
+    """The grids and figures after the worksheet's own Match or Mark as new (``match_type`` Match or New), kept for
+    the version it wrote: ``before`` (read at the version just before the write) without the lines and
+    transactions it matched and with the items of the matches it made, which come last (match RecIds only grow).
+    A click then costs what it changed, not a new read of the statement, its sums and every row's values; a
+    write elsewhere moves the version and all is read again."""
     rec_id = form.context["rec_id"]
-    last = before.items.records[-1].match_rec_id if before.items.records else 0
+    grids, figures = before
+    last = grids.items.records[-1].match_rec_id if grids.items.records else 0
     session.cached_read(
         _grids_key(rec_id),
         lambda: _Grids(
-            before.lines.without(set(lines)),
-            before.transactions.without(set(transactions)),
-            before.items.plus(_MATCHED_GRID, rules.match_items(session.db, rec_id, after=last)),
+            grids.lines.without({line["id"] for line in lines}),
+            grids.transactions.without({row["id"] for row in transactions}),
+            grids.items.plus(_MATCHED_GRID, rules.match_items(session.db, rec_id, after=last)),
         ),
+    )
+    keep_summary(
+        session, form, figures.after_match(len(lines), match_type, transactions if match_type == "Match" else lines)
     )
 
 
@@ -344,13 +362,13 @@ class Worksheet(FormDefinition):
     def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         key = button.lower()
         rec_id = form.context["rec_id"]
-        grids = _grids(session, form)
+        grids, figures = _grids(session, form), summary(session, form)  # as before a write
         if key == R.MATCH_BUTTON.lower():
             lines = _marked(form, R.STATEMENT_GRID, grids.lines)
             transactions = _marked(form, R.TRANSACTION_GRID, grids.transactions)
             line_ids, transaction_ids = [r["id"] for r in lines], [r["id"] for r in transactions]
             match_id = rules.match(session.db, rec_id, line_ids, transaction_ids)
-            _after_match(session, form, grids, line_ids, transaction_ids)
+            _after_match(session, form, (grids, figures), lines, transactions, "Match")
             self._clear(form, R.STATEMENT_GRID, R.TRANSACTION_GRID)
             numbers = ", ".join(str(line["line_number"]) for line in lines)
             return (
@@ -371,7 +389,7 @@ class Worksheet(FormDefinition):
             lines = _marked(form, R.STATEMENT_GRID, grids.lines)
             line_ids = [r["id"] for r in lines]
             posted = rules.mark_as_new(session.db, rec_id, line_ids, MAIN_ACCOUNT_BY_ID[account])
-            _after_match(session, form, grids, line_ids, [])  # the posted transactions are matched at once: not open
+            _after_match(session, form, (grids, figures), lines, [], "New")  # what it posts is matched: not open
             self._clear(form, R.STATEMENT_GRID)
             return " ".join(
                 f"Statement line {line['line_number']} was posted as {number} to {MAIN_ACCOUNT_BY_ID[account].label} "
