@@ -78,10 +78,6 @@ _OPEN_TRANSACTIONS = (
 )
 
 
-def _among(ids: Sequence[int]) -> str:
-    return f" AND id IN ({', '.join('?' * len(ids))})"
-
-
 def open_lines(db: sqlite3.Connection, rec: sqlite3.Row) -> list[sqlite3.Row]:
     """The statement's lines no match of the reconciliation holds, in line order."""
     return db.execute(f"{_OPEN_LINES} ORDER BY line_number, id", (rec["statement_id"], rec["id"])).fetchall()
@@ -94,15 +90,30 @@ def open_transactions(db: sqlite3.Connection, rec: sqlite3.Row) -> list[sqlite3.
     ).fetchall()
 
 
+def _not_matched(column: str) -> str:
+    """SQL that the row ``x`` is in no match of the reconciliation (its RecId the one parameter) as ``column``: a
+    lookup in the items' index on ``column``, whatever the number of matches."""
+    return (
+        "NOT EXISTS (SELECT 1 FROM bank_reconciliation_match_item i JOIN bank_reconciliation_match m ON m.id = i.match_id "
+        f"WHERE i.{column} = x.id AND m.reconciliation_id = ?)"
+    )
+
+
 def _open_lines_among(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
     """Those of ``ids`` that are open lines (``open_lines``), read without the rest of the statement."""
-    return db.execute(_OPEN_LINES + _among(ids), (rec["statement_id"], rec["id"], *ids)).fetchall()
+    return db.execute(
+        f"SELECT * FROM bank_statement_line x WHERE id IN ({', '.join('?' * len(ids))}) AND statement_id = ? "
+        f"AND {_not_matched('statement_line_id')}",
+        (*ids, rec["statement_id"], rec["id"]),
+    ).fetchall()
 
 
 def _open_transactions_among(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
     """Those of ``ids`` that are open bank transactions (``open_transactions``), read without the others."""
     return db.execute(
-        _OPEN_TRANSACTIONS + _among(ids), (rec["account_id"], rec["cut_off_date"], rec["id"], *ids)
+        f"SELECT * FROM bank_transaction x WHERE id IN ({', '.join('?' * len(ids))}) AND account_id = ? "
+        f"AND reconciled = 0 AND trans_date <= ? AND {_not_matched('bank_transaction_id')}",
+        (*ids, rec["account_id"], rec["cut_off_date"], rec["id"]),
     ).fetchall()
 
 
