@@ -201,9 +201,13 @@ class ReconciliationSummary:
         ``lines`` statement lines, whose bank transactions are ``amounts`` (the posted ones carry their lines'
         amounts): found from these without reading the reconciliation's other matches, amounts summed in cents
         as ``summary`` sums them."""
-        field = "matched_amount" if match_type == "Match" else "posted_amount"
-        cents = int(getattr(self, field) * 100) + sum(int(Decimal(row["amount"]) * 100) for row in amounts)
-        return replace(self, open_line_count=self.open_line_count - lines, **{field: Decimal(cents) / 100})
+        added = sum(int(Decimal(row["amount"]) * 100) for row in amounts)
+        matched, posted = self.matched_amount, self.posted_amount
+        if match_type == "Match":
+            matched = Decimal(int(matched * 100) + added) / 100
+        else:
+            posted = Decimal(int(posted * 100) + added) / 100
+        return replace(self, matched_amount=matched, posted_amount=posted, open_line_count=self.open_line_count - lines)
 
     def problems(self) -> list[str]:
         """What keeps the reconciliation from being marked reconciled, as sentences."""

@@ -19,8 +19,8 @@ unmatched meanwhile are dropped, with a warning, the next time the form is shown
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
 from typing import Any
@@ -28,7 +28,18 @@ from typing import Any
 from erp_sim import response_keys as K
 from erp_sim.database import transaction
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Button,
+    Column,
+    Control,
+    FormDefinition,
+    FormHost,
+    Grid,
+    GridRow,
+    OpenForm,
+    Section,
+    filter_rows,
+)
 from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
 from erp_sim.workflows.bank_reconciliation import rules
@@ -125,6 +136,9 @@ def _item_record(item: rules.MatchItem) -> sqlite3.Row:
     return record
 
 
+_VIEWS = 4  # filtered views a grid keeps
+
+
 @dataclass(frozen=True)
 class GridRecords:
     """One grid's records at one database version, in grid order, and its rows: a row's values are made when a
@@ -132,6 +146,8 @@ class GridRecords:
 
     records: list[Any]
     rows: list[GridRow]
+    # the rows column filters find, by the filters (the last few): a filtered grid is rendered at every call
+    views: dict[tuple[tuple[str, str], ...], list[GridRow]] = field(default_factory=dict, compare=False)
 
     @cached_property
     def position(self) -> dict[Any, int]:
@@ -145,9 +161,26 @@ class GridRecords:
         position = self.position
         return [self.records[index] for index in sorted(position[key] for key in keys if key in position)]
 
+    def filtered(self, grid: Grid, filters: dict[str, str]) -> list[GridRow]:
+        """``filter_rows`` of the rows, kept for these filters."""
+        key = tuple(filters.items())
+        view = self.views.get(key)
+        if view is None:
+            if len(self.views) >= _VIEWS:
+                del self.views[next(iter(self.views))]
+            view = self.views[key] = list(filter_rows(grid, self.rows, filters))
+        return view
+
     def without(self, keys: set[Any]) -> GridRecords:
-        kept = [index for index, row in enumerate(self.rows) if row.key not in keys]
-        return GridRecords([self.records[i] for i in kept], [self.rows[i] for i in kept])
+        """The grid once the rows of ``keys`` left it, its views too: list slices between them, not a pass
+        over every row."""
+        position, records, rows, start = self.position, [], [], 0
+        for cut in sorted(position[key] for key in keys if key in position):
+            records += self.records[start:cut]
+            rows += self.rows[start:cut]
+            start = cut + 1
+        views = {key: [row for row in view if row.key not in keys] for key, view in self.views.items()}
+        return GridRecords([*records, *self.records[start:]], [*rows, *self.rows[start:]], views)
 
     def plus(self, spec: GridSpec, records: list[Any]) -> GridRecords:
         added = spec.records(records)
@@ -179,10 +212,16 @@ class GridSpec:
         values = self.values
         return GridRecords(records, [GridRow(self.key(r), values_of=values, source=r) for r in records])
 
-    def grid(self, records: GridRecords) -> Grid:
-        return Grid(
-            self.name, self.label, [Column(name, label, kind) for name, label, kind, _ in self.columns], records.rows
-        )
+    def grid(self, records: GridRecords) -> RecordsGrid:
+        columns = [Column(name, label, kind) for name, label, kind, _ in self.columns]
+        return RecordsGrid(self.name, self.label, columns, records.rows, records)
+
+
+@dataclass
+class RecordsGrid(Grid):
+    """A worksheet grid with the records its rows show (``Worksheet.view`` filters through them)."""
+
+    records: GridRecords
 
 
 _STATEMENT_GRID = GridSpec(
@@ -417,6 +456,15 @@ class Worksheet(FormDefinition):
         for grid in grids:
             state = form.grid_state(grid)
             state.marked, state.selected_key = set(), None
+
+    def view(self, form: OpenForm, grid: Grid) -> Sequence[GridRow]:
+        """A filtered grid's rows from the view its records keep (``GridRecords.filtered``), unless a sort or the
+        quick filter (form_filter_form) rearranges them as well."""
+        state = form.grid_state(grid.name)
+        quick = form.quick_filter and grid.name == self.primary_grid
+        if isinstance(grid, RecordsGrid) and state.filters and not state.sort and not quick:
+            return grid.records.filtered(grid, state.filters)
+        return super().view(form, grid)
 
     def toggle_section(self, session: FormHost, form: OpenForm, name: str, action: str) -> str:
         """As a D365 Tab: opening one tab page closes the others."""
