@@ -34,10 +34,19 @@ from erp_sim import workflows
 from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.faults import FaultProfile
 from erp_sim.task_sets import get_task, load_task_set
+from erp_sim.tool_registry import TOOLS
 from erp_sim.verbosity import Verbosity, checked_verbosity
 from erp_sim.workflow_task import WorkflowTask
 
 logger = logging.getLogger("erp_sim.mcp")
+
+# Where a call runs (``CallPlacement``): a worker thread keeps a slow call (a SQL statement may run up to its CPU
+# limit, a bank match takes 12 ms) from stalling other sessions, but under load the hop costs more than most calls:
+# with 64 HTTP sessions the worker waits for the GIL behind the event loop, 1.3 ms of server CPU per call against 1.1
+# inline (scripts/bench_mcp_http.py). So a tool whose calls have all been quick runs on the event loop.
+INLINE_LIMIT_S = 0.002  # a call under this may run on the event loop (ERP calls take 0.07-0.14 ms)
+INLINE_AFTER = 5  # quick calls of a tool, on a worker thread, before its calls run on the event loop
+NEVER_INLINE = frozenset({"data_find_entities_sql"})  # its cost is the client's query's, up to the SQL CPU limit
 
 FINISHED_KEPT = 1024  # grades of closed episodes kept for evaluators (oldest dropped first)
 DEFAULT_MAX_EPISODES = 512  # ~130 KB each when idle
@@ -126,11 +135,42 @@ class Episode:
         }
 
 
+class CallPlacement:
+    """Which tools' calls run on the event loop rather than a worker thread: a registry tool whose first
+    ``INLINE_AFTER`` calls, and every one since, took under ``INLINE_LIMIT_S`` (CPU time on the worker, wall
+    time on the loop). One slower call sends the tool back to worker threads for good, so whatever clients send,
+    the loop is held by at most one slow call per tool, and never by ``NEVER_INLINE``'s."""
+
+    def __init__(self) -> None:
+        self.quick: Counter[str] = Counter()  # quick calls of each tool not yet found slow
+        self.slow: set[str] = set(NEVER_INLINE)
+
+    def inline(self, name: str) -> bool:
+        return self.quick[name] >= INLINE_AFTER and name not in self.slow
+
+    def note(self, name: str, seconds: float) -> None:
+        if name not in TOOLS or name in self.slow:  # unknown names: any client's strings, never counted
+            return
+        if seconds < INLINE_LIMIT_S:
+            self.quick[name] += 1
+        else:
+            self.slow.add(name)
+            logger.info("%s took %.1f ms: its calls run on worker threads from now on", name, seconds * 1000)
+
+
+def _timed_call(session: ErpSession, name: str, arguments: Any) -> tuple[ToolResponse, float]:
+    """``session.call`` on a worker thread, with the CPU time it took there (not the GIL waits)."""
+    started = time.thread_time()
+    response = session.call(name, arguments)
+    return response, time.thread_time() - started
+
+
 class EpisodeStore:
     """All episodes of one server.
 
-    Bookkeeping runs on the server's event loop; the ERP work of a call runs on a worker thread,
-    under the episode's lock, so a slow call delays only later calls of its own episode.
+    Bookkeeping runs on the server's event loop; the ERP work of a call runs under the episode's lock, on a
+    worker thread unless its tool has proven quick (``CallPlacement``), so a slow call delays only later calls
+    of its own episode.
     """
 
     def __init__(
@@ -177,6 +217,7 @@ class EpisodeStore:
         self.opened = 0
         self._cycled = 0  # sessions that got the next task of the cycle
         self._per_task: Counter[str] = Counter()
+        self.placement = CallPlacement()
 
     # --- episodes ---
     def episode(
@@ -244,14 +285,20 @@ class EpisodeStore:
                 return handle
 
     async def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
-        """``ErpSession.call`` off the event loop, in order per episode, plus bookkeeping: idle clock,
-        call count, and the grade file after each change."""
+        """``ErpSession.call`` in order per episode (off the event loop unless its tool is quick), plus
+        bookkeeping: idle clock, call count, and the grade file after each change."""
         async with episode.lock:
             if self.active.get(episode.key) is not episode:
                 raise EpisodeError(self.expired_keys.get(episode.key) or ended(episode.id, CLOSED_BY_EVALUATOR))
             episode.last_used = time.monotonic()
             episode.calls += 1
-            response = await anyio.to_thread.run_sync(episode.session.call, name, arguments)
+            if self.placement.inline(name):
+                started = time.perf_counter()
+                response = episode.session.call(name, arguments)
+                seconds = time.perf_counter() - started
+            else:
+                response, seconds = await anyio.to_thread.run_sync(_timed_call, episode.session, name, arguments)
+            self.placement.note(name, seconds)
             if self.grade_file and not response.is_error and not response.read_only:
                 await anyio.to_thread.run_sync(self._regrade, episode)
             episode.last_used = time.monotonic()
