@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import secrets
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -41,11 +42,12 @@ from erp_sim.workflow_task import WorkflowTask
 logger = logging.getLogger("erp_sim.mcp")
 
 # Where a call runs (``CallPlacement``): a worker thread keeps a slow call (a SQL statement may run up to its CPU
-# limit, a bank match takes 12 ms) from stalling other sessions, but under load the hop costs more than most calls:
-# with 64 HTTP sessions the worker waits for the GIL behind the event loop, 1.3 ms of server CPU per call against 1.1
-# inline (scripts/bench_mcp_http.py). So a tool whose calls have all been quick runs on the event loop.
-INLINE_LIMIT_S = 0.002  # a call under this may run on the event loop (ERP calls take 0.07-0.14 ms)
-INLINE_AFTER = 5  # quick calls of a tool, on a worker thread, before its calls run on the event loop
+# limit) from stalling other sessions, but under load the hop costs more than most calls: with 64 HTTP sessions the
+# worker waits for the GIL behind the event loop, 1.3 ms of server CPU per call against 1.1 inline
+# (scripts/bench_mcp_http.py). And a call in Python that holds the GIL for less than the interpreter's switch
+# interval (5 ms) holds the loop as long in a worker as inline. So a tool whose recent calls were that quick runs
+# on the event loop.
+INLINE_AFTER = 5  # quick calls in a row of a tool before its calls run on the event loop
 NEVER_INLINE = frozenset({"data_find_entities_sql"})  # its cost is the client's query's, up to the SQL CPU limit
 
 FINISHED_KEPT = 1024  # grades of closed episodes kept for evaluators (oldest dropped first)
@@ -136,30 +138,29 @@ class Episode:
 
 
 class CallPlacement:
-    """Which tools' calls run on the event loop rather than a worker thread: a registry tool whose first
-    ``INLINE_AFTER`` calls, and every one since, took under ``INLINE_LIMIT_S`` (CPU time on the worker, wall
-    time on the loop). One slower call sends the tool back to worker threads for good, so whatever clients send,
-    the loop is held by at most one slow call per tool, and never by ``NEVER_INLINE``'s."""
+    """Which tools' calls run on the event loop rather than a worker thread: a registry tool whose last
+    ``INLINE_AFTER`` calls each took less CPU than the switch interval. A slower call sends the tool back to
+    worker threads until it has made that many quick calls again: whatever clients send, a slow call of a tool
+    holds the loop at most once per ``INLINE_AFTER`` quick ones (and ``NEVER_INLINE``'s never do)."""
 
     def __init__(self) -> None:
-        self.quick: Counter[str] = Counter()  # quick calls of each tool not yet found slow
-        self.slow: set[str] = set(NEVER_INLINE)
+        self.quick_in_a_row: Counter[str] = Counter()
 
     def inline(self, name: str) -> bool:
-        return self.quick[name] >= INLINE_AFTER and name not in self.slow
+        return self.quick_in_a_row[name] >= INLINE_AFTER
 
-    def note(self, name: str, seconds: float) -> None:
-        if name not in TOOLS or name in self.slow:  # unknown names: any client's strings, never counted
+    def note(self, name: str, cpu_seconds: float) -> None:
+        if name not in TOOLS or name in NEVER_INLINE:  # unknown names: any client's strings, never counted
             return
-        if seconds < INLINE_LIMIT_S:
-            self.quick[name] += 1
+        if cpu_seconds < sys.getswitchinterval():
+            self.quick_in_a_row[name] += 1
         else:
-            self.slow.add(name)
-            logger.info("%s took %.1f ms: its calls run on worker threads from now on", name, seconds * 1000)
+            self.quick_in_a_row[name] = 0
+            logger.debug("%s took %.1f ms of CPU: worker threads again", name, cpu_seconds * 1000)
 
 
 def _timed_call(session: ErpSession, name: str, arguments: Any) -> tuple[ToolResponse, float]:
-    """``session.call`` on a worker thread, with the CPU time it took there (not the GIL waits)."""
+    """``session.call`` and the CPU time it took in this thread (on a worker: not its waits for the GIL)."""
     started = time.thread_time()
     response = session.call(name, arguments)
     return response, time.thread_time() - started
@@ -293,12 +294,10 @@ class EpisodeStore:
             episode.last_used = time.monotonic()
             episode.calls += 1
             if self.placement.inline(name):
-                started = time.perf_counter()
-                response = episode.session.call(name, arguments)
-                seconds = time.perf_counter() - started
+                response, cpu_seconds = _timed_call(episode.session, name, arguments)
             else:
-                response, seconds = await anyio.to_thread.run_sync(_timed_call, episode.session, name, arguments)
-            self.placement.note(name, seconds)
+                response, cpu_seconds = await anyio.to_thread.run_sync(_timed_call, episode.session, name, arguments)
+            self.placement.note(name, cpu_seconds)
             if self.grade_file and not response.is_error and not response.read_only:
                 await anyio.to_thread.run_sync(self._regrade, episode)
             episode.last_used = time.monotonic()
