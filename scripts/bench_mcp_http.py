@@ -1,6 +1,6 @@
 """Benchmark: our MCP server over streamable HTTP against a bare fastmcp server on the same transport (issue 40.4).
 
-    .venv/bin/python scripts/bench_mcp_http.py [--calls 200] [--sessions 1,64] [--rounds 3] > figures.json
+    .venv/bin/python scripts/bench_mcp_http.py [--calls 200] [--sessions 1,64] [--rounds 5] > figures.json
 
 Both servers run as subprocesses under uvicorn on loopback, with the same fastmcp settings: stateful
 sessions (the 2025-11-25 handshake, ``Mcp-Session-Id``), plain JSON responses (``json_response=True``),
@@ -16,8 +16,9 @@ return adds it again as structuredContent: 17 kB instead of 8.6 kB). Printed per
 calls/s and the server process's CPU time per call (/proc, user + system: robust to a busy machine); then
 ours / bare (same-size echo) and ours / bare (small echo). The client is a thin JSON-RPC client over
 httpx2 in this process (not the MCP SDK's), so that little of the machine goes to the client side.
-Servers and rounds are interleaved so that load on the machine hits both alike; per server the median round
-(by CPU per call) is printed, and each ratio is the median over rounds of the ratio within the round.
+Servers and rounds are interleaved so that load on the machine hits both alike (who goes first turns each
+round); per server the median round (by CPU per call) is printed, and each ratio is the median over rounds of
+the ratio within the round, with its lowest and highest round (``_range``).
 """
 
 from __future__ import annotations
@@ -164,10 +165,15 @@ def erp_response_file() -> Path:
     return path
 
 
-def ratios(ours: list[dict[str, Any]], bare: list[dict[str, Any]]) -> dict[str, float]:
-    """Median over rounds of ours / bare within each round (the two ran seconds apart, under the same load)."""
-    keys = ("p50_ms", "p95_ms", "server_cpu_ms_per_call")
-    return {key: round(statistics.median(o[key] / b[key] for o, b in zip(ours, bare)), 2) for key in keys}
+def ratios(ours: list[dict[str, Any]], bare: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over rounds of ours / bare within each round (the two ran seconds apart, under the same load), and
+    each ratio's lowest and highest round (``_range``): how far one round is from telling."""
+    report: dict[str, Any] = {}
+    for key in ("p50_ms", "p95_ms", "server_cpu_ms_per_call"):
+        within = [o[key] / b[key] for o, b in zip(ours, bare)]
+        report[key] = round(statistics.median(within), 2)
+        report[f"{key}_range"] = [round(min(within), 2), round(max(within), 2)]
+    return report
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -189,9 +195,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for url, pid, tool in servers.values():  # warm: imports, caches, the task templates
                 await load(url, pid, 2, 20, tool)
             rounds: dict[tuple[int, str], list[dict[str, Any]]] = {}
-            for _ in range(args.rounds):
+            order = list(servers.items())
+            for number in range(args.rounds):
                 for sessions in args.sessions:
-                    for name, (url, pid, tool) in servers.items():
+                    # who goes first turns each round, so a machine getting busier or quieter favours no one
+                    for name, (url, pid, tool) in order[number % len(order) :] + order[: number % len(order)]:
                         figures = await load(url, pid, sessions, args.calls, tool)
                         rounds.setdefault((sessions, name), []).append(figures)
         finally:
@@ -217,7 +225,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="Timed calls per session and measurement.")
     parser.add_argument("--sessions", default="1,64", help="Comma-separated numbers of concurrent sessions.")
-    parser.add_argument("--rounds", type=int, default=3, help="Interleaved rounds; the median round is kept.")
+    parser.add_argument("--rounds", type=int, default=5, help="Interleaved rounds; the median round is kept.")
     args = parser.parse_args()
     args.sessions = [int(n) for n in args.sessions.split(",") if n.strip()]
     print(json.dumps(asyncio.run(run(args)), indent=2))

@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import secrets
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -34,10 +35,20 @@ from erp_sim import workflows
 from erp_sim.erp_session import ErpSession, ToolResponse
 from erp_sim.faults import FaultProfile
 from erp_sim.task_sets import get_task, load_task_set
+from erp_sim.tool_registry import TOOLS
 from erp_sim.verbosity import Verbosity, checked_verbosity
 from erp_sim.workflow_task import WorkflowTask
 
 logger = logging.getLogger("erp_sim.mcp")
+
+# Where a call runs (``CallPlacement``): a worker thread keeps a slow call (a SQL statement may run up to its CPU
+# limit) from stalling other sessions, but under load the hop costs more than most calls: with 64 HTTP sessions the
+# worker waits for the GIL behind the event loop, 1.3 ms of server CPU per call against 1.1 inline
+# (scripts/bench_mcp_http.py). And a call in Python that holds the GIL for less than the interpreter's switch
+# interval (5 ms) holds the loop as long in a worker as inline. So a tool whose recent calls were that quick runs
+# on the event loop.
+INLINE_AFTER = 5  # quick calls in a row of a tool before its calls run on the event loop
+NEVER_INLINE = frozenset({"data_find_entities_sql"})  # its cost is the client's query's, up to the SQL CPU limit
 
 FINISHED_KEPT = 1024  # grades of closed episodes kept for evaluators (oldest dropped first)
 DEFAULT_MAX_EPISODES = 512  # ~130 KB each when idle
@@ -126,11 +137,41 @@ class Episode:
         }
 
 
+class CallPlacement:
+    """Which tools' calls run on the event loop rather than a worker thread: a registry tool whose last
+    ``INLINE_AFTER`` calls each took less CPU than the switch interval. A slower call sends the tool back to
+    worker threads until it has made that many quick calls again: whatever clients send, a slow call of a tool
+    holds the loop at most once per ``INLINE_AFTER`` quick ones (and ``NEVER_INLINE``'s never do)."""
+
+    def __init__(self) -> None:
+        self.quick_in_a_row: Counter[str] = Counter()
+
+    def inline(self, name: str) -> bool:
+        return self.quick_in_a_row[name] >= INLINE_AFTER
+
+    def note(self, name: str, cpu_seconds: float) -> None:
+        if name not in TOOLS or name in NEVER_INLINE:  # unknown names: any client's strings, never counted
+            return
+        if cpu_seconds < sys.getswitchinterval():
+            self.quick_in_a_row[name] += 1
+        else:
+            self.quick_in_a_row[name] = 0
+            logger.debug("%s took %.1f ms of CPU: worker threads again", name, cpu_seconds * 1000)
+
+
+def _timed_call(session: ErpSession, name: str, arguments: Any) -> tuple[ToolResponse, float]:
+    """``session.call`` and the CPU time it took in this thread (on a worker: not its waits for the GIL)."""
+    started = time.thread_time()
+    response = session.call(name, arguments)
+    return response, time.thread_time() - started
+
+
 class EpisodeStore:
     """All episodes of one server.
 
-    Bookkeeping runs on the server's event loop; the ERP work of a call runs on a worker thread,
-    under the episode's lock, so a slow call delays only later calls of its own episode.
+    Bookkeeping runs on the server's event loop; the ERP work of a call runs under the episode's lock, on a
+    worker thread unless its tool has proven quick (``CallPlacement``), so a slow call delays only later calls
+    of its own episode.
     """
 
     def __init__(
@@ -177,6 +218,7 @@ class EpisodeStore:
         self.opened = 0
         self._cycled = 0  # sessions that got the next task of the cycle
         self._per_task: Counter[str] = Counter()
+        self.placement = CallPlacement()
 
     # --- episodes ---
     def episode(
@@ -244,14 +286,18 @@ class EpisodeStore:
                 return handle
 
     async def call(self, episode: Episode, name: str, arguments: Any) -> ToolResponse:
-        """``ErpSession.call`` off the event loop, in order per episode, plus bookkeeping: idle clock,
-        call count, and the grade file after each change."""
+        """``ErpSession.call`` in order per episode (off the event loop unless its tool is quick), plus
+        bookkeeping: idle clock, call count, and the grade file after each change."""
         async with episode.lock:
             if self.active.get(episode.key) is not episode:
                 raise EpisodeError(self.expired_keys.get(episode.key) or ended(episode.id, CLOSED_BY_EVALUATOR))
             episode.last_used = time.monotonic()
             episode.calls += 1
-            response = await anyio.to_thread.run_sync(episode.session.call, name, arguments)
+            if self.placement.inline(name):
+                response, cpu_seconds = _timed_call(episode.session, name, arguments)
+            else:
+                response, cpu_seconds = await anyio.to_thread.run_sync(_timed_call, episode.session, name, arguments)
+            self.placement.note(name, cpu_seconds)
             if self.grade_file and not response.is_error and not response.read_only:
                 await anyio.to_thread.run_sync(self._regrade, episode)
             episode.last_used = time.monotonic()

@@ -73,6 +73,14 @@ class RegistryTool(Tool):
 
 async def answer(episodes: EpisodeStore, name: str, arguments: Any, max_argument_bytes: int) -> ToolResult:
     """The caller's episode answers ``name`` (any name: unknown tools get the ERP's own error JSON)."""
+    return ToolResult(content=await answer_text(episodes, name, arguments, max_argument_bytes))
+
+
+async def answer_text(
+    episodes: EpisodeStore, name: str, arguments: Any, max_argument_bytes: int, ctx: Context | None = None
+) -> str:
+    """``answer``'s text: the ERP's response JSON; ``ToolError`` (the ERP's error JSON, or why no episode took the
+    call) when the call failed. ``ctx``: the request's fastmcp context, when no Context was entered for it."""
     try:  # lone surrogates and integers too long to print are the session's to refuse, in its usual shape
         size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError):
@@ -80,12 +88,12 @@ async def answer(episodes: EpisodeStore, name: str, arguments: Any, max_argument
     if size > max_argument_bytes:
         raise ToolError(f"The arguments are {size:,} bytes; the limit is {max_argument_bytes:,}. Nothing was done.")
     try:
-        response = await episodes.call(current_episode(episodes), name, arguments)
+        response = await episodes.call(current_episode(episodes, ctx), name, arguments)
     except EpisodeError as exc:
         raise ToolError(str(exc)) from None
     if response.is_error:
         raise ToolError(response.text, log_level=logging.DEBUG)
-    return ToolResult(content=response.text)
+    return response.text
 
 
 def current_episode(episodes: EpisodeStore, ctx: Context | None = None) -> Episode:

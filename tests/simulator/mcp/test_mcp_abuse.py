@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
+import time
 
 from fastmcp import Client
 
+from erp_sim.erp_session import ErpSession
+from erp_sim.mcp.episode_store import INLINE_AFTER
 from erp_sim.mcp.server import build_server
 
 SQL = "data_find_entities_sql"
@@ -92,3 +97,33 @@ async def test_the_episode_cap_refuses_with_a_clear_error():
         results = [await client.call_tool_mcp(*SIMPLE, meta={"erp-sim/session": f"k{i}"}) for i in range(3)]
     assert [r.is_error for r in results] == [False, False, True]
     assert "2 episodes, its limit" in results[2].content[0].text
+
+
+async def test_quick_tools_run_on_the_loop_until_a_call_is_slow(monkeypatch):
+    """A tool runs on the event loop once its calls proved quick; a slow call sends it back to worker threads
+    until it has been quick INLINE_AFTER times again, and the SQL tool never leaves them, however quick."""
+    server = build_server(task_id=0)
+    threads: list[tuple[str, bool]] = []  # (tool, ran on the event loop's thread)
+    real_call = ErpSession.call
+
+    def noting_call(session, name, arguments):
+        threads.append((name, threading.current_thread() is threading.main_thread()))
+        if arguments.pop("slow", False):  # CPU time, which is what counts (not a wait for the GIL)
+            started = time.thread_time()
+            while time.thread_time() - started < 2 * sys.getswitchinterval():
+                pass
+        return real_call(session, name, arguments)
+
+    monkeypatch.setattr(ErpSession, "call", noting_call)
+    find, menu = "form_find_menu_item", {"menuItemFilter": "expense"}
+    async with Client(server) as client:
+        for _ in range(INLINE_AFTER + 2):
+            assert not (await client.call_tool_mcp(find, menu)).is_error
+            assert not (await client.call_tool_mcp(SQL, {"sqlQuery": "SELECT 1"})).is_error
+        assert not (await client.call_tool_mcp(find, {**menu, "slow": True})).is_error
+        for _ in range(INLINE_AFTER + 1):
+            await client.call_tool_mcp(find, menu)
+    on_loop = [inline for name, inline in threads if name == find]
+    # the slow call itself ran on the loop: a call's cost is known once it ran
+    assert on_loop == [False] * INLINE_AFTER + [True] * 3 + [False] * INLINE_AFTER + [True]
+    assert not any(inline for name, inline in threads if name == SQL)
