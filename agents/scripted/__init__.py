@@ -49,7 +49,7 @@ from erp_sim import response_keys as K
 from erp_sim import workflows
 from erp_sim.agents.scripted.reading import Reading
 from erp_sim.agents.tokens import count_messages
-from erp_sim.agents.types import AgentStep, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, Continuation, Message, ToolSchema
 from erp_sim.response import orjson_module
 from erp_sim.workflows.faces import Decision, HarnessFace, ScriptedProcedure
 
@@ -136,7 +136,9 @@ class ScriptedAgent:
                     }
                 ],
             }
-        return AgentStep(message=message, shown=list(transcript))
+        # a policy's context is never changed once handed on: shown as it is (a copy of any other list)
+        shown = transcript if isinstance(transcript, Continuation) else list(transcript)
+        return AgentStep(message=message, shown=shown)
 
 
 # json.dumps(value, sort_keys=True, default=str) builds this encoder at every call: built once, same text
