@@ -120,7 +120,7 @@ class ScriptedAgent:
         memory = self._memory
         view = View(transcript, self.recall, self._reading, workflow=self.workflow)
         self._reading = view.reading
-        decision = decide_on(view, ask_first=self.ask_first, memory=memory)
+        decision = _decide_once(view, ask_first=self.ask_first, memory=memory)
         if isinstance(decision, str):
             message: Message = {"role": "assistant", "content": decision}
         else:
@@ -243,7 +243,16 @@ def decide(
     workflow: str | None = None,
 ) -> Decision:
     """The next action: ``(tool, arguments)`` or a text message to the user."""
-    return decide_on(View(messages, recall, workflow=workflow), ask_first=ask_first, memory=memory)
+    return _decide_once(View(messages, recall, workflow=workflow), ask_first=ask_first, memory=memory)
+
+
+def _decide_once(view: View, *, ask_first: bool, memory: bool) -> Decision:
+    """``decide_on``, then the view's task dropped: the task's view refers back to the view, a cycle that kept each
+    call's objects (its list of messages among them) for the garbage collector, whose every pass walked them all."""
+    try:
+        return decide_on(view, ask_first=ask_first, memory=memory)
+    finally:
+        view.task = None
 
 
 def decide_on(view: View, *, ask_first: bool = True, memory: bool = False) -> Decision:
