@@ -112,9 +112,10 @@ class Reading:
     items and no confirmation). Full history then reads only its new messages, a policy that rewrites
     one older message (head_tail) reads from there. What the list's sender vouches is unchanged since the
     last list (``types.unchanged_prefix``: the runner's transcript, full history's context) is not
-    compared at all, so such a call costs what is new; any other list is compared whole. The result is what reading the whole list gives,
-    where a tool result's call is looked up among all the list's calls: the shortcut is taken only while
-    every result's call is in its own unit and no call id ever stood for two different calls.
+    compared at all, so such a call costs what is new; any other list is compared whole. The result is
+    what reading the whole list gives, where a tool result's call is looked up among all the list's calls:
+    the shortcut is taken only while every result's call is in its own unit and no call id ever stood for
+    two different calls.
     """
 
     def __init__(self, instruction: str, procedure: ScriptedProcedure, brief: Any) -> None:
