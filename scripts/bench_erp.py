@@ -8,7 +8,12 @@ Prints medians (this machine is shared and noisy: read medians and ratios, not s
 Targets (issue 2): tool call < 0.5 ms, session open < 5 ms, hotel_50 solved < 2 s.
 Horizon (issue 22): per-call CPU and response size stay flat as the task grows, since grids show
 one page (25 rows) whatever the receipt's (or the statement's) length. The horizon sets are long_horizon
-(10-200 receipt charges over 1-5 lines) and bank_recon_long (20-400 statement lines).
+(10-200 receipt charges over 1-5 lines) and bank_recon_long (20-400 statement lines). It also prints the
+CPU of each clicked button by size, and the first and last 20% of an episode's calls; issue 40's targets: at
+the largest size (``--sizes`` picks them) a button and a call cost at most 1.5x what they cost at the smallest,
+and an episode's last 20% of calls at most 1.2x its first 20%:
+
+    python scripts/bench_erp.py --horizon-only --horizon bank_recon_long --sizes 20 400
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bpe_openai import get_encoding
 
@@ -29,34 +35,47 @@ from erp_sim.task_sets import task_rows
 from erp_sim.verbosity import VERBOSITIES, Verbosity
 
 WINDOW = 128_000  # the context window of the overflow point, o200k tokens
+SHARE = 0.2  # the first and last fifth of an episode's calls
+TARGET_TAIL, TARGET_LENGTH = 1.2, 1.5  # issue 40: last / first 20% of an episode; largest / smallest size
 
 
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default") -> None:
+def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default", only: list[int] | None = None) -> None:
     """Per-call CPU time and response size of the oracle's calls, by the task's size (receipt charges or
     statement lines) and, for itemization, by its number of lines; and the o200k tokens of a whole episode's
-    responses, the least a full-history transcript holds, with the size at which it passes a 128k window."""
+    responses, the least a full-history transcript holds, with the size at which it passes a 128k window.
+    Then each clicked button's CPU by size and the episodes' last / first 20% of calls (``horizon_ratios``).
+    ``only``: the sizes to run (default every size of the set)."""
     encoding = get_encoding("o200k_base")
-    groups: dict[tuple[int, str], dict[str, list]] = {}
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
     sizes = {row.task_id: row.size for row in task_rows(task_set)}
     for task in load_task_set(task_set):
+        if only and sizes[task.task_id] not in only:
+            continue
         trace = oracle_trace(task)
         lines = getattr(task, "extra_lines", None)
         kind = ("2-5 lines" if lines else "1 line") if lines is not None else "statement lines"
-        group = groups.setdefault((sizes[task.task_id], kind), {"cpu": [], "chars": [], "calls": [], "tokens": []})
+        group = groups.setdefault(
+            (sizes[task.task_id], kind), {"cpu": [], "chars": [], "calls": [], "tokens": [], "tails": [], "clicks": {}}
+        )
         group["calls"].append(len(trace))
         for repeat in range(repeats):
-            session, tokens = ErpSession(task, verbosity=verbosity), 0
+            session, tokens, episode = ErpSession(task, verbosity=verbosity), 0, []
             for name, arguments in trace:
                 start = time.process_time()
                 response = session.call(name, arguments)
-                group["cpu"].append(time.process_time() - start)
+                episode.append(time.process_time() - start)
+                if name == "form_click_control" and "actionId" not in arguments:  # a button, not a grid's paging
+                    group["clicks"].setdefault(arguments["controlName"], []).append(episode[-1])
                 if repeat == 0:
                     group["chars"].append(len(response.text))
                     tokens += len(encoding.encode(response.text))
+            group["cpu"].extend(episode)
+            share = max(1, round(len(episode) * SHARE))
+            group["tails"].append(statistics.fmean(episode[-share:]) / statistics.fmean(episode[:share]))
             if repeat == 0:
                 group["tokens"].append(tokens)
     print(
@@ -72,9 +91,34 @@ def horizon(task_set: str, repeats: int, verbosity: Verbosity = "default") -> No
             f"{statistics.median(group['tokens']):>16,.0f}"
         )
     print(f"full history passes {WINDOW:,} tokens of responses alone: {overflow_point(groups)}")
+    horizon_ratios(groups)
 
 
-def overflow_point(groups: dict[tuple[int, str], dict[str, list]]) -> str:
+def horizon_ratios(groups: dict[tuple[int, str], dict[str, Any]]) -> None:
+    """Each clicked button's median CPU by size, the episodes' last / first 20% of calls (median over tasks and
+    repeats), and the largest size against the smallest, beside issue 40's targets."""
+    cells = sorted(groups)
+    buttons = sorted({button for group in groups.values() for button in group["clicks"]})
+    labels = [f"{size} {kind}" if kind != "statement lines" else f"{size} lines" for size, kind in cells]
+    print("\nmedian CPU by size, ms (buttons: form_click_control of that control)")
+    print(f"{'':<24}" + "".join(f"{label:>22}" for label in labels))
+    rows = {"every call": [median_ms(groups[cell]["cpu"]) for cell in cells]}
+    for button in buttons:
+        rows[button] = [median_ms(groups[cell]["clicks"].get(button, [float("nan")])) for cell in cells]
+    for label, values in rows.items():
+        print(f"{label:<24}" + "".join(f"{value:>20.3f}ms" for value in values))
+    tails = [statistics.median(groups[cell]["tails"]) for cell in cells]
+    print(f"{'last / first 20% calls':<24}" + "".join(f"{tail:>21.2f}x" for tail in tails))
+    first, last = cells[0], cells[-1]
+    print(f"\nworst last / first 20% of an episode's calls: {max(tails):.2f}x (target <= {TARGET_TAIL})")
+    if first[0] != last[0]:
+        for label, values in rows.items():
+            print(
+                f"{label} at {labels[-1]} / at {labels[0]}: {values[-1] / values[0]:.2f}x (target <= {TARGET_LENGTH})"
+            )
+
+
+def overflow_point(groups: dict[tuple[int, str], dict[str, Any]]) -> str:
     """The task size at which the oracle's episode tokens (median by size) pass the window, interpolated
     linearly between the two sizes either side of it."""
     by_size: dict[int, list[int]] = {}
@@ -153,10 +197,11 @@ def main() -> None:
     parser.add_argument("--horizon", default="long_horizon", help="the horizon table's task set")
     parser.add_argument("--horizon-only", action="store_true", help="only the horizon table")
     parser.add_argument("--verbosity", choices=VERBOSITIES, default="default", help="the horizon table's verbosity")
+    parser.add_argument("--sizes", nargs="*", type=int, help="the horizon's task sizes to run (default: all)")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     if args.horizon_only:
-        return horizon(args.horizon, args.repeats, args.verbosity)
+        return horizon(args.horizon, args.repeats, args.verbosity, args.sizes)
     names = [name.strip() for name in args.task_sets.split(",") if name.strip()]
     results = {name: measure(name, args.repeats) for name in names}
     base = results[names[0]]
@@ -178,7 +223,7 @@ def main() -> None:
         print(f"\n{name}, per tool (median ms):")
         for tool, samples in sorted(results[name].per_tool.items()):
             print(f"  {tool:<36}{median_ms(samples):>8.3f}  (n={len(samples)})")
-    horizon(args.horizon, args.repeats, args.verbosity)
+    horizon(args.horizon, args.repeats, args.verbosity, args.sizes)
     return None
 
 

@@ -14,9 +14,10 @@ surrogates, integers of 5,000 digits, deep nesting, wrong types). After every ca
   and only on success;
 - every 25th episode: the logged collateral diff equals the full diff of every table.
 
-``--task-set`` picks the tasks (default hotel_50). On a bank reconciliation set (bank_recon_50, bank_recon_long)
-the names and values come from its forms, the faces are ``ErpSession.call`` and MCP (its env ids come with the
-workflow's env face), and after every session call the books are audited from the raw tables
+``--task-set`` picks the tasks (default hotel_50); the names and values come from the workflow folder's
+``fuzzing`` module. On a bank reconciliation set (bank_recon_50, bank_recon_long) the faces are
+``ErpSession.call`` and MCP (its env ids come with the workflow's env face), and after every session call
+the books are audited from the raw tables
 (``erp_sim.workflows.bank_reconciliation.audit``: every match group balances; difference = statement total -
 matched - posted amounts).
 
@@ -34,88 +35,21 @@ import random
 import time
 import traceback
 from decimal import Decimal
+from importlib import import_module
 from typing import Any
 
 import gymnasium as gym
 
 import erp_sim
 import erp_sim.envs
+import erp_sim.workflows
 from erp_sim.database.schema import CHANGE_LOG
 from erp_sim.oracle import oracle_trace
 from erp_sim.workflow_task import WorkflowTask
 from erp_sim.workflows.bank_reconciliation import grading as bank_grading
-from erp_sim.workflows.bank_reconciliation import reading as bank_forms
 from erp_sim.workflows.bank_reconciliation.audit import books_problems
 from erp_sim.workflows.itemization.grading import collateral_changes, full_collateral_changes, target_line_id
 
-NAMES = [
-    "TrvExpenses",
-    "TrvExpTrans_AmountCurr",
-    "TrvExpTrans_ExpSubCategory",
-    "TrvExpTrans_TransDate",
-    "TrvExpTrans_Description",
-    "TrvExpTrans_MerchantId",
-    "NewLine",
-    "DeleteLine",
-    "Itemize",
-    "EditReport",
-    "ViewReceipt",
-    "SubmitReport",
-    "ExpenseReportsGrid",
-    "ExpenseLinesGrid",
-    "ItemizationGrid",
-    "ReceiptItemsGrid",
-    "LoadNextPage",
-    "TrvExpTable_ExpNumber",
-    "ExpenseLines",
-    "ExpenseReports",
-    "ReceiptItems",
-    "Receipts",
-    "GetItemizationStatus",
-    "ValidateExpenseReport",
-    "SubmitExpenseReport",
-    "Display",
-    "Room tax",
-    "Hotel",
-    "x",
-]
-VALUES = [
-    "12.50",
-    "1,234.50",
-    "0",
-    "-5",
-    "1e2",
-    "+5",
-    "5.",
-    "２",
-    "2026-03-14",
-    "3/14/2026",
-    "Room tax",
-    "Parking",
-    "1",
-    "2",
-    "25",
-    "",
-    " ",
-    "EXP-000001",
-    "SELECT * FROM expense_line LIMIT 3",
-    "SELECT 1",
-    "ExpenseLines(1)",
-    "$top=2",
-    "$filter=Amount gt 10",
-    "Draft",
-    "Marked",
-    "Open",
-    "Close",
-    True,
-    False,
-    None,
-    0,
-    1,
-    7,
-    -1,
-    2.5,
-]
 HOSTILE = [
     "\x00",
     "a\x00b",
@@ -135,102 +69,16 @@ HOSTILE = [
     {"a": None},
     ["\x00"],
 ]
-# Bank reconciliation's names and values: its forms' (reading), entity sets, actions and ledger accounts.
-BANK_NAMES = [
-    bank_forms.LIST_FORM,
-    bank_forms.WORKSHEET_FORM,
-    bank_forms.OPEN_BUTTON,
-    bank_forms.WORKSHEET_BUTTON,
-    bank_forms.RECONCILE_BUTTON,
-    bank_forms.MATCH_BUTTON,
-    bank_forms.NEW_BUTTON,
-    bank_forms.UNMATCH_BUTTON,
-    bank_forms.LIST_GRID,
-    bank_forms.STATEMENT_GRID,
-    bank_forms.TRANSACTION_GRID,
-    bank_forms.MATCHED_GRID,
-    *bank_forms.TAB_PAGES,
-    bank_forms.OFFSET_ACCOUNT,
-    bank_forms.LINE_REFERENCE,
-    bank_forms.TRANS_REFERENCE,
-    bank_forms.LIST_STATEMENT,
-    "BankReconciliationMatches",
-    "BankReconciliations",
-    "BankStatementLines",
-    "BankTransactions",
-    "GetBankReconciliationStatus",
-    "MatchBankStatementLines",
-    "MarkBankStatementLineAsNew",
-    "UnmatchBankStatementLines",
-    "MarkBankReconciliationAsReconciled",
-    "LoadNextPage",
-    "Open",
-    "Display",
-    "x",
-]
-BANK_VALUES = [
-    "618160",
-    "618160 Bank charges",
-    "801100",
-    "110110",
-    "1",
-    "2",
-    "25",
-    "1,2",
-    "12,13",
-    "BNK-",
-    "MATCH-00001",
-    "CPY-",
-    "Marked",
-    "Unmarked",
-    "Open",
-    "Close",
-    "SELECT * FROM bank_transaction LIMIT 3",
-    "$filter=MatchStatus eq 'Open'",
-    "BankStatementLines(1)",
-    "-35.00",
-    "",
-    True,
-    False,
-    None,
-    0,
-    1,
-    7,
-    -1,
-    2.5,
-]
-BANK_PROPERTIES = [
-    "ReconciliationRecId",
-    "StatementLineRecIds",
-    "BankTransactionRecIds",
-    "OffsetAccount",
-    "RecId",
-    "Reconciled",
-]
-BANK_PARAMETERS = ["StatementId", "LineNumbers", "Vouchers", "LineNumber", "OffsetAccount", "MatchId"]
 ARGUMENTS = {name: list(tool.input_schema.get("properties", {})) for name, tool in erp_sim.TOOLS.items()}
-ITEMIZATION_PROPERTIES = [
-    "RecId",
-    "ParentRecId",
-    "Amount",
-    "Subcategory",
-    "TransactionDate",
-    "Purpose",
-    "ReportNumber",
-    "Merchant",
-]
-VOCABULARY: dict[str, list[Any]] = {
-    "names": NAMES,
-    "values": VALUES,
-    "properties": ITEMIZATION_PROPERTIES,
-    "parameters": ["RecId", "ReportNumber", "LineNumber"],
-}
+TYPED_VALUES: list[Any] = [True, False, None, 0, 1, 7, -1, 2.5]  # every workflow's: values not of a field's type
+VOCABULARY: dict[str, list[Any]] = {}  # names, values, properties, parameters: the workflow's (use_vocabulary)
 
 
 def use_vocabulary(workflow: str) -> None:
-    """The names and values random calls draw from: the workflow's forms, entity sets and actions."""
-    if workflow == "bank_reconciliation":
-        VOCABULARY.update(names=BANK_NAMES, values=BANK_VALUES, properties=BANK_PROPERTIES, parameters=BANK_PARAMETERS)
+    """The names and values random calls draw from: the workflow folder's ``fuzzing`` module's."""
+    words = import_module(f"{erp_sim.workflows.PACKAGES[workflow]}.fuzzing")
+    values = [*words.VALUES, *TYPED_VALUES]
+    VOCABULARY.update(names=words.NAMES, values=values, properties=words.PROPERTIES, parameters=words.PARAMETERS)
 
 
 def json_value(rng: random.Random, depth: int = 0) -> Any:

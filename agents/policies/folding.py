@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from erp_sim.agents.policies.units import Unit, flatten
+from erp_sim.agents.policies.units import Split, Unit, flatten
 from erp_sim.agents.types import Message
 
 SummarizeBatch = Callable[[list[Message], str | None], str]
@@ -32,6 +32,7 @@ class SummaryFold:
     def __init__(self) -> None:
         self.batches: list[tuple[tuple[Message, ...], str]] = []
         self._units: list[Unit] = []  # the units behind the batches, for ``fold_units``
+        self._step = -1  # the ``Split.step`` of the units ``fold_units`` last compared with (-1: none)
 
     def clear(self) -> None:
         self.batches.clear()
@@ -55,18 +56,27 @@ class SummaryFold:
             self.batches.append((tuple(batch), summarize(batch, previous)))
         return self.batches[-1][1] if self.batches else None
 
-    def fold_units(self, units: list[Unit], size: int, summarize: SummarizeBatch) -> str | None:
-        """``summary`` of ``units`` in batches of ``size`` units (the messages of each, chained), at a cost
-        proportional to the batches that are new: the units are compared with those folded before in one
-        list comparison in C (the very Unit objects ``IncrementalSplit`` hands out again compare at pointer
-        speed, others by their messages, identity first), not batch by batch. ``len(units)`` is a multiple
-        of ``size``."""
+    def fold_units(
+        self, units: list[Unit], count: int, size: int, summarize: SummarizeBatch, *, split: Split | None = None
+    ) -> str | None:
+        """``summary`` of ``units[:count]`` in batches of ``size`` units (the messages of each, chained), at a
+        cost proportional to the batches that are new. ``count`` is a multiple of ``size``. The units folded
+        before are compared with ``units`` in one list comparison in C (the very Unit objects
+        ``IncrementalSplit`` hands out again compare at pointer speed, others by their messages, identity
+        first), not batch by batch; given ``split``, the ``Split`` that ``units`` come from, only those past
+        what it reused from the split this fold last saw (the one before it) are compared."""
         known = self._units
-        if len(known) != len(self.batches) * size or known != units[: len(known)]:
-            same = next((i for i, (a, b) in enumerate(zip(known, units)) if a != b), min(len(known), len(units)))
-            keep = same // size if len(known) == len(self.batches) * size else 0
+        trusted = split.reused if split is not None and split.step == self._step + 1 else 0
+        self._step = split.step if split is not None else -1
+        if len(known) != len(self.batches) * size:
+            del self.batches[:], known[:]
+        elif len(known) > trusted and (len(known) > count or known[trusted:] != units[trusted : len(known)]):
+            same = next(
+                (i for i in range(trusted, min(len(known), count)) if known[i] != units[i]), min(len(known), count)
+            )
+            keep = same // size
             del self.batches[keep:], known[keep * size :]
-        for start in range(len(known), len(units) - size + 1, size):
+        for start in range(len(known), count - size + 1, size):
             batch = units[start : start + size]
             messages = flatten(batch)
             previous = self.batches[-1][1] if self.batches else None

@@ -145,14 +145,15 @@ class LastNSummary(ContextPolicy):
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
-        start = _window_start(split.units, self.params.n)
-        evicted, window = split.units[:start], split.units[start:]
+        units = split.units
+        start = _window_start(units, self.params.n)  # units[:start] are evicted (no list of them: it only grows)
+        window = units[start:]
         w = self.params.w
         # the next tool unit moves the window to the one after its first tool unit: what lies before is evicted
         tools_in_window = [i for i, unit in enumerate(window) if unit.kind == "tool"]
         full = len(tools_in_window) >= self.params.n
         evicted_next = tools_in_window[1] if len(tools_in_window) > 1 else len(window)
-        pending_count = len(evicted) % w if w != -1 else 0
+        pending_count = start % w if w != -1 else 0
         self._folds_next = full and (w == -1 or pending_count + evicted_next >= w)
         task = self.task_text(split.instruction)
 
@@ -160,12 +161,12 @@ class LastNSummary(ContextPolicy):
             return self.record_summary(self.summarizer.summarize_history(task, batch, previous))
 
         if w == -1:  # everything evicted, from scratch
-            summary = self._fold.summary([flatten(evicted)] if evicted else [], summarize, chained=False)
+            summary = self._fold.summary([flatten(units[:start])] if start else [], summarize, chained=False)
             pending: list[Unit] = []
         else:
-            folded = len(evicted) - len(evicted) % w
-            summary = self._fold.fold_units(evicted[:folded], w, summarize)
-            pending = evicted[folded:]
+            folded = start - start % w
+            summary = self._fold.fold_units(units, folded, w, summarize, split=split)
+            pending = units[folded:start]
         if not summary:
             return split.join([*pending, *window])
         if self._block is None or self._block[0] != summary:

@@ -51,6 +51,10 @@ class Split:
     instruction: Message | None = None
     pinned: list[Message] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
+    # from an ``IncrementalSplit``: its call number, and how many leading units are the very Unit objects of
+    # its previous call's split (what a caller may trust unchanged without comparing them again)
+    step: int = field(default=0, compare=False)
+    reused: int = field(default=0, compare=False)
 
     @property
     def head(self) -> list[Message]:
@@ -131,11 +135,13 @@ class IncrementalSplit:
     Remembers the last transcript (a copy of the list). The next one is compared to it after the head
     (whose pinned blocks may change at every step, like a working-memory block): units lying entirely
     in the unchanged part are reused, the rest is split again. The common case, every unit but the
-    last unchanged, is one list comparison in C (the very message objects compare at pointer speed; an
-    equal copy of a message counts as unchanged, so its unit, equal in value, is reused), so a growing
-    transcript is split in time proportional to what is new. A policy above that rewrites one older
-    unit per step (head_tail cutting the unit that just became old) costs a re-split from that unit on.
-    Each call returns a new ``Split`` the caller may keep.
+    last unchanged, is one list comparison in C after the copy is extended by the new messages (the
+    very message objects compare at pointer speed without being touched; an equal copy of a message
+    counts as unchanged, so its unit, equal in value, is reused), so a growing transcript is split in
+    time proportional to what is new, with no list of the whole transcript or of its units built. A
+    policy above that rewrites one older unit per step (head_tail cutting the unit that just became old)
+    costs a re-split from that unit on. Each call returns a new ``Split`` whose ``units`` is the
+    splitter's own list, cut and extended by the next call: read it before then, copy it to keep it.
     """
 
     def __init__(self) -> None:
@@ -143,6 +149,8 @@ class IncrementalSplit:
         self._head = -1  # the last split's head length (-1: none yet)
         self._units: list[Unit] = []  # the last split's units, cut and extended in place
         self._ends: list[int] = []  # index after each unit of the last split
+        self._grew = False  # the last call found the transcript grown by appending (its copy extended to match)
+        self._step = 0  # calls so far
 
     def __call__(self, messages: list[Message]) -> Split:
         split, start = _split_head(messages)
@@ -156,18 +164,27 @@ class IncrementalSplit:
             self._head = -1
             raise
         ends += list(accumulate((len(unit.messages) for unit in units[kept:]), initial=resume))[1:]
-        self._messages, self._head = list(messages), start
-        split.units = list(units)
+        if not self._grew:  # else ``_reusable_units`` extended the copy to equal ``messages``
+            self._messages = list(messages)
+        self._head = start
+        self._step += 1
+        split.units, split.step, split.reused = units, self._step, kept
         return split
 
     def _reusable_units(self, messages: list[Message], start: int) -> int:
         """How many units of the last split lie in the part of ``messages`` that is unchanged."""
+        self._grew = False
         if start != self._head or not self._units:
             return 0
         last = len(self._units) - 1  # the last unit may still be growing: it is always split again
-        shown = len(self._messages)
-        if len(messages) >= shown and messages[:shown] == self._messages:  # the common case: it grew (one slice)
-            return last
+        known = self._messages
+        shown = len(known)
+        if len(messages) >= shown:  # the common case, it grew: extend the copy by what is new, compare pointers
+            known += messages[shown:]
+            if known == messages:
+                self._grew = True
+                return last
+            del known[shown:]
         end = self._ends[last - 1] if last else start  # where the last unit starts
         if end <= len(messages) and self._messages[start:end] == messages[start:end]:
             return last

@@ -363,15 +363,7 @@ class FormDefinition:
     def view(self, form: OpenForm, grid: Grid) -> Sequence[GridRow]:
         """The grid's rows after filters (column filters and the form's quick filter) and sort."""
         state = form.grid_state(grid.name)
-        rows = grid.rows
-        for column, text in state.filters.items():
-            needle = text.lower()
-            if _is_amount(grid, column):  # an amount as typed (1053.66) finds the one shown as 1,053.66
-                rows = [
-                    r for r in rows if needle in (shown := r.values.get(column, "")).replace(",", "") or needle in shown
-                ]
-            else:
-                rows = [r for r in rows if needle in r.values.get(column, "").lower()]
+        rows = filter_rows(grid, grid.rows, state.filters)
         if form.quick_filter and grid.name == self.primary_grid:
             needle = form.quick_filter.lower()
             rows = [r for r in rows if any(needle in v.lower() for v in r.values.values())]
@@ -484,6 +476,19 @@ class FormDefinition:
             form.collapsed.add(section.name)
             return f"Tab {section.name} was closed."
         raise ValidationError(f"tabAction: expected Open or Close, got {action!r}.")
+
+
+def filter_rows(grid: Grid, rows: Sequence[GridRow], filters: dict[str, str]) -> Sequence[GridRow]:
+    """Those of ``rows`` (the grid's) that every column filter (column -> case-insensitive "contains") finds."""
+    for column, text in filters.items():
+        needle = text.lower()
+        if _is_amount(grid, column):  # an amount as typed (1053.66) finds the one shown as 1,053.66
+            rows = [
+                r for r in rows if needle in (shown := r.values.get(column, "")).replace(",", "") or needle in shown
+            ]
+        else:
+            rows = [r for r in rows if needle in r.values.get(column, "").lower()]
+    return rows
 
 
 def quick_filter_control(form: OpenForm) -> Control:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import NoReturn
 
@@ -60,30 +60,61 @@ def statement_lines(db: sqlite3.Connection, statement_id: int) -> list[sqlite3.R
     ).fetchall()
 
 
-def _matched_ids(db: sqlite3.Connection, rec_id: int, column: str) -> set[int]:
-    rows = db.execute(
+def _matched(column: str) -> str:
+    """SQL of the ids in ``column`` (statement_line_id or bank_transaction_id) that a match of the reconciliation
+    (its RecId the one parameter) holds."""
+    return (
         f"SELECT i.{column} FROM bank_reconciliation_match_item i JOIN bank_reconciliation_match m ON m.id = i.match_id "
-        f"WHERE m.reconciliation_id = ? AND i.{column} IS NOT NULL",
-        (rec_id,),
+        f"WHERE m.reconciliation_id = ? AND i.{column} IS NOT NULL"
     )
-    return {r[0] for r in rows}
+
+
+_OPEN_LINES = (
+    f"SELECT * FROM bank_statement_line WHERE statement_id = ? AND id NOT IN ({_matched('statement_line_id')})"
+)
+_OPEN_TRANSACTIONS = (
+    "SELECT * FROM bank_transaction WHERE account_id = ? AND reconciled = 0 AND trans_date <= ? "
+    f"AND id NOT IN ({_matched('bank_transaction_id')})"
+)
 
 
 def open_lines(db: sqlite3.Connection, rec: sqlite3.Row) -> list[sqlite3.Row]:
     """The statement's lines no match of the reconciliation holds, in line order."""
-    matched = _matched_ids(db, rec["id"], "statement_line_id")
-    return [line for line in statement_lines(db, rec["statement_id"]) if line["id"] not in matched]
+    return db.execute(f"{_OPEN_LINES} ORDER BY line_number, id", (rec["statement_id"], rec["id"])).fetchall()
 
 
 def open_transactions(db: sqlite3.Connection, rec: sqlite3.Row) -> list[sqlite3.Row]:
     """The account's unreconciled bank transactions up to the cut-off date that no match holds, by date."""
-    matched = _matched_ids(db, rec["id"], "bank_transaction_id")
-    rows = db.execute(
-        "SELECT * FROM bank_transaction WHERE account_id = ? AND reconciled = 0 AND trans_date <= ? "
-        "ORDER BY trans_date, voucher, id",
-        (rec["account_id"], rec["cut_off_date"]),
+    return db.execute(
+        f"{_OPEN_TRANSACTIONS} ORDER BY trans_date, voucher, id", (rec["account_id"], rec["cut_off_date"], rec["id"])
+    ).fetchall()
+
+
+def _not_matched(column: str) -> str:
+    """SQL that the row ``x`` is in no match of the reconciliation (its RecId the one parameter) as ``column``: a
+    lookup in the items' index on ``column``, whatever the number of matches."""
+    return (
+        "NOT EXISTS (SELECT 1 FROM bank_reconciliation_match_item i JOIN bank_reconciliation_match m ON m.id = i.match_id "
+        f"WHERE i.{column} = x.id AND m.reconciliation_id = ?)"
     )
-    return [row for row in rows if row["id"] not in matched]
+
+
+def _open_lines_among(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
+    """Those of ``ids`` that are open lines (``open_lines``), read without the rest of the statement."""
+    return db.execute(
+        f"SELECT * FROM bank_statement_line x WHERE id IN ({', '.join('?' * len(ids))}) AND statement_id = ? "
+        f"AND {_not_matched('statement_line_id')}",
+        (*ids, rec["statement_id"], rec["id"]),
+    ).fetchall()
+
+
+def _open_transactions_among(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
+    """Those of ``ids`` that are open bank transactions (``open_transactions``), read without the others."""
+    return db.execute(
+        f"SELECT * FROM bank_transaction x WHERE id IN ({', '.join('?' * len(ids))}) AND account_id = ? "
+        f"AND reconciled = 0 AND trans_date <= ? AND {_not_matched('bank_transaction_id')}",
+        (*ids, rec["account_id"], rec["cut_off_date"], rec["id"]),
+    ).fetchall()
 
 
 @dataclass(frozen=True)
@@ -98,24 +129,25 @@ class MatchItem:
     transaction: sqlite3.Row | None
 
 
-def match_items(db: sqlite3.Connection, rec_id: int) -> list[MatchItem]:
-    """Every item of the reconciliation's matches, match by match (lines first, then transactions)."""
+def match_items(db: sqlite3.Connection, rec_id: int, after: int = 0) -> list[MatchItem]:
+    """Every item of the reconciliation's matches, match by match (lines first, then transactions); ``after``: only
+    of the matches whose RecId is greater (RecIds only grow, so those made since that match)."""
     items: list[tuple[tuple[object, ...], MatchItem]] = []
     for side, sql in (
         (
             0,
             "SELECT m.id AS match_rec_id, m.match_id, m.match_type, i.id AS item_id, x.* FROM bank_reconciliation_match m "
             "JOIN bank_reconciliation_match_item i ON i.match_id = m.id JOIN bank_statement_line x ON x.id = i.statement_line_id "
-            "WHERE m.reconciliation_id = ?",
+            "WHERE m.reconciliation_id = ? AND m.id > ?",
         ),
         (
             1,
             "SELECT m.id AS match_rec_id, m.match_id, m.match_type, i.id AS item_id, x.* FROM bank_reconciliation_match m "
             "JOIN bank_reconciliation_match_item i ON i.match_id = m.id JOIN bank_transaction x ON x.id = i.bank_transaction_id "
-            "WHERE m.reconciliation_id = ?",
+            "WHERE m.reconciliation_id = ? AND m.id > ?",
         ),
     ):
-        for row in db.execute(sql, (rec_id,)):
+        for row in db.execute(sql, (rec_id, after)):
             order = (row["line_number"],) if side == 0 else (row["trans_date"], row["voucher"])
             line, transaction = (row, None) if side == 0 else (None, row)
             item = MatchItem(row["match_rec_id"], row["match_id"], row["match_type"], row["item_id"], line, transaction)
@@ -164,6 +196,19 @@ class ReconciliationSummary:
         """The rule: every line matched (or posted as new), difference exactly 0.00, and marked reconciled."""
         return self.ready and self.reconciled
 
+    def after_match(self, lines: int, match_type: str, amounts: Sequence[sqlite3.Row]) -> ReconciliationSummary:
+        """The figures ``summary`` reads after one ``match`` (``match_type`` Match) or ``mark_as_new`` (New) of
+        ``lines`` statement lines, whose bank transactions are ``amounts`` (the posted ones carry their lines'
+        amounts): found from these without reading the reconciliation's other matches, amounts summed in cents
+        as ``summary`` sums them."""
+        added = sum(int(Decimal(row["amount"]) * 100) for row in amounts)
+        matched, posted = self.matched_amount, self.posted_amount
+        if match_type == "Match":
+            matched = Decimal(int(matched * 100) + added) / 100
+        else:
+            posted = Decimal(int(posted * 100) + added) / 100
+        return replace(self, matched_amount=matched, posted_amount=posted, open_line_count=self.open_line_count - lines)
+
     def problems(self) -> list[str]:
         """What keeps the reconciliation from being marked reconciled, as sentences."""
         problems = []
@@ -188,7 +233,8 @@ def summary(db: sqlite3.Connection, rec_id: int) -> ReconciliationSummary:
         matched_amount=_cents(db, in_matches, (rec_id, "Match")),
         posted_amount=_cents(db, in_matches, (rec_id, "New")),
         line_count=line_count,
-        open_line_count=line_count - len(_matched_ids(db, rec_id, "statement_line_id")),
+        open_line_count=line_count
+        - db.execute(f"SELECT COUNT(*) FROM ({_matched('statement_line_id')})", (rec_id,)).fetchone()[0],
         reconciled=bool(rec["reconciled"]),
     )
 
@@ -245,17 +291,18 @@ def _open_reconciliation(db: sqlite3.Connection, rec_id: int) -> sqlite3.Row:
 
 def _marked_open(
     ids: Sequence[int],
-    open_rows: Callable[[], Sequence[sqlite3.Row]],
+    open_rows: Callable[[Sequence[int]], Sequence[sqlite3.Row]],
     names: tuple[str, str],
     refuse: Callable[[int], NoReturn],
 ) -> list[sqlite3.Row]:
-    """The rows ``ids`` marks, in that order, each one of ``open_rows``; ``refuse`` raises why the first that is
-    not open is not. ``names``: the rows' name when none is marked, and when one is marked twice."""
+    """The rows ``ids`` marks, in that order, each one of ``open_rows(ids)`` (those of the ids that are open);
+    ``refuse`` raises why the first that is not open is not. ``names``: the rows' name when none is marked, and
+    when one is marked twice."""
     if not ids:
         raise ValidationError(f"Mark at least one {names[0]}.")
     if len(set(ids)) != len(ids):
         raise ValidationError(f"A {names[1]} is listed more than once.")
-    open_by_id = {row["id"]: row for row in open_rows()}
+    open_by_id = {row["id"]: row for row in open_rows(ids)}
     for rec_id in ids:
         if rec_id not in open_by_id:
             refuse(rec_id)
@@ -269,7 +316,9 @@ def _lines_to_clear(db: sqlite3.Connection, rec: sqlite3.Row, line_ids: Sequence
             raise NotFoundError(f"Statement line RecId {line_id} is not on this reconciliation's statement.")
         raise BusinessRuleError(f"Statement line {row['line_number']} is already matched; unmatch it first.")
 
-    return _marked_open(line_ids, lambda: open_lines(db, rec), ("bank statement line", "statement line"), refuse)
+    return _marked_open(
+        line_ids, lambda ids: _open_lines_among(db, rec, ids), ("bank statement line", "statement line"), refuse
+    )
 
 
 def _transactions_to_match(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequence[int]) -> list[sqlite3.Row]:
@@ -290,7 +339,9 @@ def _transactions_to_match(db: sqlite3.Connection, rec: sqlite3.Row, ids: Sequen
             )
         raise BusinessRuleError(f"Bank transaction {row['voucher']} is already matched; unmatch it first.")
 
-    return _marked_open(ids, lambda: open_transactions(db, rec), ("bank transaction", "bank transaction"), refuse)
+    return _marked_open(
+        ids, lambda ids: _open_transactions_among(db, rec, ids), ("bank transaction", "bank transaction"), refuse
+    )
 
 
 def _amount(rows: Sequence[sqlite3.Row]) -> Decimal:

@@ -106,10 +106,10 @@ class BankReconciliationMatchItem(Record, table=True):
     __table_args__ = _NEVER_REUSED
     match_id: int = Field(foreign_key="bank_reconciliation_match.id", index=True, description="The match (RecId).")
     statement_line_id: int | None = Field(
-        default=None, foreign_key="bank_statement_line.id", description="A statement line of the match."
+        default=None, foreign_key="bank_statement_line.id", index=True, description="A statement line of the match."
     )
     bank_transaction_id: int | None = Field(
-        default=None, foreign_key="bank_transaction.id", description="A bank transaction of the match."
+        default=None, foreign_key="bank_transaction.id", index=True, description="A bank transaction of the match."
     )
 
 

@@ -10,12 +10,16 @@ response is skipped.
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import compress, count, repeat
+from operator import ge, gt, ne
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from erp_sim import response_keys as K
 from erp_sim.formstate import control_text, find_grid, grid_has_next_page, grid_row_values, grid_total_rows
@@ -34,6 +38,8 @@ GUARDRAILS = (
 
 
 class ReceiptItem(BaseModel):
+    model_config = ConfigDict(frozen=True)  # replaced, never changed: ``RowsMemo`` reuses what it made of one
+
     date: str = ""
     description: str = ""
     amount: str = ""
@@ -41,6 +47,8 @@ class ReceiptItem(BaseModel):
 
 
 class ItemizedLine(BaseModel):
+    model_config = ConfigDict(frozen=True)  # replaced, never changed: ``RowsMemo`` reuses what it made of one
+
     date: str = ""
     subcategory: str = ""
     amount: str = ""
@@ -95,7 +103,10 @@ def observe(facts: ExpenseFacts, name: str, caption: str, state: dict[str, Any])
             if value:
                 facts.receipt[label] = value
         for number, _, values in grid_row_values(grid):
-            facts.receipt_items[number] = ReceiptItem(
+            _put_row(
+                facts.receipt_items,
+                number,
+                ReceiptItem,
                 date=values.get("ReceiptItem_Date", ""),
                 description=values.get("ReceiptItem_Description", ""),
                 amount=values.get("ReceiptItem_Amount", ""),
@@ -114,22 +125,90 @@ def observe(facts: ExpenseFacts, name: str, caption: str, state: dict[str, Any])
         if grid is not None:
             rows = grid_row_values(grid)
             for number, _, values in rows:
-                facts.itemized_lines[number] = ItemizedLine(
+                _put_row(
+                    facts.itemized_lines,
+                    number,
+                    ItemizedLine,
                     date=values.get("TrvExpTrans_TransDate", ""),
                     subcategory=values.get("TrvExpTrans_ExpSubCategory", ""),
                     amount=values.get("TrvExpTrans_AmountCurr", ""),
                     description=values.get("TrvExpTrans_Description", ""),
                     status=values.get("TrvExpTrans_LineStatus", ""),
                 )
-            if not grid_has_next_page(grid):
+            if not grid_has_next_page(grid):  # the last page: rows past its last one were deleted
                 shown = {number for number, _, _ in rows}
-                last = max((_row_index(n) for n in shown), default=0)
-                for number in [n for n in facts.itemized_lines if n not in shown and _row_index(n) > last]:
+                last = max(map(_row_index, shown), default=0)
+                hidden = facts.itemized_lines.keys() - shown  # in C: a fold reads every page, this runs at each
+                for number in list(compress(hidden, map(gt, map(_row_index, hidden), repeat(last)))):
                     del facts.itemized_lines[number]
 
 
+def _put_row(rows: dict[str, Any], number: str, model: type[BaseModel], **values: str) -> None:
+    """``rows[number] = model(**values)``, keeping the row there if it holds these values: the same object, which
+    ``RowsMemo`` recognizes at pointer speed (a response shows a page of rows, most of them as they were)."""
+    row = rows.get(number)
+    if row is None or row.__dict__ != values:
+        rows[number] = model(**values)
+
+
+@lru_cache(maxsize=4_096)
 def _row_index(number: str) -> int:
     return int(number) if number.isdigit() else 0
+
+
+Rows = tuple[tuple[str, Any], ...]  # a dict of rows as (number, row) pairs, in order
+
+
+def _first_change(current: Rows, known: Rows) -> int:
+    """Where ``current`` first differs from ``known`` (their common length if nowhere): compared in C."""
+    return next(compress(count(), map(ne, current, known)), min(len(current), len(known)))
+
+
+class RowsMemo:
+    """What ``derive`` makes of each (number, row) of a dict of rows, reused from the last call for the rows up
+    to the first that is not equal to the last call's (the rows are frozen models: equal means the same
+    values). The structured summary is written again at every fold, and most of its rows (every receipt
+    charge, every itemized line but those of the page just read) are those of the fold before: they are
+    compared in C and only the rest is derived. The list returned is shared: read it, do not change it."""
+
+    def __init__(self, derive: Callable[[str, Any], Any]) -> None:
+        self._derive = derive
+        self._last: tuple[Rows, list[Any]] = ((), [])  # one tuple, swapped whole
+
+    def __call__(self, rows: dict[str, Any]) -> list[Any]:
+        current = tuple(rows.items())
+        known, derived = self._last
+        if current != known:
+            same = _first_change(current, known)
+            derived = derived[:same] + [self._derive(number, row) for number, row in current[same:]]
+        self._last = (current, derived)  # also when equal rows are other objects: compared by pointer next time
+        return derived
+
+
+class RowsText:
+    """The lines ``render`` writes of the rows of a dict, joined by newlines into one text (a block of the
+    summary's key variables), written again only from the first row that is not equal to the last call's, as
+    ``RowsMemo`` finds it: the text before it is a slice of the last text (no line of it is read again)."""
+
+    def __init__(self, render: Callable[[str, Any], str]) -> None:
+        self._render = render
+        self._last: tuple[Rows, str, array[int]] = ((), "", array("q"))  # rows, text, where each line ends
+
+    def __call__(self, rows: dict[str, Any]) -> str:
+        current = tuple(rows.items())
+        known, text, ends = self._last
+        if current != known:
+            same = _first_change(current, known)
+            lines = [self._render(number, row) for number, row in current[same:]]
+            head = text[: ends[same - 1]] if same else ""
+            text = "\n".join([head, *lines]) if same else "\n".join(lines)
+            ends = ends[:same]
+            end = len(head)
+            for line in lines:
+                end += len(line) + (1 if end or ends else 0)
+                ends.append(end)
+        self._last = (current, text, ends)
+        return text
 
 
 # -- what is left to do --------------------------------------------------------------------
@@ -146,19 +225,54 @@ _NOT_AMOUNT = re.compile(r"[^\d.\-]")
 _CENT = Decimal("0.01")
 
 
+_UNREAD = object()  # the amount key of a charge whose amount does not read: no saved line matches it
+_NOT_SAVED = object()  # the amount key of an itemized line that is not saved: no charge matches it
+
+
+def _amounts_and_ranks(rows: dict[str, ReceiptItem]) -> tuple[list[object], list[int]]:
+    """The charges' amounts, and each one's rank among the charges of its amount before it."""
+    amounts = [_UNREAD if (value := _amount(item.amount)) is None else value for item in rows.values()]
+    seen: Counter[object] = Counter()
+    ranks = []
+    for amount in amounts:
+        ranks.append(seen[amount])
+        seen[amount] += 1
+    return amounts, ranks
+
+
+class _ReceiptRanks:
+    """``_amounts_and_ranks`` of the receipt, kept while its rows are equal to the last call's (compared in C)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Rows, tuple[list[object], list[int]]] = ((), ([], []))
+
+    def __call__(self, rows: dict[str, ReceiptItem]) -> tuple[list[object], list[int]]:
+        current = tuple(rows.items())
+        known, derived = self._last
+        if current != known:
+            derived = _amounts_and_ranks(rows)
+        self._last = (current, derived)
+        return derived
+
+
+_RECEIPT_RANKS = _ReceiptRanks()
+_SAVED_AMOUNTS = RowsMemo(lambda _, line: _amount(line.amount) if line.status.lower() in ("saved", "") else _NOT_SAVED)
+_UNSAVED = RowsMemo(lambda _, line: line.status.lower() in ("new", "modified"))
+_TODO_ITEMS = RowsMemo(lambda _, item: f"Itemize receipt item: {item.date} | {item.description} | {item.amount}")
+
+
+def _missing(facts: ExpenseFacts, of: list[Any]) -> list[Any]:
+    """The entries of ``of`` (one per receipt item) of the receipt items with no saved itemized line of the same
+    amount: a multiset match in receipt order, where an item is matched when fewer items of its amount come
+    before it than there are saved lines of that amount. In C but for the ranks, which change with the receipt."""
+    amounts, ranks = _RECEIPT_RANKS(facts.receipt_items)
+    saved = Counter(_SAVED_AMOUNTS(facts.itemized_lines))
+    return list(compress(of, map(ge, ranks, map(saved.get, amounts, repeat(0)))))
+
+
 def missing_receipt_items(facts: ExpenseFacts) -> list[ReceiptItem]:
     """Receipt items with no saved itemized line of the same amount (a multiset match, in receipt order)."""
-    saved = Counter(
-        _amount(line.amount) for line in facts.itemized_lines.values() if line.status.lower() in ("saved", "")
-    )
-    missing = []
-    for item in facts.receipt_items.values():
-        amount = _amount(item.amount)
-        if amount is not None and saved[amount] > 0:
-            saved[amount] -= 1
-        else:
-            missing.append(item)
-    return missing
+    return _missing(facts, list(facts.receipt_items.values()))
 
 
 def todo_lines(facts: ExpenseFacts, current_form: str) -> list[str]:
@@ -170,9 +284,8 @@ def todo_lines(facts: ExpenseFacts, current_form: str) -> list[str]:
     if not facts.receipt_items:
         todo.append("Open the receipt and read its items.")
     else:
-        for item in missing_receipt_items(facts):
-            todo.append(f"Itemize receipt item: {item.date} | {item.description} | {item.amount}")
-    unsaved = [n for n, line in facts.itemized_lines.items() if line.status.lower() in ("new", "modified")]
+        todo += _missing(facts, _TODO_ITEMS(facts.receipt_items))
+    unsaved = list(compress(facts.itemized_lines, _UNSAVED(facts.itemized_lines)))
     if unsaved:
         todo.append(f"Save itemized rows {', '.join(unsaved)}.")
     remaining = _amount(facts.itemization_remaining)
@@ -185,7 +298,8 @@ def todo_lines(facts: ExpenseFacts, current_form: str) -> list[str]:
 
 # -- rendering -----------------------------------------------------------------------------
 def key_variable_lines(facts: ExpenseFacts) -> list[str]:
-    """The facts as "Key variables" lines (the harness adds the current form)."""
+    """The facts as "Key variables" lines (the harness adds the current form), joined by newlines: the rows of
+    the receipt and of the itemization are one element each, of one line per row (``RowsText``)."""
     lines = []
     if facts.report:
         lines.append(f"Report: {facts.report}")
@@ -200,10 +314,7 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
             if facts.receipt_rows > read
             else f"Receipt items ({read}):"
         )
-        lines += [
-            f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
-            for n, i in facts.receipt_items.items()
-        ]
+        lines.append(_RECEIPT_LINES(facts.receipt_items))  # one element of many lines: joined the same
     lines += figures_line(
         "Itemization",
         (
@@ -214,12 +325,19 @@ def key_variable_lines(facts: ExpenseFacts) -> list[str]:
     )
     if facts.itemized_lines:
         lines.append(f"Itemized lines ({len(facts.itemized_lines)}):")
-        lines += [
-            f"  {n}. {line.date} | {line.subcategory} | {line.amount} | {line.status}"
-            + (f" | {line.description}" if line.description else "")
-            for n, line in facts.itemized_lines.items()
-        ]
+        lines.append(_ITEMIZED_LINES(facts.itemized_lines))
     return lines
+
+
+_RECEIPT_LINES = RowsText(
+    lambda n, i: f"  {n}. {i.date} | {i.description} | {i.amount}" + (f" | {i.subcategory}" if i.subcategory else "")
+)
+_ITEMIZED_LINES = RowsText(
+    lambda n, line: (
+        f"  {n}. {line.date} | {line.subcategory} | {line.amount} | {line.status}"
+        + (f" | {line.description}" if line.description else "")
+    )
+)
 
 
 SUMMARY_FACTS = SummaryFacts(

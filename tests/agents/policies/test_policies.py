@@ -112,6 +112,37 @@ def test_last_n_summary_folds_evicted_units_w_at_a_time_and_shows_pending_ones()
     assert "sum[c3,c4]<-sum[c1,c2]" in agent.shown[-1][2]["content"]
 
 
+def test_last_n_summary_folds_incrementally_what_a_fresh_policy_folds_at_once():
+    """A long-lived last_n_summary (its splitter and fold reusing what they saw) shows at every step what a
+    fresh one shows on the same history: growing by appending, after an error result, after a policy above
+    edited an already folded result (a new message object in its place), and growing again after that. Only
+    the batches from the edited one on are folded again."""
+    spec = "last_n_summary:n=2,w=2"
+    steps = [step(f"c{i}", f"result {i}: total {i}.00") for i in range(1, 14)]
+    steps[6] = step("c7", "Error: the form TrvItemization is not open")
+    messages = transcript(*steps)
+    live_agent = RecordingAgent()
+    live = wrap(live_agent, spec)
+
+    def same_as_fresh(history: list) -> int:
+        fresh_agent = RecordingAgent()
+        wrap(fresh_agent, spec).act(list(history), [])
+        live_step = live.act(list(history), [])
+        assert live_agent.shown[-1] == fresh_agent.shown[-1]
+        return live_step.summarizer_calls
+
+    for end in range(4, len(messages) - 1, 2):  # unit by unit, the last step held back
+        same_as_fresh(messages[:end])
+    shown = live_agent.shown[-1]
+    assert "<EARLIER_STEPS_SUMMARY>" in shown[2]["content"] and "Seen: Error: the form" in shown[2]["content"]
+    edited = list(messages[:-2])
+    edited[9] = {**edited[9], "content": "result 4: total 40.00"}  # c4, in the second of five batches
+    assert same_as_fresh(edited) == 4  # batches 2 to 5 again, not the first
+    assert "total 40.00" in live_agent.shown[-1][2]["content"]
+    assert same_as_fresh([*edited, *messages[-2:]]) == 0  # c12 is now pending: nothing to fold
+    assert same_as_fresh([*edited, *messages[-2:], *step("c14", "result 14")]) == 1
+
+
 def test_last_n_summary_w_minus_one_summarizes_everything_evicted_at_once():
     summarizer = LabelSummarizer()
     agent = RecordingAgent()

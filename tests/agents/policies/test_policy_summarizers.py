@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,15 @@ from erp_sim.agents.policies import wrap
 from erp_sim.agents.summarizers import PROMPTS_DIR, LLMSummarizer, StructuredSummarizer, SummarizerError, load_prompt
 from erp_sim.agents.tokens import count_text
 from erp_sim.agents.types import ChatResponse, InfrastructureError, ModelRequestError, Usage
-from erp_sim.workflows.itemization.facts import missing_receipt_items
+from erp_sim.workflows.itemization.facts import (
+    ExpenseFacts,
+    ItemizedLine,
+    ReceiptItem,
+    RowsMemo,
+    RowsText,
+    _amount,
+    missing_receipt_items,
+)
 
 TASK = INSTRUCTION["content"]
 SECTIONS = ("## Task", "## Key variables", "## Completed", "## To-do", "## Guardrails")
@@ -68,6 +77,85 @@ def test_facts_from_d365_responses():
     assert facts.notes == ["Warning: Remaining amount is not zero."]
     assert facts.current_form == "TrvItemization"
     assert len(facts.actions) == 4 and facts.actions[0].startswith("form_open_menu_item() -> Done. | form TrvExpenses")
+
+
+def _greedy_missing(facts: ExpenseFacts) -> list[ReceiptItem]:
+    """The multiset match as written before it was made incremental: each charge takes a saved line of its amount."""
+    saved: dict = {}
+    for line in facts.itemized_lines.values():
+        if line.status.lower() in ("saved", ""):
+            saved[_amount(line.amount)] = saved.get(_amount(line.amount), 0) + 1
+    missing = []
+    for item in facts.receipt_items.values():
+        amount = _amount(item.amount)
+        if amount is not None and saved.get(amount, 0) > 0:
+            saved[amount] -= 1
+        else:
+            missing.append(item)
+    return missing
+
+
+def _render(number: str, row) -> str:
+    return f"{number}:{row.amount}:{row.status}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_memos_give_what_a_full_pass_gives_through_every_kind_of_edit(seed):
+    """RowsMemo, RowsText and the charges still to itemize, after appends, a row replaced by an equal copy or by
+    other values, rows deleted at the end or in the middle, a reset, and two episodes' rows in turn: each time
+    what a pass over all rows gives (so a memo that kept a stale row fails)."""
+    rng = random.Random(seed)
+    amounts = ["10.00", "15.00", "15.00", "n/a", "7.5", "300.00"]
+    memo, text = RowsMemo(_render), RowsText(_render)
+    episodes = [ExpenseFacts(), ExpenseFacts()]
+    for step_number in range(120):
+        facts = episodes[rng.random() < 0.2]
+        rows = facts.itemized_lines
+        edit = rng.random()
+        numbers = list(rows)
+        if edit < 0.4 or not numbers:
+            rows[str(len(rows) + 1)] = ItemizedLine(amount=rng.choice(amounts), status=rng.choice(["Saved", "New", ""]))
+        elif edit < 0.55:
+            number = rng.choice(numbers)
+            rows[number] = ItemizedLine(**rows[number].__dict__)  # equal values, another object
+        elif edit < 0.75:
+            rows[rng.choice(numbers)] = ItemizedLine(
+                amount=rng.choice(amounts), status=rng.choice(["Saved", "Modified"])
+            )
+        elif edit < 0.85:
+            del rows[numbers[-1]]
+        elif edit < 0.95:
+            del rows[rng.choice(numbers)]
+        else:
+            rows.clear()
+        if rng.random() < 0.3:
+            facts.receipt_items[str(len(facts.receipt_items) + 1)] = ReceiptItem(amount=rng.choice(amounts))
+        assert memo(rows) == [_render(n, r) for n, r in rows.items()], step_number
+        assert text(rows) == "\n".join(_render(n, r) for n, r in rows.items()), step_number
+        assert missing_receipt_items(facts) == _greedy_missing(facts), step_number
+
+
+def test_a_summary_folded_batch_by_batch_is_the_summary_of_everything_at_once():
+    """The running summary, built fold by fold (its rows rendered from what the fold before rendered), is the
+    text a summary of the whole history at once has: through an itemized line edited after it was saved, an
+    error result and a reread receipt."""
+    lines = [("2024-03-01", "Room", "300.00", "Saved"), ("2024-03-01", "Tax", "45.00", "New")]
+    batches = [
+        [*step("c1", report_list_response(), "form_open_menu_item"), *step("c2", report_response())],
+        [*step("c3", receipt_response()), *step("c4", itemization_response(lines[:1]))],
+        [*step("c5", itemization_response(lines)), *step("c6", "Error: the row is locked")],
+        [*step("c7", itemization_response([lines[0], ("2024-03-01", "Tax", "40.00", "Saved")]))],
+        [*step("c8", receipt_response()), *step("c9", itemization_response(lines[:1]))],
+    ]
+    summarizer = StructuredSummarizer()
+    previous = None
+    for end, batch in enumerate(batches, start=1):
+        previous = summarizer.summarize_history(TASK, batch, previous).text
+        everything = [message for earlier in batches[:end] for message in earlier]
+        assert previous == StructuredSummarizer().summarize_history(TASK, everything).text
+        if end == 4:  # the edited line, as the page showed it last
+            assert "Tax | 40.00 | Saved" in previous and "Tax | 45.00" not in previous
+    assert "Tax | 40.00" not in previous and "Seen: Error: the row is locked" in previous
 
 
 def test_structured_history_summary_has_the_acon_sections():

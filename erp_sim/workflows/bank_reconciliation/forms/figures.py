@@ -28,6 +28,12 @@ def summary(session: FormHost, form: OpenForm) -> rules.ReconciliationSummary:
     return session.cached_read(f"bank/{rec_id}/summary", lambda: rules.summary(session.db, rec_id))
 
 
+def keep_summary(session: FormHost, form: OpenForm, figures: rules.ReconciliationSummary) -> None:
+    """``figures`` as the summary of the database's version now (a form that wrote knows what it changed)."""
+    rec_id = form.context["rec_id"]
+    session.cached_read(f"bank/{rec_id}/summary", lambda: figures)
+
+
 def yes_no(flag: object) -> str:
     return "Yes" if flag else "No"
 

@@ -19,20 +19,38 @@ unmatched meanwhile are dropped, with a warning, the next time the form is shown
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from erp_sim import response_keys as K
 from erp_sim.database import transaction
 from erp_sim.errors import FormStateError
-from erp_sim.forms.base import Button, Column, Control, FormDefinition, FormHost, Grid, GridRow, OpenForm, Section
+from erp_sim.forms.base import (
+    Button,
+    Column,
+    Control,
+    FormDefinition,
+    FormHost,
+    Grid,
+    GridRow,
+    OpenForm,
+    Section,
+    filter_rows,
+)
 from erp_sim.money import ZERO, display_money
 from erp_sim.workflows.bank_reconciliation import reading as R
 from erp_sim.workflows.bank_reconciliation import rules
 from erp_sim.workflows.bank_reconciliation.catalog import MAIN_ACCOUNT_BY_ID, POSTING_ACCOUNTS
-from erp_sim.workflows.bank_reconciliation.forms.figures import figure_controls, reconciliation, statement, summary
+from erp_sim.workflows.bank_reconciliation.forms.figures import (
+    figure_controls,
+    keep_summary,
+    reconciliation,
+    statement,
+    summary,
+)
 
 
 @dataclass
@@ -53,25 +71,55 @@ def _input(form: OpenForm) -> WorksheetInput:
     return form.edits(WorksheetInput)
 
 
-def _open_lines(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
+def _grids(session: FormHost, form: OpenForm) -> _Grids:
     rec = reconciliation(session, form)
-    return session.cached_read(f"bank/{rec['id']}/open-lines", lambda: rules.open_lines(session.db, rec))
+    return session.cached_read(_grids_key(rec["id"]), lambda: _read_grids(session.db, rec))
 
 
-def _open_transactions(session: FormHost, form: OpenForm) -> list[sqlite3.Row]:
-    rec = reconciliation(session, form)
-    return session.cached_read(f"bank/{rec['id']}/open-transactions", lambda: rules.open_transactions(session.db, rec))
+def _grids_key(rec_id: int) -> str:
+    return f"bank/{rec_id}/grids"
 
 
-def _items(session: FormHost, form: OpenForm) -> list[rules.MatchItem]:
+def _read_grids(db: sqlite3.Connection, rec: sqlite3.Row) -> _Grids:
+    return _Grids(
+        _STATEMENT_GRID.records(rules.open_lines(db, rec)),
+        _TRANSACTION_GRID.records(rules.open_transactions(db, rec)),
+        _MATCHED_GRID.records(rules.match_items(db, rec["id"])),
+    )
+
+
+def _after_match(
+    session: FormHost,
+    form: OpenForm,
+    before: tuple[_Grids, rules.ReconciliationSummary],
+    lines: list[sqlite3.Row],
+    transactions: list[sqlite3.Row],
+    match_type: str,
+) -> None:
+    """The grids and figures after the worksheet's own Match or Mark as new (``match_type`` Match or New), kept for
+    the version it wrote: ``before`` (read at the version just before the write) without the lines and
+    transactions it matched and with the items of the matches it made, which come last (match RecIds only grow).
+    A click then costs what it changed, not a new read of the statement, its sums and every row's values; a
+    write elsewhere moves the version and all is read again."""
     rec_id = form.context["rec_id"]
-    return session.cached_read(f"bank/{rec_id}/items", lambda: rules.match_items(session.db, rec_id))
+    grids, figures = before
+    last = grids.items.records[-1].match_rec_id if grids.items.records else 0
+    session.cached_read(
+        _grids_key(rec_id),
+        lambda: _Grids(
+            grids.lines.without({line["id"] for line in lines}),
+            grids.transactions.without({row["id"] for row in transactions}),
+            grids.items.plus(_MATCHED_GRID, rules.match_items(session.db, rec_id, after=last)),
+        ),
+    )
+    keep_summary(
+        session, form, figures.after_match(len(lines), match_type, transactions if match_type == "Match" else lines)
+    )
 
 
-def _marked(form: OpenForm, grid: str, rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
-    """The grid's marked rows among ``rows`` (its current rows), in grid order."""
-    marked = form.grid_state(grid).marked
-    return [row for row in rows if row["id"] in marked]
+def _marked(form: OpenForm, grid: str, records: GridRecords) -> list[Any]:
+    """The grid's marked records among ``records`` (its current ones), in grid order."""
+    return records.marked(form.grid_state(grid).marked)
 
 
 def _total(rows: list[sqlite3.Row]) -> Decimal:
@@ -88,6 +136,66 @@ def _item_record(item: rules.MatchItem) -> sqlite3.Row:
     return record
 
 
+_VIEWS = 4  # filtered views a grid keeps
+
+
+@dataclass(frozen=True)
+class GridRecords:
+    """One grid's records at one database version, in grid order, and its rows: a row's values are made when a
+    response first reads them (a page reads 25, a filter every row's) and kept with the row from then on."""
+
+    records: list[Any]
+    rows: list[GridRow]
+    # the rows column filters find, by the filters (the last few): a filtered grid is rendered at every call
+    views: dict[tuple[tuple[str, str], ...], list[GridRow]] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def position(self) -> dict[Any, int]:
+        """Each row's index by its key."""
+        return {row.key: index for index, row in enumerate(self.rows)}
+
+    def marked(self, keys: set[Any]) -> list[Any]:
+        """The records of the rows ``keys`` marks that are in the grid, in grid order."""
+        if not keys:
+            return []
+        position = self.position
+        return [self.records[index] for index in sorted(position[key] for key in keys if key in position)]
+
+    def filtered(self, grid: Grid, filters: dict[str, str]) -> list[GridRow]:
+        """``filter_rows`` of the rows, kept for these filters."""
+        key = tuple(filters.items())
+        view = self.views.get(key)
+        if view is None:
+            if len(self.views) >= _VIEWS:
+                del self.views[next(iter(self.views))]
+            view = self.views[key] = list(filter_rows(grid, self.rows, filters))
+        return view
+
+    def without(self, keys: set[Any]) -> GridRecords:
+        """The grid once the rows of ``keys`` left it, its views too: list slices between them, not a pass
+        over every row."""
+        position, records, rows, start = self.position, [], [], 0
+        for cut in sorted(position[key] for key in keys if key in position):
+            records += self.records[start:cut]
+            rows += self.rows[start:cut]
+            start = cut + 1
+        views = {key: [row for row in view if row.key not in keys] for key, view in self.views.items()}
+        return GridRecords([*records, *self.records[start:]], [*rows, *self.rows[start:]], views)
+
+    def plus(self, spec: GridSpec, records: list[Any]) -> GridRecords:
+        added = spec.records(records)
+        return GridRecords([*self.records, *added.records], [*self.rows, *added.rows])
+
+
+@dataclass(frozen=True)
+class _Grids:
+    """What the worksheet's three grids show at one database version."""
+
+    lines: GridRecords  # the statement's open lines
+    transactions: GridRecords  # the account's open bank transactions
+    items: GridRecords  # the matched items
+
+
 @dataclass(frozen=True)
 class GridSpec:
     """A worksheet grid: its name and label, and per column (name, label, data type, the record's value)."""
@@ -97,14 +205,23 @@ class GridSpec:
     columns: tuple[tuple[str, str, str, Callable[[Any], str]], ...]
     key: Callable[[Any], int] = lambda record: int(record["id"])
 
-    def grid(self, session: FormHost, rec_id: int, records: list[Any]) -> Grid:
-        # rows are built once per database version (a 400-line statement's grids hold some 1,700), the grid at
-        # every render
-        rows = session.cached_read(
-            f"bank/{rec_id}/rows/{self.name}",
-            lambda: [GridRow(self.key(r), {name: value(r) for name, _, _, value in self.columns}) for r in records],
-        )
-        return Grid(self.name, self.label, [Column(name, label, kind) for name, label, kind, _ in self.columns], rows)
+    def values(self, record: Any) -> dict[str, str]:
+        return {name: value(record) for name, _, _, value in self.columns}
+
+    def records(self, records: list[Any]) -> GridRecords:
+        values = self.values
+        return GridRecords(records, [GridRow(self.key(r), values_of=values, source=r) for r in records])
+
+    def grid(self, records: GridRecords) -> RecordsGrid:
+        columns = [Column(name, label, kind) for name, label, kind, _ in self.columns]
+        return RecordsGrid(self.name, self.label, columns, records.rows, records)
+
+
+@dataclass
+class RecordsGrid(Grid):
+    """A worksheet grid with the records its rows show (``Worksheet.view`` filters through them)."""
+
+    records: GridRecords
 
 
 _STATEMENT_GRID = GridSpec(
@@ -177,9 +294,9 @@ class Worksheet(FormDefinition):
         return f"Bank reconciliation worksheet - {rec['account_id']} {statement(session, form)['statement_id']}"
 
     def summary(self, session: FormHost, form: OpenForm) -> str:
-        figures = summary(session, form)
-        lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-        transactions = _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form))
+        figures, grids = summary(session, form), _grids(session, form)
+        lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+        transactions = _marked(form, R.TRANSACTION_GRID, grids.transactions)
         return (
             f"Statement {statement(session, form)['statement_id']}: {figures.line_count} line(s), "
             f"{figures.open_line_count} open; unreconciled difference {display_money(figures.difference)}. Marked: "
@@ -190,9 +307,9 @@ class Worksheet(FormDefinition):
     # --- what the form shows ---
     def sections(self, session: FormHost, form: OpenForm) -> list[Section]:
         rec, stmt = reconciliation(session, form), statement(session, form)
-        lines, transactions = _open_lines(session, form), _open_transactions(session, form)
-        marked_lines = _total(_marked(form, R.STATEMENT_GRID, lines))
-        marked_transactions = _total(_marked(form, R.TRANSACTION_GRID, transactions))
+        grids = _grids(session, form)
+        marked_lines = _total(_marked(form, R.STATEMENT_GRID, grids.lines))
+        marked_transactions = _total(_marked(form, R.TRANSACTION_GRID, grids.transactions))
         account = _input(form).offset_account
         header = [
             Control("Worksheet_AccountId", "Bank account", K.INPUT, rec["account_id"]),
@@ -228,20 +345,20 @@ class Worksheet(FormDefinition):
             Section("WorksheetTotalsGroup", "Totals", controls=figure_controls(session, form, "Worksheet", brief=True)),
             Section("MarkedGroup", "Marked rows", controls=marked),
         ]
-        grids: list[tuple[str, str, list[Any], GridSpec]] = [
-            (R.STATEMENT_TAB, "Bank statement lines", lines, _STATEMENT_GRID),
-            (R.TRANSACTION_TAB, "Bank transactions", transactions, _TRANSACTION_GRID),
-            (R.MATCHED_TAB, "Matched", _items(session, form), _MATCHED_GRID),
+        pages: list[tuple[str, str, GridRecords, GridSpec]] = [
+            (R.STATEMENT_TAB, "Bank statement lines", grids.lines, _STATEMENT_GRID),
+            (R.TRANSACTION_TAB, "Bank transactions", grids.transactions, _TRANSACTION_GRID),
+            (R.MATCHED_TAB, "Matched", grids.items, _MATCHED_GRID),
         ]
         return sections + [
-            Section(tab, label, K.TAB_PAGE, grids=[spec.grid(session, rec["id"], records)])
-            for tab, label, records, spec in grids
+            Section(tab, label, K.TAB_PAGE, grids=[spec.grid(records)]) for tab, label, records, spec in pages
         ]
 
     def buttons(self, session: FormHost, form: OpenForm) -> list[Button]:
         reconciled = bool(reconciliation(session, form)["reconciled"])
-        lines = bool(_marked(form, R.STATEMENT_GRID, _open_lines(session, form)))
-        transactions = bool(_marked(form, R.TRANSACTION_GRID, _open_transactions(session, form)))
+        grids = _grids(session, form)
+        lines = bool(_marked(form, R.STATEMENT_GRID, grids.lines))
+        transactions = bool(_marked(form, R.TRANSACTION_GRID, grids.transactions))
         matched = form.grid_state(R.MATCHED_GRID)
         done = "the reconciliation is already marked as reconciled."
         return [
@@ -284,10 +401,13 @@ class Worksheet(FormDefinition):
     def click(self, session: FormHost, form: OpenForm, button: str) -> str:
         key = button.lower()
         rec_id = form.context["rec_id"]
+        grids, figures = _grids(session, form), summary(session, form)  # as before a write
         if key == R.MATCH_BUTTON.lower():
-            lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-            transactions = _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form))
-            match_id = rules.match(session.db, rec_id, [r["id"] for r in lines], [r["id"] for r in transactions])
+            lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+            transactions = _marked(form, R.TRANSACTION_GRID, grids.transactions)
+            line_ids, transaction_ids = [r["id"] for r in lines], [r["id"] for r in transactions]
+            match_id = rules.match(session.db, rec_id, line_ids, transaction_ids)
+            _after_match(session, form, (grids, figures), lines, transactions, "Match")
             self._clear(form, R.STATEMENT_GRID, R.TRANSACTION_GRID)
             numbers = ", ".join(str(line["line_number"]) for line in lines)
             return (
@@ -300,13 +420,15 @@ class Worksheet(FormDefinition):
                 raise FormStateError(
                     f"Set {R.OFFSET_ACCOUNT} first: the ledger account to post to (form_open_lookup lists them)."
                 )
-            if _marked(form, R.TRANSACTION_GRID, _open_transactions(session, form)):
+            if _marked(form, R.TRANSACTION_GRID, grids.transactions):
                 raise FormStateError(
                     f"Mark as new posts statement lines that have no bank transaction: unmark the rows of "
                     f"{R.TRANSACTION_GRID} first (or click {R.MATCH_BUTTON} to match them)."
                 )
-            lines = _marked(form, R.STATEMENT_GRID, _open_lines(session, form))
-            posted = rules.mark_as_new(session.db, rec_id, [r["id"] for r in lines], MAIN_ACCOUNT_BY_ID[account])
+            lines = _marked(form, R.STATEMENT_GRID, grids.lines)
+            line_ids = [r["id"] for r in lines]
+            posted = rules.mark_as_new(session.db, rec_id, line_ids, MAIN_ACCOUNT_BY_ID[account])
+            _after_match(session, form, (grids, figures), lines, [], "New")  # what it posts is matched: not open
             self._clear(form, R.STATEMENT_GRID)
             return " ".join(
                 f"Statement line {line['line_number']} was posted as {number} to {MAIN_ACCOUNT_BY_ID[account].label} "
@@ -316,7 +438,7 @@ class Worksheet(FormDefinition):
         if key == R.UNMATCH_BUTTON.lower():
             state = form.grid_state(R.MATCHED_GRID)
             chosen = state.marked or ({state.selected_key} if state.selected_key is not None else set())
-            matches = sorted({item.match_rec_id for item in _items(session, form) if item.item_id in chosen})
+            matches = sorted({item.match_rec_id for item in grids.items.marked(chosen)})
             if not matches:
                 raise FormStateError(f"Select or mark a row of {R.MATCHED_GRID} first (form_select_grid_row).")
             results = self._unmatch(session, rec_id, matches)
@@ -335,6 +457,15 @@ class Worksheet(FormDefinition):
             state = form.grid_state(grid)
             state.marked, state.selected_key = set(), None
 
+    def view(self, form: OpenForm, grid: Grid) -> Sequence[GridRow]:
+        """A filtered grid's rows from the view its records keep (``GridRecords.filtered``), unless a sort or the
+        quick filter (form_filter_form) rearranges them as well."""
+        state = form.grid_state(grid.name)
+        quick = form.quick_filter and grid.name == self.primary_grid
+        if isinstance(grid, RecordsGrid) and state.filters and not state.sort and not quick:
+            return grid.records.filtered(grid, state.filters)
+        return super().view(form, grid)
+
     def toggle_section(self, session: FormHost, form: OpenForm, name: str, action: str) -> str:
         """As a D365 Tab: opening one tab page closes the others."""
         result = super().toggle_section(session, form, name, action)
@@ -347,22 +478,19 @@ class Worksheet(FormDefinition):
 
     def reconcile(self, session: FormHost, form: OpenForm) -> None:
         """Drop marks and selections of rows that are no longer in their grid (matched or unmatched elsewhere)."""
-        rec_id = form.context["rec_id"]
-        current = session.cached_read(
-            f"bank/{rec_id}/row-keys",
-            lambda: {
-                R.STATEMENT_GRID: {row["id"] for row in _open_lines(session, form)},
-                R.TRANSACTION_GRID: {row["id"] for row in _open_transactions(session, form)},
-                R.MATCHED_GRID: {item.item_id for item in _items(session, form)},
-            },
-        )
-        dropped = 0
-        for grid, keys in current.items():
+        grids, dropped = _grids(session, form), 0
+        for grid, records in (
+            (R.STATEMENT_GRID, grids.lines),
+            (R.TRANSACTION_GRID, grids.transactions),
+            (R.MATCHED_GRID, grids.items),
+        ):
             state = form.grid_state(grid)
-            gone = state.marked - keys
+            if not state.marked and state.selected_key is None:
+                continue  # nothing to drop: the grid's keys are not needed
+            gone = {key for key in state.marked if key not in records.position}
             dropped += len(gone)
             state.marked -= gone
-            if state.selected_key is not None and state.selected_key not in keys:
+            if state.selected_key is not None and state.selected_key not in records.position:
                 state.selected_key = None
         if dropped:
             session.add_message(
