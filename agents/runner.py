@@ -39,6 +39,7 @@ from erp_sim.agents.types import (
     InfrastructureError,
     Message,
     ModelRequestError,
+    Transcript,
     harness_tools,
     refuse_over_window,
     sum_reported,
@@ -83,10 +84,10 @@ def run_episode(
     # tools a layer of the agent's policy stack offers and the harness answers (ga_memory's), never sent to the ERP
     harness = harness_tools(agent)
     tools = [*info["tools"], *harness.schemas] if harness is not None else info["tools"]
-    transcript: list[Message] = [
-        {"role": "system", "content": info["system_prompt"]},
-        {"role": "user", "content": observation},
-    ]
+    # it only grows, and no message in it changes: the agent and its policies skip what they read before
+    transcript = Transcript(
+        [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}]
+    )
     trajectory = Trajectory(
         task_id=info["task"]["task_id"],
         task_set=info["task"]["task_set"],
@@ -126,7 +127,7 @@ def run_episode(
         termination = env_state.info.get("termination_reason") or (
             "step_limit" if env_state.truncated or not env_state.done else "agent_stopped"
         )
-    trajectory.messages = transcript
+    trajectory.messages = list(transcript)
     assert termination is not None  # set by a failure or just above
     if recorder is not None:
         trajectory.context = recorder.context

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
-from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -51,7 +50,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_val
 from erp_sim import task_sets, workflows
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.tokens.prompt_cache import ModelCall
-from erp_sim.agents.types import Message, ToolSchema, unset
+from erp_sim.agents.types import Message, ToolSchema, unchanged_prefix, unset
 from erp_sim.outcomes import FailureCategory, Termination
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
@@ -109,7 +108,8 @@ class ContextRecorder:
         self._transcript_texts: dict[Hashable, list[Message]] = {}
         self._transcript_tool_call_ids: set[str] = set()
         self._scanned = 0
-        self._last_shown: list[Message] = []
+        self._last_shown: list[Message] = []  # a copy of the last call's list (kept up to date in place)
+        self._last_source: list[Message] | None = None  # that list itself (what its sender vouches for)
         self._last_indices: list[int] = []
 
     def record(self, shown: list[Message], transcript: list[Message]) -> None:
@@ -117,17 +117,23 @@ class ContextRecorder:
         if new:
             self._transcript += new
             self._transcript_ids.update(map(id, new))
-        # the leading objects of the last call's list keep their indices (an object's index never changes);
-        # the other messages seen before are looked up by identity in C, and only the rest go through _index
-        known = same_prefix(shown, self._last_shown)
+        # the leading objects of the last call's list keep their indices (an object's index never changes): what
+        # its sender vouches is unchanged is not compared; the other messages seen before are looked up by
+        # identity in C, and only the rest go through _index
+        last = self._last_shown
+        vouched = unchanged_prefix(shown, self._last_source, len(last))
+        known = vouched if vouched == min(len(shown), len(last)) else same_prefix(shown, last)
         indices: list[Any] = self._last_indices[:known]
-        indices += map(self._by_id.get, map(id, islice(shown, known, None)))
+        later = shown[known:]
+        indices += map(self._by_id.get, map(id, later))
         position = next_none(indices, known)
         while position is not None:
             indices[position] = self._index(shown[position])
             position = next_none(indices, position + 1)
         self.context.steps.append(indices)  # every None was filled
-        self._last_shown, self._last_indices = list(shown), indices  # a copy: the caller may reuse its list
+        del last[vouched:]  # a copy (the caller may reuse its list): the very objects up to there
+        last += later if vouched == known else shown[vouched:]
+        self._last_source, self._last_indices = shown, indices
 
     def _index(self, message: Message) -> int:
         index = self._by_id.get(id(message))

@@ -11,12 +11,56 @@ the API allows a tool message only ``tool_call_id`` and ``content``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, SkipValidation
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # OpenAI function-tool schema: {"type": "function", "function": {...}}
+
+
+# -- what did not change since a sender's last list: receivers that keep work per message (the scripted agent's
+# reading, the recorder, the prompt-cache figure) skip it without comparing, so a call costs what is new
+class Transcript(list):
+    """The runner's transcript: it only grows (``append``, ``extend``) and no message in it is changed once
+    appended, so whoever got it before finds the messages it had then unchanged (``unchanged_prefix``). The list
+    operations that would break that are refused."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("a Transcript only grows by append or extend: no message in it is replaced or removed")
+
+    __setitem__ = __delitem__ = __imul__ = insert = pop = remove = clear = sort = reverse = _refuse
+
+
+class Continuation(list):
+    """Messages whose sender vouches that the first ``kept`` are the very objects ``previous`` (the list it sent
+    before) held at the same positions, none changed since it was sent (a policy's context). Only the last list
+    is held: ``previous`` forgets its own."""
+
+    __slots__ = ("kept", "previous")
+
+    def __init__(self, messages: Iterable[Message], previous: Continuation | None = None, kept: int = 0):
+        super().__init__(messages)
+        self.previous = previous
+        self.kept = min(kept, len(self), len(previous)) if previous is not None else 0
+        if previous is not None:
+            previous.previous = None
+
+
+def unchanged_prefix(messages: Sequence[Message], last: Sequence[Message] | None, last_length: int) -> int:
+    """How many leading messages of ``messages`` its sender vouches are, unchanged, those a receiver got in ``last``
+    (``last_length`` long then): all of them for a ``Transcript`` that is ``last`` (it only grew), ``kept`` for a
+    ``Continuation`` sent right after ``last``, else 0 (any other list vouches for nothing: the receiver compares)."""
+    if last is None:
+        return 0
+    if isinstance(messages, Transcript) and messages is last:
+        return min(last_length, len(messages))
+    if isinstance(messages, Continuation) and messages.previous is last:
+        return min(messages.kept, last_length)
+    return 0
 
 
 class InfrastructureError(RuntimeError):

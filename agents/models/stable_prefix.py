@@ -14,26 +14,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from erp_sim.agents.types import Message
+from erp_sim.agents.types import Continuation, Message
 
 
-class PolicyContext(list):
+class PolicyContext(Continuation):
     """Messages (a list, so every reader sees a list), with the prefixes the sender expects to send again
     unchanged: message counts, ascending, computed once and only when asked for. ``previous`` (the sender's
     last request) gives ``reused_prefixes``: what that request claimed and this one does start with, where a
-    cache written for it can be read (a breakpoint there reads without writing)."""
+    cache written for it can be read (a breakpoint there reads without writing). ``kept``: how many leading
+    messages are, unchanged, those of ``previous`` (``types.Continuation``: this claim must hold)."""
 
-    __slots__ = ("_claims", "_computed", "_previous")
+    __slots__ = ("_claims", "_computed")
 
     def __init__(
-        self, messages: Iterable[Message], claims: Callable[[], Iterable[int]], previous: PolicyContext | None = None
+        self,
+        messages: Iterable[Message],
+        claims: Callable[[], Iterable[int]],
+        previous: PolicyContext | None = None,
+        kept: int = 0,
     ):
-        super().__init__(messages)
+        super().__init__(messages, previous, kept)  # a chain of one: the request before the last is never needed
         self._claims = claims
         self._computed: tuple[int, ...] | None = None
-        self._previous = previous
-        if previous is not None:
-            previous._previous = None  # a chain of one: the request before the last is never needed
 
     @property
     def stable_prefixes(self) -> tuple[int, ...]:
@@ -44,8 +46,8 @@ class PolicyContext(list):
     @property
     def reused_prefixes(self) -> tuple[int, ...]:
         """The last request's claims (if a backend asked for them) that this request starts with."""
-        previous = self._previous
-        if previous is None or previous._computed is None:
+        previous = self.previous
+        if not isinstance(previous, PolicyContext) or previous._computed is None:
             return ()
         return tuple(length for length in previous._computed if _starts_with(self, previous, length))
 

@@ -17,7 +17,9 @@ Rules every policy keeps (tested on random transcripts):
 Each policy also says which prefixes of the context it built it will send again unchanged
 (``stable_prefixes``, message counts; the default: the system messages), which the inner agent
 gets with the context (``stable_prefix.PolicyContext``) and a backend with prompt-cache
-breakpoints (Anthropic's Messages API) marks.
+breakpoints (Anthropic's Messages API) marks. A policy that knows how many leading messages of its context are,
+unchanged, those of its last one (``kept_prefix``; the default: none) says so with it, which the agent, the
+recorder and the prompt-cache figure trust to skip what they read before.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from erp_sim.agents.policies.spec import format_layer
 from erp_sim.agents.policies.units import IncrementalSplit, Split
 from erp_sim.agents.summarizers import StructuredSummarizer, Summarizer, SummaryResult
 from erp_sim.agents.tokens import TokenCounter, get_counter, message_text
-from erp_sim.agents.types import Agent, AgentStep, Message, ToolSchema, Usage
+from erp_sim.agents.types import Agent, AgentStep, Message, ToolSchema, Usage, unchanged_prefix
 
 
 class PolicyParams(BaseModel):
@@ -73,6 +75,8 @@ class ContextPolicy:
         self._summary_calls = 0
         self._splitter = IncrementalSplit()
         self._offered: PolicyContext | None = None  # the last context handed on, for the cache it may have written
+        self._received: list[Message] | None = None  # the list that context was built from, and its length then
+        self._received_length = 0
         self.reset_state()
 
     # -- the one method a policy overrides -------------------------------------------------
@@ -87,19 +91,29 @@ class ContextPolicy:
         this policy's input grows by appending (``claims``). The default claims the system messages only."""
         return [layout(context).system]
 
+    def kept_prefix(self, context: list[Message], received: int) -> int:
+        """How many leading messages of ``context`` (just built) are the very objects of the last context at the
+        same positions, none changed since, given that the first ``received`` messages of this call's input are
+        those of the last call's, unchanged. It must hold (the agent trusts it); the default claims none."""
+        return 0
+
     # -- Agent protocol ---------------------------------------------------------------------
     def reset(self) -> None:
         self.reset_state()
-        self._offered = None
+        self._offered, self._received = None, None
         self.agent.reset()
 
     def act(self, transcript: list[Message], tools: list[ToolSchema]) -> AgentStep:
         self._summary_usage, self._summary_calls = _NO_USAGE, 0
+        received = unchanged_prefix(transcript, self._received, self._received_length)
         context = self.build_context(transcript)
         claims = PolicyContext(
-            context, lambda: within(self.stable_prefixes(context), context, transcript), self._offered
+            context,
+            lambda: within(self.stable_prefixes(context), context, transcript),
+            self._offered,
+            self.kept_prefix(context, received) if self._offered is not None else 0,
         )
-        self._offered = claims
+        self._offered, self._received, self._received_length = claims, transcript, len(transcript)
         step = self.agent.act(claims, tools)
         if self._summary_usage is _NO_USAGE and not self._summary_calls:  # no summary made: nothing to add
             return step

@@ -25,6 +25,10 @@ class Full(ContextPolicy):
         """Everything sent is sent again."""
         return [layout(context).head, len(context)]
 
+    def kept_prefix(self, context: list[Message], received: int) -> int:
+        """The context is the input: what is unchanged of it."""
+        return received
+
 
 def _window_start(units: list[Unit], n: int) -> int:
     """Index where the window of the last ``n`` tool units starts.

@@ -49,7 +49,7 @@ from erp_sim import response_keys as K
 from erp_sim import workflows
 from erp_sim.agents.scripted.reading import Reading
 from erp_sim.agents.tokens import count_messages
-from erp_sim.agents.types import AgentStep, Message, ToolSchema
+from erp_sim.agents.types import AgentStep, Continuation, Message, ToolSchema
 from erp_sim.response import orjson_module
 from erp_sim.workflows.faces import Decision, HarnessFace, ScriptedProcedure
 
@@ -120,7 +120,7 @@ class ScriptedAgent:
         memory = self._memory
         view = View(transcript, self.recall, self._reading, workflow=self.workflow)
         self._reading = view.reading
-        decision = decide_on(view, ask_first=self.ask_first, memory=memory)
+        decision = _decide_once(view, ask_first=self.ask_first, memory=memory)
         if isinstance(decision, str):
             message: Message = {"role": "assistant", "content": decision}
         else:
@@ -136,7 +136,9 @@ class ScriptedAgent:
                     }
                 ],
             }
-        return AgentStep(message=message, shown=list(transcript))
+        # a policy's context is never changed once handed on: shown as it is (a copy of any other list)
+        shown = transcript if isinstance(transcript, Continuation) else list(transcript)
+        return AgentStep(message=message, shown=shown)
 
 
 # json.dumps(value, sort_keys=True, default=str) builds this encoder at every call: built once, same text
@@ -241,7 +243,16 @@ def decide(
     workflow: str | None = None,
 ) -> Decision:
     """The next action: ``(tool, arguments)`` or a text message to the user."""
-    return decide_on(View(messages, recall, workflow=workflow), ask_first=ask_first, memory=memory)
+    return _decide_once(View(messages, recall, workflow=workflow), ask_first=ask_first, memory=memory)
+
+
+def _decide_once(view: View, *, ask_first: bool, memory: bool) -> Decision:
+    """``decide_on``, then the view's task dropped: the task's view refers back to the view, a cycle that kept each
+    call's objects (its list of messages among them) for the garbage collector, whose every pass walked them all."""
+    try:
+        return decide_on(view, ask_first=ask_first, memory=memory)
+    finally:
+        view.task = None
 
 
 def decide_on(view: View, *, ask_first: bool = True, memory: bool = False) -> Decision:

@@ -18,7 +18,7 @@ from erp_sim import response_keys as K
 from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.tokens import next_false
-from erp_sim.agents.types import Message
+from erp_sim.agents.types import Message, unchanged_prefix
 from erp_sim.form_index import NO_FORM, READ_CACHE_SIZE, FormIndex, index_form
 from erp_sim.workflows.faces import ScriptedProcedure
 
@@ -110,9 +110,12 @@ class Reading:
     (a shallow copy of each is kept: a content or calls replaced in the same dict is read again), nor a
     user message that reads the same (a working-memory block re-rendered with the same receipt
     items and no confirmation). Full history then reads only its new messages, a policy that rewrites
-    one older message (head_tail) reads from there. The result is what reading the whole list gives,
-    where a tool result's call is looked up among all the list's calls: the shortcut is taken only while
-    every result's call is in its own unit and no call id ever stood for two different calls.
+    one older message (head_tail) reads from there. What the list's sender vouches is unchanged since the
+    last list (``types.unchanged_prefix``: the runner's transcript, full history's context) is not
+    compared at all, so such a call costs what is new; any other list is compared whole. The result is
+    what reading the whole list gives, where a tool result's call is looked up among all the list's calls:
+    the shortcut is taken only while every result's call is in its own unit and no call id ever stood for
+    two different calls.
     """
 
     def __init__(self, instruction: str, procedure: ScriptedProcedure, brief: Any) -> None:
@@ -120,6 +123,7 @@ class Reading:
         self.sop_wanted = procedure.sop_key(brief) + ":"  # as the memory index lists it
         self.messages: list[Message] = []  # the objects read, and a shallow copy of each as it was read
         self.copies: list[Message] = []
+        self.source: list[Message] | None = None  # the list they were read from (what its sender vouches for)
         self.checkpoints: list[dict[str, Any]] = [_initial_state(procedure)]  # the state after messages[:k]
         self.calls: dict[object, tuple[object, object]] = {}  # call id -> (tool name, arguments text), ever seen
         self.regular = True  # every result's call in its unit and no id for two calls: the next call may resume
@@ -159,18 +163,21 @@ class Reading:
     def _resume_point(self, messages: list[Message]) -> int:
         """How many leading messages read as the last list's did (the checkpoint to read on from)."""
         shared = min(len(messages), len(self.messages))
-        copies = self.copies if len(self.copies) == shared else self.copies[:shared]
-        # the common case, two passes in C: the very objects, each equal to its copy (a dict compared in C)
-        if (
-            all(map(is_, messages, self.messages))
-            and (messages if len(messages) == shared else messages[:shared]) == copies
-        ):
+        kept = unchanged_prefix(messages, self.source, len(self.messages))  # vouched for: not compared
+        if kept == shared:
             return shared
-        same = list(map(and_, map(is_, messages, self.messages), map(eq, messages, copies)))
+        whole = not kept and len(messages) == shared
+        shown = messages if whole else messages[kept:shared]
+        read = self.messages if not kept else self.messages[kept:shared]  # (map stops at the shorter)
+        copies = self.copies if not kept and len(self.copies) == shared else self.copies[kept:shared]
+        # the common case, two passes in C: the very objects, each equal to its copy (a dict compared in C)
+        if all(map(is_, shown, read)) and shown == copies:
+            return shared
+        same = list(map(and_, map(is_, shown, read), map(eq, shown, copies)))
         start = next_false(same, 0)
-        while start is not None and self._reads_the_same(messages, start):
+        while start is not None and self._reads_the_same(messages, kept + start):
             start = next_false(same, start + 1)
-        return len(same) if start is None else start
+        return shared if start is None else kept + start
 
     def _reads_the_same(self, messages: list[Message], at: int) -> bool:
         """Two user messages (not the first) that read alike at the same position leave the same state
@@ -214,6 +221,7 @@ class Reading:
         for kept, entries in ((self.messages, read), (self.copies, map(dict, read))):
             del kept[start:]
             kept.extend(entries)
+        self.source = messages
         last = calls.get(self.now["last_call"])
         self.arguments = last[1] if last is not None else None
         return True

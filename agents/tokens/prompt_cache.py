@@ -70,7 +70,7 @@ from erp_sim.agents.tokens import (
     tools_text,
 )
 from erp_sim.agents.tokens.shared_prefix import best_shared_message_tokens, message_fields
-from erp_sim.agents.types import sum_reported, unset
+from erp_sim.agents.types import sum_reported, unchanged_prefix, unset
 
 ROLES = ("agent", "summarizer", "user")
 SHORT_REST = 16  # a rest this short is counted whole: finding its runs in the last request costs more
@@ -106,20 +106,34 @@ class PrefixTracker:
         # The last request, to skip its leading messages when the next one starts with the same objects
         # (full history resends them all): its tools' text, its messages, the trie node after each of
         # its first messages (the rest lie in ``_holder``'s tail), and the tokens up to each message.
+        # The three lists are changed in place where the next request differs (a full history's costs what it adds).
         self._last_tools: str | None = None
         self._last_messages: list[dict[str, Any]] = []
         self._last_nodes: list[_Node] = []
         self._last_tokens: list[int] = []
         self._holder: _Node | None = None
+        self._last_source: list[dict[str, Any]] | None = None  # the last request's list itself (what it vouches for)
         self.message_tokens = 0  # the last request's messages as ``count_messages`` counts them (priming included)
 
     def observe(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of this request's longest prefix identical to an earlier request's; then remember it."""
         tools_key, tools_tokens, same_tools = self._tools_unit(tools)
-        known = same_prefix(messages, self._last_messages) if same_tools else 0
-        nodes, tokens_at = self._last_path(known)
+        try:
+            return self._observe(messages, tools_key, tools_tokens, same_tools)
+        except BaseException:  # the last request's lists may be cut: the next one walks from the root
+            self._last_messages, self._last_nodes, self._last_tokens, self._last_source = [], [], [], None
+            raise
+
+    def _observe(self, messages: list[dict[str, Any]], tools_key: str, tools_tokens: int, same_tools: bool) -> int:
+        last = self._last_messages
+        vouched = known = 0  # what the sender vouches is unchanged is not compared (types.unchanged_prefix)
+        if same_tools:
+            vouched = unchanged_prefix(messages, self._last_source, len(last))
+            known = vouched if vouched == min(len(messages), len(last)) else same_prefix(messages, last)
+        nodes = self._last_path(known)
+        tokens_at: list[int] = []  # the tokens up to each message from `known` on
         if known:  # the last request's first `known` messages: in the trie, their tokens summed already
-            node, tokens = nodes[-1], tokens_at[-1]
+            node, tokens = nodes[-1], self._last_tokens[known - 1]
             walking, cacheable, at = True, tools_tokens + tokens, node
         else:  # from the tools unit: walking on only if an earlier request had the same tools
             walking, tokens = tools_key in self._root.children, 0
@@ -153,14 +167,19 @@ class PrefixTracker:
             cacheable += REPLY_PRIMING_TOKENS
         if not rest:
             at.ended = True
-        self._last_messages, self._last_nodes, self._last_tokens, self._holder = list(messages), nodes, tokens_at, at
+        del self._last_tokens[known:]
+        self._last_tokens += tokens_at
+        del last[vouched:]  # the very objects up to there; equal copies are replaced
+        last += messages[vouched:]
+        self._holder, self._last_source = at, messages
         self.message_tokens = tokens + REPLY_PRIMING_TOKENS
         return cacheable
 
-    def _last_path(self, known: int) -> tuple[list[_Node], list[int]]:
-        """The trie nodes and token sums after each of the last request's first ``known`` messages
-        (its tail made nodes first, if ``known`` reaches into it)."""
-        nodes = self._last_nodes[:known]
+    def _last_path(self, known: int) -> list[_Node]:
+        """The trie nodes after each of the last request's first ``known`` messages (its tail made nodes first, if
+        ``known`` reaches into it): the last request's list, cut there."""
+        nodes = self._last_nodes
+        del nodes[known:]
         if len(nodes) < known:
             node = self._holder
             assert node is not None
@@ -169,7 +188,7 @@ class PrefixTracker:
             for message in self._last_messages[len(nodes) : known]:
                 node = node.children[self._key(message)]
                 nodes.append(node)
-        return nodes, self._last_tokens[:known]
+        return nodes
 
     def _rest_tokens(self, messages: list[dict[str, Any]], position: int, tokens: int) -> list[int]:
         """The tokens up to each message from ``messages[position]`` on (``tokens`` before it). Runs of the last

@@ -121,6 +121,35 @@ def test_the_recorder_matches_a_plain_reference_on_random_lists_and_a_reused_lis
     assert set(context.origins) == {"transcript", "summary", "rewritten", "inserted"}
 
 
+def test_what_the_sender_vouches_for_is_recorded_as_plain_copies_of_it_are():
+    """A Transcript that grew and a Continuation of the last list (``types.unchanged_prefix``) keep their vouched
+    indices uncompared: on random sequences of such lists and plain ones, every step, message and origin is what a
+    recorder given fresh plain copies of the same lists stores."""
+    import random
+
+    from erp_sim.agents.trajectory import ContextRecorder
+    from erp_sim.agents.types import Continuation, Transcript
+
+    rng = random.Random(9)
+    transcript = Transcript([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+    vouched, plain, shown = ContextRecorder(), ContextRecorder(), list(transcript)
+    for step in range(120):
+        transcript.append({"role": "tool", "tool_call_id": f"c{step % 5}", "name": "t", "content": f"r{step % 7}"})
+        move, new = rng.random(), [{"role": "user", "content": f"inserted {rng.randrange(3)}"}]
+        if move < 0.4:
+            shown = transcript
+        elif move < 0.8:
+            kept = rng.randrange(len(shown) + 1)
+            last = shown if isinstance(shown, Continuation) else None
+            shown = Continuation([*shown[:kept], *new, *rng.sample(transcript, 2)], last, kept)
+        else:
+            shown = [*transcript[:2], *new, *rng.sample(transcript, 3)]
+        vouched.record(shown, transcript)
+        plain.record([dict(m) for m in shown], list(transcript))
+    assert vouched.context.steps == plain.context.steps
+    assert vouched.context.origins == plain.context.origins and vouched.context.messages == plain.context.messages
+
+
 def test_eval_trajectories_hold_the_context_and_show_prints_it(tmp_path, capsys):
     assert (
         eval_main(

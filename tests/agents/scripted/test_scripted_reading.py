@@ -12,6 +12,7 @@ import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent, View, decide
+from erp_sim.agents.types import Continuation, Transcript, unchanged_prefix
 
 FIELDS = (
     "state",
@@ -185,3 +186,136 @@ def test_any_value_changed_in_the_same_dict_is_read_again(shown_lists):
     del result["tool_call_id"]
     cached, fresh = View(messages, reading=before.reading), View(messages)
     assert same_view(cached, fresh) and cached.state != before.state
+
+
+# -- what a sender vouches is unchanged (types.unchanged_prefix) is read on from, never compared -------------
+class Uncomparable(dict):
+    """A message that fails the test when compared with another: shows where a list is compared."""
+
+    def __eq__(self, other):
+        raise AssertionError("a vouched-for message was compared")
+
+    __hash__ = None
+
+
+def test_a_transcript_is_read_on_uncompared_and_a_plain_list_is_compared(shown_lists):
+    longest = [Uncomparable(m) for m in shown_lists["full"][-1]]
+    transcript, reading = Transcript(longest[:4]), None
+    for end in range(4, len(longest) + 1, 3):
+        transcript.extend(longest[len(transcript) : end])
+        cached = View(transcript, reading=reading)  # the same Transcript, grown: nothing compared
+        reading = cached.reading
+        assert same_view(cached, View([dict(m) for m in transcript]))
+    with pytest.raises(AssertionError, match="compared"):  # a plain list with the same messages is compared
+        View(list(longest), reading=View(list(longest[:-2])).reading)
+
+
+def test_the_vouch_holds_only_for_the_list_read_last():
+    one, two = ({"role": "user", "content": "x"},), ({"role": "user", "content": "y"},)
+    first = Transcript([*one, *two])
+    assert unchanged_prefix(first, first, 1) == 1 and unchanged_prefix(first, first, 9) == 2
+    assert unchanged_prefix(first, Transcript(first), 2) == 0  # an equal Transcript: another list
+    assert unchanged_prefix(first, None, 2) == unchanged_prefix(list(first), list(first), 2) == 0
+    last = Continuation([*one, *two])
+    following = Continuation([*one, *two, *one], last, kept=2)
+    assert unchanged_prefix(following, last, 2) == 2 and unchanged_prefix(following, last, 1) == 1
+    assert unchanged_prefix(following, first, 2) == 0  # sent after another list than the one read
+    assert Continuation([*one], last, kept=5).kept == 1 and Continuation([*one, *two], None, kept=2).kept == 0
+    assert last.previous is None and following.previous is last  # a chain of one
+    Continuation(following, following, kept=3)
+    assert following.previous is None
+
+
+def test_a_transcript_refuses_what_would_change_a_message_it_showed():
+    transcript = Transcript([{"role": "user", "content": "x"}])
+    transcript.append({"role": "assistant", "content": "y"})
+    transcript += [{"role": "user", "content": "z"}]
+    transcript.extend([])
+    for change in (
+        lambda t: t.__setitem__(0, {}),
+        lambda t: t.__delitem__(0),
+        lambda t: t.insert(0, {}),
+        lambda t: t.pop(),
+        lambda t: t.remove(t[0]),
+        lambda t: t.clear(),
+        lambda t: t.sort(key=str),
+        lambda t: t.reverse(),
+        lambda t: t.__imul__(2),
+    ):
+        with pytest.raises(TypeError, match="only grows"):
+            change(transcript)
+    assert [m["content"] for m in transcript] == ["x", "y", "z"]
+
+
+class Shown(ScriptedAgent):
+    """The scripted agent, keeping each list it was shown (the policy's context)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shown: list[list] = []
+
+    def act(self, transcript, tools):
+        self.shown.append(transcript)
+        return super().act(transcript, tools)
+
+
+def test_full_history_vouches_for_what_it_received_unchanged_and_other_policies_for_nothing(shown_lists):
+    longest = shown_lists["full"][-1]
+    for spec, vouched in (("full", True), ("last_n:n=5", False), ("head_tail:chars=800", False)):
+        for sent in (Transcript, list):
+            inner = Shown()
+            policy, transcript = wrap(inner, spec), sent(longest[:4])
+            policy.act(transcript, [])
+            transcript = transcript if sent is Transcript else list(transcript)
+            transcript += longest[4:7]
+            policy.act(transcript, [])
+            first, then = inner.shown
+            assert then.previous is first
+            assert then.kept == (len(first) if vouched and sent is Transcript else 0), (spec, sent)
+    stacked = Shown()  # in a stack, what the layer above vouched for
+    policy, transcript = wrap(stacked, "full+full"), Transcript(longest[:4])
+    policy.act(transcript, [])
+    transcript += longest[4:6]
+    policy.act(transcript, [])
+    assert stacked.shown[1].kept == 4
+
+
+class Checked(ScriptedAgent):
+    """The scripted agent, noting every call where its reading (resumed from the last) is not a fresh one's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls, self.differing = 0, list[int]()
+
+    def act(self, transcript, tools):
+        step = super().act(transcript, tools)
+        fresh = ScriptedAgent().act(list(transcript), tools)
+        same = same_view(View(transcript, reading=self._reading), View(list(transcript)))
+        if step.message != fresh.message or not same:
+            self.differing.append(self.calls)
+        self.calls += 1
+        return step
+
+
+@pytest.mark.parametrize("spec", ["full", "head_tail:chars=800"])
+def test_an_episode_read_on_from_what_is_vouched_decides_as_a_fresh_reading(spec):
+    env = gym.make("erp_sim/LongHorizon-v0")
+    agent = Checked()
+    checked = run_episode(env, wrap(agent, spec), task_id="long-050-00")
+    plain = run_episode(env, wrap(ScriptedAgent(), spec), task_id="long-050-00")
+    env.close()
+    assert checked.infra_error is None and agent.calls == len(checked.steps) > 100
+    assert agent.differing == []
+    assert checked.messages == plain.messages and type(checked.messages) is list
+
+
+def test_a_message_edited_in_place_in_a_plain_list_is_read_again_through_a_policy(shown_lists):
+    """An outsider's list carries no vouch: the full policy's context then claims nothing and an in-place edit of
+    the latest result is read (the agent's decision is a fresh agent's)."""
+    messages = copy.deepcopy(shown_lists["full"][-1])
+    policy = wrap(ScriptedAgent(), "full")
+    policy.act(messages, [])
+    result = next(m for m in reversed(messages) if m.get("role") == "tool")
+    result["content"] = next(m["content"] for m in messages if m.get("role") == "tool" and m is not result)
+    assert policy.act(messages, []).message == ScriptedAgent().act(list(messages), []).message
+    assert View(messages).state != View(shown_lists["full"][-1]).state

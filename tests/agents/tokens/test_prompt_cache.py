@@ -20,7 +20,7 @@ from erp_sim.agents.tokens import (
 )
 from erp_sim.agents.tokens.prompt_cache import EpisodeMeter, PrefixTracker, record_call
 from erp_sim.agents.tokens.shared_prefix import shared_message_tokens, shared_text_tokens
-from erp_sim.agents.types import ChatResponse, Usage
+from erp_sim.agents.types import ChatResponse, Continuation, Transcript, Usage
 from erp_sim.envs.episode import tool_schemas
 
 COUNTER = get_counter()
@@ -240,6 +240,48 @@ def test_resending_the_same_message_objects_gives_what_fresh_copies_give():
                 ]  # rewrite an early message
             tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
             assert shared.observe(history, tools) == fresh.observe(copy.deepcopy(history), copy.deepcopy(tools))
+
+
+def test_what_the_sender_vouches_for_gives_what_fresh_copies_give():
+    """A Transcript that grew and a Continuation of the last request (``types.unchanged_prefix``) are read on from
+    the vouched prefix uncompared, and the tracker keeps its last lists in place: on random sequences of such
+    requests, plain lists and tool switches, the figures and message tokens are those of fresh copies."""
+    import copy
+    import random
+
+    rng = random.Random(17)
+    for _ in range(30):
+        pool = [SYSTEM, TASK, *[m for n in range(12) for m in step(n)]]
+        vouched, fresh = PrefixTracker(), PrefixTracker()
+        transcript, request = Transcript(pool[:2]), list(pool[:2])
+        for _ in range(30):
+            move = rng.random()
+            if move < 0.4:  # the transcript, grown
+                transcript.extend(rng.sample(pool, rng.randrange(3)))
+                request = transcript
+            elif move < 0.8:  # the last request's first messages (as vouched), then others
+                kept = rng.randrange(len(request) + 1)
+                last = request if isinstance(request, Continuation) else None
+                request = Continuation([*request[:kept], *rng.sample(pool, rng.randrange(3))], last, kept)
+            else:
+                request = [*request[:2], *rng.sample(pool, rng.randrange(4))]
+            tools = OTHER_TOOLS if rng.random() < 0.1 else TOOLS
+            assert vouched.observe(request, tools) == fresh.observe(copy.deepcopy(list(request)), tools)
+            assert vouched.message_tokens == fresh.message_tokens
+
+
+def test_a_request_that_fails_to_count_leaves_the_tracker_as_one_that_never_saw_it():
+    """The last request's lists are cut in place: a failure half-way (a message the counter cannot read)
+    drops them, so the next request is walked from the trie's root and figures as it would have."""
+    failing, fresh = PrefixTracker(), PrefixTracker()
+    history = Transcript([SYSTEM, TASK, *step(1)])
+    for tracker in (failing, fresh):
+        tracker.observe(history, TOOLS)
+    with pytest.raises(TypeError):  # the last request's first two messages, then one whose content is no text
+        failing.observe([SYSTEM, TASK, {"role": "tool", "tool_call_id": "c1", "content": object()}], TOOLS)
+    history.extend(step(2))
+    assert failing.observe(history, TOOLS) == fresh.observe(history, TOOLS)
+    assert failing.message_tokens == fresh.message_tokens
 
 
 def test_the_rest_after_leaving_the_trie_takes_the_last_requests_sums_at_the_right_offset():
