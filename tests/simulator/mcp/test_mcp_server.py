@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 from fastmcp import Client
+from fastmcp.server.middleware import Middleware
 from fastmcp.utilities.json_schema import dereference_refs
 from mcp.types import TextContent, TextResourceContents
 
@@ -227,3 +228,30 @@ async def test_grade_file_follows_every_change_and_survives_restarts(tmp_path):
     async with Client(restarted) as client:
         await client.call_tool_mcp("form_open_menu_item", {"name": "TrvExpenses", "type": "Display"})
     assert grade_lines(path)[: len(after)] == after and grade_lines(path)[-1]["handle"] != after[-1]["handle"]
+
+
+CALL_PATH_HOOKS = ("on_message", "on_request", "on_call_tool")
+
+
+def middleware_on_the_call_path(server) -> list[str]:
+    """The server's fastmcp middlewares that override a hook a ``tools/call`` would pass through."""
+    return [
+        f"{type(m).__name__}.{hook}"
+        for m in server.middleware
+        for hook in CALL_PATH_HOOKS
+        if getattr(type(m), hook) is not getattr(Middleware, hook)
+    ]
+
+
+def test_no_middleware_is_skipped_by_the_servers_own_tools_call_handler():
+    """``ErpMcpServer._answer_tool_call`` answers clients' calls without fastmcp's middleware chain, which is
+    sound only while no middleware of the server acts on a call: one added later must go into that handler."""
+    assert middleware_on_the_call_path(build_server()) == []
+
+    class Audit(Middleware):
+        async def on_call_tool(self, context, call_next):
+            return await call_next(context)
+
+    server = build_server()
+    server.add_middleware(Audit())
+    assert middleware_on_the_call_path(server) == ["Audit.on_call_tool"]
