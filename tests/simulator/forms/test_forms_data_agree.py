@@ -70,6 +70,8 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
         ] == [(s["subcategory"], s["transaction_date"], money(Decimal(s["amount"]))) for s in saved[:25]]
         assert f"itemized {money(summary.itemized)}" in state["Summary"]
         assert f"{len(saved)} saved itemized line(s)" in state["Summary"]
+        assert formstate.control_value(state, "HeaderMerchant") == line["merchant"]  # the header, read per version
+        assert state["Caption"].endswith(f" {line['category_id']} {line['merchant']}")
     elif name == "TrvExpenseReport":
         lines = ledger.header_lines(db, report["id"])
         assert formstate.control_value(state, "TrvExpTable_TotalAmount") == money(
@@ -159,6 +161,15 @@ def test_every_data_tool_write_shows_in_the_open_form(form):
             "data_update_entities",
             entitySetName="ExpenseReports",
             entities=[{"ReportNumber": session.task.report_number, "Purpose": "Changed by the data API"}],
+        ),
+    )
+    assert_form_shows_database(
+        session,
+        write(
+            session,
+            "data_update_entities",
+            entitySetName="ExpenseLines",
+            entities=[{"RecId": line_id, "Merchant": "Merchant changed by the data API"}],
         ),
     )
     assert_form_shows_database(

@@ -96,7 +96,10 @@ class ItemizationForm(FormDefinition):
     ]
 
     def header(self, session: FormHost, form: OpenForm) -> sqlite3.Row:
-        return ledger.line_by_id(session.db, form.context["line_id"])
+        """The expense line being itemized, read once per database version: a response's caption, deep link and
+        sections and each value set read it (not inside the save's write, which reads it before)."""
+        line_id = form.context["line_id"]
+        return session.cached_read(f"itemization/{line_id}/header", lambda: ledger.line_by_id(session.db, line_id))
 
     def caption(self, session: FormHost, form: OpenForm) -> str:
         header = self.header(session, form)
