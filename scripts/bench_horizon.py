@@ -7,7 +7,7 @@ interleaved and each run ``--repeats`` times, and prints, per cell, the median C
 the first and of the last 20% of the calls and their ratio, and the split of a call (from a second,
 instrumented run of the same deterministic episode): the simulator (``env.step``), the policy's own work
 (its ``act`` minus the agent it wraps), the agent's decision and the harness's tokenizing (every call into the encoder
-outside the policy's and the agent's ``act``: the figures' counts), and the rest (the harness's bookkeeping,
+and the counter's chunking of long texts, outside the policy's and the agent's ``act``: the figures' counts), and the rest (the harness's bookkeeping,
 the recorder, the prompt-cache figure). The targets (issue 40): the last 20% of an episode's calls cost at most
 1.2x its first 20%, and the CPU per call at 200 charges at most 1.5x that at 10, for each policy.
 
@@ -70,30 +70,38 @@ def bare_run(policy: str, task: str) -> list[float]:
 
 @contextmanager
 def timed_encoder(timed_agent: Timed) -> Iterator[dict[int, float]]:
-    """The encoder's CPU per model call outside the policy's and the agent's ``act`` (whose columns hold what they
-    tokenize): every ``count`` and ``encode`` into the backend the harness makes, while the block runs."""
-    encoder = get_counter().encoder
+    """The tokenizer's CPU per model call outside the policy's and the agent's ``act`` (whose columns hold what they
+    tokenize): every ``count`` and ``encode`` into the backend the harness makes, and the counter's chunking of a
+    long text around them (``TokenCounter._count_long``: its splitting and cache lookups are the tokenizer's work
+    too), while the block runs; a call inside another is timed once, in the outer one."""
+    counter = get_counter()
+    targets = [(counter.encoder, "count"), (counter.encoder, "encode"), (counter, "_count_long")]
     per_call: dict[int, float] = {}
-    originals = {name: getattr(encoder, name) for name in ("count", "encode")}
+    depth = [0]
 
     def timing(original):
         def timed(text):
+            if depth[0]:
+                return original(text)
+            depth[0] += 1
             start = time.thread_time()
-            result = original(text)
-            if len(timed_agent.starts) == len(timed_agent.durations):  # outside the policy's and agent's act
-                call = len(timed_agent.starts) - 1
-                per_call[call] = per_call.get(call, 0.0) + time.thread_time() - start
-            return result
+            try:
+                return original(text)
+            finally:
+                depth[0] -= 1
+                if len(timed_agent.starts) == len(timed_agent.durations):  # outside the policy's and agent's act
+                    call = len(timed_agent.starts) - 1
+                    per_call[call] = per_call.get(call, 0.0) + time.thread_time() - start
 
         return timed
 
-    for name, original in originals.items():
-        setattr(encoder, name, timing(original))
+    for owner, name in targets:
+        setattr(owner, name, timing(getattr(owner, name)))
     try:
         yield per_call
     finally:
-        for name in originals:
-            delattr(encoder, name)  # the instance attributes go: the class's methods are back
+        for owner, name in targets:
+            delattr(owner, name)  # the instance attributes go: the class's methods are back
 
 
 def instrumented_run(policy: str, task: str) -> dict[str, list[float]]:

@@ -41,7 +41,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from typing import Any, Protocol
 
 DEFAULT_ENCODING = "o200k_base"
@@ -55,6 +55,10 @@ IDENTITY_CACHE_SIZE = 4_096  # message objects whose count is kept by identity (
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
 CHUNKED_MIN_LINES = 32  # a text of this many lines or more is counted by chunks of lines (``TokenCounter``)
 CHUNK_LINES = 8  # lines per chunk, on average (a chunk ends before a line whose hash is 0 modulo this)
+CHUNKED_MIN_STRING_ENDS = 32  # a one-line text with this many string ends (``STRING_END``) is counted by chunks too
+CHUNK_STRING_ENDS = 4  # string ends per chunk, on average (``TokenCounter._count_by_string_ends``)
+STRING_END = '",'  # (two characters) where a JSON string is followed by another value: a cut may go before it
+_ASCII_ALNUM = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # A line the text may be cut before: o200k's pattern then ends a piece at the "\n" before it (see
 # ``TokenCounter._count_by_lines``). Python's \s holds every character the encoding's \s does (and \x1c-\x1f).
 _CUT_BEFORE = re.compile(r"[^\s/]|[^\S\r\n]++[^\r]")
@@ -305,9 +309,13 @@ class TokenCounter:
         return cached
 
     def _count_long(self, text: str) -> int:
-        """Tokens of a long text: of one with many lines, by chunks of lines (``_count_by_lines``)."""
-        lines = text.split("\n") if text.count("\n") >= CHUNKED_MIN_LINES else None
-        return self.encoder.count(text) if lines is None else self._count_by_lines(lines)
+        """Tokens of a long text: of one with many lines, by chunks of lines (``_count_by_lines``); of one line
+        with many string ends (a JSON response), by chunks cut at those (``_count_by_string_ends``)."""
+        if text.count("\n") >= CHUNKED_MIN_LINES:
+            return self._count_by_lines(text.split("\n"))
+        if text.count(STRING_END) >= CHUNKED_MIN_STRING_ENDS:
+            return self._count_by_string_ends(text)
+        return self.encoder.count(text)
 
     def _count_by_lines(self, lines: list[str]) -> int:
         """Tokens of ``"\n".join(lines)``, summed over chunks of lines, each counted once per cache.
@@ -323,14 +331,41 @@ class TokenCounter:
         starts = compress(
             range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(CHUNK_LINES)))
         )
-        total, start, cache, count = 0, 0, self._text_cache, self.encoder.count
-        for end in [*(i for i in starts if _CUT_BEFORE.match(lines[i])), len(lines)]:
-            chunk = "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "")
+        cuts = [i for i in starts if _CUT_BEFORE.match(lines[i])]
+        ends = [*cuts, len(lines)]
+        return self._count_chunks(
+            "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "") for start, end in zip([0, *cuts], ends)
+        )
+
+    def _count_by_string_ends(self, text: str) -> int:
+        """Tokens of ``text``, summed over chunks cut before some of its string ends, each counted once per cache.
+
+        A tool's JSON response is one line, and the next response differs from it in a few values (a grid row,
+        a total, the result's sentence). A chunk ends before a ``",`` that follows an ASCII letter or digit:
+        o200k's pattern ends a letter piece or a number piece at a character that is neither a letter, a mark,
+        a number nor the apostrophe of a contraction, and the text before the cut does not end in whitespace
+        (where ``\\s+(?!\\S)`` looks ahead), so the text's tokens are those before and those after. Chunks end
+        before the pieces (the text between two string ends) whose hash is 0 modulo ``CHUNK_STRING_ENDS``, a
+        choice made by the content alone, so a changed value changes the chunk holding it and the others are
+        found in the cache."""
+        pieces = text.split(STRING_END)
+        starts = compress(
+            range(1, len(pieces)),
+            map(operator.not_, map(operator.mod, map(hash, pieces[1:]), repeat(CHUNK_STRING_ENDS))),
+        )
+        ends = list(accumulate(map(len, pieces)))  # piece i ends at ends[i] + 2 * i in the text
+        cuts = [ends[i - 1] + 2 * (i - 1) for i in starts if pieces[i - 1][-1:] in _ASCII_ALNUM]
+        return self._count_chunks(map(text.__getitem__, map(slice, [0, *cuts], [*cuts, len(text)])))
+
+    def _count_chunks(self, chunks: Iterable[str]) -> int:
+        """The sum of the chunks' tokens, each looked up in the text cache and tokenized only when not found."""
+        total, cache, count = 0, self._text_cache, self.encoder.count
+        for chunk in chunks:
             tokens = cache.get(chunk)
             if tokens is None:
                 tokens = count(chunk)
                 cache.put(chunk, tokens, len(chunk))
-            total, start = total + tokens, end
+            total += tokens
         return total
 
     def count_text_before(self, text: str, cut: int) -> int:

@@ -180,6 +180,48 @@ def test_save_is_all_or_nothing_and_names_the_row(session):
     assert session.state_hash() == before and session.grade().unsaved_rows == 2
 
 
+def _grid(response):
+    return response.form_state["Form"]["Group"][2]["Children"]["Grid"][0]
+
+
+def test_one_save_of_many_rows_writes_what_a_save_per_row_writes_and_selects_the_saved_row(hotel_task):
+    """The save inserts its new rows as one batch around the selected row (whose RecId it reads): the same rows
+    and RecIds, in the same order, as saving each row on its own; a saved line or a failed batch would differ."""
+    amounts = ["10.00", "11.00", "12.00", "13.00", "14.00"]
+    batched, one_by_one = ErpSession(hotel_task), ErpSession(hotel_task)
+    open_itemization(batched), open_itemization(one_by_one)
+    for amount in amounts:
+        assert not new_line(batched, "Room tax", amount).is_error
+        assert not new_line(one_by_one, "Room tax", amount).is_error
+        assert not one_by_one.call("form_save_form", {}).is_error
+    selected = batched.call("form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": "3"})
+    assert not selected.is_error
+    response = batched.call("form_save_form", {})
+    assert not response.is_error and "5 itemized line(s) saved" in response.result
+    assert batched.state_hash() == one_by_one.state_hash()
+    rows = _grid(response)["Rows"]
+    assert [r["Values"]["TrvExpTrans_AmountCurr"] for r in rows] == amounts
+    assert [r.get("IsSelected", False) for r in rows] == [False, False, True, False, False]
+    assert all(r["Values"]["TrvExpTrans_LineStatus"] == "Saved" for r in rows)
+
+
+def test_a_failed_save_keeps_the_selected_new_row_selected(session):
+    """The selection moves to the saved line's RecId only once the save holds: after a refused save the
+    selected new row is still the one selected (not a RecId the rollback took back)."""
+    open_itemization(session)
+    assert not new_line(session, "Room tax", "10").is_error
+    session.call("form_click_control", {"controlName": "NewLine"})  # no amount: row 2 is refused
+    assert not session.call("form_select_grid_row", {"gridName": "ItemizationGrid", "rowNumber": "1"}).is_error
+    before = session.state_hash()
+    response = session.call("form_save_form", {})
+    assert response.is_error and "Row 2" in response.result and session.state_hash() == before
+    rows = _grid(response)["Rows"]
+    assert [r.get("IsSelected", False) for r in rows] == [True, False]
+    assert [r["Values"]["TrvExpTrans_LineStatus"] for r in rows] == ["New", "New"]
+    details = response.form_state["Form"]["Group"][3]
+    assert details["Name"] == "LineDetailsGroup"
+
+
 def test_wrong_subcategory_is_refused_with_the_valid_values(session):
     open_itemization(session)
     session.call("form_click_control", {"controlName": "NewLine"})

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from erp_support import new_line, open_itemization
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from process_support import fresh_python
 
+from erp_sim import ErpSession, get_task
 from erp_sim.agents import tokens
 from erp_sim.agents.tokens import TokenCounter, count_message, count_messages, count_text, decode, encode
 
@@ -258,9 +260,8 @@ def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
         tokens.CHUNK_LINES = old
 
 
-def test_a_long_summary_is_tokenized_again_only_where_it_changed():
-    """A re-rendered summary with one line changed costs about a chunk of tokenizing, not the whole text."""
-    lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
+def spied_counter() -> tuple[TokenCounter, list[int]]:
+    """A fresh counter, and the lengths of the texts it hands its encoder (what it really tokenizes)."""
     counter = TokenCounter()
     encoder = counter.encoder
     tokenized: list[int] = []
@@ -270,7 +271,15 @@ def test_a_long_summary_is_tokenized_again_only_where_it_changed():
             tokenized.append(len(text))
             return encoder.count(text)
 
-    counter.encoder = Spy()
+    counter.encoder = Spy()  # type: ignore[assignment]
+    return counter, tokenized
+
+
+def test_a_long_summary_is_tokenized_again_only_where_it_changed():
+    """A re-rendered summary with one line changed costs about a chunk of tokenizing, not the whole text."""
+    lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
+    counter, tokenized = spied_counter()
+    encoder = tokens.get_encoder()
     assert counter.count_text("\n".join(lines)) == encoder.count("\n".join(lines))
     tokenized.clear()
     lines[200] = "  200. 2026-07-01 | Room tax | 13.37"
@@ -280,3 +289,51 @@ def test_a_long_summary_is_tokenized_again_only_where_it_changed():
     # holding it (and the next, if the edited line's hash moved a boundary), 8 lines on average; over 40 of the
     # 400 lines in about one process in 40 (a bound of a tenth failed there), over 100 in about one in a million.
     assert len(tokenized) <= 2 and sum(tokenized) < len(edited) / 4
+
+
+# Characters that decide whether o200k's pattern ends a piece before a '",': letters and digits (ASCII or not),
+# marks (a combining accent runs on a letter piece), an apostrophe (a contraction), spaces and line breaks
+# (the pieces that look ahead), quotes, commas, other punctuation and "/".
+STRING_END_ALPHABET = 'aZ9é東\u0301\u0663\'  \n\r\t"""",,,:{}[]/.-'
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(st.text(alphabet=STRING_END_ALPHABET, max_size=10), min_size=tokens.CHUNKED_MIN_STRING_ENDS + 1))
+def test_a_text_counted_by_chunks_at_string_ends_has_its_whole_count(values):
+    """A one-line text with many '",' counted as the sum of its chunks has the count of the text whole, wherever
+    the chunks end (here before every '",' a cut may go before), and so has an edited copy."""
+    text = tokens.STRING_END.join(values).replace("\n", " ")  # one line: the line chunks are tested above
+    encoder = tokens.get_encoder()
+    counter = TokenCounter()
+    old, tokens.CHUNK_STRING_ENDS = tokens.CHUNK_STRING_ENDS, 1
+    try:
+        assert counter._count_long(text) == encoder.count(text)
+        middle = len(text) // 2
+        edited = text[:middle] + 'x9","Value":"an edited value 12.50' + text[middle:]
+        assert counter._count_long(edited) == encoder.count(edited)
+    finally:
+        tokens.CHUNK_STRING_ENDS = old
+
+
+def test_a_response_is_tokenized_again_only_where_it_differs_from_the_last(monkeypatch):
+    """Of two JSON responses a grid row apart, the second costs about the chunks around the row, not the whole text,
+    and both counts are exact."""
+    session = ErpSession(get_task("long_horizon", 0))
+    open_itemization(session)
+    first = new_line(session, "Room tax", "10.25").text
+    second = new_line(session, "Room tax", "11.75").text
+    assert "\n" not in first and first.count(tokens.STRING_END) >= tokens.CHUNKED_MIN_STRING_ENDS
+    counter, tokenized = spied_counter()
+    encoder = tokens.get_encoder()
+    assert counter.count_text(first) == encoder.count(first)
+    assert len(first) / 2 < sum(tokenized) <= len(first)  # every chunk is new (but one repeated in the text)
+    assert counter.count_text(second) == encoder.count(second)
+    # Chunks end before one string end in 4 on average, by their str hash (salted per process): how much of the
+    # second is tokenized again varies from process to process. With a cut before every string end it may go
+    # before, it is only the values around the differences (the summary's counts, the new row, the selection).
+    monkeypatch.setattr(tokens, "CHUNK_STRING_ENDS", 1)
+    counter, tokenized = spied_counter()
+    assert counter.count_text(first) == encoder.count(first)
+    tokenized.clear()
+    assert counter.count_text(second) == encoder.count(second)
+    assert 0 < sum(tokenized) < len(second) / 4

@@ -70,6 +70,8 @@ def assert_form_shows_database(session: ErpSession, state: dict) -> None:
         ] == [(s["subcategory"], s["transaction_date"], money(Decimal(s["amount"]))) for s in saved[:25]]
         assert f"itemized {money(summary.itemized)}" in state["Summary"]
         assert f"{len(saved)} saved itemized line(s)" in state["Summary"]
+        assert formstate.control_value(state, "HeaderMerchant") == line["merchant"]  # the header, read per version
+        assert state["Caption"].endswith(f" {line['category_id']} {line['merchant']}")
     elif name == "TrvExpenseReport":
         lines = ledger.header_lines(db, report["id"])
         assert formstate.control_value(state, "TrvExpTable_TotalAmount") == money(
@@ -143,24 +145,13 @@ def test_every_data_tool_write_shows_in_the_open_form(form):
     assert not created.is_error
     assert_form_shows_database(session, created.form_state)
     first, second = (r["RecId"] for r in created.envelope["Data"]["value"])
-    assert_form_shows_database(
-        session,
-        write(
-            session,
-            "data_update_entities",
-            entitySetName="ExpenseLines",
-            entities=[{"RecId": first, "Amount": "1.00", "Subcategory": items[1].subcategory}],
-        ),
-    )
-    assert_form_shows_database(
-        session,
-        write(
-            session,
-            "data_update_entities",
-            entitySetName="ExpenseReports",
-            entities=[{"ReportNumber": session.task.report_number, "Purpose": "Changed by the data API"}],
-        ),
-    )
+    for entity_set, changes in [
+        ("ExpenseLines", {"RecId": first, "Amount": "1.00", "Subcategory": items[1].subcategory}),
+        ("ExpenseReports", {"ReportNumber": session.task.report_number, "Purpose": "Changed by the data API"}),
+        ("ExpenseLines", {"RecId": line_id, "Merchant": "Merchant changed by the data API"}),  # the header line
+    ]:
+        state = write(session, "data_update_entities", entitySetName=entity_set, entities=[changes])
+        assert_form_shows_database(session, state)
     assert_form_shows_database(
         session, write(session, "data_delete_entities", entitySetName="ExpenseLines", keys=[second])
     )

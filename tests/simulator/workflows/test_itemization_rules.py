@@ -12,6 +12,7 @@ from erp_support import open_itemization
 
 import erp_sim
 from erp_sim.envs.expense_env import PARTIAL_CREDIT, potential
+from erp_sim.errors import ValidationError
 from erp_sim.workflows.itemization import ledger
 from erp_sim.workflows.itemization.grading import progress, target_line_ids
 from erp_sim.workflows.itemization.task import task_of
@@ -87,3 +88,40 @@ def test_the_done_fraction_is_the_envs_shaping_progress(session):
     assert seen[3].summary.over_itemized and seen[3].done_fraction == 1 - Decimal(10) / task.header_decimal
     for state in seen:
         assert not state.success and potential(state) == PARTIAL_CREDIT * state.done_fraction
+
+
+def test_a_saves_remembered_parses_give_what_fresh_parses_give_and_the_same_errors():
+    """``validate_itemized_values`` with one ``known`` dict over a save's rows: each row's values and each
+    refusal are those of a validation of its own, for values of several types that compare equal (1, 1.0, True)."""
+    header = {"category_id": "Hotel"}
+    controls = {"subcategory": "Sub", "transaction_date": "Date", "amount": "Amount", "description": "Note"}
+    rows = [
+        {"subcategory": "room tax", "transaction_date": "3/14/2026", "amount": "1.00", "description": 1},
+        {"subcategory": "Room tax", "transaction_date": "2026-03-14", "amount": "2.00", "description": 1.0},
+        {"subcategory": "ROOM TAX", "transaction_date": "3/14/2026", "amount": "3", "description": True},
+        {"subcategory": "Room tax", "transaction_date": "2026-02-30", "amount": "4.00"},
+        {"subcategory": "Minibar", "transaction_date": "2026-03-14", "amount": "5.00", "description": ["x"]},
+        {"subcategory": "Hotel tax", "transaction_date": "2026-03-14", "amount": "6.00"},
+        {"subcategory": "room tax", "transaction_date": "3/14/2026", "amount": "7.00", "description": 1},
+    ]
+
+    def outcome(raw, known):
+        try:
+            return ledger.validate_itemized_values(header, raw, controls, known)
+        except ValidationError as exc:
+            return f"refused: {exc}"
+
+    known: ledger.KnownParses = {}
+    shared = [outcome(raw, known) for raw in rows + rows]
+    fresh = [outcome(raw, None) for raw in rows + rows]
+    assert shared == fresh
+    assert [str(o)[:8] for o in fresh[:7]] == [
+        "Itemized",
+        "Itemized",
+        "refused:",
+        "refused:",
+        "refused:",
+        "refused:",
+        "Itemized",
+    ]
+    assert fresh[0].description == "1" and fresh[1].description == "1.0" and fresh[0].subcategory == "Room tax"

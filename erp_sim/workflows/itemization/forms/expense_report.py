@@ -29,7 +29,7 @@ LINE_FIELDS = {
 def itemization_status(session: FormHost, line: sqlite3.Row) -> str:
     if not CATEGORIES[line["category_id"]].itemize:
         return ""
-    summary = ledger.itemization_summary(session.db, line["id"])
+    summary = ledger.saved_summary(session, line["id"])
     if summary.line_count == 0:
         return "Not itemized"
     if summary.complete:
@@ -212,7 +212,7 @@ class ExpenseReportForm(FormDefinition):
             ),
         ]
         if CATEGORIES[line["category_id"]].itemize:
-            summary = ledger.itemization_summary(session.db, line["id"])
+            summary = ledger.saved_summary(session, line["id"])
             controls += [
                 Control("TrvExpTrans_ItemizedAmount", "Itemized amount", K.REAL_INPUT, display_money(summary.itemized)),
                 Control(

@@ -75,10 +75,7 @@ def _saved_lines(session: FormHost, form: OpenForm) -> tuple[list[sqlite3.Row], 
 
 
 def _summary(session: FormHost, form: OpenForm) -> ledger.ItemizationSummary:
-    line_id = form.context["line_id"]
-    return session.cached_read(
-        f"itemization/{line_id}/summary", lambda: ledger.itemization_summary(session.db, line_id)
-    )
+    return ledger.saved_summary(session, form.context["line_id"])
 
 
 def _saved_values(line: sqlite3.Row) -> RowValues:
@@ -99,7 +96,10 @@ class ItemizationForm(FormDefinition):
     ]
 
     def header(self, session: FormHost, form: OpenForm) -> sqlite3.Row:
-        return ledger.line_by_id(session.db, form.context["line_id"])
+        """The expense line being itemized, read once per database version: a response's caption, deep link and
+        sections and each value set read it (not inside the save's write, which reads it before)."""
+        line_id = form.context["line_id"]
+        return session.cached_read(f"itemization/{line_id}/header", lambda: ledger.line_by_id(session.db, line_id))
 
     def caption(self, session: FormHost, form: OpenForm) -> str:
         header = self.header(session, form)
@@ -371,6 +371,9 @@ class ItemizationForm(FormDefinition):
         header = self.header(session, form)
         keys = row_keys(self._grid_rows(session, form))  # the rows as numbered before the save
         checked: sqlite3.Row | None = None  # the header, checked once at the first new row (as each would be)
+        new_rows: list[tuple[RowKey, ledger.ItemizedValues]] = []  # inserted at the end, in their order
+        selected_id: int | None = None  # the RecId the selected new row gets
+        known: ledger.KnownParses = {}  # the field parses of this save (ledger.validate_itemized_values)
         with transaction(session.db):
             for line_id in _edits(form).edited_line_ids():
                 if pending[line_id].deleted:
@@ -384,7 +387,7 @@ class ItemizationForm(FormDefinition):
                     else {**_saved_values(ledger.line_by_id(session.db, key)), **row.values}
                 )
                 try:
-                    values = ledger.validate_itemized_values(header, raw, CONTROL_OF)
+                    values = ledger.validate_itemized_values(header, raw, CONTROL_OF, known)
                 except ValidationError as exc:
                     number = keys.index(key) + 1
                     raise ValidationError(
@@ -394,16 +397,17 @@ class ItemizationForm(FormDefinition):
                 if isinstance(key, str):
                     if checked is None:
                         checked = ledger.itemizable_header(session.db, header["id"])
-                    new_id = ledger.insert_itemized_line(session.db, checked, values)
-                    if form.grid_state(GRID).selected_key == key:
-                        form.grid_state(GRID).selected_key = new_id
+                    new_rows.append((key, values))
                 else:
                     ledger.update_itemized_line(session.db, key, values, header["id"])
             if checked is not None:
+                selected_id = _insert_new_rows(session, checked, new_rows, form.grid_state(GRID).selected_key)
                 ledger.mark_itemized_header(session.db, header["id"])
+        if selected_id is not None:  # once the save holds: a failed one keeps the row
+            form.grid_state(GRID).selected_key = selected_id
         count = len(pending)
         _edits(form).replace({})
-        summary = ledger.itemization_summary(session.db, header["id"])
+        summary = _summary(session, form)  # read once: the response's totals show it too
         if summary.over_itemized:
             session.add_message(
                 K.LEVEL_WARNING,
@@ -416,6 +420,21 @@ class ItemizationForm(FormDefinition):
             f"{count} itemized line(s) saved. Itemized {display_money(summary.itemized)} of {display_money(summary.total)}; "
             f"remaining {display_money(summary.remaining)}."
         )
+
+
+def _insert_new_rows(
+    session: FormHost, header: sqlite3.Row, rows: list[tuple[RowKey, ledger.ItemizedValues]], selected: object
+) -> int | None:
+    """Insert the new rows in their order, in batches around the selected one (whose RecId the grid selects
+    next, the one INSERT whose id is read); the selected row's RecId, or None when no new row is selected."""
+    at = next((n for n, (key, _) in enumerate(rows) if key == selected), None)
+    if at is None:
+        ledger.insert_itemized_lines(session.db, header, [values for _, values in rows])
+        return None
+    ledger.insert_itemized_lines(session.db, header, [values for _, values in rows[:at]])
+    selected_id = ledger.insert_itemized_line(session.db, header, rows[at][1])
+    ledger.insert_itemized_lines(session.db, header, [values for _, values in rows[at + 1 :]])
+    return selected_id
 
 
 def _grid_values(values: RowValues, status: str) -> dict[str, str]:
