@@ -84,7 +84,7 @@ def run_episode(
     # tools a layer of the agent's policy stack offers and the harness answers (ga_memory's), never sent to the ERP
     harness = harness_tools(agent)
     tools = [*info["tools"], *harness.schemas] if harness is not None else info["tools"]
-    # it only grows, and no message in it changes: the agent and its policies skip what they read before
+    # it only grows, and no message in it changes (each sealed): the agent and its policies skip what they read before
     transcript = Transcript(
         [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}]
     )

@@ -50,7 +50,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_val
 from erp_sim import task_sets, workflows
 from erp_sim.agents.tokens import TokenCounter, get_counter, next_none, same_prefix
 from erp_sim.agents.tokens.prompt_cache import ModelCall
-from erp_sim.agents.types import Message, ToolSchema, unchanged_prefix, unset
+from erp_sim.agents.types import Message, SealedMessage, ToolSchema, unchanged_prefix, unset
 from erp_sim.outcomes import FailureCategory, Termination
 
 ORIGINS = ("transcript", "rewritten", "summary", "inserted")
@@ -264,7 +264,7 @@ def value_key(value: Any) -> Hashable:
     kind = type(value)
     if kind is str or value is None:
         return value
-    if kind is dict:
+    if kind is dict or kind is SealedMessage:
         if set(map(type, value)) <= _STR:  # every name a str (checked in C)
             if set(map(type, value.values())) <= _LEAVES:  # every item its own key: the tuple is built in C
                 return (_DICT, tuple(sorted(value.items())))

@@ -22,12 +22,46 @@ ToolSchema = dict[str, Any]  # OpenAI function-tool schema: {"type": "function",
 
 # -- what did not change since a sender's last list: receivers that keep work per message (the scripted agent's
 # reading, the recorder, the prompt-cache figure) skip it without comparing, so a call costs what is new
-class Transcript(list):
-    """The runner's transcript: it only grows (``append``, ``extend``) and no message in it is changed once
-    appended, so whoever got it before finds the messages it had then unchanged (``unchanged_prefix``). The list
-    operations that would break that are refused."""
+class SealedMessage(dict):
+    """A message of the runner's transcript: a dict that refuses to change (a policy or agent that wants another
+    message copies it, ``dict(message)``, and changes the copy), so that what was read of it holds."""
 
     __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError(
+            "a message of the runner's transcript is not changed in place: copy it (dict(message)) and change the copy"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:  # a copy (pickled, deep) is a plain dict to change
+        return (dict, (dict(self),))
+
+
+def _sealed(message: Message) -> Message:
+    return message if type(message) is SealedMessage else SealedMessage(message)
+
+
+class Transcript(list):
+    """The runner's transcript: it only grows (``append``, ``extend``) and no message in it is changed once
+    appended (each is kept as a ``SealedMessage``), so whoever got it before finds the messages it had then
+    unchanged (``unchanged_prefix``). The operations that would break that are refused."""
+
+    __slots__ = ()
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        super().__init__(map(_sealed, messages))
+
+    def append(self, message: Message) -> None:
+        super().append(_sealed(message))
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        super().extend(map(_sealed, messages))
+
+    def __iadd__(self, messages: Iterable[Message]) -> Transcript:  # type: ignore[override,misc]
+        self.extend(messages)
+        return self
 
     def _refuse(self, *args: object, **kwargs: object) -> Any:
         raise TypeError("a Transcript only grows by append or extend: no message in it is replaced or removed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 import random
 
 import gymnasium as gym
@@ -12,7 +13,7 @@ import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent, View, decide
-from erp_sim.agents.types import Continuation, Transcript, unchanged_prefix
+from erp_sim.agents.types import Continuation, SealedMessage, Transcript, unchanged_prefix
 
 FIELDS = (
     "state",
@@ -245,6 +246,41 @@ def test_a_transcript_refuses_what_would_change_a_message_it_showed():
         with pytest.raises(TypeError, match="only grows"):
             change(transcript)
     assert [m["content"] for m in transcript] == ["x", "y", "z"]
+
+
+def test_a_transcripts_messages_refuse_changes_in_place_and_copy_as_plain_dicts():
+    """What the runner's transcript vouches for (``unchanged_prefix``) holds for its messages too: an agent or
+    policy that clears a tool result in place is refused with a way out, and every copy is a plain dict."""
+    given = {"role": "tool", "tool_call_id": "c1", "content": "a long result"}
+    transcript = Transcript([{"role": "user", "content": "x"}])
+    transcript.append(given)
+    transcript += [{"role": "user", "content": "z"}]
+    shown = transcript[1]
+    given["content"] = "changed by its author after the append"  # the transcript holds its own copy
+    assert shown["content"] == "a long result" and isinstance(shown, SealedMessage)
+    for change in (
+        lambda m: m.__setitem__("content", "[cleared]"),
+        lambda m: m.__delitem__("content"),
+        lambda m: m.update(content="[cleared]"),
+        lambda m: m.pop("content"),
+        lambda m: m.popitem(),
+        lambda m: m.clear(),
+        lambda m: m.setdefault("name", "t"),
+        lambda m: m.__ior__({"content": "[cleared]"}),
+    ):
+        with pytest.raises(TypeError, match=r"copy it \(dict\(message\)\)"):
+            change(shown)
+    assert shown == {"role": "tool", "tool_call_id": "c1", "content": "a long result"}
+    for copied in (
+        dict(shown),
+        shown.copy(),
+        copy.copy(shown),
+        copy.deepcopy(shown),
+        pickle.loads(pickle.dumps(shown)),
+    ):
+        assert type(copied) is dict and copied == shown
+        copied["content"] = "[cleared]"
+    assert transcript[2] is transcript[-1] and all(type(m) is SealedMessage for m in transcript)
 
 
 class Shown(ScriptedAgent):
