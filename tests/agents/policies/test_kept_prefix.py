@@ -10,13 +10,13 @@ import random
 
 import gymnasium as gym
 import pytest
+from policy_support import INSTRUCTION, SYSTEM, LabelSummarizer, RecordingAgent, step, user
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent
 from erp_sim.agents.types import AgentStep, Continuation, Transcript
-from tests.policy_support import INSTRUCTION, SYSTEM, LabelSummarizer, RecordingAgent, step, user
 
 SPECS = [
     "full",
@@ -67,9 +67,13 @@ def test_what_a_policy_claims_kept_holds_over_an_episode(spec):
 
 
 class Recording(RecordingAgent):
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[list, int, list]] = []
+
     def act(self, transcript, tools) -> AgentStep:
-        self.shown.append((list(transcript), transcript.kept, [dict(m) for m in transcript]))
-        return AgentStep(message={"role": "assistant", "content": "ok"}, shown=transcript)
+        self.requests.append((list(transcript), transcript.kept, [dict(m) for m in transcript]))
+        return super().act(transcript, tools)
 
 
 class SameSummary(LabelSummarizer):
@@ -98,4 +102,4 @@ def test_what_last_n_summary_claims_kept_holds_on_random_transcripts(spec, summa
                 if shown[at].get("role") != "tool":
                     shown[at] = {**shown[at]}
             policy.act(shown, [])
-        check(inner.shown)
+        check(inner.requests)
