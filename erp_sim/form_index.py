@@ -6,6 +6,7 @@ For the scripted agent and a workflow's reading of its own forms (``erp_sim.work
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -62,6 +63,11 @@ class FormIndex(NamedTuple):
         control = self.controls.get(name)
         return control.get(K.VALUE) if control else None
 
+    def control_text(self, name: str) -> str | None:
+        """``formstate.control_text``: the control's value as text, None when the form has no such control."""
+        control = self.controls.get(name)
+        return None if control is None else formstate.text_of(control.get(K.VALUE))
+
 
 def index_form(state: dict[str, Any] | None) -> FormIndex:
     grids: dict[str, dict[str, Any]] = {}
@@ -80,3 +86,22 @@ def index_form(state: dict[str, Any] | None) -> FormIndex:
 
 
 NO_FORM = index_form(None)
+
+# state id -> (the state, its index): holding the state keeps its id from being reused while the entry lives
+_INDEXES: OrderedDict[int, tuple[dict[str, Any], FormIndex]] = OrderedDict()
+
+
+def form_index_of(state: dict[str, Any]) -> FormIndex:
+    """``index_form(state)``, walked once per FormState object for every reader of it: the scripted agent and a
+    summarizer read the same responses (``formstate.parse_response`` hands out one parsed object per text), so
+    the second reader's look-ups cost no walk. The index holds the controls themselves; like the parsed response
+    it must not be changed, nor the state's tree once indexed."""
+    entry = _INDEXES.get(id(state))
+    if entry is not None and entry[0] is state:
+        _INDEXES.move_to_end(id(state))
+        return entry[1]
+    index = index_form(state)
+    _INDEXES[id(state)] = (state, index)
+    while len(_INDEXES) > READ_CACHE_SIZE:
+        _INDEXES.popitem(last=False)
+    return index

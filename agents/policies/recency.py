@@ -142,6 +142,10 @@ class LastNSummary(ContextPolicy):
         self._fold = SummaryFold()
         self._block: tuple[str, Message] | None = None  # the last summary and its block: one object while it holds
         self._folds_next = True  # the next request's summary differs from this one's
+        # where the context's parts came from, this call's and the last one's (``kept_prefix``): the transcript's
+        # head length, the block shown after it (None: none), where in the transcript the shown units start
+        self._shown: tuple[int, Message | None, int] | None = None
+        self._shown_before: tuple[int, Message | None, int] | None = None
 
     def build_context(self, messages: list[Message]) -> list[Message]:
         split = self.split_transcript(messages)
@@ -167,11 +171,28 @@ class LastNSummary(ContextPolicy):
             folded = start - start % w
             summary = self._fold.fold_units(units, folded, w, summarize, split=split)
             pending = units[folded:start]
-        if not summary:
-            return split.join([*pending, *window])
-        if self._block is None or self._block[0] != summary:
+        head = len(split.system) + (split.instruction is not None) + len(split.pinned)
+        if summary and (self._block is None or self._block[0] != summary):
             self._block = (summary, summary_block(summary))
-        return split.join([*pending, *window], pinned=[*split.pinned, self._block[1]])
+        block = self._block[1] if summary and self._block is not None else None
+        context = split.join([*pending, *window], pinned=None if block is None else [*split.pinned, block])
+        # the shown units run to the transcript's end: they start where what follows the context's head starts
+        self._shown_before = self._shown
+        self._shown = (head, block, len(messages) - (len(context) - head - (block is not None)))
+        return context
+
+    def kept_prefix(self, context: list[Message], received: int) -> int:
+        """The transcript's head, then the same summary block (the very object), then the shown units at the same
+        positions while they start where they did: the context's messages map to the same transcript positions as
+        last time, unchanged as far as the transcript's first ``received`` are."""
+        last, now = self._shown_before, self._shown
+        if last is None or now is None:
+            return 0
+        head, block, start = now
+        if received < head or last[0] != head or last[1] is not block:
+            return min(received, head)
+        shown = head + (block is not None)  # the context's head
+        return shown + max(0, received - start) if last[2] == start else shown
 
     def stable_prefixes(self, context: list[Message]) -> list[int]:
         """Between folds the context only grows (an evicted unit stays where it was, now pending): up to the

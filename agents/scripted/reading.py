@@ -19,7 +19,7 @@ from erp_sim.agents.memory.memory_tools import MEMORY_TOOLS
 from erp_sim.agents.memory.store import parse_steps
 from erp_sim.agents.tokens import next_false
 from erp_sim.agents.types import Message, unchanged_prefix
-from erp_sim.form_index import NO_FORM, READ_CACHE_SIZE, FormIndex, index_form
+from erp_sim.form_index import NO_FORM, READ_CACHE_SIZE, FormIndex, form_index_of
 from erp_sim.workflows.faces import ScriptedProcedure
 
 
@@ -40,7 +40,7 @@ def read_tool_result(content: str, procedure: ScriptedProcedure, brief: Any) -> 
     state = formstate.form_state(content) if formstate.parse_response(content) else parse_refined(content)
     if not state:
         return ToolResult(state, NO_FORM, None)
-    form = index_form(state)
+    form = form_index_of(state)
     return ToolResult(state, form, procedure.reading.read_form(state, form, brief))
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from erp_sim import response_keys as K
-from erp_sim.formstate import control_text, find_grid, grid_has_next_page, grid_row_values, grid_total_rows
+from erp_sim.form_index import form_index_of
+from erp_sim.formstate import grid_has_next_page, grid_row_values, grid_total_rows
 from erp_sim.workflows.faces import SummaryFacts, figures_line
 
 REPORT_NUMBER = re.compile(r"\bEXP-\d+\b")
@@ -80,26 +80,26 @@ def new_facts(task: str) -> ExpenseFacts:
 
 def observe(facts: ExpenseFacts, name: str, caption: str, state: dict[str, Any]) -> None:
     """Fold one response's FormState (of form ``name``, captioned ``caption``) into ``facts``."""
-    form = state.get(K.FORM)
+    index = form_index_of(state)  # one walk of the tree, shared with the agent that read this response
     if name == "TrvExpenses":
-        for _, selected, values in grid_row_values(find_grid(form, "ExpenseReportsGrid")):
+        for _, selected, values in grid_row_values(index.first_grids.get("ExpenseReportsGrid")):
             if selected and values.get("TrvExpTable_ExpNumber"):
                 facts.report = values["TrvExpTable_ExpNumber"]
     elif name == "TrvExpenseReport":
-        number = control_text(state, "TrvExpTable_ExpNumber") or (REPORT_NUMBER.search(caption) or [""])[0]
+        number = index.control_text("TrvExpTable_ExpNumber") or (REPORT_NUMBER.search(caption) or [""])[0]
         if number:
             facts.report = number
-        for _, selected, values in grid_row_values(find_grid(form, "ExpenseLinesGrid")):
+        for _, selected, values in grid_row_values(index.first_grids.get("ExpenseLinesGrid")):
             if selected:
                 facts.line = values
     elif name == "TrvReceiptViewer":
-        document = control_text(state, "Receipt_DocumentNumber")
+        document = index.control_text("Receipt_DocumentNumber")
         if document and facts.receipt.get("document", document) != document:
             facts.receipt_items = {}  # another line's receipt (a task with several lines): its rows replace the last one's
-        grid = find_grid(form, "ReceiptItemsGrid")
+        grid = index.first_grids.get("ReceiptItemsGrid")
         facts.receipt_rows = grid_total_rows(grid)
         for label, control in RECEIPT_HEADER:
-            value = control_text(state, control)
+            value = index.control_text(control)
             if value:
                 facts.receipt[label] = value
         for number, _, values in grid_row_values(grid):
@@ -118,10 +118,10 @@ def observe(facts: ExpenseFacts, name: str, caption: str, state: dict[str, Any])
             ("itemization_itemized", "ItemizationItemized"),
             ("itemization_remaining", "ItemizationRemaining"),
         ):
-            value = control_text(state, control)
+            value = index.control_text(control)
             if value is not None:
                 setattr(facts, field, value)
-        grid = find_grid(form, "ItemizationGrid")
+        grid = index.first_grids.get("ItemizationGrid")
         if grid is not None:
             rows = grid_row_values(grid)
             for number, _, values in rows:

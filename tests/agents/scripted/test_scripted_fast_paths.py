@@ -1,5 +1,6 @@
 """The scripted agent's shortcuts give exactly what the plain code they replace gives: the call id's JSON,
-the form index's look-ups (one walk instead of one per look-up) and the itemization grid's comparison."""
+the form index's look-ups (one walk instead of one per look-up, shared with the summarizer's reading of the same
+response) and the itemization grid's comparison."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from decimal import Decimal
 from erp_sim import formstate
 from erp_sim import response_keys as K
 from erp_sim.agents.scripted import call_id
-from erp_sim.form_index import PAGE_ROWS, index_form, row_index
+from erp_sim.form_index import PAGE_ROWS, form_index_of, index_form, row_index
 from erp_sim.workflows.itemization.scripted import _consume, _row_charge, compare_rows
 
 
@@ -77,8 +78,22 @@ def test_the_form_index_finds_what_each_formstate_look_up_finds():
             assert index.first_row(name) == (row_index(rows[0].get(K.ROW_NUMBER)) if rows else 0)
             assert index.has_next_page(name) == formstate.has_next_page(state, name)
             assert index.control_value(name) == formstate.control_value(state, name)
+            assert index.control_text(name) == formstate.control_text(state, name)
             found += index.control_value(name) is not None and index.grids.get(name) is not None
     assert found > 50  # names held by a grid and by a control at once were looked up too
+
+
+def test_the_shared_form_index_is_the_index_of_that_very_state_object():
+    rng = random.Random(12)
+    states = [{K.FORM: random_form(rng)} for _ in range(50)]
+    indexes = [form_index_of(state) for state in states]
+    for state, index in zip(states, indexes):
+        assert form_index_of(state) is index  # walked once for every reader of the object
+        assert index == index_form(state)
+        twin = json.loads(json.dumps(state))  # equal, another object: its own controls, not the first one's
+        assert all(a is b for a, b in zip(form_index_of(twin).controls.values(), index_form(twin).controls.values()))
+        if index.controls:
+            assert not any(a is b for a, b in zip(form_index_of(twin).controls.values(), index.controls.values()))
 
 
 def test_comparing_the_grid_with_the_charges_gives_what_the_counter_arithmetic_gave():
