@@ -98,7 +98,10 @@ def form_index_of(state: dict[str, Any]) -> FormIndex:
     it must not be changed, nor the state's tree once indexed."""
     entry = _INDEXES.get(id(state))
     if entry is not None and entry[0] is state:
-        _INDEXES.move_to_end(id(state))
+        try:
+            _INDEXES.move_to_end(id(state))
+        except KeyError:  # evicted meanwhile by another thread's reading: the index is still this state's
+            pass
         return entry[1]
     index = index_form(state)
     _INDEXES[id(state)] = (state, index)
