@@ -260,6 +260,53 @@ def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
         tokens.CHUNK_LINES = old
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1),
+    where=st.floats(min_value=0, max_value=1),
+    chunk_lines=st.sampled_from([1, 2, tokens.CHUNK_LINES]),
+    known=st.booleans(),
+)
+def test_a_prefix_of_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines, where, chunk_lines, known):
+    """``count_text_before`` of a many-line text sums the chunks before the cut and the part of the next one (or
+    of the two before it, where the line the next one starts with is cut short of where a chunk may start): the
+    prefix's own count, at any cut, whether the chunks were counted before (an edited copy was) or not; and the
+    whole text's count it keeps is the whole text's."""
+    text = "\n".join(lines)
+    encoder = tokens.get_encoder()
+    counter = TokenCounter()
+    cut = round(where * len(text))
+    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, chunk_lines
+    try:
+        if known:
+            counter.count_text(text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :])
+        if len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
+            assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
+        assert counter.count_text(text) == encoder.count(text)
+    finally:
+        tokens.CHUNK_LINES = old
+
+
+def test_a_prefix_of_a_new_summary_is_not_tokenized_whole_where_its_chunks_are_known():
+    """The prompt cache counts a new summary's prefix up to where it parts from the last one (a few lines in, fewer
+    than a text is chunked at): of the chunks before the cut, known from the last summary, none is tokenized again,
+    only the part of the one the cut falls in and the chunk that changed (here every line is a chunk)."""
+    lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
+    counter, tokenized = spied_counter()
+    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, 1
+    try:
+        counter.count_text("\n".join(lines))  # the last summary
+        lines[300] = "  300. 2026-07-01 | Room tax | 13.37"
+        text = "\n".join(lines)
+        tokenized.clear()
+        cut = text.index("Accommodation", len(lines[0]) * 20) + len("Accommodation")  # a letter, then " "
+        assert counter.count_text_before(text, cut) == tokens.get_encoder().count(text[:cut])
+        assert counter.count_text(text) == tokens.get_encoder().count(text)
+    finally:
+        tokens.CHUNK_LINES = old
+    assert len(tokenized) == 2 and max(tokenized) <= len(lines[0]) + 1  # the cut's line, up to the cut; line 300
+
+
 def spied_counter() -> tuple[TokenCounter, list[int]]:
     """A fresh counter, and the lengths of the texts it hands its encoder (what it really tokenizes)."""
     counter = TokenCounter()
