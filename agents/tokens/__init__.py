@@ -56,6 +56,10 @@ IDENTITY_CACHE_SIZE = 4_096  # message objects whose count is kept by identity (
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
 CHUNKED_MIN_LINES = 32  # a text of this many lines or more is counted by chunks of lines (``TokenCounter``)
 CHUNK_LINES = 8  # lines per chunk, on average (a chunk ends before a line whose hash is 0 modulo this)
+# A summary of a few dozen lines re-rendered changes in a few places, each costing its chunk's tokenizing; a long
+# text costs a look-up per chunk, whose count grows as chunks shrink: a short text has shorter chunks.
+SHORT_TEXT_LINES = 128
+SHORT_CHUNK_LINES = 2  # lines per chunk, on average, in a text of fewer than SHORT_TEXT_LINES lines
 CHUNKED_MIN_STRING_ENDS = 32  # a one-line text with this many string ends (``STRING_END``) is counted by chunks too
 CHUNK_STRING_ENDS = 4  # string ends per chunk, on average (``TokenCounter._count_by_string_ends``)
 STRING_END = '",'  # (two characters) where a JSON string is followed by another value: a cut may go before it
@@ -282,10 +286,9 @@ class _LRU:
 def _line_chunks(lines: list[str]) -> list[str]:
     """The chunks ``TokenCounter._count_by_lines`` counts ``"\n".join(lines)`` by (each but the last ends with its
     line break): they end before a line a cut may go before (``_CUT_BEFORE``) whose hash is 0 modulo
-    ``CHUNK_LINES``."""
-    starts = compress(
-        range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(CHUNK_LINES)))
-    )
+    ``CHUNK_LINES``, or ``SHORT_CHUNK_LINES`` in a text of fewer than ``SHORT_TEXT_LINES`` lines."""
+    every = CHUNK_LINES if len(lines) >= SHORT_TEXT_LINES else SHORT_CHUNK_LINES
+    starts = compress(range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(every))))
     cuts = [i for i in starts if _CUT_BEFORE.match(lines[i])]
     ends = [*cuts, len(lines)]
     return ["\n".join(lines[start:end]) + ("\n" if end < len(lines) else "") for start, end in zip([0, *cuts], ends)]
@@ -339,8 +342,9 @@ class TokenCounter:
         piece's ``[\\r\\n/]*`` runs on over a "/"), or with spaces or tabs followed by something other than a
         line break (``\\s*[\\r\\n]+`` runs on to the last line break of a run of whitespace): there the
         text's tokens are those of the text before and those after. Chunks end at such a line whose hash is 0
-        modulo ``CHUNK_LINES``, a choice made by the content alone, so an inserted line changes the chunk
-        holding it and the others are found in the cache (Hypothesis checks the sums against whole counts)."""
+        modulo ``CHUNK_LINES`` (fewer in a short text: ``_line_chunks``), a choice made by the content alone, so an
+        inserted line changes the chunk holding it and the others are found in the cache (Hypothesis checks the
+        sums against whole counts)."""
         return self._count_chunks(_line_chunks(lines))
 
     def _count_by_string_ends(self, text: str) -> int:

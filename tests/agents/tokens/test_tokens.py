@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from erp_support import new_line, open_itemization
 from hypothesis import given, settings
@@ -240,6 +243,18 @@ def test_only_lone_surrogates_are_replaced_before_tokenizing():
 LINE_ALPHABET = "\n\n\n\r  \t//\x85\u2028\x0b\x1c.,:-#|()'aZé19"
 
 
+@contextmanager
+def lines_per_chunk(lines: int) -> Iterator[None]:
+    """Chunks of ``lines`` lines on average in every text while the block runs (1: one before every line a cut may
+    go before), in short texts too (``SHORT_CHUNK_LINES``)."""
+    old = tokens.CHUNK_LINES, tokens.SHORT_CHUNK_LINES
+    tokens.CHUNK_LINES = tokens.SHORT_CHUNK_LINES = lines
+    try:
+        yield
+    finally:
+        tokens.CHUNK_LINES, tokens.SHORT_CHUNK_LINES = old
+
+
 @settings(max_examples=400, deadline=None)
 @given(lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1))
 def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
@@ -248,23 +263,20 @@ def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
     text = "\n".join(lines)
     encoder = tokens.get_encoder()
     counter = TokenCounter()
-    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, 1
-    try:
+    with lines_per_chunk(1):
         assert counter._count_long(text) == encoder.count(text)
         edited = text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :]
         assert counter._count_long(edited) == encoder.count(edited)
         cut = text.find("\n", len(text) // 3) + 1
         if cut and tokens._CUT_BEFORE.match(text, cut) and len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
             assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
-    finally:
-        tokens.CHUNK_LINES = old
 
 
 @settings(max_examples=400, deadline=None)
 @given(
     lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1),
     where=st.floats(min_value=0, max_value=1),
-    chunk_lines=st.sampled_from([1, 2, tokens.CHUNK_LINES]),
+    chunk_lines=st.sampled_from([1, tokens.SHORT_CHUNK_LINES, tokens.CHUNK_LINES]),
     known=st.booleans(),
 )
 def test_a_prefix_of_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines, where, chunk_lines, known):
@@ -276,15 +288,12 @@ def test_a_prefix_of_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines
     encoder = tokens.get_encoder()
     counter = TokenCounter()
     cut = round(where * len(text))
-    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, chunk_lines
-    try:
+    with lines_per_chunk(chunk_lines):
         if known:
             counter.count_text(text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :])
         if len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
             assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
         assert counter.count_text(text) == encoder.count(text)
-    finally:
-        tokens.CHUNK_LINES = old
 
 
 def test_a_prefix_of_a_new_summary_is_not_tokenized_whole_where_its_chunks_are_known():
@@ -293,8 +302,7 @@ def test_a_prefix_of_a_new_summary_is_not_tokenized_whole_where_its_chunks_are_k
     only the part of the one the cut falls in and the chunk that changed (here every line is a chunk)."""
     lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
     counter, tokenized = spied_counter()
-    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, 1
-    try:
+    with lines_per_chunk(1):
         counter.count_text("\n".join(lines))  # the last summary
         lines[300] = "  300. 2026-07-01 | Room tax | 13.37"
         text = "\n".join(lines)
@@ -302,8 +310,6 @@ def test_a_prefix_of_a_new_summary_is_not_tokenized_whole_where_its_chunks_are_k
         cut = text.index("Accommodation", len(lines[0]) * 20) + len("Accommodation")  # a letter, then " "
         assert counter.count_text_before(text, cut) == tokens.get_encoder().count(text[:cut])
         assert counter.count_text(text) == tokens.get_encoder().count(text)
-    finally:
-        tokens.CHUNK_LINES = old
     assert len(tokenized) == 2 and max(tokenized) <= len(lines[0]) + 1  # the cut's line, up to the cut; line 300
 
 
