@@ -38,6 +38,7 @@ import operator
 import re
 import sys
 import warnings
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -55,6 +56,10 @@ IDENTITY_CACHE_SIZE = 4_096  # message objects whose count is kept by identity (
 TEXT_CACHE_MIN_CHARS = 256  # shorter texts tokenize faster than a cache lookup pays off
 CHUNKED_MIN_LINES = 32  # a text of this many lines or more is counted by chunks of lines (``TokenCounter``)
 CHUNK_LINES = 8  # lines per chunk, on average (a chunk ends before a line whose hash is 0 modulo this)
+# A summary of a few dozen lines re-rendered changes in a few places, each costing its chunk's tokenizing; a long
+# text costs a look-up per chunk, whose count grows as chunks shrink: a short text has shorter chunks.
+SHORT_TEXT_LINES = 128
+SHORT_CHUNK_LINES = 2  # lines per chunk, on average, in a text of fewer than SHORT_TEXT_LINES lines
 CHUNKED_MIN_STRING_ENDS = 32  # a one-line text with this many string ends (``STRING_END``) is counted by chunks too
 CHUNK_STRING_ENDS = 4  # string ends per chunk, on average (``TokenCounter._count_by_string_ends``)
 STRING_END = '",'  # (two characters) where a JSON string is followed by another value: a cut may go before it
@@ -278,6 +283,17 @@ class _LRU:
         self.chars = 0
 
 
+def _line_chunks(lines: list[str]) -> list[str]:
+    """The chunks ``TokenCounter._count_by_lines`` counts ``"\n".join(lines)`` by (each but the last ends with its
+    line break): they end before a line a cut may go before (``_CUT_BEFORE``) whose hash is 0 modulo
+    ``CHUNK_LINES``, or ``SHORT_CHUNK_LINES`` in a text of fewer than ``SHORT_TEXT_LINES`` lines."""
+    every = CHUNK_LINES if len(lines) >= SHORT_TEXT_LINES else SHORT_CHUNK_LINES
+    starts = compress(range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(every))))
+    cuts = [i for i in starts if _CUT_BEFORE.match(lines[i])]
+    ends = [*cuts, len(lines)]
+    return ["\n".join(lines[start:end]) + ("\n" if end < len(lines) else "") for start, end in zip([0, *cuts], ends)]
+
+
 class TokenCounter:
     """Counts text and chat messages with one encoding; caches counts (bounded LRU)."""
 
@@ -326,16 +342,10 @@ class TokenCounter:
         piece's ``[\\r\\n/]*`` runs on over a "/"), or with spaces or tabs followed by something other than a
         line break (``\\s*[\\r\\n]+`` runs on to the last line break of a run of whitespace): there the
         text's tokens are those of the text before and those after. Chunks end at such a line whose hash is 0
-        modulo ``CHUNK_LINES``, a choice made by the content alone, so an inserted line changes the chunk
-        holding it and the others are found in the cache (Hypothesis checks the sums against whole counts)."""
-        starts = compress(
-            range(1, len(lines)), map(operator.not_, map(operator.mod, map(hash, lines[1:]), repeat(CHUNK_LINES)))
-        )
-        cuts = [i for i in starts if _CUT_BEFORE.match(lines[i])]
-        ends = [*cuts, len(lines)]
-        return self._count_chunks(
-            "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "") for start, end in zip([0, *cuts], ends)
-        )
+        modulo ``CHUNK_LINES`` (fewer in a short text: ``_line_chunks``), a choice made by the content alone, so an
+        inserted line changes the chunk holding it and the others are found in the cache (Hypothesis checks the
+        sums against whole counts)."""
+        return self._count_chunks(_line_chunks(lines))
 
     def _count_by_string_ends(self, text: str) -> int:
         """Tokens of ``text``, summed over chunks cut before some of its string ends, each counted once per cache.
@@ -358,29 +368,54 @@ class TokenCounter:
         return self._count_chunks(map(text.__getitem__, map(slice, [0, *cuts], [*cuts, len(text)])))
 
     def _count_chunks(self, chunks: Iterable[str]) -> int:
-        """The sum of the chunks' tokens, each looked up in the text cache and tokenized only when not found."""
-        total, cache, count = 0, self._text_cache, self.encoder.count
+        """The sum of the chunks' tokens (``_chunk_tokens``)."""
+        return sum(self._chunk_tokens(chunks))
+
+    def _chunk_tokens(self, chunks: Iterable[str]) -> list[int]:
+        """Each chunk's tokens, looked up in the text cache and tokenized only when not found."""
+        counts: list[int] = []
+        cache, count = self._text_cache, self.encoder.count
         for chunk in chunks:
             tokens = cache.get(chunk)
             if tokens is None:
                 tokens = count(chunk)
                 cache.put(chunk, tokens, len(chunk))
-            total += tokens
-        return total
+            counts.append(tokens)
+        return counts
 
     def count_text_before(self, text: str, cut: int) -> int:
         """Tokens of ``text[:cut]`` where the encoding's pattern has a piece boundary at ``cut`` (the text's tokens
         are then those of ``text[:cut]`` and those of ``text[cut:]``), tokenizing as little as it can: of a long
         text counted before, only the shorter side; of another long text, both sides, their sum then kept as its
-        count (the prompt cache counts the message next); of a short one, the prefix."""
+        count (the prompt cache counts the message next); of a short one, the prefix; of one counted by chunks of
+        lines, from its chunks (``_count_lines_before``)."""
         if len(text) < TEXT_CACHE_MIN_CHARS:
             return self.encoder.count(text[:cut])
+        if text.count("\n") >= CHUNKED_MIN_LINES:
+            return self._count_lines_before(text, cut)
         whole = self._text_cache.get(text)
         if whole is not None:
             return whole - self._count_long(text[cut:]) if 2 * cut > len(text) else self._count_long(text[:cut])
         before = self._count_long(text[:cut])
         self._text_cache.put(text, before + self._count_long(text[cut:]), len(text))
         return before
+
+    def _count_lines_before(self, text: str, cut: int) -> int:
+        """``count_text_before`` of a text counted by chunks of lines: the chunks that end by ``cut`` (found in the
+        cache when the text or one much like it was counted), plus the part of the next one before ``cut``, the
+        whole text's count kept on the way (the prompt cache counts the message next). ``text[:cut]`` is then
+        counted by chunks at the same cuts, each a cut of it too while the line after it keeps, up to ``cut``, what
+        ``_CUT_BEFORE`` matches (else that line goes with the chunk before): no need of a boundary at ``cut``."""
+        chunks = _line_chunks(text.split("\n"))
+        counts = self._chunk_tokens(chunks)
+        if self._text_cache.get(text) is None:
+            self._text_cache.put(text, sum(counts), len(text))
+        ends = list(accumulate(map(len, chunks)))
+        whole = bisect_right(ends, cut)  # chunks[:whole] end by cut
+        if whole and cut > ends[whole - 1] and not _CUT_BEFORE.match(text, ends[whole - 1], cut):
+            whole -= 1
+        start = ends[whole - 1] if whole else 0
+        return sum(counts[:whole]) + (self.encoder.count(text[start:cut]) if cut > start else 0)
 
     def count_message(self, message: dict[str, Any]) -> int:
         known = self._known(message)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from erp_support import new_line, open_itemization
 from hypothesis import given, settings
@@ -240,6 +243,18 @@ def test_only_lone_surrogates_are_replaced_before_tokenizing():
 LINE_ALPHABET = "\n\n\n\r  \t//\x85\u2028\x0b\x1c.,:-#|()'aZé19"
 
 
+@contextmanager
+def lines_per_chunk(lines: int) -> Iterator[None]:
+    """Chunks of ``lines`` lines on average in every text while the block runs (1: one before every line a cut may
+    go before), in short texts too (``SHORT_CHUNK_LINES``)."""
+    old = tokens.CHUNK_LINES, tokens.SHORT_CHUNK_LINES
+    tokens.CHUNK_LINES = tokens.SHORT_CHUNK_LINES = lines
+    try:
+        yield
+    finally:
+        tokens.CHUNK_LINES, tokens.SHORT_CHUNK_LINES = old
+
+
 @settings(max_examples=400, deadline=None)
 @given(lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1))
 def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
@@ -248,16 +263,54 @@ def test_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines):
     text = "\n".join(lines)
     encoder = tokens.get_encoder()
     counter = TokenCounter()
-    old, tokens.CHUNK_LINES = tokens.CHUNK_LINES, 1
-    try:
+    with lines_per_chunk(1):
         assert counter._count_long(text) == encoder.count(text)
         edited = text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :]
         assert counter._count_long(edited) == encoder.count(edited)
         cut = text.find("\n", len(text) // 3) + 1
         if cut and tokens._CUT_BEFORE.match(text, cut) and len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
             assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
-    finally:
-        tokens.CHUNK_LINES = old
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet=LINE_ALPHABET, max_size=12), min_size=tokens.CHUNKED_MIN_LINES + 1),
+    where=st.floats(min_value=0, max_value=1),
+    chunk_lines=st.sampled_from([1, tokens.SHORT_CHUNK_LINES, tokens.CHUNK_LINES]),
+    known=st.booleans(),
+)
+def test_a_prefix_of_a_text_counted_by_chunks_of_lines_has_its_whole_count(lines, where, chunk_lines, known):
+    """``count_text_before`` of a many-line text sums the chunks before the cut and the part of the next one (or
+    of the two before it, where the line the next one starts with is cut short of where a chunk may start): the
+    prefix's own count, at any cut, whether the chunks were counted before (an edited copy was) or not; and the
+    whole text's count it keeps is the whole text's."""
+    text = "\n".join(lines)
+    encoder = tokens.get_encoder()
+    counter = TokenCounter()
+    cut = round(where * len(text))
+    with lines_per_chunk(chunk_lines):
+        if known:
+            counter.count_text(text[: len(text) // 2] + "\nan inserted line\n" + text[len(text) // 2 :])
+        if len(text) >= tokens.TEXT_CACHE_MIN_CHARS:
+            assert counter.count_text_before(text, cut) == encoder.count(text[:cut])
+        assert counter.count_text(text) == encoder.count(text)
+
+
+def test_a_prefix_of_a_new_summary_is_not_tokenized_whole_where_its_chunks_are_known():
+    """The prompt cache counts a new summary's prefix up to where it parts from the last one (a few lines in, fewer
+    than a text is chunked at): of the chunks before the cut, known from the last summary, none is tokenized again,
+    only the part of the one the cut falls in and the chunk that changed (here every line is a chunk)."""
+    lines = [f"  {n}. 2026-07-{n % 28 + 1:02d} | Accommodation | {100 + n}.25" for n in range(400)]
+    counter, tokenized = spied_counter()
+    with lines_per_chunk(1):
+        counter.count_text("\n".join(lines))  # the last summary
+        lines[300] = "  300. 2026-07-01 | Room tax | 13.37"
+        text = "\n".join(lines)
+        tokenized.clear()
+        cut = text.index("Accommodation", len(lines[0]) * 20) + len("Accommodation")  # a letter, then " "
+        assert counter.count_text_before(text, cut) == tokens.get_encoder().count(text[:cut])
+        assert counter.count_text(text) == tokens.get_encoder().count(text)
+    assert len(tokenized) == 2 and max(tokenized) <= len(lines[0]) + 1  # the cut's line, up to the cut; line 300
 
 
 def spied_counter() -> tuple[TokenCounter, list[int]]:
