@@ -266,8 +266,9 @@ class _LRU:
         return entry[0]
 
     def put(self, key: Any, value: int, chars: int) -> None:
+        replaced = self._data.get(key)  # a key put again (two threads counting one text) holds its characters once
         self._data[key] = (value, chars)
-        self.chars += chars
+        self.chars += chars - (replaced[1] if replaced is not None else 0)
         while len(self._data) > self.max_entries or self.chars > self.max_chars:
             try:
                 _, (_, evicted_chars) = self._data.popitem(last=False)

@@ -146,6 +146,15 @@ def test_the_cache_is_bounded_in_characters_too():
     assert len(counter._cache) == 10 and counter._cache.chars <= 10_000
 
 
+def test_a_key_put_again_holds_its_characters_once():
+    """Two threads counting one text put it twice: the bound must not count its characters twice."""
+    cache = tokens._LRU(max_entries=10, max_chars=100)
+    for _ in range(5):
+        cache.put("a" * 30, 7, 30)
+    cache.put("b" * 60, 9, 60)
+    assert len(cache) == 2 and cache.chars == 90 and cache.get("a" * 30) == 7
+
+
 def test_counting_loads_only_the_backend_not_every_rank_table():
     """``import bpe_openai`` decodes every encoding's Python rank table; counting needs none of them."""
     probe = (
