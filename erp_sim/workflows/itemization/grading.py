@@ -277,7 +277,8 @@ def grade_dict(
 
 def _asked_for(line_id: int | tuple[int, ...]) -> Expected:
     """What the task asks to change: the target lines' own itemization (``_within_itemization``)."""
-    return lambda table, cols, old, new: table == "expense_line" and _within_itemization(old, new, cols, line_id)
+    ids = _ids(line_id)  # once per diff, not per touched row (a 200-row itemization touches 201)
+    return lambda table, cols, old, new: table == "expense_line" and _within_itemization(old, new, cols, ids)
 
 
 def collateral_changes(session: FormHost, line_id: int | tuple[int, ...]) -> list[str]:
@@ -290,9 +291,9 @@ def full_collateral_changes(session: FormHost, line_id: int | tuple[int, ...]) -
     return collateral.full_collateral_changes(session.db, session.task, SCHEMA, _asked_for(line_id))
 
 
-def _within_itemization(old: Row | None, new: Row | None, cols: list[str], line_id: int | tuple[int, ...]) -> bool:
-    parent, ids = cols.index("parent_line_id"), _ids(line_id)
-    if all(row is None or row[parent] in ids for row in (old, new)):
+def _within_itemization(old: Row | None, new: Row | None, cols: list[str], ids: tuple[int, ...]) -> bool:
+    parent = cols.index("parent_line_id")
+    if (old is None or old[parent] in ids) and (new is None or new[parent] in ids):
         return True
     if old is not None and new is not None and old[0] in ids:  # the header's own line type may flip
         return all(x == y or c == "line_type" for c, x, y in zip(cols, old, new))
