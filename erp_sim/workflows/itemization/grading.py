@@ -188,14 +188,13 @@ def _collateral(session: FormHost, line_id: int | tuple[int, ...]) -> list[str]:
 
 
 def _saved_lines(session: FormHost, line_id: int) -> tuple[Counter[Charge], Decimal, int]:
-    """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version."""
+    """(saved lines as a multiset of (subcategory, date, amount), their sum, their count), cached per database version
+    (of the lines the itemization form reads too: ``ledger.saved_lines``)."""
 
     def read() -> tuple[Counter[Charge], Decimal, int]:
         saved: Counter[Charge] = Counter(
-            tuple(r)
-            for r in session.db.execute(
-                "SELECT subcategory, transaction_date, amount FROM expense_line WHERE parent_line_id = ?", (line_id,)
-            )
+            (line["subcategory"], line["transaction_date"], line["amount"])
+            for line in ledger.saved_lines(session, line_id)
         )
         return saved, sum((Decimal(c[2]) * n for c, n in saved.items()), ZERO), sum(saved.values())
 

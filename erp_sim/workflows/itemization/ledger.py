@@ -90,18 +90,33 @@ class ItemizationSummary:
 def itemization_summary(db: sqlite3.Connection, header_id: int) -> ItemizationSummary:
     header = line_by_id(db, header_id)
     # the amounts alone (a 200-line itemization's full rows cost 0.35 ms); their sum is exact in any order
-    amounts = [Decimal(amount) for (amount,) in db.execute(_AMOUNTS, (header_id,))]
-    return ItemizationSummary(Decimal(header["amount"]), sum(amounts, ZERO), len(amounts))
+    return _summary_of(header, [Decimal(amount) for (amount,) in db.execute(_AMOUNTS, (header_id,))])
 
 
 _AMOUNTS = "SELECT amount FROM expense_line WHERE parent_line_id = ?"
 
 
+def _summary_of(header: sqlite3.Row, amounts: list[Decimal]) -> ItemizationSummary:
+    return ItemizationSummary(Decimal(header["amount"]), sum(amounts, ZERO), len(amounts))
+
+
+def saved_lines(session: FormHost, header_id: int) -> list[sqlite3.Row]:
+    """``itemized_lines``, read once per database version: the itemization form's grid and totals, the expense
+    report's status column and the grade all read them (a save of 200 rows read them three times over). Not
+    inside a write (see ``saved_summary``); callers must not mutate them."""
+    return session.cached_read(f"itemization/{header_id}/lines", lambda: itemized_lines(session.db, header_id))
+
+
 def saved_summary(session: FormHost, header_id: int) -> ItemizationSummary:
-    """``itemization_summary``, read once per database version: the itemization form's totals and summary and
-    the expense report's status column and line details all show it. Not inside a write: a value read there
-    would outlive a rollback (the version counts the rolled-back writes)."""
-    return session.cached_read(f"itemization/{header_id}/summary", lambda: itemization_summary(session.db, header_id))
+    """``itemization_summary`` of the ``saved_lines``, once per database version: the itemization form's totals
+    and summary and the expense report's status column and line details all show it. Not inside a write: a
+    value read there would outlive a rollback (the version counts the rolled-back writes)."""
+
+    def summary() -> ItemizationSummary:
+        header = line_by_id(session.db, header_id)
+        return _summary_of(header, [Decimal(line["amount"]) for line in saved_lines(session, header_id)])
+
+    return session.cached_read(f"itemization/{header_id}/summary", summary)
 
 
 # --- value parsing of the expense fields (dates, text, money: erp_sim.values, erp_sim.money) -------------
@@ -211,15 +226,18 @@ def insert_itemized_line(db: sqlite3.Connection, header: sqlite3.Row, values: It
 
 def insert_itemized_lines(db: sqlite3.Connection, header: sqlite3.Row, rows: list[ItemizedValues]) -> None:
     """``insert_itemized_line`` of each, in order (the RecIds follow in that order, as one INSERT after the other
-    gives them): one INSERT over a JSON array of the rows' values, 0.6x the cost of the INSERT run per row at
-    200 rows."""
+    gives them): from ``_JSON_INSERT_ROWS`` rows, one INSERT over a JSON array of the rows' values, 0.6x the cost
+    of the INSERT run per row at 200 rows (below ~20 rows the JSON costs more than it saves)."""
     if not rows:
         return
-    if not all(_json_safe(values.description) for values in rows):
+    if len(rows) < _JSON_INSERT_ROWS or not all(_json_safe(values.description) for values in rows):
         db.executemany(_INSERT_LINE, [_line_parameters(header, values) for values in rows])
         return
     values_json = json.dumps([_value_parameters(values) for values in rows])
     db.execute(_INSERT_LINES, (*_header_parameters(header), values_json))
+
+
+_JSON_INSERT_ROWS = 20
 
 
 def _json_safe(text: str) -> bool:
