@@ -178,7 +178,7 @@ def _progress(session: FormHost, ids: tuple[int, ...], unsaved: int, form_open: 
     if not state.zero_remainder:
         return state
     collateral_free = not _collateral(session, ids if len(ids) > 1 else ids[0])
-    matches = collateral_free and all(p[0] == expected_charges(task, n) for n, p in enumerate(per_line))
+    matches = collateral_free and all(_same_charges(p[0], expected_charges(task, n)) for n, p in enumerate(per_line))
     return replace(state, collateral_free=collateral_free, matches_receipt=matches)
 
 
@@ -199,6 +199,12 @@ def _saved_lines(session: FormHost, line_id: int) -> tuple[Counter[Charge], Deci
         return saved, sum((Decimal(c[2]) * n for c, n in saved.items()), ZERO), sum(saved.values())
 
     return session.cached_read(f"grade/lines/{line_id}", read)
+
+
+def _same_charges(saved: Counter[Charge], expected: Counter[Charge]) -> bool:
+    """The two multisets are equal. Compared as dicts: no count in them is zero (both are counted from
+    charges), and ``Counter.__eq__`` walks both in Python (0.2 ms at 200 charges, at the close and the grade)."""
+    return dict.__eq__(saved, expected)
 
 
 _expected: dict[tuple[str, str, int, int], Counter[Charge]] = {}
@@ -240,7 +246,7 @@ def grade_dict(
     else:  # lines are told apart by their own receipts; the lists below name charges of any line
         saved = sum((p[0][0] for p in per_line), Counter())
         expected = sum((p[1] for p in per_line), Counter())
-    strict = all(p[0][0] == p[1] for p in per_line)
+    strict = all(_same_charges(p[0][0], p[1]) for p in per_line)
     grade: JsonObject = {
         "success": state.success,
         "strict_success": state.success and strict,
