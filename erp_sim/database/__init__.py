@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from erp_sim import workflows
 from erp_sim.database import template_cache
@@ -130,7 +130,17 @@ def initial_rows_of(task: WorkflowTask, table: str, rec_ids: Sequence[int]) -> d
     """The task's starting rows of ``table`` with these RecIds (those that existed), read from its template:
     what the collateral diff compares the touched rows with, without a dump of every table."""
     query = f"SELECT * FROM {table} WHERE id IN (SELECT value FROM json_each(?))"
-    return {row[0]: tuple(row) for row in _template(task).execute(query, (json.dumps(list(rec_ids)),))}
+    rows = plain_rows(_template(task), query, (json.dumps(list(rec_ids)),))
+    return {cast(int, row[0]): row for row in rows}  # every table's first column is its integer id
+
+
+def plain_rows(db: sqlite3.Connection, query: str, parameters: Sequence[object] = ()) -> list[Row]:
+    """The query's rows as plain tuples: no ``sqlite3.Row`` made and then copied per row (the collateral diff
+    of a 200-row itemization reads 200 rows and the change log's 200 entries)."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    rows: list[Row] = cursor.execute(query, parameters).fetchall()
+    return rows
 
 
 def clear_templates() -> None:

@@ -11,6 +11,7 @@ import pytest
 from erp_support import open_itemization
 
 import erp_sim
+from erp_sim.database import transaction
 from erp_sim.envs.expense_env import PARTIAL_CREDIT, potential
 from erp_sim.errors import ValidationError
 from erp_sim.workflows.itemization import ledger
@@ -125,3 +126,51 @@ def test_a_saves_remembered_parses_give_what_fresh_parses_give_and_the_same_erro
         "Itemized",
     ]
     assert fresh[0].description == "1" and fresh[1].description == "1.0" and fresh[0].subcategory == "Room tax"
+
+
+@pytest.mark.parametrize(
+    "descriptions",
+    [
+        ["", "Hotel tax", "x" * 2000],  # a few rows: the INSERT per row
+        ["", "Hotel tax", "x" * 2000] * ledger._JSON_INSERT_ROWS,  # one INSERT over the rows' JSON
+        ["", "caf\u00e9 \U0001f600", "a\x00b"] * ledger._JSON_INSERT_ROWS,  # texts JSON would change: per row
+    ],
+)
+def test_inserting_lines_at_once_stores_what_inserting_each_stores(descriptions):
+    """``insert_itemized_lines`` gives the rows (RecIds, order, every column) that ``insert_itemized_line`` gives
+    one by one, whichever way it inserts them; a text sqlite3 cannot bind is refused as it is one by one."""
+
+    def inserted(insert):
+        session = erp_sim.ErpSession(erp_sim.load_task_set("hotel_50")[0])
+        header = ledger.itemizable_header(session.db, target_line_ids(session))
+        values = [
+            ledger.ItemizedValues("Room tax", "2026-03-14", Decimal(n + 1), text) for n, text in enumerate(descriptions)
+        ]
+        insert(session.db, header, values)
+        return [tuple(row) for row in ledger.itemized_lines(session.db, header["id"])]
+
+    each = inserted(lambda db, header, rows: [ledger.insert_itemized_line(db, header, row) for row in rows])
+    assert inserted(ledger.insert_itemized_lines) == each
+    assert [row[-1] for row in each] == descriptions  # the description column, as given
+
+
+def test_a_text_sqlite_cannot_bind_is_refused_by_the_insert_of_many_lines_too():
+    session = erp_sim.ErpSession(erp_sim.load_task_set("hotel_50")[0])
+    header = ledger.itemizable_header(session.db, target_line_ids(session))
+    texts = [*[""] * ledger._JSON_INSERT_ROWS, "\ud800"]
+    values = [ledger.ItemizedValues("Room tax", "2026-03-14", Decimal(1), text) for text in texts]
+    with pytest.raises(UnicodeEncodeError):
+        ledger.insert_itemized_lines(session.db, header, values)
+
+
+def test_the_saved_lines_and_their_summary_follow_every_write(session):
+    """``ledger.saved_lines`` (what the itemization form's grid, its totals and the grade read) and
+    ``saved_summary`` are kept per database version: a line written outside the form shows at the next read."""
+    line_id = target_line_ids(session)
+    assert ledger.saved_lines(session, line_id) == [] and ledger.saved_summary(session, line_id).line_count == 0
+    assert progress(session, line_id).summary.line_count == 0
+    with transaction(session.db):
+        ledger.create_itemized_line(session.db, line_id, ledger.ItemizedValues("Room tax", "2026-03-14", Decimal(1)))
+    assert [line["amount"] for line in ledger.saved_lines(session, line_id)] == ["1.00"]
+    assert ledger.saved_summary(session, line_id).itemized == Decimal("1.00")
+    assert progress(session, line_id).summary.itemized == Decimal("1.00")

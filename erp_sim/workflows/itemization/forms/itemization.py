@@ -68,10 +68,10 @@ def _rows(form: OpenForm) -> Mapping[RowKey, PendingRow]:
 
 
 def _saved_lines(session: FormHost, form: OpenForm) -> tuple[list[sqlite3.Row], list[int]]:
-    """The line's saved itemized lines and their RecIds, read once per database version (a long itemization
-    is read by the grid, the totals and the summary of every render; callers must not mutate them)."""
+    """The line's saved itemized lines (``ledger.saved_lines``) and their RecIds, once per database version (a long
+    itemization is read by the grid, the totals and the summary of every render; callers must not mutate them)."""
     line_id = form.context["line_id"]
-    return read_records(session, f"itemization/{line_id}/lines", lambda: ledger.itemized_lines(session.db, line_id))
+    return read_records(session, f"itemization/{line_id}/grid", lambda: ledger.saved_lines(session, line_id))
 
 
 def _summary(session: FormHost, form: OpenForm) -> ledger.ItemizationSummary:
