@@ -1,8 +1,8 @@
 """CPU per model call against the episode's length on the long-horizon set: does the cost of a call stay flat?
 
 Runs C2 (full history) and C4 (last_n_summary:n=5,w=3) with the scripted agent on single-line
-``long_horizon`` tasks (10 and 200 receipt charges by default: every call is one ``env.step``), the cells
-interleaved and each run ``--repeats`` times, and prints, per cell, the median CPU per model call
+``long_horizon`` tasks (10 and 200 receipt charges by default: every call is one ``env.step``), every cell
+once per repeat, and prints, per cell, the median CPU per model call
 (``time.thread_time`` from one call to the next, in a run with nothing but that timestamp), the mean of
 the first and of the last 20% of the calls and their ratio, and the split of a call (from a second,
 instrumented run of the same deterministic episode): the simulator (``env.step``), the policy's own work
@@ -11,14 +11,22 @@ and the counter's chunking of long texts, outside the policy's and the agent's `
 the recorder, the prompt-cache figure). The targets (issue 40): the last 20% of an episode's calls cost at most
 1.2x its first 20%, and the CPU per call at 200 charges at most 1.5x that at 10, for each policy.
 
-    .venv/bin/python scripts/bench_horizon.py                    # C2 and C4, 10 and 200 charges, 3 repeats
+Each repeat runs in a process of its own with ``PYTHONHASHSEED`` set to the repeat's number: the token
+counter cuts long texts into chunks by their lines' hashes, so which chunks a fold finds in its cache (and a
+call's cost, by up to a third) depends on the process's hash seed. Fixed seeds make two runs of the bench
+measure the same chunks, and the medians are over several.
+
+    .venv/bin/python scripts/bench_horizon.py                    # C2 and C4, 10 and 200 charges, 5 repeats
     .venv/bin/python scripts/bench_horizon.py --charges 10 50 --repeats 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -146,24 +154,52 @@ def summarize(runs: list[dict[str, list[float]]]) -> dict[str, float]:
     return row
 
 
+def repeat_once(policies: list[str], charges: list[int]) -> dict[str, dict[str, list[float]]]:
+    """One repeat in this process: every cell's uninstrumented and instrumented runs, interleaved."""
+    bare_run("full", task_id(10))  # warm up: imports, the first session
+    runs: dict[str, dict[str, list[float]]] = {}
+    for name in policies:
+        for rung in charges:
+            policy = POLICIES.get(name, name)
+            total = bare_run(policy, task_id(rung))
+            split = instrumented_run(policy, task_id(rung))
+            assert all(len(v) == len(total) for v in split.values()), "the runs made other calls"
+            runs[f"{name}|{rung}"] = {"total": total, **split}
+    return runs
+
+
+def repeat_in_process(seed: int, policies: list[str], charges: list[int]) -> dict[str, dict[str, list[float]]]:
+    """``repeat_once`` in a fresh process whose hash seed is ``seed``."""
+    command = [sys.executable, __file__, "--one-repeat", "--policies", *policies, "--charges", *map(str, charges)]
+    done = subprocess.run(
+        command, env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise SystemExit(f"repeat {seed} failed:\n{done.stderr}")
+    runs: dict[str, dict[str, list[float]]] = json.loads(done.stdout)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policies", nargs="*", default=list(POLICIES), help="C2, C4 or policy specs")
     parser.add_argument("--charges", nargs="*", type=int, default=[10, 200], help="long_horizon rungs (first task)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="processes, hash seeds 0 to repeats - 1")
+    parser.add_argument("--one-repeat", action="store_true", help=argparse.SUPPRESS)  # a repeat's process
     args = parser.parse_args(argv)
-    bare_run("full", task_id(10))  # warm up: imports, the first session
+    if args.one_repeat:
+        print(json.dumps(repeat_once(args.policies, args.charges)))
+        return 0
     cells = [(name, charges) for name in args.policies for charges in args.charges]
     runs: dict[tuple[str, int], list[dict[str, list[float]]]] = {cell: [] for cell in cells}
-    for _ in range(args.repeats):  # interleaved: a slow spell of the machine spreads over every cell
+    for seed in range(args.repeats):  # a slow spell of the machine spreads over every cell of a repeat
+        repeat = repeat_in_process(seed, args.policies, args.charges)
         for name, charges in cells:
-            policy = POLICIES.get(name, name)
-            total = bare_run(policy, task_id(charges))
-            split = instrumented_run(policy, task_id(charges))
-            assert all(len(v) == len(total) for v in split.values()), "the runs made other calls"
-            runs[name, charges].append({"total": total, **split})
+            runs[name, charges].append(repeat[f"{name}|{charges}"])
     rows = {cell: summarize(cell_runs) for cell, cell_runs in runs.items()}
-    print(f"CPU per model call on long_horizon (thread time; medians over {args.repeats} interleaved repeats), ms")
+    print(
+        f"CPU per model call on long_horizon (thread time; medians over {args.repeats} repeats, hash seeds 0-{args.repeats - 1}), ms"
+    )
     print(
         f"{'policy, charges':<20}{'calls':>7}{'CPU/call':>10}{'mean':>8}{'first 20%':>11}{'last 20%':>10}"
         f"{'last/first':>11}{'simulator':>11}{'policy':>8}{'agent':>7}{'tokenizer':>11}"
