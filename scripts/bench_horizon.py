@@ -11,10 +11,12 @@ and the counter's chunking of long texts, outside the policy's and the agent's `
 the recorder, the prompt-cache figure). The targets (issue 40): the last 20% of an episode's calls cost at most
 1.2x its first 20%, and the CPU per call at 200 charges at most 1.5x that at 10, for each policy.
 
-Each repeat runs in a process of its own with ``PYTHONHASHSEED`` set to the repeat's number: the token
-counter cuts long texts into chunks by their lines' hashes, so which chunks a fold finds in its cache (and a
-call's cost, by up to a third) depends on the process's hash seed. Fixed seeds make two runs of the bench
-measure the same chunks, and the medians are over several.
+Every run (uninstrumented or instrumented, of each cell and repeat) is a process of its own, warmed up on
+another task: in one process a later run met the texts of the same deterministic episode in the caches an
+earlier run had filled (parses, form indexes, token counts), which a user's first episode does not. Its
+``PYTHONHASHSEED`` is the repeat's number: the token counter cuts long texts into chunks by their lines'
+hashes, so which chunks a fold finds in its cache (and a call's cost, by up to a third) depends on the
+process's hash seed. Fixed seeds make two runs of the bench measure the same chunks; the medians span seeds.
 
     .venv/bin/python scripts/bench_horizon.py                    # C2 and C4, 10 and 200 charges, 5 repeats
     .venv/bin/python scripts/bench_horizon.py --charges 10 50 --repeats 1
@@ -154,51 +156,54 @@ def summarize(runs: list[dict[str, list[float]]]) -> dict[str, float]:
     return row
 
 
-def repeat_once(policies: list[str], charges: list[int]) -> dict[str, dict[str, list[float]]]:
-    """One repeat in this process: every cell's uninstrumented and instrumented runs, interleaved."""
-    bare_run("full", task_id(10))  # warm up: imports, the first session
-    runs: dict[str, dict[str, list[float]]] = {}
-    for name in policies:
-        for rung in charges:
-            policy = POLICIES.get(name, name)
-            total = bare_run(policy, task_id(rung))
-            split = instrumented_run(policy, task_id(rung))
-            assert all(len(v) == len(total) for v in split.values()), "the runs made other calls"
-            runs[f"{name}|{rung}"] = {"total": total, **split}
-    return runs
+WARM_UP_TASK = "long-010-01"  # not a measured task: a process's caches hold none of the measured episode's texts
 
 
-def repeat_in_process(seed: int, policies: list[str], charges: list[int]) -> dict[str, dict[str, list[float]]]:
-    """``repeat_once`` in a fresh process whose hash seed is ``seed``."""
-    command = [sys.executable, __file__, "--one-repeat", "--policies", *policies, "--charges", *map(str, charges)]
+def one_run(kind: str, policy: str, charges: int) -> dict[str, list[float]]:
+    """In this process: warm up (imports, a first session) on another task, then one run of the cell."""
+    bare_run("full", WARM_UP_TASK)
+    if kind == "bare":
+        return {"total": bare_run(policy, task_id(charges))}
+    return instrumented_run(policy, task_id(charges))
+
+
+def run_in_process(seed: int, kind: str, policy: str, charges: int) -> dict[str, list[float]]:
+    """``one_run`` in a fresh process whose hash seed is ``seed``: every measured episode is a process's first
+    sight of its texts (the runs of one process would find the parses, form indexes and token counts of the
+    same deterministic episode that an earlier run left in their caches)."""
+    command = [sys.executable, __file__, "--one-run", kind, policy, str(charges)]
     done = subprocess.run(
         command, env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=False
     )
     if done.returncode:
-        raise SystemExit(f"repeat {seed} failed:\n{done.stderr}")
-    runs: dict[str, dict[str, list[float]]] = json.loads(done.stdout)
-    return runs
+        raise SystemExit(f"{kind} run of {policy} at {charges} charges, hash seed {seed}, failed:\n{done.stderr}")
+    run: dict[str, list[float]] = json.loads(done.stdout)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policies", nargs="*", default=list(POLICIES), help="C2, C4 or policy specs")
     parser.add_argument("--charges", nargs="*", type=int, default=[10, 200], help="long_horizon rungs (first task)")
-    parser.add_argument("--repeats", type=int, default=5, help="processes, hash seeds 0 to repeats - 1")
-    parser.add_argument("--one-repeat", action="store_true", help=argparse.SUPPRESS)  # a repeat's process
+    parser.add_argument("--repeats", type=int, default=5, help="hash seeds 0 to repeats - 1, one process per run")
+    parser.add_argument("--one-run", nargs=3, metavar=("KIND", "POLICY", "CHARGES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one_repeat:
-        print(json.dumps(repeat_once(args.policies, args.charges)))
+    if args.one_run:  # a run's own process
+        kind, policy, charges = args.one_run
+        print(json.dumps(one_run(kind, policy, int(charges))))
         return 0
     cells = [(name, charges) for name in args.policies for charges in args.charges]
     runs: dict[tuple[str, int], list[dict[str, list[float]]]] = {cell: [] for cell in cells}
-    for seed in range(args.repeats):  # a slow spell of the machine spreads over every cell of a repeat
-        repeat = repeat_in_process(seed, args.policies, args.charges)
+    for seed in range(args.repeats):  # interleaved: a slow spell of the machine spreads over every cell
         for name, charges in cells:
-            runs[name, charges].append(repeat[f"{name}|{charges}"])
+            policy = POLICIES.get(name, name)
+            total = run_in_process(seed, "bare", policy, charges)
+            split = run_in_process(seed, "split", policy, charges)
+            assert all(len(v) == len(total["total"]) for v in split.values()), "the runs made other calls"
+            runs[name, charges].append({**total, **split})
     rows = {cell: summarize(cell_runs) for cell, cell_runs in runs.items()}
     print(
-        f"CPU per model call on long_horizon (thread time; medians over {args.repeats} repeats, hash seeds 0-{args.repeats - 1}), ms"
+        f"CPU per model call on long_horizon (thread time; medians over {args.repeats} repeats, hash seeds 0-{args.repeats - 1}, a process per run), ms"
     )
     print(
         f"{'policy, charges':<20}{'calls':>7}{'CPU/call':>10}{'mean':>8}{'first 20%':>11}{'last 20%':>10}"
