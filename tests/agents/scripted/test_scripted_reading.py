@@ -5,15 +5,20 @@ from __future__ import annotations
 import copy
 import pickle
 import random
+import re
+import sys
 
 import gymnasium as gym
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import erp_sim.envs  # noqa: F401  (registers the ids)
 from erp_sim.agents.policies import wrap
 from erp_sim.agents.runner import run_episode
 from erp_sim.agents.scripted import ScriptedAgent, View, decide
 from erp_sim.agents.types import Continuation, SealedMessage, Transcript, unchanged_prefix
+from erp_sim.workflows.itemization import scripted as itemization_scripted
 
 FIELDS = (
     "state",
@@ -355,3 +360,23 @@ def test_a_message_edited_in_place_in_a_plain_list_is_read_again_through_a_polic
     result["content"] = next(m["content"] for m in messages if m.get("role") == "tool" and m is not result)
     assert policy.act(messages, []).message == ScriptedAgent().act(list(messages), []).message
     assert View(messages).state != View(shown_lists["full"][-1]).state
+
+
+# -- the user's "yes ... add" (itemization.scripted.confirms) ------------------------------------------
+_CONFIRMED = re.compile(r"\byes\b.*\badd\b", re.IGNORECASE | re.DOTALL)  # what confirms finds, as a regex
+
+
+@given(st.lists(st.sampled_from(["yes", "YeS", "ye\u017f", "add", "ADD", "Add", "x", "_", "1", " ", "\n", "é", "ß"])))
+def test_confirms_finds_what_the_regex_finds(parts):
+    text = "".join(parts)
+    assert itemization_scripted.confirms(text) == bool(_CONFIRMED.search(text))
+
+
+def test_confirms_reads_every_case_of_yes_and_add_as_ignorecase_does():
+    """Its patterns spell each letter's cases out (no leading \\b, for speed): every code point re.IGNORECASE
+    takes for a letter of "yes" or "add" (the long s for s, say) is in them."""
+    every_character = "".join(map(chr, range(sys.maxunicode + 1)))
+    for word, pattern in (("yes", itemization_scripted._YES), ("add", itemization_scripted._ADD)):
+        for at, letter in enumerate(word):
+            for case in re.findall(letter, every_character, re.IGNORECASE):
+                assert pattern.fullmatch(word[:at] + case + word[at + 1 :]), (word, case)
